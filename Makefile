@@ -1,0 +1,63 @@
+# koord-queue's build. `make help` lists the targets.
+SHELL := /usr/bin/env bash -o pipefail
+.DEFAULT_GOAL := help
+
+GO       ?= go
+TOOLS_BIN = $(shell bash hack/ensure-tools.sh $(1) | tail -n 1)
+# Test packages that start API servers run at most this many at once: 2 cores.
+TEST_PARALLEL_PACKAGES ?= 2
+GO_TEST_FLAGS ?=
+
+UNIT_PKGS        = $$($(GO) list ./... | grep -v /test/)
+INTEGRATION_PKGS = ./test/integration/...
+E2E_PKGS         = ./test/e2e/...
+
+.PHONY: help
+help: ## Show this help.
+	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
+
+.PHONY: tools
+tools: ## Build the pinned etcd, Kubernetes, kwok, controller-gen and staticcheck into the cache (once per version).
+	@bash hack/ensure-tools.sh all >/dev/null
+
+.PHONY: generate
+generate: ## Generate deepcopy code and CRDs from the API types.
+	@bin=$(call TOOLS_BIN,codegen); \
+	$$bin/controller-gen object paths=./apis/... && \
+	$$bin/controller-gen crd:maxDescLen=0 paths=./apis/... output:crd:dir=config/crd/bases
+
+.PHONY: verify
+verify: ## Fail if generated files are stale, code is unformatted or go.mod is untidy.
+	@bash hack/verify.sh
+
+.PHONY: lint
+lint: ## go vet and staticcheck.
+	$(GO) vet ./...
+	@bin=$(call TOOLS_BIN,lint); $$bin/staticcheck ./...
+
+.PHONY: build
+build: ## Build the binaries into bin/.
+	$(GO) build -o bin/ ./cmd/...
+
+.PHONY: test
+test: tools test-unit test-integration test-e2e ## Unit, integration and end-to-end tests, all with -race.
+
+.PHONY: test-unit
+test-unit: ## Unit tests (no API server).
+	$(GO) test -race $(GO_TEST_FLAGS) $(UNIT_PKGS)
+
+.PHONY: test-integration
+test-integration: tools ## Integration tests against a real kube-apiserver and etcd.
+	$(GO) test -race -p $(TEST_PARALLEL_PACKAGES) $(GO_TEST_FLAGS) $(INTEGRATION_PKGS)
+
+.PHONY: test-e2e
+test-e2e: tools ## End-to-end tests on a local cluster with kwok nodes.
+	$(GO) test -race -p 1 -timeout 30m $(GO_TEST_FLAGS) $(E2E_PKGS)
+
+.PHONY: bench
+bench: ## Benchmarks of the decision core.
+	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./pkg/...)
+
+.PHONY: run-local
+run-local: tools ## Start a local cluster with kwok nodes, run a demonstration Job, and stay up until Ctrl-C.
+	$(GO) run ./hack/local-cluster

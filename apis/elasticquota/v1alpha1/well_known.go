@@ -1,0 +1,29 @@
+package v1alpha1
+
+// Koordinator's keys on ElasticQuotas and jobs, named as Koordinator names them
+// (github.com/koordinator-sh/apis, extension package).
+const (
+	// LabelQuotaName on a job or unit names its ElasticQuota.
+	LabelQuotaName = "quota.scheduling.koordinator.sh/name"
+	// LabelQuotaNameAlibabaCloud is the older key for LabelQuotaName.
+	LabelQuotaNameAlibabaCloud = "alibabacloud.com/quota-name"
+	// LabelQuotaParent names the parent quota; empty means the root.
+	LabelQuotaParent = "quota.scheduling.koordinator.sh/parent"
+	// LabelQuotaIsParent marks a quota that has children.
+	LabelQuotaIsParent = "quota.scheduling.koordinator.sh/is-parent"
+	// LabelAllowLentResource "false" keeps a quota's unused min from its siblings.
+	LabelAllowLentResource = "quota.scheduling.koordinator.sh/allow-lent-resource"
+	// AnnotationSharedWeight weighs a quota's part of idle capacity; default its max.
+	AnnotationSharedWeight = "quota.scheduling.koordinator.sh/shared-weight"
+	// AnnotationRuntime is the quota's runtime share as last computed.
+	AnnotationRuntime = "quota.scheduling.koordinator.sh/runtime"
+	// AnnotationQuotaNamespaces is a JSON list of namespaces the quota serves.
+	AnnotationQuotaNamespaces = "quota.scheduling.koordinator.sh/namespaces"
+
+	// RootQuotaName is the root of the tree; its capacity is the cluster's.
+	RootQuotaName = "koordinator-root-quota"
+	// SystemQuotaName is Koordinator's quota for system workloads.
+	SystemQuotaName = "koordinator-system-quota"
+	// DefaultQuotaName serves jobs that name no quota.
+	DefaultQuotaName = "koordinator-default-quota"
+)

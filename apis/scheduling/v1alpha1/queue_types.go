@@ -1,0 +1,117 @@
+package v1alpha1
+
+import (
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// QueuePolicy decides how units inside one queue are taken for admission.
+// +kubebuilder:validation:Enum=Priority;Block;Intelligent
+type QueuePolicy string
+
+const (
+	// QueuePolicyPriority orders by priority and skips a unit that does not
+	// fit, so later units that fit are admitted (non-blocking).
+	QueuePolicyPriority QueuePolicy = "Priority"
+	// QueuePolicyBlock admits strictly in order: while the head does not fit,
+	// nothing behind it is admitted.
+	QueuePolicyBlock QueuePolicy = "Block"
+	// QueuePolicyIntelligent splits units at a priority threshold: the high
+	// band blocks on its head, the low band is served round-robin.
+	QueuePolicyIntelligent QueuePolicy = "Intelligent"
+)
+
+// QueueSpec is how a queue orders and admits its units.
+type QueueSpec struct {
+	// queuePolicy is Priority (the default), Block or Intelligent.
+	// +optional
+	QueuePolicy QueuePolicy `json:"queuePolicy,omitempty"`
+
+	// priority orders queues against each other when capacity is contested.
+	// Queues created from ElasticQuotas get 1000.
+	// +optional
+	Priority *int32 `json:"priority,omitempty"`
+
+	// priorityClassName names a PriorityClass whose value is the queue's priority.
+	// +optional
+	PriorityClassName string `json:"priorityClassName,omitempty"`
+
+	// admissionChecks must all be Ready for a selected unit before it is
+	// released; until then the unit stays Reserved.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=16
+	AdmissionChecks []AdmissionCheckWithSelector `json:"admissionChecks,omitempty"`
+}
+
+// AdmissionCheckWithSelector names an admission check and the units it applies to.
+type AdmissionCheckWithSelector struct {
+	// name of the admission check.
+	// +kubebuilder:validation:MinLength=1
+	// +kubebuilder:validation:MaxLength=316
+	Name string `json:"name"`
+
+	// labelSelector chooses the units the check applies to; nil selects every unit.
+	// +optional
+	Selector *metav1.LabelSelector `json:"labelSelector,omitempty"`
+}
+
+// QueueItemDetailsActive is the QueueStatus.QueueItemDetails key of the pending units.
+const QueueItemDetailsActive = "active"
+
+// QueueStatus is what the queue controller observed of a queue.
+type QueueStatus struct {
+	// queueItemDetails lists the first pending units of the queue in admission
+	// order, under the key "active".
+	// +optional
+	QueueItemDetails map[string][]QueueItemDetail `json:"queueItemDetails,omitempty"`
+
+	// pending is how many units wait in the queue.
+	// +optional
+	Pending int32 `json:"pending,omitempty"`
+
+	// admitted is how many units of the queue currently hold quota.
+	// +optional
+	Admitted int32 `json:"admitted,omitempty"`
+
+	// conditions of the queue, such as whether its quota is valid.
+	// +optional
+	// +listType=map
+	// +listMapKey=type
+	Conditions []metav1.Condition `json:"conditions,omitempty"`
+}
+
+// QueueItemDetail is one pending unit and its place in the queue.
+type QueueItemDetail struct {
+	Name      string `json:"name,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Priority  int32  `json:"priority,omitempty"`
+	// position is 1-based.
+	Position int32 `json:"position,omitempty"`
+}
+
+// Queue holds the units of one ElasticQuota and decides their order.
+//
+// +kubebuilder:object:root=true
+// +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Policy",type=string,JSONPath=`.spec.queuePolicy`
+// +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
+// +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pending`
+// +kubebuilder:printcolumn:name="Admitted",type=integer,JSONPath=`.status.admitted`
+// +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
+type Queue struct {
+	metav1.TypeMeta   `json:",inline"`
+	metav1.ObjectMeta `json:"metadata,omitempty"`
+
+	Spec   QueueSpec   `json:"spec,omitempty"`
+	Status QueueStatus `json:"status,omitempty"`
+}
+
+// QueueList is a list of Queues.
+//
+// +kubebuilder:object:root=true
+type QueueList struct {
+	metav1.TypeMeta `json:",inline"`
+	metav1.ListMeta `json:"metadata,omitempty"`
+	Items           []Queue `json:"items"`
+}

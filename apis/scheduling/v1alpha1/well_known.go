@@ -1,0 +1,32 @@
+package v1alpha1
+
+// Keys users write on ElasticQuotas and Queues to tune a queue. Every
+// koord-queue/* annotation of an ElasticQuota is copied onto its Queue.
+const (
+	// LabelQueuePolicy on an ElasticQuota chooses its Queue's policy.
+	LabelQueuePolicy = "koord-queue/queue-policy"
+	// AnnotationPriorityThreshold splits Intelligent's high and low bands (default 4).
+	AnnotationPriorityThreshold = "koord-queue/priority-threshold"
+	// AnnotationMaxDepth bounds how many units of a queue one scan considers.
+	AnnotationMaxDepth = "koord-queue/max-depth"
+	// AnnotationWaitForPodsRunning "true" allows one admitted-but-not-running unit at a time.
+	AnnotationWaitForPodsRunning = "koord-queue/wait-for-pods-running"
+	// AnnotationEnableQueueUnitPreemption "true" lets a unit evict lower-priority units of its quota.
+	AnnotationEnableQueueUnitPreemption = "koord-queue/enable-queueunit-preemption"
+	// AnnotationPrefix is what every copied annotation starts with.
+	AnnotationPrefix = "koord-queue/"
+
+	// QueueNamespace holds every Queue.
+	QueueNamespace = "koord-queue"
+	// DefaultQueuePriority is the priority of Queues created from ElasticQuotas.
+	DefaultQueuePriority int32 = 1000
+	// DefaultPriorityThreshold is Intelligent's default split.
+	DefaultPriorityThreshold int32 = 4
+
+	// AnnotationSuspend "true" on a Kubeflow job means it was submitted suspended.
+	AnnotationSuspend = "scheduling.x-k8s.io/suspend"
+	// AnnotationMinResources on an Argo Workflow is its request.
+	AnnotationMinResources = "koord-queue/min-resources"
+	// ArgoSuspendTemplate is the template that marks a Workflow as queued.
+	ArgoSuspendTemplate = "koord-queue-suspend"
+)
