@@ -40,7 +40,7 @@ build: ## Build the binaries into bin/.
 	$(GO) build -o bin/ ./cmd/...
 
 .PHONY: test
-test: tools test-unit test-integration test-e2e ## Unit, integration and end-to-end tests, all with -race.
+test: tools verify lint test-unit test-integration test-e2e ## Checks, then unit, integration and end-to-end tests, all with -race.
 
 .PHONY: test-unit
 test-unit: ## Unit tests (no API server).
