@@ -5,6 +5,7 @@
 package testenv
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,7 +15,11 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/koord-queue/koord-queue/apis"
@@ -99,4 +104,33 @@ func Main(m *testing.M, set func(*Env), extraCRDDirs ...string) int {
 		fmt.Fprintf(os.Stderr, "testenv: stopping: %v\n", err)
 	}
 	return code
+}
+
+// StartManager runs a controller-runtime manager against the Env with the
+// controllers setup adds, and returns a function that stops it and waits.
+// Metrics and health endpoints are off, and no leader election.
+func (e *Env) StartManager(ctx context.Context, setup func(manager.Manager) error) (stop func(), err error) {
+	mgr, err := manager.New(e.Config, manager.Options{
+		Scheme:                 e.Scheme,
+		Metrics:                metricsserver.Options{BindAddress: "0"},
+		HealthProbeBindAddress: "0",
+		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("creating manager: %w", err)
+	}
+	if err := setup(mgr); err != nil {
+		return nil, fmt.Errorf("setting up controllers: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { done <- mgr.Start(ctx) }()
+	if !mgr.GetCache().WaitForCacheSync(ctx) {
+		cancel()
+		return nil, fmt.Errorf("manager cache did not sync: %w", <-done)
+	}
+	return func() {
+		cancel()
+		<-done
+	}, nil
 }

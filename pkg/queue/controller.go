@@ -1,0 +1,234 @@
+// Package queue keeps a Queue in namespace koord-queue for every
+// ElasticQuota: same name, priority 1000, policy from the quota's
+// koord-queue/queue-policy label and every koord-queue/* annotation copied.
+// Queues it created are deleted when their quota goes; Queues a user created
+// by hand are left alone.
+package queue
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+)
+
+const (
+	// LabelManagedBy marks Queues this controller owns.
+	LabelManagedBy = "koord-queue/managed-by"
+	// ManagedByElasticQuota is LabelManagedBy's value on Queues made from ElasticQuotas.
+	ManagedByElasticQuota = "elasticquota"
+	// AnnotationSourceNamespace records the namespace of the Queue's ElasticQuota.
+	AnnotationSourceNamespace = "koord-queue/elasticquota-namespace"
+	// AnnotationCopied lists the annotations copied from the ElasticQuota, so
+	// one removed there is removed here too without touching the user's own.
+	AnnotationCopied = "koord-queue/copied-annotations"
+
+	// IndexElasticQuotaName indexes ElasticQuotas by name: names are unique
+	// cluster-wide in Koordinator, but quotas live in any namespace.
+	IndexElasticQuotaName = "elasticquota.name"
+
+	// ReasonUnknownQueuePolicy is the Warning event for a bad policy label.
+	ReasonUnknownQueuePolicy = "UnknownQueuePolicy"
+	// ReasonDuplicateQuotaName is the Warning event when two namespaces hold a quota of one name.
+	ReasonDuplicateQuotaName = "DuplicateQuotaName"
+
+	controllerName = "elasticquota-queue"
+)
+
+// Reconciler creates, updates and deletes Queues after ElasticQuotas. Its
+// requests are keyed by quota name alone (no namespace).
+type Reconciler struct {
+	client   client.Client
+	recorder record.EventRecorder
+}
+
+var _ reconcile.Reconciler = (*Reconciler)(nil)
+
+// NewReconciler returns a Reconciler.
+func NewReconciler(c client.Client, recorder record.EventRecorder) *Reconciler {
+	return &Reconciler{client: c, recorder: recorder}
+}
+
+// SetupIndexes registers the field indexes the Reconciler lists by.
+func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
+	err := indexer.IndexField(ctx, &elasticquotav1alpha1.ElasticQuota{}, IndexElasticQuotaName, func(o client.Object) []string {
+		return []string{o.GetName()}
+	})
+	if err != nil {
+		return fmt.Errorf("indexing ElasticQuotas by name: %w", err)
+	}
+	return nil
+}
+
+// SetupWithManager watches ElasticQuotas and the Queues in namespace koord-queue.
+func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
+	byName := handler.EnqueueRequestsFromMapFunc(func(_ context.Context, o client.Object) []reconcile.Request {
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Name: o.GetName()}}}
+	})
+	return ctrl.NewControllerManagedBy(mgr).
+		Named(controllerName).
+		Watches(&elasticquotav1alpha1.ElasticQuota{}, byName).
+		Watches(&schedulingv1alpha1.Queue{}, byName, builder.WithPredicates(inQueueNamespace())).
+		Complete(r)
+}
+
+func inQueueNamespace() predicate.Predicate {
+	return predicate.NewPredicateFuncs(func(o client.Object) bool {
+		return o.GetNamespace() == schedulingv1alpha1.QueueNamespace
+	})
+}
+
+// Reconcile makes the Queue named req.Name match the ElasticQuota of that name.
+func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reconcile.Result, error) {
+	logger := log.FromContext(ctx).WithValues("elasticQuota", req.Name)
+	quotas := &elasticquotav1alpha1.ElasticQuotaList{}
+	if err := r.client.List(ctx, quotas, client.MatchingFields{IndexElasticQuotaName: req.Name}); err != nil {
+		return reconcile.Result{}, fmt.Errorf("listing ElasticQuotas named %s: %w", req.Name, err)
+	}
+	queue := &schedulingv1alpha1.Queue{}
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: schedulingv1alpha1.QueueNamespace, Name: req.Name}, queue)
+	if err != nil && !apierrors.IsNotFound(err) {
+		return reconcile.Result{}, fmt.Errorf("getting Queue %s: %w", req.Name, err)
+	}
+	exists := err == nil
+
+	live := slices.DeleteFunc(quotas.Items, func(eq elasticquotav1alpha1.ElasticQuota) bool { return eq.DeletionTimestamp != nil })
+	if len(live) == 0 {
+		if exists && queue.Labels[LabelManagedBy] == ManagedByElasticQuota && queue.DeletionTimestamp == nil {
+			logger.Info("Deleting Queue of a deleted ElasticQuota")
+			if err := r.client.Delete(ctx, queue); client.IgnoreNotFound(err) != nil {
+				return reconcile.Result{}, fmt.Errorf("deleting Queue %s: %w", req.Name, err)
+			}
+		}
+		return reconcile.Result{}, nil
+	}
+	eq := oldest(live)
+	if len(live) > 1 {
+		for i := range live {
+			if live[i].UID != eq.UID {
+				r.recorder.Eventf(&live[i], corev1.EventTypeWarning, ReasonDuplicateQuotaName,
+					"ElasticQuota names are unique cluster-wide; %s/%s already has this name and owns Queue %s/%s",
+					eq.Namespace, eq.Name, schedulingv1alpha1.QueueNamespace, eq.Name)
+			}
+		}
+	}
+
+	if !exists {
+		queue = &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{
+			Name:      eq.Name,
+			Namespace: schedulingv1alpha1.QueueNamespace,
+		}}
+		r.applyQuota(queue, eq)
+		logger.Info("Creating Queue for ElasticQuota", "policy", queue.Spec.QueuePolicy)
+		if err := r.client.Create(ctx, queue); err != nil {
+			if apierrors.IsAlreadyExists(err) {
+				return reconcile.Result{Requeue: true}, nil
+			}
+			return reconcile.Result{}, fmt.Errorf("creating Queue %s: %w", eq.Name, err)
+		}
+		return reconcile.Result{}, nil
+	}
+	if queue.Labels[LabelManagedBy] != ManagedByElasticQuota {
+		// A Queue the user made by hand: theirs to configure.
+		return reconcile.Result{}, nil
+	}
+	desired := queue.DeepCopy()
+	r.applyQuota(desired, eq)
+	if equalManagedFields(queue, desired) {
+		return reconcile.Result{}, nil
+	}
+	logger.Info("Updating Queue after its ElasticQuota", "policy", desired.Spec.QueuePolicy)
+	if err := r.client.Update(ctx, desired); err != nil {
+		return reconcile.Result{}, fmt.Errorf("updating Queue %s: %w", eq.Name, err)
+	}
+	return reconcile.Result{}, nil
+}
+
+// applyQuota sets the Queue fields that follow the ElasticQuota. Fields the
+// quota says nothing of (admission checks, a priority the user changed) are kept.
+func (r *Reconciler) applyQuota(queue *schedulingv1alpha1.Queue, eq *elasticquotav1alpha1.ElasticQuota) {
+	if queue.Labels == nil {
+		queue.Labels = map[string]string{}
+	}
+	queue.Labels[LabelManagedBy] = ManagedByElasticQuota
+	if queue.Annotations == nil {
+		queue.Annotations = map[string]string{}
+	}
+	queue.Annotations[AnnotationSourceNamespace] = eq.Namespace
+	for _, key := range strings.Split(queue.Annotations[AnnotationCopied], ",") {
+		if _, still := eq.Annotations[key]; key != "" && !still {
+			delete(queue.Annotations, key)
+		}
+	}
+	var copied []string
+	for key, value := range eq.Annotations {
+		if strings.HasPrefix(key, schedulingv1alpha1.AnnotationPrefix) {
+			queue.Annotations[key] = value
+			copied = append(copied, key)
+		}
+	}
+	slices.Sort(copied)
+	if len(copied) > 0 {
+		queue.Annotations[AnnotationCopied] = strings.Join(copied, ",")
+	} else {
+		delete(queue.Annotations, AnnotationCopied)
+	}
+
+	queue.Spec.QueuePolicy = r.policyOf(eq)
+	if queue.Spec.Priority == nil {
+		queue.Spec.Priority = ptr.To(schedulingv1alpha1.DefaultQueuePriority)
+	}
+}
+
+// policyOf reads the koord-queue/queue-policy label; an unknown value falls
+// back to Priority with a Warning event on the ElasticQuota.
+func (r *Reconciler) policyOf(eq *elasticquotav1alpha1.ElasticQuota) schedulingv1alpha1.QueuePolicy {
+	value, ok := eq.Labels[schedulingv1alpha1.LabelQueuePolicy]
+	switch p := schedulingv1alpha1.QueuePolicy(value); {
+	case !ok || value == "":
+		return schedulingv1alpha1.QueuePolicyPriority
+	case p == schedulingv1alpha1.QueuePolicyPriority, p == schedulingv1alpha1.QueuePolicyBlock, p == schedulingv1alpha1.QueuePolicyIntelligent:
+		return p
+	default:
+		r.recorder.Eventf(eq, corev1.EventTypeWarning, ReasonUnknownQueuePolicy,
+			"label %s=%q is not Priority, Block or Intelligent; Queue %s/%s uses Priority",
+			schedulingv1alpha1.LabelQueuePolicy, value, schedulingv1alpha1.QueueNamespace, eq.Name)
+		return schedulingv1alpha1.QueuePolicyPriority
+	}
+}
+
+func equalManagedFields(a, b *schedulingv1alpha1.Queue) bool {
+	return maps.Equal(a.Labels, b.Labels) && maps.Equal(a.Annotations, b.Annotations) &&
+		a.Spec.QueuePolicy == b.Spec.QueuePolicy && ptr.Equal(a.Spec.Priority, b.Spec.Priority)
+}
+
+// oldest picks the quota that owns the name when several namespaces use it.
+func oldest(quotas []elasticquotav1alpha1.ElasticQuota) *elasticquotav1alpha1.ElasticQuota {
+	best := &quotas[0]
+	for i := range quotas[1:] {
+		q := &quotas[i+1]
+		if q.CreationTimestamp.Before(&best.CreationTimestamp) ||
+			(q.CreationTimestamp.Equal(&best.CreationTimestamp) && q.Namespace < best.Namespace) {
+			best = q
+		}
+	}
+	return best
+}

@@ -1,0 +1,29 @@
+package testenv
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// DefaultTimeout bounds how long Eventually waits for a controller to act.
+const DefaultTimeout = 30 * time.Second
+
+// Eventually polls check until it returns nil, and fails the test with
+// check's last error if that does not happen within timeout. Controllers act
+// asynchronously; this is how a test waits for them without sleeping.
+func Eventually(t testing.TB, timeout time.Duration, check func(context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var last error
+	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		last = check(ctx)
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("condition not met within %v: %v", timeout, last)
+	}
+}
