@@ -6,7 +6,7 @@ GO       ?= go
 TOOLS_BIN = $(shell bash hack/ensure-tools.sh $(1) | tail -n 1)
 # Test packages that start API servers run at most this many at once: 2 cores.
 TEST_PARALLEL_PACKAGES ?= 2
-GO_TEST_FLAGS ?=
+GO_TEST_FLAGS ?= -count=1
 
 UNIT_PKGS        = $$($(GO) list ./... | grep -v /test/)
 INTEGRATION_PKGS = ./test/integration/...

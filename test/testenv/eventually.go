@@ -20,7 +20,11 @@ func Eventually(t testing.TB, timeout time.Duration, check func(context.Context)
 	defer cancel()
 	var last error
 	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		last = check(ctx)
+		err := check(ctx)
+		if err != nil && ctx.Err() != nil && last != nil {
+			return false, nil // keep the last real reason, not the deadline's
+		}
+		last = err
 		return last == nil, nil
 	})
 	if err != nil {

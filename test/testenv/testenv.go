@@ -12,15 +12,18 @@ import (
 	"runtime"
 	"testing"
 
+	"github.com/go-logr/logr"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
-	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
 	"github.com/koord-queue/koord-queue/apis"
 	"github.com/koord-queue/koord-queue/test/cluster"
@@ -88,6 +91,15 @@ func Start(extraCRDDirs ...string) (*Env, error) {
 // Stop stops the API server and etcd.
 func (e *Env) Stop() error {
 	return e.env.Stop()
+}
+
+func init() {
+	// Controllers log through controller-runtime; KOORD_QUEUE_TEST_LOG=1 shows it.
+	if os.Getenv("KOORD_QUEUE_TEST_LOG") != "" {
+		ctrllog.SetLogger(zap.New(zap.WriteTo(os.Stderr), zap.UseDevMode(true)))
+	} else {
+		ctrllog.SetLogger(logr.Discard())
+	}
 }
 
 // Main is a TestMain body: it starts an Env, hands it to set, runs the

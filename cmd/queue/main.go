@@ -1,0 +1,129 @@
+// Command koord-queue turns ElasticQuotas into Queues, admits QueueUnits
+// against quota in the order each queue's policy gives, and serves the
+// visibility API and Prometheus metrics.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"time"
+
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	"github.com/koord-queue/koord-queue/apis"
+	configv1 "github.com/koord-queue/koord-queue/apis/config/v1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/admission"
+	"github.com/koord-queue/koord-queue/pkg/queuemanager"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "koord-queue: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	var (
+		configFile      = flag.String("config", "", "path to a KoordQueueConfiguration file (default: Priority and ElasticQuotaV2 plugins)")
+		kubeconfig      = flag.String("kubeconfig", "", "path to a kubeconfig; empty: in-cluster or $KUBECONFIG")
+		qps             = flag.Float64("qps", 50, "queries per second to the API server")
+		burst           = flag.Int("burst", 100, "burst of queries to the API server")
+		leaderElect     = flag.Bool("leader-elect", true, "elect a leader (Lease koord-queue in namespace koord-queue); only the leader admits")
+		leaderNamespace = flag.String("leader-elect-namespace", schedulingv1alpha1.QueueNamespace, "namespace of the leader election Lease")
+		metricsAddr     = flag.String("metrics-bind-address", ":10259", "address of /metrics; 0 turns it off")
+		probeAddr       = flag.String("health-probe-bind-address", ":10258", "address of /healthz and /readyz")
+		visibilityAddr  = flag.String("visibility-bind-address", ":8090", "address of the visibility API; empty turns it off")
+		writeWorkers    = flag.Int("admission-write-workers", 8, "admissions and evictions written in parallel")
+		messageQPS      = flag.Float64("wait-message-qps", 5, "how many 'why this unit waits' status writes per second at most")
+		requeueBase     = flag.Duration("admission-check-requeue-base-delay", 10*time.Second, "first backoff after an admission check says Retry or Rejected; doubles each time")
+		requeueMax      = flag.Duration("admission-check-requeue-max-delay", 10*time.Minute, "longest backoff after an admission check")
+		statusRefresh   = flag.Duration("queue-status-refresh-interval", 15*time.Second, "default time between two writes of a Queue's status (annotation koord-queue/queue-items-refresh-interval overrides)")
+		statusTopN      = flag.Int("queue-status-top-n", 20, "how many pending units a Queue's status lists")
+	)
+	opts := zap.Options{}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	log := ctrl.Log.WithName("koord-queue")
+
+	cfg, err := configv1.Load(*configFile)
+	if err != nil {
+		return err
+	}
+	log.Info("Configuration", "plugins", cfg.Plugins, "defaultReclaimProtectTime", cfg.ReclaimProtectTime())
+
+	restConfig, err := restConfig(*kubeconfig)
+	if err != nil {
+		return err
+	}
+	restConfig.QPS, restConfig.Burst = float32(*qps), *burst
+	restConfig.UserAgent = "koord-queue"
+
+	scheme := k8sruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := apis.AddToScheme(scheme); err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: *metricsAddr},
+		HealthProbeBindAddress:        *probeAddr,
+		LeaderElection:                *leaderElect,
+		LeaderElectionID:              "koord-queue",
+		LeaderElectionNamespace:       *leaderNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
+			&schedulingv1alpha1.Queue{}: {Namespaces: map[string]cache.Config{schedulingv1alpha1.QueueNamespace: {}}},
+		}},
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	ctx := ctrl.SetupSignalHandler()
+	_, err = queuemanager.Setup(ctx, mgr, queuemanager.Options{
+		VisibilityAddress: *visibilityAddr,
+		Admission: admission.Options{
+			Writer: admission.WriterOptions{Workers: *writeWorkers, MessageQPS: *messageQPS, RequeueBaseDelay: *requeueBase, RequeueMaxDelay: *requeueMax},
+			Status: admission.StatusOptions{RefreshInterval: *statusRefresh, TopN: *statusTopN},
+		},
+	})
+	if err != nil {
+		return err
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return errors.New("informer caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	log.Info("Starting", "metrics", *metricsAddr, "visibility", *visibilityAddr, "leaderElection", *leaderElect)
+	return mgr.Start(ctx)
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig != "" {
+		return clientcmd.BuildConfigFromFlags("", kubeconfig)
+	}
+	return ctrl.GetConfig()
+}

@@ -1,0 +1,498 @@
+package admission
+
+import (
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/policy"
+	"github.com/koord-queue/koord-queue/pkg/quota"
+	"github.com/koord-queue/koord-queue/pkg/resources"
+	"github.com/koord-queue/koord-queue/pkg/scheduler"
+)
+
+// unitRecord is what the Cache keeps of a QueueUnit besides what the core keeps.
+type unitRecord struct {
+	unit *schedulingv1alpha1.QueueUnit // the latest object seen
+	// queue the unit waits in or is admitted to; empty when no quota serves it.
+	queue string
+	// byLabel: the unit named its quota; otherwise the mapping is re-resolved
+	// when quotas change.
+	byLabel bool
+	request corev1.ResourceList
+	// inCore: the unit is in the scheduler.
+	inCore bool
+	// assumed: admitted in memory, the write not yet seen back.
+	assumed bool
+	// evicting: an eviction write is queued or in flight.
+	evicting bool
+	// notBefore holds a unit out of its queue while its backoff runs.
+	notBefore time.Time
+	// warnedNoQueue: the QueueNotFound event was already raised.
+	warnedNoQueue bool
+	// problem is why the unit cannot be queued at all, for its status.
+	problem string
+}
+
+func (r *unitRecord) key() string { return r.unit.Namespace + "/" + r.unit.Name }
+
+// queueRecord is what the Cache keeps of a Queue.
+type queueRecord struct {
+	queue     *schedulingv1alpha1.Queue
+	configErr error
+}
+
+// Cache is the decision core fed from the API server, safe for concurrent use.
+type Cache struct {
+	mu     sync.Mutex
+	core   *scheduler.Scheduler
+	quotas *quotaIndex
+	// quotaObjects by name, for the visibility API and errors.
+	quotaObjects map[string]*elasticquotav1alpha1.ElasticQuota
+	quotaErrs    map[string]error
+	queues       map[string]*queueRecord
+	units        map[string]*unitRecord
+	nodes        map[string]corev1.ResourceList
+	// wake has room for one signal: events coalesce while a cycle runs.
+	wake chan struct{}
+	// dirty units changed since the loop last looked at them.
+	dirty map[string]struct{}
+}
+
+// NewCache returns an empty Cache.
+func NewCache() *Cache {
+	return &Cache{
+		core:         scheduler.New(),
+		quotas:       newQuotaIndex(),
+		quotaObjects: map[string]*elasticquotav1alpha1.ElasticQuota{},
+		quotaErrs:    map[string]error{},
+		queues:       map[string]*queueRecord{},
+		units:        map[string]*unitRecord{},
+		nodes:        map[string]corev1.ResourceList{},
+		wake:         make(chan struct{}, 1),
+		dirty:        map[string]struct{}{},
+	}
+}
+
+// Wake is signalled whenever something happened that could change a decision.
+func (c *Cache) Wake() <-chan struct{} { return c.wake }
+
+func (c *Cache) notify() {
+	select {
+	case c.wake <- struct{}{}:
+	default:
+	}
+}
+
+// UpsertElasticQuota records a quota and re-maps units that fell back to one.
+func (c *Cache) UpsertElasticQuota(eq *elasticquotav1alpha1.ElasticQuota) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	spec, err := quota.SpecFromElasticQuota(eq)
+	if nsErr := c.quotas.upsert(eq); nsErr != nil {
+		err = fmt.Errorf("annotation %s: %w", elasticquotav1alpha1.AnnotationQuotaNamespaces, nsErr)
+	}
+	c.quotaObjects[eq.Name] = eq
+	if err != nil {
+		c.quotaErrs[eq.Name] = err
+	} else {
+		delete(c.quotaErrs, eq.Name)
+	}
+	c.core.UpsertQuota(spec)
+	c.remapFallbacks()
+	c.notify()
+}
+
+// DeleteElasticQuota forgets a quota.
+func (c *Cache) DeleteElasticQuota(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.quotas.remove(name)
+	delete(c.quotaObjects, name)
+	delete(c.quotaErrs, name)
+	c.core.DeleteQuota(name)
+	c.remapFallbacks()
+	c.notify()
+}
+
+// UpsertQueue records a Queue and its policy.
+func (c *Cache) UpsertQueue(q *schedulingv1alpha1.Queue) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	cfg, err := policy.ConfigFromQueue(q.Spec.QueuePolicy, q.Annotations)
+	c.queues[q.Name] = &queueRecord{queue: q, configErr: err}
+	priority := schedulingv1alpha1.DefaultQueuePriority
+	if q.Spec.Priority != nil {
+		priority = *q.Spec.Priority
+	}
+	c.core.UpsertQueue(scheduler.QueueSpec{Name: q.Name, Quota: q.Name, Priority: priority, Config: cfg})
+	c.notify()
+}
+
+// DeleteQueue forgets a Queue; its waiting units wait for it to come back.
+func (c *Cache) DeleteQueue(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.queues, name)
+	c.core.DeleteQueue(name)
+	c.notify()
+}
+
+// UpsertNode counts a node's allocatable while it is Ready and schedulable.
+func (c *Cache) UpsertNode(n *corev1.Node) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if nodeUsable(n) {
+		c.nodes[n.Name] = n.Status.Allocatable
+	} else {
+		delete(c.nodes, n.Name)
+	}
+	c.setCapacity()
+}
+
+// DeleteNode stops counting a node.
+func (c *Cache) DeleteNode(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.nodes, name)
+	c.setCapacity()
+}
+
+func nodeUsable(n *corev1.Node) bool {
+	if n.Spec.Unschedulable || n.DeletionTimestamp != nil {
+		return false
+	}
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+func (c *Cache) setCapacity() {
+	total := corev1.ResourceList{}
+	for _, alloc := range c.nodes {
+		for name, q := range alloc {
+			sum := total[name]
+			sum.Add(q)
+			total[name] = sum
+		}
+	}
+	c.core.SetClusterCapacity(total)
+	c.notify()
+}
+
+// UpsertUnit records a QueueUnit as the API server has it.
+func (c *Cache) UpsertUnit(u *schedulingv1alpha1.QueueUnit) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := u.Namespace + "/" + u.Name
+	r := c.units[key]
+	if r == nil {
+		r = &unitRecord{}
+		c.units[key] = r
+	}
+	r.unit = u
+	if holdsQuota(u) {
+		r.assumed = false // the admission was written and seen back
+	}
+	if !holdsQuota(u) || u.EffectivePhase() == schedulingv1alpha1.Enqueued {
+		r.evicting = r.evicting && holdsQuota(u)
+	}
+	if rs := u.Status.RequeueState; rs != nil && rs.RequeueAt != nil && !holdsQuota(u) {
+		r.notBefore = rs.RequeueAt.Time
+	} else {
+		r.notBefore = time.Time{}
+	}
+	c.place(r)
+	c.dirty[key] = struct{}{}
+	c.notify()
+}
+
+// DeleteUnit forgets a unit; whatever it held is released.
+func (c *Cache) DeleteUnit(namespace, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := namespace + "/" + name
+	if r, ok := c.units[key]; ok && r.inCore {
+		c.core.DeleteUnit(key)
+	}
+	delete(c.units, key)
+	c.notify()
+}
+
+// remapFallbacks re-resolves the queue of units that did not name their quota.
+func (c *Cache) remapFallbacks() {
+	for key, r := range c.units {
+		if !r.byLabel {
+			c.place(r)
+			c.dirty[key] = struct{}{}
+		}
+	}
+}
+
+// place puts a unit where it belongs in the core: pending in its queue,
+// admitted, or out (finished, inactive, backing off, or unmapped).
+func (c *Cache) place(r *unitRecord) {
+	u := r.unit
+	key := r.key()
+	r.queue, r.byLabel = c.quotas.quotaNameOf(u)
+	r.problem = ""
+	holds := holdsQuota(u) || r.assumed
+
+	var request corev1.ResourceList
+	switch {
+	case len(u.Spec.Resource) > 0:
+		request = u.Spec.Resource
+	case len(u.Spec.Request) > 0:
+		request = u.Spec.Request
+	default:
+		request = resources.PodSetsRequests(u.Spec.PodSets)
+	}
+	r.request = request
+
+	out := false
+	switch phase := u.EffectivePhase(); {
+	case phase == schedulingv1alpha1.Succeed || phase == schedulingv1alpha1.Failed:
+		out = true // finished: quota released
+	case u.DeletionTimestamp != nil && !holds:
+		out = true
+	case !u.IsActive() && !holds:
+		out = true
+		r.problem = "inactive: spec.active is false"
+	case r.queue == "" && !holds:
+		out = true
+		r.problem = "no ElasticQuota serves this unit: label it quota.scheduling.koordinator.sh/name=<quota>"
+	case !holds && !r.notBefore.IsZero():
+		out = true
+		r.problem = fmt.Sprintf("backing off until %s after admission checks sent it back", r.notBefore.UTC().Format(time.RFC3339))
+	}
+	if out {
+		if r.inCore {
+			c.core.DeleteUnit(key)
+			r.inCore = false
+		}
+		return
+	}
+	priority := int32(0)
+	if u.Spec.Priority != nil {
+		priority = *u.Spec.Priority
+	}
+	su := scheduler.Unit{
+		Key:         key,
+		Queue:       r.queue,
+		Priority:    priority,
+		Request:     request,
+		EnqueueTime: u.CreationTimestamp.Time,
+		Admitted:    holds,
+		Running:     u.Status.Phase == schedulingv1alpha1.Running,
+	}
+	if u.Status.LastAllocateTime != nil {
+		su.AdmitTime = u.Status.LastAllocateTime.Time
+	}
+	if err := c.core.UpsertUnit(su); err != nil {
+		r.problem = err.Error()
+		return
+	}
+	r.inCore = true
+}
+
+// holdsQuota reports whether the API object says the unit holds quota: it
+// was admitted and has not finished, or it was evicted and its job's pods
+// are not gone yet (admissions still listed).
+func holdsQuota(u *schedulingv1alpha1.QueueUnit) bool {
+	switch u.EffectivePhase() {
+	case schedulingv1alpha1.Succeed, schedulingv1alpha1.Failed:
+		return false
+	case schedulingv1alpha1.Reserved, schedulingv1alpha1.Dequeued, schedulingv1alpha1.Running,
+		schedulingv1alpha1.SchedReady, schedulingv1alpha1.SchedSucceed, schedulingv1alpha1.SchedFailed:
+		return true
+	}
+	return len(u.Status.Admissions) > 0
+}
+
+// evictedCondition reports whether the unit carries a true Evicted condition.
+func evictedCondition(u *schedulingv1alpha1.QueueUnit) bool {
+	return meta.IsStatusConditionTrue(u.Status.Conditions, schedulingv1alpha1.QueueUnitEvicted)
+}
+
+// cycle runs one scheduling cycle and marks its admissions as assumed.
+func (c *Cache) cycle(now time.Time) (scheduler.Result, []*schedulingv1alpha1.QueueUnit) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.releaseBackoffs(now)
+	res := c.core.Cycle(now)
+	admitted := make([]*schedulingv1alpha1.QueueUnit, 0, len(res.Admissions))
+	for _, a := range res.Admissions {
+		r := c.units[a.Unit]
+		r.assumed = true
+		admitted = append(admitted, r.unit)
+	}
+	for _, p := range res.Preemptions {
+		for _, v := range p.Victims {
+			if r := c.units[v]; r != nil {
+				r.evicting = true
+			}
+		}
+	}
+	if next := c.nextBackoff(); !next.IsZero() && (res.NextWakeup.IsZero() || next.Before(res.NextWakeup)) {
+		res.NextWakeup = next
+	}
+	return res, admitted
+}
+
+// forget undoes an admission that could not be written.
+func (c *Cache) forget(key string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.units[key]; ok && r.assumed {
+		r.assumed = false
+		c.core.ForgetAdmission(key)
+	}
+	c.notify()
+}
+
+func (c *Cache) releaseBackoffs(now time.Time) {
+	for _, r := range c.units {
+		if !r.notBefore.IsZero() && !now.Before(r.notBefore) {
+			r.notBefore = time.Time{}
+			c.place(r)
+		}
+	}
+}
+
+func (c *Cache) nextBackoff() time.Time {
+	var next time.Time
+	for _, r := range c.units {
+		if !r.notBefore.IsZero() && (next.IsZero() || r.notBefore.Before(next)) {
+			next = r.notBefore
+		}
+	}
+	return next
+}
+
+// unit returns the latest object of a unit and whether it is still assumed
+// admitted, for the writer.
+func (c *Cache) unit(key string) (*schedulingv1alpha1.QueueUnit, string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.units[key]
+	if !ok {
+		return nil, "", false
+	}
+	return r.unit, r.queue, r.assumed
+}
+
+// waitReason is why a unit waits now, or its problem, or "".
+func (c *Cache) waitReason(key string) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.units[key]
+	if !ok {
+		return ""
+	}
+	if r.problem != "" {
+		return r.problem
+	}
+	if !r.inCore || holdsQuota(r.unit) || r.assumed {
+		return ""
+	}
+	if _, ok := c.queues[r.queue]; !ok {
+		if c.quotas.exists(r.queue) {
+			return fmt.Sprintf("waiting for Queue %s/%s to be created for ElasticQuota %s", schedulingv1alpha1.QueueNamespace, r.queue, r.queue)
+		}
+		return fmt.Sprintf("ElasticQuota %s not found: the unit is admitted as soon as it exists", r.queue)
+	}
+	return c.core.WaitReason(key)
+}
+
+// admissionChecksFor lists the Queue's admission checks that select the unit.
+func (c *Cache) admissionChecksFor(queue string, u *schedulingv1alpha1.QueueUnit) ([]string, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	q, ok := c.queues[queue]
+	if !ok {
+		return nil, nil
+	}
+	return selectedChecks(q.queue, u)
+}
+
+// requestOf is the unit's total request as the core counts it.
+func (c *Cache) requestOf(key string) corev1.ResourceList {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.units[key]; ok {
+		return r.request
+	}
+	return nil
+}
+
+// waitReasonAndQueueNotFound is waitReason, and whether the reason is that
+// no quota or queue serves the unit.
+func (c *Cache) waitReasonAndQueueNotFound(key string) (string, bool) {
+	reason := c.waitReason(key)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.units[key]
+	if !ok {
+		return reason, false
+	}
+	_, queueExists := c.queues[r.queue]
+	return reason, !queueExists && !holdsQuota(r.unit)
+}
+
+// firstQueueNotFound reports true once per unit, so QueueNotFound is raised once.
+func (c *Cache) firstQueueNotFound(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.units[key]
+	if !ok || r.warnedNoQueue {
+		return false
+	}
+	r.warnedNoQueue = true
+	return true
+}
+
+// followUp is what the loop must do for units that changed, besides cycles.
+type followUp struct {
+	explain      []string // may have a new reason to wait
+	deactivate   []string // inactive but holding quota
+	checksPassed []string // Reserved with every check Ready
+	checksFailed []string // Reserved with a check Retry or Rejected
+}
+
+// takeDirty looks at the units that changed since the last call.
+func (c *Cache) takeDirty() followUp {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var f followUp
+	for key := range c.dirty {
+		r, ok := c.units[key]
+		if !ok {
+			continue
+		}
+		u := r.unit
+		holds := holdsQuota(u)
+		switch ready, failed := checksVerdict(u); {
+		case ready:
+			f.checksPassed = append(f.checksPassed, key)
+		case failed != nil:
+			f.checksFailed = append(f.checksFailed, key)
+		}
+		if !u.IsActive() && holds && !r.evicting && !(u.EffectivePhase() == schedulingv1alpha1.Enqueued && evictedCondition(u)) {
+			r.evicting = true
+			f.deactivate = append(f.deactivate, key)
+		}
+		if !holds && !r.assumed {
+			f.explain = append(f.explain, key)
+		}
+	}
+	clear(c.dirty)
+	return f
+}

@@ -1,0 +1,119 @@
+package admission
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+)
+
+// Options configure admission.
+type Options struct {
+	Writer WriterOptions
+	Status StatusOptions
+	// Clock is the wall clock; tests may inject another.
+	Clock clock.WithTicker
+}
+
+// Setup feeds a new Cache from the manager's informers (on every replica)
+// and adds the leader's scheduling loop and queue-status writer. It returns
+// the Cache for the visibility API.
+func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, error) {
+	if opts.Clock == nil {
+		opts.Clock = clock.RealClock{}
+	}
+	c := NewCache()
+	var synced []toolscache.InformerSynced
+	feed := func(obj client.Object, upsert func(any), remove func(any)) error {
+		informer, err := mgr.GetCache().GetInformer(ctx, obj)
+		if err != nil {
+			return fmt.Errorf("getting informer for %T: %w", obj, err)
+		}
+		reg, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+			AddFunc:    upsert,
+			UpdateFunc: func(_, obj any) { upsert(obj) },
+			DeleteFunc: func(obj any) {
+				if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+					obj = tombstone.Obj
+				}
+				remove(obj)
+			},
+		})
+		if err != nil {
+			return fmt.Errorf("watching %T: %w", obj, err)
+		}
+		synced = append(synced, reg.HasSynced)
+		return nil
+	}
+	handlers := []struct {
+		obj            client.Object
+		upsert, remove func(any)
+	}{
+		{&elasticquotav1alpha1.ElasticQuota{},
+			func(o any) {
+				if eq, ok := o.(*elasticquotav1alpha1.ElasticQuota); ok {
+					c.UpsertElasticQuota(eq)
+				}
+			},
+			func(o any) {
+				if eq, ok := o.(*elasticquotav1alpha1.ElasticQuota); ok {
+					c.DeleteElasticQuota(eq.Name)
+				}
+			}},
+		{&schedulingv1alpha1.Queue{},
+			func(o any) {
+				if q, ok := o.(*schedulingv1alpha1.Queue); ok && q.Namespace == schedulingv1alpha1.QueueNamespace {
+					c.UpsertQueue(q)
+				}
+			},
+			func(o any) {
+				if q, ok := o.(*schedulingv1alpha1.Queue); ok && q.Namespace == schedulingv1alpha1.QueueNamespace {
+					c.DeleteQueue(q.Name)
+				}
+			}},
+		{&schedulingv1alpha1.QueueUnit{},
+			func(o any) {
+				if u, ok := o.(*schedulingv1alpha1.QueueUnit); ok {
+					c.UpsertUnit(u)
+				}
+			},
+			func(o any) {
+				if u, ok := o.(*schedulingv1alpha1.QueueUnit); ok {
+					c.DeleteUnit(u.Namespace, u.Name)
+				}
+			}},
+		{&corev1.Node{},
+			func(o any) {
+				if n, ok := o.(*corev1.Node); ok {
+					c.UpsertNode(n)
+				}
+			},
+			func(o any) {
+				if n, ok := o.(*corev1.Node); ok {
+					c.DeleteNode(n.Name)
+				}
+			}},
+	}
+	for _, h := range handlers {
+		if err := feed(h.obj, h.upsert, h.remove); err != nil {
+			return nil, err
+		}
+	}
+	recorder := mgr.GetEventRecorderFor("koord-queue")
+	writer := NewWriter(mgr.GetClient(), mgr.GetAPIReader(), recorder, c, opts.Clock, opts.Writer)
+	if err := mgr.Add(&Loop{cache: c, writer: writer, clock: opts.Clock, synced: synced}); err != nil {
+		return nil, fmt.Errorf("adding the scheduling loop: %w", err)
+	}
+	status := &StatusWriter{client: mgr.GetClient(), recorder: recorder, cache: c, clock: opts.Clock, opts: opts.Status, synced: synced}
+	if err := mgr.Add(status); err != nil {
+		return nil, fmt.Errorf("adding the queue status writer: %w", err)
+	}
+	return c, nil
+}

@@ -1,0 +1,209 @@
+package admission
+
+import (
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+)
+
+// QuotaView is one quota of the tree as the visibility API shows it.
+type QuotaView struct {
+	Name      string              `json:"name"`
+	Namespace string              `json:"namespace,omitempty"`
+	Parent    string              `json:"parent,omitempty"`
+	Min       corev1.ResourceList `json:"min,omitempty"`
+	Max       corev1.ResourceList `json:"max,omitempty"`
+	Used      corev1.ResourceList `json:"used,omitempty"`
+	// Runtime is the quota's fair share of what it may use now.
+	Runtime corev1.ResourceList `json:"runtime,omitempty"`
+	Error   string              `json:"error,omitempty"`
+}
+
+// QueueView is one queue as the visibility API shows it.
+type QueueView struct {
+	Name     string                         `json:"name"`
+	Policy   schedulingv1alpha1.QueuePolicy `json:"policy"`
+	Priority int32                          `json:"priority"`
+	Pending  int                            `json:"pending"`
+	Admitted int                            `json:"admitted"`
+	Quota    *QuotaView                     `json:"quota,omitempty"`
+	// ConfigError reports malformed koord-queue/* annotations.
+	ConfigError string `json:"configError,omitempty"`
+}
+
+// UnitView is one unit: where it is and why.
+type UnitView struct {
+	Namespace string                            `json:"namespace"`
+	Name      string                            `json:"name"`
+	Queue     string                            `json:"queue,omitempty"`
+	Phase     schedulingv1alpha1.QueueUnitPhase `json:"phase"`
+	Priority  int32                             `json:"priority"`
+	Request   corev1.ResourceList               `json:"request,omitempty"`
+	// Position is 1-based among the queue's waiting units; 0 when not waiting.
+	Position int `json:"position,omitempty"`
+	// Reason is why the unit waits.
+	Reason string `json:"reason,omitempty"`
+}
+
+// Quotas lists the quota tree, by name.
+func (c *Cache) Quotas() []QuotaView {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	names := make([]string, 0, len(c.quotaObjects))
+	for name := range c.quotaObjects {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := make([]QuotaView, 0, len(names))
+	for _, name := range names {
+		out = append(out, c.quotaView(name))
+	}
+	return out
+}
+
+func (c *Cache) quotaView(name string) QuotaView {
+	e := c.core.Quotas()
+	v := QuotaView{Name: name, Used: e.Used(name), Runtime: e.Runtime(name)}
+	if eq, ok := c.quotaObjects[name]; ok {
+		v.Namespace, v.Min, v.Max = eq.Namespace, eq.Spec.Min, eq.Spec.Max
+	}
+	v.Parent = e.Parent(name)
+	var errs []string
+	if err := e.Err(name); err != nil {
+		errs = append(errs, err.Error())
+	}
+	if err := c.quotaErrs[name]; err != nil {
+		errs = append(errs, err.Error())
+	}
+	v.Error = strings.Join(errs, "; ")
+	return v
+}
+
+// Queues lists the queues, by name.
+func (c *Cache) Queues() []QueueView {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	names := make([]string, 0, len(c.queues))
+	for name := range c.queues {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	out := make([]QueueView, 0, len(names))
+	for _, name := range names {
+		out = append(out, c.queueView(name))
+	}
+	return out
+}
+
+// Queue is one queue, and whether it exists.
+func (c *Cache) Queue(name string) (QueueView, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.queues[name]; !ok {
+		return QueueView{}, false
+	}
+	return c.queueView(name), true
+}
+
+func (c *Cache) queueView(name string) QueueView {
+	r := c.queues[name]
+	v := QueueView{Name: name, Policy: r.queue.Spec.QueuePolicy, Priority: schedulingv1alpha1.DefaultQueuePriority}
+	if v.Policy == "" {
+		v.Policy = schedulingv1alpha1.QueuePolicyPriority
+	}
+	if r.queue.Spec.Priority != nil {
+		v.Priority = *r.queue.Spec.Priority
+	}
+	v.Pending, v.Admitted = c.core.QueueCounts(name)
+	if _, ok := c.quotaObjects[name]; ok {
+		q := c.quotaView(name)
+		v.Quota = &q
+	}
+	if r.configErr != nil {
+		v.ConfigError = r.configErr.Error()
+	}
+	return v
+}
+
+// QueueUnits lists a queue's units: waiting ones in admission order first
+// (with 1-based positions), then those holding quota. phase filters by
+// phase when not empty; offset and limit page the list.
+func (c *Cache) QueueUnits(queue string, phase schedulingv1alpha1.QueueUnitPhase, offset, limit int) (units []UnitView, total int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var all []UnitView
+	for _, p := range c.core.Pending(queue, 0) {
+		if r, ok := c.units[p.Key]; ok {
+			v := c.unitView(r)
+			v.Position = p.Position
+			all = append(all, v)
+		}
+	}
+	var holding []UnitView
+	for _, r := range c.units {
+		if r.queue == queue && (holdsQuota(r.unit) || r.assumed) {
+			holding = append(holding, c.unitView(r))
+		}
+	}
+	slices.SortFunc(holding, func(a, b UnitView) int {
+		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
+	})
+	all = append(all, holding...)
+	if phase != "" {
+		all = slices.DeleteFunc(all, func(v UnitView) bool { return v.Phase != phase })
+	}
+	total = len(all)
+	if offset >= len(all) {
+		return []UnitView{}, total
+	}
+	all = all[offset:]
+	if limit > 0 && limit < len(all) {
+		all = all[:limit]
+	}
+	return all, total
+}
+
+// QueueUnit is one unit with its position and reason, and whether it exists.
+func (c *Cache) QueueUnit(namespace, name string) (UnitView, bool) {
+	c.mu.Lock()
+	r, ok := c.units[namespace+"/"+name]
+	if !ok {
+		c.mu.Unlock()
+		return UnitView{}, false
+	}
+	v := c.unitView(r)
+	if v.Reason == "" && !holdsQuota(r.unit) && !r.assumed && r.inCore {
+		for _, p := range c.core.Pending(r.queue, 0) {
+			if p.Key == r.key() {
+				v.Position = p.Position
+				break
+			}
+		}
+	}
+	c.mu.Unlock()
+	if v.Phase == schedulingv1alpha1.Enqueued {
+		v.Reason = c.waitReason(namespace + "/" + name)
+	}
+	return v, true
+}
+
+func (c *Cache) unitView(r *unitRecord) UnitView {
+	u := r.unit
+	v := UnitView{Namespace: u.Namespace, Name: u.Name, Queue: r.queue, Phase: u.EffectivePhase(), Request: r.request}
+	if u.Spec.Priority != nil {
+		v.Priority = *u.Spec.Priority
+	}
+	if r.assumed && !holdsQuota(u) {
+		v.Phase = schedulingv1alpha1.Dequeued // admitted, the write in flight
+	}
+	if v.Phase == schedulingv1alpha1.Enqueued && r.inCore {
+		v.Reason = c.core.WaitReason(r.key())
+	}
+	if r.problem != "" {
+		v.Reason = r.problem
+	}
+	return v
+}

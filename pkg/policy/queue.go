@@ -1,0 +1,323 @@
+package policy
+
+import (
+	"container/heap"
+	"math"
+	"time"
+
+	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+)
+
+// Item is a waiting unit as a queue orders it.
+type Item struct {
+	// Key is namespace/name; the last tie-breaker of the order.
+	Key string
+	// Priority: higher goes first.
+	Priority int32
+	// EnqueueTime is when the unit first entered the queue: earlier goes first.
+	EnqueueTime time.Time
+	// Request is what the unit asks for, as a vector in the caller's
+	// resource order (Offer compares it with a headroom vector).
+	Request []int64
+}
+
+// Band names the part of a queue an Offer comes from.
+type Band string
+
+// Bands. Priority and Block queues have only BandAll.
+const (
+	BandAll      Band = ""
+	BandHigh     Band = "high"
+	BandLow      Band = "low"
+	BandPromoted Band = "promoted" // a low unit past its maximum wait
+)
+
+// Offer is what a queue proposes for one admission attempt.
+type Offer struct {
+	// Head is the unit the policy serves first now; HasHead is false when
+	// the queue is empty. It is the unit that may try preemption.
+	Head    Item
+	HasHead bool
+	// Admit is the unit to admit now: Head if it fits, otherwise, where
+	// the policy does not block, the first unit after it that fits.
+	Admit    Item
+	HasAdmit bool
+	// Blocking means Head does not fit and the policy admits nothing
+	// behind it (Block; Intelligent's high band and promoted units).
+	Blocking bool
+	// Band is where Head comes from.
+	Band Band
+}
+
+// Queue holds one queue's waiting units in order.
+type Queue struct {
+	cfg   Config
+	root  *tnode
+	byKey map[string]*tnode
+	// ages orders the low band by enqueue time, for starvation protection;
+	// kept only when that is on.
+	ages ageHeap
+	// cursor is where Intelligent's low band resumes: after the last low
+	// unit admitted.
+	cursor *orderKey
+}
+
+// NewQueue returns an empty queue.
+func NewQueue(cfg Config) *Queue {
+	return &Queue{cfg: normalise(cfg), byKey: map[string]*tnode{}}
+}
+
+func normalise(c Config) Config {
+	if c.Policy == "" {
+		c.Policy = schedv1alpha1.QueuePolicyPriority
+	}
+	if c.MaxDepth < 0 {
+		c.MaxDepth = 0
+	}
+	return c
+}
+
+// Config is the queue's configuration.
+func (q *Queue) Config() Config { return q.cfg }
+
+// SetConfig changes the policy in place: the order is the same for every
+// policy, so nobody loses their place. O(n) only when Intelligent's bands or
+// starvation protection change.
+func (q *Queue) SetConfig(cfg Config) {
+	cfg = normalise(cfg)
+	old := q.cfg
+	q.cfg = cfg
+	if old.Policy != cfg.Policy || old.PriorityThreshold != cfg.PriorityThreshold {
+		q.cursor = nil
+	}
+	if q.agesOn(old) != q.agesOn(cfg) || old.PriorityThreshold != cfg.PriorityThreshold {
+		for _, n := range q.ages {
+			n.age = -1
+		}
+		q.ages = q.ages[:0]
+		if q.agesOn(cfg) {
+			walk(q.root, func(n *tnode) bool {
+				if n.k.priority < cfg.PriorityThreshold {
+					heap.Push(&q.ages, n)
+				}
+				return true
+			})
+		}
+	}
+}
+
+func (q *Queue) agesOn(c Config) bool {
+	return c.Policy == schedv1alpha1.QueuePolicyIntelligent && c.LowPriorityMaxWait > 0
+}
+
+// Len is the number of waiting units.
+func (q *Queue) Len() int { return size(q.root) }
+
+// Upsert adds the unit, or moves it if its priority, enqueue time or request
+// changed. O(log n).
+func (q *Queue) Upsert(it Item) {
+	it.Request = append([]int64(nil), it.Request...)
+	q.Remove(it.Key)
+	n := newTNode(it)
+	q.byKey[it.Key] = n
+	q.root = insert(q.root, n)
+	if q.agesOn(q.cfg) && n.k.priority < q.cfg.PriorityThreshold {
+		heap.Push(&q.ages, n)
+	}
+}
+
+// Remove takes the unit out (deleted, or moved to another queue); false if
+// it was not there.
+func (q *Queue) Remove(key string) bool {
+	n, ok := q.byKey[key]
+	if !ok {
+		return false
+	}
+	delete(q.byKey, key)
+	q.root = remove(q.root, n.k)
+	if n.age >= 0 {
+		heap.Remove(&q.ages, n.age)
+	}
+	return true
+}
+
+// Take removes a unit that is being admitted. Unlike Remove it moves
+// Intelligent's round-robin cursor past it.
+func (q *Queue) Take(key string) bool {
+	n, ok := q.byKey[key]
+	if !ok {
+		return false
+	}
+	if q.cfg.Policy == schedv1alpha1.QueuePolicyIntelligent && n.k.priority < q.cfg.PriorityThreshold {
+		k := n.k
+		q.cursor = &k
+	}
+	return q.Remove(key)
+}
+
+// MaxRequest is the element-wise largest request of the waiting units (nil
+// when empty); callers must not modify it. A resource whose headroom covers
+// it holds nobody back. O(1).
+func (q *Queue) MaxRequest() []int64 {
+	if q.root == nil {
+		return nil
+	}
+	return q.root.maxReq
+}
+
+// Get returns the waiting unit with this key.
+func (q *Queue) Get(key string) (Item, bool) {
+	n, ok := q.byKey[key]
+	if !ok {
+		return Item{}, false
+	}
+	return n.item, true
+}
+
+// Position is the unit's 1-based place in the queue's order, 0 if absent.
+func (q *Queue) Position(key string) int {
+	n, ok := q.byKey[key]
+	if !ok {
+		return 0
+	}
+	return rank(q.root, n.k) + 1
+}
+
+// Items returns up to limit units in order (all when limit <= 0).
+func (q *Queue) Items(limit int) []Item {
+	var out []Item
+	walk(q.root, func(n *tnode) bool {
+		if limit > 0 && len(out) >= limit {
+			return false
+		}
+		out = append(out, n.item)
+		return true
+	})
+	return out
+}
+
+func (q *Queue) depth() int {
+	if q.cfg.MaxDepth > 0 {
+		return q.cfg.MaxDepth
+	}
+	return math.MaxInt
+}
+
+// Offer applies the policy to the current headroom (free, a vector in the
+// same order as the requests). It changes nothing; the caller admits with
+// Take. O(log n) when the subtrees it must skip ask for similar amounts.
+func (q *Queue) Offer(now time.Time, free []int64) Offer {
+	var o Offer
+	if q.root == nil {
+		return o
+	}
+	switch q.cfg.Policy {
+	case schedv1alpha1.QueuePolicyBlock:
+		o.serveHead(first(q.root), BandAll, free)
+	case schedv1alpha1.QueuePolicyIntelligent:
+		q.offerIntelligent(now, free, &o)
+	default:
+		o.setHead(first(q.root), BandAll)
+		if n := firstFit(q.root, 0, &window{limit: q.depth()}, free); n != nil {
+			o.Admit, o.HasAdmit = n.item, true
+		}
+	}
+	return o
+}
+
+func (q *Queue) offerIntelligent(now time.Time, free []int64, o *Offer) {
+	if n := q.promoted(now); n != nil {
+		o.serveHead(n, BandPromoted, free)
+		return
+	}
+	if countAtLeast(q.root, q.cfg.PriorityThreshold) > 0 {
+		o.serveHead(first(q.root), BandHigh, free)
+		return
+	}
+	// Only low units: round-robin from the cursor, wrapping once.
+	limit := q.depth()
+	after := &window{after: q.cursor, limit: limit}
+	wrapped := &window{upTo: q.cursor, limit: limit}
+	head := firstFit(q.root, 0, after, nil)
+	if head == nil || q.cursor == nil {
+		head = firstFit(q.root, 0, wrapped, nil)
+	}
+	o.setHead(head, BandLow)
+	n := firstFit(q.root, 0, after, free)
+	if n == nil && q.cursor != nil {
+		n = firstFit(q.root, 0, wrapped, free)
+	}
+	if n != nil {
+		o.Admit, o.HasAdmit = n.item, true
+	}
+}
+
+// promoted is the oldest low unit past its maximum wait, if any.
+func (q *Queue) promoted(now time.Time) *tnode {
+	if !q.agesOn(q.cfg) || len(q.ages) == 0 {
+		return nil
+	}
+	n := q.ages[0]
+	if n.item.EnqueueTime.Add(q.cfg.LowPriorityMaxWait).After(now) {
+		return nil
+	}
+	return n
+}
+
+// NextPromotion is when the next low unit will pass its maximum wait, so the
+// caller can look again then without polling; false if none will.
+func (q *Queue) NextPromotion(now time.Time) (time.Time, bool) {
+	if !q.agesOn(q.cfg) || len(q.ages) == 0 {
+		return time.Time{}, false
+	}
+	t := q.ages[0].item.EnqueueTime.Add(q.cfg.LowPriorityMaxWait)
+	if !t.After(now) {
+		return time.Time{}, false
+	}
+	return t, true
+}
+
+func (o *Offer) setHead(n *tnode, b Band) {
+	if n == nil {
+		return
+	}
+	o.Head, o.HasHead, o.Band = n.item, true, b
+}
+
+// serveHead: only the head may be admitted; if it does not fit it blocks.
+func (o *Offer) serveHead(n *tnode, b Band, free []int64) {
+	o.setHead(n, b)
+	if fits(n.item.Request, free) {
+		o.Admit, o.HasAdmit = n.item, true
+	} else {
+		o.Blocking = true
+	}
+}
+
+// ageHeap is a min-heap of low units by enqueue time, then key.
+type ageHeap []*tnode
+
+func (h ageHeap) Len() int { return len(h) }
+func (h ageHeap) Less(i, j int) bool {
+	if h[i].k.enqueued != h[j].k.enqueued {
+		return h[i].k.enqueued < h[j].k.enqueued
+	}
+	return h[i].k.key < h[j].k.key
+}
+func (h ageHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].age, h[j].age = i, j
+}
+func (h *ageHeap) Push(x any) {
+	n := x.(*tnode)
+	n.age = len(*h)
+	*h = append(*h, n)
+}
+func (h *ageHeap) Pop() any {
+	old := *h
+	n := old[len(old)-1]
+	old[len(old)-1] = nil
+	n.age = -1
+	*h = old[:len(old)-1]
+	return n
+}

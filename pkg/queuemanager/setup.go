@@ -1,0 +1,76 @@
+// Package queuemanager assembles the koord-queue binary's controllers on a
+// controller-runtime manager: Queues from ElasticQuotas, the admission loop,
+// and the visibility API. cmd/queue parses flags and calls Setup; integration
+// tests call the same Setup on their own API server.
+package queuemanager
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/koord-queue/koord-queue/pkg/admission"
+	"github.com/koord-queue/koord-queue/pkg/queue"
+	"github.com/koord-queue/koord-queue/pkg/visibility"
+)
+
+// Options configure the koord-queue controllers.
+type Options struct {
+	Admission admission.Options
+	// VisibilityAddress serves the visibility API; empty turns it off.
+	VisibilityAddress string
+}
+
+// Setup adds every koord-queue controller to mgr and returns the admission
+// cache (what the visibility API serves).
+func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*admission.Cache, error) {
+	if err := queue.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		return nil, err
+	}
+	if err := queue.NewReconciler(mgr.GetClient(), mgr.GetEventRecorderFor("koord-queue")).SetupWithManager(mgr); err != nil {
+		return nil, fmt.Errorf("setting up the Queue controller: %w", err)
+	}
+	cache, err := admission.Setup(ctx, mgr, opts.Admission)
+	if err != nil {
+		return nil, err
+	}
+	if opts.VisibilityAddress != "" {
+		if err := mgr.Add(&httpServer{addr: opts.VisibilityAddress, handler: visibility.NewHandler(cache)}); err != nil {
+			return nil, fmt.Errorf("adding the visibility server: %w", err)
+		}
+	}
+	return cache, nil
+}
+
+// httpServer runs on every replica, leader or not.
+type httpServer struct {
+	addr    string
+	handler http.Handler
+}
+
+var _ manager.LeaderElectionRunnable = (*httpServer)(nil)
+
+func (s *httpServer) NeedLeaderElection() bool { return false }
+
+func (s *httpServer) Start(ctx context.Context) error {
+	listener, err := net.Listen("tcp", s.addr)
+	if err != nil {
+		return fmt.Errorf("visibility server: %w", err)
+	}
+	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	go func() {
+		<-ctx.Done()
+		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(shutdown)
+	}()
+	if err := srv.Serve(listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("visibility server: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,512 @@
+package quota
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	eqv1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+)
+
+// Errors a quota can be in. Engine.Err wraps them with the details, so check
+// them with errors.Is.
+var (
+	// ErrUnknownQuota: units name a quota that has no ElasticQuota.
+	ErrUnknownQuota = errors.New("no such ElasticQuota")
+	// ErrMissingParent: the parent label names a quota that does not exist.
+	ErrMissingParent = errors.New("parent quota does not exist")
+	// ErrCycle: following parents leads back to the quota.
+	ErrCycle = errors.New("quota parents form a cycle")
+	// ErrMinAboveMax: min is above max for some resource.
+	ErrMinAboveMax = errors.New("min is above max")
+	// ErrChildrenMinAboveMin: the children's mins add up to more than the parent's min.
+	ErrChildrenMinAboveMin = errors.New("children's mins add up to more than the parent's min")
+	// ErrInvalidAncestor: an ancestor is in error, so this quota cannot be used.
+	ErrInvalidAncestor = errors.New("an ancestor quota is invalid")
+	// ErrAlreadyCharged: the unit already holds quota.
+	ErrAlreadyCharged = errors.New("unit already holds quota")
+)
+
+// Charge is the quota an admitted unit holds.
+type Charge struct {
+	// Key identifies the unit (namespace/name).
+	Key string
+	// Quota is the quota charged, and so every ancestor of it.
+	Quota string
+	// Request is what the unit holds.
+	Request Vector
+	// Priority and AdmitTime order victims: lowest priority first, then
+	// the most recently admitted.
+	Priority  int32
+	AdmitTime time.Time
+}
+
+type node struct {
+	name    string
+	spec    *Spec
+	parent  *node // the accounting parent; the root for detached quotas
+	kids    []*node
+	depth   int
+	err     error
+	charges map[string]*Charge
+	// placeholder: created for a quota without a spec, kept across the
+	// rebuild that attaches it until it holds usage.
+	placeholder bool
+
+	min, max, weight, floor Vector
+	// direct is what units charged to this very quota hold; used adds the
+	// descendants'. eff is what the subtree occupies as seen from above:
+	// max(floor, direct + sum of the children's eff), where floor is the
+	// min of a quota that does not lend (its idle min stays reserved).
+	direct, used, kidsEff, eff Vector
+	// pending is what this quota's waiting units ask for.
+	pending         Vector
+	demand, runtime Vector
+}
+
+// Engine is the quota tree with its usage. The zero value is not usable;
+// call NewEngine.
+type Engine struct {
+	names []corev1.ResourceName
+	index map[corev1.ResourceName]int
+
+	specs       map[string]Spec
+	capacity    corev1.ResourceList
+	capacitySet bool
+
+	nodes   map[string]*node
+	root    *node
+	order   []*node // children before parents
+	charges map[string]*Charge
+
+	runtimeStale bool
+	// scratch vectors for the hot paths, so they do not allocate.
+	sumBase, maxFloor, delta Vector
+	bind                     []*node
+	claims                   []claim
+}
+
+// NewEngine returns an empty tree: only the root, with unknown (unlimited)
+// capacity until SetClusterCapacity is called.
+func NewEngine() *Engine {
+	e := &Engine{
+		index:   map[corev1.ResourceName]int{},
+		specs:   map[string]Spec{},
+		nodes:   map[string]*node{},
+		charges: map[string]*Charge{},
+	}
+	e.rebuild()
+	return e
+}
+
+// SetClusterCapacity sets the root's capacity: the sum of allocatable over
+// Ready, schedulable nodes. A resource it does not name has capacity zero.
+// An ElasticQuota named koordinator-root-quota with a max overrides it.
+func (e *Engine) SetClusterCapacity(capacity corev1.ResourceList) {
+	e.capacity = capacity.DeepCopy()
+	e.capacitySet = true
+	e.intern(capacity)
+	e.rebuild()
+}
+
+// UpsertQuota adds or replaces a quota. Problems with the tree are not
+// returned here: they are reported per quota by Err, because they often
+// involve several quotas and heal when another quota changes.
+func (e *Engine) UpsertQuota(s Spec) {
+	e.specs[s.Name] = Spec{
+		Name: s.Name, Parent: s.Parent, DisallowLending: s.DisallowLending,
+		Min: s.Min.DeepCopy(), Max: s.Max.DeepCopy(), SharedWeight: s.SharedWeight.DeepCopy(),
+	}
+	e.intern(s.Min)
+	e.intern(s.Max)
+	e.intern(s.SharedWeight)
+	e.rebuild()
+}
+
+// DeleteQuota removes a quota. Units still charged to it keep counting
+// against the cluster until released.
+func (e *Engine) DeleteQuota(name string) {
+	if _, ok := e.specs[name]; !ok {
+		return
+	}
+	delete(e.specs, name)
+	e.rebuild()
+}
+
+// Vector converts a ResourceList into the engine's scaled amounts, learning
+// resource names it has not seen.
+func (e *Engine) Vector(list corev1.ResourceList) Vector {
+	e.intern(list)
+	v := make(Vector, len(e.names))
+	for name, q := range list {
+		v[e.index[name]] = scaled(name, q)
+	}
+	return v
+}
+
+// ResourceList converts a Vector back, leaving out zero amounts.
+func (e *Engine) ResourceList(v Vector) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i, a := range v {
+		if a != 0 && i < len(e.names) {
+			out[e.names[i]] = quantity(e.names[i], a)
+		}
+	}
+	return out
+}
+
+// Len is how many resources the engine knows; vectors it returns have this length.
+func (e *Engine) Len() int { return len(e.names) }
+
+func (e *Engine) intern(list corev1.ResourceList) {
+	grew := false
+	for _, name := range sortedNames(list) {
+		if _, ok := e.index[name]; !ok {
+			e.index[name] = len(e.names)
+			e.names = append(e.names, name)
+			grew = true
+		}
+	}
+	if grew && e.root != nil {
+		e.rebuild()
+	}
+}
+
+// Err is why units of the quota cannot be admitted, or nil.
+func (e *Engine) Err(quota string) error {
+	n, ok := e.nodes[quota]
+	if !ok {
+		if quota == eqv1alpha1.RootQuotaName {
+			return nil
+		}
+		return fmt.Errorf("quota %q: %w", quota, ErrUnknownQuota)
+	}
+	return n.err
+}
+
+// QuotaError is one quota's error.
+type QuotaError struct {
+	Quota string
+	Err   error
+}
+
+// Errors lists every quota in error, by name.
+func (e *Engine) Errors() []QuotaError {
+	var out []QuotaError
+	for _, n := range e.order {
+		if n.err != nil {
+			out = append(out, QuotaError{Quota: n.name, Err: n.err})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Quota < out[j].Quota })
+	return out
+}
+
+// Parent is the quota's parent in the tree as the engine uses it (the root
+// for quotas whose parent is missing or in a cycle), "" for the root or an
+// unknown quota.
+func (e *Engine) Parent(quota string) string {
+	n, ok := e.nodes[quota]
+	if !ok || n.parent == nil {
+		return ""
+	}
+	return n.parent.name
+}
+
+// Ancestors calls fn for the quota and each ancestor up to the root.
+func (e *Engine) Ancestors(quota string, fn func(name string)) {
+	n, ok := e.nodes[quota]
+	if !ok {
+		return
+	}
+	for ; n != nil; n = n.parent {
+		fn(n.name)
+	}
+}
+
+// Used is what admitted units hold in the quota and its descendants.
+func (e *Engine) Used(quota string) corev1.ResourceList {
+	n, ok := e.nodes[quota]
+	if !ok {
+		return corev1.ResourceList{}
+	}
+	return e.ResourceList(n.used)
+}
+
+// UsedVector is Used as a Vector; callers must not modify it.
+func (e *Engine) UsedVector(quota string) Vector {
+	if n, ok := e.nodes[quota]; ok {
+		return n.used
+	}
+	return nil
+}
+
+// rebuild recomputes the tree from the specs. Usage (direct, pending and the
+// charges) is kept; everything derived is recomputed. It is O(quotas) and
+// runs only when a quota, the capacity or the resource list changes.
+func (e *Engine) rebuild() {
+	r := len(e.names)
+	// Keep nodes that have a spec, the root, and nodes still holding usage.
+	for name, n := range e.nodes {
+		if _, ok := e.specs[name]; !ok && name != eqv1alpha1.RootQuotaName && !n.placeholder && len(n.charges) == 0 && isZero(n.pending) {
+			delete(e.nodes, name)
+		}
+	}
+	for name := range e.specs {
+		if _, ok := e.nodes[name]; !ok {
+			e.nodes[name] = newNode(name)
+		}
+	}
+	if _, ok := e.nodes[eqv1alpha1.RootQuotaName]; !ok {
+		e.nodes[eqv1alpha1.RootQuotaName] = newNode(eqv1alpha1.RootQuotaName)
+	}
+	e.root = e.nodes[eqv1alpha1.RootQuotaName]
+
+	names := make([]string, 0, len(e.nodes))
+	for name, n := range e.nodes {
+		names = append(names, name)
+		n.parent, n.kids, n.err, n.spec = nil, nil, nil, nil
+		if s, ok := e.specs[name]; ok {
+			s := s
+			n.spec = &s
+		}
+		n.min, n.max, n.weight, n.floor = grow(nil, r), grow(nil, r), grow(nil, r), grow(nil, r)
+		n.direct, n.pending = grow(n.direct, r), grow(n.pending, r)
+		n.used, n.kidsEff, n.eff = grow(nil, r), grow(nil, r), grow(nil, r)
+		n.demand, n.runtime = grow(nil, r), grow(nil, r)
+		for i := range n.max {
+			n.max[i] = Unlimited
+		}
+		if n.spec != nil {
+			e.fill(n.min, n.spec.Min, 0)
+			e.fill(n.max, n.spec.Max, Unlimited)
+		}
+	}
+	sort.Strings(names)
+	e.setRootCapacity()
+
+	// Resolve parents and find cycles on the declared parents.
+	declared := map[string]string{}
+	for _, name := range names {
+		n := e.nodes[name]
+		switch {
+		case n == e.root:
+		case n.spec == nil:
+			n.err = fmt.Errorf("quota %q: %w", name, ErrUnknownQuota)
+		default:
+			p := n.spec.Parent
+			if p == "" {
+				p = eqv1alpha1.RootQuotaName
+			}
+			if _, ok := e.specs[p]; !ok && p != eqv1alpha1.RootQuotaName {
+				n.err = fmt.Errorf("quota %q: parent %q: %w", name, p, ErrMissingParent)
+			} else {
+				declared[name] = p
+			}
+		}
+	}
+	for _, cycle := range findCycles(names, declared) {
+		for _, name := range cycle {
+			e.nodes[name].err = fmt.Errorf("quota %q: %s: %w", name, strings.Join(cycle, " -> "), ErrCycle)
+			delete(declared, name)
+		}
+	}
+	for _, name := range names {
+		n := e.nodes[name]
+		if n == e.root {
+			continue
+		}
+		if p, ok := declared[name]; ok {
+			n.parent = e.nodes[p]
+		} else {
+			n.parent = e.root // detached: still counted against the cluster
+		}
+		n.parent.kids = append(n.parent.kids, n)
+	}
+
+	// Per-quota checks that need the children.
+	for _, name := range names {
+		n := e.nodes[name]
+		if n.spec == nil {
+			continue
+		}
+		for i := range n.min {
+			if n.max[i] != Unlimited && n.min[i] > n.max[i] && n.err == nil {
+				n.err = fmt.Errorf("quota %q: %s min %s, max %s: %w", name, e.names[i],
+					format(e.names[i], n.min[i]), format(e.names[i], n.max[i]), ErrMinAboveMax)
+			}
+		}
+		if n == e.root || len(n.kids) == 0 {
+			continue
+		}
+		sum := make(Vector, r)
+		for _, k := range n.kids {
+			addTo(sum, k.min)
+		}
+		for i := range sum {
+			if sum[i] > n.min[i] {
+				err := fmt.Errorf("children of quota %q: %s mins add up to %s, its min is %s: %w", name,
+					e.names[i], format(e.names[i], sum[i]), format(e.names[i], n.min[i]), ErrChildrenMinAboveMin)
+				for _, k := range append([]*node{n}, n.kids...) {
+					if k.err == nil {
+						k.err = err
+					}
+				}
+				break
+			}
+		}
+	}
+
+	// Order: parents before children for inheritance, reversed for sums.
+	pre := make([]*node, 0, len(e.nodes))
+	var walk func(n *node, depth int)
+	walk = func(n *node, depth int) {
+		n.depth = depth
+		pre = append(pre, n)
+		for _, k := range n.kids {
+			walk(k, depth+1)
+		}
+	}
+	walk(e.root, 0)
+	for _, n := range pre {
+		if n.err == nil && n.parent != nil && n.parent.err != nil {
+			n.err = fmt.Errorf("quota %q: ancestor %q is invalid (%v): %w", n.name, n.parent.name, n.parent.err, ErrInvalidAncestor)
+		}
+		if n.spec != nil {
+			// Default weight is max (Unlimited when max does not name
+			// the resource; runtime treats that as its parent's size).
+			for i := range n.weight {
+				n.weight[i] = n.max[i]
+			}
+			e.fill(n.weight, n.spec.SharedWeight, -1)
+			if n.spec.DisallowLending && n != e.root {
+				copy(n.floor, n.min)
+			}
+		}
+	}
+	e.order = e.order[:0]
+	for i := len(pre) - 1; i >= 0; i-- {
+		n := pre[i]
+		e.order = append(e.order, n)
+		copy(n.used, n.direct)
+		for _, k := range n.kids {
+			addTo(n.used, k.used)
+			addTo(n.kidsEff, k.eff)
+		}
+		for j := range n.eff {
+			n.eff[j] = max(n.floor[j], n.direct[j]+n.kidsEff[j])
+		}
+	}
+	e.sumBase, e.maxFloor, e.delta = make(Vector, r), make(Vector, r), make(Vector, r)
+	e.bind = make([]*node, r)
+	e.runtimeStale = true
+}
+
+func (e *Engine) setRootCapacity() {
+	root := e.root
+	switch {
+	case root.spec != nil && len(root.spec.Max) > 0:
+		// the root's max, already filled
+	case e.capacitySet:
+		for i := range root.max {
+			root.max[i] = 0
+		}
+		e.fill(root.max, e.capacity, 0)
+	}
+	for i := range root.min {
+		root.min[i] = root.max[i]
+	}
+}
+
+// fill writes list into v; keep is the value of resources list does not
+// name, or -1 to leave v as it is.
+func (e *Engine) fill(v Vector, list corev1.ResourceList, keep int64) {
+	if keep >= 0 {
+		for i := range v {
+			v[i] = keep
+		}
+	}
+	for name, q := range list {
+		v[e.index[name]] = scaled(name, q)
+	}
+}
+
+func newNode(name string) *node {
+	return &node{name: name, charges: map[string]*Charge{}}
+}
+
+// findCycles returns each cycle of the parent relation, as names in parent
+// order starting from the smallest, in a fixed order.
+func findCycles(names []string, parent map[string]string) [][]string {
+	const (
+		unseen = iota
+		onPath
+		done
+	)
+	state := map[string]int{}
+	var cycles [][]string
+	for _, start := range names {
+		var path []string
+		n := start
+		closed := false
+		for state[n] == unseen {
+			state[n] = onPath
+			path = append(path, n)
+			p, ok := parent[n]
+			if !ok {
+				break
+			}
+			n = p
+			closed = state[n] == onPath
+		}
+		if closed {
+			for i, m := range path {
+				if m == n {
+					cycle := append([]string(nil), path[i:]...)
+					cycles = append(cycles, rotateToSmallest(cycle))
+					break
+				}
+			}
+		}
+		for _, m := range path {
+			state[m] = done
+		}
+	}
+	return cycles
+}
+
+func rotateToSmallest(c []string) []string {
+	low := 0
+	for i := range c {
+		if c[i] < c[low] {
+			low = i
+		}
+	}
+	return append(append([]string{}, c[low:]...), c[:low]...)
+}
+
+func grow(v Vector, n int) Vector {
+	if len(v) >= n {
+		return v[:n]
+	}
+	return append(v, make(Vector, n-len(v))...)
+}
+
+func addTo(dst, v Vector) {
+	for i, a := range v {
+		dst[i] += a
+	}
+}
+
+func isZero(v Vector) bool {
+	for _, a := range v {
+		if a != 0 {
+			return false
+		}
+	}
+	return true
+}

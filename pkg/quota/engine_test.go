@@ -1,0 +1,512 @@
+package quota_test
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	eqv1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/quota"
+	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
+)
+
+type charge struct {
+	key, quota string
+	req        corev1.ResourceList
+	priority   int32
+	admitted   time.Duration
+}
+
+func newEngine(t *testing.T, capacity corev1.ResourceList, specs []quota.Spec, charges []charge) *quota.Engine {
+	t.Helper()
+	e := quota.NewEngine()
+	if capacity != nil {
+		e.SetClusterCapacity(capacity)
+	}
+	for _, s := range specs {
+		e.UpsertQuota(s)
+	}
+	for _, c := range charges {
+		if err := e.Charge(quota.Charge{Key: c.key, Quota: c.quota, Request: e.Vector(c.req), Priority: c.priority,
+			AdmitTime: time.Unix(0, 0).Add(c.admitted)}); err != nil {
+			t.Fatalf("Charge(%s): %v", c.key, err)
+		}
+	}
+	return e
+}
+
+// str renders a ResourceList compactly for comparisons.
+func str(l corev1.ResourceList) map[string]string {
+	out := map[string]string{}
+	for n, q := range l {
+		out[string(n)] = q.String()
+	}
+	return out
+}
+
+func TestExplain(t *testing.T) {
+	cases := []struct {
+		name    string
+		cap     corev1.ResourceList
+		specs   []quota.Spec
+		charges []charge
+		quota   string
+		req     corev1.ResourceList
+		want    string
+	}{
+		{
+			name:  "a request within every limit fits",
+			cap:   qt.Res("cpu", "8"),
+			specs: []quota.Spec{qt.MakeSpec("a").Max("cpu", "4").Obj()},
+			quota: "a",
+			req:   qt.Res("cpu", "4"),
+			want:  "",
+		},
+		{
+			name:    "the quota's own max",
+			cap:     qt.Res("cpu", "8", "memory", "64Gi"),
+			specs:   []quota.Spec{qt.MakeSpec("team-a").Max("cpu", "4", "memory", "8Gi").Obj()},
+			charges: []charge{{key: "u1", quota: "team-a", req: qt.Res("cpu", "4", "memory", "8Gi")}},
+			quota:   "team-a",
+			req:     qt.Res("cpu", "4", "memory", "8Gi"),
+			want:    "team-a: cpu 4 used of max 4, request 4; memory 8Gi used of max 8Gi, request 8Gi",
+		},
+		{
+			name:    "only the resources asked for are checked",
+			cap:     qt.Res("cpu", "8", "memory", "64Gi"),
+			specs:   []quota.Spec{qt.MakeSpec("a").Max("cpu", "4", "memory", "8Gi").Obj()},
+			charges: []charge{{key: "u1", quota: "a", req: qt.Res("memory", "8Gi")}},
+			quota:   "a",
+			req:     qt.Res("cpu", "1"),
+			want:    "",
+		},
+		{
+			name:  "an ancestor's max",
+			cap:   qt.Res("cpu", "100"),
+			specs: []quota.Spec{qt.MakeSpec("org").Max("cpu", "6").Obj(), qt.MakeSpec("a").Parent("org").Max("cpu", "6").Obj(), qt.MakeSpec("b").Parent("org").Obj()},
+			charges: []charge{
+				{key: "u1", quota: "b", req: qt.Res("cpu", "5")},
+			},
+			quota: "a",
+			req:   qt.Res("cpu", "2"),
+			want:  "org: cpu 5 used of max 6, request 2",
+		},
+		{
+			name:    "the cluster's capacity",
+			cap:     qt.Res("cpu", "8"),
+			specs:   []quota.Spec{qt.MakeSpec("a").Obj(), qt.MakeSpec("b").Obj()},
+			charges: []charge{{key: "u1", quota: "b", req: qt.Res("cpu", "7")}},
+			quota:   "a",
+			req:     qt.Res("cpu", "2"),
+			want:    "cluster: cpu 7 used of capacity 8, request 2",
+		},
+		{
+			name:  "a resource the cluster does not have",
+			cap:   qt.Res("cpu", "8"),
+			specs: []quota.Spec{qt.MakeSpec("a").Obj()},
+			quota: "a",
+			req:   qt.Res("nvidia.com/gpu", "1"),
+			want:  "cluster: nvidia.com/gpu 0 used of capacity 0, request 1",
+		},
+		{
+			name:  "unknown capacity is unlimited",
+			specs: []quota.Spec{qt.MakeSpec("a").Obj()},
+			quota: "a",
+			req:   qt.Res("cpu", "1000"),
+			want:  "",
+		},
+		{
+			name: "a sibling's idle min that it does not lend",
+			cap:  qt.Res("cpu", "10"),
+			specs: []quota.Spec{
+				qt.MakeSpec("keeper").Min("cpu", "4").NoLending().Obj(),
+				qt.MakeSpec("a").Obj(),
+			},
+			charges: []charge{{key: "u1", quota: "keeper", req: qt.Res("cpu", "1")}},
+			quota:   "a",
+			req:     qt.Res("cpu", "7"),
+			want:    "cluster: cpu 1 used (+3 kept for quotas that do not lend) of capacity 10, request 7",
+		},
+		{
+			name: "an idle min that does not lend, deep in a lending parent, stays kept",
+			cap:  qt.Res("cpu", "10"),
+			specs: []quota.Spec{
+				qt.MakeSpec("p").Min("cpu", "4").Obj(),
+				qt.MakeSpec("keeper").Parent("p").Min("cpu", "4").NoLending().Obj(),
+				qt.MakeSpec("a").Obj(),
+			},
+			quota: "a",
+			req:   qt.Res("cpu", "7"),
+			want:  "cluster: cpu 0 used (+4 kept for quotas that do not lend) of capacity 10, request 7",
+		},
+		{
+			name:  "an unknown quota",
+			specs: []quota.Spec{},
+			quota: "ghost",
+			req:   qt.Res("cpu", "1"),
+			want:  `quota "ghost": no such ElasticQuota`,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEngine(t, tc.cap, tc.specs, tc.charges)
+			got := e.Explain(tc.quota, e.Vector(tc.req))
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Explain (-want +got):\n%s", diff)
+			}
+			if tc.quota == "ghost" {
+				return
+			}
+			free, _, err := e.Headroom(tc.quota, nil, nil)
+			if err != nil {
+				t.Fatalf("Headroom: %v", err)
+			}
+			if gotFits := quota.Fits(e.Vector(tc.req), free); gotFits != (tc.want == "") {
+				t.Errorf("Fits = %v, Explain = %q: they disagree", gotFits, got)
+			}
+		})
+	}
+}
+
+func TestHeadroomNamesTheBindingQuota(t *testing.T) {
+	e := newEngine(t, qt.Res("cpu", "10", "memory", "10Gi"), []quota.Spec{
+		qt.MakeSpec("org").Max("cpu", "6").Obj(),
+		qt.MakeSpec("a").Parent("org").Max("memory", "1Gi").Obj(),
+	}, nil)
+	free, binding, err := e.Headroom("a", nil, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = free
+	got := map[string]string{}
+	for _, name := range []string{"cpu", "memory"} {
+		for i, a := range e.Vector(qt.Res(name, "1")) {
+			if a != 0 {
+				got[name] = binding[i]
+			}
+		}
+	}
+	want := map[string]string{"cpu": "org", "memory": "a"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("binding (-want +got):\n%s", diff)
+	}
+}
+
+func TestUsageCountsAlongTheChainUntilReleased(t *testing.T) {
+	e := newEngine(t, qt.Res("cpu", "10"), []quota.Spec{
+		qt.MakeSpec("org").Obj(),
+		qt.MakeSpec("a").Parent("org").Obj(),
+	}, []charge{{key: "u1", quota: "a", req: qt.Res("cpu", "3")}})
+	want := map[string]string{"cpu": "3"}
+	for _, q := range []string{"a", "org", eqv1alpha1.RootQuotaName} {
+		if diff := cmp.Diff(want, str(e.Used(q))); diff != "" {
+			t.Errorf("Used(%s) (-want +got):\n%s", q, diff)
+		}
+	}
+	if err := e.Charge(quota.Charge{Key: "u1", Quota: "a", Request: e.Vector(qt.Res("cpu", "1"))}); !errors.Is(err, quota.ErrAlreadyCharged) {
+		t.Errorf("charging u1 twice: err = %v, want ErrAlreadyCharged", err)
+	}
+	if !e.Release("u1") || e.Release("u1") {
+		t.Errorf("Release should succeed once")
+	}
+	if diff := cmp.Diff(map[string]string{}, str(e.Used("org"))); diff != "" {
+		t.Errorf("Used(org) after release (-want +got):\n%s", diff)
+	}
+}
+
+func TestTreeErrors(t *testing.T) {
+	cases := []struct {
+		name  string
+		specs []quota.Spec
+		want  map[string]error
+	}{
+		{
+			name:  "missing parent",
+			specs: []quota.Spec{qt.MakeSpec("a").Parent("ghost").Obj(), qt.MakeSpec("b").Parent("a").Obj()},
+			want:  map[string]error{"a": quota.ErrMissingParent, "b": quota.ErrInvalidAncestor},
+		},
+		{
+			name: "cycle",
+			specs: []quota.Spec{
+				qt.MakeSpec("a").Parent("c").Obj(), qt.MakeSpec("b").Parent("a").Obj(), qt.MakeSpec("c").Parent("b").Obj(),
+				qt.MakeSpec("ok").Obj(),
+			},
+			want: map[string]error{"a": quota.ErrCycle, "b": quota.ErrCycle, "c": quota.ErrCycle},
+		},
+		{
+			name:  "a quota that is its own parent",
+			specs: []quota.Spec{qt.MakeSpec("a").Parent("a").Obj()},
+			want:  map[string]error{"a": quota.ErrCycle},
+		},
+		{
+			name:  "min above max",
+			specs: []quota.Spec{qt.MakeSpec("a").Min("cpu", "2").Max("cpu", "1").Obj()},
+			want:  map[string]error{"a": quota.ErrMinAboveMax},
+		},
+		{
+			name: "children's mins above the parent's",
+			specs: []quota.Spec{
+				qt.MakeSpec("p").Min("cpu", "2").Obj(),
+				qt.MakeSpec("a").Parent("p").Min("cpu", "2").Obj(),
+				qt.MakeSpec("b").Parent("p").Min("cpu", "1").Obj(),
+				qt.MakeSpec("c").Parent("a").Obj(),
+			},
+			want: map[string]error{"p": quota.ErrChildrenMinAboveMin, "a": quota.ErrChildrenMinAboveMin,
+				"b": quota.ErrChildrenMinAboveMin, "c": quota.ErrInvalidAncestor},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEngine(t, qt.Res("cpu", "10"), tc.specs, nil)
+			got := map[string]error{}
+			for _, qe := range e.Errors() {
+				got[qe.Quota] = qe.Err
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.Comparer(func(want, got error) bool {
+				return errors.Is(got, want) || errors.Is(want, got)
+			})); diff != "" {
+				t.Errorf("Errors (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestErrorsHealWhenTheTreeIsFixed(t *testing.T) {
+	e := newEngine(t, nil, []quota.Spec{qt.MakeSpec("a").Parent("p").Obj()}, nil)
+	if !errors.Is(e.Err("a"), quota.ErrMissingParent) {
+		t.Fatalf("Err(a) = %v, want ErrMissingParent", e.Err("a"))
+	}
+	e.UpsertQuota(qt.MakeSpec("p").Obj())
+	if err := e.Err("a"); err != nil {
+		t.Errorf("Err(a) after the parent appeared = %v", err)
+	}
+}
+
+func TestDetachedQuotasStillCountAgainstTheCluster(t *testing.T) {
+	e := newEngine(t, qt.Res("cpu", "4"), []quota.Spec{qt.MakeSpec("lost").Parent("ghost").Obj(), qt.MakeSpec("a").Obj()},
+		[]charge{{key: "u1", quota: "lost", req: qt.Res("cpu", "3")}, {key: "u2", quota: "unknown", req: qt.Res("cpu", "1")}})
+	if diff := cmp.Diff("cluster: cpu 4 used of capacity 4, request 1", e.Explain("a", e.Vector(qt.Res("cpu", "1")))); diff != "" {
+		t.Errorf("Explain (-want +got):\n%s", diff)
+	}
+}
+
+func TestRuntime(t *testing.T) {
+	cases := []struct {
+		name    string
+		cap     corev1.ResourceList
+		specs   []quota.Spec
+		pending map[string]corev1.ResourceList
+		charges []charge
+		want    map[string]map[string]string
+	}{
+		{
+			name: "min plus the remainder split by weight (default max), capped by demand",
+			cap:  qt.Res("cpu", "12"),
+			specs: []quota.Spec{
+				qt.MakeSpec("a").Min("cpu", "2").Max("cpu", "12").Obj(),
+				qt.MakeSpec("b").Min("cpu", "2").Max("cpu", "4").Obj(),
+				qt.MakeSpec("idle").Min("cpu", "2").Max("cpu", "12").Obj(),
+			},
+			pending: map[string]corev1.ResourceList{"a": qt.Res("cpu", "20"), "b": qt.Res("cpu", "20")},
+			// remainder 12-4 = 8 split 12:4 -> a 6, b 2; idle demands nothing.
+			want: map[string]map[string]string{"a": {"cpu": "8"}, "b": {"cpu": "4"}, "idle": {}},
+		},
+		{
+			name: "what a capped quota cannot take goes to the others",
+			cap:  qt.Res("cpu", "12"),
+			specs: []quota.Spec{
+				qt.MakeSpec("a").Min("cpu", "2").Max("cpu", "12").Obj(),
+				qt.MakeSpec("b").Min("cpu", "2").Max("cpu", "12").Obj(),
+			},
+			pending: map[string]corev1.ResourceList{"a": qt.Res("cpu", "20"), "b": qt.Res("cpu", "3")},
+			want:    map[string]map[string]string{"a": {"cpu": "9"}, "b": {"cpu": "3"}},
+		},
+		{
+			name: "shared-weight overrides max",
+			cap:  qt.Res("cpu", "10"),
+			specs: []quota.Spec{
+				qt.MakeSpec("a").Max("cpu", "10").Weight("cpu", "3").Obj(),
+				qt.MakeSpec("b").Max("cpu", "10").Weight("cpu", "1").Obj(),
+			},
+			pending: map[string]corev1.ResourceList{"a": qt.Res("cpu", "20"), "b": qt.Res("cpu", "20")},
+			want:    map[string]map[string]string{"a": {"cpu": "7500m"}, "b": {"cpu": "2500m"}},
+		},
+		{
+			name: "a quota that does not lend keeps its min in its runtime even when idle",
+			cap:  qt.Res("cpu", "10"),
+			specs: []quota.Spec{
+				qt.MakeSpec("keeper").Min("cpu", "4").Max("cpu", "10").NoLending().Obj(),
+				qt.MakeSpec("a").Max("cpu", "10").Obj(),
+			},
+			pending: map[string]corev1.ResourceList{"a": qt.Res("cpu", "20")},
+			want:    map[string]map[string]string{"keeper": {"cpu": "4"}, "a": {"cpu": "6"}},
+		},
+		{
+			name: "a parent's runtime is split among its children",
+			cap:  qt.Res("cpu", "10"),
+			specs: []quota.Spec{
+				qt.MakeSpec("p").Max("cpu", "6").Obj(),
+				qt.MakeSpec("c1").Parent("p").Max("cpu", "6").Obj(),
+				qt.MakeSpec("c2").Parent("p").Max("cpu", "6").Obj(),
+			},
+			charges: []charge{{key: "u", quota: "c1", req: qt.Res("cpu", "1")}},
+			pending: map[string]corev1.ResourceList{"c1": qt.Res("cpu", "9"), "c2": qt.Res("cpu", "9")},
+			want:    map[string]map[string]string{"p": {"cpu": "6"}, "c1": {"cpu": "3"}, "c2": {"cpu": "3"}},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEngine(t, tc.cap, tc.specs, tc.charges)
+			for q, r := range tc.pending {
+				e.AddPending(q, e.Vector(r))
+			}
+			got := map[string]map[string]string{}
+			for q := range tc.want {
+				got[q] = str(e.Runtime(q))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Runtime (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestDominantShare(t *testing.T) {
+	e := newEngine(t, qt.Res("cpu", "10", "memory", "10Gi"), []quota.Spec{
+		qt.MakeSpec("a").Min("cpu", "5", "memory", "5Gi").Max("cpu", "5", "memory", "5Gi").Obj(),
+	}, []charge{{key: "u", quota: "a", req: qt.Res("cpu", "1", "memory", "4Gi")}})
+	// With enough waiting, the runtime is capped by max: 5 cpu, 5Gi.
+	e.AddPending("a", e.Vector(qt.Res("cpu", "10", "memory", "10Gi")))
+	if diff := cmp.Diff(0.8, e.DominantShare("a")); diff != "" {
+		t.Errorf("DominantShare (-want +got):\n%s", diff)
+	}
+}
+
+func TestAdmitLeavesRuntimesAlone(t *testing.T) {
+	e := newEngine(t, qt.Res("cpu", "10"), []quota.Spec{qt.MakeSpec("a").Obj()}, nil)
+	req := e.Vector(qt.Res("cpu", "1"))
+	e.AddPending("a", req)
+	e.Runtime("a")
+	if err := e.Admit(quota.Charge{Key: "u", Quota: "a", Request: req}); err != nil {
+		t.Fatal(err)
+	}
+	if e.RuntimeStale() {
+		t.Errorf("admitting a pending unit made runtimes stale; it should not change demand")
+	}
+}
+
+func TestVictims(t *testing.T) {
+	specs := []quota.Spec{
+		qt.MakeSpec("owner").Min("cpu", "6").Max("cpu", "10").Obj(),
+		qt.MakeSpec("borrower").Min("cpu", "2").Max("cpu", "10").Obj(),
+	}
+	cases := []struct {
+		name      string
+		charges   []charge
+		quota     string
+		req       corev1.ResourceList
+		priority  int32
+		inQueue   bool
+		want      []string
+		wantFound bool
+	}{
+		{
+			name: "reclaim: lowest priority first, then most recently admitted, only as many as needed",
+			charges: []charge{
+				{key: "b-old", quota: "borrower", req: qt.Res("cpu", "2"), priority: 1, admitted: time.Second},
+				{key: "b-new", quota: "borrower", req: qt.Res("cpu", "2"), priority: 1, admitted: 2 * time.Second},
+				{key: "b-high", quota: "borrower", req: qt.Res("cpu", "2"), priority: 9, admitted: 3 * time.Second},
+				{key: "b-low", quota: "borrower", req: qt.Res("cpu", "1"), priority: 0, admitted: 0},
+				{key: "b-base", quota: "borrower", req: qt.Res("cpu", "3"), priority: 5, admitted: 0},
+			},
+			quota: "owner", req: qt.Res("cpu", "3"),
+			want: []string{"b-low", "b-new"}, wantFound: true,
+		},
+		{
+			name: "reclaim spares victims that turn out not to be needed",
+			charges: []charge{
+				{key: "small", quota: "borrower", req: qt.Res("cpu", "1"), priority: 0},
+				{key: "big", quota: "borrower", req: qt.Res("cpu", "4"), priority: 1},
+				{key: "base", quota: "borrower", req: qt.Res("cpu", "2"), priority: 9},
+			},
+			quota: "owner", req: qt.Res("cpu", "5"),
+			want: []string{"big"}, wantFound: true,
+		},
+		{
+			name:    "reclaim never takes the victim's quota below its min",
+			charges: []charge{{key: "b", quota: "borrower", req: qt.Res("cpu", "9")}},
+			quota:   "owner", req: qt.Res("cpu", "2"),
+		},
+		{
+			name:    "reclaim is only for a quota within its min",
+			charges: []charge{{key: "o", quota: "owner", req: qt.Res("cpu", "5")}, {key: "b", quota: "borrower", req: qt.Res("cpu", "5")}},
+			quota:   "owner", req: qt.Res("cpu", "2"),
+		},
+		{
+			name: "in-queue: lower priority units of the same quota",
+			charges: []charge{
+				{key: "o-low", quota: "owner", req: qt.Res("cpu", "4"), priority: 1},
+				{key: "o-same", quota: "owner", req: qt.Res("cpu", "4"), priority: 5},
+				{key: "b", quota: "borrower", req: qt.Res("cpu", "2"), priority: 0},
+			},
+			quota: "owner", req: qt.Res("cpu", "4"), priority: 5, inQueue: true,
+			want: []string{"o-low"}, wantFound: true,
+		},
+		{
+			name:    "in-queue: never equal or higher priority",
+			charges: []charge{{key: "o-same", quota: "owner", req: qt.Res("cpu", "10"), priority: 5}},
+			quota:   "owner", req: qt.Res("cpu", "4"), priority: 5, inQueue: true,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEngine(t, qt.Res("cpu", "10"), specs, tc.charges)
+			before := str(e.Used(eqv1alpha1.RootQuotaName))
+			all := func(string) bool { return true }
+			var got []string
+			var found bool
+			if tc.inQueue {
+				got, found = e.LowerPriorityVictims(tc.quota, e.Vector(tc.req), tc.priority, all)
+			} else {
+				got, found = e.ReclaimVictims(tc.quota, e.Vector(tc.req), all)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" || found != tc.wantFound {
+				t.Errorf("victims (-want +got):\n%s\nfound = %v, want %v", diff, found, tc.wantFound)
+			}
+			if diff := cmp.Diff(before, str(e.Used(eqv1alpha1.RootQuotaName))); diff != "" {
+				t.Errorf("choosing victims changed usage (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSpecFromElasticQuota(t *testing.T) {
+	eq := &eqv1alpha1.ElasticQuota{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "team-a",
+			Labels: map[string]string{
+				eqv1alpha1.LabelQuotaParent:       "org",
+				eqv1alpha1.LabelAllowLentResource: "false",
+			},
+			Annotations: map[string]string{eqv1alpha1.AnnotationSharedWeight: `{"cpu":"3"}`},
+		},
+		Spec: eqv1alpha1.ElasticQuotaSpec{Min: qt.Res("cpu", "1"), Max: qt.Res("cpu", "4")},
+	}
+	got, err := quota.SpecFromElasticQuota(eq)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := qt.MakeSpec("team-a").Parent("org").Min("cpu", "1").Max("cpu", "4").Weight("cpu", "3").NoLending().Obj()
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("SpecFromElasticQuota (-want +got):\n%s", diff)
+	}
+	eq.Annotations[eqv1alpha1.AnnotationSharedWeight] = "not json"
+	got, err = quota.SpecFromElasticQuota(eq)
+	if err == nil || got.SharedWeight != nil {
+		t.Errorf("malformed shared-weight: err = %v, weight = %v; want an error and the default weight", err, got.SharedWeight)
+	}
+}

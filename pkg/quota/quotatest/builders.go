@@ -1,0 +1,49 @@
+// Package quotatest has builders for quota test objects, so a test case
+// shows only what matters to it:
+//
+//	quotatest.MakeSpec("team-a").Max("cpu", "4", "memory", "8Gi").Obj()
+package quotatest
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/koord-queue/koord-queue/pkg/quota"
+)
+
+// Res builds a ResourceList from name, quantity pairs. It panics on a
+// malformed quantity: it is for tests only.
+func Res(pairs ...string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		out[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
+	}
+	return out
+}
+
+// SpecWrapper builds a quota.Spec.
+type SpecWrapper struct{ quota.Spec }
+
+// MakeSpec starts a quota under the root.
+func MakeSpec(name string) *SpecWrapper { return &SpecWrapper{quota.Spec{Name: name}} }
+
+// Parent sets the parent quota.
+func (w *SpecWrapper) Parent(p string) *SpecWrapper { w.Spec.Parent = p; return w }
+
+// Min sets min from name, quantity pairs.
+func (w *SpecWrapper) Min(pairs ...string) *SpecWrapper { w.Spec.Min = Res(pairs...); return w }
+
+// Max sets max from name, quantity pairs.
+func (w *SpecWrapper) Max(pairs ...string) *SpecWrapper { w.Spec.Max = Res(pairs...); return w }
+
+// Weight sets the shared weight from name, quantity pairs.
+func (w *SpecWrapper) Weight(pairs ...string) *SpecWrapper {
+	w.Spec.SharedWeight = Res(pairs...)
+	return w
+}
+
+// NoLending marks the quota allow-lent-resource: "false".
+func (w *SpecWrapper) NoLending() *SpecWrapper { w.Spec.DisallowLending = true; return w }
+
+// Obj returns the Spec.
+func (w *SpecWrapper) Obj() quota.Spec { return w.Spec }

@@ -1,0 +1,70 @@
+package quota
+
+import (
+	"math"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Unlimited is the amount of a resource that a max does not name.
+const Unlimited int64 = math.MaxInt64
+
+// Vector holds one amount per resource, in the engine's resource order. A
+// Vector shorter than the engine's resource list is zero past its end.
+type Vector []int64
+
+// Fits reports whether request fits in free. A resource the request does not
+// ask for (zero) is never checked, so a unit asking no GPUs is not held back
+// by a quota whose GPUs are over-used.
+func Fits(request, free Vector) bool {
+	for i, r := range request {
+		if r > 0 && (i >= len(free) || r > free[i]) {
+			return false
+		}
+	}
+	return true
+}
+
+// scaled is q as the engine counts it: milli-cores for cpu, whole units
+// (rounded up) for everything else.
+func scaled(name corev1.ResourceName, q resource.Quantity) int64 {
+	if name == corev1.ResourceCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+// quantity turns a scaled amount back into a Quantity for display and APIs.
+func quantity(name corev1.ResourceName, v int64) resource.Quantity {
+	switch {
+	case name == corev1.ResourceCPU:
+		return *resource.NewMilliQuantity(v, resource.DecimalSI)
+	case name == corev1.ResourceMemory || name == corev1.ResourceEphemeralStorage ||
+		strings.HasPrefix(string(name), corev1.ResourceHugePagesPrefix):
+		return *resource.NewQuantity(v, resource.BinarySI)
+	default:
+		return *resource.NewQuantity(v, resource.DecimalSI)
+	}
+}
+
+// format renders an amount the way a user writes it ("4", "8Gi", "500m").
+func format(name corev1.ResourceName, v int64) string {
+	if v == Unlimited {
+		return "unlimited"
+	}
+	q := quantity(name, v)
+	return q.String()
+}
+
+// sortedNames returns the names of list in a fixed order.
+func sortedNames(list corev1.ResourceList) []corev1.ResourceName {
+	names := make([]corev1.ResourceName, 0, len(list))
+	for name := range list {
+		names = append(names, name)
+	}
+	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	return names
+}

@@ -1,0 +1,323 @@
+package quota
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	eqv1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+)
+
+// Charge records that an admitted unit holds c.Request in c.Quota and every
+// ancestor, until Release. It never refuses for lack of room: the caller
+// checks Headroom first, and units restored after a restart must be counted
+// whatever they hold. A quota the engine does not know is created, in error,
+// so that its usage still counts against the cluster.
+func (e *Engine) Charge(c Charge) error {
+	if _, ok := e.charges[c.Key]; ok {
+		return fmt.Errorf("unit %q: %w", c.Key, ErrAlreadyCharged)
+	}
+	n := e.nodeFor(c.Quota)
+	c.Request = append(Vector(nil), c.Request...)
+	e.charges[c.Key] = &c
+	n.charges[c.Key] = &c
+	e.apply(n, c.Request, 1)
+	e.runtimeStale = true
+	return nil
+}
+
+// Admit charges a unit that was counted as pending in the same quota (by
+// AddPending): its request moves from pending to used. Demand, and so every
+// runtime, is unchanged, which keeps an admission O(depth × resources).
+func (e *Engine) Admit(c Charge) error {
+	if _, ok := e.charges[c.Key]; ok {
+		return fmt.Errorf("unit %q: %w", c.Key, ErrAlreadyCharged)
+	}
+	n, ok := e.nodes[c.Quota]
+	if !ok {
+		return e.Charge(c)
+	}
+	stale := e.runtimeStale
+	for i, a := range c.Request {
+		n.pending[i] -= a
+	}
+	err := e.Charge(c)
+	e.runtimeStale = stale
+	return err
+}
+
+// WithinMin reports whether the quota's usage plus request stays within its
+// min for every resource the request asks for: the quota is owed it, so it
+// may reclaim what others borrowed.
+func (e *Engine) WithinMin(quota string, request Vector) bool {
+	n, ok := e.nodes[quota]
+	if !ok || n.err != nil {
+		return false
+	}
+	for i, r := range request {
+		if r > 0 && n.used[i]+r > n.min[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// Borrowing reports whether the quota uses more than its min of some
+// resource, and so may be asked to give it back.
+func (e *Engine) Borrowing(quota string) bool {
+	n, ok := e.nodes[quota]
+	if !ok {
+		return false
+	}
+	for i, u := range n.used {
+		if u > n.min[i] {
+			return true
+		}
+	}
+	return false
+}
+
+// Release gives back what the unit holds; false if it holds nothing. Call it
+// only when the unit is really gone (finished, failed, deleted, or evicted
+// and its pods gone), so nothing is counted twice or freed early.
+func (e *Engine) Release(key string) bool {
+	c, ok := e.charges[key]
+	if !ok {
+		return false
+	}
+	n := e.nodes[c.Quota]
+	delete(e.charges, key)
+	delete(n.charges, key)
+	e.apply(n, c.Request, -1)
+	e.runtimeStale = true
+	if n.spec == nil && n != e.root && len(n.charges) == 0 && isZero(n.pending) {
+		e.rebuild() // drop the placeholder of an unknown quota
+	}
+	return true
+}
+
+// Charged returns the unit's charge, if it holds one.
+func (e *Engine) Charged(key string) (Charge, bool) {
+	c, ok := e.charges[key]
+	if !ok {
+		return Charge{}, false
+	}
+	return *c, true
+}
+
+// SetPriority updates the priority a charge is ordered by as a victim.
+func (e *Engine) SetPriority(key string, priority int32) {
+	if c, ok := e.charges[key]; ok {
+		c.Priority = priority
+	}
+}
+
+// AddPending counts a waiting unit's request in its quota's demand, which
+// the runtime (fair share) computation caps shares by.
+func (e *Engine) AddPending(quota string, request Vector) {
+	n := e.nodeFor(quota)
+	for i, a := range request {
+		n.pending[i] += a
+	}
+	e.runtimeStale = true
+}
+
+// RemovePending undoes AddPending.
+func (e *Engine) RemovePending(quota string, request Vector) {
+	n, ok := e.nodes[quota]
+	if !ok {
+		return
+	}
+	for i, a := range request {
+		n.pending[i] -= a
+	}
+	e.runtimeStale = true
+	if n.spec == nil && n != e.root && len(n.charges) == 0 && isZero(n.pending) {
+		e.rebuild()
+	}
+}
+
+func (e *Engine) nodeFor(quota string) *node {
+	if n, ok := e.nodes[quota]; ok {
+		return n
+	}
+	n := newNode(quota)
+	n.placeholder = true
+	e.nodes[quota] = n
+	e.rebuild()
+	n.placeholder = false
+	return n
+}
+
+// apply adds sign*req to n's direct usage and updates used and eff up the
+// chain: O(depth × resources), no allocation.
+func (e *Engine) apply(n *node, req Vector, sign int64) {
+	d := e.delta
+	for i := range d {
+		var a int64
+		if i < len(req) {
+			a = sign * req[i]
+		}
+		n.direct[i] += a
+		n.used[i] += a
+		eff := max(n.floor[i], n.direct[i]+n.kidsEff[i])
+		d[i] = eff - n.eff[i]
+		n.eff[i] = eff
+	}
+	for p := n.parent; p != nil; p = p.parent {
+		for i := range d {
+			if i < len(req) {
+				p.used[i] += sign * req[i]
+			}
+			p.kidsEff[i] += d[i]
+			eff := max(p.floor[i], p.direct[i]+p.kidsEff[i])
+			d[i] = eff - p.eff[i]
+			p.eff[i] = eff
+		}
+	}
+}
+
+// Headroom is how much more the quota may admit now, per resource: the
+// largest request that keeps every quota on the chain within its max (the
+// root within the cluster's capacity), counting the idle min of quotas that
+// do not lend as taken. Unlimited where nothing limits. binding gets, per
+// resource, the quota whose limit is the tightest ("" if none); a release
+// elsewhere cannot raise that resource's headroom.
+//
+// free and binding are reused if large enough, so a caller on a hot path
+// can avoid allocating.
+func (e *Engine) Headroom(quota string, free Vector, binding []string) (Vector, []string, error) {
+	free = grow(free[:0], len(e.names))
+	binding = growStrings(binding[:0], len(e.names))
+	n, ok := e.nodes[quota]
+	if !ok {
+		return free, binding, e.Err(quota)
+	}
+	if n.err != nil {
+		return free, binding, n.err
+	}
+	e.headroom(n, free)
+	for i, b := range e.bind {
+		if b != nil {
+			binding[i] = b.name
+		}
+	}
+	return free, binding, nil
+}
+
+// headroom fills free (length len(e.names)) and e.bind for n.
+//
+// Adding x to n's direct usage gives eff'(a) = max(floor(a), base(a) +
+// eff'(child)) at each ancestor a, where base(a) is what a holds besides the
+// child on the path. So eff'(a) <= cap(a) iff M(a) <= cap(a) and P(a) + x <=
+// cap(a), with P the sum of bases from n up to a and M(a) = max(floor(a),
+// base(a) + M(child)), M(n) = floor(n). Both are accumulated on the way up.
+func (e *Engine) headroom(n *node, free Vector) {
+	p, m := e.sumBase, e.maxFloor
+	for i := range free {
+		free[i] = Unlimited
+		e.bind[i] = nil
+	}
+	var child *node
+	for a := n; a != nil; a = a.parent {
+		for i := range free {
+			base := a.direct[i] + a.kidsEff[i]
+			if child == nil {
+				p[i], m[i] = base, a.floor[i]
+			} else {
+				base -= child.eff[i]
+				p[i] += base
+				m[i] = max(a.floor[i], base+m[i])
+			}
+			c := a.max[i]
+			if c == Unlimited {
+				continue
+			}
+			room := c - p[i]
+			if m[i] > c {
+				room = -1 // already over: nothing that asks for it fits
+			}
+			if room < free[i] {
+				free[i] = room
+				e.bind[i] = a
+			}
+		}
+		child = a
+	}
+}
+
+// Explain says why request does not fit in the quota, in words for the
+// unit's status ("team-a: cpu 4 used of max 4, request 4"), or "" if it fits.
+// It names the lowest quota on the chain that is short.
+func (e *Engine) Explain(quota string, request Vector) string {
+	n, ok := e.nodes[quota]
+	if !ok || n.err != nil {
+		if err := e.Err(quota); err != nil {
+			return err.Error()
+		}
+	}
+	free := make(Vector, len(e.names))
+	e.headroom(n, free)
+	if Fits(request, free) {
+		return ""
+	}
+	// Walk up again and report at the first quota where the request fails.
+	p, m := make(Vector, len(free)), make(Vector, len(free))
+	var child *node
+	for a := n; a != nil; a = a.parent {
+		var parts []string
+		for i := range free {
+			base := a.direct[i] + a.kidsEff[i]
+			if child == nil {
+				p[i], m[i] = base, a.floor[i]
+			} else {
+				base -= child.eff[i]
+				p[i] += base
+				m[i] = max(a.floor[i], base+m[i])
+			}
+			c := a.max[i]
+			if c == Unlimited || i >= len(request) || request[i] <= 0 {
+				continue
+			}
+			if p[i]+request[i] <= c && m[i] <= c {
+				continue
+			}
+			name := e.names[i]
+			taken := max(p[i], m[i])
+			reserved := taken - a.used[i]
+			limit := "max"
+			if a == e.root && (a.spec == nil || len(a.spec.Max) == 0) {
+				limit = "capacity"
+			}
+			msg := fmt.Sprintf("%s %s used", name, format(name, a.used[i]))
+			if reserved > 0 {
+				msg += fmt.Sprintf(" (+%s kept for quotas that do not lend)", format(name, reserved))
+			}
+			msg += fmt.Sprintf(" of %s %s, request %s", limit, format(name, c), format(name, request[i]))
+			parts = append(parts, msg)
+		}
+		if len(parts) > 0 {
+			sort.Strings(parts)
+			who := a.name
+			if a == e.root && (a.spec == nil || len(a.spec.Max) == 0) {
+				who = "cluster"
+			}
+			return who + ": " + strings.Join(parts, "; ")
+		}
+		child = a
+	}
+	return "does not fit" // unreachable: headroom and this walk agree
+}
+
+func growStrings(v []string, n int) []string {
+	for len(v) < n {
+		v = append(v, "")
+	}
+	for i := range v[:n] {
+		v[i] = ""
+	}
+	return v[:n]
+}
+
+// IsRoot reports whether quota is the root of the tree.
+func IsRoot(quota string) bool { return quota == eqv1alpha1.RootQuotaName }

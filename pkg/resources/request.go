@@ -1,0 +1,140 @@
+// Package resources computes what a queue unit asks for: the effective request
+// of one pod and the total request of a unit's pod sets. It is the one place
+// this maths lives, so the queue controller and the job extensions agree.
+package resources
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+)
+
+// podLevelResources are the resources a pod-level spec.resources may set, as
+// in Kubernetes 1.34.
+var podLevelResources = map[corev1.ResourceName]bool{
+	corev1.ResourceCPU:    true,
+	corev1.ResourceMemory: true,
+}
+
+// PodRequests is the effective request of one pod, as the kube-scheduler counts
+// it: regular containers summed, init containers by their maximum (sidecars,
+// that is restartable init containers, add to everything started after them),
+// pod-level requests where set, and overhead added. A container's limit stands
+// in for a request it does not set, as the API server's defaulting does.
+func PodRequests(spec *corev1.PodSpec) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	if spec == nil {
+		return out
+	}
+	for i := range spec.Containers {
+		add(out, containerRequests(&spec.Containers[i]))
+	}
+	sidecars := corev1.ResourceList{}
+	initPeak := corev1.ResourceList{}
+	for i := range spec.InitContainers {
+		c := &spec.InitContainers[i]
+		reqs := containerRequests(c)
+		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
+			// A sidecar runs alongside the regular containers and every
+			// init container after it.
+			add(out, reqs)
+			add(sidecars, reqs)
+			maxInto(initPeak, sidecars)
+			continue
+		}
+		running := corev1.ResourceList{}
+		add(running, reqs)
+		add(running, sidecars)
+		maxInto(initPeak, running)
+	}
+	maxInto(out, initPeak)
+	if spec.Resources != nil {
+		for name, q := range podLevel(spec.Resources) {
+			out[name] = q.DeepCopy()
+		}
+	}
+	add(out, spec.Overhead)
+	return out
+}
+
+// PodSetsRequests is a unit's total request: for each pod set, count times
+// the effective request of its pod template.
+func PodSetsRequests(podSets []schedv1alpha1.PodSet) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := range podSets {
+		ps := &podSets[i]
+		if ps.Count <= 0 {
+			continue
+		}
+		for name, q := range PodRequests(&ps.Template.Spec) {
+			total := Multiply(q, int64(ps.Count))
+			if cur, ok := out[name]; ok {
+				total.Add(cur)
+			}
+			out[name] = total
+		}
+	}
+	return out
+}
+
+// Multiply returns q times n, exact: milli-units for quantities with a
+// fractional part (such as cpu "500m"), whole units otherwise.
+func Multiply(q resource.Quantity, n int64) resource.Quantity {
+	if q.MilliValue()%1000 != 0 {
+		return *resource.NewMilliQuantity(q.MilliValue()*n, q.Format)
+	}
+	return *resource.NewQuantity(q.Value()*n, q.Format)
+}
+
+// containerRequests is a container's requests with its limits standing in for
+// requests it does not set.
+func containerRequests(c *corev1.Container) corev1.ResourceList {
+	if len(c.Resources.Limits) == 0 {
+		return c.Resources.Requests
+	}
+	out := corev1.ResourceList{}
+	for name, q := range c.Resources.Limits {
+		out[name] = q
+	}
+	for name, q := range c.Resources.Requests {
+		out[name] = q
+	}
+	return out
+}
+
+// podLevel is the pod-level requests, with limits standing in for missing
+// requests, restricted to the resources Kubernetes supports there.
+func podLevel(r *corev1.ResourceRequirements) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for name, q := range r.Limits {
+		if podLevelResources[name] {
+			out[name] = q
+		}
+	}
+	for name, q := range r.Requests {
+		if podLevelResources[name] {
+			out[name] = q
+		}
+	}
+	return out
+}
+
+func add(into, list corev1.ResourceList) {
+	for name, q := range list {
+		if cur, ok := into[name]; ok {
+			cur.Add(q)
+			into[name] = cur
+		} else {
+			into[name] = q.DeepCopy()
+		}
+	}
+}
+
+func maxInto(into, list corev1.ResourceList) {
+	for name, q := range list {
+		if cur, ok := into[name]; !ok || q.Cmp(cur) > 0 {
+			into[name] = q.DeepCopy()
+		}
+	}
+}

@@ -1,0 +1,145 @@
+package scheduler_test
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/koord-queue/koord-queue/pkg/quota"
+	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
+	"github.com/koord-queue/koord-queue/pkg/scheduler"
+	st "github.com/koord-queue/koord-queue/pkg/scheduler/schedtest"
+)
+
+// Each benchmark op is one admission decision as the controller drives it:
+// an admitted unit finishes (DeleteUnit), a new unit arrives (UpsertUnit),
+// and Cycle admits exactly one unit. ns/op and allocs/op are per decision.
+
+type benchWorld struct {
+	s        *scheduler.Scheduler
+	queues   []string
+	admitted [][]string // per queue, FIFO of admitted keys
+	next     int
+	now      time.Time
+}
+
+// newBenchWorld builds queues × pending units of 1 cpu each; each quota has
+// max perQuota cpu. With clusterCPU 0 the cluster is large and each queue is
+// held by its own max; otherwise queues compete for the cluster.
+func newBenchWorld(b *testing.B, queues, pending, perQuota, clusterCPU int) *benchWorld {
+	b.Helper()
+	w := &benchWorld{s: scheduler.New(), now: st.T0}
+	if clusterCPU == 0 {
+		clusterCPU = queues*perQuota + 1000
+	}
+	w.s.SetClusterCapacity(qt.Res("cpu", fmt.Sprint(clusterCPU), "memory", "100Ti"))
+	for i := 0; i < queues; i++ {
+		name := fmt.Sprintf("team-%04d", i)
+		w.s.UpsertQuota(quota.Spec{Name: name, Max: qt.Res("cpu", fmt.Sprint(perQuota))})
+		w.s.UpsertQueue(st.MakeQueue(name).Obj())
+		w.queues = append(w.queues, name)
+	}
+	w.admitted = make([][]string, queues)
+	for i := 0; i < queues; i++ {
+		for j := 0; j < pending+perQuota; j++ {
+			w.add(i)
+		}
+	}
+	w.record(w.s.Cycle(w.now))
+	return w
+}
+
+func (w *benchWorld) add(q int) {
+	w.next++
+	u := st.MakeUnit(fmt.Sprintf("ns/u%07d", w.next), w.queues[q]).Request("cpu", "1", "memory", "1Gi").Obj()
+	u.EnqueueTime = st.T0.Add(time.Duration(w.next) * time.Millisecond)
+	if err := w.s.UpsertUnit(u); err != nil {
+		panic(err)
+	}
+}
+
+func (w *benchWorld) record(r scheduler.Result) int {
+	idx := map[string]int{}
+	for i, q := range w.queues {
+		idx[q] = i
+	}
+	for _, a := range r.Admissions {
+		i := idx[a.Queue]
+		w.admitted[i] = append(w.admitted[i], a.Unit)
+	}
+	return len(r.Admissions)
+}
+
+// decide: a unit of queue q finishes, a new one arrives, one cycle runs.
+func (w *benchWorld) decide(b *testing.B, q int, refill bool) {
+	key := w.admitted[q][0]
+	w.admitted[q] = w.admitted[q][1:]
+	w.s.DeleteUnit(key)
+	if refill {
+		w.add(q)
+	}
+	w.now = w.now.Add(time.Second)
+	r := w.s.Cycle(w.now)
+	if len(r.Admissions) != 1 {
+		b.Fatalf("cycle admitted %d units, want 1", len(r.Admissions))
+	}
+	w.admitted[q] = append(w.admitted[q], r.Admissions[0].Unit)
+}
+
+// BenchmarkAdmission1000Queues100Pending: 1,000 queues of 100 pending units.
+// "own-max": each queue is held by its quota's max, so a release wakes one
+// queue. "contended": all queues compete for the cluster, so a release wakes
+// every queue and the one furthest below its fair share wins.
+func BenchmarkAdmission1000Queues100Pending(b *testing.B) {
+	for _, tc := range []struct {
+		name    string
+		cluster int
+	}{{"own-max", 0}, {"contended", 1000 * 5}} {
+		b.Run(tc.name, func(b *testing.B) {
+			w := newBenchWorld(b, 1000, 100, 10, tc.cluster)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				q := i % len(w.queues)
+				if len(w.admitted[q]) == 0 {
+					b.Fatalf("queue %d has nothing admitted", q)
+				}
+				w.decide(b, q, true)
+			}
+		})
+	}
+}
+
+// BenchmarkDrain10000Deep: one queue 10,000 deep drains as quota frees, one
+// unit at a time; refilled (untimed) when empty.
+func BenchmarkDrain10000Deep(b *testing.B) {
+	w := newBenchWorld(b, 1, 10000, 1, 0)
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		if n, _ := w.s.QueueCounts(w.queues[0]); n == 0 {
+			b.StopTimer()
+			for j := 0; j < 10000; j++ {
+				w.add(0)
+			}
+			b.StartTimer()
+		}
+		w.decide(b, 0, false)
+	}
+}
+
+// BenchmarkDecisionByPending shows how one decision's cost grows with the
+// number of pending units (10 queues sharing them): it should grow at most
+// logarithmically.
+func BenchmarkDecisionByPending(b *testing.B) {
+	for _, pending := range []int{1000, 10000, 100000} {
+		b.Run(fmt.Sprintf("pending=%d", pending), func(b *testing.B) {
+			w := newBenchWorld(b, 10, pending/10, 10, 0)
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				w.decide(b, i%10, true)
+			}
+		})
+	}
+}

@@ -1,0 +1,368 @@
+package scheduler
+
+import (
+	"container/heap"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/koord-queue/koord-queue/pkg/policy"
+	"github.com/koord-queue/koord-queue/pkg/quota"
+)
+
+// Cycle decides what can be decided now. Its steps:
+//
+//  1. wake queues whose Intelligent low units passed their maximum wait;
+//  2. admit preemptors whose victims are all gone, before anyone else, so
+//     what was reclaimed for them is theirs;
+//  3. order the dirty queues: furthest below their runtime share first
+//     (dominant-resource share), then by queue priority, then by name;
+//  4. give the first queue one turn: its policy offers a unit; admit it if
+//     it fits (the queue goes back in line with its new share), otherwise
+//     its head waits, may preempt, and the queue is parked until an event
+//     that could change its answer;
+//  5. repeat 4 until no queue can admit;
+//  6. report when a time-based rule next changes an answer.
+//
+// The same events and the same now give the same Result.
+func (s *Scheduler) Cycle(now time.Time) Result {
+	s.cycle++
+	var res Result
+	s.wakePromoted(now)
+	s.admitNominated(now, &res)
+	line := s.lineUp()
+	for line.Len() > 0 {
+		qs := line[0]
+		if s.turn(qs, now, &res) {
+			if len(line) > 1 {
+				qs.share = s.engine.DominantShare(qs.quota)
+			}
+			heap.Fix(&line, 0)
+		} else {
+			heap.Pop(&line)
+		}
+	}
+	res.NextWakeup = s.nextWakeup()
+	res.More = len(s.dirty) > 0
+	return res
+}
+
+// lineUp takes the dirty queues, in serving order.
+func (s *Scheduler) lineUp() queueLine {
+	// No need to sort: the line's order is total (share, priority, name),
+	// so it pops the same way whatever order the map gives.
+	line := make(queueLine, 0, len(s.dirty))
+	for name := range s.dirty {
+		qs := s.queues[name]
+		if qs == nil {
+			continue
+		}
+		qs.share = 0
+		if len(s.dirty) > 1 { // shares only matter when queues compete
+			qs.share = s.engine.DominantShare(qs.quota)
+		}
+		line = append(line, qs)
+	}
+	clear(s.dirty)
+	heap.Init(&line)
+	return line
+}
+
+// turn gives one queue one admission attempt. It returns true if a unit was
+// admitted (the queue may admit more), false when the queue is done and parked.
+func (s *Scheduler) turn(qs *queueState, now time.Time, res *Result) bool {
+	if qs.q.Len() == 0 {
+		return false
+	}
+	name := qs.spec.Name
+	if err := s.engine.Err(qs.quota); err != nil {
+		s.headWaits(qs, qs.q.Offer(now, nil).Head.Key, err.Error(), res)
+		return false // woken when a quota changes
+	}
+	if qs.spec.Config.WaitForPodsRunning && len(qs.notRunning) > 0 {
+		running := sortedKeys(qs.notRunning)[0]
+		off := qs.q.Offer(now, nil)
+		s.headWaits(qs, off.Head.Key, fmt.Sprintf("queue %s waits for %s to be running (wait-for-pods-running)", name, running), res)
+		return false // woken when that unit runs or leaves
+	}
+	var err error
+	s.free, s.binding, err = s.engine.Headroom(qs.quota, s.free, s.binding)
+	if err != nil {
+		return false
+	}
+	off := qs.q.Offer(now, s.free)
+	if !off.HasHead {
+		return false
+	}
+	headFits := off.HasAdmit && off.Admit.Key == off.Head.Key
+	preempting := false
+	if !headFits {
+		var reserved bool
+		preempting, reserved = s.headPreempts(qs, off.Head.Key, now, res)
+		if reserved {
+			return true // the reservation changed the headroom: offer again
+		}
+	}
+	if off.HasAdmit {
+		s.admit(qs, off.Admit.Key, now, res)
+		return true
+	}
+	// Only limits that hold a unit back are worth waking for: a resource
+	// whose headroom covers every waiting request is not one of them.
+	maxReq := qs.q.MaxRequest()
+	for i := range s.binding {
+		if i >= len(maxReq) || maxReq[i] <= s.free[i] {
+			s.binding[i] = ""
+		}
+	}
+	if !preempting {
+		s.headWaitsForQuota(qs, off, res)
+	}
+	s.park(qs, s.binding)
+	if p, ok := qs.q.NextPromotion(now); ok {
+		qs.nextPromo = p
+	}
+	return false
+}
+
+// headPreempts: the policy's head does not fit. Once per cycle it may look
+// for victims. waiting is true while the head has victims still leaving;
+// reserved is true when it just preempted (and reserved what is free).
+func (s *Scheduler) headPreempts(qs *queueState, key string, now time.Time, res *Result) (waiting, reserved bool) {
+	us := s.units[key]
+	if len(us.victims) > 0 {
+		s.headWaits(qs, key, us.preemptReason, res)
+		return true, false
+	}
+	if us.triedCycle == s.cycle {
+		return false, false // a Priority queue comes back to its head often
+	}
+	us.triedCycle = s.cycle
+	ok := s.preempt(qs, us, now, res)
+	return ok, ok
+}
+
+// headWaitsForQuota records why the head does not fit. Explaining is the
+// costly part of a parked turn, so it is redone only when the cause changed:
+// another head, or other quotas holding it back. Numbers that merely drift
+// (usage) are refreshed by WaitReason, which explains afresh.
+func (s *Scheduler) headWaitsForQuota(qs *queueState, off policy.Offer, res *Result) {
+	us := s.units[off.Head.Key]
+	if us.reason != "" && us.quotaWait && us.band == off.Band && equalStrings(us.cause, s.binding) {
+		return
+	}
+	s.headWaits(qs, us.u.Key, s.explain(qs, off), res)
+	us.quotaWait, us.band = true, off.Band
+	us.cause = append(us.cause[:0], s.binding...)
+}
+
+func equalStrings(a, b []string) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+func (s *Scheduler) explain(qs *queueState, off policy.Offer) string {
+	return s.engine.Explain(qs.quota, s.units[off.Head.Key].req) + bandNote(off.Band)
+}
+
+func bandNote(b policy.Band) string {
+	switch b {
+	case policy.BandHigh:
+		return " (Intelligent: high-priority head; lower units wait behind it)"
+	case policy.BandPromoted:
+		return " (Intelligent: waited past its maximum wait; served first)"
+	}
+	return ""
+}
+
+// preempt looks for victims for the head: reclaim first (the quota is owed
+// its min), then, if the queue allows it, lower-priority units of its own
+// quota.
+func (s *Scheduler) preempt(qs *queueState, us *unitState, now time.Time, res *Result) bool {
+	canEvict := func(key string) bool {
+		v, ok := s.units[key]
+		return ok && v.admitted && !v.evicting && key != us.u.Key
+	}
+	kind := Reclaim
+	owed := s.engine.WithinMin(qs.quota, us.req)
+	var victims []string
+	ok := false
+	if owed {
+		victims, ok = s.engine.ReclaimVictims(qs.quota, us.req, canEvict)
+	}
+	cfg := qs.spec.Config
+	if !ok && cfg.EnablePreemption {
+		kind = InQueue
+		victims, ok = s.engine.LowerPriorityVictims(qs.quota, us.req, us.u.Priority, func(key string) bool {
+			return canEvict(key) && (cfg.PreemptRunning || !s.units[key].u.Running)
+		})
+	}
+	if !ok {
+		if owed {
+			s.reclaimWaiters[qs.spec.Name] = struct{}{}
+		}
+		return false
+	}
+	s.reserve(qs, us, now)
+	us.victims = map[string]struct{}{}
+	for _, v := range victims {
+		vs := s.units[v]
+		vs.evicting, vs.evictedFor = true, us.u.Key
+		us.victims[v] = struct{}{}
+	}
+	why := "to reclaim the min of quota " + qs.quota
+	if kind == InQueue {
+		why = fmt.Sprintf("for higher-priority unit %s (priority %d) of quota %s", us.u.Key, us.u.Priority, qs.quota)
+	}
+	res.Preemptions = append(res.Preemptions, Preemption{
+		Preemptor: us.u.Key, Queue: qs.spec.Name, Kind: kind, Victims: victims,
+		Reason: fmt.Sprintf("preempted by %s %s", us.u.Key, why),
+	})
+	us.preemptReason = fmt.Sprintf("preempting %d unit(s) %s: %s", len(victims), why, strings.Join(victims, ", "))
+	s.headWaits(qs, us.u.Key, us.preemptReason, res)
+	return true
+}
+
+// reserve holds, for a preemptor, the part of its request that is free now
+// (s.free is its quota's headroom), so that no other unit takes it while the
+// victims leave: when they are gone, the preemptor fits.
+func (s *Scheduler) reserve(qs *queueState, us *unitState, now time.Time) {
+	hold := make(quota.Vector, len(us.req))
+	for i, r := range us.req {
+		if r > 0 && i < len(s.free) {
+			hold[i] = min(r, max(s.free[i], 0))
+		}
+	}
+	if err := s.engine.Charge(quota.Charge{Key: reservationKey(us.u.Key), Quota: qs.quota, Request: hold,
+		Priority: us.u.Priority, AdmitTime: now}); err == nil {
+		us.reserved = true
+	}
+}
+
+// unreserve gives back a preemptor's reservation.
+func (s *Scheduler) unreserve(us *unitState) {
+	if !us.reserved {
+		return
+	}
+	us.reserved = false
+	if c, ok := s.engine.Charged(reservationKey(us.u.Key)); ok {
+		s.engine.Release(c.Key)
+		s.released(c.Quota)
+	}
+}
+
+// reservationKey cannot collide with a unit's namespace/name.
+func reservationKey(unit string) string { return "reservation:" + unit }
+
+func (s *Scheduler) headWaits(qs *queueState, key, reason string, res *Result) {
+	us, ok := s.units[key]
+	if !ok {
+		return
+	}
+	if reason != us.reason {
+		us.quotaWait = false
+	}
+	us.reason = reason
+	if us.reported != reason {
+		us.reported = reason
+		res.Waits = append(res.Waits, Wait{Unit: key, Queue: qs.spec.Name, Reason: reason})
+	}
+}
+
+func (s *Scheduler) admit(qs *queueState, key string, now time.Time, res *Result) {
+	us := s.units[key]
+	s.endPreemption(us)
+	qs.q.Take(key)
+	us.inQueue = false
+	us.admitted = true
+	us.u.AdmitTime = now
+	us.reason, us.reported, us.quotaWait = "", "", false
+	delete(s.nominated, key)
+	_ = s.engine.Admit(quota.Charge{Key: key, Quota: qs.quota, Request: us.req, Priority: us.u.Priority, AdmitTime: now})
+	qs.admitted++
+	if !us.u.Running {
+		qs.notRunning[key] = struct{}{}
+	}
+	res.Admissions = append(res.Admissions, Admission{Unit: key, Queue: qs.spec.Name, Quota: qs.quota})
+	s.wakeReclaimWaiters(qs.quota)
+}
+
+// admitNominated admits preemptors whose victims have all left, if they fit.
+func (s *Scheduler) admitNominated(now time.Time, res *Result) {
+	for _, key := range sortedKeys(s.nominated) {
+		delete(s.nominated, key)
+		us, ok := s.units[key]
+		if !ok || us.admitted || !us.inQueue {
+			continue
+		}
+		qs := s.queues[us.u.Queue]
+		if qs == nil || (qs.spec.Config.WaitForPodsRunning && len(qs.notRunning) > 0) {
+			continue
+		}
+		s.unreserve(us)
+		var err error
+		s.free, s.binding, err = s.engine.Headroom(qs.quota, s.free, s.binding)
+		if err == nil && quota.Fits(us.req, s.free) {
+			s.admit(qs, key, now, res)
+		}
+	}
+}
+
+func (s *Scheduler) wakePromoted(now time.Time) {
+	for name := range s.timed {
+		qs := s.queues[name]
+		if !qs.nextPromo.IsZero() && !now.Before(qs.nextPromo) {
+			qs.nextPromo = time.Time{}
+			s.wake(name)
+		}
+	}
+}
+
+func (s *Scheduler) nextWakeup() time.Time {
+	var next time.Time
+	for name := range s.timed {
+		qs := s.queues[name]
+		if !qs.nextPromo.IsZero() && (next.IsZero() || qs.nextPromo.Before(next)) {
+			next = qs.nextPromo
+		}
+	}
+	return next
+}
+
+// queueLine is a min-heap of queues: smallest dominant share, then highest
+// priority, then name.
+type queueLine []*queueState
+
+func (l queueLine) Len() int { return len(l) }
+func (l queueLine) Less(i, j int) bool {
+	a, b := l[i], l[j]
+	if a.share != b.share {
+		return a.share < b.share
+	}
+	if a.spec.Priority != b.spec.Priority {
+		return a.spec.Priority > b.spec.Priority
+	}
+	return a.spec.Name < b.spec.Name
+}
+func (l queueLine) Swap(i, j int) {
+	l[i], l[j] = l[j], l[i]
+	l[i].index, l[j].index = i, j
+}
+func (l *queueLine) Push(x any) {
+	qs := x.(*queueState)
+	qs.index = len(*l)
+	*l = append(*l, qs)
+}
+func (l *queueLine) Pop() any {
+	old := *l
+	qs := old[len(old)-1]
+	*l = old[:len(old)-1]
+	return qs
+}

@@ -1,0 +1,30 @@
+// Package scheduler is koord-queue's decision core: it composes the quota
+// engine (package quota) and the queue policies (package policy) into one
+// pure scheduling cycle.
+//
+// The controller feeds it events (UpsertQuota, SetClusterCapacity,
+// UpsertQueue, UpsertUnit, DeleteUnit, ...) and calls Cycle(now) when
+// something changed; Cycle returns the decisions to write back: admissions,
+// preemptions (victims to suspend, and for whom) and waits (with a reason a
+// user understands). Nothing here reads the API server, starts goroutines or
+// looks at a clock: time comes in as an argument, so the same events give the
+// same decisions.
+//
+// Retry is event-driven. A queue is reconsidered only when something that
+// could change its answer happens: a unit of it changed; usage was released
+// under the quota whose limit held it back (the engine names that quota per
+// resource); a quota or the cluster's capacity changed; one of its units'
+// victims left; an Intelligent low unit passed its maximum wait
+// (Result.NextWakeup says when, so the controller can set a timer instead of
+// polling).
+//
+// Admission reserves quota at once (Engine.Admit), before the controller
+// writes anything; if the write fails the controller calls ForgetAdmission.
+// A preemption does not free quota: victims keep holding it until the
+// controller reports them gone (UpsertUnit with Admitted false, or
+// DeleteUnit), and only then is their preemptor admitted, ahead of everyone
+// else, so what was reclaimed for it is not taken by another queue.
+//
+// A Scheduler is not safe for concurrent use; the controller serialises
+// calls (one goroutine, or a mutex).
+package scheduler

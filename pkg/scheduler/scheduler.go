@@ -1,0 +1,566 @@
+package scheduler
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/policy"
+	"github.com/koord-queue/koord-queue/pkg/quota"
+)
+
+// ErrInvalidUnit is returned for a unit without a key or a queue.
+var ErrInvalidUnit = errors.New("invalid unit")
+
+type unitState struct {
+	u        Unit
+	req      quota.Vector
+	admitted bool
+	// quota is where the unit is charged (admitted) or counted as pending.
+	quota string
+	// inQueue is true while the unit waits in an existing queue's order.
+	inQueue bool
+	// evicting: chosen as a victim of evictedFor; still holds quota.
+	evicting   bool
+	evictedFor string
+	// victims the unit preempted that still hold quota.
+	victims map[string]struct{}
+	// reserved: the unit holds a reservation while its victims leave.
+	reserved bool
+	// preemptReason is its wait reason while its victims leave.
+	preemptReason string
+	// triedCycle is the last cycle this unit looked for victims.
+	triedCycle int
+	// reason is the latest reason it waits; reported the latest one sent
+	// out in a Wait.
+	reason, reported string
+	// quotaWait: reason is a quota shortage, explained for this band and
+	// these binding quotas (cause); WaitReason re-explains it fresh.
+	quotaWait bool
+	band      policy.Band
+	cause     []string
+}
+
+type queueState struct {
+	spec  QueueSpec
+	quota string
+	q     *policy.Queue
+	// notRunning lists admitted units whose pods do not run yet, for
+	// wait-for-pods-running.
+	notRunning map[string]struct{}
+	admitted   int
+	parkedAt   []string
+	nextPromo  time.Time
+	// cycle scheduling
+	share float64
+	index int
+}
+
+// Scheduler is the decision core. Create it with New.
+type Scheduler struct {
+	engine *quota.Engine
+	queues map[string]*queueState
+	units  map[string]*unitState
+	// orphans are units whose queue does not exist, by queue name.
+	orphans map[string]map[string]struct{}
+	// dirty queues are reconsidered by the next cycle.
+	dirty map[string]struct{}
+	// wakeAt: queues parked because of a limit of this quota.
+	wakeAt map[string]map[string]struct{}
+	// reclaimWaiters: queues whose head is owed its min but found no
+	// victims; new borrowing elsewhere may give it some.
+	reclaimWaiters map[string]struct{}
+	// nominated: preemptors whose victims are all gone.
+	nominated map[string]struct{}
+	// timed: queues with starvation protection, the only ones with a
+	// time-based rule.
+	timed map[string]struct{}
+	cycle int
+
+	free    quota.Vector
+	binding []string
+}
+
+// New returns a Scheduler with an empty quota tree.
+func New() *Scheduler {
+	return &Scheduler{
+		engine:         quota.NewEngine(),
+		queues:         map[string]*queueState{},
+		units:          map[string]*unitState{},
+		orphans:        map[string]map[string]struct{}{},
+		dirty:          map[string]struct{}{},
+		wakeAt:         map[string]map[string]struct{}{},
+		reclaimWaiters: map[string]struct{}{},
+		nominated:      map[string]struct{}{},
+		timed:          map[string]struct{}{},
+	}
+}
+
+// Quotas is the quota engine, for queries (Runtime, Used, Errors, Explain).
+// Change quotas only through the Scheduler, so affected queues are woken.
+func (s *Scheduler) Quotas() *quota.Engine { return s.engine }
+
+// UpsertQuota adds or changes an ElasticQuota.
+func (s *Scheduler) UpsertQuota(spec quota.Spec) {
+	s.engine.UpsertQuota(spec)
+	s.wakeAll()
+}
+
+// DeleteQuota removes an ElasticQuota.
+func (s *Scheduler) DeleteQuota(name string) {
+	s.engine.DeleteQuota(name)
+	s.wakeAll()
+}
+
+// SetClusterCapacity sets the root's capacity (allocatable of Ready,
+// schedulable nodes).
+func (s *Scheduler) SetClusterCapacity(capacity corev1.ResourceList) {
+	s.engine.SetClusterCapacity(capacity)
+	s.wakeAll()
+}
+
+// UpsertQueue adds or changes a queue. A policy change keeps every unit's place.
+func (s *Scheduler) UpsertQueue(spec QueueSpec) {
+	quotaName := spec.Quota
+	if quotaName == "" {
+		quotaName = spec.Name
+	}
+	if spec.Config.Policy == schedv1alpha1.QueuePolicyIntelligent && spec.Config.LowPriorityMaxWait > 0 {
+		s.timed[spec.Name] = struct{}{}
+	} else {
+		delete(s.timed, spec.Name)
+	}
+	qs, ok := s.queues[spec.Name]
+	if !ok {
+		qs = &queueState{q: policy.NewQueue(spec.Config), quota: quotaName, notRunning: map[string]struct{}{}}
+		qs.spec = spec
+		s.queues[spec.Name] = qs
+		keys := sortedKeys(s.orphans[spec.Name])
+		delete(s.orphans, spec.Name)
+		for _, k := range keys {
+			s.enqueue(s.units[k])
+		}
+		s.wake(spec.Name)
+		return
+	}
+	qs.spec = spec
+	qs.q.SetConfig(spec.Config)
+	if qs.quota != quotaName {
+		// Move pending demand; admitted units stay charged where they are.
+		for _, it := range qs.q.Items(0) {
+			us := s.units[it.Key]
+			s.engine.RemovePending(us.quota, us.req)
+			s.engine.AddPending(quotaName, us.req)
+			us.quota = quotaName
+		}
+		qs.quota = quotaName
+	}
+	s.wake(spec.Name)
+}
+
+// DeleteQueue removes a queue; its waiting units wait for it to come back.
+// Admitted units keep their quota.
+func (s *Scheduler) DeleteQueue(name string) {
+	qs, ok := s.queues[name]
+	if !ok {
+		return
+	}
+	for _, it := range qs.q.Items(0) {
+		s.dequeue(s.units[it.Key])
+		s.orphan(s.units[it.Key])
+	}
+	s.unpark(qs, name)
+	delete(s.queues, name)
+	delete(s.timed, name)
+	delete(s.dirty, name)
+	delete(s.reclaimWaiters, name)
+}
+
+// UpsertUnit adds or updates a unit. Admitted false on a unit that held
+// quota releases it: the unit finished its eviction and waits again.
+func (s *Scheduler) UpsertUnit(u Unit) error {
+	if u.Key == "" || u.Queue == "" {
+		return fmt.Errorf("unit %q in queue %q: %w", u.Key, u.Queue, ErrInvalidUnit)
+	}
+	u.Request = u.Request.DeepCopy()
+	req := s.engine.Vector(u.Request)
+	us, ok := s.units[u.Key]
+	if !ok {
+		us = &unitState{u: u, req: req}
+		s.units[u.Key] = us
+		if u.Admitted {
+			return s.restoreAdmitted(us)
+		}
+		s.enqueue(us)
+		return nil
+	}
+	old := us.u
+	switch {
+	case us.admitted && !u.Admitted:
+		s.release(us)
+		us.u, us.req = u, req
+		s.enqueue(us)
+	case us.admitted:
+		s.updateAdmitted(us, old, u, req)
+	case u.Admitted:
+		// Admitted elsewhere (for example restored before its queue
+		// existed): count it.
+		s.dequeue(us)
+		s.orphanDrop(us)
+		us.u, us.req = u, req
+		return s.restoreAdmitted(us)
+	default:
+		if old.Queue != u.Queue || old.Priority != u.Priority || !old.EnqueueTime.Equal(u.EnqueueTime) || !equalVec(us.req, req) {
+			s.dequeue(us)
+			s.orphanDrop(us)
+			us.u, us.req = u, req
+			s.enqueue(us)
+		} else {
+			us.u = u
+		}
+	}
+	return nil
+}
+
+// DeleteUnit forgets a unit: finished, failed, deleted, or evicted and gone.
+// Whatever it held is released.
+func (s *Scheduler) DeleteUnit(key string) {
+	us, ok := s.units[key]
+	if !ok {
+		return
+	}
+	if us.admitted {
+		s.release(us)
+	} else {
+		s.dequeue(us)
+		s.orphanDrop(us)
+	}
+	s.endPreemption(us)
+	delete(s.nominated, key)
+	delete(s.units, key)
+}
+
+// endPreemption: the unit no longer waits for its victims (it was admitted
+// or deleted). The victims still leave, but their departure no longer
+// concerns it.
+func (s *Scheduler) endPreemption(us *unitState) {
+	for v := range us.victims {
+		if vs, ok := s.units[v]; ok && vs.evictedFor == us.u.Key {
+			vs.evictedFor = ""
+		}
+	}
+	us.victims = nil
+	s.unreserve(us)
+}
+
+// ForgetAdmission undoes an admission the controller could not write: the
+// quota is released and the unit waits again in its old place.
+func (s *Scheduler) ForgetAdmission(key string) {
+	us, ok := s.units[key]
+	if !ok || !us.admitted {
+		return
+	}
+	s.release(us)
+	s.enqueue(us)
+}
+
+// WaitReason says why a waiting unit is not admitted, in words for its
+// status; "" if it holds quota or is unknown.
+func (s *Scheduler) WaitReason(key string) string {
+	us, ok := s.units[key]
+	if !ok || us.admitted {
+		return ""
+	}
+	qs, ok := s.queues[us.u.Queue]
+	if !ok {
+		return fmt.Sprintf("queue %q does not exist", us.u.Queue)
+	}
+	if err := s.engine.Err(qs.quota); err != nil {
+		return err.Error()
+	}
+	if us.quotaWait && len(us.victims) == 0 {
+		if why := s.engine.Explain(qs.quota, us.req); why != "" {
+			return why + bandNote(us.band)
+		}
+	}
+	if us.reason != "" {
+		return us.reason
+	}
+	return fmt.Sprintf("waiting in queue %s at position %d of %d", us.u.Queue, qs.q.Position(key), qs.q.Len())
+}
+
+// Pending lists up to limit waiting units of a queue in order (all when
+// limit <= 0).
+func (s *Scheduler) Pending(queue string, limit int) []PendingUnit {
+	qs, ok := s.queues[queue]
+	if !ok {
+		return nil
+	}
+	items := qs.q.Items(limit)
+	out := make([]PendingUnit, len(items))
+	for i, it := range items {
+		out[i] = PendingUnit{Key: it.Key, Priority: it.Priority, Position: i + 1}
+	}
+	return out
+}
+
+// QueueCounts is how many units of a queue wait and how many hold quota.
+func (s *Scheduler) QueueCounts(queue string) (pending, admitted int) {
+	qs, ok := s.queues[queue]
+	if !ok {
+		return len(s.orphans[queue]), 0
+	}
+	return qs.q.Len(), qs.admitted
+}
+
+// IsAdmitted reports whether the unit holds quota.
+func (s *Scheduler) IsAdmitted(key string) bool {
+	us, ok := s.units[key]
+	return ok && us.admitted
+}
+
+// Evicting reports whether the unit was chosen as a victim and still holds quota.
+func (s *Scheduler) Evicting(key string) bool {
+	us, ok := s.units[key]
+	return ok && us.evicting
+}
+
+func (s *Scheduler) restoreAdmitted(us *unitState) error {
+	us.admitted = true
+	us.quota = us.u.Queue
+	qs := s.queues[us.u.Queue]
+	if qs != nil {
+		us.quota = qs.quota
+		qs.admitted++
+		if !us.u.Running {
+			qs.notRunning[us.u.Key] = struct{}{}
+		}
+	}
+	at := us.u.AdmitTime
+	if at.IsZero() {
+		at = us.u.EnqueueTime
+	}
+	us.u.AdmitTime = at
+	s.wakeReclaimWaiters(us.quota)
+	return s.engine.Charge(quota.Charge{Key: us.u.Key, Quota: us.quota, Request: us.req, Priority: us.u.Priority, AdmitTime: at})
+}
+
+func (s *Scheduler) updateAdmitted(us *unitState, old, u Unit, req quota.Vector) {
+	u.AdmitTime = old.AdmitTime
+	us.u = u
+	if old.Priority != u.Priority {
+		s.engine.SetPriority(u.Key, u.Priority)
+	}
+	if !equalVec(us.req, req) {
+		// The job was resized while admitted: count what it holds now.
+		s.engine.Release(u.Key)
+		us.req = req
+		_ = s.engine.Charge(quota.Charge{Key: u.Key, Quota: us.quota, Request: req, Priority: u.Priority, AdmitTime: u.AdmitTime})
+		s.released(us.quota)
+	}
+	if qs := s.queues[old.Queue]; qs != nil && old.Running != u.Running {
+		if u.Running {
+			delete(qs.notRunning, u.Key)
+			if qs.spec.Config.WaitForPodsRunning {
+				s.wake(old.Queue)
+			}
+		} else {
+			qs.notRunning[u.Key] = struct{}{}
+		}
+	}
+}
+
+// release gives back an admitted unit's quota and does the bookkeeping of
+// preemption: a victim gone may complete its preemptor's reclaim.
+func (s *Scheduler) release(us *unitState) {
+	s.engine.Release(us.u.Key)
+	us.admitted = false
+	if qs := s.queues[us.u.Queue]; qs != nil {
+		qs.admitted--
+		delete(qs.notRunning, us.u.Key)
+		s.wake(us.u.Queue)
+	}
+	if us.evicting {
+		if p, ok := s.units[us.evictedFor]; ok && p.victims != nil {
+			delete(p.victims, us.u.Key)
+			if len(p.victims) > 0 && p.reserved {
+				s.growReservation(p, us.req)
+			}
+			if len(p.victims) == 0 && !p.admitted {
+				s.nominated[p.u.Key] = struct{}{}
+				s.wake(p.u.Queue)
+			}
+		}
+		us.evicting, us.evictedFor = false, ""
+	}
+	s.released(us.quota)
+}
+
+// growReservation adds what a departed victim held to its preemptor's
+// reservation (up to the preemptor's request), so other queues cannot take
+// it while the preemptor's other victims are still leaving.
+func (s *Scheduler) growReservation(p *unitState, freed quota.Vector) {
+	key := reservationKey(p.u.Key)
+	c, ok := s.engine.Charged(key)
+	if !ok {
+		return
+	}
+	hold := make(quota.Vector, len(p.req))
+	for i, r := range p.req {
+		hold[i] = min(r, at(c.Request, i)+at(freed, i))
+	}
+	s.engine.Release(key)
+	c.Request = hold
+	_ = s.engine.Charge(c)
+}
+
+func at(v quota.Vector, i int) int64 {
+	if i < len(v) {
+		return v[i]
+	}
+	return 0
+}
+
+// released wakes queues held back by a limit of the quota or an ancestor.
+func (s *Scheduler) released(quotaName string) {
+	s.engine.Ancestors(quotaName, func(name string) {
+		for q := range s.wakeAt[name] {
+			s.wake(q)
+		}
+	})
+}
+
+func (s *Scheduler) enqueue(us *unitState) {
+	us.reason, us.reported, us.quotaWait = "", "", false
+	qs, ok := s.queues[us.u.Queue]
+	if !ok {
+		s.orphan(us)
+		return
+	}
+	us.quota = qs.quota
+	us.inQueue = true
+	qs.q.Upsert(policy.Item{Key: us.u.Key, Priority: us.u.Priority, EnqueueTime: us.u.EnqueueTime, Request: us.req})
+	s.engine.AddPending(qs.quota, us.req)
+	s.wake(us.u.Queue)
+}
+
+func (s *Scheduler) dequeue(us *unitState) {
+	s.unreserve(us)
+	if !us.inQueue {
+		return
+	}
+	us.inQueue = false
+	if qs, ok := s.queues[us.u.Queue]; ok {
+		qs.q.Remove(us.u.Key)
+		s.wake(us.u.Queue)
+	}
+	s.engine.RemovePending(us.quota, us.req)
+}
+
+func (s *Scheduler) orphan(us *unitState) {
+	set, ok := s.orphans[us.u.Queue]
+	if !ok {
+		set = map[string]struct{}{}
+		s.orphans[us.u.Queue] = set
+	}
+	set[us.u.Key] = struct{}{}
+}
+
+func (s *Scheduler) orphanDrop(us *unitState) {
+	if set, ok := s.orphans[us.u.Queue]; ok {
+		delete(set, us.u.Key)
+		if len(set) == 0 {
+			delete(s.orphans, us.u.Queue)
+		}
+	}
+}
+
+func (s *Scheduler) wake(queue string) {
+	qs, ok := s.queues[queue]
+	if !ok {
+		return
+	}
+	s.unpark(qs, queue)
+	s.dirty[queue] = struct{}{}
+}
+
+func (s *Scheduler) wakeAll() {
+	for name := range s.queues {
+		s.wake(name)
+	}
+}
+
+// wakeReclaimWaiters: a quota started borrowing, so quotas owed their min
+// may now find victims.
+func (s *Scheduler) wakeReclaimWaiters(quotaName string) {
+	if len(s.reclaimWaiters) == 0 || !s.engine.Borrowing(quotaName) {
+		return
+	}
+	for q := range s.reclaimWaiters {
+		s.wake(q)
+	}
+	clear(s.reclaimWaiters)
+}
+
+func (s *Scheduler) park(qs *queueState, binding []string) {
+	for _, b := range binding {
+		if b == "" || contains(qs.parkedAt, b) {
+			continue
+		}
+		set, ok := s.wakeAt[b]
+		if !ok {
+			set = map[string]struct{}{}
+			s.wakeAt[b] = set
+		}
+		set[qs.spec.Name] = struct{}{}
+		qs.parkedAt = append(qs.parkedAt, b)
+	}
+}
+
+func (s *Scheduler) unpark(qs *queueState, name string) {
+	for _, b := range qs.parkedAt {
+		// Empty sets are kept: a busy quota's set would otherwise be
+		// rebuilt (and regrown) on every release.
+		delete(s.wakeAt[b], name)
+	}
+	qs.parkedAt = qs.parkedAt[:0]
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func sortedKeys(set map[string]struct{}) []string {
+	out := make([]string, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func equalVec(a, b quota.Vector) bool {
+	n := max(len(a), len(b))
+	for i := 0; i < n; i++ {
+		var x, y int64
+		if i < len(a) {
+			x = a[i]
+		}
+		if i < len(b) {
+			y = b[i]
+		}
+		if x != y {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,767 @@
+package scheduler_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+
+	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/quota"
+	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
+	"github.com/koord-queue/koord-queue/pkg/scheduler"
+	st "github.com/koord-queue/koord-queue/pkg/scheduler/schedtest"
+)
+
+// outcome is a Result reduced to what a case checks.
+type outcome struct {
+	Admitted  []string
+	Preempted []string          // "preemptor <- victim, victim"
+	Waits     map[string]string // unit -> reason, as reported this cycle
+}
+
+func summarise(r scheduler.Result) outcome {
+	var o outcome
+	for _, a := range r.Admissions {
+		o.Admitted = append(o.Admitted, a.Unit)
+	}
+	for _, p := range r.Preemptions {
+		o.Preempted = append(o.Preempted, p.Preemptor+" <- "+strings.Join(p.Victims, ", "))
+	}
+	for _, w := range r.Waits {
+		if o.Waits == nil {
+			o.Waits = map[string]string{}
+		}
+		o.Waits[w.Unit] = w.Reason
+	}
+	return o
+}
+
+type step struct {
+	name string
+	do   func(s *scheduler.Scheduler)
+	// at is the cycle's time, after T0.
+	at        time.Duration
+	want      outcome
+	skipWaits bool
+}
+
+type world struct {
+	capacity corev1.ResourceList
+	quotas   []quota.Spec
+	queues   []scheduler.QueueSpec
+	units    []scheduler.Unit
+}
+
+func (w world) build(t *testing.T) *scheduler.Scheduler {
+	t.Helper()
+	s := scheduler.New()
+	if w.capacity != nil {
+		s.SetClusterCapacity(w.capacity)
+	}
+	for _, q := range w.quotas {
+		s.UpsertQuota(q)
+	}
+	for _, q := range w.queues {
+		s.UpsertQueue(q)
+	}
+	for _, u := range w.units {
+		if err := s.UpsertUnit(u); err != nil {
+			t.Fatalf("UpsertUnit(%s): %v", u.Key, err)
+		}
+	}
+	return s
+}
+
+func runSteps(t *testing.T, s *scheduler.Scheduler, steps []step) {
+	t.Helper()
+	for i, st0 := range steps {
+		if st0.do != nil {
+			st0.do(s)
+		}
+		got := summarise(s.Cycle(st.T0.Add(st0.at)))
+		want := st0.want
+		opts := []cmp.Option{cmpopts.EquateEmpty()}
+		if st0.skipWaits {
+			opts = append(opts, cmpopts.IgnoreFields(outcome{}, "Waits"))
+		}
+		if diff := cmp.Diff(want, got, opts...); diff != "" {
+			t.Errorf("step %d (%s): cycle mismatch (-want +got):\n%s", i, st0.name, diff)
+		}
+	}
+}
+
+func upsert(units ...scheduler.Unit) func(*scheduler.Scheduler) {
+	return func(s *scheduler.Scheduler) {
+		for _, u := range units {
+			if err := s.UpsertUnit(u); err != nil {
+				panic(err)
+			}
+		}
+	}
+}
+
+func deleteUnits(keys ...string) func(*scheduler.Scheduler) {
+	return func(s *scheduler.Scheduler) {
+		for _, k := range keys {
+			s.DeleteUnit(k)
+		}
+	}
+}
+
+var bigCluster = qt.Res("cpu", "100", "memory", "400Gi")
+
+func TestCycle(t *testing.T) {
+	teamA := qt.MakeSpec("team-a").Min("cpu", "4", "memory", "8Gi").Max("cpu", "4", "memory", "8Gi").Obj()
+	cases := []struct {
+		name  string
+		world world
+		steps []step
+	}{
+		{
+			name: "seed 004: the second 4-CPU job waits while the first holds team-a, and is admitted when it finishes",
+			world: world{
+				capacity: bigCluster,
+				quotas:   []quota.Spec{teamA},
+				queues:   []scheduler.QueueSpec{st.MakeQueue("team-a").Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("default/my-job", "team-a").Request("cpu", "4", "memory", "8Gi").Obj(),
+					st.MakeUnit("default/my-job-blocked", "team-a").Request("cpu", "4", "memory", "8Gi").Enqueued(time.Second).Obj(),
+				},
+			},
+			steps: []step{
+				{name: "first admitted, second waits", want: outcome{
+					Admitted: []string{"default/my-job"},
+					Waits: map[string]string{
+						"default/my-job-blocked": "team-a: cpu 4 used of max 4, request 4; memory 8Gi used of max 8Gi, request 8Gi",
+					},
+				}},
+				{name: "nothing changed, nothing to decide"},
+				{name: "first finishes", do: deleteUnits("default/my-job"), want: outcome{Admitted: []string{"default/my-job-blocked"}}},
+			},
+		},
+		{
+			name: "priority: higher priority first, then earlier enqueue, then name",
+			world: world{
+				capacity: bigCluster,
+				quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "3").Obj()},
+				queues:   []scheduler.QueueSpec{st.MakeQueue("q").Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/late", "q").Request("cpu", "1").Enqueued(2 * time.Second).Obj(),
+					st.MakeUnit("ns/b", "q").Request("cpu", "1").Enqueued(time.Second).Obj(),
+					st.MakeUnit("ns/a", "q").Request("cpu", "1").Enqueued(time.Second).Obj(),
+					st.MakeUnit("ns/high", "q").Priority(10).Request("cpu", "1").Enqueued(3 * time.Second).Obj(),
+				},
+			},
+			steps: []step{{want: outcome{
+				Admitted: []string{"ns/high", "ns/a", "ns/b"},
+				Waits:    map[string]string{"ns/late": "q: cpu 3 used of max 3, request 1"},
+			}}},
+		},
+		{
+			name: "priority policy skips a head that does not fit and admits a later unit that does",
+			world: world{
+				capacity: bigCluster,
+				quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
+				queues:   []scheduler.QueueSpec{st.MakeQueue("q").Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/big", "q").Priority(5).Request("cpu", "8").Obj(),
+					st.MakeUnit("ns/small", "q").Request("cpu", "2").Obj(),
+				},
+			},
+			steps: []step{{want: outcome{
+				Admitted: []string{"ns/small"},
+				Waits:    map[string]string{"ns/big": "q: cpu 2 used of max 4, request 8"},
+			}}},
+		},
+		{
+			name: "block policy admits nothing behind a head that does not fit",
+			world: world{
+				capacity: bigCluster,
+				quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
+				queues:   []scheduler.QueueSpec{st.MakeQueue("q").Policy(schedv1alpha1.QueuePolicyBlock).Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/big", "q").Priority(5).Request("cpu", "8").Obj(),
+					st.MakeUnit("ns/small", "q").Request("cpu", "2").Obj(),
+				},
+			},
+			steps: []step{
+				{want: outcome{Waits: map[string]string{"ns/big": "q: cpu 0 used of max 4, request 8"}}},
+				{name: "head leaves, the next goes", do: deleteUnits("ns/big"), want: outcome{Admitted: []string{"ns/small"}}},
+			},
+		},
+		{
+			name: "intelligent: the high head blocks high units behind it and the whole low band",
+			world: world{
+				capacity: bigCluster,
+				quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
+				queues:   []scheduler.QueueSpec{st.MakeQueue("q").Policy(schedv1alpha1.QueuePolicyIntelligent).Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/high-big", "q").Priority(9).Request("cpu", "8").Obj(),
+					st.MakeUnit("ns/high-small", "q").Priority(4).Request("cpu", "1").Obj(),
+					st.MakeUnit("ns/low", "q").Priority(1).Request("cpu", "1").Obj(),
+				},
+			},
+			steps: []step{
+				{want: outcome{Waits: map[string]string{
+					"ns/high-big": "q: cpu 0 used of max 4, request 8 (Intelligent: high-priority head; lower units wait behind it)",
+				}}},
+				{name: "high head leaves: the rest of the high band, then the low band", do: deleteUnits("ns/high-big"),
+					want: outcome{Admitted: []string{"ns/high-small", "ns/low"}}},
+			},
+		},
+		{
+			name: "intelligent: a low unit that does not fit yields to the next, round-robin",
+			world: world{
+				capacity: bigCluster,
+				quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
+				queues:   []scheduler.QueueSpec{st.MakeQueue("q").Policy(schedv1alpha1.QueuePolicyIntelligent).Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/low-big", "q").Priority(3).Request("cpu", "8").Obj(),
+					st.MakeUnit("ns/low-a", "q").Priority(2).Request("cpu", "2").Obj(),
+					st.MakeUnit("ns/low-b", "q").Priority(1).Request("cpu", "2").Obj(),
+				},
+			},
+			steps: []step{
+				{want: outcome{
+					Admitted: []string{"ns/low-a", "ns/low-b"},
+					Waits:    map[string]string{"ns/low-big": "q: cpu 4 used of max 4, request 8"},
+				}},
+				{
+					name: "after low-b the turn wraps around: low-c, behind low-b in order, goes before low-z, ahead of the cursor",
+					do: func(s *scheduler.Scheduler) {
+						deleteUnits("ns/low-a", "ns/low-b", "ns/low-big")(s)
+						upsert(
+							st.MakeUnit("ns/low-z", "q").Priority(3).Request("cpu", "3").Obj(),
+							st.MakeUnit("ns/low-c", "q").Priority(0).Request("cpu", "3").Obj(),
+						)(s)
+					},
+					want: outcome{Admitted: []string{"ns/low-c"}, Waits: map[string]string{"ns/low-z": "q: cpu 3 used of max 4, request 3"}},
+				},
+			},
+		},
+		{
+			name: "intelligent: the priority-threshold moves units between bands",
+			world: world{
+				capacity: bigCluster,
+				quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
+				queues:   []scheduler.QueueSpec{st.MakeQueue("q").Policy(schedv1alpha1.QueuePolicyIntelligent).Threshold(10).Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/p9-big", "q").Priority(9).Request("cpu", "8").Obj(),
+					st.MakeUnit("ns/p1", "q").Priority(1).Request("cpu", "1").Obj(),
+				},
+			},
+			steps: []step{{
+				name: "priority 9 is low under threshold 10, so it does not block",
+				want: outcome{Admitted: []string{"ns/p1"}, Waits: map[string]string{"ns/p9-big": "q: cpu 1 used of max 4, request 8"}},
+			}},
+		},
+		{
+			name: "intelligent: starvation protection serves a low unit past its maximum wait before the high band",
+			world: world{
+				capacity: bigCluster,
+				quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
+				queues: []scheduler.QueueSpec{st.MakeQueue("q").Policy(schedv1alpha1.QueuePolicyIntelligent).
+					LowMaxWait(10 * time.Minute).Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/hog", "q").Priority(9).Request("cpu", "4").Admitted(0).Running().Obj(),
+					st.MakeUnit("ns/high", "q").Priority(9).Request("cpu", "3").Enqueued(time.Minute).Obj(),
+					st.MakeUnit("ns/low", "q").Priority(1).Request("cpu", "2").Obj(),
+				},
+			},
+			steps: []step{
+				{name: "the low unit waits behind the high head", want: outcome{Waits: map[string]string{
+					"ns/high": "q: cpu 4 used of max 4, request 3 (Intelligent: high-priority head; lower units wait behind it)",
+				}}},
+				{name: "past 10m the low unit is promoted and heads the queue", at: 10 * time.Minute, want: outcome{Waits: map[string]string{
+					"ns/low": "q: cpu 4 used of max 4, request 2 (Intelligent: waited past its maximum wait; served first)",
+				}}},
+				{name: "capacity frees: the promoted unit goes first", at: 11 * time.Minute, do: deleteUnits("ns/hog"),
+					// ns/high still waits for the same reason (q's max), so
+					// no new Wait: WaitReason has the fresh numbers.
+					want: outcome{Admitted: []string{"ns/low"}}},
+				{name: "the fresh reason", do: func(s *scheduler.Scheduler) {
+					want := "q: cpu 2 used of max 4, request 3 (Intelligent: high-priority head; lower units wait behind it)"
+					if diff := cmp.Diff(want, s.WaitReason("ns/high")); diff != "" {
+						panic("WaitReason (-want +got):\n" + diff)
+					}
+				}},
+			},
+		},
+		{
+			name: "max-depth: a scan looks only at the first units",
+			world: world{
+				capacity: bigCluster,
+				quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
+				queues:   []scheduler.QueueSpec{st.MakeQueue("q").MaxDepth(2).Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/1", "q").Priority(3).Request("cpu", "8").Obj(),
+					st.MakeUnit("ns/2", "q").Priority(2).Request("cpu", "8").Obj(),
+					st.MakeUnit("ns/3", "q").Priority(1).Request("cpu", "1").Obj(),
+				},
+			},
+			steps: []step{{want: outcome{Waits: map[string]string{"ns/1": "q: cpu 0 used of max 4, request 8"}}}},
+		},
+		{
+			name: "wait-for-pods-running: one admitted-but-not-running unit at a time",
+			world: world{
+				capacity: bigCluster,
+				quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "10").Obj()},
+				queues:   []scheduler.QueueSpec{st.MakeQueue("q").WaitForPodsRunning().Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/a", "q").Request("cpu", "1").Obj(),
+					st.MakeUnit("ns/b", "q").Request("cpu", "1").Enqueued(time.Second).Obj(),
+				},
+			},
+			steps: []step{
+				{want: outcome{Admitted: []string{"ns/a"}, Waits: map[string]string{
+					"ns/b": "queue q waits for ns/a to be running (wait-for-pods-running)",
+				}}},
+				{name: "nothing changed"},
+				{name: "a runs", do: upsert(st.MakeUnit("ns/a", "q").Request("cpu", "1").Admitted(0).Running().Obj()),
+					want: outcome{Admitted: []string{"ns/b"}}},
+			},
+		},
+		{
+			name: "a parent's max limits its children",
+			world: world{
+				capacity: bigCluster,
+				quotas: []quota.Spec{
+					qt.MakeSpec("org").Max("cpu", "5").Obj(),
+					qt.MakeSpec("team-x").Parent("org").Max("cpu", "4").Obj(),
+					qt.MakeSpec("team-y").Parent("org").Max("cpu", "4").Obj(),
+				},
+				queues: []scheduler.QueueSpec{st.MakeQueue("team-x").Obj(), st.MakeQueue("team-y").Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/x", "team-x").Request("cpu", "4").Obj(),
+					st.MakeUnit("ns/y", "team-y").Request("cpu", "2").Enqueued(time.Second).Obj(),
+				},
+			},
+			steps: []step{{want: outcome{
+				Admitted: []string{"ns/x"},
+				Waits:    map[string]string{"ns/y": "org: cpu 4 used of max 5, request 2"},
+			}}},
+		},
+		{
+			name: "a resource a max does not name is not limited by that quota",
+			world: world{
+				capacity: bigCluster,
+				quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
+				queues:   []scheduler.QueueSpec{st.MakeQueue("q").Obj()},
+				units:    []scheduler.Unit{st.MakeUnit("ns/mem-hungry", "q").Request("cpu", "1", "memory", "300Gi").Obj()},
+			},
+			steps: []step{{want: outcome{Admitted: []string{"ns/mem-hungry"}}}},
+		},
+		{
+			name: "the cluster's capacity limits the root, including resources it does not have",
+			world: world{
+				capacity: qt.Res("cpu", "6"),
+				quotas:   []quota.Spec{qt.MakeSpec("a").Obj(), qt.MakeSpec("b").Obj()},
+				queues:   []scheduler.QueueSpec{st.MakeQueue("a").Obj(), st.MakeQueue("b").Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/a", "a").Request("cpu", "4").Obj(),
+					st.MakeUnit("ns/b", "b").Request("cpu", "4").Obj(),
+					st.MakeUnit("ns/gpu", "b").Request("nvidia.com/gpu", "1").Enqueued(time.Second).Obj(),
+				},
+			},
+			steps: []step{{want: outcome{
+				Admitted: []string{"ns/a"},
+				Waits:    map[string]string{"ns/b": "cluster: cpu 4 used of capacity 6, request 4"},
+			}, skipWaits: true}},
+		},
+		{
+			name: "an ElasticQuota named koordinator-root-quota with a max overrides the cluster's capacity",
+			world: world{
+				capacity: qt.Res("cpu", "100"),
+				quotas:   []quota.Spec{qt.MakeSpec("koordinator-root-quota").Max("cpu", "2").Obj(), qt.MakeSpec("a").Obj()},
+				queues:   []scheduler.QueueSpec{st.MakeQueue("a").Obj()},
+				units:    []scheduler.Unit{st.MakeUnit("ns/a", "a").Request("cpu", "3").Obj()},
+			},
+			steps: []step{{want: outcome{Waits: map[string]string{"ns/a": "koordinator-root-quota: cpu 0 used of max 2, request 3"}}}},
+		},
+		{
+			name: "a quota borrows its sibling's idle min up to its own max",
+			world: world{
+				capacity: qt.Res("cpu", "10"),
+				quotas: []quota.Spec{
+					qt.MakeSpec("lender").Min("cpu", "5").Max("cpu", "10").Obj(),
+					qt.MakeSpec("borrower").Min("cpu", "5").Max("cpu", "8").Obj(),
+				},
+				queues: []scheduler.QueueSpec{st.MakeQueue("borrower").Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/1", "borrower").Request("cpu", "6").Obj(),
+					st.MakeUnit("ns/2", "borrower").Request("cpu", "2").Enqueued(time.Second).Obj(),
+					st.MakeUnit("ns/3", "borrower").Request("cpu", "1").Enqueued(2 * time.Second).Obj(),
+				},
+			},
+			steps: []step{{want: outcome{
+				Admitted: []string{"ns/1", "ns/2"},
+				Waits:    map[string]string{"ns/3": "borrower: cpu 8 used of max 8, request 1"},
+			}}},
+		},
+		{
+			name: "a quota that does not lend keeps its idle min from its siblings",
+			world: world{
+				capacity: qt.Res("cpu", "10"),
+				quotas: []quota.Spec{
+					qt.MakeSpec("keeper").Min("cpu", "5").Max("cpu", "10").NoLending().Obj(),
+					qt.MakeSpec("borrower").Min("cpu", "5").Max("cpu", "10").Obj(),
+				},
+				queues: []scheduler.QueueSpec{st.MakeQueue("borrower").Obj(), st.MakeQueue("keeper").Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/b1", "borrower").Request("cpu", "5").Obj(),
+					st.MakeUnit("ns/b2", "borrower").Request("cpu", "1").Enqueued(time.Second).Obj(),
+				},
+			},
+			steps: []step{
+				{want: outcome{
+					Admitted: []string{"ns/b1"},
+					Waits:    map[string]string{"ns/b2": "cluster: cpu 5 used (+5 kept for quotas that do not lend) of capacity 10, request 1"},
+				}},
+				{name: "the keeper gets its min at once", do: upsert(st.MakeUnit("ns/k", "keeper").Request("cpu", "5").Obj()),
+					want: outcome{Admitted: []string{"ns/k"}}},
+			},
+		},
+		{
+			name: "reclaim: a quota below its min evicts the borrower's lowest-priority, most recent units, only as many as needed",
+			world: world{
+				capacity: qt.Res("cpu", "10"),
+				quotas: []quota.Spec{
+					qt.MakeSpec("owner").Min("cpu", "6").Max("cpu", "10").Obj(),
+					qt.MakeSpec("borrower").Min("cpu", "4").Max("cpu", "10").Obj(),
+				},
+				queues: []scheduler.QueueSpec{st.MakeQueue("owner").Obj(), st.MakeQueue("borrower").Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/old-low", "borrower").Priority(1).Request("cpu", "2").Admitted(time.Second).Running().Obj(),
+					st.MakeUnit("ns/new-low", "borrower").Priority(1).Request("cpu", "2").Admitted(2 * time.Second).Running().Obj(),
+					st.MakeUnit("ns/high", "borrower").Priority(5).Request("cpu", "2").Admitted(3 * time.Second).Running().Obj(),
+					st.MakeUnit("ns/base", "borrower").Priority(3).Request("cpu", "4").Admitted(0).Running().Obj(),
+					st.MakeUnit("ns/claim", "owner").Request("cpu", "2").Obj(),
+				},
+			},
+			steps: []step{
+				{want: outcome{
+					Preempted: []string{"ns/claim <- ns/new-low"},
+					Waits:     map[string]string{"ns/claim": "preempting 1 unit(s) to reclaim the min of quota owner: ns/new-low"},
+				}},
+				{name: "the victim still holds its quota: nothing to reconsider"},
+				{name: "the victim is gone: the preemptor goes first", do: deleteUnits("ns/new-low"),
+					want: outcome{Admitted: []string{"ns/claim"}}},
+			},
+		},
+		{
+			name: "reclaim never takes a victim's quota below its min",
+			world: world{
+				capacity: qt.Res("cpu", "10"),
+				quotas: []quota.Spec{
+					qt.MakeSpec("owner").Min("cpu", "6").Max("cpu", "10").Obj(),
+					qt.MakeSpec("borrower").Min("cpu", "4").Max("cpu", "10").Obj(),
+				},
+				queues: []scheduler.QueueSpec{st.MakeQueue("owner").Obj(), st.MakeQueue("borrower").Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/big", "borrower").Request("cpu", "9").Admitted(0).Running().Obj(),
+					st.MakeUnit("ns/claim", "owner").Request("cpu", "2").Obj(),
+				},
+			},
+			steps: []step{{want: outcome{Waits: map[string]string{"ns/claim": "cluster: cpu 9 used of capacity 10, request 2"}}}},
+		},
+		{
+			name: "in-queue preemption evicts lower-priority admitted units that do not run yet, and spares running ones",
+			world: world{
+				capacity: bigCluster,
+				quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
+				queues:   []scheduler.QueueSpec{st.MakeQueue("q").Preemption().Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/running", "q").Priority(1).Request("cpu", "2").Admitted(0).Running().Obj(),
+					st.MakeUnit("ns/starting", "q").Priority(1).Request("cpu", "2").Admitted(0).Obj(),
+					st.MakeUnit("ns/urgent", "q").Priority(9).Request("cpu", "2").Obj(),
+				},
+			},
+			steps: []step{
+				{want: outcome{
+					Preempted: []string{"ns/urgent <- ns/starting"},
+					Waits: map[string]string{
+						"ns/urgent": "preempting 1 unit(s) for higher-priority unit ns/urgent (priority 9) of quota q: ns/starting",
+					},
+				}},
+				{name: "the victim leaves", do: upsert(st.MakeUnit("ns/starting", "q").Priority(1).Request("cpu", "2").Obj()),
+					want: outcome{Admitted: []string{"ns/urgent"}, Waits: map[string]string{
+						"ns/starting": "q: cpu 4 used of max 4, request 2",
+					}}},
+			},
+		},
+		{
+			name: "in-queue preemption evicts running units when the queue asks for it",
+			world: world{
+				capacity: bigCluster,
+				quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
+				queues:   []scheduler.QueueSpec{st.MakeQueue("q").Preemption().PreemptRunning().Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/running", "q").Priority(1).Request("cpu", "4").Admitted(0).Running().Obj(),
+					st.MakeUnit("ns/urgent", "q").Priority(9).Request("cpu", "2").Obj(),
+				},
+			},
+			steps: []step{{want: outcome{Preempted: []string{"ns/urgent <- ns/running"}}, skipWaits: true}},
+		},
+		{
+			name: "in-queue preemption is off by default",
+			world: world{
+				capacity: bigCluster,
+				quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
+				queues:   []scheduler.QueueSpec{st.MakeQueue("q").Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/starting", "q").Priority(1).Request("cpu", "4").Admitted(0).Obj(),
+					st.MakeUnit("ns/urgent", "q").Priority(9).Request("cpu", "2").Obj(),
+				},
+			},
+			steps: []step{{want: outcome{Waits: map[string]string{"ns/urgent": "q: cpu 4 used of max 4, request 2"}}}},
+		},
+		{
+			name: "queues compete: furthest below its runtime share first, then queue priority",
+			world: world{
+				capacity: qt.Res("cpu", "4"),
+				quotas: []quota.Spec{
+					qt.MakeSpec("rich").Min("cpu", "2").Max("cpu", "4").Obj(),
+					qt.MakeSpec("poor").Min("cpu", "2").Max("cpu", "4").Obj(),
+				},
+				queues: []scheduler.QueueSpec{
+					st.MakeQueue("rich").Priority(2000).Obj(),
+					st.MakeQueue("poor").Obj(),
+				},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/rich-0", "rich").Request("cpu", "1").Admitted(0).Running().Obj(),
+					st.MakeUnit("ns/rich-1", "rich").Request("cpu", "1").Obj(),
+					st.MakeUnit("ns/poor-1", "poor").Request("cpu", "1").Obj(),
+					st.MakeUnit("ns/poor-2", "poor").Request("cpu", "1").Enqueued(time.Second).Obj(),
+					st.MakeUnit("ns/poor-3", "poor").Request("cpu", "1").Enqueued(2 * time.Second).Obj(),
+				},
+			},
+			steps: []step{{
+				want: outcome{Admitted: []string{"ns/poor-1", "ns/rich-1", "ns/poor-2"}, Waits: map[string]string{
+					"ns/poor-3": "cluster: cpu 4 used of capacity 4, request 1",
+				}},
+			}},
+		},
+		{
+			name: "a unit of a queue that does not exist waits, and is admitted once the queue exists",
+			world: world{
+				capacity: bigCluster,
+				quotas:   []quota.Spec{qt.MakeSpec("q").Obj()},
+				units:    []scheduler.Unit{st.MakeUnit("ns/a", "q").Request("cpu", "1").Obj()},
+			},
+			steps: []step{
+				{},
+				{do: func(s *scheduler.Scheduler) { s.UpsertQueue(st.MakeQueue("q").Obj()) }, want: outcome{Admitted: []string{"ns/a"}}},
+			},
+		},
+		{
+			name: "a failed admission write is forgotten and the unit is admitted again",
+			world: world{
+				capacity: bigCluster,
+				quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "1").Obj()},
+				queues:   []scheduler.QueueSpec{st.MakeQueue("q").Obj()},
+				units:    []scheduler.Unit{st.MakeUnit("ns/a", "q").Request("cpu", "1").Obj()},
+			},
+			steps: []step{
+				{want: outcome{Admitted: []string{"ns/a"}}},
+				{do: func(s *scheduler.Scheduler) { s.ForgetAdmission("ns/a") }, want: outcome{Admitted: []string{"ns/a"}}},
+			},
+		},
+		{
+			name: "usage released under an unrelated quota does not wake a queue held by its own max",
+			world: world{
+				capacity: bigCluster,
+				quotas:   []quota.Spec{qt.MakeSpec("a").Max("cpu", "1").Obj(), qt.MakeSpec("b").Max("cpu", "1").Obj()},
+				queues:   []scheduler.QueueSpec{st.MakeQueue("a").Obj(), st.MakeQueue("b").Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/a-run", "a").Request("cpu", "1").Admitted(0).Obj(),
+					st.MakeUnit("ns/a-wait", "a").Request("cpu", "1").Obj(),
+					st.MakeUnit("ns/b-run", "b").Request("cpu", "1").Admitted(0).Obj(),
+				},
+			},
+			steps: []step{
+				{want: outcome{Waits: map[string]string{"ns/a-wait": "a: cpu 1 used of max 1, request 1"}}},
+				{do: deleteUnits("ns/b-run")},
+				{do: deleteUnits("ns/a-run"), want: outcome{Admitted: []string{"ns/a-wait"}}},
+			},
+		},
+		{
+			name: "a policy change takes effect in place and keeps the order",
+			world: world{
+				capacity: bigCluster,
+				quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
+				queues:   []scheduler.QueueSpec{st.MakeQueue("q").Policy(schedv1alpha1.QueuePolicyBlock).Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/big", "q").Priority(5).Request("cpu", "8").Obj(),
+					st.MakeUnit("ns/small-1", "q").Request("cpu", "1").Obj(),
+					st.MakeUnit("ns/small-2", "q").Request("cpu", "1").Enqueued(time.Second).Obj(),
+				},
+			},
+			steps: []step{
+				{skipWaits: true},
+				{
+					do:   func(s *scheduler.Scheduler) { s.UpsertQueue(st.MakeQueue("q").Obj()) },
+					want: outcome{Admitted: []string{"ns/small-1", "ns/small-2"}},
+				},
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			runSteps(t, tc.world.build(t), tc.steps)
+		})
+	}
+}
+
+func TestQuotaErrorsMakeUnitsWait(t *testing.T) {
+	cases := []struct {
+		name       string
+		quotas     []quota.Spec
+		wantReason string
+	}{
+		{
+			name:       "missing parent",
+			quotas:     []quota.Spec{qt.MakeSpec("q").Parent("ghost").Obj()},
+			wantReason: `quota "q": parent "ghost": parent quota does not exist`,
+		},
+		{
+			name: "cycle",
+			quotas: []quota.Spec{
+				qt.MakeSpec("q").Parent("p").Obj(),
+				qt.MakeSpec("p").Parent("q").Obj(),
+			},
+			wantReason: `quota "q": p -> q: quota parents form a cycle`,
+		},
+		{
+			name:       "min above max",
+			quotas:     []quota.Spec{qt.MakeSpec("q").Min("cpu", "5").Max("cpu", "4").Obj()},
+			wantReason: `quota "q": cpu min 5, max 4: min is above max`,
+		},
+		{
+			name: "children's mins above the parent's min",
+			quotas: []quota.Spec{
+				qt.MakeSpec("p").Min("cpu", "4").Obj(),
+				qt.MakeSpec("q").Parent("p").Min("cpu", "3").Obj(),
+				qt.MakeSpec("r").Parent("p").Min("cpu", "3").Obj(),
+			},
+			wantReason: `children of quota "p": cpu mins add up to 6, its min is 4: children's mins add up to more than the parent's min`,
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := world{capacity: bigCluster, quotas: tc.quotas,
+				queues: []scheduler.QueueSpec{st.MakeQueue("q").Obj()},
+				units:  []scheduler.Unit{st.MakeUnit("ns/a", "q").Request("cpu", "1").Obj()},
+			}.build(t)
+			got := summarise(s.Cycle(st.T0))
+			want := outcome{Waits: map[string]string{"ns/a": tc.wantReason}}
+			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("cycle (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantReason, s.WaitReason("ns/a")); diff != "" {
+				t.Errorf("WaitReason (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestVictimQuotaIsReleasedOnlyWhenGone(t *testing.T) {
+	s := world{
+		capacity: qt.Res("cpu", "4"),
+		quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
+		queues:   []scheduler.QueueSpec{st.MakeQueue("q").Preemption().Obj()},
+		units: []scheduler.Unit{
+			st.MakeUnit("ns/victim", "q").Priority(1).Request("cpu", "4").Admitted(0).Obj(),
+			st.MakeUnit("ns/urgent", "q").Priority(9).Request("cpu", "4").Obj(),
+		},
+	}.build(t)
+	s.Cycle(st.T0)
+	used := func() string { q := s.Quotas().Used("q")[corev1.ResourceCPU]; return q.String() }
+	if diff := cmp.Diff("4", used()); diff != "" {
+		t.Errorf("used while the victim is evicting (-want +got):\n%s", diff)
+	}
+	if !s.Evicting("ns/victim") {
+		t.Errorf("victim not marked evicting")
+	}
+	// The controller reports the victim still admitted (its pods are stopping).
+	if err := s.UpsertUnit(st.MakeUnit("ns/victim", "q").Priority(1).Request("cpu", "4").Admitted(0).Obj()); err != nil {
+		t.Fatal(err)
+	}
+	if got := summarise(s.Cycle(st.T0)); len(got.Admitted)+len(got.Preempted) != 0 {
+		t.Errorf("decided %+v while the victim still holds quota", got)
+	}
+	s.DeleteUnit("ns/victim")
+	if diff := cmp.Diff("0", used()); diff != "" {
+		t.Errorf("used after the victim left (-want +got):\n%s", diff)
+	}
+	got := summarise(s.Cycle(st.T0))
+	if diff := cmp.Diff([]string{"ns/urgent"}, got.Admitted); diff != "" {
+		t.Errorf("admitted (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff("4", used()); diff != "" {
+		t.Errorf("used after the preemptor was admitted (-want +got):\n%s", diff)
+	}
+}
+
+func TestWaitReasonAndPending(t *testing.T) {
+	s := world{
+		capacity: bigCluster,
+		quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "1").Obj()},
+		queues:   []scheduler.QueueSpec{st.MakeQueue("q").Obj()},
+		units: []scheduler.Unit{
+			st.MakeUnit("ns/a", "q").Request("cpu", "2").Priority(2).Obj(),
+			st.MakeUnit("ns/b", "q").Request("cpu", "2").Priority(1).Obj(),
+			st.MakeUnit("ns/c", "x").Request("cpu", "1").Obj(),
+		},
+	}.build(t)
+	s.Cycle(st.T0)
+	got := map[string]string{}
+	for _, k := range []string{"ns/a", "ns/b", "ns/c"} {
+		got[k] = s.WaitReason(k)
+	}
+	want := map[string]string{
+		"ns/a": "q: cpu 0 used of max 1, request 2",
+		"ns/b": "waiting in queue q at position 2 of 2",
+		"ns/c": `queue "x" does not exist`,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("WaitReason (-want +got):\n%s", diff)
+	}
+	wantPending := []scheduler.PendingUnit{{Key: "ns/a", Priority: 2, Position: 1}, {Key: "ns/b", Priority: 1, Position: 2}}
+	if diff := cmp.Diff(wantPending, s.Pending("q", 0)); diff != "" {
+		t.Errorf("Pending (-want +got):\n%s", diff)
+	}
+}
+
+func TestUpsertUnitRejectsUnitsWithoutKeyOrQueue(t *testing.T) {
+	s := scheduler.New()
+	for _, u := range []scheduler.Unit{{Queue: "q"}, {Key: "ns/a"}} {
+		if err := s.UpsertUnit(u); err == nil {
+			t.Errorf("UpsertUnit(%+v) = nil, want an error", u)
+		}
+	}
+}
+
+func TestNextWakeupForStarvationProtection(t *testing.T) {
+	s := world{
+		capacity: bigCluster,
+		quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "1").Obj()},
+		queues: []scheduler.QueueSpec{st.MakeQueue("q").Policy(schedv1alpha1.QueuePolicyIntelligent).
+			LowMaxWait(5 * time.Minute).Obj()},
+		units: []scheduler.Unit{
+			st.MakeUnit("ns/high", "q").Priority(9).Request("cpu", "2").Obj(),
+			st.MakeUnit("ns/low", "q").Priority(1).Request("cpu", "1").Enqueued(time.Minute).Obj(),
+		},
+	}.build(t)
+	got := s.Cycle(st.T0.Add(2 * time.Minute)).NextWakeup
+	if diff := cmp.Diff(st.T0.Add(6*time.Minute), got); diff != "" {
+		t.Errorf("NextWakeup (-want +got):\n%s", diff)
+	}
+	res := summarise(s.Cycle(st.T0.Add(6 * time.Minute)))
+	if diff := cmp.Diff([]string{"ns/low"}, res.Admitted); diff != "" {
+		t.Errorf("admitted at the wake-up (-want +got):\n%s", diff)
+	}
+}

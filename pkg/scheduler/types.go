@@ -1,0 +1,110 @@
+package scheduler
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/koord-queue/koord-queue/pkg/policy"
+)
+
+// QueueSpec is one Queue as the scheduler needs it.
+type QueueSpec struct {
+	// Name of the Queue (in namespace koord-queue).
+	Name string
+	// Quota is the ElasticQuota the queue's units are charged to; empty
+	// means the quota named like the queue, as Koord-Queue creates them.
+	Quota string
+	// Priority orders queues whose shares are equal; higher first.
+	Priority int32
+	// Config is the queue's policy and tuning (policy.ConfigFromQueue).
+	Config policy.Config
+}
+
+// Unit is one QueueUnit as the scheduler needs it.
+type Unit struct {
+	// Key is namespace/name.
+	Key string
+	// Queue is the queue the unit waits in.
+	Queue string
+	// Priority orders units in the queue; higher first.
+	Priority int32
+	// Request is the unit's total request (resources.PodSetsRequests, or
+	// spec.resource).
+	Request corev1.ResourceList
+	// EnqueueTime is when the unit first entered the queue (its creation).
+	EnqueueTime time.Time
+	// Admitted is true while the unit holds quota: from admission until it
+	// finishes, fails, is deleted, or is evicted and its pods are gone.
+	Admitted bool
+	// Running is true once the unit's pods run.
+	Running bool
+	// AdmitTime is when it was admitted, for units restored as Admitted;
+	// zero means EnqueueTime. Victims are taken most recently admitted first.
+	AdmitTime time.Time
+}
+
+// Result is what one cycle decided.
+type Result struct {
+	// Admissions to write, in the order decided. Their quota is already
+	// reserved.
+	Admissions []Admission
+	// Preemptions: victims to suspend. Their quota stays held until the
+	// controller reports each of them gone.
+	Preemptions []Preemption
+	// Waits: units that were considered and wait, with why. A unit is
+	// listed only when its reason changed, so the controller writes status
+	// only then. WaitReason answers for any unit at any time.
+	Waits []Wait
+	// NextWakeup, when not zero, is when a time-based rule (Intelligent's
+	// starvation protection) next changes an answer: call Cycle then.
+	NextWakeup time.Time
+	// More is true when events during this cycle left work for another
+	// cycle (for example a quota owed capacity that was just borrowed).
+	More bool
+}
+
+// Admission admits Unit from Queue, charged to Quota.
+type Admission struct {
+	Unit  string
+	Queue string
+	Quota string
+}
+
+// Kind of a preemption.
+type PreemptionKind string
+
+// Preemption kinds.
+const (
+	// Reclaim takes back a quota's lent min from quotas above their min.
+	Reclaim PreemptionKind = "Reclaim"
+	// InQueue evicts lower-priority units of the preemptor's own quota
+	// (enable-queueunit-preemption).
+	InQueue PreemptionKind = "InQueue"
+)
+
+// Preemption evicts Victims so that Preemptor fits.
+type Preemption struct {
+	Preemptor string
+	Queue     string
+	Kind      PreemptionKind
+	Victims   []string
+	// Reason, for the victims' status and events.
+	Reason string
+}
+
+// Wait says why Unit is not admitted.
+type Wait struct {
+	Unit   string
+	Queue  string
+	Reason string
+}
+
+// PendingUnit is a waiting unit's place in its queue, for Queue status and
+// the visibility API.
+type PendingUnit struct {
+	Key      string
+	Priority int32
+	// Position is 1-based.
+	Position int
+}

@@ -1,0 +1,139 @@
+// Package visibility serves koord-queue's read-only REST API (port 8090)
+// from the in-memory cache, on every replica: which queues exist, what
+// waits in them and in what order, and why a unit waits.
+//
+//	GET /api/queues
+//	GET /api/queues/{name}
+//	GET /api/queues/{name}/queueunits?phase=&limit=&offset=
+//	GET /api/queueunits/{namespace}/{name}
+//	GET /api/elasticquotas
+package visibility
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strconv"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/admission"
+)
+
+const (
+	// DefaultLimit is how many units a list returns when no limit is given.
+	DefaultLimit = 1000
+	// MaxLimit is the largest limit accepted.
+	MaxLimit = 100000
+)
+
+// Source is what the API reads; *admission.Cache implements it.
+type Source interface {
+	Queues() []admission.QueueView
+	Queue(name string) (admission.QueueView, bool)
+	QueueUnits(queue string, phase schedulingv1alpha1.QueueUnitPhase, offset, limit int) ([]admission.UnitView, int)
+	QueueUnit(namespace, name string) (admission.UnitView, bool)
+	Quotas() []admission.QuotaView
+}
+
+var _ Source = (*admission.Cache)(nil)
+
+// QueueUnitList is a page of a queue's units.
+type QueueUnitList struct {
+	Queue  string               `json:"queue"`
+	Total  int                  `json:"total"`
+	Offset int                  `json:"offset"`
+	Limit  int                  `json:"limit"`
+	Items  []admission.UnitView `json:"items"`
+}
+
+// Error is the body of every 4xx answer.
+type Error struct {
+	Error string `json:"error"`
+}
+
+// NewHandler returns the API's routes on a new mux.
+func NewHandler(src Source) *http.ServeMux {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/queues", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, src.Queues())
+	})
+	mux.HandleFunc("GET /api/queues/{name}", func(w http.ResponseWriter, r *http.Request) {
+		q, ok := src.Queue(r.PathValue("name"))
+		if !ok {
+			writeError(w, http.StatusNotFound, "queue %q not found", r.PathValue("name"))
+			return
+		}
+		writeJSON(w, http.StatusOK, q)
+	})
+	mux.HandleFunc("GET /api/queues/{name}/queueunits", func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		if _, ok := src.Queue(name); !ok {
+			writeError(w, http.StatusNotFound, "queue %q not found", name)
+			return
+		}
+		query := r.URL.Query()
+		limit, err := intParam(query.Get("limit"), DefaultLimit, 1, MaxLimit)
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "limit: %v", err)
+			return
+		}
+		offset, err := intParam(query.Get("offset"), 0, 0, int(^uint(0)>>1))
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "offset: %v", err)
+			return
+		}
+		phase := schedulingv1alpha1.QueueUnitPhase(query.Get("phase"))
+		if phase != "" && !knownPhase(phase) {
+			writeError(w, http.StatusBadRequest, "phase %q is not a QueueUnit phase", phase)
+			return
+		}
+		items, total := src.QueueUnits(name, phase, offset, limit)
+		writeJSON(w, http.StatusOK, QueueUnitList{Queue: name, Total: total, Offset: offset, Limit: limit, Items: items})
+	})
+	mux.HandleFunc("GET /api/queueunits/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) {
+		u, ok := src.QueueUnit(r.PathValue("namespace"), r.PathValue("name"))
+		if !ok {
+			writeError(w, http.StatusNotFound, "queue unit %s/%s not found", r.PathValue("namespace"), r.PathValue("name"))
+			return
+		}
+		writeJSON(w, http.StatusOK, u)
+	})
+	mux.HandleFunc("GET /api/elasticquotas", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, src.Quotas())
+	})
+	return mux
+}
+
+func knownPhase(p schedulingv1alpha1.QueueUnitPhase) bool {
+	switch p {
+	case schedulingv1alpha1.Enqueued, schedulingv1alpha1.Reserved, schedulingv1alpha1.Dequeued, schedulingv1alpha1.Running,
+		schedulingv1alpha1.Succeed, schedulingv1alpha1.Failed, schedulingv1alpha1.SchedReady, schedulingv1alpha1.SchedSucceed,
+		schedulingv1alpha1.SchedFailed, schedulingv1alpha1.TimeoutBackoff:
+		return true
+	}
+	return false
+}
+
+func intParam(raw string, def, lo, hi int) (int, error) {
+	if raw == "" {
+		return def, nil
+	}
+	n, err := strconv.Atoi(raw)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a whole number", raw)
+	}
+	if n < lo || n > hi {
+		return 0, fmt.Errorf("%d is outside [%d, %d]", n, lo, hi)
+	}
+	return n, nil
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, format string, args ...any) {
+	writeJSON(w, status, Error{Error: fmt.Sprintf(format, args...)})
+}

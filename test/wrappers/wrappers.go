@@ -1,0 +1,155 @@
+// Package wrappers builds API objects for tests fluently, so a test case
+// shows only what matters to it:
+//
+//	wrappers.QueueUnit("default", "a").Quota("team-a").Priority(5).Request("cpu", "4").Obj()
+package wrappers
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+)
+
+// QueueUnitWrapper builds a QueueUnit.
+type QueueUnitWrapper struct{ schedulingv1alpha1.QueueUnit }
+
+// QueueUnit starts a unit with no request and no quota.
+func QueueUnit(namespace, name string) *QueueUnitWrapper {
+	return &QueueUnitWrapper{schedulingv1alpha1.QueueUnit{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{}},
+	}}
+}
+
+// Obj returns the unit.
+func (w *QueueUnitWrapper) Obj() *schedulingv1alpha1.QueueUnit { return &w.QueueUnit }
+
+// Quota labels the unit with its ElasticQuota.
+func (w *QueueUnitWrapper) Quota(name string) *QueueUnitWrapper {
+	w.Labels[elasticquotav1alpha1.LabelQuotaName] = name
+	return w
+}
+
+// Label sets a label.
+func (w *QueueUnitWrapper) Label(key, value string) *QueueUnitWrapper {
+	w.Labels[key] = value
+	return w
+}
+
+// Priority sets spec.priority.
+func (w *QueueUnitWrapper) Priority(p int32) *QueueUnitWrapper {
+	w.Spec.Priority = ptr.To(p)
+	return w
+}
+
+// Request adds a resource to spec.resource and spec.request.
+func (w *QueueUnitWrapper) Request(name corev1.ResourceName, quantity string) *QueueUnitWrapper {
+	if w.Spec.Resource == nil {
+		w.Spec.Resource, w.Spec.Request = corev1.ResourceList{}, corev1.ResourceList{}
+	}
+	w.Spec.Resource[name] = resource.MustParse(quantity)
+	w.Spec.Request[name] = resource.MustParse(quantity)
+	return w
+}
+
+// PodSet adds a pod set of count pods, each requesting cpu.
+func (w *QueueUnitWrapper) PodSet(name string, count int32, cpu string) *QueueUnitWrapper {
+	w.Spec.PodSets = append(w.Spec.PodSets, schedulingv1alpha1.PodSet{
+		Name:  name,
+		Count: count,
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name: "c", Image: "busybox",
+			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}},
+		}}}},
+	})
+	return w
+}
+
+// Consumer sets spec.consumerRef to a batch Job of the unit's name.
+func (w *QueueUnitWrapper) Consumer() *QueueUnitWrapper {
+	w.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: "batch/v1", Kind: "Job", Namespace: w.Namespace, Name: w.Name}
+	return w
+}
+
+// Inactive sets spec.active to false.
+func (w *QueueUnitWrapper) Inactive() *QueueUnitWrapper {
+	w.Spec.Active = ptr.To(false)
+	return w
+}
+
+// ElasticQuotaWrapper builds an ElasticQuota.
+type ElasticQuotaWrapper struct {
+	elasticquotav1alpha1.ElasticQuota
+}
+
+// ElasticQuota starts a quota under the root with no min or max.
+func ElasticQuota(namespace, name string) *ElasticQuotaWrapper {
+	return &ElasticQuotaWrapper{elasticquotav1alpha1.ElasticQuota{
+		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{}, Annotations: map[string]string{}},
+	}}
+}
+
+// Obj returns the quota.
+func (w *ElasticQuotaWrapper) Obj() *elasticquotav1alpha1.ElasticQuota { return &w.ElasticQuota }
+
+// Max sets a resource's max.
+func (w *ElasticQuotaWrapper) Max(name corev1.ResourceName, quantity string) *ElasticQuotaWrapper {
+	if w.Spec.Max == nil {
+		w.Spec.Max = corev1.ResourceList{}
+	}
+	w.Spec.Max[name] = resource.MustParse(quantity)
+	return w
+}
+
+// Min sets a resource's min.
+func (w *ElasticQuotaWrapper) Min(name corev1.ResourceName, quantity string) *ElasticQuotaWrapper {
+	if w.Spec.Min == nil {
+		w.Spec.Min = corev1.ResourceList{}
+	}
+	w.Spec.Min[name] = resource.MustParse(quantity)
+	return w
+}
+
+// Parent sets the parent quota.
+func (w *ElasticQuotaWrapper) Parent(name string) *ElasticQuotaWrapper {
+	w.Labels[elasticquotav1alpha1.LabelQuotaParent] = name
+	return w
+}
+
+// Policy sets the koord-queue/queue-policy label.
+func (w *ElasticQuotaWrapper) Policy(p schedulingv1alpha1.QueuePolicy) *ElasticQuotaWrapper {
+	w.Labels[schedulingv1alpha1.LabelQueuePolicy] = string(p)
+	return w
+}
+
+// Label sets a label.
+func (w *ElasticQuotaWrapper) Label(key, value string) *ElasticQuotaWrapper {
+	w.Labels[key] = value
+	return w
+}
+
+// Annotation sets an annotation.
+func (w *ElasticQuotaWrapper) Annotation(key, value string) *ElasticQuotaWrapper {
+	w.Annotations[key] = value
+	return w
+}
+
+// Node is a Ready, schedulable node with the given allocatable cpu and memory.
+func Node(name, cpu, memory string) *corev1.Node {
+	alloc := corev1.ResourceList{
+		corev1.ResourceCPU:    resource.MustParse(cpu),
+		corev1.ResourceMemory: resource.MustParse(memory),
+		corev1.ResourcePods:   resource.MustParse("110"),
+	}
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Status: corev1.NodeStatus{
+			Allocatable: alloc,
+			Capacity:    alloc,
+			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
+		},
+	}
+}
