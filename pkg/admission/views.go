@@ -175,13 +175,8 @@ func (c *Cache) QueueUnit(namespace, name string) (UnitView, bool) {
 		return UnitView{}, false
 	}
 	v := c.unitView(r)
-	if v.Reason == "" && !holdsQuota(r.unit) && !r.assumed && r.inCore {
-		for _, p := range c.core.Pending(r.queue, 0) {
-			if p.Key == r.key() {
-				v.Position = p.Position
-				break
-			}
-		}
+	if !holdsQuota(r.unit) && !r.assumed && r.inCore {
+		v.Position = c.core.Position(r.key())
 	}
 	c.mu.Unlock()
 	if v.Phase == schedulingv1alpha1.Enqueued {

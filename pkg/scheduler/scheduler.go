@@ -308,6 +308,19 @@ func (s *Scheduler) Pending(queue string, limit int) []PendingUnit {
 	return out
 }
 
+// Position is a waiting unit's 1-based place in its queue, 0 if it is not waiting there.
+func (s *Scheduler) Position(key string) int {
+	us, ok := s.units[key]
+	if !ok || !us.inQueue {
+		return 0
+	}
+	qs, ok := s.queues[us.u.Queue]
+	if !ok {
+		return 0
+	}
+	return qs.q.Position(key)
+}
+
 // QueueCounts is how many units of a queue wait and how many hold quota.
 func (s *Scheduler) QueueCounts(queue string) (pending, admitted int) {
 	qs, ok := s.queues[queue]

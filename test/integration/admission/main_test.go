@@ -68,7 +68,7 @@ func startKoordQueue(t *testing.T, opts queuemanager.Options) *admission.Cache {
 // fastOptions refresh queue status and retry admission checks quickly.
 func fastOptions() queuemanager.Options {
 	return queuemanager.Options{Admission: admission.Options{
-		Writer: admission.WriterOptions{MessageQPS: 100, RequeueBaseDelay: 200e6, RequeueMaxDelay: 1e9},
+		Writer: admission.WriterOptions{MessageQPS: 100, RequeueBaseDelay: 2e9, RequeueMaxDelay: 4e9},
 		Status: admission.StatusOptions{RefreshInterval: 1e9},
 	}}
 }

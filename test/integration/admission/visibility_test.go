@@ -1,0 +1,178 @@
+package admission
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	corev1 "k8s.io/api/core/v1"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/admission"
+	"github.com/koord-queue/koord-queue/pkg/visibility"
+	"github.com/koord-queue/koord-queue/test/testenv"
+	"github.com/koord-queue/koord-queue/test/wrappers"
+)
+
+func freeAddress(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func getJSON(ctx context.Context, url string, into any) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return resp.StatusCode, err
+	}
+	if into != nil {
+		if err := json.Unmarshal(body, into); err != nil {
+			return resp.StatusCode, fmt.Errorf("decoding %s: %w", body, err)
+		}
+	}
+	return resp.StatusCode, nil
+}
+
+// TestVisibilityAPIAndMetrics reads the REST API and /metrics over HTTP.
+func TestVisibilityAPIAndMetrics(t *testing.T) {
+	opts := fastOptions()
+	opts.VisibilityAddress = freeAddress(t)
+	startKoordQueue(t, opts)
+	base := "http://" + opts.VisibilityAddress
+	ns := namespace(t)
+	create(t, wrappers.ElasticQuota(ns, ns).Min(corev1.ResourceCPU, "2").Max(corev1.ResourceCPU, "4").Policy(schedulingv1alpha1.QueuePolicyBlock).Obj())
+	create(t, wrappers.QueueUnit(ns, "running").Quota(ns).Priority(5).Request(corev1.ResourceCPU, "3").Obj())
+	waitPhase(t, ns, "running", schedulingv1alpha1.Dequeued)
+	create(t, wrappers.QueueUnit(ns, "head").Quota(ns).Priority(5).Request(corev1.ResourceCPU, "2").Obj())
+	create(t, wrappers.QueueUnit(ns, "second").Quota(ns).Priority(1).Request(corev1.ResourceCPU, "1").Obj())
+	waitMessage(t, ns, "head", "cpu")
+
+	t.Run("queues list policy, counts and quota", func(t *testing.T) {
+		testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
+			var queues []admission.QueueView
+			if _, err := getJSON(ctx, base+"/api/queues", &queues); err != nil {
+				return err
+			}
+			for _, q := range queues {
+				if q.Name != ns {
+					continue
+				}
+				if q.Policy != schedulingv1alpha1.QueuePolicyBlock || q.Pending != 2 || q.Admitted != 1 || q.Quota == nil || q.Quota.Used.Cpu().String() != "3" {
+					return fmt.Errorf("queue %+v (quota %+v), want Block, 2 pending, 1 admitted, cpu 3 used", q, q.Quota)
+				}
+				return nil
+			}
+			return fmt.Errorf("queue %s not listed", ns)
+		})
+	})
+
+	t.Run("a queue's units in order, with positions and reasons", func(t *testing.T) {
+		var list visibility.QueueUnitList
+		code, err := getJSON(context.Background(), base+"/api/queues/"+ns+"/queueunits?phase=Enqueued", &list)
+		if err != nil || code != http.StatusOK {
+			t.Fatalf("status %d, err %v", code, err)
+		}
+		if list.Total != 2 || len(list.Items) != 2 || list.Items[0].Name != "head" || list.Items[0].Position != 1 || list.Items[1].Position != 2 {
+			t.Fatalf("units %+v, want head at 1 and second at 2", list.Items)
+		}
+		if !strings.Contains(list.Items[0].Reason, "cpu") {
+			t.Errorf("head's reason %q, want it to name cpu", list.Items[0].Reason)
+		}
+		code, err = getJSON(context.Background(), base+"/api/queues/"+ns+"/queueunits?limit=1&offset=1", &list)
+		if err != nil || code != http.StatusOK || len(list.Items) != 1 || list.Items[0].Name != "second" || list.Total != 3 {
+			t.Fatalf("page limit=1 offset=1: status %d err %v items %+v total %d, want [second] of 3", code, err, list.Items, list.Total)
+		}
+	})
+
+	t.Run("one unit: where it is and why", func(t *testing.T) {
+		var u admission.UnitView
+		code, err := getJSON(context.Background(), base+"/api/queueunits/"+ns+"/second", &u)
+		if err != nil || code != http.StatusOK {
+			t.Fatalf("status %d err %v", code, err)
+		}
+		if u.Position != 2 || u.Phase != schedulingv1alpha1.Enqueued || u.Queue != ns || u.Reason == "" {
+			t.Errorf("unit %+v, want Enqueued at position 2 in %s with a reason", u, ns)
+		}
+	})
+
+	t.Run("the quota tree", func(t *testing.T) {
+		var quotas []admission.QuotaView
+		if _, err := getJSON(context.Background(), base+"/api/elasticquotas", &quotas); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range quotas {
+			if q.Name == ns {
+				if q.Min.Cpu().String() != "2" || q.Max.Cpu().String() != "4" || q.Used.Cpu().String() != "3" || q.Runtime == nil {
+					t.Errorf("quota %+v, want min 2 max 4 used 3 and a runtime", q)
+				}
+				return
+			}
+		}
+		t.Errorf("quota %s not listed", ns)
+	})
+
+	t.Run("bad requests get clear 4xx errors", func(t *testing.T) {
+		for path, want := range map[string]int{
+			"/api/queues/nope":                                http.StatusNotFound,
+			"/api/queues/" + ns + "/queueunits?limit=0":       http.StatusBadRequest,
+			"/api/queues/" + ns + "/queueunits?limit=100001":  http.StatusBadRequest,
+			"/api/queues/" + ns + "/queueunits?offset=-1":     http.StatusBadRequest,
+			"/api/queues/" + ns + "/queueunits?phase=Waiting": http.StatusBadRequest,
+			"/api/queueunits/" + ns + "/nope":                 http.StatusNotFound,
+		} {
+			var body visibility.Error
+			code, err := getJSON(context.Background(), base+path, &body)
+			if err != nil || code != want || body.Error == "" {
+				t.Errorf("GET %s: status %d err %v body %+v, want %d with an error message", path, code, err, body, want)
+			}
+		}
+	})
+
+	t.Run("metrics", func(t *testing.T) {
+		srv := httptest.NewServer(promhttp.HandlerFor(ctrlmetrics.Registry, promhttp.HandlerOpts{}))
+		defer srv.Close()
+		testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
+			req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL+"/metrics", nil)
+			resp, err := http.DefaultClient.Do(req)
+			if err != nil {
+				return err
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			for _, want := range []string{
+				fmt.Sprintf(`koord_queue_pending_units{queue=%q} 2`, ns),
+				fmt.Sprintf(`koord_queue_admitted_units{queue=%q} 1`, ns),
+				fmt.Sprintf(`koord_queue_quota_resource{kind="used",quota=%q,resource="cpu"} 3`, ns),
+				`koord_queue_admission_attempts_total{result="admitted"}`,
+				`koord_queue_admission_wait_time_seconds_bucket`,
+				`koord_queue_scheduling_cycle_duration_seconds_count`,
+			} {
+				if !strings.Contains(string(body), want) {
+					return fmt.Errorf("/metrics lacks %s", want)
+				}
+			}
+			return nil
+		})
+	})
+}
