@@ -13,8 +13,6 @@ import (
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -39,7 +37,6 @@ func main() {
 func run() error {
 	var (
 		configFile      = flag.String("config", "", "path to a KoordQueueConfiguration file (default: Priority and ElasticQuotaV2 plugins)")
-		kubeconfig      = flag.String("kubeconfig", "", "path to a kubeconfig; empty: in-cluster or $KUBECONFIG")
 		qps             = flag.Float64("qps", 50, "queries per second to the API server")
 		burst           = flag.Int("burst", 100, "burst of queries to the API server")
 		leaderElect     = flag.Bool("leader-elect", true, "elect a leader (Lease koord-queue in namespace koord-queue); only the leader admits")
@@ -66,9 +63,10 @@ func run() error {
 	}
 	log.Info("Configuration", "plugins", cfg.Plugins, "defaultReclaimProtectTime", cfg.ReclaimProtectTime())
 
-	restConfig, err := restConfig(*kubeconfig)
+	// --kubeconfig is controller-runtime's flag; without it: $KUBECONFIG, in-cluster, ~/.kube/config.
+	restConfig, err := ctrl.GetConfig()
 	if err != nil {
-		return err
+		return fmt.Errorf("loading kubeconfig: %w", err)
 	}
 	restConfig.QPS, restConfig.Burst = float32(*qps), *burst
 	restConfig.UserAgent = "koord-queue"
@@ -119,11 +117,4 @@ func run() error {
 	}
 	log.Info("Starting", "metrics", *metricsAddr, "visibility", *visibilityAddr, "leaderElection", *leaderElect)
 	return mgr.Start(ctx)
-}
-
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig != "" {
-		return clientcmd.BuildConfigFromFlags("", kubeconfig)
-	}
-	return ctrl.GetConfig()
 }

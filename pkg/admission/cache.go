@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -62,6 +63,19 @@ type Cache struct {
 	wake chan struct{}
 	// dirty units changed since the loop last looked at them.
 	dirty map[string]struct{}
+	// recent admissions seen on the API server, newest last, for the dashboard.
+	recent []AdmissionRecord
+}
+
+// recentAdmissionsKept bounds the dashboard's history.
+const recentAdmissionsKept = 50
+
+// AdmissionRecord is one admission as seen on the API server.
+type AdmissionRecord struct {
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	Queue     string    `json:"queue"`
+	Time      time.Time `json:"time"`
 }
 
 // NewCache returns an empty Cache.
@@ -197,6 +211,15 @@ func (c *Cache) UpsertUnit(u *schedulingv1alpha1.QueueUnit) {
 	if r == nil {
 		r = &unitRecord{}
 		c.units[key] = r
+	}
+	if holdsQuota(u) && (r.unit == nil || !holdsQuota(r.unit)) && u.Status.LastAllocateTime != nil {
+		q, _ := c.quotas.quotaNameOf(u)
+		c.recent = append(c.recent, AdmissionRecord{Namespace: u.Namespace, Name: u.Name, Queue: q, Time: u.Status.LastAllocateTime.Time})
+		// Informers deliver a restart's units in no particular order.
+		slices.SortStableFunc(c.recent, func(a, b AdmissionRecord) int { return a.Time.Compare(b.Time) })
+		if len(c.recent) > recentAdmissionsKept {
+			c.recent = c.recent[len(c.recent)-recentAdmissionsKept:]
+		}
 	}
 	r.unit = u
 	if holdsQuota(u) {
@@ -495,4 +518,15 @@ func (c *Cache) takeDirty() followUp {
 	}
 	clear(c.dirty)
 	return f
+}
+
+// RecentAdmissions lists the latest admissions, newest first.
+func (c *Cache) RecentAdmissions() []AdmissionRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]AdmissionRecord, len(c.recent))
+	for i, r := range c.recent {
+		out[len(out)-1-i] = r
+	}
+	return out
 }

@@ -7,9 +7,12 @@
 //	GET /api/queues/{name}/queueunits?phase=&limit=&offset=
 //	GET /api/queueunits/{namespace}/{name}
 //	GET /api/elasticquotas
+//	GET /api/admissions            the latest admissions, newest first
+//	GET /                          a read-only dashboard of all of the above
 package visibility
 
 import (
+	_ "embed"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -33,7 +36,11 @@ type Source interface {
 	QueueUnits(queue string, phase schedulingv1alpha1.QueueUnitPhase, offset, limit int) ([]admission.UnitView, int)
 	QueueUnit(namespace, name string) (admission.UnitView, bool)
 	Quotas() []admission.QuotaView
+	RecentAdmissions() []admission.AdmissionRecord
 }
+
+//go:embed dashboard/index.html
+var dashboard []byte
 
 var _ Source = (*admission.Cache)(nil)
 
@@ -100,6 +107,13 @@ func NewHandler(src Source) *http.ServeMux {
 	})
 	mux.HandleFunc("GET /api/elasticquotas", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, src.Quotas())
+	})
+	mux.HandleFunc("GET /api/admissions", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, src.RecentAdmissions())
+	})
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write(dashboard)
 	})
 	return mux
 }

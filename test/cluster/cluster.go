@@ -23,6 +23,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
 )
 
 //go:embed kwok-stages.yaml
@@ -52,6 +53,9 @@ type Options struct {
 	// StartTimeout bounds how long the control plane may take to come up
 	// (default 2 minutes).
 	StartTimeout time.Duration
+	// PodRunTime is how long a Job's pod runs when it has no
+	// PodRunTimeAnnotation (default 1s).
+	PodRunTime time.Duration
 }
 
 // Cluster is a running local cluster.
@@ -63,7 +67,7 @@ type Cluster struct {
 
 	logDir  string
 	ownsDir bool
-	procs   []*process
+	procs   []*Process
 	opts    Options
 	pki     *pki
 }
@@ -83,6 +87,9 @@ func Start(ctx context.Context, opts Options) (c *Cluster, err error) {
 	}
 	if opts.StartTimeout == 0 {
 		opts.StartTimeout = 2 * time.Minute
+	}
+	if opts.PodRunTime == 0 {
+		opts.PodRunTime = time.Second
 	}
 	c = &Cluster{Dir: opts.Dir, opts: opts}
 	if c.Dir == "" {
@@ -132,7 +139,9 @@ func (c *Cluster) Stop(keepLogs bool) {
 
 func (c *Cluster) stopProcesses() {
 	for _, p := range slices.Backward(c.procs) {
-		p.stop(10 * time.Second)
+		if !p.Exited() {
+			p.Stop(10 * time.Second)
+		}
 	}
 	c.procs = nil
 }
@@ -148,6 +157,18 @@ func (c *Cluster) start(name string, args ...string) error {
 	}
 	c.procs = append(c.procs, p)
 	return nil
+}
+
+// StartProcess runs another binary against the cluster (koord-queue, say),
+// logging beside the cluster's own processes; Stop stops it first. Its name
+// must be unique among the cluster's processes (it names the log file).
+func (c *Cluster) StartProcess(name, binary string, args ...string) (*Process, error) {
+	p, err := startProcess(name, c.logDir, binary, args...)
+	if err != nil {
+		return nil, err
+	}
+	c.procs = append(c.procs, p)
+	return p, nil
 }
 
 // checkRunning fails fast when a process has died instead of waiting for a timeout.
@@ -275,7 +296,7 @@ func (c *Cluster) startScheduler(ctx context.Context) error {
 
 func (c *Cluster) startKwok(context.Context) error {
 	stages := filepath.Join(c.Dir, "kwok-stages.yaml")
-	if err := os.WriteFile(stages, kwokStages, 0o644); err != nil {
+	if err := os.WriteFile(stages, stagesWithPodRunTime(c.opts.PodRunTime), 0o644); err != nil {
 		return fmt.Errorf("writing kwok stages: %w", err)
 	}
 	port, err := freePort()
@@ -292,6 +313,27 @@ func (c *Cluster) startKwok(context.Context) error {
 		"--node-ip=10.0.1.1",
 		"--server-address="+loopback(port),
 	)
+}
+
+// stagesWithPodRunTime sets the pod-complete stage's default delay.
+func stagesWithPodRunTime(d time.Duration) []byte {
+	docs := strings.Split(string(kwokStages), "\n---\n")
+	for i, doc := range docs {
+		if strings.Contains(doc, "name: pod-complete\n") {
+			docs[i] = strings.Replace(doc, "durationMilliseconds: 1000", fmt.Sprintf("durationMilliseconds: %d", d.Milliseconds()), 1)
+		}
+	}
+	return []byte(strings.Join(docs, "\n---\n"))
+}
+
+// InstallCRDs installs the CRDs in paths (files or directories) and waits
+// until they are served.
+func (c *Cluster) InstallCRDs(paths ...string) error {
+	_, err := envtest.InstallCRDs(c.Config, envtest.CRDInstallOptions{Paths: paths, ErrorIfPathMissing: true})
+	if err != nil {
+		return fmt.Errorf("installing CRDs: %w", err)
+	}
+	return nil
 }
 
 // createNodes creates the fake nodes and waits for kwok to make them Ready.

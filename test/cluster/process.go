@@ -12,10 +12,10 @@ import (
 	"time"
 )
 
-// process is one control-plane binary started in its own process group, so
-// that stopping it also stops anything it started. Its output goes to a log
-// file that outlives the process, for failed tests to show.
-type process struct {
+// Process is one binary started in its own process group, so that stopping
+// it also stops anything it started. Its output goes to a log file that
+// outlives the process, for failed tests to show.
+type Process struct {
 	name    string
 	cmd     *exec.Cmd
 	logPath string
@@ -23,7 +23,7 @@ type process struct {
 	err     error
 }
 
-func startProcess(name, logDir, binary string, args ...string) (*process, error) {
+func startProcess(name, logDir, binary string, args ...string) (*Process, error) {
 	logPath := filepath.Join(logDir, name+".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -39,7 +39,7 @@ func startProcess(name, logDir, binary string, args ...string) (*process, error)
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &process{name: name, cmd: cmd, logPath: logPath, exited: make(chan struct{})}
+	p := &Process{name: name, cmd: cmd, logPath: logPath, exited: make(chan struct{})}
 	go func() {
 		p.err = cmd.Wait()
 		logFile.Close()
@@ -49,7 +49,7 @@ func startProcess(name, logDir, binary string, args ...string) (*process, error)
 }
 
 // running reports an error if the process has already exited.
-func (p *process) running() error {
+func (p *Process) running() error {
 	select {
 	case <-p.exited:
 		return fmt.Errorf("%s exited (%v); see %s", p.name, p.err, p.logPath)
@@ -58,8 +58,8 @@ func (p *process) running() error {
 	}
 }
 
-// stop sends SIGTERM to the process group, then SIGKILL after the grace period.
-func (p *process) stop(grace time.Duration) {
+// Stop sends SIGTERM to the process group, then SIGKILL after the grace period.
+func (p *Process) Stop(grace time.Duration) {
 	pgid := -p.cmd.Process.Pid
 	_ = syscall.Kill(pgid, syscall.SIGTERM)
 	select {
@@ -103,5 +103,24 @@ func freePorts(n int) ([]int, error) {
 func loopback(port int) string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
+
+// Kill stops the process at once, as a crash would.
+func (p *Process) Kill() {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	<-p.exited
+}
+
+// Exited reports whether the process has ended.
+func (p *Process) Exited() bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
+}
+
+// LogPath is the file the process writes to.
+func (p *Process) LogPath() string { return p.logPath }
 
 var errNotReady = errors.New("not ready")

@@ -1,25 +1,42 @@
 // Package e2e runs koord-queue's end-to-end tests on a whole local cluster:
 // etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok fake
-// nodes, so Jobs really create Pods that are scheduled, run and finish.
+// nodes, so Jobs really create Pods that are scheduled, run and finish, with
+// the koord-queue binary running against it as users run it.
 package e2e
 
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
+	"path/filepath"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/test/cluster"
+	"github.com/koord-queue/koord-queue/test/testenv"
 )
 
-var localCluster *cluster.Cluster
+var (
+	localCluster *cluster.Cluster
+	k8sClient    client.Client
+	// koordQueue is the running koord-queue; visibilityURL its API.
+	koordQueue    *cluster.Process
+	koordQueueBin string
+	visibilityURL string
+)
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
 }
 
 func run(m *testing.M) int {
-	c, err := cluster.Start(context.Background(), cluster.Options{Nodes: 2})
+	ctx := context.Background()
+	c, err := cluster.Start(ctx, cluster.Options{Nodes: 2})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting local cluster: %v\n", err)
 		if c != nil {
@@ -28,10 +45,74 @@ func run(m *testing.M) int {
 		return 1
 	}
 	localCluster = c
-	code := m.Run()
+	code := 1
+	if err := setUp(ctx, c); err != nil {
+		fmt.Fprintf(os.Stderr, "setting up: %v\n", err)
+	} else {
+		code = m.Run()
+	}
 	if code != 0 {
-		fmt.Fprintf(os.Stderr, "tests failed; cluster logs kept in %s\n%s", c.LogDir(), c.Logs(30))
+		fmt.Fprintf(os.Stderr, "tests failed; logs of every process kept in %s\n%s", c.LogDir(), c.Logs(30))
 	}
 	c.Stop(code != 0)
 	return code
+}
+
+func setUp(ctx context.Context, c *cluster.Cluster) error {
+	if err := c.InstallCRDs(testenv.CRDDir()); err != nil {
+		return err
+	}
+	scheme, err := testenv.NewScheme()
+	if err != nil {
+		return err
+	}
+	if k8sClient, err = client.New(c.Config, client.Options{Scheme: scheme}); err != nil {
+		return err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: schedulingv1alpha1.QueueNamespace}}
+	if err := k8sClient.Create(ctx, ns); err != nil {
+		return err
+	}
+	if koordQueueBin, err = cluster.BuildBinary(ctx, "./cmd/queue", filepath.Join(c.Dir, "bin"), "koord-queue"); err != nil {
+		return err
+	}
+	koordQueue, err = startKoordQueue()
+	return err
+}
+
+// startKoordQueue runs the koord-queue binary against the cluster, as a
+// user would, with its visibility API on a free loopback port.
+func startKoordQueue() (*cluster.Process, error) {
+	if visibilityURL == "" {
+		addr, err := freeAddress()
+		if err != nil {
+			return nil, err
+		}
+		visibilityURL = "http://" + addr
+	}
+	metrics, err := freeAddress()
+	if err != nil {
+		return nil, err
+	}
+	probes, err := freeAddress()
+	if err != nil {
+		return nil, err
+	}
+	return localCluster.StartProcess(fmt.Sprintf("koord-queue-%d", len(restarts)), koordQueueBin,
+		"--kubeconfig="+localCluster.Kubeconfig, "--leader-elect=false",
+		"--visibility-bind-address="+visibilityURL[len("http://"):],
+		"--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes,
+		"--queue-status-refresh-interval=1s")
+}
+
+// restarts counts koord-queue restarts, so each process logs to its own file.
+var restarts []struct{}
+
+func freeAddress() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
 }

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"runtime"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -38,15 +37,9 @@ type Env struct {
 	env *envtest.Environment
 }
 
-// RepoRoot is the checkout's top directory.
-func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..")
-}
-
 // CRDDir holds the generated CRDs of Queue, QueueUnit and ElasticQuota.
 func CRDDir() string {
-	return filepath.Join(RepoRoot(), "config", "crd", "bases")
+	return filepath.Join(cluster.RepoRoot(), "config", "crd", "bases")
 }
 
 // NewScheme knows the built-in types and koord-queue's.

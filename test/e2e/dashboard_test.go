@@ -1,0 +1,105 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/test/cluster"
+	"github.com/koord-queue/koord-queue/test/testenv"
+	"github.com/koord-queue/koord-queue/test/wrappers"
+)
+
+// TestDashboardInBrowser loads the dashboard in headless Chromium against
+// the running koord-queue and checks what a person would see: the quota
+// with its usage, the queue with its pending units in order and why they
+// wait, and the recent admissions. The screenshot is kept under
+// _output/e2e for people to look at.
+func TestDashboardInBrowser(t *testing.T) {
+	browser, err := exec.LookPath("chromium")
+	if err != nil {
+		if os.Getenv("KOORD_QUEUE_SKIP_BROWSER") != "" {
+			t.Skip("chromium not installed and KOORD_QUEUE_SKIP_BROWSER set")
+		}
+		t.Fatal("chromium not found: install Debian's chromium package (.ci/run does), or set KOORD_QUEUE_SKIP_BROWSER=1")
+	}
+	ctx := context.Background()
+	ns := "dashboard"
+	create(t, namespaceObj(ns))
+	create(t, wrappers.ElasticQuota(ns, "dash-team").Min(corev1.ResourceCPU, "2").Max(corev1.ResourceCPU, "4").Obj())
+	create(t, wrappers.QueueUnit(ns, "dash-running").Quota("dash-team").Priority(5).Request(corev1.ResourceCPU, "3").Obj())
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) error {
+		u, err := unitView(ctx, ns, "dash-running")
+		if err != nil {
+			return err
+		}
+		if u.Phase != schedulingv1alpha1.Dequeued {
+			return fmt.Errorf("dash-running phase %s, want Dequeued", u.Phase)
+		}
+		return nil
+	})
+	create(t, wrappers.QueueUnit(ns, "dash-first").Quota("dash-team").Priority(5).Request(corev1.ResourceCPU, "2").Obj())
+	create(t, wrappers.QueueUnit(ns, "dash-second").Quota("dash-team").Priority(1).Request(corev1.ResourceCPU, "2").Obj())
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) error {
+		u, err := unitView(ctx, ns, "dash-first")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(u.Reason, "cpu") {
+			return fmt.Errorf("dash-first reason %q, want it to explain cpu", u.Reason)
+		}
+		return nil
+	})
+
+	out := filepath.Join(cluster.RepoRoot(), "_output", "e2e")
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	shot := filepath.Join(out, "dashboard.png")
+	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+		"--disable-background-networking", "--disable-component-update", "--disable-sync",
+		"--user-data-dir=" + t.TempDir(), "--window-size=1400,1000", "--virtual-time-budget=8000"}
+	dom, err := exec.CommandContext(ctx, browser, append(args, "--dump-dom", visibilityURL+"/")...).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom: %v", err)
+	}
+	page := string(dom)
+	for _, want := range []string{
+		`data-loaded="true"`,
+		`data-quota="dash-team"`,
+		`data-queue="dash-team"`,
+		`data-unit="dashboard/dash-first"`,
+		`data-unit="dashboard/dash-second"`,
+		"dash-team: cpu",
+		"dashboard/dash-running",
+	} {
+		if !strings.Contains(page, want) {
+			t.Errorf("the rendered dashboard lacks %q", want)
+		}
+	}
+	if first, second := strings.Index(page, `data-unit="dashboard/dash-first"`), strings.Index(page, `data-unit="dashboard/dash-second"`); first > second {
+		t.Errorf("dash-first (priority 5) is listed after dash-second (priority 1)")
+	}
+	if err := exec.CommandContext(ctx, browser, append(args, "--screenshot="+shot, visibilityURL+"/")...).Run(); err != nil {
+		t.Fatalf("chromium --screenshot: %v", err)
+	}
+	if info, err := os.Stat(shot); err != nil || info.Size() < 10_000 {
+		t.Fatalf("screenshot %s: %v (size %d), want a real picture", shot, err, sizeOf(info))
+	}
+	t.Logf("dashboard screenshot: %s", shot)
+}
+
+func sizeOf(info os.FileInfo) int64 {
+	if info == nil {
+		return 0
+	}
+	return info.Size()
+}
