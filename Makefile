@@ -21,10 +21,8 @@ tools: ## Build the pinned etcd, Kubernetes, kwok, controller-gen and staticchec
 	@bash hack/ensure-tools.sh all >/dev/null
 
 .PHONY: generate
-generate: ## Generate deepcopy code and CRDs from the API types.
-	@bin=$(call TOOLS_BIN,codegen); \
-	$$bin/controller-gen object paths=./apis/... && \
-	$$bin/controller-gen crd:maxDescLen=0 paths=./apis/... output:crd:dir=config/crd/bases
+generate: ## Generate deepcopy code, CRDs and the Helm chart's CRDs and RBAC from the code's markers.
+	@bash hack/generate.sh
 
 .PHONY: verify
 verify: ## Fail if generated files are stale, code is unformatted or go.mod is untidy.

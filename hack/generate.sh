@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# generate.sh regenerates everything derived from the code's markers:
+# deepcopy functions, CRDs (config/crd/bases, copied into the Helm chart),
+# and the chart's RBAC rules, one file per binary and per extension.
+set -euo pipefail
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$root"
+bin=$(bash hack/ensure-tools.sh codegen | tail -n 1)
+cg=$bin/controller-gen
+
+$cg object paths=./apis/...
+$cg crd:maxDescLen=0 paths=./apis/... output:crd:dir=config/crd/bases
+
+chart=charts/koord-queue
+mkdir -p "$chart/crds" "$chart/files/crds" "$chart/files/rbac"
+cp config/crd/bases/scheduling.x-k8s.io_queues.yaml config/crd/bases/scheduling.x-k8s.io_queueunits.yaml "$chart/crds/"
+# ElasticQuota is Koordinator's: installed only when asked (installElasticQuotaCRD).
+cp config/crd/bases/scheduling.sigs.k8s.io_elasticquotas.yaml "$chart/files/crds/elasticquota.yaml"
+
+# rbac FILE PACKAGE...: the rules of the markers in PACKAGE, as files/rbac/FILE.yaml.
+rbac() {
+  local name=$1; shift
+  local tmp paths=""
+  tmp=$(mktemp -d)
+  for p in "$@"; do paths+="${paths:+;}$p"; done
+  $cg rbac:roleName="$name" paths="$paths" output:rbac:dir="$tmp"
+  mkdir -p "$(dirname "$chart/files/rbac/$name.yaml")"
+  mv "$tmp/role.yaml" "$chart/files/rbac/$name.yaml"
+  rm -rf "$tmp"
+}
+rbac koord-queue ./pkg/queuemanager/...
+# koord-queue-controllers: the rules all extensions share (common), each
+# extension's own (named as --enabled-extensions names it), and the webhook's,
+# so the chart grants only what is enabled.
+for dir in pkg/extensions/rbac/*/; do
+  [[ -d $dir ]] || continue
+  rbac "extensions/$(basename "$dir")" "./$dir"
+done
