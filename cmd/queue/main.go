@@ -97,8 +97,9 @@ func run() error {
 	_, err = queuemanager.Setup(ctx, mgr, queuemanager.Options{
 		VisibilityAddress: *visibilityAddr,
 		Admission: admission.Options{
-			Writer: admission.WriterOptions{Workers: *writeWorkers, MessageQPS: *messageQPS, RequeueBaseDelay: *requeueBase, RequeueMaxDelay: *requeueMax},
-			Status: admission.StatusOptions{RefreshInterval: *statusRefresh, TopN: *statusTopN},
+			ReclaimProtection: cfg.ReclaimProtectTime(),
+			Writer:            admission.WriterOptions{Workers: *writeWorkers, MessageQPS: *messageQPS, RequeueBaseDelay: *requeueBase, RequeueMaxDelay: *requeueMax},
+			Status:            admission.StatusOptions{RefreshInterval: *statusRefresh, TopN: *statusTopN},
 		},
 	})
 	if err != nil {

@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -20,6 +21,9 @@ type Options struct {
 	Status StatusOptions
 	// Clock is the wall clock; tests may inject another.
 	Clock clock.WithTicker
+	// ReclaimProtection keeps units admitted more recently from being
+	// reclaimed by other quotas (defaultReclaimProtectTime).
+	ReclaimProtection time.Duration
 }
 
 // Setup feeds a new Cache from the manager's informers (on every replica)
@@ -30,6 +34,7 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 		opts.Clock = clock.RealClock{}
 	}
 	c := NewCache()
+	c.core.SetReclaimProtection(opts.ReclaimProtection)
 	var synced []toolscache.InformerSynced
 	feed := func(obj client.Object, upsert func(any), remove func(any)) error {
 		informer, err := mgr.GetCache().GetInformer(ctx, obj)

@@ -12,7 +12,8 @@ import (
 
 // Cycle decides what can be decided now. Its steps:
 //
-//  1. wake queues whose Intelligent low units passed their maximum wait;
+//  1. wake queues whose Intelligent low units passed their maximum wait, or
+//     whose head waited for a reclaim protection to end;
 //  2. admit preemptors whose victims are all gone, before anyone else, so
 //     what was reclaimed for them is theirs;
 //  3. order the dirty queues: furthest below their runtime share first
@@ -29,6 +30,7 @@ func (s *Scheduler) Cycle(now time.Time) Result {
 	s.cycle++
 	var res Result
 	s.wakePromoted(now)
+	s.wakeProtected(now)
 	s.admitNominated(now, &res)
 	line := s.lineUp()
 	for line.Len() > 0 {
@@ -195,7 +197,9 @@ func (s *Scheduler) preempt(qs *queueState, us *unitState, now time.Time, res *R
 	var victims []string
 	ok := false
 	if owed {
-		victims, ok = s.engine.ReclaimVictims(qs.quota, us.req, canEvict)
+		victims, ok = s.engine.ReclaimVictims(qs.quota, us.req, func(key string) bool {
+			return canEvict(key) && !s.reclaimProtected(s.units[key], now)
+		})
 	}
 	cfg := qs.spec.Config
 	if !ok && cfg.EnablePreemption {
@@ -207,6 +211,9 @@ func (s *Scheduler) preempt(qs *queueState, us *unitState, now time.Time, res *R
 	if !ok {
 		if owed {
 			s.reclaimWaiters[qs.spec.Name] = struct{}{}
+			if until := s.protectionEnds(now); !until.IsZero() {
+				s.protectedUntil[qs.spec.Name] = until
+			}
 		}
 		return false
 	}
@@ -228,6 +235,20 @@ func (s *Scheduler) preempt(qs *queueState, us *unitState, now time.Time, res *R
 	us.preemptReason = fmt.Sprintf("preempting %d unit(s) %s: %s", len(victims), why, strings.Join(victims, ", "))
 	s.headWaits(qs, us.u.Key, us.preemptReason, res)
 	return true
+}
+
+// reclaimProtected: a unit admitted less than the reclaim protection ago
+// cannot be reclaimed (defaultReclaimProtectTime), so a borrower gets some
+// work done before its borrowed capacity is taken back.
+func (s *Scheduler) reclaimProtected(us *unitState, now time.Time) bool {
+	if s.reclaimProtect <= 0 {
+		return false
+	}
+	admitted := us.u.AdmitTime
+	if admitted.IsZero() {
+		admitted = us.u.EnqueueTime
+	}
+	return now.Sub(admitted) < s.reclaimProtect
 }
 
 // reserve holds, for a preemptor, the part of its request that is free now
@@ -315,6 +336,38 @@ func (s *Scheduler) admitNominated(now time.Time, res *Result) {
 	}
 }
 
+// protectionEnds is when the next admitted unit's reclaim protection ends,
+// zero when none is protected: a head that could not reclaim is tried again then.
+func (s *Scheduler) protectionEnds(now time.Time) time.Time {
+	var next time.Time
+	if s.reclaimProtect <= 0 {
+		return next
+	}
+	for _, us := range s.units {
+		if !us.admitted || us.evicting || !s.reclaimProtected(us, now) {
+			continue
+		}
+		admitted := us.u.AdmitTime
+		if admitted.IsZero() {
+			admitted = us.u.EnqueueTime
+		}
+		if end := admitted.Add(s.reclaimProtect); next.IsZero() || end.Before(next) {
+			next = end
+		}
+	}
+	return next
+}
+
+// wakeProtected wakes queues whose head waited for a reclaim protection to end.
+func (s *Scheduler) wakeProtected(now time.Time) {
+	for name, until := range s.protectedUntil {
+		if !now.Before(until) {
+			delete(s.protectedUntil, name)
+			s.wake(name)
+		}
+	}
+}
+
 func (s *Scheduler) wakePromoted(now time.Time) {
 	for name := range s.timed {
 		qs := s.queues[name]
@@ -327,6 +380,11 @@ func (s *Scheduler) wakePromoted(now time.Time) {
 
 func (s *Scheduler) nextWakeup() time.Time {
 	var next time.Time
+	for _, until := range s.protectedUntil {
+		if next.IsZero() || until.Before(next) {
+			next = until
+		}
+	}
 	for name := range s.timed {
 		qs := s.queues[name]
 		if !qs.nextPromo.IsZero() && (next.IsZero() || qs.nextPromo.Before(next)) {

@@ -80,6 +80,11 @@ type Scheduler struct {
 	// time-based rule.
 	timed map[string]struct{}
 	cycle int
+	// reclaimProtect: units admitted more recently are not reclaimed.
+	reclaimProtect time.Duration
+	// protectedUntil: queues whose owed head found only protected victims,
+	// and when the first protection ends.
+	protectedUntil map[string]time.Time
 
 	free    quota.Vector
 	binding []string
@@ -96,9 +101,17 @@ func New() *Scheduler {
 		wakeAt:         map[string]map[string]struct{}{},
 		reclaimWaiters: map[string]struct{}{},
 		nominated:      map[string]struct{}{},
+		protectedUntil: map[string]time.Time{},
 		timed:          map[string]struct{}{},
 	}
 }
+
+// SetReclaimProtection keeps units admitted less than d ago from being
+// reclaimed by other quotas (KoordQueueConfiguration's
+// defaultReclaimProtectTime); 0 turns it off. In-queue preemption is not
+// affected. A head that needs a protected unit waits, and is reconsidered
+// at the next event.
+func (s *Scheduler) SetReclaimProtection(d time.Duration) { s.reclaimProtect = d }
 
 // Quotas is the quota engine, for queries (Runtime, Used, Errors, Explain).
 // Change quotas only through the Scheduler, so affected queues are woken.

@@ -765,3 +765,43 @@ func TestNextWakeupForStarvationProtection(t *testing.T) {
 		t.Errorf("admitted at the wake-up (-want +got):\n%s", diff)
 	}
 }
+
+func TestReclaimProtection(t *testing.T) {
+	tree := world{
+		capacity: bigCluster,
+		quotas: []quota.Spec{
+			qt.MakeSpec("p").Min("cpu", "8").Max("cpu", "8").Obj(),
+			qt.MakeSpec("a").Parent("p").Min("cpu", "4").Max("cpu", "8").Obj(),
+			qt.MakeSpec("b").Parent("p").Min("cpu", "4").Max("cpu", "8").Obj(),
+		},
+		queues: []scheduler.QueueSpec{st.MakeQueue("a").Obj(), st.MakeQueue("b").Obj()},
+		units: []scheduler.Unit{
+			st.MakeUnit("ns/b1", "b").Request("cpu", "4").Admitted(0).Obj(),
+			st.MakeUnit("ns/b2", "b").Request("cpu", "4").Admitted(time.Minute).Obj(),
+		},
+	}
+	owed := st.MakeUnit("ns/a1", "a").Request("cpu", "4").Enqueued(2 * time.Minute).Obj()
+
+	t.Run("a borrower admitted within the protection is not reclaimed", func(t *testing.T) {
+		s := tree.build(t)
+		s.SetReclaimProtection(5 * time.Minute)
+		s.Cycle(st.T0)
+		if err := s.UpsertUnit(owed); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := s.Cycle(st.T0.Add(3*time.Minute)).NextWakeup, st.T0.Add(5*time.Minute); !got.Equal(want) {
+			t.Errorf("NextWakeup %v, want %v: when b1's protection ends", got, want)
+		}
+		runSteps(t, s, []step{
+			{name: "b1 and b2 are both protected", do: upsert(owed), at: 3 * time.Minute, skipWaits: true},
+			{name: "b1's protection ended: it is the one reclaimed, with no event but the time", at: 5 * time.Minute,
+				want: outcome{Preempted: []string{"ns/a1 <- ns/b1"}}, skipWaits: true},
+		})
+	})
+	t.Run("without protection the most recently admitted is reclaimed at once", func(t *testing.T) {
+		s := tree.build(t)
+		runSteps(t, s, []step{
+			{name: "b2 is taken", do: upsert(owed), at: 3 * time.Minute, want: outcome{Preempted: []string{"ns/a1 <- ns/b2"}}, skipWaits: true},
+		})
+	})
+}
