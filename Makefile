@@ -57,5 +57,5 @@ bench: ## Benchmarks of the decision core.
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./pkg/...)
 
 .PHONY: run-local
-run-local: tools ## Start a local cluster with kwok nodes, run a demonstration Job, and stay up until Ctrl-C.
-	$(GO) run ./hack/local-cluster
+run-local: tools ## Start a local cluster, run koord-queue on it with the documentation's example, stay up until Ctrl-C.
+	$(GO) run ./hack/run-local

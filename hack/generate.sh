@@ -9,7 +9,8 @@ bin=$(bash hack/ensure-tools.sh codegen | tail -n 1)
 cg=$bin/controller-gen
 
 $cg object paths=./apis/...
-$cg crd:maxDescLen=0 paths=./apis/... output:crd:dir=config/crd/bases
+# generateEmbeddedObjectMeta keeps pod templates' labels and annotations in QueueUnits.
+$cg crd:maxDescLen=0,generateEmbeddedObjectMeta=true paths=./apis/... output:crd:dir=config/crd/bases
 
 chart=charts/koord-queue
 mkdir -p "$chart/crds" "$chart/files/crds" "$chart/files/rbac"

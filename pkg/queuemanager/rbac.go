@@ -2,6 +2,7 @@ package queuemanager
 
 // What the koord-queue binary may do; `make generate` turns these markers
 // into the Helm chart's ClusterRole (charts/koord-queue/files/rbac/koord-queue.yaml).
+// Leader election's Lease is granted by a Role in the release namespace only.
 //
 // +kubebuilder:rbac:groups=scheduling.sigs.k8s.io,resources=elasticquotas,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=queues,verbs=get;list;watch;create;update;patch;delete
@@ -11,4 +12,3 @@ package queuemanager
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
-// +kubebuilder:rbac:groups=coordination.k8s.io,resources=leases,verbs=get;list;watch;create;update;patch

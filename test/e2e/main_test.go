@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,7 +29,13 @@ var (
 	koordQueue    *cluster.Process
 	koordQueueBin string
 	visibilityURL string
+	// extensions is the running koord-queue-controllers.
+	extensions *cluster.Process
 )
+
+// podRunTime is how long a Job's pod runs on the fake nodes unless its
+// template says otherwise.
+const podRunTime = 3 * time.Second
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
@@ -36,7 +43,7 @@ func TestMain(m *testing.M) {
 
 func run(m *testing.M) int {
 	ctx := context.Background()
-	c, err := cluster.Start(ctx, cluster.Options{Nodes: 2})
+	c, err := cluster.Start(ctx, cluster.Options{Nodes: 2, PodRunTime: podRunTime})
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "starting local cluster: %v\n", err)
 		if c != nil {
@@ -76,7 +83,23 @@ func setUp(ctx context.Context, c *cluster.Cluster) error {
 	if koordQueueBin, err = cluster.BuildBinary(ctx, "./cmd/queue", filepath.Join(c.Dir, "bin"), "koord-queue"); err != nil {
 		return err
 	}
-	koordQueue, err = startKoordQueue()
+	if koordQueue, err = startKoordQueue(); err != nil {
+		return err
+	}
+	extBin, err := cluster.BuildBinary(ctx, "./cmd/extensions", filepath.Join(c.Dir, "bin"), "koord-queue-controllers")
+	if err != nil {
+		return err
+	}
+	metrics, err := freeAddress()
+	if err != nil {
+		return err
+	}
+	probes, err := freeAddress()
+	if err != nil {
+		return err
+	}
+	extensions, err = c.StartProcess("koord-queue-controllers", extBin, "--kubeconfig="+c.Kubeconfig, "--leader-elect=false",
+		"--enabled-extensions=job", "--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes)
 	return err
 }
 
@@ -98,15 +121,16 @@ func startKoordQueue() (*cluster.Process, error) {
 	if err != nil {
 		return nil, err
 	}
-	return localCluster.StartProcess(fmt.Sprintf("koord-queue-%d", len(restarts)), koordQueueBin,
+	restarts++
+	return localCluster.StartProcess(fmt.Sprintf("koord-queue-%d", restarts), koordQueueBin,
 		"--kubeconfig="+localCluster.Kubeconfig, "--leader-elect=false",
 		"--visibility-bind-address="+visibilityURL[len("http://"):],
 		"--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes,
 		"--queue-status-refresh-interval=1s")
 }
 
-// restarts counts koord-queue restarts, so each process logs to its own file.
-var restarts []struct{}
+// restarts counts koord-queue starts, so each process logs to its own file.
+var restarts int
 
 func freeAddress() (string, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")

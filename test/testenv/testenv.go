@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/go-logr/logr"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
@@ -42,7 +43,7 @@ func CRDDir() string {
 	return filepath.Join(cluster.RepoRoot(), "config", "crd", "bases")
 }
 
-// NewScheme knows the built-in types and koord-queue's.
+// NewScheme knows the built-in types, CRDs and koord-queue's types.
 func NewScheme() (*k8sruntime.Scheme, error) {
 	s := k8sruntime.NewScheme()
 	if err := clientgoscheme.AddToScheme(s); err != nil {
@@ -51,11 +52,20 @@ func NewScheme() (*k8sruntime.Scheme, error) {
 	if err := apis.AddToScheme(s); err != nil {
 		return nil, err
 	}
+	if err := apiextensionsv1.AddToScheme(s); err != nil {
+		return nil, err
+	}
 	return s, nil
 }
 
 // Start runs etcd and kube-apiserver with the CRDs in CRDDir and extraCRDDirs.
 func Start(extraCRDDirs ...string) (*Env, error) {
+	return StartWithCRDs(append([]string{CRDDir()}, extraCRDDirs...))
+}
+
+// StartWithCRDs runs etcd and kube-apiserver with only the CRDs in crdDirs
+// (none: a bare API server, for tests that install CRDs themselves).
+func StartWithCRDs(crdDirs []string) (*Env, error) {
 	if _, err := cluster.Tool("kube-apiserver"); err != nil {
 		return nil, err
 	}
@@ -65,7 +75,7 @@ func Start(extraCRDDirs ...string) (*Env, error) {
 	}
 	e := &Env{Scheme: s, env: &envtest.Environment{
 		BinaryAssetsDirectory: cluster.BinDir(),
-		CRDDirectoryPaths:     append([]string{CRDDir()}, extraCRDDirs...),
+		CRDDirectoryPaths:     crdDirs,
 		ErrorIfCRDPathMissing: true,
 		Scheme:                s,
 	}}
@@ -79,6 +89,23 @@ func Start(extraCRDDirs ...string) (*Env, error) {
 		return nil, fmt.Errorf("building client: %w", err)
 	}
 	return e, nil
+}
+
+// WriteKubeconfig writes a kubeconfig of an administrator of the Env to
+// path, for tools that take one (Helm, kubectl, a binary under test).
+func (e *Env) WriteKubeconfig(path string) error {
+	user, err := e.env.ControlPlane.AddUser(envtest.User{Name: "admin", Groups: []string{"system:masters"}}, nil)
+	if err != nil {
+		return fmt.Errorf("adding an admin user: %w", err)
+	}
+	data, err := user.KubeConfig()
+	if err != nil {
+		return fmt.Errorf("making a kubeconfig: %w", err)
+	}
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		return fmt.Errorf("writing %s: %w", path, err)
+	}
+	return nil
 }
 
 // Stop stops the API server and etcd.
@@ -95,10 +122,16 @@ func init() {
 	}
 }
 
-// Main is a TestMain body: it starts an Env, hands it to set, runs the
-// package's tests and stops the Env. It returns the exit code.
+// Main is a TestMain body: it starts an Env with koord-queue's CRDs and
+// extraCRDDirs', hands it to set, runs the package's tests and stops the
+// Env. It returns the exit code.
 func Main(m *testing.M, set func(*Env), extraCRDDirs ...string) int {
-	env, err := Start(extraCRDDirs...)
+	return MainWithCRDs(m, set, append([]string{CRDDir()}, extraCRDDirs...))
+}
+
+// MainWithCRDs is Main with only the CRDs in crdDirs.
+func MainWithCRDs(m *testing.M, set func(*Env), crdDirs []string) int {
+	env, err := StartWithCRDs(crdDirs)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "testenv: %v\n", err)
 		return 1

@@ -41,10 +41,18 @@ func TestNamespaceFallbacks(t *testing.T) {
 	waitMessage(t, ns, "nameless", "no ElasticQuota serves this unit")
 	create(t, wrappers.ElasticQuota("default", ns+"-serves").Max(corev1.ResourceCPU, "4").
 		Annotation(elasticquotav1alpha1.AnnotationQuotaNamespaces, fmt.Sprintf("[%q]", ns)).Obj())
-	u := waitPhase(t, ns, "nameless", schedulingv1alpha1.Dequeued)
-	if u.Spec.Queue != ns+"-serves" {
-		t.Errorf("spec.queue = %q, want %s", u.Spec.Queue, ns+"-serves")
-	}
+	waitPhase(t, ns, "nameless", schedulingv1alpha1.Dequeued)
+	// spec.queue is written after the admission itself.
+	testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
+		u, err := getUnit(ctx, ns, "nameless")
+		if err != nil {
+			return err
+		}
+		if u.Spec.Queue != ns+"-serves" {
+			return fmt.Errorf("spec.queue = %q, want %s", u.Spec.Queue, ns+"-serves")
+		}
+		return nil
+	})
 }
 
 // TestBadElasticQuotas: invalid quotas never crash the controller; their

@@ -1,0 +1,26 @@
+{{/* Common labels. */}}
+{{- define "koord-queue.labels" -}}
+app.kubernetes.io/part-of: koord-queue
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+{{- end }}
+
+{{- define "koord-queue.image" -}}
+{{- $prefix := .global.imagePrefix -}}
+{{- if $prefix }}{{ printf "%s/%s:%s" $prefix .image.repository .image.tag }}{{ else }}{{ printf "%s:%s" .image.repository .image.tag }}{{ end }}
+{{- end }}
+
+{{/* The extensions koord-queue-controllers runs, as --enabled-extensions takes them. */}}
+{{- define "koord-queue.extensions" -}}
+{{- $ext := .Values.extension -}}
+{{- if $ext.spark.enable }}{{ fail "extension.spark.enable: Spark is not supported by koord-queue yet; set it to false" }}{{ end -}}
+{{- $names := list -}}
+{{- if $ext.batchjob.enable }}{{ $names = append $names "job" }}{{ end -}}
+{{- if $ext.tf.enable }}{{ $names = append $names "tfjob" }}{{ end -}}
+{{- if $ext.pytorch.enable }}{{ $names = append $names "pytorchjob" }}{{ end -}}
+{{- if $ext.mpi.enable }}{{ $names = append $names "mpijob" }}{{ end -}}
+{{- if $ext.argo.enable }}{{ $names = append $names "workflow" }}{{ end -}}
+{{- if $ext.ray.enable }}{{ $names = append (append $names "rayjob") "raycluster" }}{{ end -}}
+{{- join "," $names -}}
+{{- end }}

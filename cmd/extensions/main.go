@@ -1,0 +1,148 @@
+// Command koord-queue-controllers runs the job extensions: for each enabled
+// framework it turns the jobs the queue manages into QueueUnits, releases a
+// job when the queue admits its unit, suspends it when the unit is evicted,
+// and keeps the unit's status true to the job. With --enable-webhook it also
+// suspends, as they are created, managed jobs submitted running.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"strings"
+
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
+	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
+
+	"github.com/koord-queue/koord-queue/apis"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/extensions/integrations"
+	"github.com/koord-queue/koord-queue/pkg/extensions/webhook"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "koord-queue-controllers: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run() error {
+	namespace := envOr("POD_NAMESPACE", schedulingv1alpha1.QueueNamespace)
+	var (
+		enabled         = flag.String("enabled-extensions", "job", "comma-separated extensions to run, of: "+strings.Join(integrations.Names(), ", "))
+		manageAll       = flag.Bool("manage-all-jobs", false, "queue every job of an enabled kind, with or without a quota label, and suspend those submitted running until their unit is admitted")
+		qps             = flag.Float64("qps", 50, "queries per second to the API server")
+		burst           = flag.Int("burst", 100, "burst of queries to the API server")
+		leaderElect     = flag.Bool("leader-elect", true, "elect a leader (Lease koord-queue-controllers); only the leader reconciles")
+		leaderNamespace = flag.String("leader-elect-namespace", namespace, "namespace of the leader election Lease")
+		metricsAddr     = flag.String("metrics-bind-address", ":8080", "address of /metrics; 0 turns it off")
+		probeAddr       = flag.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
+		enableWebhook   = flag.Bool("enable-webhook", false, "serve the mutating webhook that suspends managed jobs submitted running")
+		webhookPort     = flag.Int("webhook-port", 9443, "port of the webhook server")
+		certDir         = flag.String("webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory of the webhook's tls.crt and tls.key")
+		rotateCerts     = flag.Bool("webhook-cert-rotation", true, "make and rotate the webhook certificate in --webhook-secret-name, and write its CA into --webhook-config-name")
+		secretName      = flag.String("webhook-secret-name", "koord-queue-controllers-webhook-cert", "Secret holding the webhook certificate; it must exist, even empty")
+		secretNamespace = flag.String("webhook-secret-namespace", namespace, "namespace of --webhook-secret-name and of the webhook Service")
+		serviceName     = flag.String("webhook-service-name", "koord-queue-controllers-webhook", "Service the API server calls the webhook through")
+		configName      = flag.String("webhook-config-name", "koord-queue-controllers", "MutatingWebhookConfiguration to write the CA into")
+	)
+	opts := zap.Options{}
+	opts.BindFlags(flag.CommandLine)
+	flag.Parse()
+	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	log := ctrl.Log.WithName("koord-queue-controllers")
+
+	integs, err := integrations.Lookup(splitList(*enabled))
+	if err != nil {
+		return err
+	}
+	// controller-runtime defines --kubeconfig; empty means $KUBECONFIG or
+	// in-cluster.
+	restConfig, err := ctrl.GetConfig()
+	if err != nil {
+		return fmt.Errorf("reading the kubeconfig: %w", err)
+	}
+	restConfig.QPS, restConfig.Burst = float32(*qps), *burst
+	restConfig.UserAgent = "koord-queue-controllers"
+
+	scheme := k8sruntime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := apis.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := integrations.AddToScheme(scheme, integs); err != nil {
+		return err
+	}
+	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       metricsserver.Options{BindAddress: *metricsAddr},
+		HealthProbeBindAddress:        *probeAddr,
+		LeaderElection:                *leaderElect,
+		LeaderElectionID:              "koord-queue-controllers",
+		LeaderElectionNamespace:       *leaderNamespace,
+		LeaderElectionReleaseOnCancel: true,
+		WebhookServer:                 ctrlwebhook.NewServer(ctrlwebhook.Options{Port: *webhookPort, CertDir: *certDir}),
+	})
+	if err != nil {
+		return fmt.Errorf("creating manager: %w", err)
+	}
+	ctx := ctrl.SetupSignalHandler()
+	scope := integrations.Scope(*manageAll)
+	if err := integrations.Setup(ctx, mgr, integs, scope); err != nil {
+		return err
+	}
+	if *enableWebhook {
+		err := webhook.Setup(mgr, webhook.Options{
+			CertDir:    *certDir,
+			Rotate:     *rotateCerts,
+			Secret:     types.NamespacedName{Namespace: *secretNamespace, Name: *secretName},
+			ConfigName: *configName,
+			DNSName:    fmt.Sprintf("%s.%s.svc", *serviceName, *secretNamespace),
+		}, integs, scope)
+		if err != nil {
+			return err
+		}
+	}
+	if err := mgr.AddHealthzCheck("healthz", healthz.Ping); err != nil {
+		return err
+	}
+	if err := mgr.AddReadyzCheck("readyz", func(req *http.Request) error {
+		if !mgr.GetCache().WaitForCacheSync(req.Context()) {
+			return errors.New("informer caches not synced")
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	log.Info("Starting", "extensions", integrations.NamesOf(integs), "manageAllJobs", *manageAll,
+		"webhook", *enableWebhook, "metrics", *metricsAddr, "leaderElection", *leaderElect)
+	return mgr.Start(ctx)
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
+}

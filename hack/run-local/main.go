@@ -1,0 +1,194 @@
+// Command run-local shows koord-queue working on a local cluster it starts
+// itself: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
+// kwok fake nodes on loopback, with koord-queue and koord-queue-controllers
+// running as local processes. It applies the Koord-Queue documentation's
+// example (ElasticQuota team-a, max 4 CPU / 8Gi, and two 4-CPU Jobs), shows
+// the second Job waiting and then running after the first through the
+// visibility API, and stays up until Ctrl-C, when it stops everything.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/admission"
+	"github.com/koord-queue/koord-queue/pkg/visibility"
+	"github.com/koord-queue/koord-queue/test/cluster"
+	"github.com/koord-queue/koord-queue/test/seeds"
+	"github.com/koord-queue/koord-queue/test/testenv"
+)
+
+const (
+	visibilityAddr = "127.0.0.1:8090"
+	metricsAddr    = "127.0.0.1:10259"
+)
+
+func main() {
+	dir := flag.String("dir", filepath.Join(os.TempDir(), "koord-queue-local"), "directory for the cluster's certificates, data, binaries and logs")
+	nodes := flag.Int("nodes", 4, "number of kwok fake nodes (32 CPU each)")
+	podRunTime := flag.Duration("pod-run-time", 20*time.Second, "how long a Job's pod runs on a fake node")
+	flag.Parse()
+	if err := run(*dir, *nodes, *podRunTime); err != nil {
+		fmt.Fprintf(os.Stderr, "run-local: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func step(format string, args ...any) { fmt.Printf("==> "+format+"\n", args...) }
+
+func run(dir string, nodes int, podRunTime time.Duration) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := os.RemoveAll(dir); err != nil {
+		return fmt.Errorf("cleaning %s: %w", dir, err)
+	}
+	binDir := filepath.Join(dir, "bin")
+	step("Building koord-queue and koord-queue-controllers")
+	queueBin, err := cluster.BuildBinary(ctx, "./cmd/queue", binDir, "koord-queue")
+	if err != nil {
+		return err
+	}
+	extBin, err := cluster.BuildBinary(ctx, "./cmd/extensions", binDir, "koord-queue-controllers")
+	if err != nil {
+		return err
+	}
+
+	step("Starting etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok (%d nodes)", nodes)
+	c, err := cluster.Start(ctx, cluster.Options{Dir: filepath.Join(dir, "cluster"), Nodes: nodes, PodRunTime: podRunTime})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		step("Stopping everything")
+		c.Stop(true)
+	}()
+	if err := c.InstallCRDs(testenv.CRDDir()); err != nil {
+		return err
+	}
+	scheme, err := testenv.NewScheme()
+	if err != nil {
+		return err
+	}
+	k8s, err := client.New(c.Config, client.Options{Scheme: scheme})
+	if err != nil {
+		return err
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: schedulingv1alpha1.QueueNamespace}}
+	if err := k8s.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("creating namespace %s: %w", ns.Name, err)
+	}
+
+	step("Starting koord-queue and koord-queue-controllers")
+	queueProc, err := c.StartProcess("koord-queue", queueBin, "--kubeconfig="+c.Kubeconfig, "--leader-elect=false",
+		"--visibility-bind-address="+visibilityAddr, "--metrics-bind-address="+metricsAddr,
+		"--health-probe-bind-address=127.0.0.1:10258", "--queue-status-refresh-interval=2s")
+	if err != nil {
+		return err
+	}
+	extProc, err := c.StartProcess("koord-queue-controllers", extBin, "--kubeconfig="+c.Kubeconfig, "--leader-elect=false",
+		"--enabled-extensions=job", "--metrics-bind-address=127.0.0.1:8080", "--health-probe-bind-address=127.0.0.1:8081")
+	if err != nil {
+		return err
+	}
+
+	step("Applying the Koord-Queue example: ElasticQuota team-a (max 4 CPU / 8Gi) and two 4-CPU Jobs")
+	for _, file := range []string{"004-elastic-quota.yaml", "004-jobs.yaml"} {
+		objs, err := seeds.Objects(file)
+		if err != nil {
+			return err
+		}
+		for _, o := range objs {
+			if err := k8s.Create(ctx, o); err != nil && !apierrors.IsAlreadyExists(err) {
+				return fmt.Errorf("applying %s %s: %w", o.GetKind(), o.GetName(), err)
+			}
+			fmt.Printf("    created %s %s/%s\n", o.GetKind(), o.GetNamespace(), o.GetName())
+		}
+	}
+
+	step("Watching queue team-a through the visibility API (pods run %s on kwok nodes)", podRunTime)
+	if err := watchExample(ctx, queueProc, extProc); err != nil {
+		return err
+	}
+	fmt.Printf(`
+koord-queue is running. Try it:
+  export KUBECONFIG=%s
+  kubectl get queueunits -A            (kubectl: %s)
+  dashboard:       http://%s/
+  visibility API:  http://%s/api/queues
+  metrics:         http://%s/metrics
+  logs:            %s
+Press Ctrl-C to stop everything.
+`, c.Kubeconfig, filepath.Join(cluster.BinDir(), "kubectl"), visibilityAddr, visibilityAddr, metricsAddr, c.LogDir())
+	<-ctx.Done()
+	return nil
+}
+
+// watchExample prints the example's units as their place changes, until
+// both have been admitted.
+func watchExample(ctx context.Context, procs ...*cluster.Process) error {
+	seen := map[string]bool{}
+	last := ""
+	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		for _, p := range procs {
+			if p.Exited() {
+				return false, fmt.Errorf("%s exited; its log: %s", filepath.Base(p.LogPath()), p.LogPath())
+			}
+		}
+		var list visibility.QueueUnitList
+		if err := getJSON(ctx, "http://"+visibilityAddr+"/api/queues/team-a/queueunits", &list); err != nil {
+			return false, nil // not up yet
+		}
+		var lines []string
+		for _, u := range list.Items {
+			lines = append(lines, describe(u))
+			if u.Phase != schedulingv1alpha1.Enqueued {
+				seen[u.Name] = true
+			}
+		}
+		if now := strings.Join(lines, "\n"); now != last && now != "" {
+			fmt.Printf("[%s]\n%s\n", time.Now().Format("15:04:05"), now)
+			last = now
+		}
+		return seen["my-job"] && seen["my-job-blocked"], nil
+	})
+}
+
+func describe(u admission.UnitView) string {
+	s := fmt.Sprintf("    %-16s %-9s", u.Name, u.Phase)
+	if u.Reason != "" {
+		s += " waits: " + u.Reason
+	}
+	return s
+}
+
+func getJSON(ctx context.Context, url string, into any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return json.NewDecoder(resp.Body).Decode(into)
+}

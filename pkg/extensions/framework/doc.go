@@ -1,0 +1,28 @@
+// Package framework is what every job framework shares: the GenericJob
+// interface that a framework's adapter implements, and the one reconciler
+// that turns any such job into a QueueUnit, releases the job when the queue
+// admits its unit, suspends it again when the unit is evicted, and keeps the
+// unit's status true to the job's life.
+//
+// It follows Kueue's jobframework: an adapter only says what its job is
+// (suspended or not, its pod sets, finished or not, how many pods run); the
+// reconciler decides what to do. Abilities only some frameworks have are
+// extra small interfaces checked with a type assertion.
+//
+// The reconciler and the queue controller meet only through QueueUnits. The
+// reconciler creates a unit, keeps its spec in step with a job that waits in
+// the queue, and writes these status fields and no others:
+//
+//   - phase: Enqueued on a unit with no phase; Running once an admitted
+//     unit's job runs pods; Succeed or Failed when the job ends;
+//   - lastUpdateTime, when it changes the phase;
+//   - podState and admissions[].running, from the job's status;
+//   - admissions, cleared when the job ends, and when an evicted unit (phase
+//     Enqueued) has its job suspended with no pods left;
+//   - conditions PodsReady and Finished;
+//   - message, at creation and when the job ends.
+//
+// Every write is a merge patch guarded by the object's resourceVersion; a
+// unit's status is read again and retried on conflict, so the reconciler
+// never overwrites what the queue controller wrote in between.
+package framework

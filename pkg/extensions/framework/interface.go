@@ -1,0 +1,95 @@
+package framework
+
+import (
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+)
+
+// GenericJob is one job of one framework, as the reconciler sees it. The
+// reconciler reads the job into Object, asks it what it is, has it change
+// itself, and writes Object back with a patch.
+type GenericJob interface {
+	// Object is the job itself. Suspend, Resume and changes to the templates
+	// PodSets points at change it in place.
+	Object() client.Object
+	// IsSuspended reports whether the job holds its pods back.
+	IsSuspended() bool
+	// Suspend makes the job hold its pods back; the framework's controller
+	// removes those that run.
+	Suspend()
+	// Resume releases the job.
+	Resume()
+	// PodSets lists the job's groups of identical pods in a stable order. A
+	// template points into Object where the framework has one, so that the
+	// reconciler can apply and restore scheduling directives in place. An error
+	// means the job cannot be queued as it is (a malformed annotation, say);
+	// it is shown to the user.
+	PodSets() ([]PodSet, error)
+	// Finished reports whether the job has ended, whether it succeeded, and
+	// why, as its framework's controller says.
+	Finished() (message string, success, finished bool)
+	// Pods counts the job's pods by pod set name, as its framework's
+	// controller reports them in the job's status.
+	Pods() map[string]PodCount
+}
+
+// PodSet is a group of identical pods of a job.
+type PodSet struct {
+	// Name is a DNS label, unique within the job.
+	Name string
+	// Template points into the job where the framework keeps one.
+	Template *corev1.PodTemplateSpec
+	// Count is how many pods the set runs.
+	Count int32
+}
+
+// PodCount is how many pods of a pod set run and how many wait.
+type PodCount struct {
+	Running int32
+	Pending int32
+}
+
+// JobWithPriority is a job whose priority does not come from its pod
+// templates alone, such as a Kubeflow job's scheduling policy. An empty class
+// or a nil value falls back to the templates.
+type JobWithPriority interface {
+	Priority() (className string, value *int32)
+}
+
+// JobWithManagedCheck is a job that says by itself whether the queue
+// manages it, whatever its labels and whether it was submitted suspended
+// (an Argo Workflow with the koord-queue-suspend template). A managed job that
+// runs without a unit is suspended until its unit is admitted.
+type JobWithManagedCheck interface {
+	IsManaged() bool
+}
+
+// JobWithWarnings is a job that can be queued but has something the user
+// should fix or know about, such as an Argo Workflow without the
+// koord-queue/min-resources annotation. Each warning becomes a Warning event
+// and a line of the unit's message when the unit is created.
+type JobWithWarnings interface {
+	Warnings() []Warning
+}
+
+// Warning is a problem with a job that does not stop it being queued.
+type Warning struct {
+	// Reason is the event's reason, in CamelCase.
+	Reason string
+	// Message says what is wrong and how to fix it.
+	Message string
+}
+
+// JobWithTemplateLock is a job whose pod templates cannot change at times:
+// a batch Job's scheduling directives change only while it is suspended and
+// its controller has cleared its start time. The reconciler waits for the
+// lock to open before it restores or updates the templates.
+type JobWithTemplateLock interface {
+	TemplatesLocked() bool
+}
+
+// templatesLocked reports whether job's templates cannot change now.
+func templatesLocked(job GenericJob) bool {
+	l, ok := job.(JobWithTemplateLock)
+	return ok && l.TemplatesLocked()
+}

@@ -1,0 +1,146 @@
+package framework
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+)
+
+// IndexQuotaNamespaces indexes ElasticQuotas by each namespace their
+// quota.scheduling.koordinator.sh/namespaces annotation lists.
+const IndexQuotaNamespaces = "elasticquota.quotaNamespaces"
+
+// SetupIndexes registers the field indexes the reconcilers use. Call it once
+// per manager, before the manager starts.
+func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
+	if err := indexer.IndexField(ctx, &elasticquotav1alpha1.ElasticQuota{}, IndexQuotaNamespaces, QuotaNamespacesIndex); err != nil {
+		return fmt.Errorf("indexing ElasticQuotas by namespace: %w", err)
+	}
+	return nil
+}
+
+// QuotaNamespacesIndex is the index function of IndexQuotaNamespaces; a
+// malformed annotation indexes nothing.
+func QuotaNamespacesIndex(o client.Object) []string {
+	ns, _ := quotaNamespaces(o.GetAnnotations())
+	return ns
+}
+
+// quotaNamespaces parses an ElasticQuota's list of namespaces it serves.
+func quotaNamespaces(annotations map[string]string) ([]string, error) {
+	raw, ok := annotations[elasticquotav1alpha1.AnnotationQuotaNamespaces]
+	if !ok || raw == "" {
+		return nil, nil
+	}
+	var ns []string
+	if err := json.Unmarshal([]byte(raw), &ns); err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", elasticquotav1alpha1.AnnotationQuotaNamespaces, err)
+	}
+	return ns, nil
+}
+
+// QuotaLabel is the quota a job's labels name: Koordinator's label, else the
+// older Alibaba Cloud one; empty when neither is set.
+func QuotaLabel(labels map[string]string) string {
+	if q := labels[elasticquotav1alpha1.LabelQuotaName]; q != "" {
+		return q
+	}
+	return labels[elasticquotav1alpha1.LabelQuotaNameAlibabaCloud]
+}
+
+// QuotaForNamespace is the ElasticQuota that lists ns among the namespaces it
+// serves; the first by name when several do, empty when none does or when
+// the cluster has no ElasticQuota CRD.
+func QuotaForNamespace(ctx context.Context, c client.Reader, ns string) (string, error) {
+	var list elasticquotav1alpha1.ElasticQuotaList
+	if err := c.List(ctx, &list, client.MatchingFields{IndexQuotaNamespaces: ns}); err != nil {
+		if apimeta.IsNoMatchError(err) {
+			return "", nil
+		}
+		return "", fmt.Errorf("listing ElasticQuotas serving namespace %s: %w", ns, err)
+	}
+	names := make([]string, 0, len(list.Items))
+	for _, q := range list.Items {
+		names = append(names, q.Name)
+	}
+	slices.Sort(names)
+	if len(names) == 0 {
+		return "", nil
+	}
+	return names[0], nil
+}
+
+// hasParentJob reports whether obj was made by a job of one of parents, such
+// as the RayCluster of a RayJob or the submitter Job of a RayJob: the parent
+// is queued, not the child.
+func hasParentJob(obj metav1.Object, parents []schema.GroupKind) bool {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil {
+		return false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return false
+	}
+	return slices.Contains(parents, schema.GroupKind{Group: gv.Group, Kind: ref.Kind})
+}
+
+// Scope says which jobs the queue manages. The reconcilers and the webhook
+// share it.
+type Scope struct {
+	// ManageAllJobs manages every job of an enabled kind, labelled or not,
+	// suspended at submission or not.
+	ManageAllJobs bool
+	// ParentKinds are the job kinds whose children are not queued again.
+	ParentKinds []schema.GroupKind
+}
+
+// Verdict is Scope's answer for one job.
+type Verdict struct {
+	// Managed: the queue manages the job if it is submitted suspended.
+	Managed bool
+	// EvenIfRunning: the queue manages the job even if it was submitted
+	// running; it is suspended until its unit is admitted.
+	EvenIfRunning bool
+	// NamespaceQuota is the quota the job's namespace falls back to when its
+	// labels name none.
+	NamespaceQuota string
+}
+
+// Judge decides whether the queue manages job: a job made by another queued
+// job never; a job with a custom check (JobWithManagedCheck) when it says
+// so; otherwise a job whose labels name a quota or whose namespace an
+// ElasticQuota serves. With ManageAllJobs, every job.
+func (s Scope) Judge(ctx context.Context, c client.Reader, job GenericJob) (Verdict, error) {
+	obj := job.Object()
+	if hasParentJob(obj, s.ParentKinds) {
+		return Verdict{}, nil
+	}
+	var v Verdict
+	labelled := QuotaLabel(obj.GetLabels()) != ""
+	if !labelled {
+		q, err := QuotaForNamespace(ctx, c, obj.GetNamespace())
+		if err != nil {
+			return Verdict{}, err
+		}
+		v.NamespaceQuota = q
+	}
+	if custom, ok := job.(JobWithManagedCheck); ok {
+		v.Managed = custom.IsManaged()
+		v.EvenIfRunning = v.Managed
+	} else {
+		v.Managed = labelled || v.NamespaceQuota != ""
+	}
+	if s.ManageAllJobs {
+		v.Managed, v.EvenIfRunning = true, true
+	}
+	return v, nil
+}

@@ -1,0 +1,85 @@
+package framework
+
+import (
+	"context"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+)
+
+func TestJudge(t *testing.T) {
+	scheme := runtime.NewScheme()
+	if err := elasticquotav1alpha1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	quota := &elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{
+		Name: "team-b", Namespace: "default",
+		Annotations: map[string]string{elasticquotav1alpha1.AnnotationQuotaNamespaces: `["served"]`},
+	}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(quota).
+		WithIndex(&elasticquotav1alpha1.ElasticQuota{}, IndexQuotaNamespaces, QuotaNamespacesIndex).Build()
+	labelled := map[string]string{elasticquotav1alpha1.LabelQuotaName: "team-a"}
+	oldLabel := map[string]string{elasticquotav1alpha1.LabelQuotaNameAlibabaCloud: "team-a"}
+	rayJob := schema.GroupKind{Group: "ray.io", Kind: "RayJob"}
+
+	cases := map[string]struct {
+		job       GenericJob
+		manageAll bool
+		want      Verdict
+	}{
+		"a labelled job is managed if submitted suspended": {
+			job:  newFakeJob("ns", labelled),
+			want: Verdict{Managed: true},
+		},
+		"the older Alibaba Cloud label counts too": {
+			job:  newFakeJob("ns", oldLabel),
+			want: Verdict{Managed: true},
+		},
+		"an unlabelled job is not managed": {
+			job: newFakeJob("ns", nil),
+		},
+		"an unlabelled job in a namespace a quota serves is managed there": {
+			job:  newFakeJob("served", nil),
+			want: Verdict{Managed: true, NamespaceQuota: "team-b"},
+		},
+		"manage-all-jobs manages every job, even running": {
+			job:       newFakeJob("ns", nil),
+			manageAll: true,
+			want:      Verdict{Managed: true, EvenIfRunning: true},
+		},
+		"a job with its own check is managed when it says so, even running": {
+			job:  customJob{fakeJob: newFakeJob("ns", nil), managed: true},
+			want: Verdict{Managed: true, EvenIfRunning: true},
+		},
+		"a job with its own check is not managed for a label alone": {
+			job: customJob{fakeJob: newFakeJob("ns", labelled)},
+		},
+		"a job made by a queued job is never managed": {
+			job: func() GenericJob {
+				j := newFakeJob("ns", labelled)
+				j.ownedBy(metav1.OwnerReference{APIVersion: "ray.io/v1", Kind: "RayJob", Name: "parent", UID: "u", Controller: ptr.To(true)})
+				return j
+			}(),
+			manageAll: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			scope := Scope{ManageAllJobs: tc.manageAll, ParentKinds: []schema.GroupKind{rayJob}}
+			got, err := scope.Judge(context.Background(), c, tc.job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("verdict (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

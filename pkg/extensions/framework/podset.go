@@ -1,0 +1,159 @@
+package framework
+
+import (
+	"encoding/json"
+	"fmt"
+	"maps"
+	"slices"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+)
+
+// applyPodSetUpdates merges the pod set updates of a unit's admission checks
+// into the job's templates, as Kueue does with its mutable scheduling
+// directives: labels, annotations and node selectors are merged, an update's
+// value winning over the template's; tolerations are added unless present.
+// It returns the names of pod sets the updates name but the job lacks.
+func applyPodSetUpdates(sets []PodSet, checks []schedv1alpha1.AdmissionCheckState) (unknown []string) {
+	byName := map[string]*corev1.PodTemplateSpec{}
+	for _, s := range sets {
+		if s.Template != nil {
+			byName[s.Name] = s.Template
+		}
+	}
+	for _, check := range checks {
+		for _, u := range check.PodSetUpdates {
+			t, ok := byName[u.Name]
+			if !ok {
+				unknown = append(unknown, u.Name)
+				continue
+			}
+			t.Labels = mergeInto(t.Labels, u.Labels)
+			t.Annotations = mergeInto(t.Annotations, u.Annotations)
+			t.Spec.NodeSelector = mergeInto(t.Spec.NodeSelector, u.NodeSelector)
+			for _, tol := range u.Tolerations {
+				if !slices.ContainsFunc(t.Spec.Tolerations, func(have corev1.Toleration) bool { return have.MatchToleration(&tol) }) {
+					t.Spec.Tolerations = append(t.Spec.Tolerations, tol)
+				}
+			}
+		}
+	}
+	return unknown
+}
+
+// AnnotationPodSetOriginals on a unit keeps, while its job runs with the
+// pod set updates of the unit's admission checks, the scheduling directives
+// those updates replaced (a JSON map of pod set name to labels, annotations,
+// nodeSelector and tolerations), so that they can be put back when the job
+// is suspended again. The unit's own copy of the templates cannot serve:
+// the API server prunes a unit's template metadata.
+const AnnotationPodSetOriginals = "koord-queue/pod-set-originals"
+
+// directives are the parts of a pod template pod set updates change.
+type directives struct {
+	Labels       map[string]string   `json:"labels,omitempty"`
+	Annotations  map[string]string   `json:"annotations,omitempty"`
+	NodeSelector map[string]string   `json:"nodeSelector,omitempty"`
+	Tolerations  []corev1.Toleration `json:"tolerations,omitempty"`
+}
+
+// podSetOriginals are the directives of each pod set before updates.
+type podSetOriginals map[string]directives
+
+// recordOriginals is the directives of each pod set's template as it is.
+func recordOriginals(sets []PodSet) podSetOriginals {
+	out := podSetOriginals{}
+	for _, s := range sets {
+		if s.Template == nil {
+			continue
+		}
+		t := s.Template
+		out[s.Name] = directives{
+			Labels:       maps.Clone(t.Labels),
+			Annotations:  maps.Clone(t.Annotations),
+			NodeSelector: maps.Clone(t.Spec.NodeSelector),
+			Tolerations:  slices.Clone(t.Spec.Tolerations),
+		}
+	}
+	return out
+}
+
+// originalsOf reads the originals kept on u; nil when it keeps none.
+func originalsOf(u *schedv1alpha1.QueueUnit) (podSetOriginals, error) {
+	raw, ok := u.Annotations[AnnotationPodSetOriginals]
+	if !ok {
+		return nil, nil
+	}
+	var out podSetOriginals
+	if err := json.Unmarshal([]byte(raw), &out); err != nil {
+		return nil, fmt.Errorf("annotation %s of QueueUnit %s: %w", AnnotationPodSetOriginals, u.Name, err)
+	}
+	return out, nil
+}
+
+// keepOriginals records o on u; nil o removes the record. It reports
+// whether u changed.
+func keepOriginals(u *schedv1alpha1.QueueUnit, o podSetOriginals) bool {
+	if o == nil {
+		if _, ok := u.Annotations[AnnotationPodSetOriginals]; !ok {
+			return false
+		}
+		delete(u.Annotations, AnnotationPodSetOriginals)
+		return true
+	}
+	data, _ := json.Marshal(o) // a map of plain values always marshals
+	if u.Annotations[AnnotationPodSetOriginals] == string(data) {
+		return false
+	}
+	if u.Annotations == nil {
+		u.Annotations = map[string]string{}
+	}
+	u.Annotations[AnnotationPodSetOriginals] = string(data)
+	return true
+}
+
+// hasPodSetUpdates reports whether any admission check sends updates.
+func hasPodSetUpdates(checks []schedv1alpha1.AdmissionCheckState) bool {
+	return slices.ContainsFunc(checks, func(c schedv1alpha1.AdmissionCheckState) bool { return len(c.PodSetUpdates) > 0 })
+}
+
+// restorePodSets puts each template's labels, annotations, node selector
+// and tolerations back to the originals, undoing applyPodSetUpdates. It
+// reports whether anything changed.
+func restorePodSets(sets []PodSet, originals podSetOriginals) bool {
+	changed := false
+	for _, s := range sets {
+		want, ok := originals[s.Name]
+		if !ok || s.Template == nil {
+			continue
+		}
+		t := s.Template
+		if !equality.Semantic.DeepEqual(t.Labels, want.Labels) {
+			t.Labels, changed = maps.Clone(want.Labels), true
+		}
+		if !equality.Semantic.DeepEqual(t.Annotations, want.Annotations) {
+			t.Annotations, changed = maps.Clone(want.Annotations), true
+		}
+		if !equality.Semantic.DeepEqual(t.Spec.NodeSelector, want.NodeSelector) {
+			t.Spec.NodeSelector, changed = maps.Clone(want.NodeSelector), true
+		}
+		if !equality.Semantic.DeepEqual(t.Spec.Tolerations, want.Tolerations) {
+			t.Spec.Tolerations, changed = slices.Clone(want.Tolerations), true
+		}
+	}
+	return changed
+}
+
+func mergeInto(into, from map[string]string) map[string]string {
+	if len(from) == 0 {
+		return into
+	}
+	if into == nil {
+		into = make(map[string]string, len(from))
+	}
+	maps.Copy(into, from)
+	return into
+}

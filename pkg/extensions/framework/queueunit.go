@@ -1,0 +1,177 @@
+package framework
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/resources"
+)
+
+// AnnotationInvalidJob on a unit says the extension holds it (spec.active
+// false) because its job cannot be queued as it is; its value says why. The
+// extension lifts the hold once the job is fixed.
+const AnnotationInvalidJob = "koord-queue/invalid-job"
+
+// lastAppliedAnnotation is kubectl's copy of the whole object; units do not
+// need it.
+const lastAppliedAnnotation = corev1.LastAppliedConfigAnnotation
+
+// unitPodSets turns a job's pod sets into a unit's, checking what the
+// QueueUnit API requires: one to MaxPodSets sets with distinct DNS-label names.
+func unitPodSets(sets []PodSet) ([]schedv1alpha1.PodSet, error) {
+	switch {
+	case len(sets) == 0:
+		return nil, fmt.Errorf("the job has no pods")
+	case len(sets) > schedv1alpha1.MaxPodSets:
+		return nil, fmt.Errorf("the job has %d groups of pods; a queue unit holds at most %d", len(sets), schedv1alpha1.MaxPodSets)
+	}
+	out := make([]schedv1alpha1.PodSet, 0, len(sets))
+	seen := map[string]bool{}
+	for _, s := range sets {
+		if errs := validation.IsDNS1123Label(s.Name); len(errs) > 0 {
+			return nil, fmt.Errorf("pod set name %q: %s", s.Name, strings.Join(errs, "; "))
+		}
+		if seen[s.Name] {
+			return nil, fmt.Errorf("two pod sets are named %q", s.Name)
+		}
+		seen[s.Name] = true
+		if s.Count < 0 {
+			return nil, fmt.Errorf("pod set %q has a negative count %d", s.Name, s.Count)
+		}
+		ps := schedv1alpha1.PodSet{Name: s.Name, Count: s.Count}
+		if s.Template != nil {
+			ps.Template = *s.Template.DeepCopy()
+		}
+		out = append(out, ps)
+	}
+	return out, nil
+}
+
+// placeholderPodSets stand in for the pod sets of a job that cannot be
+// queued: the API requires at least one, with a container. It asks for
+// nothing.
+func placeholderPodSets() []schedv1alpha1.PodSet {
+	return []schedv1alpha1.PodSet{{
+		Name:     schedv1alpha1.DefaultPodSetName,
+		Count:    0,
+		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "placeholder"}}}},
+	}}
+}
+
+// unitMeta is what a unit copies from its job: labels, and annotations but
+// kubectl's last-applied copy.
+func unitMeta(obj client.Object) (labels, annotations map[string]string) {
+	labels = maps.Clone(obj.GetLabels())
+	annotations = maps.Clone(obj.GetAnnotations())
+	delete(annotations, lastAppliedAnnotation)
+	return labels, annotations
+}
+
+// newQueueUnit is the unit a job gets when it is first queued. quota, when
+// not empty, is a quota found for the job's namespace rather than on its
+// labels; the unit carries it as its quota label.
+func newQueueUnit(integ Integration, obj client.Object, sets []schedv1alpha1.PodSet, className string, priority *int32, quota string) *schedv1alpha1.QueueUnit {
+	labels, annotations := unitMeta(obj)
+	if quota != "" {
+		if labels == nil {
+			labels = map[string]string{}
+		}
+		labels[elasticquotav1alpha1.LabelQuotaName] = quota
+	}
+	request := resources.PodSetsRequests(sets)
+	return &schedv1alpha1.QueueUnit{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:            integ.UnitName(obj.GetName()),
+			Namespace:       obj.GetNamespace(),
+			Labels:          labels,
+			Annotations:     annotations,
+			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(obj, integ.GVK)},
+		},
+		Spec: schedv1alpha1.QueueUnitSpec{
+			ConsumerRef: &corev1.ObjectReference{
+				APIVersion: integ.GVK.GroupVersion().String(),
+				Kind:       integ.GVK.Kind,
+				Namespace:  obj.GetNamespace(),
+				Name:       obj.GetName(),
+				UID:        obj.GetUID(),
+			},
+			Priority:          priority,
+			PriorityClassName: className,
+			PodSets:           sets,
+			Resource:          request,
+			Request:           request.DeepCopy(),
+		},
+	}
+}
+
+// holdInvalid makes u the unit of a job that cannot be queued: inactive,
+// with placeholder pod sets when it has none, and the reason recorded.
+func holdInvalid(u *schedv1alpha1.QueueUnit, reason string) {
+	if u.Annotations == nil {
+		u.Annotations = map[string]string{}
+	}
+	u.Annotations[AnnotationInvalidJob] = reason
+	u.Spec.Active = new(bool)
+	if len(u.Spec.PodSets) == 0 {
+		u.Spec.PodSets = placeholderPodSets()
+	}
+}
+
+// isHeldInvalid reports whether the extension holds u for an invalid job.
+func isHeldInvalid(u *schedv1alpha1.QueueUnit) bool {
+	_, ok := u.Annotations[AnnotationInvalidJob]
+	return ok
+}
+
+// resizeUnit sets u's pod sets and request to those of its job and lifts a
+// hold for an invalid job. It reports whether anything changed.
+func resizeUnit(u *schedv1alpha1.QueueUnit, sets []schedv1alpha1.PodSet) bool {
+	if !isHeldInvalid(u) && samePodSets(u.Spec.PodSets, sets) {
+		return false
+	}
+	if isHeldInvalid(u) {
+		delete(u.Annotations, AnnotationInvalidJob)
+		u.Spec.Active = nil
+	}
+	request := resources.PodSetsRequests(sets)
+	u.Spec.PodSets = sets
+	u.Spec.Resource = request
+	u.Spec.Request = request.DeepCopy()
+	return true
+}
+
+// samePodSets reports whether two lists of pod sets ask the queue for the
+// same thing: the same names, counts and per-pod requests. Templates are not
+// compared whole: the API server defaults a unit's copy differently from the
+// job's.
+func samePodSets(a, b []schedv1alpha1.PodSet) bool {
+	return slices.EqualFunc(a, b, func(x, y schedv1alpha1.PodSet) bool {
+		return x.Name == y.Name && x.Count == y.Count &&
+			equality.Semantic.DeepEqual(resources.PodRequests(&x.Template.Spec), resources.PodRequests(&y.Template.Spec))
+	})
+}
+
+// grew reports whether a job asks for more than its unit holds: a pod set the
+// unit does not have, or one with more pods.
+func grew(unit, job []schedv1alpha1.PodSet) bool {
+	held := map[string]int32{}
+	for _, s := range unit {
+		held[s.Name] = s.Count
+	}
+	for _, s := range job {
+		if n, ok := held[s.Name]; !ok || s.Count > n {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,177 @@
+package framework
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
+)
+
+func podSets(counts ...int32) []PodSet {
+	var out []PodSet
+	for i, n := range counts {
+		t := extensionstest.PodTemplate("cpu", "1")
+		out = append(out, PodSet{Name: fmt.Sprintf("set-%d", i), Template: &t, Count: n})
+	}
+	return out
+}
+
+func TestUnitPodSets(t *testing.T) {
+	cases := map[string]struct {
+		sets    []PodSet
+		wantErr string
+	}{
+		"one to eight sets are fine": {sets: podSets(1, 2, 3, 4, 5, 6, 7, 8)},
+		"no pod set":                 {wantErr: "the job has no pods"},
+		"more than eight sets": {
+			sets:    podSets(1, 1, 1, 1, 1, 1, 1, 1, 1),
+			wantErr: "the job has 9 groups of pods; a queue unit holds at most 8",
+		},
+		"a name that is not a DNS label": {
+			sets:    []PodSet{{Name: "Small_Workers", Count: 1}},
+			wantErr: `pod set name "Small_Workers": a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')`,
+		},
+		"two sets of one name": {
+			sets:    []PodSet{{Name: "a", Count: 1}, {Name: "a", Count: 1}},
+			wantErr: `two pod sets are named "a"`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := unitPodSets(tc.sets)
+			gotErr := ""
+			if err != nil {
+				gotErr = err.Error()
+			}
+			if gotErr != tc.wantErr {
+				t.Fatalf("error = %q, want %q", gotErr, tc.wantErr)
+			}
+			if err == nil && len(got) != len(tc.sets) {
+				t.Errorf("got %d pod sets, want %d", len(got), len(tc.sets))
+			}
+		})
+	}
+}
+
+func TestNewQueueUnit(t *testing.T) {
+	integ := Integration{Name: "job", GVK: metav1.SchemeGroupVersion.WithKind("Fake"), UnitSuffix: "-fake-qu"}
+	job := extensionstest.MakeJob("train", "ns").Quota("team-a").Parallelism(3).Request("cpu", "500m", "memory", "1Gi").Obj()
+	job.UID = "uid-1"
+	job.Annotations = map[string]string{"note": "x", corev1.LastAppliedConfigAnnotation: "{}"}
+	sets, err := unitPodSets([]PodSet{{Name: "main", Template: &job.Spec.Template, Count: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := newQueueUnit(integ, job, sets, "high", ptr.To[int32](100), "")
+	want := &schedv1alpha1.QueueUnit{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "train-fake-qu", Namespace: "ns",
+			Labels:      map[string]string{elasticquotav1alpha1.LabelQuotaName: "team-a"},
+			Annotations: map[string]string{"note": "x"},
+			OwnerReferences: []metav1.OwnerReference{{
+				APIVersion: "meta.k8s.io/v1", Kind: "Fake", Name: "train", UID: "uid-1",
+				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
+			}},
+		},
+		Spec: schedv1alpha1.QueueUnitSpec{
+			ConsumerRef:       &corev1.ObjectReference{APIVersion: "meta.k8s.io/v1", Kind: "Fake", Namespace: "ns", Name: "train", UID: "uid-1"},
+			Priority:          ptr.To[int32](100),
+			PriorityClassName: "high",
+			PodSets:           sets,
+			Resource:          extensionstest.Resources("cpu", "1500m", "memory", "3Gi"),
+			Request:           extensionstest.Resources("cpu", "1500m", "memory", "3Gi"),
+		},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("unit (-want +got):\n%s", diff)
+	}
+
+	t.Run("a namespace's quota labels the unit", func(t *testing.T) {
+		plain := extensionstest.MakeJob("plain", "ns").Obj()
+		got := newQueueUnit(integ, plain, sets, "", nil, "team-b")
+		if q := got.Labels[elasticquotav1alpha1.LabelQuotaName]; q != "team-b" {
+			t.Errorf("quota label = %q, want team-b", q)
+		}
+	})
+}
+
+func TestResizeUnit(t *testing.T) {
+	cases := map[string]struct {
+		unit        *schedv1alpha1.QueueUnit
+		sets        []schedv1alpha1.PodSet
+		wantChanged bool
+		wantRequest corev1.ResourceList
+	}{
+		"a job that did not change leaves its unit alone": {
+			unit: extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2, "cpu", "1").Obj(),
+			sets: extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2, "cpu", "1").Obj().Spec.PodSets,
+		},
+		"more pods resize the unit": {
+			unit:        extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2, "cpu", "1").Obj(),
+			sets:        extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 3, "cpu", "1").Obj().Spec.PodSets,
+			wantChanged: true,
+			wantRequest: extensionstest.Resources("cpu", "3"),
+		},
+		"a bigger request resizes the unit": {
+			unit:        extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2, "cpu", "1").Obj(),
+			sets:        extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2, "cpu", "2").Obj().Spec.PodSets,
+			wantChanged: true,
+			wantRequest: extensionstest.Resources("cpu", "4"),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if changed := resizeUnit(tc.unit, tc.sets); changed != tc.wantChanged {
+				t.Fatalf("changed = %v, want %v", changed, tc.wantChanged)
+			}
+			if !tc.wantChanged {
+				return
+			}
+			if diff := cmp.Diff(tc.wantRequest, tc.unit.Spec.Request); diff != "" {
+				t.Errorf("request (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	t.Run("a fixed job lifts the hold", func(t *testing.T) {
+		u := extensionstest.MakeQueueUnit("u", "ns").Obj()
+		holdInvalid(u, "bad annotation")
+		if !isHeldInvalid(u) || u.IsActive() {
+			t.Fatalf("holdInvalid left the unit active or unmarked: %+v", u)
+		}
+		if !resizeUnit(u, extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 1, "cpu", "1").Obj().Spec.PodSets) {
+			t.Fatal("resizeUnit changed nothing")
+		}
+		if isHeldInvalid(u) || !u.IsActive() {
+			t.Errorf("the unit is still held: annotations %v, active %v", u.Annotations, u.Spec.Active)
+		}
+	})
+}
+
+func TestGrew(t *testing.T) {
+	unit := extensionstest.MakeQueueUnit("u", "ns").PodSet("head", 1).PodSet("workers", 4).Obj().Spec.PodSets
+	cases := map[string]struct {
+		job  []schedv1alpha1.PodSet
+		want bool
+	}{
+		"the same":        {job: unit},
+		"fewer pods":      {job: extensionstest.MakeQueueUnit("u", "ns").PodSet("head", 1).PodSet("workers", 2).Obj().Spec.PodSets},
+		"more pods":       {job: extensionstest.MakeQueueUnit("u", "ns").PodSet("head", 1).PodSet("workers", 5).Obj().Spec.PodSets, want: true},
+		"a new pod set":   {job: extensionstest.MakeQueueUnit("u", "ns").PodSet("head", 1).PodSet("gpu", 1).Obj().Spec.PodSets, want: true},
+		"a pod set fewer": {job: extensionstest.MakeQueueUnit("u", "ns").PodSet("head", 1).Obj().Spec.PodSets},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := grew(unit, tc.job); got != tc.want {
+				t.Errorf("grew = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

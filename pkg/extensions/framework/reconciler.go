@@ -1,0 +1,512 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/tools/record"
+	"k8s.io/client-go/util/retry"
+	"k8s.io/klog/v2"
+	"k8s.io/utils/clock"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+)
+
+// Reasons of the events the reconciler records on jobs.
+const (
+	ReasonCreatedUnit   = "CreatedQueueUnit"
+	ReasonStarted       = "Started"
+	ReasonSuspended     = "Suspended"
+	ReasonRequeued      = "Requeued"
+	ReasonUpdatedUnit   = "UpdatedQueueUnit"
+	ReasonInvalidJob    = "InvalidJob"
+	ReasonNoRequests    = "NoResourceRequests"
+	ReasonUnitNameTaken = "QueueUnitNameTaken"
+	ReasonUnknownPodSet = "UnknownPodSet"
+)
+
+// FieldOwner names the extensions' writes.
+const FieldOwner = client.FieldOwner("koord-queue-controllers")
+
+// JobReconciler keeps one framework's jobs and their QueueUnits in step.
+type JobReconciler struct {
+	client   client.Client
+	reader   client.Reader
+	recorder record.EventRecorder
+	integ    Integration
+	scope    Scope
+	clock    clock.PassiveClock
+}
+
+var _ reconcile.Reconciler = (*JobReconciler)(nil)
+
+// Option configures a JobReconciler.
+type Option func(*JobReconciler)
+
+// WithScope sets which jobs the reconciler manages; by default those
+// labelled with a quota and submitted suspended.
+func WithScope(s Scope) Option {
+	return func(r *JobReconciler) { r.scope = s }
+}
+
+// WithClock sets the clock status times are read from.
+func WithClock(c clock.PassiveClock) Option {
+	return func(r *JobReconciler) { r.clock = c }
+}
+
+// NewJobReconciler returns the reconciler of integ's jobs. c is the
+// manager's cached client; reader reads around the cache when a write
+// conflicts.
+func NewJobReconciler(c client.Client, reader client.Reader, recorder record.EventRecorder, integ Integration, opts ...Option) *JobReconciler {
+	r := &JobReconciler{client: c, reader: reader, recorder: recorder, integ: integ, clock: clock.RealClock{}}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+// SetupWithManager runs the reconciler in mgr, woken by the framework's
+// jobs and the units they own.
+func (r *JobReconciler) SetupWithManager(mgr ctrl.Manager) error {
+	err := ctrl.NewControllerManagedBy(mgr).
+		Named(r.integ.Name).
+		For(r.integ.NewJob().Object()).
+		Owns(&schedv1alpha1.QueueUnit{}).
+		Complete(r)
+	if err != nil {
+		return fmt.Errorf("setting up the %s extension: %w", r.integ.Name, err)
+	}
+	return nil
+}
+
+// Reconcile reads a job and its unit and moves them one step toward each
+// other:
+//
+//  1. a job that is gone or going takes its unit with it;
+//  2. a managed job without a unit gets one;
+//  3. the unit's status follows the job's (running, finished);
+//  4. a job whose unit waits is suspended, its templates restored and, while
+//     it waits in the queue, its unit resized to match it;
+//  5. a job whose unit is admitted is released with its pod set updates, or
+//     queued again if it grew.
+func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	job := r.integ.NewJob()
+	obj := job.Object()
+	if err := r.client.Get(ctx, req.NamespacedName, obj); err != nil {
+		if apierrors.IsNotFound(err) {
+			return ctrl.Result{}, r.deleteUnitOfGoneJob(ctx, req.NamespacedName)
+		}
+		return ctrl.Result{}, fmt.Errorf("getting %s %s: %w", r.integ.GVK.Kind, req, err)
+	}
+	unit, ok, err := r.unitOf(ctx, obj)
+	if err != nil || !ok {
+		return ctrl.Result{}, err
+	}
+	switch {
+	case !obj.GetDeletionTimestamp().IsZero():
+		if unit != nil {
+			err = r.deleteUnit(ctx, unit)
+		}
+	case unit == nil:
+		err = r.queue(ctx, job)
+	default:
+		err = r.follow(ctx, job, unit)
+	}
+	if apierrors.IsConflict(err) {
+		// The cache is behind; the newer object's event brings us back.
+		ctrl.LoggerFrom(ctx).V(3).Info("Write conflicted; waiting for the newer object", "err", err)
+		return ctrl.Result{}, nil
+	}
+	return ctrl.Result{}, err
+}
+
+// unitOf is the job's unit, nil when it has none. A unit left by an earlier
+// job of the same name is deleted; a unit of that name that is not the job's
+// is left alone, and ok is false.
+func (r *JobReconciler) unitOf(ctx context.Context, obj client.Object) (unit *schedv1alpha1.QueueUnit, ok bool, err error) {
+	var u schedv1alpha1.QueueUnit
+	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: r.integ.UnitName(obj.GetName())}
+	if err := r.client.Get(ctx, key, &u); err != nil {
+		if apierrors.IsNotFound(err) {
+			return nil, true, nil
+		}
+		return nil, false, fmt.Errorf("getting QueueUnit %s: %w", key, err)
+	}
+	owner := metav1.GetControllerOf(&u)
+	switch {
+	case owner != nil && owner.UID == obj.GetUID():
+		return &u, true, nil
+	case r.ownedByOurKind(&u, obj.GetName()):
+		ctrl.LoggerFrom(ctx).Info("Deleting the QueueUnit of an earlier job of the same name", "queueUnit", klog.KObj(&u))
+		return nil, true, r.deleteUnit(ctx, &u)
+	default:
+		r.recorder.Eventf(obj, corev1.EventTypeWarning, ReasonUnitNameTaken,
+			"QueueUnit %s exists and does not belong to this job; rename the job or delete the unit", key.Name)
+		return nil, false, nil
+	}
+}
+
+// ownedByOurKind reports whether u's controller is a job of this
+// integration's kind called name.
+func (r *JobReconciler) ownedByOurKind(u *schedv1alpha1.QueueUnit, name string) bool {
+	owner := metav1.GetControllerOf(u)
+	if owner == nil || owner.Kind != r.integ.GVK.Kind || owner.Name != name {
+		return false
+	}
+	gv, err := schema.ParseGroupVersion(owner.APIVersion)
+	return err == nil && gv.Group == r.integ.GVK.Group
+}
+
+// deleteUnitOfGoneJob deletes the unit of a job that no longer exists. The
+// garbage collector would too, but later; deleting now gives the quota back
+// at once.
+func (r *JobReconciler) deleteUnitOfGoneJob(ctx context.Context, job client.ObjectKey) error {
+	var u schedv1alpha1.QueueUnit
+	key := client.ObjectKey{Namespace: job.Namespace, Name: r.integ.UnitName(job.Name)}
+	if err := r.client.Get(ctx, key, &u); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	if !r.ownedByOurKind(&u, job.Name) {
+		return nil
+	}
+	return r.deleteUnit(ctx, &u)
+}
+
+func (r *JobReconciler) deleteUnit(ctx context.Context, u *schedv1alpha1.QueueUnit) error {
+	uid := u.UID
+	if err := r.client.Delete(ctx, u, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
+		return fmt.Errorf("deleting QueueUnit %s: %w", klog.KObj(u), err)
+	}
+	return nil
+}
+
+// queue creates the unit of a managed job that has none.
+func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
+	obj := job.Object()
+	if _, _, finished := job.Finished(); finished {
+		return nil
+	}
+	verdict, err := r.scope.Judge(ctx, r.client, job)
+	if err != nil {
+		return err
+	}
+	if !verdict.Managed || !job.IsSuspended() && !verdict.EvenIfRunning {
+		return nil
+	}
+
+	sets, setsErr := job.PodSets()
+	var unitSets []schedv1alpha1.PodSet
+	if setsErr == nil {
+		unitSets, setsErr = unitPodSets(sets)
+	}
+	className, priority, priorityWarning, err := resolvePriority(ctx, r.client, job, sets)
+	if err != nil {
+		return err
+	}
+	unit := newQueueUnit(r.integ, obj, unitSets, className, priority, verdict.NamespaceQuota)
+
+	var warnings []Warning
+	if setsErr != nil {
+		holdInvalid(unit, setsErr.Error())
+		warnings = append(warnings, invalidJobWarning(setsErr))
+	} else if isZero(unit.Spec.Request) {
+		warnings = append(warnings, Warning{Reason: ReasonNoRequests,
+			Message: "No container of the job requests any resource; it is queued but uses no quota. Set resources.requests on its containers"})
+	}
+	if priorityWarning != nil {
+		warnings = append(warnings, *priorityWarning)
+	}
+	if w, ok := job.(JobWithWarnings); ok {
+		warnings = append(warnings, w.Warnings()...)
+	}
+
+	if err := r.client.Create(ctx, unit, FieldOwner); err != nil {
+		if apierrors.IsAlreadyExists(err) {
+			return nil // the cache has not seen it yet
+		}
+		return fmt.Errorf("creating QueueUnit %s: %w", klog.KObj(unit), err)
+	}
+	ctrl.LoggerFrom(ctx).V(2).Info("Created QueueUnit", "queueUnit", klog.KObj(unit))
+	r.recorder.Eventf(obj, corev1.EventTypeNormal, ReasonCreatedUnit, "Created QueueUnit %s", unit.Name)
+	messages := make([]string, 0, len(warnings))
+	for _, w := range warnings {
+		r.recorder.Event(obj, corev1.EventTypeWarning, w.Reason, w.Message)
+		messages = append(messages, w.Message)
+	}
+	now := metav1.NewTime(r.clock.Now())
+	err = r.patchUnit(ctx, unit, true, func(u *schedv1alpha1.QueueUnit) bool {
+		if u.Status.Phase != "" {
+			return false
+		}
+		u.Status.Phase, u.Status.LastUpdateTime = schedv1alpha1.Enqueued, &now
+		u.Status.Message = strings.Join(messages, "\n")
+		return true
+	})
+	return client.IgnoreNotFound(err)
+}
+
+// follow keeps a job and its unit in step.
+func (r *JobReconciler) follow(ctx context.Context, job GenericJob, unit *schedv1alpha1.QueueUnit) error {
+	js := observe(job)
+	now := metav1.NewTime(r.clock.Now())
+	if err := r.patchUnit(ctx, unit, true, func(u *schedv1alpha1.QueueUnit) bool {
+		return syncStatus(u, js, now)
+	}); err != nil {
+		return client.IgnoreNotFound(err)
+	}
+	phase := unit.EffectivePhase()
+	if js.finished || finishedPhase(phase) {
+		return nil
+	}
+
+	sets, setsErr := job.PodSets()
+	var unitSets []schedv1alpha1.PodSet
+	if setsErr == nil {
+		unitSets, setsErr = unitPodSets(sets)
+	}
+	switch {
+	case waiting(phase):
+		return r.hold(ctx, job, unit, sets, unitSets, setsErr)
+	case admitted(phase):
+		return r.release(ctx, job, unit, sets, unitSets, setsErr)
+	}
+	return nil
+}
+
+// hold keeps the job of a waiting unit suspended with its templates as they
+// were queued, and keeps a queued unit the size of its job.
+func (r *JobReconciler) hold(ctx context.Context, job GenericJob, unit *schedv1alpha1.QueueUnit, sets []PodSet, unitSets []schedv1alpha1.PodSet, setsErr error) error {
+	obj := job.Object()
+	if !job.IsSuspended() {
+		if err := r.patchJob(ctx, job, job.Suspend); err != nil {
+			return err
+		}
+		r.recorder.Event(obj, corev1.EventTypeNormal, ReasonSuspended, suspendMessage(unit))
+		return nil
+	}
+	if err := r.restore(ctx, job, unit, sets); err != nil {
+		return err
+	}
+	if unit.EffectivePhase() != schedv1alpha1.Enqueued {
+		return nil // the queue controller is working on it
+	}
+	if setsErr != nil {
+		reason := setsErr.Error()
+		if unit.Annotations[AnnotationInvalidJob] == reason {
+			return nil
+		}
+		w := invalidJobWarning(setsErr)
+		if err := r.patchUnit(ctx, unit, false, func(u *schedv1alpha1.QueueUnit) bool {
+			holdInvalid(u, reason)
+			return true
+		}); err != nil {
+			return err
+		}
+		r.recorder.Event(obj, corev1.EventTypeWarning, w.Reason, w.Message)
+		return r.patchUnit(ctx, unit, true, func(u *schedv1alpha1.QueueUnit) bool {
+			u.Status.Message = w.Message
+			return true
+		})
+	}
+	wasHeld := isHeldInvalid(unit)
+	resized := false
+	if err := r.patchUnit(ctx, unit, false, func(u *schedv1alpha1.QueueUnit) bool {
+		resized = resizeUnit(u, unitSets)
+		return resized
+	}); err != nil || !resized {
+		return err
+	}
+	r.recorder.Eventf(obj, corev1.EventTypeNormal, ReasonUpdatedUnit, "QueueUnit %s now asks for %s", unit.Name, describeRequest(unit.Spec.Request))
+	if wasHeld {
+		return r.patchUnit(ctx, unit, true, func(u *schedv1alpha1.QueueUnit) bool {
+			u.Status.Message = ""
+			return true
+		})
+	}
+	return nil
+}
+
+// release runs the job of an admitted unit with the unit's pod set updates,
+// recording first on the unit what they replace. A job that grew past what
+// its unit holds is suspended and queued again at its new size: its unit is
+// deleted and the next pass creates a new one.
+func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *schedv1alpha1.QueueUnit, sets []PodSet, unitSets []schedv1alpha1.PodSet, setsErr error) error {
+	obj := job.Object()
+	if setsErr == nil && grew(unit.Spec.PodSets, unitSets) {
+		// Suspend, restore the templates (a step of its own, see restore),
+		// then let the unit go; the next pass queues the job afresh.
+		if !job.IsSuspended() {
+			return r.patchJob(ctx, job, job.Suspend)
+		}
+		if err := r.restore(ctx, job, unit, sets); err != nil {
+			return err
+		}
+		if err := r.deleteUnit(ctx, unit); err != nil {
+			return err
+		}
+		r.recorder.Event(obj, corev1.EventTypeNormal, ReasonRequeued,
+			"The job grew past what its QueueUnit was admitted with; it is suspended and queued again at its new size")
+		return nil
+	}
+	if !job.IsSuspended() || templatesLocked(job) {
+		return nil
+	}
+	originals, err := originalsOf(unit)
+	if err != nil {
+		ctrl.LoggerFrom(ctx).Error(err, "Ignoring the recorded pod set originals")
+		originals = nil
+	}
+	updates := hasPodSetUpdates(unit.Status.AdmissionChecks)
+	if updates && originals == nil {
+		// Record what the updates replace before making them.
+		originals = recordOriginals(sets)
+		if err := r.patchUnit(ctx, unit, false, func(u *schedv1alpha1.QueueUnit) bool { return keepOriginals(u, originals) }); err != nil {
+			return err
+		}
+	}
+	var unknown []string
+	err = r.patchJob(ctx, job, func() {
+		restorePodSets(sets, originals)
+		if updates {
+			unknown = applyPodSetUpdates(sets, unit.Status.AdmissionChecks)
+		}
+		job.Resume()
+	})
+	if err != nil {
+		return err
+	}
+	if len(unknown) > 0 {
+		r.recorder.Eventf(obj, corev1.EventTypeWarning, ReasonUnknownPodSet,
+			"Admission checks sent updates for pod sets the job does not have: %s", strings.Join(unknown, ", "))
+	}
+	if !updates && originals != nil {
+		if err := r.patchUnit(ctx, unit, false, func(u *schedv1alpha1.QueueUnit) bool { return keepOriginals(u, nil) }); err != nil {
+			return err
+		}
+	}
+	msg := "The QueueUnit was admitted; the job is released"
+	if unit.Spec.Queue != "" {
+		msg = fmt.Sprintf("The QueueUnit was admitted by queue %s; the job is released", unit.Spec.Queue)
+	}
+	r.recorder.Event(obj, corev1.EventTypeNormal, ReasonStarted, msg)
+	return nil
+}
+
+// restore puts a suspended job's templates back as they were before its
+// unit's pod set updates, then forgets the originals. Kubernetes lets a
+// suspended Job's scheduling directives change only once it is suspended
+// (and its controller has cleared its start time), so this is a step of its
+// own after Suspend.
+func (r *JobReconciler) restore(ctx context.Context, job GenericJob, unit *schedv1alpha1.QueueUnit, sets []PodSet) error {
+	originals, err := originalsOf(unit)
+	if err != nil || originals == nil {
+		return err
+	}
+	if templatesLocked(job) {
+		return nil // the job's next change brings us back
+	}
+	if err := r.patchJob(ctx, job, func() { restorePodSets(sets, originals) }); err != nil {
+		return err
+	}
+	return r.patchUnit(ctx, unit, false, func(u *schedv1alpha1.QueueUnit) bool { return keepOriginals(u, nil) })
+}
+
+// patchJob applies change to the job and writes what changed as a merge
+// patch guarded by the job's resourceVersion. Nothing is written when
+// change changes nothing.
+func (r *JobReconciler) patchJob(ctx context.Context, job GenericJob, change func()) error {
+	obj := job.Object()
+	orig := obj.DeepCopyObject().(client.Object)
+	change()
+	if empty, err := isEmptyPatch(orig, obj); err != nil || empty {
+		return err
+	}
+	if err := r.client.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), FieldOwner); err != nil {
+		return fmt.Errorf("patching %s %s: %w", r.integ.GVK.Kind, klog.KObj(obj), err)
+	}
+	return nil
+}
+
+// patchUnit applies mutate to u (its status when status is true) and writes
+// the change as a merge patch guarded by u's resourceVersion. On a conflict
+// it reads u afresh, around the cache, and tries again. u ends as written.
+func (r *JobReconciler) patchUnit(ctx context.Context, u *schedv1alpha1.QueueUnit, status bool, mutate func(*schedv1alpha1.QueueUnit) bool) error {
+	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		orig := u.DeepCopy()
+		if !mutate(u) {
+			return nil
+		}
+		patch := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
+		var err error
+		if status {
+			err = r.client.Status().Patch(ctx, u, patch, FieldOwner)
+		} else {
+			err = r.client.Patch(ctx, u, patch, FieldOwner)
+		}
+		if apierrors.IsConflict(err) {
+			if gerr := r.reader.Get(ctx, client.ObjectKeyFromObject(u), u); gerr != nil {
+				return fmt.Errorf("reading QueueUnit %s again: %w", klog.KObj(u), gerr)
+			}
+			return err
+		}
+		if err != nil {
+			return fmt.Errorf("patching QueueUnit %s: %w", klog.KObj(u), err)
+		}
+		return nil
+	})
+}
+
+// isEmptyPatch reports whether obj is orig unchanged.
+func isEmptyPatch(orig, obj client.Object) (bool, error) {
+	data, err := client.MergeFrom(orig).Data(obj)
+	if err != nil {
+		return false, fmt.Errorf("computing the patch of %s: %w", klog.KObj(obj), err)
+	}
+	return string(data) == "{}", nil
+}
+
+func suspendMessage(u *schedv1alpha1.QueueUnit) string {
+	if c := apimeta.FindStatusCondition(u.Status.Conditions, schedv1alpha1.QueueUnitEvicted); c != nil && c.Status == metav1.ConditionTrue {
+		msg := fmt.Sprintf("Suspended: QueueUnit %s was evicted (%s)", u.Name, c.Reason)
+		if c.Message != "" {
+			msg += ": " + c.Message
+		}
+		return msg
+	}
+	return fmt.Sprintf("Suspended: QueueUnit %s is not admitted yet", u.Name)
+}
+
+func invalidJobWarning(err error) Warning {
+	return Warning{Reason: ReasonInvalidJob, Message: "The job cannot be queued: " + err.Error() + ". Its QueueUnit is held inactive until the job is fixed"}
+}
+
+func isZero(rl corev1.ResourceList) bool {
+	for _, q := range rl {
+		if !q.IsZero() {
+			return false
+		}
+	}
+	return true
+}
+
+func describeRequest(rl corev1.ResourceList) string {
+	if len(rl) == 0 {
+		return "nothing"
+	}
+	parts := make([]string, 0, len(rl))
+	for name, q := range rl {
+		parts = append(parts, fmt.Sprintf("%s=%s", name, q.String()))
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
+}

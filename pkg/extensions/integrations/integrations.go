@@ -1,0 +1,108 @@
+// Package integrations lists the job frameworks the extensions support, by
+// the names --enabled-extensions takes, and runs the enabled ones in a
+// manager.
+package integrations
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	ctrl "sigs.k8s.io/controller-runtime"
+
+	"github.com/koord-queue/koord-queue/pkg/extensions/argo"
+	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
+	"github.com/koord-queue/koord-queue/pkg/extensions/job"
+	"github.com/koord-queue/koord-queue/pkg/extensions/kubeflow"
+	"github.com/koord-queue/koord-queue/pkg/extensions/ray"
+)
+
+// EventSource is the component name on the events the extensions record.
+const EventSource = "koord-queue-controllers"
+
+// All is every supported framework, in the order the docs list them.
+func All() []framework.Integration {
+	return []framework.Integration{
+		job.Integration(),
+		kubeflow.TFJobIntegration(),
+		kubeflow.PyTorchJobIntegration(),
+		kubeflow.MPIJobIntegration(),
+		argo.Integration(),
+		ray.RayJobIntegration(),
+		ray.RayClusterIntegration(),
+	}
+}
+
+// Names are the names of All.
+func Names() []string { return NamesOf(All()) }
+
+// NamesOf are the names of integs.
+func NamesOf(integs []framework.Integration) []string {
+	names := make([]string, 0, len(integs))
+	for _, i := range integs {
+		names = append(names, i.Name)
+	}
+	return names
+}
+
+// Lookup returns the frameworks named, each once, in the order of All.
+func Lookup(names []string) ([]framework.Integration, error) {
+	known := Names()
+	for _, n := range names {
+		if !slices.Contains(known, n) {
+			return nil, fmt.Errorf("unknown extension %q; known extensions are %s", n, strings.Join(known, ", "))
+		}
+	}
+	var out []framework.Integration
+	for _, i := range All() {
+		if slices.Contains(names, i.Name) {
+			out = append(out, i)
+		}
+	}
+	return out, nil
+}
+
+// ParentKinds are the kinds of every supported framework, enabled or not: a
+// job one of them made, such as a RayJob's RayCluster, is never queued by
+// itself.
+func ParentKinds() []schema.GroupKind {
+	var out []schema.GroupKind
+	for _, i := range All() {
+		out = append(out, i.GVK.GroupKind())
+	}
+	return out
+}
+
+// AddToScheme registers the Go types of integs.
+func AddToScheme(s *runtime.Scheme, integs []framework.Integration) error {
+	for _, i := range integs {
+		if err := i.AddToScheme(s); err != nil {
+			return fmt.Errorf("registering the %s types: %w", i.Name, err)
+		}
+	}
+	return nil
+}
+
+// Scope is the framework.Scope of a process: which jobs it manages.
+func Scope(manageAllJobs bool) framework.Scope {
+	return framework.Scope{ManageAllJobs: manageAllJobs, ParentKinds: ParentKinds()}
+}
+
+// Setup adds a reconciler for each of integs to mgr, sharing scope.
+func Setup(ctx context.Context, mgr ctrl.Manager, integs []framework.Integration, scope framework.Scope, opts ...framework.Option) error {
+	if err := framework.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+		return err
+	}
+	recorder := mgr.GetEventRecorderFor(EventSource)
+	for _, i := range integs {
+		r := framework.NewJobReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, i,
+			append([]framework.Option{framework.WithScope(scope)}, opts...)...)
+		if err := r.SetupWithManager(mgr); err != nil {
+			return err
+		}
+	}
+	return nil
+}

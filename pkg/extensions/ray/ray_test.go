@@ -1,0 +1,79 @@
+package ray
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+
+	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
+	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
+	"github.com/koord-queue/koord-queue/pkg/extensions/framework/frameworktest"
+	"github.com/koord-queue/koord-queue/pkg/resources"
+)
+
+func cluster() *rayv1.RayClusterSpec {
+	return extensionstest.MakeRayClusterSpec("cpu", "1").WorkerGroup("small", 2, "cpu", "1").WorkerGroup("large", 3, "cpu", "4").Obj()
+}
+
+func TestRayJobsAndClusters(t *testing.T) {
+	clusterSets := []framework.PodSet{{Name: "head", Count: 1}, {Name: "small", Count: 2}, {Name: "large", Count: 3}}
+	withSubmitter := append(slices.Clone(clusterSets), framework.PodSet{Name: "submitter", Count: 1})
+	cases := map[string]struct {
+		job  framework.GenericJob
+		want frameworktest.Want
+	}{
+		"a suspended RayCluster: its head and its worker groups": {
+			job: (*RayCluster)(extensionstest.MakeRayCluster("rc", "ns", cluster()).Obj()),
+			want: frameworktest.Want{Suspended: true, PodSets: clusterSets,
+				Pods: map[string]framework.PodCount{"head": {}, "small": {}, "large": {}}},
+		},
+		"a running RayCluster shares its ready workers out among its groups in order": {
+			job: (*RayCluster)(extensionstest.MakeRayCluster("rc", "ns", cluster()).Suspend(false).Ready(3).Obj()),
+			want: frameworktest.Want{PodSets: clusterSets,
+				Pods: map[string]framework.PodCount{"head": {Running: 1}, "small": {Running: 2}, "large": {Running: 1, Pending: 2}}},
+		},
+		"a RayJob in K8sJobMode adds its submitter": {
+			job: (*RayJob)(extensionstest.MakeRayJob("rj", "ns", cluster()).Obj()),
+			want: frameworktest.Want{Suspended: true, PodSets: withSubmitter,
+				Pods: map[string]framework.PodCount{"head": {}, "small": {}, "large": {}, "submitter": {}}},
+		},
+		"a RayJob in HTTPMode has no submitter": {
+			job: (*RayJob)(extensionstest.MakeRayJob("rj", "ns", cluster()).SubmissionMode(rayv1.HTTPMode).Obj()),
+			want: frameworktest.Want{Suspended: true, PodSets: clusterSets,
+				Pods: map[string]framework.PodCount{"head": {}, "small": {}, "large": {}}},
+		},
+		"a running RayJob": {
+			job: (*RayJob)(extensionstest.MakeRayJob("rj", "ns", cluster()).Suspend(false).ReadyCluster(5).
+				Deployment(rayv1.JobDeploymentStatusRunning, rayv1.JobStatusRunning).Obj()),
+			want: frameworktest.Want{PodSets: withSubmitter,
+				Pods: map[string]framework.PodCount{"head": {Running: 1}, "small": {Running: 2}, "large": {Running: 3}, "submitter": {Running: 1}}},
+		},
+		"a RayJob whose Ray job succeeded": {
+			job: (*RayJob)(extensionstest.MakeRayJob("rj", "ns", cluster()).Suspend(false).SubmissionMode(rayv1.HTTPMode).
+				Deployment(rayv1.JobDeploymentStatusComplete, rayv1.JobStatusSucceeded).Obj()),
+			want: frameworktest.Want{PodSets: clusterSets, Finished: true, Succeeded: true,
+				Pods: map[string]framework.PodCount{"head": {Pending: 1}, "small": {Pending: 2}, "large": {Pending: 3}}},
+		},
+		"a RayJob whose Ray job failed": {
+			job: (*RayJob)(extensionstest.MakeRayJob("rj", "ns", cluster()).Suspend(false).SubmissionMode(rayv1.HTTPMode).
+				Deployment(rayv1.JobDeploymentStatusComplete, rayv1.JobStatusFailed).Obj()),
+			want: frameworktest.Want{PodSets: clusterSets, Finished: true,
+				Pods: map[string]framework.PodCount{"head": {Pending: 1}, "small": {Pending: 2}, "large": {Pending: 3}}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) { frameworktest.Check(t, tc.job, tc.want) })
+	}
+}
+
+func TestDefaultSubmitterRequest(t *testing.T) {
+	j := (*RayJob)(extensionstest.MakeRayJob("rj", "ns", cluster()).Obj())
+	sets, _ := j.PodSets()
+	submitter := sets[len(sets)-1]
+	got := resources.PodRequests(&submitter.Template.Spec)
+	if diff := cmp.Diff(extensionstest.Resources("cpu", "500m", "memory", "200Mi"), got); diff != "" {
+		t.Errorf("submitter request (-want +got):\n%s", diff)
+	}
+}

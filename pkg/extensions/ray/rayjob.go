@@ -1,0 +1,93 @@
+package ray
+
+import (
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+
+	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
+)
+
+// RayJobIntegration is the RayJob extension, enabled by the name "rayjob". A
+// RayJob's unit is named after it with the suffix "-ray-qu".
+func RayJobIntegration() framework.Integration {
+	return framework.Integration{
+		Name:        "rayjob",
+		GVK:         rayv1.GroupVersion.WithKind("RayJob"),
+		UnitSuffix:  "-ray-qu",
+		NewJob:      func() framework.GenericJob { return &RayJob{} },
+		AddToScheme: rayv1.AddToScheme,
+	}
+}
+
+// RayJob is a RayJob as the queue sees it.
+type RayJob rayv1.RayJob
+
+var _ framework.GenericJob = (*RayJob)(nil)
+
+// Object is the RayJob.
+func (j *RayJob) Object() client.Object { return (*rayv1.RayJob)(j) }
+
+// IsSuspended reports spec.suspend.
+func (j *RayJob) IsSuspended() bool { return j.Spec.Suspend }
+
+// Suspend sets spec.suspend; KubeRay deletes the job's cluster.
+func (j *RayJob) Suspend() { j.Spec.Suspend = true }
+
+// Resume clears spec.suspend.
+func (j *RayJob) Resume() { j.Spec.Suspend = false }
+
+// PodSets are those of the job's cluster and, in K8sJobMode, the submitter.
+// A RayJob that runs on an existing cluster (clusterSelector) has only the
+// submitter.
+func (j *RayJob) PodSets() ([]framework.PodSet, error) {
+	var sets []framework.PodSet
+	if j.Spec.RayClusterSpec != nil && len(j.Spec.ClusterSelector) == 0 {
+		sets = clusterPodSets(j.Spec.RayClusterSpec)
+	}
+	if j.submits() {
+		t := j.Spec.SubmitterPodTemplate
+		if t == nil {
+			t = defaultSubmitterTemplate()
+		}
+		sets = append(sets, framework.PodSet{Name: SubmitterPodSet, Template: t, Count: 1})
+	}
+	return sets, nil
+}
+
+// submits reports whether KubeRay runs a submitter pod for the job.
+func (j *RayJob) submits() bool {
+	return j.Spec.SubmissionMode == "" || j.Spec.SubmissionMode == rayv1.K8sJobMode
+}
+
+// Finished reports a Complete, Failed or ValidationFailed deployment.
+func (j *RayJob) Finished() (string, bool, bool) {
+	switch j.Status.JobDeploymentStatus {
+	case rayv1.JobDeploymentStatusComplete:
+		return j.Status.Message, j.Status.JobStatus == rayv1.JobStatusSucceeded, true
+	case rayv1.JobDeploymentStatusFailed, rayv1.JobDeploymentStatusValidationFailed:
+		msg := string(j.Status.Reason)
+		if j.Status.Message != "" {
+			msg += ": " + j.Status.Message
+		}
+		return msg, false, true
+	}
+	return "", false, false
+}
+
+// Pods counts the cluster's pods from the status KubeRay copies into the
+// RayJob, and the submitter as running while the deployment runs.
+func (j *RayJob) Pods() map[string]framework.PodCount {
+	out := map[string]framework.PodCount{}
+	if j.Spec.RayClusterSpec != nil && len(j.Spec.ClusterSelector) == 0 {
+		out = clusterPods(j.Spec.RayClusterSpec, &j.Status.RayClusterStatus, j.IsSuspended())
+	}
+	if j.submits() {
+		var c framework.PodCount
+		if j.Status.JobDeploymentStatus == rayv1.JobDeploymentStatusRunning {
+			c.Running = 1
+		}
+		out[SubmitterPodSet] = c
+	}
+	return out
+}

@@ -1,0 +1,84 @@
+package webhook
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
+	"k8s.io/apimachinery/pkg/types"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
+
+	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
+)
+
+// Options configures the webhook.
+type Options struct {
+	// CertDir holds tls.crt and tls.key. With Rotate the controller writes
+	// them there from Secret itself: an emptyDir (or the Secret mounted) will do.
+	CertDir string
+	// Rotate makes and rotates the certificate in Secret and writes its CA
+	// into the MutatingWebhookConfiguration ConfigName. Without it, the
+	// certificate in CertDir is someone else's to provide.
+	Rotate bool
+	// Secret holds the certificate; it must exist, even empty.
+	Secret types.NamespacedName
+	// ConfigName is the MutatingWebhookConfiguration to write the CA into.
+	ConfigName string
+	// DNSName is the name the API server calls the webhook by, such as
+	// koord-queue-controllers-webhook.koord-queue.svc.
+	DNSName string
+}
+
+// Setup adds the webhook of each integration to mgr. With Rotate, the
+// webhook server starts once the certificate is ready. The manager's
+// readiness check waits for the webhook server to start.
+func Setup(mgr ctrl.Manager, opts Options, integs []framework.Integration, scope framework.Scope) error {
+	ready := make(chan struct{})
+	if opts.Rotate {
+		err := rotator.AddRotator(mgr, &rotator.CertRotator{
+			SecretKey:      opts.Secret,
+			CertDir:        opts.CertDir,
+			CAName:         "koord-queue-ca",
+			CAOrganization: "koord-queue",
+			DNSName:        opts.DNSName,
+			IsReady:        ready,
+			Webhooks:       []rotator.WebhookInfo{{Name: opts.ConfigName, Type: rotator.Mutating}},
+			// Every replica serves the webhook, so every replica needs the
+			// certificate, leader or not.
+			RequireLeaderElection: false,
+		})
+		if err != nil {
+			return fmt.Errorf("adding the webhook certificate rotator: %w", err)
+		}
+		if err := syncCertFiles(mgr, opts.Secret, opts.CertDir); err != nil {
+			return err
+		}
+	} else {
+		close(ready)
+	}
+
+	decoder := admission.NewDecoder(mgr.GetScheme())
+	started := make(chan struct{})
+	go func() {
+		<-ready
+		// Asking for the webhook server adds it to the manager, which
+		// starts it: only now are the certificate files there to load.
+		server := mgr.GetWebhookServer()
+		for _, integ := range integs {
+			server.Register(Path(integ), &admission.Webhook{Handler: &suspender{
+				integ: integ, scope: scope, reader: mgr.GetClient(), decoder: decoder,
+			}})
+		}
+		close(started)
+	}()
+	return mgr.AddReadyzCheck("webhook", func(req *http.Request) error {
+		select {
+		case <-started:
+			return mgr.GetWebhookServer().StartedChecker()(req)
+		default:
+			return errors.New("the webhook certificate is not ready yet")
+		}
+	})
+}

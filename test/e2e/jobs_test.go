@@ -1,0 +1,196 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/test/seeds"
+	"github.com/koord-queue/koord-queue/test/testenv"
+	"github.com/koord-queue/koord-queue/test/wrappers"
+)
+
+// usageMonitor samples, until stopped, how much cpu the units of a namespace
+// hold (their status.admissions), and remembers the most it ever saw.
+type usageMonitor struct {
+	mu   sync.Mutex
+	peak resource.Quantity
+	stop context.CancelFunc
+	done chan struct{}
+}
+
+func monitorUsage(ns string) *usageMonitor {
+	ctx, cancel := context.WithCancel(context.Background())
+	m := &usageMonitor{stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(m.done)
+		ticker := time.NewTicker(100 * time.Millisecond)
+		defer ticker.Stop()
+		for {
+			list := &schedulingv1alpha1.QueueUnitList{}
+			if err := k8sClient.List(ctx, list, client.InNamespace(ns)); err == nil {
+				var used resource.Quantity
+				for _, u := range list.Items {
+					for _, a := range u.Status.Admissions {
+						used.Add(a.Resources[corev1.ResourceCPU])
+					}
+				}
+				m.mu.Lock()
+				if used.Cmp(m.peak) > 0 {
+					m.peak = used
+				}
+				m.mu.Unlock()
+			}
+			select {
+			case <-ctx.Done():
+				return
+			case <-ticker.C:
+			}
+		}
+	}()
+	return m
+}
+
+func (m *usageMonitor) Peak() resource.Quantity {
+	m.stop()
+	<-m.done
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.peak
+}
+
+func waitJobsComplete(t *testing.T, timeout time.Duration, ns string, names ...string) map[string]*batchv1.Job {
+	t.Helper()
+	jobs := map[string]*batchv1.Job{}
+	testenv.Eventually(t, timeout, func(ctx context.Context) error {
+		for _, name := range names {
+			job := &batchv1.Job{}
+			if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, job); err != nil {
+				return err
+			}
+			if job.Status.CompletionTime == nil {
+				return fmt.Errorf("job %s/%s not complete (suspend %v, active %d)", ns, name, ptr.Deref(job.Spec.Suspend, false), job.Status.Active)
+			}
+			jobs[name] = job
+		}
+		return nil
+	})
+	return jobs
+}
+
+// TestSeed004JobsOnKwok applies the Koord-Queue documentation's example
+// unchanged: team-a has max 4 CPU / 8Gi and two 4-CPU Jobs; the second waits,
+// with a reason, and runs after the first completes.
+func TestSeed004JobsOnKwok(t *testing.T) {
+	monitor := monitorUsage(metav1.NamespaceDefault)
+	for _, file := range []string{"004-elastic-quota.yaml", "004-jobs.yaml"} {
+		objs, err := seeds.Objects(file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range objs {
+			create(t, o)
+		}
+	}
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) error {
+		u, err := unitView(ctx, metav1.NamespaceDefault, "my-job-blocked")
+		if err != nil {
+			return err
+		}
+		if u.Phase != schedulingv1alpha1.Enqueued || u.Reason == "" {
+			return fmt.Errorf("my-job-blocked phase %s reason %q, want Enqueued with a reason", u.Phase, u.Reason)
+		}
+		return nil
+	})
+	jobs := waitJobsComplete(t, 2*time.Minute, metav1.NamespaceDefault, "my-job", "my-job-blocked")
+	if peak := monitor.Peak(); peak.Cmp(resource.MustParse("4")) > 0 {
+		t.Errorf("team-a held %s cpu at its peak, over its max of 4", peak.String())
+	}
+	first, second := jobs["my-job"], jobs["my-job-blocked"]
+	if second.Status.StartTime == nil || second.Status.StartTime.Before(first.Status.CompletionTime) {
+		t.Errorf("my-job-blocked started at %v, before my-job completed at %v", second.Status.StartTime, first.Status.CompletionTime)
+	}
+	// The extension follows the Job's completion onto its unit.
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) error {
+		u := &schedulingv1alpha1.QueueUnit{}
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: "my-job-blocked"}, u); err != nil {
+			return err
+		}
+		if u.Status.Phase != schedulingv1alpha1.Succeed || len(u.Status.Admissions) != 0 {
+			return fmt.Errorf("unit phase %s with %d admissions, want Succeed with its quota released", u.Status.Phase, len(u.Status.Admissions))
+		}
+		return nil
+	})
+}
+
+// TestKoordQueueRestartMidRun kills koord-queue while Jobs queue and run,
+// starts it again, and checks every Job still completes and the quota was
+// never over-admitted.
+func TestKoordQueueRestartMidRun(t *testing.T) {
+	const jobs = 10
+	ns := "restart"
+	create(t, namespaceObj(ns))
+	create(t, wrappers.ElasticQuota(ns, "restart-team").Max(corev1.ResourceCPU, "3").Obj())
+	monitor := monitorUsage(ns)
+	var names []string
+	for i := range jobs {
+		name := fmt.Sprintf("job-%02d", i)
+		names = append(names, name)
+		create(t, batchJob(ns, name, "restart-team", "1"))
+	}
+	// Once some units are admitted, kill koord-queue as a crash would.
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) error {
+		list := &schedulingv1alpha1.QueueUnitList{}
+		if err := k8sClient.List(ctx, list, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		admitted := 0
+		for _, u := range list.Items {
+			if len(u.Status.Admissions) > 0 {
+				admitted++
+			}
+		}
+		if admitted == 0 {
+			return errors.New("nothing admitted yet")
+		}
+		return nil
+	})
+	koordQueue.Kill()
+	var err error
+	if koordQueue, err = startKoordQueue(); err != nil {
+		t.Fatal(err)
+	}
+	waitJobsComplete(t, 3*time.Minute, ns, names...)
+	if peak := monitor.Peak(); peak.Cmp(resource.MustParse("3")) > 0 {
+		t.Errorf("restart-team held %s cpu at its peak, over its max of 3", peak.String())
+	}
+}
+
+// batchJob is a suspended Job of one pod asking for cpu, labelled with its quota.
+func batchJob(ns, name, quota, cpu string) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name, Labels: map[string]string{elasticquotav1alpha1.LabelQuotaName: quota}},
+		Spec: batchv1.JobSpec{
+			Suspend: ptr.To(true),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+				RestartPolicy: corev1.RestartPolicyNever,
+				Containers: []corev1.Container{{
+					Name: "work", Image: "busybox",
+					Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}},
+				}},
+			}},
+		},
+	}
+}

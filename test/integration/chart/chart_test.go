@@ -1,0 +1,271 @@
+// Package chart tests the Helm chart with the Helm v3 SDK (no helm binary):
+// it lints, renders with the default values and with every extension on,
+// and installs into a real API server.
+package chart
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	appsv1 "k8s.io/api/apps/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/util/yaml"
+	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/koord-queue/koord-queue/test/cluster"
+	"github.com/koord-queue/koord-queue/test/testenv"
+)
+
+const namespace = "koord-queue"
+
+var (
+	env      *testenv.Env
+	chartDir = filepath.Join(cluster.RepoRoot(), "charts", "koord-queue")
+)
+
+func TestMain(m *testing.M) {
+	// A bare API server: the chart installs the CRDs itself.
+	os.Exit(testenv.MainWithCRDs(m, func(e *testenv.Env) { env = e }, nil))
+}
+
+// everything turns on every extension, the webhook, the ServiceMonitor and the ElasticQuota CRD.
+func everything() map[string]any {
+	ext := map[string]any{}
+	for _, name := range []string{"batchjob", "tf", "pytorch", "argo", "ray", "mpi"} {
+		ext[name] = map[string]any{"enable": true}
+	}
+	return map[string]any{
+		"extension":              ext,
+		"webhook":                map[string]any{"enable": true},
+		"installElasticQuotaCRD": true,
+	}
+}
+
+func loadChart(t *testing.T) *chart.Chart {
+	t.Helper()
+	c, err := loader.Load(chartDir)
+	if err != nil {
+		t.Fatalf("loading the chart: %v", err)
+	}
+	return c
+}
+
+func TestLint(t *testing.T) {
+	for name, values := range map[string]map[string]any{"default values": nil, "every extension on": everything()} {
+		t.Run(name, func(t *testing.T) {
+			result := lint.All(chartDir, values, namespace, false)
+			for _, msg := range result.Messages {
+				if msg.Severity >= support.WarningSev {
+					t.Errorf("lint: %s", msg)
+				}
+			}
+		})
+	}
+}
+
+// render renders the chart as `helm template` does and decodes every object.
+func render(t *testing.T, values map[string]any) ([]*unstructured.Unstructured, error) {
+	t.Helper()
+	install := action.NewInstall(&action.Configuration{})
+	install.ReleaseName, install.Namespace = "koord-queue", namespace
+	install.DryRun, install.ClientOnly, install.IncludeCRDs = true, true, true
+	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.34.4", Major: "1", Minor: "34"}
+	rel, err := install.Run(loadChart(t), values)
+	if err != nil {
+		return nil, err
+	}
+	var objs []*unstructured.Unstructured
+	decoder := yaml.NewYAMLOrJSONDecoder(strings.NewReader(rel.Manifest), 4096)
+	for {
+		obj := &unstructured.Unstructured{}
+		if err := decoder.Decode(&obj.Object); err != nil {
+			break
+		}
+		if len(obj.Object) > 0 {
+			objs = append(objs, obj)
+		}
+	}
+	return objs, nil
+}
+
+func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetName() == name {
+			return o
+		}
+	}
+	return nil
+}
+
+func containerArgs(t *testing.T, objs []*unstructured.Unstructured, deployment string) []string {
+	t.Helper()
+	d := find(objs, "Deployment", deployment)
+	if d == nil {
+		t.Fatalf("no Deployment %s", deployment)
+	}
+	containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	args, _, _ := unstructured.NestedStringSlice(containers[0].(map[string]any), "args")
+	return args
+}
+
+func ruleResources(t *testing.T, objs []*unstructured.Unstructured, kind, name string) []string {
+	t.Helper()
+	role := find(objs, kind, name)
+	if role == nil {
+		t.Fatalf("no %s %s", kind, name)
+	}
+	var out []string
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	for _, r := range rules {
+		groups, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "apiGroups")
+		resources, _, _ := unstructured.NestedStringSlice(r.(map[string]any), "resources")
+		for _, g := range groups {
+			for _, res := range resources {
+				out = append(out, g+"/"+res)
+			}
+		}
+	}
+	return out
+}
+
+func TestRender(t *testing.T) {
+	t.Run("default values: the Job extension only, least privilege", func(t *testing.T) {
+		objs, err := render(t, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if args := containerArgs(t, objs, "koord-queue-controllers"); !slices.Contains(args, "--enabled-extensions=job") {
+			t.Errorf("controllers args %v, want --enabled-extensions=job", args)
+		}
+		if args := containerArgs(t, objs, "koord-queue"); !slices.Contains(args, "--visibility-bind-address=:8090") || !slices.Contains(args, "--config=/etc/koord-queue/config.yaml") {
+			t.Errorf("koord-queue args %v, want the visibility server and the config file", args)
+		}
+		rules := ruleResources(t, objs, "ClusterRole", "koord-queue-controllers")
+		if !slices.Contains(rules, "batch/jobs") || slices.Contains(rules, "kubeflow.org/tfjobs") || slices.Contains(rules, "/secrets") {
+			t.Errorf("controllers' rules %v: want batch jobs, and no TFJobs or Secrets while those are off", rules)
+		}
+		for _, want := range []string{"scheduling.x-k8s.io/queueunits", "scheduling.sigs.k8s.io/elasticquotas"} {
+			if !slices.Contains(ruleResources(t, objs, "ClusterRole", "koord-queue"), want) {
+				t.Errorf("koord-queue's rules lack %s", want)
+			}
+		}
+		for _, kind := range []string{"MutatingWebhookConfiguration", "ServiceMonitor"} {
+			for _, o := range objs {
+				if o.GetKind() == kind {
+					t.Errorf("%s %s rendered while it is off", kind, o.GetName())
+				}
+			}
+		}
+		if find(objs, "Service", "koord-queue-visibility") == nil {
+			t.Errorf("no Service koord-queue-visibility")
+		}
+		if find(objs, "CustomResourceDefinition", "elasticquotas.scheduling.sigs.k8s.io") != nil {
+			t.Errorf("the ElasticQuota CRD is rendered while installElasticQuotaCRD is false")
+		}
+	})
+
+	t.Run("every extension on", func(t *testing.T) {
+		objs, err := render(t, everything())
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := containerArgs(t, objs, "koord-queue-controllers")
+		if !slices.Contains(args, "--enabled-extensions=job,tfjob,pytorchjob,mpijob,workflow,rayjob,raycluster") || !slices.Contains(args, "--enable-webhook=true") {
+			t.Errorf("controllers args %v", args)
+		}
+		rules := ruleResources(t, objs, "ClusterRole", "koord-queue-controllers")
+		for _, want := range []string{"batch/jobs", "kubeflow.org/tfjobs", "kubeflow.org/pytorchjobs", "kubeflow.org/mpijobs", "argoproj.io/workflows", "ray.io/rayjobs", "ray.io/rayclusters", "admissionregistration.k8s.io/mutatingwebhookconfigurations"} {
+			if !slices.Contains(rules, want) {
+				t.Errorf("controllers' ClusterRole lacks %s", want)
+			}
+		}
+		if !slices.Contains(ruleResources(t, objs, "Role", "koord-queue-controllers"), "/secrets") {
+			t.Errorf("the webhook's Secret is not granted in the release namespace")
+		}
+		webhook := find(objs, "MutatingWebhookConfiguration", "koord-queue-controllers")
+		if webhook == nil {
+			t.Fatal("no MutatingWebhookConfiguration")
+		}
+		hooks, _, _ := unstructured.NestedSlice(webhook.Object, "webhooks")
+		if len(hooks) != 7 {
+			t.Errorf("%d webhooks, want one per kind (7)", len(hooks))
+		}
+		if find(objs, "CustomResourceDefinition", "elasticquotas.scheduling.sigs.k8s.io") == nil {
+			t.Errorf("no ElasticQuota CRD with installElasticQuotaCRD")
+		}
+	})
+
+	t.Run("spark is refused with a message", func(t *testing.T) {
+		_, err := render(t, map[string]any{"extension": map[string]any{"spark": map[string]any{"enable": true}}})
+		if err == nil || !strings.Contains(err.Error(), "Spark is not supported") {
+			t.Errorf("error %v, want one saying Spark is not supported", err)
+		}
+	})
+}
+
+// TestInstall installs the chart, every extension on, into a real API
+// server: the CRDs are established, RBAC and Deployments created.
+func TestInstall(t *testing.T) {
+	ctx := context.Background()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := env.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig = ptr.To(kubeconfig)
+	flags.Namespace = ptr.To(namespace)
+	cfg := &action.Configuration{}
+	if err := cfg.Init(flags, namespace, "secret", func(format string, v ...any) { t.Logf(format, v...) }); err != nil {
+		t.Fatal(err)
+	}
+	install := action.NewInstall(cfg)
+	install.ReleaseName, install.Namespace, install.CreateNamespace = "koord-queue", namespace, true
+	rel, err := install.RunWithContext(ctx, loadChart(t), everything())
+	if err != nil {
+		t.Fatalf("helm install: %v", err)
+	}
+	if rel.Info.Status != "deployed" {
+		t.Errorf("release status %s, want deployed", rel.Info.Status)
+	}
+
+	for _, name := range []string{"queues.scheduling.x-k8s.io", "queueunits.scheduling.x-k8s.io", "elasticquotas.scheduling.sigs.k8s.io"} {
+		testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
+			crd := &apiextensionsv1.CustomResourceDefinition{}
+			if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+				return err
+			}
+			for _, c := range crd.Status.Conditions {
+				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
+					return nil
+				}
+			}
+			return fmt.Errorf("CRD %s not established", name)
+		})
+	}
+	for _, name := range []string{"koord-queue", "koord-queue-controllers"} {
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &appsv1.Deployment{}); err != nil {
+			t.Errorf("Deployment %s: %v", name, err)
+		}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &rbacv1.ClusterRole{}); err != nil {
+			t.Errorf("ClusterRole %s: %v", name, err)
+		}
+		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &rbacv1.ClusterRoleBinding{}); err != nil {
+			t.Errorf("ClusterRoleBinding %s: %v", name, err)
+		}
+	}
+}

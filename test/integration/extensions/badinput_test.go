@@ -1,0 +1,102 @@
+package extensions
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/extensions/argo"
+	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
+	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
+)
+
+// TestBadInput: a job the queue cannot take as it is gets a Warning event
+// and a message on its unit, never a panic or a silent stall.
+func TestBadInput(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+
+	t.Run("a job with no requests is queued as asking for nothing", func(t *testing.T) {
+		j := extensionstest.MakeJob("no-requests", ns).Quota("team-a").Obj()
+		create(t, j)
+		u := unitWhere(t, client.ObjectKeyFromObject(j), "Enqueued", func(u *schedv1alpha1.QueueUnit) bool {
+			return u.Status.Phase == schedv1alpha1.Enqueued
+		})
+		if !strings.Contains(u.Status.Message, "requests any resource") || len(u.Spec.Request) != 0 {
+			t.Errorf("message %q and request %v, want a message about the missing requests and no request", u.Status.Message, u.Spec.Request)
+		}
+		eventRecorded(t, ns, j.Name, corev1.EventTypeWarning, framework.ReasonNoRequests, "resources.requests")
+	})
+
+	t.Run("an unknown PriorityClass falls back to the template's priority", func(t *testing.T) {
+		j := extensionstest.MakeJob("unknown-class", ns).Quota("team-a").Request("cpu", "1").PriorityClass("nope").Obj()
+		j.Spec.Template.Spec.Priority = ptr.To[int32](7)
+		create(t, j)
+		u := unitWhere(t, client.ObjectKeyFromObject(j), "Enqueued", func(u *schedv1alpha1.QueueUnit) bool {
+			return u.Status.Phase == schedv1alpha1.Enqueued
+		})
+		if ptr.Deref(u.Spec.Priority, -1) != 7 || u.Spec.PriorityClassName != "nope" || !strings.Contains(u.Status.Message, `"nope" does not exist`) {
+			t.Errorf("priority %v of class %q, message %q; want 7 of class nope and a message", u.Spec.Priority, u.Spec.PriorityClassName, u.Status.Message)
+		}
+		eventRecorded(t, ns, j.Name, corev1.EventTypeWarning, framework.ReasonUnknownPriorityClass, "nope")
+	})
+
+	t.Run("a workflow without min-resources is warned about", func(t *testing.T) {
+		w := extensionstest.MakeWorkflow("no-min", ns).QueueTemplate().Suspend(true).Obj()
+		create(t, w)
+		unitWhere(t, client.ObjectKeyFromObject(w), "with a message", func(u *schedv1alpha1.QueueUnit) bool {
+			return strings.Contains(u.Status.Message, schedv1alpha1.AnnotationMinResources)
+		})
+		eventRecorded(t, ns, w.Name, corev1.EventTypeWarning, argo.ReasonMissingMinResources, schedv1alpha1.AnnotationMinResources)
+	})
+
+	t.Run("a malformed min-resources holds the unit until it is fixed", func(t *testing.T) {
+		w := extensionstest.MakeWorkflow("bad-min", ns).QueueTemplate().Suspend(true).MinResources("cpu: lots").Obj()
+		create(t, w)
+		key := client.ObjectKeyFromObject(w)
+		unitWhere(t, key, "held inactive with a message", func(u *schedv1alpha1.QueueUnit) bool {
+			return !u.IsActive() && u.Annotations[framework.AnnotationInvalidJob] != "" &&
+				strings.Contains(u.Status.Message, "cannot be queued")
+		})
+		eventRecorded(t, ns, w.Name, corev1.EventTypeWarning, framework.ReasonInvalidJob, schedv1alpha1.AnnotationMinResources)
+
+		updateJob(t, w, func() { w.Annotations[schedv1alpha1.AnnotationMinResources] = "cpu: 2" })
+		unitWhere(t, key, "active with the fixed request and no message", func(u *schedv1alpha1.QueueUnit) bool {
+			return u.IsActive() && u.Annotations[framework.AnnotationInvalidJob] == "" &&
+				u.Spec.Request.Cpu().String() == "2" && u.Status.Message == ""
+		})
+	})
+
+	t.Run("more than eight pod sets hold the unit", func(t *testing.T) {
+		spec := extensionstest.MakeRayClusterSpec("cpu", "1")
+		for _, g := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {
+			spec.WorkerGroup(g, 1, "cpu", "1")
+		}
+		c := extensionstest.MakeRayCluster("too-many", ns, spec.Obj()).Quota("team-a").Obj()
+		create(t, c)
+		u := unitWhere(t, client.ObjectKey{Namespace: ns, Name: "too-many-raycluster-qu"}, "held inactive", func(u *schedv1alpha1.QueueUnit) bool {
+			return !u.IsActive() && strings.Contains(u.Status.Message, "9 groups of pods")
+		})
+		if len(u.Spec.PodSets) != 1 {
+			t.Errorf("pod sets %+v, want one placeholder", u.Spec.PodSets)
+		}
+		eventRecorded(t, ns, c.Name, corev1.EventTypeWarning, framework.ReasonInvalidJob, "at most 8")
+	})
+
+	t.Run("a unit of the job's name that is not the job's is left alone", func(t *testing.T) {
+		taken := extensionstest.MakeQueueUnit("taken", ns).PodSet("main", 1, "cpu", "1").Obj()
+		create(t, taken)
+		j := extensionstest.MakeJob("taken", ns).Quota("team-a").Request("cpu", "1").Obj()
+		create(t, j)
+		eventRecorded(t, ns, j.Name, corev1.EventTypeWarning, framework.ReasonUnitNameTaken, "taken")
+		var u schedv1alpha1.QueueUnit
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(taken), &u); err != nil || len(u.OwnerReferences) != 0 {
+			t.Errorf("the user's unit was touched: %v, owners %v", err, u.OwnerReferences)
+		}
+	})
+}

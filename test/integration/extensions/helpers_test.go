@@ -1,0 +1,220 @@
+package extensions
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
+)
+
+const (
+	timeout = 30 * time.Second
+	tick    = 50 * time.Millisecond
+)
+
+// eventually polls cond until it holds, failing the test after timeout with
+// what cond last said.
+func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, string, error)) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var last string
+	err := wait.PollUntilContextCancel(ctx, tick, true, func(ctx context.Context) (bool, error) {
+		ok, why, err := cond(ctx)
+		last = why
+		return ok, err
+	})
+	if err != nil {
+		t.Fatalf("waiting for %s: %v; last seen: %s", what, err, last)
+	}
+}
+
+// newNamespace creates a namespace for one test and deletes it after.
+func newNamespace(t *testing.T) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ext-"}}
+	if err := k8s.Create(context.Background(), ns); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), ns) })
+	return ns.Name
+}
+
+func create(t *testing.T, obj client.Object) {
+	t.Helper()
+	if err := k8s.Create(context.Background(), obj); err != nil {
+		t.Fatalf("creating %T %s: %v", obj, obj.GetName(), err)
+	}
+}
+
+// unitWhere waits for the unit called key to satisfy cond and returns it.
+func unitWhere(t *testing.T, key client.ObjectKey, what string, cond func(*schedv1alpha1.QueueUnit) bool) *schedv1alpha1.QueueUnit {
+	t.Helper()
+	u := &schedv1alpha1.QueueUnit{}
+	eventually(t, fmt.Sprintf("QueueUnit %s: %s", key, what), func(ctx context.Context) (bool, string, error) {
+		if err := k8s.Get(ctx, key, u); err != nil {
+			return false, err.Error(), client.IgnoreNotFound(err)
+		}
+		return cond(u), describeUnit(u), nil
+	})
+	return u
+}
+
+func describeUnit(u *schedv1alpha1.QueueUnit) string {
+	return fmt.Sprintf("phase %q, admissions %+v, podState %+v, message %q, active %v",
+		u.Status.Phase, u.Status.Admissions, u.Status.PodState, u.Status.Message, u.IsActive())
+}
+
+// unitGone waits for the unit called key to be deleted.
+func unitGone(t *testing.T, key client.ObjectKey) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("QueueUnit %s to be deleted", key), func(ctx context.Context) (bool, string, error) {
+		err := k8s.Get(ctx, key, &schedv1alpha1.QueueUnit{})
+		if apierrors.IsNotFound(err) {
+			return true, "", nil
+		}
+		return false, "still there", client.IgnoreNotFound(err)
+	})
+}
+
+// noUnit checks that the unit called key does not exist.
+func noUnit(t *testing.T, key client.ObjectKey) {
+	t.Helper()
+	err := k8s.Get(context.Background(), key, &schedv1alpha1.QueueUnit{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("QueueUnit %s: got error %v, want it not to exist", key, err)
+	}
+}
+
+// jobWhere reads the job called key as integ sees it until cond holds.
+func jobWhere(t *testing.T, integ framework.Integration, key client.ObjectKey, what string, cond func(framework.GenericJob) bool) framework.GenericJob {
+	t.Helper()
+	var job framework.GenericJob
+	eventually(t, fmt.Sprintf("%s %s: %s", integ.GVK.Kind, key, what), func(ctx context.Context) (bool, string, error) {
+		job = integ.NewJob()
+		if err := k8s.Get(ctx, key, job.Object()); err != nil {
+			return false, err.Error(), err
+		}
+		return cond(job), fmt.Sprintf("suspended %v", job.IsSuspended()), nil
+	})
+	return job
+}
+
+// setUnitStatus plays the queue controller: it changes a unit's status.
+func setUnitStatus(t *testing.T, key client.ObjectKey, change func(*schedv1alpha1.QueueUnit)) {
+	t.Helper()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		u := &schedv1alpha1.QueueUnit{}
+		if err := k8s.Get(context.Background(), key, u); err != nil {
+			return err
+		}
+		change(u)
+		return k8s.Status().Update(context.Background(), u)
+	})
+	if err != nil {
+		t.Fatalf("writing the status of QueueUnit %s: %v", key, err)
+	}
+}
+
+// admit admits a unit as the queue controller does: Dequeued, each pod set
+// holding its count, with the admission checks given.
+func admit(t *testing.T, key client.ObjectKey, checks ...schedv1alpha1.AdmissionCheckState) {
+	t.Helper()
+	setUnitStatus(t, key, func(u *schedv1alpha1.QueueUnit) {
+		now := metav1.Now()
+		u.Status.Phase = schedv1alpha1.Dequeued
+		u.Status.LastAllocateTime = &now
+		u.Status.Admissions = nil
+		for _, ps := range u.Spec.PodSets {
+			u.Status.Admissions = append(u.Status.Admissions, schedv1alpha1.Admission{Name: ps.Name, Replicas: int64(ps.Count)})
+		}
+		u.Status.AdmissionChecks = checks
+		apimeta.SetStatusCondition(&u.Status.Conditions, metav1.Condition{Type: schedv1alpha1.QueueUnitAdmitted, Status: metav1.ConditionTrue, Reason: "Admitted"})
+		apimeta.SetStatusCondition(&u.Status.Conditions, metav1.Condition{Type: schedv1alpha1.QueueUnitEvicted, Status: metav1.ConditionFalse, Reason: "Readmitted"})
+	})
+}
+
+// evict evicts a unit as the queue controller does: back to Enqueued with an
+// Evicted condition, its admissions kept until the job's pods are gone.
+func evict(t *testing.T, key client.ObjectKey) {
+	t.Helper()
+	setUnitStatus(t, key, func(u *schedv1alpha1.QueueUnit) {
+		u.Status.Phase = schedv1alpha1.Enqueued
+		u.Status.AdmissionChecks = nil
+		apimeta.SetStatusCondition(&u.Status.Conditions, metav1.Condition{Type: schedv1alpha1.QueueUnitEvicted, Status: metav1.ConditionTrue,
+			Reason: schedv1alpha1.EvictedByPreemption, Message: "preempted by a job of higher priority"})
+		apimeta.SetStatusCondition(&u.Status.Conditions, metav1.Condition{Type: schedv1alpha1.QueueUnitAdmitted, Status: metav1.ConditionFalse, Reason: "Preempted"})
+	})
+}
+
+// updateJob plays the user: it reads the job, changes it and writes it back.
+func updateJob(t *testing.T, obj client.Object, change func()) {
+	t.Helper()
+	rewrite(t, obj, change, func(ctx context.Context) error { return k8s.Update(ctx, obj) })
+}
+
+// updateJobStatus plays the framework's controller: it reads the job,
+// changes its status and writes it back; for a kind without a status
+// subresource (Argo's Workflow) it writes the whole object.
+func updateJobStatus(t *testing.T, obj client.Object, change func()) {
+	t.Helper()
+	rewrite(t, obj, change, func(ctx context.Context) error {
+		err := k8s.Status().Update(ctx, obj)
+		if apierrors.IsNotFound(err) {
+			return k8s.Update(ctx, obj)
+		}
+		return err
+	})
+}
+
+// rewrite reads obj, changes it and writes it with write, again on a
+// conflict.
+func rewrite(t *testing.T, obj client.Object, change func(), write func(context.Context) error) {
+	t.Helper()
+	ctx, key := context.Background(), client.ObjectKeyFromObject(obj)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		if err := k8s.Get(ctx, key, obj); err != nil {
+			return err
+		}
+		change()
+		return write(ctx)
+	})
+	if err != nil {
+		t.Fatalf("writing %T %s: %v", obj, key, err)
+	}
+}
+
+// eventRecorded waits for an event of reason on the object called name
+// whose message contains text.
+func eventRecorded(t *testing.T, namespace, name, eventType, reason, text string) {
+	t.Helper()
+	eventually(t, fmt.Sprintf("a %s event %s on %s/%s", eventType, reason, namespace, name), func(ctx context.Context) (bool, string, error) {
+		var events corev1.EventList
+		if err := k8s.List(ctx, &events, client.InNamespace(namespace)); err != nil {
+			return false, "", err
+		}
+		var seen []string
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name != name {
+				continue
+			}
+			seen = append(seen, e.Type+"/"+e.Reason+": "+e.Message)
+			if e.Type == eventType && e.Reason == reason && strings.Contains(e.Message, text) {
+				return true, "", nil
+			}
+		}
+		return false, strings.Join(seen, "; "), nil
+	})
+}

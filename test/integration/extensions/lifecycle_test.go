@@ -1,0 +1,353 @@
+package extensions
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
+	"github.com/google/go-cmp/cmp"
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/extensions/argo"
+	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
+	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
+	"github.com/koord-queue/koord-queue/pkg/extensions/job"
+	"github.com/koord-queue/koord-queue/pkg/extensions/kubeflow"
+	"github.com/koord-queue/koord-queue/pkg/extensions/ray"
+)
+
+// podSetWant is a pod set a unit should have.
+type podSetWant struct {
+	Name  string
+	Count int32
+}
+
+// driver plays one framework: it makes a job and writes its status as the
+// framework's controller would.
+type driver struct {
+	integ framework.Integration
+	// newJob makes a suspended job labelled with quota team-a, of priority
+	// class "high".
+	newJob      func(namespace string) client.Object
+	wantPodSets []podSetWant
+	wantRequest corev1.ResourceList
+	// hasTemplates is false for a workflow: its pod set is made up.
+	hasTemplates bool
+	// running, stopped and finished change the job's status.
+	running, stopped func(client.Object)
+	// finished is nil for a kind that never finishes (RayCluster).
+	finished  func(client.Object)
+	succeeded bool
+}
+
+func drivers() []driver {
+	now := metav1.Now()
+	rayCluster := func() *rayv1.RayClusterSpec {
+		spec := extensionstest.MakeRayClusterSpec("cpu", "1").WorkerGroup("workers", 2, "cpu", "2").Obj()
+		spec.HeadGroupSpec.Template.Spec.PriorityClassName = "high"
+		return spec
+	}
+	kubeflowDriver := func(integ framework.Integration, newJob func(ns string) client.Object, types []kftraining.ReplicaType, succeeded bool) driver {
+		status := func(o client.Object) *kftraining.JobStatus {
+			switch j := o.(type) {
+			case *kftraining.TFJob:
+				return &j.Status
+			case *kftraining.PyTorchJob:
+				return &j.Status
+			case *kftraining.MPIJob:
+				return &j.Status
+			}
+			panic("not a Kubeflow job")
+		}
+		condition := func(t kftraining.JobConditionType) kftraining.JobCondition {
+			return kftraining.JobCondition{Type: t, Status: corev1.ConditionTrue, LastUpdateTime: now, LastTransitionTime: now}
+		}
+		return driver{
+			integ: integ, newJob: newJob, hasTemplates: true, succeeded: succeeded,
+			wantPodSets: []podSetWant{{"master", 1}, {"worker", 2}},
+			wantRequest: extensionstest.Resources("cpu", "3"),
+			running: func(o client.Object) {
+				st := status(o)
+				st.ReplicaStatuses = map[kftraining.ReplicaType]*kftraining.ReplicaStatus{}
+				for _, rt := range types {
+					st.ReplicaStatuses[rt] = &kftraining.ReplicaStatus{Active: 1}
+				}
+				st.Conditions = []kftraining.JobCondition{condition(kftraining.JobRunning)}
+			},
+			stopped: func(o client.Object) {
+				st := status(o)
+				st.ReplicaStatuses = nil
+				st.Conditions = []kftraining.JobCondition{condition(kftraining.JobSuspended)}
+			},
+			finished: func(o client.Object) {
+				st := status(o)
+				st.ReplicaStatuses = nil
+				end := kftraining.JobFailed
+				if succeeded {
+					end = kftraining.JobSucceeded
+				}
+				st.Conditions = append(st.Conditions, condition(end))
+			},
+		}
+	}
+	return []driver{
+		{
+			integ: job.Integration(), hasTemplates: true, succeeded: true,
+			newJob: func(ns string) client.Object {
+				return extensionstest.MakeJob("train", ns).Quota("team-a").Parallelism(2).Completions(2).
+					Request("cpu", "1", "memory", "1Gi").PriorityClass("high").Obj()
+			},
+			wantPodSets: []podSetWant{{"main", 2}},
+			wantRequest: extensionstest.Resources("cpu", "2", "memory", "2Gi"),
+			running: func(o client.Object) {
+				j := o.(*batchv1.Job)
+				j.Status.StartTime, j.Status.Active, j.Status.Ready = &now, 2, ptr.To[int32](2)
+			},
+			// The Job controller clears startTime when it suspends a Job; the
+			// API server lets a Job's scheduling directives change only then.
+			stopped: func(o client.Object) {
+				j := o.(*batchv1.Job)
+				j.Status.StartTime, j.Status.Active, j.Status.Ready = nil, 0, ptr.To[int32](0)
+			},
+			finished: func(o client.Object) {
+				j := o.(*batchv1.Job)
+				j.Status.Active, j.Status.Ready, j.Status.Succeeded, j.Status.CompletionTime = 0, ptr.To[int32](0), 2, &now
+				j.Status.Conditions = []batchv1.JobCondition{
+					{Type: batchv1.JobSuccessCriteriaMet, Status: corev1.ConditionTrue, LastTransitionTime: now},
+					{Type: batchv1.JobComplete, Status: corev1.ConditionTrue, LastTransitionTime: now},
+				}
+			},
+		},
+		kubeflowDriver(kubeflow.TFJobIntegration(), func(ns string) client.Object {
+			return extensionstest.MakeTFJob("train", ns).Quota("team-a").PriorityClass("high").
+				Replica("Master", 1, "cpu", "1").Replica("Worker", 2, "cpu", "1").Obj()
+		}, []kftraining.ReplicaType{"Master", "Worker"}, false),
+		kubeflowDriver(kubeflow.PyTorchJobIntegration(), func(ns string) client.Object {
+			return extensionstest.MakePyTorchJob("train", ns).Quota("team-a").PriorityClass("high").
+				Replica("Master", 1, "cpu", "1").Replica("Worker", 2, "cpu", "1").Obj()
+		}, []kftraining.ReplicaType{"Master", "Worker"}, true),
+		func() driver {
+			d := kubeflowDriver(kubeflow.MPIJobIntegration(), func(ns string) client.Object {
+				return extensionstest.MakeMPIJob("train", ns).Quota("team-a").PriorityClass("high").
+					Replica("Launcher", 1, "cpu", "1").Replica("Worker", 2, "cpu", "1").Obj()
+			}, []kftraining.ReplicaType{"Launcher", "Worker"}, false)
+			d.wantPodSets = []podSetWant{{"launcher", 1}, {"worker", 2}}
+			return d
+		}(),
+		{
+			integ: argo.Integration(), succeeded: true,
+			newJob: func(ns string) client.Object {
+				return extensionstest.MakeWorkflow("train", ns).QueueTemplate().Quota("team-a").PriorityClass("high").
+					MinResources("cpu: 5\nmemory: 5Gi").Suspend(true).Phase(wfv1.WorkflowRunning).
+					Node("train-queue", wfv1.NodeTypeSuspend, schedv1alpha1.ArgoSuspendTemplate, wfv1.NodeRunning).Obj()
+			},
+			wantPodSets: []podSetWant{{"main", 1}},
+			wantRequest: extensionstest.Resources("cpu", "5", "memory", "5Gi"),
+			running: func(o client.Object) {
+				w := o.(*wfv1.Workflow)
+				w.Status.Nodes["train-main"] = wfv1.NodeStatus{ID: "train-main", Name: "train-main", Type: wfv1.NodeTypePod, TemplateName: "main", Phase: wfv1.NodeRunning}
+			},
+			stopped: func(o client.Object) {
+				w := o.(*wfv1.Workflow)
+				n := w.Status.Nodes["train-main"]
+				n.Phase = wfv1.NodeFailed
+				w.Status.Nodes["train-main"] = n
+			},
+			finished: func(o client.Object) {
+				w := o.(*wfv1.Workflow)
+				n := w.Status.Nodes["train-main"]
+				n.Phase = wfv1.NodeSucceeded
+				w.Status.Nodes["train-main"] = n
+				w.Status.Phase = wfv1.WorkflowSucceeded
+			},
+		},
+		{
+			integ: ray.RayJobIntegration(), hasTemplates: true, succeeded: false,
+			newJob: func(ns string) client.Object {
+				return extensionstest.MakeRayJob("train", ns, rayCluster()).Quota("team-a").Obj()
+			},
+			wantPodSets: []podSetWant{{"head", 1}, {"workers", 2}, {"submitter", 1}},
+			wantRequest: extensionstest.Resources("cpu", "5500m", "memory", "200Mi"),
+			running: func(o client.Object) {
+				j := o.(*rayv1.RayJob)
+				j.Status.JobDeploymentStatus, j.Status.JobStatus = rayv1.JobDeploymentStatusRunning, rayv1.JobStatusRunning
+				j.Status.RayClusterStatus = rayv1.RayClusterStatus{ReadyWorkerReplicas: 2, Conditions: []metav1.Condition{{
+					Type: string(rayv1.HeadPodReady), Status: metav1.ConditionTrue, Reason: rayv1.HeadPodRunningAndReady, LastTransitionTime: now}}}
+			},
+			stopped: func(o client.Object) {
+				j := o.(*rayv1.RayJob)
+				j.Status.JobDeploymentStatus, j.Status.JobStatus = rayv1.JobDeploymentStatusSuspended, ""
+				j.Status.RayClusterStatus = rayv1.RayClusterStatus{}
+			},
+			finished: func(o client.Object) {
+				j := o.(*rayv1.RayJob)
+				j.Status.JobDeploymentStatus, j.Status.JobStatus, j.Status.Message = rayv1.JobDeploymentStatusComplete, rayv1.JobStatusFailed, "exit 1"
+				j.Status.RayClusterStatus = rayv1.RayClusterStatus{}
+			},
+		},
+		{
+			integ: ray.RayClusterIntegration(), hasTemplates: true,
+			newJob: func(ns string) client.Object {
+				return extensionstest.MakeRayCluster("train", ns, rayCluster()).Quota("team-a").Obj()
+			},
+			wantPodSets: []podSetWant{{"head", 1}, {"workers", 2}},
+			wantRequest: extensionstest.Resources("cpu", "5"),
+			running: func(o client.Object) {
+				c := o.(*rayv1.RayCluster)
+				c.Status.ReadyWorkerReplicas = 2
+				c.Status.Conditions = []metav1.Condition{{Type: string(rayv1.HeadPodReady), Status: metav1.ConditionTrue,
+					Reason: rayv1.HeadPodRunningAndReady, LastTransitionTime: now}}
+			},
+			stopped: func(o client.Object) {
+				o.(*rayv1.RayCluster).Status = rayv1.RayClusterStatus{}
+			},
+		},
+	}
+}
+
+// TestLifecycle follows one job of each framework through its whole life:
+// queued, admitted and released with its admission checks' pod set updates,
+// running, evicted and suspended with its templates restored, its quota
+// given back once its pods are gone, admitted again, finished, deleted.
+func TestLifecycle(t *testing.T) {
+	for _, d := range drivers() {
+		t.Run(d.integ.Name, func(t *testing.T) {
+			t.Parallel()
+			testLifecycle(t, d)
+		})
+	}
+}
+
+func testLifecycle(t *testing.T, d driver) {
+	ctx := context.Background()
+	ns := newNamespace(t)
+	obj := d.newJob(ns)
+	create(t, obj)
+	jobKey := client.ObjectKeyFromObject(obj)
+	unitKey := client.ObjectKey{Namespace: ns, Name: d.integ.UnitName(obj.GetName())}
+	firstPodSet := d.wantPodSets[0].Name
+
+	// Submitted suspended: a unit of the job's pod sets, request and priority.
+	u := unitWhere(t, unitKey, "Enqueued", func(u *schedv1alpha1.QueueUnit) bool { return u.Status.Phase == schedv1alpha1.Enqueued })
+	var gotSets []podSetWant
+	for _, ps := range u.Spec.PodSets {
+		gotSets = append(gotSets, podSetWant{ps.Name, ps.Count})
+	}
+	if diff := cmp.Diff(d.wantPodSets, gotSets); diff != "" {
+		t.Errorf("pod sets (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(d.wantRequest, u.Spec.Request); diff != "" {
+		t.Errorf("request (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(u.Spec.Request, u.Spec.Resource); diff != "" {
+		t.Errorf("resource differs from request (-request +resource):\n%s", diff)
+	}
+	if got := ptr.Deref(u.Spec.Priority, -1); got != highPriority || u.Spec.PriorityClassName != "high" {
+		t.Errorf("priority %d of class %q, want %d of class high", got, u.Spec.PriorityClassName, highPriority)
+	}
+	owner := metav1.GetControllerOf(u)
+	if owner == nil || owner.UID != obj.GetUID() || owner.Kind != d.integ.GVK.Kind || !ptr.Deref(owner.BlockOwnerDeletion, false) {
+		t.Errorf("controller reference %+v, want the job (UID %s) blocking its deletion", owner, obj.GetUID())
+	}
+	if u.Labels[elasticquotav1alpha1.LabelQuotaName] != "team-a" {
+		t.Errorf("labels %v, want the job's quota label", u.Labels)
+	}
+	if ref := u.Spec.ConsumerRef; ref == nil || ref.Name != obj.GetName() || ref.Kind != d.integ.GVK.Kind || ref.APIVersion != d.integ.GVK.GroupVersion().String() {
+		t.Errorf("consumerRef %+v, want the job", ref)
+	}
+	eventRecorded(t, ns, obj.GetName(), corev1.EventTypeNormal, framework.ReasonCreatedUnit, unitKey.Name)
+
+	// Admitted, with an admission check's pod set update: the job runs
+	// with it.
+	admit(t, unitKey, schedv1alpha1.AdmissionCheckState{
+		Name: "provisioning", State: schedv1alpha1.CheckStateReady, LastTransitionTime: metav1.Now(),
+		PodSetUpdates: []schedv1alpha1.PodSetUpdate{{
+			Name: firstPodSet, NodeSelector: map[string]string{"zone": "z1"}, Labels: map[string]string{"provisioned": "yes"},
+			Tolerations: []corev1.Toleration{{Key: "reserved", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
+		}},
+	})
+	jobWhere(t, d.integ, jobKey, "released with the pod set update", func(j framework.GenericJob) bool {
+		return !j.IsSuspended() && (!d.hasTemplates || templateOf(t, j, firstPodSet).Spec.NodeSelector["zone"] == "z1")
+	})
+	if w, ok := obj.(*wfv1.Workflow); ok {
+		_ = k8s.Get(ctx, jobKey, w)
+		if n := w.Status.Nodes["train-queue"]; n.Phase != wfv1.NodeSucceeded {
+			t.Errorf("the koord-queue-suspend node is %s, want Succeeded as `argo resume` leaves it", n.Phase)
+		}
+	}
+	eventRecorded(t, ns, obj.GetName(), corev1.EventTypeNormal, framework.ReasonStarted, "admitted")
+
+	// Its pods run: so does its unit.
+	updateJobStatus(t, obj, func() { d.running(obj) })
+	unitWhere(t, unitKey, "Running with its pods counted", func(u *schedv1alpha1.QueueUnit) bool {
+		return u.Status.Phase == schedv1alpha1.Running && u.Status.PodState.Running > 0 &&
+			len(u.Status.Admissions) > 0 && u.Status.Admissions[0].Running > 0
+	})
+
+	// Evicted: suspended again; once its pods are gone, its templates are as
+	// they were queued and its unit gives its quota back.
+	evict(t, unitKey)
+	jobWhere(t, d.integ, jobKey, "suspended", func(j framework.GenericJob) bool { return j.IsSuspended() })
+	eventRecorded(t, ns, obj.GetName(), corev1.EventTypeNormal, framework.ReasonSuspended, schedv1alpha1.EvictedByPreemption)
+	updateJobStatus(t, obj, func() { d.stopped(obj) })
+	if d.hasTemplates {
+		j := jobWhere(t, d.integ, jobKey, "its templates restored", func(j framework.GenericJob) bool {
+			return templateOf(t, j, firstPodSet).Spec.NodeSelector["zone"] == ""
+		})
+		tmpl := templateOf(t, j, firstPodSet)
+		if len(tmpl.Spec.Tolerations) != 0 || tmpl.Labels["provisioned"] != "" {
+			t.Errorf("after eviction the template keeps the update: tolerations %v, labels %v", tmpl.Spec.Tolerations, tmpl.Labels)
+		}
+	}
+	unitWhere(t, unitKey, "Enqueued without admissions", func(u *schedv1alpha1.QueueUnit) bool {
+		return u.Status.Phase == schedv1alpha1.Enqueued && len(u.Status.Admissions) == 0
+	})
+
+	// Admitted again, it runs; finished, its unit ends and holds nothing.
+	admit(t, unitKey)
+	jobWhere(t, d.integ, jobKey, "released again", func(j framework.GenericJob) bool { return !j.IsSuspended() })
+	updateJobStatus(t, obj, func() { d.running(obj) })
+	unitWhere(t, unitKey, "Running again", func(u *schedv1alpha1.QueueUnit) bool { return u.Status.Phase == schedv1alpha1.Running })
+	if d.finished != nil {
+		updateJobStatus(t, obj, func() { d.finished(obj) })
+		want, reason := schedv1alpha1.Failed, framework.ReasonFailed
+		if d.succeeded {
+			want, reason = schedv1alpha1.Succeed, framework.ReasonSucceeded
+		}
+		unitWhere(t, unitKey, string(want)+" holding nothing", func(u *schedv1alpha1.QueueUnit) bool {
+			c := apimeta.FindStatusCondition(u.Status.Conditions, schedv1alpha1.QueueUnitFinished)
+			return u.Status.Phase == want && len(u.Status.Admissions) == 0 &&
+				c != nil && c.Status == metav1.ConditionTrue && c.Reason == reason
+		})
+	}
+
+	// Deleted: its unit goes with it.
+	if err := k8s.Delete(ctx, obj, client.PropagationPolicy(metav1.DeletePropagationBackground)); err != nil {
+		t.Fatal(err)
+	}
+	unitGone(t, unitKey)
+}
+
+// templateOf is the template of a job's pod set.
+func templateOf(t *testing.T, j framework.GenericJob, name string) *corev1.PodTemplateSpec {
+	t.Helper()
+	sets, err := j.PodSets()
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(sets, func(s framework.PodSet) bool { return s.Name == name })
+	if i < 0 {
+		t.Fatalf("the job has no pod set %s", name)
+	}
+	return sets[i].Template
+}

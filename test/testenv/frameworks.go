@@ -1,0 +1,46 @@
+package testenv
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// frameworkCRD is a CRD file a framework's Go module ships.
+type frameworkCRD struct{ module, path string }
+
+var frameworkCRDFiles = []frameworkCRD{
+	{"github.com/kubeflow/training-operator", "manifests/base/crds/kubeflow.org_tfjobs.yaml"},
+	{"github.com/kubeflow/training-operator", "manifests/base/crds/kubeflow.org_pytorchjobs.yaml"},
+	{"github.com/kubeflow/training-operator", "manifests/base/crds/kubeflow.org_mpijobs.yaml"},
+	// The minimal CRD is the one Argo installs by default.
+	{"github.com/argoproj/argo-workflows/v3", "manifests/base/crds/minimal/argoproj.io_workflows.yaml"},
+	{"github.com/ray-project/kuberay/ray-operator", "config/crd/bases/ray.io_rayjobs.yaml"},
+	{"github.com/ray-project/kuberay/ray-operator", "config/crd/bases/ray.io_rayclusters.yaml"},
+}
+
+// FrameworkCRDDir copies the job frameworks' CRDs (TFJob, PyTorchJob, MPIJob,
+// Workflow, RayJob, RayCluster) from the Go module cache, from the very
+// module versions go.mod pins, into a new directory. Nothing is downloaded.
+func FrameworkCRDDir() (string, error) {
+	dir, err := os.MkdirTemp("", "koord-queue-framework-crds-")
+	if err != nil {
+		return "", err
+	}
+	for _, f := range frameworkCRDFiles {
+		out, err := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", f.module).Output()
+		if err != nil {
+			return "", fmt.Errorf("finding module %s (is it downloaded? run `go mod download`): %w", f.module, err)
+		}
+		data, err := os.ReadFile(filepath.Join(strings.TrimSpace(string(out)), f.path))
+		if err != nil {
+			return "", err
+		}
+		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f.path)), data, 0o644); err != nil {
+			return "", err
+		}
+	}
+	return dir, nil
+}
