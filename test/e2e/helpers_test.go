@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -50,3 +51,5 @@ func unitView(ctx context.Context, ns, name string) (admission.UnitView, error) 
 	err := getJSON(ctx, fmt.Sprintf("%s/api/queueunits/%s/%s", visibilityURL, ns, name), &u)
 	return u, err
 }
+
+func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }

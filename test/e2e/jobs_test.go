@@ -81,7 +81,10 @@ func waitJobsComplete(t *testing.T, timeout time.Duration, ns string, names ...s
 				return err
 			}
 			if job.Status.CompletionTime == nil {
-				return fmt.Errorf("job %s/%s not complete (suspend %v, active %d)", ns, name, ptr.Deref(job.Spec.Suspend, false), job.Status.Active)
+				u := &schedulingv1alpha1.QueueUnit{}
+				_ = k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, u)
+				return fmt.Errorf("job %s/%s not complete (suspend %v, active %d); its unit: phase %s, %d admissions, message %q",
+					ns, name, ptr.Deref(job.Spec.Suspend, false), job.Status.Active, u.EffectivePhase(), len(u.Status.Admissions), u.Status.Message)
 			}
 			jobs[name] = job
 		}

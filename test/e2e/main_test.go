@@ -10,6 +10,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/extensions/integrations"
 	"github.com/koord-queue/koord-queue/test/cluster"
 	"github.com/koord-queue/koord-queue/test/testenv"
 )
@@ -66,11 +68,18 @@ func run(m *testing.M) int {
 }
 
 func setUp(ctx context.Context, c *cluster.Cluster) error {
-	if err := c.InstallCRDs(testenv.CRDDir()); err != nil {
+	frameworkCRDs, err := testenv.FrameworkCRDDir()
+	if err != nil {
+		return err
+	}
+	if err := c.InstallCRDs(testenv.CRDDir(), frameworkCRDs); err != nil {
 		return err
 	}
 	scheme, err := testenv.NewScheme()
 	if err != nil {
+		return err
+	}
+	if err := integrations.AddToScheme(scheme, integrations.All()); err != nil {
 		return err
 	}
 	if k8sClient, err = client.New(c.Config, client.Options{Scheme: scheme}); err != nil {
@@ -99,7 +108,7 @@ func setUp(ctx context.Context, c *cluster.Cluster) error {
 		return err
 	}
 	extensions, err = c.StartProcess("koord-queue-controllers", extBin, "--kubeconfig="+c.Kubeconfig, "--leader-elect=false",
-		"--enabled-extensions=job", "--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes)
+		"--enabled-extensions="+strings.Join(integrations.Names(), ","), "--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes)
 	return err
 }
 

@@ -358,7 +358,7 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 			"The job grew past what its QueueUnit was admitted with; it is suspended and queued again at its new size")
 		return nil
 	}
-	if !job.IsSuspended() || templatesLocked(job) {
+	if !job.IsSuspended() {
 		return nil
 	}
 	originals, err := originalsOf(unit)
@@ -367,6 +367,12 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 		originals = nil
 	}
 	updates := hasPodSetUpdates(unit.Status.AdmissionChecks)
+	// Only a job whose templates must change waits for them to unlock; one
+	// resumed as it is (the common case, and a Job that ran before its
+	// eviction keeps its start time while suspended) is released at once.
+	if (updates || originals != nil) && templatesLocked(job) {
+		return nil
+	}
 	if updates && originals == nil {
 		// Record what the updates replace before making them.
 		originals = recordOriginals(sets)
