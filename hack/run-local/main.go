@@ -9,10 +9,8 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -142,6 +140,7 @@ Press Ctrl-C to stop everything.
 // watchExample prints the example's units as their place changes, until
 // both have been admitted.
 func watchExample(ctx context.Context, procs ...*cluster.Process) error {
+	api := &visibility.Client{BaseURL: "http://" + visibilityAddr}
 	seen := map[string]bool{}
 	last := ""
 	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -150,8 +149,8 @@ func watchExample(ctx context.Context, procs ...*cluster.Process) error {
 				return false, fmt.Errorf("%s exited; its log: %s", filepath.Base(p.LogPath()), p.LogPath())
 			}
 		}
-		var list visibility.QueueUnitList
-		if err := getJSON(ctx, "http://"+visibilityAddr+"/api/queues/team-a/queueunits", &list); err != nil {
+		list, err := api.QueueUnits(ctx, "team-a", "", 0, 0)
+		if err != nil {
 			return false, nil // not up yet
 		}
 		var lines []string
@@ -175,20 +174,4 @@ func describe(u admission.UnitView) string {
 		s += " waits: " + u.Reason
 	}
 	return s
-}
-
-func getJSON(ctx context.Context, url string, into any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return json.NewDecoder(resp.Body).Decode(into)
 }

@@ -2,9 +2,6 @@ package e2e
 
 import (
 	"context"
-	"encoding/json"
-	"fmt"
-	"net/http"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,6 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/koord-queue/koord-queue/pkg/admission"
+	"github.com/koord-queue/koord-queue/pkg/visibility"
 )
 
 func create(t *testing.T, objs ...client.Object) {
@@ -29,27 +27,9 @@ func namespaceObj(name string) *corev1.Namespace {
 	return &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
 }
 
-func getJSON(ctx context.Context, url string, into any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("GET %s: %s", url, resp.Status)
-	}
-	return json.NewDecoder(resp.Body).Decode(into)
-}
-
 // unitView asks koord-queue's visibility API where a unit is and why.
 func unitView(ctx context.Context, ns, name string) (admission.UnitView, error) {
-	var u admission.UnitView
-	err := getJSON(ctx, fmt.Sprintf("%s/api/queueunits/%s/%s", visibilityURL, ns, name), &u)
-	return u, err
+	return (&visibility.Client{BaseURL: visibilityURL}).QueueUnit(ctx, ns, name)
 }
 
 func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }

@@ -2,7 +2,7 @@ package admission
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -16,7 +16,6 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
-	"github.com/koord-queue/koord-queue/pkg/admission"
 	"github.com/koord-queue/koord-queue/pkg/visibility"
 	"github.com/koord-queue/koord-queue/test/testenv"
 	"github.com/koord-queue/koord-queue/test/wrappers"
@@ -32,34 +31,12 @@ func freeAddress(t *testing.T) string {
 	return l.Addr().String()
 }
 
-func getJSON(ctx context.Context, url string, into any) (int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return resp.StatusCode, err
-	}
-	if into != nil {
-		if err := json.Unmarshal(body, into); err != nil {
-			return resp.StatusCode, fmt.Errorf("decoding %s: %w", body, err)
-		}
-	}
-	return resp.StatusCode, nil
-}
-
 // TestVisibilityAPIAndMetrics reads the REST API and /metrics over HTTP.
 func TestVisibilityAPIAndMetrics(t *testing.T) {
 	opts := fastOptions()
 	opts.VisibilityAddress = freeAddress(t)
 	startKoordQueue(t, opts)
-	base := "http://" + opts.VisibilityAddress
+	api := &visibility.Client{BaseURL: "http://" + opts.VisibilityAddress}
 	ns := namespace(t)
 	create(t, wrappers.ElasticQuota(ns, ns).Min(corev1.ResourceCPU, "2").Max(corev1.ResourceCPU, "4").Policy(schedulingv1alpha1.QueuePolicyBlock).Obj())
 	create(t, wrappers.QueueUnit(ns, "running").Quota(ns).Priority(5).Request(corev1.ResourceCPU, "3").Obj())
@@ -70,8 +47,8 @@ func TestVisibilityAPIAndMetrics(t *testing.T) {
 
 	t.Run("queues list policy, counts and quota", func(t *testing.T) {
 		testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
-			var queues []admission.QueueView
-			if _, err := getJSON(ctx, base+"/api/queues", &queues); err != nil {
+			queues, err := api.Queues(ctx)
+			if err != nil {
 				return err
 			}
 			for _, q := range queues {
@@ -88,10 +65,9 @@ func TestVisibilityAPIAndMetrics(t *testing.T) {
 	})
 
 	t.Run("a queue's units in order, with positions and reasons", func(t *testing.T) {
-		var list visibility.QueueUnitList
-		code, err := getJSON(context.Background(), base+"/api/queues/"+ns+"/queueunits?phase=Enqueued", &list)
-		if err != nil || code != http.StatusOK {
-			t.Fatalf("status %d, err %v", code, err)
+		list, err := api.QueueUnits(context.Background(), ns, schedulingv1alpha1.Enqueued, 0, 0)
+		if err != nil {
+			t.Fatal(err)
 		}
 		if list.Total != 2 || len(list.Items) != 2 || list.Items[0].Name != "head" || list.Items[0].Position != 1 || list.Items[1].Position != 2 {
 			t.Fatalf("units %+v, want head at 1 and second at 2", list.Items)
@@ -99,17 +75,16 @@ func TestVisibilityAPIAndMetrics(t *testing.T) {
 		if !strings.Contains(list.Items[0].Reason, "cpu") {
 			t.Errorf("head's reason %q, want it to name cpu", list.Items[0].Reason)
 		}
-		code, err = getJSON(context.Background(), base+"/api/queues/"+ns+"/queueunits?limit=1&offset=1", &list)
-		if err != nil || code != http.StatusOK || len(list.Items) != 1 || list.Items[0].Name != "second" || list.Total != 3 {
-			t.Fatalf("page limit=1 offset=1: status %d err %v items %+v total %d, want [second] of 3", code, err, list.Items, list.Total)
+		list, err = api.QueueUnits(context.Background(), ns, "", 1, 1)
+		if err != nil || len(list.Items) != 1 || list.Items[0].Name != "second" || list.Total != 3 {
+			t.Fatalf("page limit=1 offset=1: err %v items %+v total %d, want [second] of 3", err, list.Items, list.Total)
 		}
 	})
 
 	t.Run("one unit: where it is and why", func(t *testing.T) {
-		var u admission.UnitView
-		code, err := getJSON(context.Background(), base+"/api/queueunits/"+ns+"/second", &u)
-		if err != nil || code != http.StatusOK {
-			t.Fatalf("status %d err %v", code, err)
+		u, err := api.QueueUnit(context.Background(), ns, "second")
+		if err != nil {
+			t.Fatal(err)
 		}
 		if u.Position != 2 || u.Phase != schedulingv1alpha1.Enqueued || u.Queue != ns || u.Reason == "" {
 			t.Errorf("unit %+v, want Enqueued at position 2 in %s with a reason", u, ns)
@@ -117,8 +92,8 @@ func TestVisibilityAPIAndMetrics(t *testing.T) {
 	})
 
 	t.Run("the quota tree", func(t *testing.T) {
-		var quotas []admission.QuotaView
-		if _, err := getJSON(context.Background(), base+"/api/elasticquotas", &quotas); err != nil {
+		quotas, err := api.Quotas(context.Background())
+		if err != nil {
 			t.Fatal(err)
 		}
 		for _, q := range quotas {
@@ -141,10 +116,9 @@ func TestVisibilityAPIAndMetrics(t *testing.T) {
 			"/api/queues/" + ns + "/queueunits?phase=Waiting": http.StatusBadRequest,
 			"/api/queueunits/" + ns + "/nope":                 http.StatusNotFound,
 		} {
-			var body visibility.Error
-			code, err := getJSON(context.Background(), base+path, &body)
-			if err != nil || code != want || body.Error == "" {
-				t.Errorf("GET %s: status %d err %v body %+v, want %d with an error message", path, code, err, body, want)
+			var got *visibility.StatusError
+			if err := api.Get(context.Background(), path, &struct{}{}); !errors.As(err, &got) || got.Code != want || got.Message == "" {
+				t.Errorf("GET %s: %v, want status %d with an error message", path, err, want)
 			}
 		}
 	})

@@ -1,0 +1,98 @@
+package visibility
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/admission"
+)
+
+// Client reads the visibility API, for tools and tests.
+type Client struct {
+	// BaseURL is the API's root, such as "http://127.0.0.1:8090".
+	BaseURL string
+	// HTTP is the client to use; nil means http.DefaultClient.
+	HTTP *http.Client
+}
+
+// StatusError is an answer other than 200, with the API's message.
+type StatusError struct {
+	Code    int
+	Message string
+}
+
+func (e *StatusError) Error() string { return fmt.Sprintf("%d: %s", e.Code, e.Message) }
+
+// Get decodes the JSON answer to path (with its query) into into.
+func (c *Client) Get(ctx context.Context, path string, into any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.BaseURL+path, nil)
+	if err != nil {
+		return err
+	}
+	httpClient := c.HTTP
+	if httpClient == nil {
+		httpClient = http.DefaultClient
+	}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		var e Error
+		_ = json.Unmarshal(body, &e)
+		return &StatusError{Code: resp.StatusCode, Message: e.Error}
+	}
+	if err := json.Unmarshal(body, into); err != nil {
+		return fmt.Errorf("decoding %s: %w", path, err)
+	}
+	return nil
+}
+
+// Queues is GET /api/queues.
+func (c *Client) Queues(ctx context.Context) ([]admission.QueueView, error) {
+	var out []admission.QueueView
+	return out, c.Get(ctx, "/api/queues", &out)
+}
+
+// QueueUnits is GET /api/queues/{queue}/queueunits; zero values leave a parameter out.
+func (c *Client) QueueUnits(ctx context.Context, queue string, phase schedulingv1alpha1.QueueUnitPhase, offset, limit int) (QueueUnitList, error) {
+	q := url.Values{}
+	if phase != "" {
+		q.Set("phase", string(phase))
+	}
+	if offset > 0 {
+		q.Set("offset", strconv.Itoa(offset))
+	}
+	if limit > 0 {
+		q.Set("limit", strconv.Itoa(limit))
+	}
+	path := "/api/queues/" + url.PathEscape(queue) + "/queueunits"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var out QueueUnitList
+	return out, c.Get(ctx, path, &out)
+}
+
+// QueueUnit is GET /api/queueunits/{namespace}/{name}.
+func (c *Client) QueueUnit(ctx context.Context, namespace, name string) (admission.UnitView, error) {
+	var out admission.UnitView
+	return out, c.Get(ctx, "/api/queueunits/"+url.PathEscape(namespace)+"/"+url.PathEscape(name), &out)
+}
+
+// Quotas is GET /api/elasticquotas.
+func (c *Client) Quotas(ctx context.Context) ([]admission.QuotaView, error) {
+	var out []admission.QuotaView
+	return out, c.Get(ctx, "/api/elasticquotas", &out)
+}
