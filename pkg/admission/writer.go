@@ -31,7 +31,9 @@ const (
 	opEvict
 	opChecksPassed
 	opChecksFailed
+	// Deferred writes: only when no urgent write waits.
 	opMessage
+	opQueueName
 )
 
 type op struct {
@@ -48,8 +50,10 @@ type WriterOptions struct {
 	// Workers write admissions and evictions in parallel (default 8); the
 	// client's QPS limit is what really bounds them.
 	Workers int
-	// MessageQPS bounds the writes that only explain why units wait, so a
-	// large backlog never takes the API budget admissions need (default 5).
+	// MessageQPS bounds the writes that only inform (why a unit waits, the
+	// admitting queue in spec.queue); they are made only while no admission
+	// or eviction waits, so a backlog never takes the budget admissions need
+	// (default 5).
 	MessageQPS float64
 	// RequeueBaseDelay and RequeueMaxDelay bound the backoff after an
 	// admission check says Retry or Rejected (default 10s and 10m).
@@ -67,8 +71,11 @@ type Writer struct {
 	opts      WriterOptions
 	log       logr.Logger
 
-	urgent   workqueue.TypedRateLimitingInterface[op]
-	messages workqueue.TypedInterface[string]
+	urgent workqueue.TypedRateLimitingInterface[op]
+	// deferred holds writes that only inform (why a unit waits, spec.queue):
+	// they are made when no admission or eviction waits, so a backlog never
+	// spends the API budget that admissions need.
+	deferred workqueue.TypedDelayingInterface[op]
 	limiter  *rate.Limiter
 
 	mu        sync.Mutex
@@ -94,7 +101,7 @@ func NewWriter(c client.Client, apiReader client.Reader, recorder record.EventRe
 		urgent: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[op](10*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[op]{Name: "koord_queue_urgent_writes"}),
-		messages:  workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[string]{Name: "koord_queue_message_writes"}),
+		deferred:  workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[op]{Name: "koord_queue_deferred_writes"}),
 		limiter:   rate.NewLimiter(rate.Limit(opts.MessageQPS), 1),
 		evictions: map[string]eviction{},
 	}
@@ -111,19 +118,19 @@ func (w *Writer) Run(ctx context.Context) {
 		})
 	}
 	wg.Go(func() {
-		for w.processMessage(ctx) {
+		for w.processDeferred(ctx) {
 		}
 	})
 	<-ctx.Done()
 	w.urgent.ShutDown()
-	w.messages.ShutDown()
+	w.deferred.ShutDown()
 	wg.Wait()
 }
 
 func (w *Writer) admit(key string)        { w.urgent.Add(op{kind: opAdmit, key: key}) }
 func (w *Writer) checksPassed(key string) { w.urgent.Add(op{kind: opChecksPassed, key: key}) }
 func (w *Writer) checksFailed(key string) { w.urgent.Add(op{kind: opChecksFailed, key: key}) }
-func (w *Writer) explain(key string)      { w.messages.Add(key) }
+func (w *Writer) explain(key string)      { w.deferred.Add(op{kind: opMessage, key: key}) }
 func (w *Writer) evict(key string, e eviction) {
 	w.mu.Lock()
 	w.evictions[key] = e
@@ -214,13 +221,27 @@ func (w *Writer) writeAdmission(ctx context.Context, key string) error {
 	metrics.AdmissionWaitTime.WithLabelValues(queue).Observe(now.Sub(written.CreationTimestamp.Time).Seconds())
 	w.recorder.Eventf(written, corev1.EventTypeNormal, EventScheduled, "Admitted by queue %s", queue)
 	if written.Spec.Queue != queue {
-		patch := client.MergeFrom(written.DeepCopy())
-		written.Spec.Queue = queue
-		if err := w.client.Patch(ctx, written, patch, FieldOwner); client.IgnoreNotFound(err) != nil {
-			w.log.Error(err, "Recording the admitting queue in spec.queue", "queueUnit", key)
-		}
+		w.deferred.Add(op{kind: opQueueName, key: key})
 	}
 	return nil
+}
+
+// writeQueueName records the admitting queue in spec.queue, as Koord-Queue
+// does. It is a second write of the unit's main resource, so it waits for
+// the admissions of a backlog: the status already says where the unit is.
+func (w *Writer) writeQueueName(ctx context.Context, key string) {
+	u, queue, _ := w.cache.unit(key)
+	if u == nil || queue == "" || u.Spec.Queue == queue || !holdsQuota(u) {
+		return
+	}
+	if err := w.limiter.Wait(ctx); err != nil {
+		return
+	}
+	updated := u.DeepCopy()
+	updated.Spec.Queue = queue
+	if err := w.client.Patch(ctx, updated, client.MergeFrom(u), FieldOwner); client.IgnoreNotFound(err) != nil {
+		w.log.Error(err, "Recording the admitting queue in spec.queue", "queueUnit", key)
+	}
 }
 
 // settleFailedAdmission: the write failed. If the unit is gone the
@@ -317,22 +338,43 @@ func (w *Writer) writeChecksVerdict(ctx context.Context, key string) error {
 // processMessage writes why one unit waits, if that changed since the last
 // write: the latest reason is read when the write happens, so a unit whose
 // reason changes quickly is written once.
-func (w *Writer) processMessage(ctx context.Context) bool {
-	key, shutdown := w.messages.Get()
+func (w *Writer) processDeferred(ctx context.Context) bool {
+	o, shutdown := w.deferred.Get()
 	if shutdown {
 		return false
 	}
-	defer w.messages.Done(key)
+	defer w.deferred.Done(o)
+	if w.urgent.Len() > 0 {
+		// Admissions and evictions first: look again shortly.
+		w.deferred.AddAfter(o, deferredRetry)
+		return true
+	}
+	switch o.kind {
+	case opQueueName:
+		w.writeQueueName(ctx, o.key)
+	case opMessage:
+		w.writeMessage(ctx, o.key)
+	}
+	return true
+}
+
+// deferredRetry is how long a deferred write waits while urgent ones run.
+const deferredRetry = 250 * time.Millisecond
+
+// writeMessage writes why one unit waits, if that changed since the last
+// write: the latest reason is read when the write happens, so a unit whose
+// reason changes quickly is written once.
+func (w *Writer) writeMessage(ctx context.Context, key string) {
 	u, _, assumed := w.cache.unit(key)
 	if u == nil || assumed || holdsQuota(u) {
-		return true
+		return
 	}
 	reason, noQueue := w.cache.waitReasonAndQueueNotFound(key)
 	if reason == "" || reason == u.Status.Message {
-		return true
+		return
 	}
 	if err := w.limiter.Wait(ctx); err != nil {
-		return true
+		return
 	}
 	written, changed, err := w.patchStatus(ctx, u, func(cur *schedulingv1alpha1.QueueUnit) bool {
 		if holdsQuota(cur) || cur.Status.Message == reason {
@@ -348,7 +390,7 @@ func (w *Writer) processMessage(ctx context.Context) bool {
 		if client.IgnoreNotFound(err) != nil {
 			w.log.V(2).Info("Writing why a unit waits", "queueUnit", key, "error", err.Error())
 		}
-		return true
+		return
 	}
 	if changed {
 		metrics.AdmissionAttempts.WithLabelValues(metrics.ResultWaiting).Inc()
@@ -358,5 +400,4 @@ func (w *Writer) processMessage(ctx context.Context) bool {
 			w.recorder.Event(written, corev1.EventTypeWarning, EventFailedScheduling, reason)
 		}
 	}
-	return true
 }
