@@ -37,7 +37,7 @@ var (
 
 // podRunTime is how long a Job's pod runs on the fake nodes unless its
 // template says otherwise.
-const podRunTime = 3 * time.Second
+const podRunTime = 5 * time.Second
 
 func TestMain(m *testing.M) {
 	os.Exit(run(m))
