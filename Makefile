@@ -8,7 +8,7 @@ TOOLS_BIN = $(shell bash hack/ensure-tools.sh $(1) | tail -n 1)
 TEST_PARALLEL_PACKAGES ?= 2
 GO_TEST_FLAGS ?= -count=1
 
-UNIT_PKGS        = $$($(GO) list ./... | grep -v /test/)
+UNIT_PKGS        = $$($(GO) list ./... | grep -v /test/) ./test/performance/...
 INTEGRATION_PKGS = ./test/integration/...
 E2E_PKGS         = ./test/e2e/...
 
@@ -55,6 +55,14 @@ test-e2e: tools ## End-to-end tests on a local cluster with kwok nodes.
 .PHONY: bench
 bench: ## Benchmarks of the decision core.
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./pkg/...)
+
+.PHONY: perf
+perf: tools ## Short performance scenarios (about 2.5 minutes, loose bounds); results in _output/perf/short.
+	$(GO) run ./test/performance/cmd/perf -short -out _output/perf/short
+
+.PHONY: perf-full
+perf-full: tools ## Full performance scenarios, Jobs on kwok included (about 40 minutes); results in _output/perf/full.
+	$(GO) run ./test/performance/cmd/perf -scenarios all -out _output/perf/full
 
 .PHONY: run-local
 run-local: tools ## Start a local cluster, run koord-queue on it with the documentation's example, stay up until Ctrl-C.

@@ -58,7 +58,10 @@ type Cache struct {
 	quotaErrs    map[string]error
 	queues       map[string]*queueRecord
 	units        map[string]*unitRecord
-	nodes        map[string]corev1.ResourceList
+	// backingOff are the units whose notBefore is set, so a cycle looks
+	// only at them, not at every unit.
+	backingOff map[string]*unitRecord
+	nodes      map[string]corev1.ResourceList
 	// wake has room for one signal: events coalesce while a cycle runs.
 	wake chan struct{}
 	// dirty units changed since the loop last looked at them.
@@ -87,6 +90,7 @@ func NewCache() *Cache {
 		quotaErrs:    map[string]error{},
 		queues:       map[string]*queueRecord{},
 		units:        map[string]*unitRecord{},
+		backingOff:   map[string]*unitRecord{},
 		nodes:        map[string]corev1.ResourceList{},
 		wake:         make(chan struct{}, 1),
 		dirty:        map[string]struct{}{},
@@ -230,8 +234,10 @@ func (c *Cache) UpsertUnit(u *schedulingv1alpha1.QueueUnit) {
 	}
 	if rs := u.Status.RequeueState; rs != nil && rs.RequeueAt != nil && !holdsQuota(u) {
 		r.notBefore = rs.RequeueAt.Time
+		c.backingOff[key] = r
 	} else {
 		r.notBefore = time.Time{}
+		delete(c.backingOff, key)
 	}
 	c.place(r)
 	c.dirty[key] = struct{}{}
@@ -247,6 +253,7 @@ func (c *Cache) DeleteUnit(namespace, name string) {
 		c.core.DeleteUnit(key)
 	}
 	delete(c.units, key)
+	delete(c.backingOff, key)
 	c.notify()
 }
 
@@ -382,9 +389,10 @@ func (c *Cache) forget(key string) {
 }
 
 func (c *Cache) releaseBackoffs(now time.Time) {
-	for _, r := range c.units {
-		if !r.notBefore.IsZero() && !now.Before(r.notBefore) {
+	for key, r := range c.backingOff {
+		if !now.Before(r.notBefore) {
 			r.notBefore = time.Time{}
+			delete(c.backingOff, key)
 			c.place(r)
 		}
 	}
@@ -392,8 +400,8 @@ func (c *Cache) releaseBackoffs(now time.Time) {
 
 func (c *Cache) nextBackoff() time.Time {
 	var next time.Time
-	for _, r := range c.units {
-		if !r.notBefore.IsZero() && (next.IsZero() || r.notBefore.Before(next)) {
+	for _, r := range c.backingOff {
+		if next.IsZero() || r.notBefore.Before(next) {
 			next = r.notBefore
 		}
 	}

@@ -230,8 +230,9 @@ func (w *Writer) writeAdmission(ctx context.Context, key string) error {
 // does. It is a second write of the unit's main resource, so it waits for
 // the admissions of a backlog: the status already says where the unit is.
 func (w *Writer) writeQueueName(ctx context.Context, key string) {
-	u, queue, _ := w.cache.unit(key)
-	if u == nil || queue == "" || u.Spec.Queue == queue || !holdsQuota(u) {
+	u, queue, assumed := w.cache.unit(key)
+	// assumed: admitted, and the admission not seen back from the API yet.
+	if u == nil || queue == "" || u.Spec.Queue == queue || !(holdsQuota(u) || assumed) {
 		return
 	}
 	if err := w.limiter.Wait(ctx); err != nil {

@@ -1,0 +1,144 @@
+// Command perf runs koord-queue's performance scenarios and checks them
+// against their bounds. Each scenario gets a fresh API server; results go to
+// <out>/<scenario>/ (result.json, summary.txt, units.png, koord-queue.log)
+// and every summary to <out>/summary.txt. It exits 1 if a run fails or a
+// bound is missed.
+//
+//	go run ./test/performance/cmd/perf -short                  # make perf
+//	go run ./test/performance/cmd/perf -scenarios all          # make perf-full
+//	go run ./test/performance/cmd/perf -scenarios baseline -controller in-process -cpuprofile cpu.pprof
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/koord-queue/koord-queue/test/performance/checker"
+	"github.com/koord-queue/koord-queue/test/performance/controller"
+	"github.com/koord-queue/koord-queue/test/performance/harness"
+	"github.com/koord-queue/koord-queue/test/performance/jobs"
+	"github.com/koord-queue/koord-queue/test/performance/scenario"
+)
+
+func main() {
+	ok, err := run()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "perf: %v\n", err)
+		os.Exit(1)
+	}
+	if !ok {
+		os.Exit(1)
+	}
+}
+
+func run() (bool, error) {
+	var (
+		names      = flag.String("scenarios", strings.Join(scenario.Names, ","), "comma-separated scenarios to run, of "+strings.Join(scenario.Names, ", ")+", "+jobs.Name+"; or all")
+		short      = flag.Bool("short", false, "run the short variants (about two minutes in all, loose bounds)")
+		out        = flag.String("out", filepath.Join("_output", "perf"), "directory for the results")
+		mode       = flag.String("controller", harness.ModeBinary, "run koord-queue as a separate process (binary: CPU and RSS measured) or in this process (in-process: for -cpuprofile)")
+		cpuProfile = flag.String("cpuprofile", "", "with -controller in-process: write a CPU profile of each scenario to <out>/<scenario>/<this name>")
+		prebuilt   = flag.String("binary", "", "a koord-queue binary to measure instead of building ./cmd/queue (to compare a change)")
+		extraFlags = flag.String("koord-queue-flags", "", "space-separated flags added to koord-queue's command line (to compare settings)")
+	)
+	flag.Parse()
+	list := strings.Split(*names, ",")
+	if *names == "all" {
+		list = append(slices.Clone(scenario.Names), jobs.Name)
+	}
+	if *mode != harness.ModeBinary && *mode != harness.ModeInProcess {
+		return false, fmt.Errorf("-controller must be %s or %s", harness.ModeBinary, harness.ModeInProcess)
+	}
+	var scenarios []scenario.Scenario
+	for _, name := range list {
+		if name == jobs.Name {
+			continue
+		}
+		s, err := scenario.Get(name, *short)
+		if err != nil {
+			return false, err
+		}
+		scenarios = append(scenarios, s)
+	}
+	if err := os.MkdirAll(*out, 0o755); err != nil {
+		return false, fmt.Errorf("creating %s: %w", *out, err)
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+
+	binDir := filepath.Join(*out, "bin")
+	binary := *prebuilt
+	if binary == "" && (*mode == harness.ModeBinary || slices.Contains(list, jobs.Name)) {
+		fmt.Println("Building koord-queue from ./cmd/queue")
+		var err error
+		if binary, err = controller.Build(ctx, "./cmd/queue", binDir); err != nil {
+			return false, err
+		}
+	}
+
+	command := "go run ./test/performance/cmd/perf " + strings.Join(os.Args[1:], " ")
+	var results []*checker.Result
+	var failures []error
+	for _, s := range scenarios {
+		fmt.Printf("Running %s: %s (%d units)\n", s.Name, s.Title, s.Units())
+		opts := harness.Options{
+			Dir: filepath.Join(*out, s.Name), Mode: *mode, Binary: binary, ExtraArgs: strings.Fields(*extraFlags),
+			Command: command + " # scenario " + s.Name, Short: *short, Progress: os.Stdout,
+		}
+		if *cpuProfile != "" {
+			opts.CPUProfile = filepath.Join(opts.Dir, *cpuProfile)
+		}
+		res, err := harness.Run(ctx, s, opts)
+		if err != nil {
+			failures = append(failures, fmt.Errorf("%s: %w", s.Name, err))
+			fmt.Printf("%s failed: %v\n", s.Name, err)
+			if ctx.Err() != nil {
+				break
+			}
+			continue
+		}
+		fmt.Print(res.Text())
+		results = append(results, res)
+	}
+	if slices.Contains(list, jobs.Name) && ctx.Err() == nil {
+		fmt.Printf("Running %s\n", jobs.Name)
+		res, err := jobs.Run(ctx, jobs.Options{
+			Dir: filepath.Join(*out, jobs.Name), QueueBinary: binary, BinDir: binDir,
+			Command: command + " # scenario " + jobs.Name, Short: *short, Progress: os.Stdout,
+		})
+		switch {
+		case errors.Is(err, jobs.ErrSkipped):
+			fmt.Printf("%s skipped: %v\n", jobs.Name, err)
+		case err != nil:
+			failures = append(failures, fmt.Errorf("%s: %w", jobs.Name, err))
+			fmt.Printf("%s failed: %v\n", jobs.Name, err)
+		default:
+			fmt.Print(res.Text())
+			results = append(results, res)
+		}
+	}
+
+	var summary strings.Builder
+	ok := len(failures) == 0
+	for _, res := range results {
+		summary.WriteString(res.Text())
+		summary.WriteString("\n")
+		ok = ok && res.OK()
+	}
+	for _, err := range failures {
+		fmt.Fprintf(&summary, "FAILED %v\n", err)
+	}
+	if err := os.WriteFile(filepath.Join(*out, "summary.txt"), []byte(summary.String()), 0o644); err != nil {
+		return false, fmt.Errorf("writing summary: %w", err)
+	}
+	fmt.Printf("Results in %s\n", *out)
+	return ok, nil
+}

@@ -1,0 +1,306 @@
+// Package controller runs koord-queue for the performance harness, as users
+// run it: the binary built from cmd/queue, with its client limited to the
+// scenario's QPS and burst, in a process of its own so its CPU time and peak
+// resident memory are its own. It can also run the same controllers in the
+// harness's process, for a CPU profile.
+package controller
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Stats are what one koord-queue process used.
+type Stats struct {
+	CPUSeconds float64
+	PeakRSSKiB int64
+	// Requests to the API server by method and code ("PATCH 200").
+	Requests map[string]float64
+}
+
+// RepoRoot is the checkout's top directory.
+func RepoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Join(filepath.Dir(file), "..", "..", "..")
+}
+
+// Build compiles a main package of the repository (such as ./cmd/queue)
+// into dir and returns the binary's path.
+func Build(ctx context.Context, pkg, dir string) (string, error) {
+	out := filepath.Join(dir, filepath.Base(pkg))
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+	cmd.Dir = RepoRoot()
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, msg)
+	}
+	return out, nil
+}
+
+// Process is one running koord-queue.
+type Process struct {
+	cmd         *exec.Cmd
+	log         *os.File
+	metricsAddr string
+	exited      chan struct{}
+	waitErr     error
+	// stopping is set before Stop or Kill signal the process, so its exit
+	// is not taken for a crash.
+	stopping atomic.Bool
+}
+
+// Start runs koord-queue against the API server of kubeconfig with its
+// client limited to qps and burst, logging to logPath, and waits until it
+// is ready (informers synced). extraArgs are added to its command line.
+func Start(ctx context.Context, binary, kubeconfig string, qps float64, burst int, logPath string, extraArgs ...string) (*Process, error) {
+	ports, err := FreePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	metricsAddr, probeAddr := Loopback(ports[0]), Loopback(ports[1])
+	args := []string{
+		"--kubeconfig=" + kubeconfig,
+		"--qps=" + strconv.FormatFloat(qps, 'f', -1, 64),
+		"--burst=" + strconv.Itoa(burst),
+		"--leader-elect=false",
+		"--metrics-bind-address=" + metricsAddr,
+		"--health-probe-bind-address=" + probeAddr,
+		"--visibility-bind-address=" + Loopback(ports[2]),
+	}
+	return StartBinary(ctx, binary, logPath, metricsAddr, probeAddr, append(args, extraArgs...)...)
+}
+
+// StartBinary runs a controller-runtime binary whose args make it serve
+// /metrics at metricsAddr and /readyz at probeAddr, and waits until it is
+// ready.
+func StartBinary(ctx context.Context, binary, logPath, metricsAddr, probeAddr string, args ...string) (*Process, error) {
+	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", logPath, err)
+	}
+	p := &Process{log: log, metricsAddr: metricsAddr, exited: make(chan struct{})}
+	p.cmd = exec.Command(binary, args...)
+	p.cmd.Stdout, p.cmd.Stderr = log, log
+	if err := p.cmd.Start(); err != nil {
+		log.Close()
+		return nil, fmt.Errorf("starting %s: %w", binary, err)
+	}
+	go func() {
+		p.waitErr = p.cmd.Wait()
+		close(p.exited)
+	}()
+	if err := p.waitReady(ctx, probeAddr); err != nil {
+		p.Kill()
+		return nil, fmt.Errorf("%s: %w", filepath.Base(binary), err)
+	}
+	return p, nil
+}
+
+func (p *Process) waitReady(ctx context.Context, probeAddr string) error {
+	httpClient := &http.Client{Timeout: time.Second}
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		select {
+		case <-p.exited:
+			return false, fmt.Errorf("exited: %w", p.waitErr)
+		default:
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+probeAddr+"/readyz", nil)
+		if err != nil {
+			return false, err
+		}
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			return false, nil
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting to be ready: %w", err)
+	}
+	return nil
+}
+
+// Exited is closed when the process has exited.
+func (p *Process) Exited() <-chan struct{} { return p.exited }
+
+// Err is why the process exited; only valid after Exited.
+func (p *Process) Err() error { return p.waitErr }
+
+// Crashed reports whether the process exited without Stop or Kill; only
+// valid after Exited.
+func (p *Process) Crashed() bool { return !p.stopping.Load() }
+
+// Stop asks the process to shut down (SIGTERM, then SIGKILL after 10s)
+// and returns what it used until then.
+func (p *Process) Stop() Stats {
+	before := p.measure()
+	p.stopping.Store(true)
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+	return p.stats(before)
+}
+
+// Kill kills koord-queue at once (SIGKILL), as a crash or an evicted pod
+// would, and returns what it used.
+func (p *Process) Kill() Stats {
+	before := p.measure()
+	p.stopping.Store(true)
+	_ = p.cmd.Process.Kill()
+	<-p.exited
+	return p.stats(before)
+}
+
+// measure reads, while the process still runs, its requests from its
+// metrics and its CPU time and peak resident memory from /proc.
+func (p *Process) measure() Stats {
+	st := Stats{Requests: p.scrapeRequests()}
+	select {
+	case <-p.exited:
+		return st
+	default:
+	}
+	if cpu, _, peak, err := ProcSample(p.cmd.Process.Pid); err == nil {
+		st.CPUSeconds, st.PeakRSSKiB = cpu, peak
+	}
+	return st
+}
+
+// stats completes what measure read before the process was stopped; if
+// /proc could not be read, from the exited process's rusage (user+system
+// time, ru_maxrss: the same figures).
+func (p *Process) stats(before Stats) Stats {
+	p.log.Close()
+	if before.PeakRSSKiB > 0 {
+		return before
+	}
+	st := p.cmd.ProcessState
+	before.CPUSeconds = (st.UserTime() + st.SystemTime()).Seconds()
+	if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
+		before.PeakRSSKiB = ru.Maxrss
+	}
+	return before
+}
+
+// ProcSample reads a process's CPU seconds (utime+stime of /proc/<pid>/stat)
+// and VmRSS and VmHWM of /proc/<pid>/status.
+func ProcSample(pid int) (cpuSeconds float64, rssKiB, peakKiB int64, err error) {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("reading /proc stat: %w", err)
+	}
+	// Fields after the command, which is in parentheses and may hold spaces.
+	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
+	if len(fields) < 13 {
+		return 0, 0, 0, errors.New("short /proc stat")
+	}
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	const clockTicks = 100 // USER_HZ on Linux
+	cpuSeconds = (utime + stime) / clockTicks
+
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, 0, 0, fmt.Errorf("reading /proc status: %w", err)
+	}
+	defer f.Close()
+	scanner := bufio.NewScanner(f)
+	for scanner.Scan() {
+		line := scanner.Text()
+		var target *int64
+		switch {
+		case strings.HasPrefix(line, "VmRSS:"):
+			target = &rssKiB
+		case strings.HasPrefix(line, "VmHWM:"):
+			target = &peakKiB
+		default:
+			continue
+		}
+		if f := strings.Fields(line); len(f) >= 2 {
+			*target, _ = strconv.ParseInt(f[1], 10, 64)
+		}
+	}
+	return cpuSeconds, rssKiB, peakKiB, scanner.Err()
+}
+
+// restRequests matches client-go's request counter in the Prometheus text format.
+var restRequests = regexp.MustCompile(`^rest_client_requests_total\{([^}]*)\} ([0-9.e+]+)$`)
+var labelPair = regexp.MustCompile(`(\w+)="([^"]*)"`)
+
+// scrapeRequests reads how many requests koord-queue made, by method and code.
+func (p *Process) scrapeRequests() map[string]float64 {
+	httpClient := &http.Client{Timeout: 2 * time.Second}
+	resp, err := httpClient.Get("http://" + p.metricsAddr + "/metrics")
+	if err != nil {
+		return nil
+	}
+	defer resp.Body.Close()
+	return ParseRequests(resp.Body)
+}
+
+// ParseRequests sums rest_client_requests_total by method and code.
+func ParseRequests(r io.Reader) map[string]float64 {
+	out := map[string]float64{}
+	scanner := bufio.NewScanner(r)
+	scanner.Buffer(make([]byte, 0, 64*1024), 1<<20)
+	for scanner.Scan() {
+		m := restRequests.FindStringSubmatch(scanner.Text())
+		if m == nil {
+			continue
+		}
+		labels := map[string]string{}
+		for _, kv := range labelPair.FindAllStringSubmatch(m[1], -1) {
+			labels[kv[1]] = kv[2]
+		}
+		v, err := strconv.ParseFloat(m[2], 64)
+		if err != nil {
+			continue
+		}
+		out[labels["method"]+" "+labels["code"]] += v
+	}
+	return out
+}
+
+// Loopback is 127.0.0.1:port.
+func Loopback(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
+
+// FreePorts finds n free TCP ports on loopback.
+func FreePorts(n int) ([]int, error) {
+	var ports []int
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("finding a free port: %w", err)
+		}
+		listeners = append(listeners, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports, nil
+}

@@ -1,0 +1,211 @@
+// Package generator creates a performance scenario's objects: the node that
+// gives the root quota its capacity, namespaces, the ElasticQuota tree, and
+// each leaf quota's units on the scenario's schedule.
+package generator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/test/performance/checker"
+	"github.com/koord-queue/koord-queue/test/performance/runner"
+	"github.com/koord-queue/koord-queue/test/performance/scenario"
+	"github.com/koord-queue/koord-queue/test/wrappers"
+)
+
+// QuotaNamespace holds the scenario's ElasticQuotas.
+const QuotaNamespace = "koord-queue-perf"
+
+// burstWorkers create a set whose units arrive all at once.
+const burstWorkers = 8
+
+// UnitNamespace holds a leaf quota's units.
+func UnitNamespace(leaf string) string { return "perf-" + leaf }
+
+// Prepare creates what exists before koord-queue starts: the namespaces
+// and a Ready node with the scenario's cluster cpu.
+func Prepare(ctx context.Context, c client.Client, s *scenario.Scenario) error {
+	if err := CreateNamespaces(ctx, c, s); err != nil {
+		return err
+	}
+	return CreateNode(ctx, c, s)
+}
+
+// CreateNamespaces creates koord-queue's namespace, the quotas' and one per
+// leaf quota.
+func CreateNamespaces(ctx context.Context, c client.Client, s *scenario.Scenario) error {
+	names := []string{schedulingv1alpha1.QueueNamespace, QuotaNamespace}
+	for _, leaf := range s.Leaves() {
+		names = append(names, UnitNamespace(leaf.Name))
+	}
+	for _, name := range names {
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
+		if err := c.Create(ctx, ns); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("creating namespace %s: %w", name, err)
+		}
+	}
+	return nil
+}
+
+// CreateNode creates a Ready node with the scenario's cluster cpu: the
+// root quota's capacity. Nothing runs on it.
+func CreateNode(ctx context.Context, c client.Client, s *scenario.Scenario) error {
+	node := wrappers.Node("perf-node", strconv.FormatInt(s.ClusterCPU, 10), "64Ti")
+	status := node.Status
+	if err := c.Create(ctx, node); err != nil {
+		return fmt.Errorf("creating node: %w", err)
+	}
+	node.Status = status
+	if err := c.Status().Update(ctx, node); err != nil {
+		return fmt.Errorf("making the node Ready: %w", err)
+	}
+	return nil
+}
+
+// CreateQuotas creates the quota tree and waits until koord-queue has made
+// a Queue for every quota, so no unit waits for its queue.
+func CreateQuotas(ctx context.Context, c client.Client, s *scenario.Scenario) error {
+	for _, q := range s.Quotas {
+		eq := wrappers.ElasticQuota(QuotaNamespace, q.Name).
+			Min(corev1.ResourceCPU, strconv.FormatInt(q.Min, 10)).
+			Max(corev1.ResourceCPU, strconv.FormatInt(q.Max, 10))
+		if q.Parent != "" {
+			eq.Parent(q.Parent)
+		}
+		if s.IsParent(q.Name) {
+			eq.Label(elasticquotav1alpha1.LabelQuotaIsParent, "true")
+		}
+		if q.Preemption {
+			eq.Annotation(schedulingv1alpha1.AnnotationEnableQueueUnitPreemption, "true")
+		}
+		if err := c.Create(ctx, eq.Obj()); err != nil {
+			return fmt.Errorf("creating ElasticQuota %s: %w", q.Name, err)
+		}
+	}
+	var missing []string
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		queues := &schedulingv1alpha1.QueueList{}
+		if err := c.List(ctx, queues, client.InNamespace(schedulingv1alpha1.QueueNamespace)); err != nil {
+			return false, err
+		}
+		have := map[string]bool{}
+		for _, q := range queues.Items {
+			have[q.Name] = true
+		}
+		missing = missing[:0]
+		for _, q := range s.Quotas {
+			if !have[q.Name] {
+				missing = append(missing, q.Name)
+			}
+		}
+		return len(missing) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for koord-queue to create Queues (missing %v): %w", missing, err)
+	}
+	return nil
+}
+
+// Unit is the unit number i of a class in a leaf quota.
+func Unit(leaf string, class scenario.Class, i int) *schedulingv1alpha1.QueueUnit {
+	return wrappers.QueueUnit(UnitNamespace(leaf), fmt.Sprintf("%s-%05d", class.Name, i)).
+		Quota(leaf).
+		Priority(class.Priority).
+		Request(corev1.ResourceCPU, strconv.FormatInt(class.CPU, 10)).
+		Label(checker.LabelClass, class.Name).
+		Label(runner.LabelRuntime, strconv.FormatInt(class.Runtime.Milliseconds(), 10)).
+		Obj()
+}
+
+// Generate creates every leaf quota's units: each set on its own
+// schedule, unit i at start + (i+1) × interval as Kueue's generator does,
+// or all at once when the interval is zero. It returns when all exist.
+func Generate(ctx context.Context, c client.Client, s *scenario.Scenario) error {
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(s.Leaves())*len(s.Sets))
+	for _, leaf := range s.Leaves() {
+		for _, set := range s.Sets {
+			wg.Go(func() {
+				if err := generateSet(ctx, c, leaf.Name, set, start); err != nil {
+					errs <- err
+				}
+			})
+		}
+	}
+	wg.Wait()
+	close(errs)
+	var all []error
+	for err := range errs {
+		all = append(all, err)
+	}
+	return errors.Join(all...)
+}
+
+func generateSet(ctx context.Context, c client.Client, leaf string, set scenario.Set, start time.Time) error {
+	create := func(i int) error {
+		if err := c.Create(ctx, Unit(leaf, set.Class, i)); err != nil {
+			return fmt.Errorf("creating unit %d of class %s in %s: %w", i, set.Class.Name, leaf, err)
+		}
+		return nil
+	}
+	if set.Interval == 0 {
+		next := make(chan int)
+		errs := make(chan error, burstWorkers)
+		var wg sync.WaitGroup
+		for range burstWorkers {
+			wg.Go(func() {
+				for i := range next {
+					if err := create(i); err != nil {
+						errs <- err
+						return
+					}
+				}
+			})
+		}
+		var err error
+	feed:
+		for i := range set.Count {
+			select {
+			case next <- i:
+			case err = <-errs:
+				break feed
+			}
+		}
+		close(next)
+		wg.Wait()
+		if err == nil {
+			select {
+			case err = <-errs:
+			default:
+			}
+		}
+		return err
+	}
+	timer := time.NewTimer(0)
+	defer timer.Stop()
+	for i := range set.Count {
+		timer.Reset(time.Until(start.Add(time.Duration(i+1) * set.Interval)))
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timer.C:
+		}
+		if err := create(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}

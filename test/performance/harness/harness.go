@@ -1,0 +1,381 @@
+// Package harness runs one performance scenario end to end: a fresh API
+// server and etcd (envtest, on the pinned binaries), koord-queue with the
+// scenario's QPS and burst, and the harness's own generator, runner and
+// checker, each with its own client. It writes result.json, summary.txt
+// and units.png into the scenario's output directory.
+package harness
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"runtime/pprof"
+	"sync"
+	"time"
+
+	"github.com/go-logr/logr"
+	"k8s.io/client-go/rest"
+	"sigs.k8s.io/controller-runtime/pkg/envtest"
+
+	"github.com/koord-queue/koord-queue/test/cluster"
+	"github.com/koord-queue/koord-queue/test/performance/checker"
+	"github.com/koord-queue/koord-queue/test/performance/controller"
+	"github.com/koord-queue/koord-queue/test/performance/generator"
+	"github.com/koord-queue/koord-queue/test/performance/kube"
+	"github.com/koord-queue/koord-queue/test/performance/plot"
+	"github.com/koord-queue/koord-queue/test/performance/runner"
+	"github.com/koord-queue/koord-queue/test/performance/scenario"
+	"github.com/koord-queue/koord-queue/test/testenv"
+)
+
+// Controller modes.
+const (
+	// ModeBinary runs the koord-queue binary as its own process (measured).
+	ModeBinary = "binary"
+	// ModeInProcess runs koord-queue's manager in the harness (profiled).
+	ModeInProcess = "in-process"
+)
+
+// Options configure a run.
+type Options struct {
+	// Dir receives the scenario's files.
+	Dir string
+	// Mode is ModeBinary or ModeInProcess.
+	Mode string
+	// Binary is the koord-queue binary, for ModeBinary.
+	Binary string
+	// ExtraArgs are added to koord-queue's command line, for ModeBinary.
+	ExtraArgs []string
+	// CPUProfile, for ModeInProcess, writes a CPU profile of the run.
+	CPUProfile string
+	// Command is what reproduces the run, for the result.
+	Command string
+	Short   bool
+	// Progress receives a line every ten seconds.
+	Progress io.Writer
+}
+
+// Run runs the scenario and returns its checked result. An error means the
+// run could not be carried out; a run that misses a bound is a result whose
+// OK is false.
+func Run(ctx context.Context, s scenario.Scenario, opts Options) (*checker.Result, error) {
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", opts.Dir, err)
+	}
+	env, cfg, err := startAPIServer()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = env.Stop() }()
+	kubeconfig := filepath.Join(opts.Dir, "kubeconfig")
+	if err := os.WriteFile(kubeconfig, env.KubeConfig, 0o600); err != nil {
+		return nil, fmt.Errorf("writing kubeconfig: %w", err)
+	}
+	defer os.Remove(kubeconfig)
+
+	r := &run{s: &s, opts: opts, cfg: cfg, kubeconfig: kubeconfig, crashed: make(chan error, 1)}
+	res, err := r.run(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return res, r.write(res)
+}
+
+// startAPIServer starts etcd and kube-apiserver with koord-queue's CRDs,
+// with room for the harness's request rate (as Kueue's harness does).
+func startAPIServer() (*envtest.Environment, *rest.Config, error) {
+	if _, err := cluster.Tool("kube-apiserver"); err != nil {
+		return nil, nil, err
+	}
+	scheme, err := testenv.NewScheme()
+	if err != nil {
+		return nil, nil, fmt.Errorf("building scheme: %w", err)
+	}
+	env := &envtest.Environment{
+		BinaryAssetsDirectory: cluster.BinDir(),
+		CRDDirectoryPaths:     []string{testenv.CRDDir()},
+		ErrorIfCRDPathMissing: true,
+		Scheme:                scheme,
+	}
+	env.ControlPlane.GetAPIServer().Configure().
+		Append("max-requests-inflight", "800").
+		Append("max-mutating-requests-inflight", "400")
+	cfg, err := env.Start()
+	if err != nil {
+		_ = env.Stop()
+		return nil, nil, fmt.Errorf("starting the API server: %w", err)
+	}
+	return env, cfg, nil
+}
+
+type run struct {
+	s          *scenario.Scenario
+	opts       Options
+	cfg        *rest.Config
+	kubeconfig string
+
+	recorder *checker.Recorder
+	// crashed receives why koord-queue exited when nobody stopped it.
+	crashed chan error
+
+	// mu guards the running koord-queue: restarts swap it while the run
+	// may be ending.
+	mu sync.Mutex
+	// ended: the run is over, no restart may start koord-queue again.
+	ended bool
+	// process or inProcess is the koord-queue running now.
+	process   *controller.Process
+	inProcess *controller.InProcess
+	stats     []controller.Stats
+}
+
+// run carries out the scenario: prepare the cluster, start watching,
+// start koord-queue, create the quotas and the units, wait until every unit
+// finished (restarting koord-queue if the scenario says so), summarize.
+func (r *run) run(ctx context.Context) (*checker.Result, error) {
+	ctx, cancel := context.WithTimeout(ctx, r.s.Timeout)
+	defer cancel()
+	genClient, err := kube.Client(r.cfg, "perf-generator")
+	if err != nil {
+		return nil, err
+	}
+	if err := generator.Prepare(ctx, genClient, r.s); err != nil {
+		return nil, err
+	}
+	if r.opts.CPUProfile != "" && r.opts.Mode == ModeInProcess {
+		stop, err := startCPUProfile(r.opts.CPUProfile)
+		if err != nil {
+			return nil, err
+		}
+		defer stop()
+	}
+	// The wall clock starts with koord-queue, as Kueue's does; the checker
+	// and the runner watch (an empty cluster) from just before.
+	start := time.Now()
+	r.recorder = checker.NewRecorder(r.s, start, r.s.Units())
+	watchCtx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	if err := r.watch(watchCtx); err != nil {
+		return nil, err
+	}
+	if err := r.startController(ctx); err != nil {
+		return nil, err
+	}
+	defer r.stopController(true)
+	if err := generator.CreateQuotas(ctx, genClient, r.s); err != nil {
+		return nil, err
+	}
+	genErr := make(chan error, 1)
+	go func() { genErr <- generator.Generate(ctx, genClient, r.s) }()
+	restartErr := make(chan error, 1)
+	go func() { restartErr <- r.restarts(ctx) }()
+	if err := r.waitFinished(ctx, start, genErr, restartErr); err != nil {
+		return nil, err
+	}
+	r.stopController(true)
+	res := r.recorder.Summarize(r.s)
+	res.Short, res.Command = r.opts.Short, r.opts.Command
+	res.Controller = r.controllerStats(res.WallSeconds)
+	res.Check(r.s.Bounds)
+	return res, nil
+}
+
+// watch starts the checker's and the runner's informers, each through a
+// client of its own, and the runner.
+func (r *run) watch(ctx context.Context) error {
+	checkClient, err := kube.Client(r.cfg, "perf-checker")
+	if err != nil {
+		return err
+	}
+	runClient, err := kube.Client(r.cfg, "perf-runner")
+	if err != nil {
+		return err
+	}
+	checkInformer, runInformer := kube.UnitInformer(checkClient), kube.UnitInformer(runClient)
+	if err := r.recorder.Feed(checkInformer); err != nil {
+		return err
+	}
+	rn, err := runner.New(runClient, runInformer)
+	if err != nil {
+		return err
+	}
+	if err := kube.RunInformer(ctx, checkInformer); err != nil {
+		return err
+	}
+	if err := kube.RunInformer(ctx, runInformer); err != nil {
+		return err
+	}
+	go rn.Run(logr.NewContext(ctx, logr.Discard()))
+	return nil
+}
+
+// waitFinished waits until every unit finished, reporting progress every
+// ten seconds; it fails when generating or restarting fails, koord-queue
+// dies by itself, or the scenario's time is up.
+func (r *run) waitFinished(ctx context.Context, start time.Time, genErr, restartErr <-chan error) error {
+	progress := time.NewTicker(10 * time.Second)
+	defer progress.Stop()
+	for {
+		select {
+		case <-r.recorder.Done():
+			return nil
+		case err := <-genErr:
+			if err != nil {
+				return fmt.Errorf("generating units: %w", err)
+			}
+		case err := <-restartErr:
+			if err != nil {
+				return err
+			}
+		case err := <-r.crashed:
+			return err
+		case <-progress.C:
+			if r.opts.Progress != nil {
+				fmt.Fprintf(r.opts.Progress, "  %s %4.0fs: %s\n", r.s.Name, time.Since(start).Seconds(), r.recorder)
+			}
+		case <-ctx.Done():
+			return fmt.Errorf("scenario %s did not finish within %v: %s", r.s.Name, r.s.Timeout, r.recorder)
+		}
+	}
+}
+
+// startCPUProfile profiles this process (koord-queue in-process) until stop.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("creating CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("starting CPU profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}, nil
+}
+
+// logPath is koord-queue's log; each restart appends to it.
+func (r *run) logPath() string { return filepath.Join(r.opts.Dir, "koord-queue.log") }
+
+func (r *run) startController(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.ended {
+		return nil
+	}
+	switch r.opts.Mode {
+	case ModeInProcess:
+		p, err := controller.StartInProcess(ctx, r.cfg, r.s.QPS, r.s.Burst)
+		if err != nil {
+			return err
+		}
+		r.inProcess = p
+	default:
+		p, err := controller.Start(ctx, r.opts.Binary, r.kubeconfig, r.s.QPS, r.s.Burst, r.logPath(), r.opts.ExtraArgs...)
+		if err != nil {
+			return fmt.Errorf("%w (log in %s)", err, r.logPath())
+		}
+		r.process = p
+		go func() {
+			<-p.Exited()
+			if p.Crashed() {
+				select {
+				case r.crashed <- fmt.Errorf("koord-queue exited on its own: %w (log in %s)", p.Err(), r.logPath()):
+				default:
+				}
+			}
+		}()
+	}
+	return nil
+}
+
+// stopController stops the running koord-queue: gracefully, or killed as
+// a crash would, and keeps what it used.
+func (r *run) stopController(graceful bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.ended = r.ended || graceful
+	switch {
+	case r.inProcess != nil:
+		_ = r.inProcess.Stop()
+		r.inProcess = nil
+	case r.process != nil:
+		var st controller.Stats
+		if graceful {
+			st = r.process.Stop()
+		} else {
+			st = r.process.Kill()
+		}
+		r.stats = append(r.stats, st)
+		r.process = nil
+	}
+}
+
+// restarts kills and restarts koord-queue the scenario's number of times,
+// evenly spread over the units' first admissions.
+func (r *run) restarts(ctx context.Context) error {
+	n := r.s.Units()
+	for i := 1; i <= r.s.Restarts; i++ {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-r.recorder.WhenAdmitted(n * i / (r.s.Restarts + 1)):
+		}
+		if r.opts.Progress != nil {
+			fmt.Fprintf(r.opts.Progress, "  %s: killing koord-queue (restart %d of %d): %s\n", r.s.Name, i, r.s.Restarts, r.recorder)
+		}
+		r.stopController(false)
+		if err := r.startController(ctx); err != nil {
+			return fmt.Errorf("restarting koord-queue: %w", err)
+		}
+	}
+	return nil
+}
+
+// controllerStats sums what every koord-queue process used.
+func (r *run) controllerStats(wall float64) checker.ControllerStats {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.opts.Mode == ModeInProcess {
+		return checker.ControllerStats{Mode: ModeInProcess, Restarts: r.s.Restarts}
+	}
+	cs := checker.ControllerStats{Mode: ModeBinary, Restarts: len(r.stats) - 1, Requests: map[string]float64{}}
+	for _, st := range r.stats {
+		cs.CPUSeconds += st.CPUSeconds
+		cs.PeakRSSMiB = max(cs.PeakRSSMiB, float64(st.PeakRSSKiB)/1024)
+		for k, v := range st.Requests {
+			cs.Requests[k] += v
+		}
+	}
+	if wall > 0 {
+		cs.AverageCores = cs.CPUSeconds / wall
+	}
+	return cs
+}
+
+// write saves result.json, summary.txt, units.png and units.csv.
+func (r *run) write(res *checker.Result) error {
+	data, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding result: %w", err)
+	}
+	errs := []error{
+		os.WriteFile(filepath.Join(r.opts.Dir, "result.json"), data, 0o644),
+		os.WriteFile(filepath.Join(r.opts.Dir, "summary.txt"), []byte(res.Text()), 0o644),
+		plot.Units(res, filepath.Join(r.opts.Dir, "units.png")),
+	}
+	if f, err := os.Create(filepath.Join(r.opts.Dir, "units.csv")); err != nil {
+		errs = append(errs, err)
+	} else {
+		errs = append(errs, r.recorder.WriteUnitsCSV(f), f.Close())
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("writing results of %s: %w", r.s.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,391 @@
+// Package jobs is performance scenario 5: batch Jobs end to end on the
+// local kwok cluster (test/cluster: etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler, kwok nodes), with both binaries
+// as users run them: koord-queue (cmd/queue) at QPS 50 and the job
+// extensions (cmd/extensions) at their defaults. Suspended Jobs are created
+// at once; the extensions queue them as QueueUnits, koord-queue admits them,
+// the extensions release the Jobs, pods run on kwok nodes and the Jobs
+// complete. The checker watches the units; a Job informer sees completion.
+package jobs
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	"github.com/koord-queue/koord-queue/test/cluster"
+	"github.com/koord-queue/koord-queue/test/performance/checker"
+	"github.com/koord-queue/koord-queue/test/performance/controller"
+	"github.com/koord-queue/koord-queue/test/performance/generator"
+	"github.com/koord-queue/koord-queue/test/performance/kube"
+	"github.com/koord-queue/koord-queue/test/performance/plot"
+	"github.com/koord-queue/koord-queue/test/performance/scenario"
+	"github.com/koord-queue/koord-queue/test/testenv"
+)
+
+// Name is the scenario's name on the command line.
+const Name = "jobs"
+
+// ErrSkipped: the scenario cannot run here (the extensions do not build).
+var ErrSkipped = errors.New("skipped")
+
+// createWorkers create the Jobs in parallel.
+const createWorkers = 8
+
+// Options configure the run.
+type Options struct {
+	// Dir receives result.json, summary.txt, units.png and the cluster's logs.
+	Dir string
+	// QueueBinary is koord-queue; empty builds ./cmd/queue into BinDir.
+	QueueBinary string
+	// BinDir receives the binaries built.
+	BinDir   string
+	Command  string
+	Short    bool
+	Progress io.Writer
+}
+
+// Run runs the scenario. It returns ErrSkipped (wrapped, with why) when
+// ./cmd/extensions does not build.
+func Run(ctx context.Context, opts Options) (*checker.Result, error) {
+	s := scenario.Jobs(opts.Short)
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", opts.Dir, err)
+	}
+	extensions, err := controller.Build(ctx, "./cmd/extensions", opts.BinDir)
+	if err != nil {
+		return nil, fmt.Errorf("%w: the extensions binary does not build yet: %w", ErrSkipped, err)
+	}
+	queue := opts.QueueBinary
+	if queue == "" {
+		if queue, err = controller.Build(ctx, "./cmd/queue", opts.BinDir); err != nil {
+			return nil, err
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
+	defer cancel()
+
+	// The cluster's kubeconfig names its certificates by absolute path.
+	clusterDir, err := filepath.Abs(filepath.Join(opts.Dir, "cluster"))
+	if err != nil {
+		return nil, fmt.Errorf("finding the cluster's directory: %w", err)
+	}
+	_ = os.RemoveAll(clusterDir)
+	if err := os.MkdirAll(clusterDir, 0o755); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", clusterDir, err)
+	}
+	c, err := cluster.Start(ctx, cluster.Options{Dir: clusterDir, Nodes: 4, NodeCPU: "32", PodRunTime: time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("starting the local cluster: %w", err)
+	}
+	defer c.Stop(true)
+	if err := c.InstallCRDs(testenv.CRDDir()); err != nil {
+		return nil, err
+	}
+
+	r := &run{s: &s, opts: opts, cfg: c.Config, kubeconfig: c.Kubeconfig, logDir: c.LogDir()}
+	res, err := r.run(ctx, queue, extensions)
+	if err != nil {
+		return nil, fmt.Errorf("%w (logs in %s)", err, c.LogDir())
+	}
+	data, err := json.MarshalIndent(res, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("encoding result: %w", err)
+	}
+	errs := []error{
+		os.WriteFile(filepath.Join(opts.Dir, "result.json"), data, 0o644),
+		os.WriteFile(filepath.Join(opts.Dir, "summary.txt"), []byte(res.Text()), 0o644),
+		plot.Units(res, filepath.Join(opts.Dir, "units.png")),
+	}
+	if f, err := os.Create(filepath.Join(opts.Dir, "units.csv")); err != nil {
+		errs = append(errs, err)
+	} else {
+		errs = append(errs, r.recorder.WriteUnitsCSV(f), f.Close())
+	}
+	return res, errors.Join(errs...)
+}
+
+type run struct {
+	s          *scenario.Scenario
+	opts       Options
+	cfg        *rest.Config
+	kubeconfig string
+	logDir     string
+	recorder   *checker.Recorder
+}
+
+func (r *run) run(ctx context.Context, queueBinary, extensionsBinary string) (*checker.Result, error) {
+	genClient, err := kube.Client(r.cfg, "perf-generator")
+	if err != nil {
+		return nil, err
+	}
+	checkClient, err := kube.Client(r.cfg, "perf-checker")
+	if err != nil {
+		return nil, err
+	}
+	// The kwok nodes are the cluster's capacity.
+	if err := generator.CreateNamespaces(ctx, genClient, r.s); err != nil {
+		return nil, err
+	}
+	unitInformer := kube.UnitInformer(checkClient)
+	jobsDone := newCompletions(len(r.s.Leaves()) * r.s.Sets[0].Count)
+	jobInformer, err := jobInformer(r.cfg, jobsDone)
+	if err != nil {
+		return nil, err
+	}
+
+	start := time.Now()
+	recorder := checker.NewRecorder(r.s, start, r.s.Units())
+	r.recorder = recorder
+	if err := recorder.Feed(unitInformer); err != nil {
+		return nil, err
+	}
+	informersCtx, stopInformers := context.WithCancel(ctx)
+	defer stopInformers()
+	if err := kube.RunInformer(informersCtx, unitInformer); err != nil {
+		return nil, err
+	}
+	go jobInformer.RunWithContext(informersCtx)
+	if !toolscache.WaitForCacheSync(ctx.Done(), jobInformer.HasSynced) {
+		return nil, fmt.Errorf("job informer did not sync: %w", ctx.Err())
+	}
+
+	queue, err := controller.Start(ctx, queueBinary, r.kubeconfig, r.s.QPS, r.s.Burst, filepath.Join(r.logDir, "koord-queue.log"))
+	if err != nil {
+		return nil, err
+	}
+	queueStopped := false
+	defer func() {
+		if !queueStopped {
+			queue.Stop()
+		}
+	}()
+	ports, err := controller.FreePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	metricsAddr, probeAddr := controller.Loopback(ports[0]), controller.Loopback(ports[1])
+	// The extensions at their defaults (QPS, burst, extensions enabled);
+	// only the addresses are the harness's, and no leader election.
+	ext, err := controller.StartBinary(ctx, extensionsBinary, filepath.Join(r.logDir, "koord-queue-controllers.log"), metricsAddr, probeAddr,
+		"--kubeconfig="+r.kubeconfig,
+		"--leader-elect=false",
+		"--metrics-bind-address="+metricsAddr,
+		"--health-probe-bind-address="+probeAddr,
+		"--webhook-port="+strconv.Itoa(ports[2]),
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer ext.Stop()
+	if err := generator.CreateQuotas(ctx, genClient, r.s); err != nil {
+		return nil, err
+	}
+
+	lastCreated, err := createJobs(ctx, genClient, r.s)
+	if err != nil {
+		return nil, err
+	}
+	progress := time.NewTicker(10 * time.Second)
+	defer progress.Stop()
+	for done := false; !done; {
+		select {
+		case <-jobsDone.all:
+			done = true
+		case <-queue.Exited():
+			return nil, fmt.Errorf("koord-queue exited: %w", queue.Err())
+		case <-ext.Exited():
+			return nil, fmt.Errorf("the extensions exited: %w", ext.Err())
+		case <-progress.C:
+			if r.opts.Progress != nil {
+				fmt.Fprintf(r.opts.Progress, "  %s %4.0fs: %d Jobs complete; units: %s\n", r.s.Name, time.Since(start).Seconds(), jobsDone.count(), recorder)
+			}
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%d of %d Jobs complete after %v: %s", jobsDone.count(), jobsDone.want, r.s.Timeout, recorder)
+		}
+	}
+	// The extensions mark each unit Succeed after its Job completes.
+	select {
+	case <-recorder.Done():
+	case <-ctx.Done():
+		return nil, fmt.Errorf("every Job completed but not every unit finished: %s", recorder)
+	}
+	queueStopped = true
+	st := queue.Stop()
+	extStats := ext.Stop()
+
+	res := recorder.Summarize(r.s)
+	res.Short, res.Command = r.opts.Short, r.opts.Command
+	res.Controller = checker.ControllerStats{
+		Mode: "binary", CPUSeconds: st.CPUSeconds, PeakRSSMiB: float64(st.PeakRSSKiB) / 1024, Requests: st.Requests,
+	}
+	if res.WallSeconds > 0 {
+		res.Controller.AverageCores = st.CPUSeconds / res.WallSeconds
+	}
+	allComplete := jobsDone.last().Sub(lastCreated).Seconds()
+	res.Extra = map[string]float64{
+		"seconds from the last Job created to all Complete":    allComplete,
+		"Jobs completed per second after the last was created": float64(jobsDone.want) / max(allComplete, 0.001),
+		"admission rate / Koord-Queue's at QPS 50":             res.AdmissionsPerSecond / scenario.KoordQueueJobsRateQPS50,
+		"admission rate / Koord-Queue's at QPS 500":            res.AdmissionsPerSecond / scenario.KoordQueueJobsRateQPS500,
+		"extensions CPU seconds":                               extStats.CPUSeconds,
+		"extensions peak RSS MiB":                              float64(extStats.PeakRSSKiB) / 1024,
+	}
+	for k, v := range extStats.Requests {
+		res.Extra["extensions' API requests, "+k] = v
+	}
+	res.Check(r.s.Bounds)
+	return res, nil
+}
+
+// createJobs creates every suspended Job at once and returns when the last
+// was created.
+func createJobs(ctx context.Context, c client.Client, s *scenario.Scenario) (time.Time, error) {
+	leaf, set := s.Leaves()[0], s.Sets[0]
+	next := make(chan int)
+	errs := make(chan error, createWorkers)
+	var wg sync.WaitGroup
+	for range createWorkers {
+		wg.Go(func() {
+			for i := range next {
+				if err := c.Create(ctx, job(leaf.Name, set.Class, i)); err != nil {
+					errs <- fmt.Errorf("creating Job %d: %w", i, err)
+					return
+				}
+			}
+		})
+	}
+	var err error
+feed:
+	for i := range set.Count {
+		select {
+		case next <- i:
+		case err = <-errs:
+			break feed
+		}
+	}
+	close(next)
+	wg.Wait()
+	if err == nil {
+		select {
+		case err = <-errs:
+		default:
+		}
+	}
+	return time.Now(), err
+}
+
+// job is a suspended Job of one pod asking class.CPU, running class.Runtime
+// on a kwok node, charged to quota.
+func job(quota string, class scenario.Class, i int) *batchv1.Job {
+	return &batchv1.Job{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:      fmt.Sprintf("%s-%05d", class.Name, i),
+			Namespace: generator.UnitNamespace(quota),
+			Labels:    map[string]string{elasticquotav1alpha1.LabelQuotaName: quota, checker.LabelClass: class.Name},
+		},
+		Spec: batchv1.JobSpec{
+			Suspend:     ptr.To(true),
+			Parallelism: ptr.To[int32](1),
+			Completions: ptr.To[int32](1),
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{cluster.PodRunTimeAnnotation: strconv.FormatInt(class.Runtime.Milliseconds(), 10)}},
+				Spec: corev1.PodSpec{
+					RestartPolicy: corev1.RestartPolicyNever,
+					Containers: []corev1.Container{{
+						Name: "work", Image: "busybox",
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+							corev1.ResourceCPU: *resource.NewQuantity(class.CPU, resource.DecimalSI),
+						}},
+					}},
+				},
+			},
+		},
+	}
+}
+
+// completions counts Jobs with a true Complete condition.
+type completions struct {
+	mu       sync.Mutex
+	want     int
+	complete map[string]bool
+	lastAt   time.Time
+	all      chan struct{}
+}
+
+func newCompletions(want int) *completions {
+	return &completions{want: want, complete: map[string]bool{}, all: make(chan struct{})}
+}
+
+func (c *completions) observe(obj any) {
+	j, ok := obj.(*batchv1.Job)
+	if !ok {
+		return
+	}
+	for _, cond := range j.Status.Conditions {
+		if cond.Type != batchv1.JobComplete || cond.Status != corev1.ConditionTrue {
+			continue
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		key := j.Namespace + "/" + j.Name
+		if c.complete[key] {
+			return
+		}
+		c.complete[key] = true
+		c.lastAt = time.Now()
+		if len(c.complete) == c.want {
+			close(c.all)
+		}
+		return
+	}
+}
+
+func (c *completions) count() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.complete)
+}
+
+func (c *completions) last() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.lastAt
+}
+
+// jobInformer watches every Job through a client of its own.
+func jobInformer(cfg *rest.Config, c *completions) (toolscache.SharedIndexInformer, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst, cfg.UserAgent = kube.HarnessQPS, kube.HarnessBurst, "perf-jobs"
+	clientset, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building Job client: %w", err)
+	}
+	inf := informers.NewSharedInformerFactory(clientset, 0).Batch().V1().Jobs().Informer()
+	if _, err := inf.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
+		AddFunc:    c.observe,
+		UpdateFunc: func(_, obj any) { c.observe(obj) },
+	}); err != nil {
+		return nil, fmt.Errorf("watching Jobs: %w", err)
+	}
+	return inf, nil
+}

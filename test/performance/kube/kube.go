@@ -1,0 +1,81 @@
+// Package kube holds what the performance harness's parts share to talk to
+// the API server: a scheme, clients with a budget large enough that the
+// harness is never the bottleneck, and a QueueUnit informer.
+package kube
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
+	toolscache "k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/test/testenv"
+)
+
+// HarnessQPS and HarnessBurst are each harness client's budget: far above
+// what koord-queue is given, so only koord-queue's budget limits a run.
+const (
+	HarnessQPS   = 5000
+	HarnessBurst = 10000
+)
+
+// Client returns a client of its own (own connection pool and rate
+// limiter) for one part of the harness, named in the API server's logs by
+// userAgent.
+func Client(cfg *rest.Config, userAgent string) (client.WithWatch, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst, cfg.UserAgent = HarnessQPS, HarnessBurst, userAgent
+	scheme, err := testenv.NewScheme()
+	if err != nil {
+		return nil, fmt.Errorf("building scheme: %w", err)
+	}
+	c, err := client.NewWithWatch(cfg, client.Options{Scheme: scheme})
+	if err != nil {
+		return nil, fmt.Errorf("building %s client: %w", userAgent, err)
+	}
+	return c, nil
+}
+
+// UnitInformer lists and watches every QueueUnit in every namespace
+// through c. A single watch delivers the units' changes in the order the
+// API server committed them, so a handler sees every intermediate state.
+func UnitInformer(c client.WithWatch) toolscache.SharedIndexInformer {
+	lw := &toolscache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (k8sruntime.Object, error) {
+			list := &schedulingv1alpha1.QueueUnitList{}
+			err := c.List(ctx, list, &client.ListOptions{Raw: &opts})
+			return list, err
+		},
+		WatchFuncWithContext: func(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
+			return c.Watch(ctx, &schedulingv1alpha1.QueueUnitList{}, &client.ListOptions{Raw: &opts})
+		},
+	}
+	return toolscache.NewSharedIndexInformer(lw, &schedulingv1alpha1.QueueUnit{}, 0, toolscache.Indexers{})
+}
+
+// RunInformer starts an informer and waits until it has listed.
+func RunInformer(ctx context.Context, inf toolscache.SharedIndexInformer) error {
+	go inf.RunWithContext(ctx)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if !toolscache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return fmt.Errorf("QueueUnit informer did not sync: %w", ctx.Err())
+	}
+	return nil
+}
+
+// UnitOf unwraps an informer event's object.
+func UnitOf(obj any) (*schedulingv1alpha1.QueueUnit, bool) {
+	if tombstone, ok := obj.(toolscache.DeletedFinalStateUnknown); ok {
+		obj = tombstone.Obj
+	}
+	u, ok := obj.(*schedulingv1alpha1.QueueUnit)
+	return u, ok
+}

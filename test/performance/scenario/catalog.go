@@ -1,0 +1,208 @@
+package scenario
+
+import (
+	"fmt"
+	"time"
+)
+
+// Kueue's measured means on the baseline shape (test/performance/scheduler,
+// configs/baseline/rangespec.yaml: five trial runs at QPS 50, burst 100).
+const (
+	KueueWall          = 351116 * time.Millisecond
+	KueueLargeMean     = 6666 * time.Millisecond
+	KueueMediumMean    = 76768 * time.Millisecond
+	KueueSmallMean     = 215468 * time.Millisecond
+	KueueUsage         = 0.587
+	KueuePeakRSSMiB    = 445012.0 / 1024
+	KueueCPUMillicores = 396
+)
+
+// The baseline's unit classes, as in Kueue's generator.
+var (
+	Small  = Class{Name: "small", CPU: 1, Runtime: 200 * time.Millisecond, Priority: 50}
+	Medium = Class{Name: "medium", CPU: 5, Runtime: 500 * time.Millisecond, Priority: 100}
+	Large  = Class{Name: "large", CPU: 20, Runtime: time.Second, Priority: 200}
+)
+
+// Names lists the scenarios in the order `perf` runs them.
+var Names = []string{"baseline", "deep", "deep-qps50", "unthrottled", "restart"}
+
+// Get returns the scenario of that name: the full size, or the short
+// variant `make perf` runs in about two minutes with loose bounds.
+func Get(name string, short bool) (Scenario, error) {
+	var s Scenario
+	switch name {
+	case "baseline":
+		s = Baseline(short)
+	case "deep":
+		s = DeepQueue(short, 1000, 2000)
+	case "deep-qps50":
+		s = DeepQueue(short, 50, 100)
+		s.Name = "deep-qps50"
+	case "unthrottled":
+		s = Unthrottled(short)
+	case "restart":
+		s = Restart(short)
+	default:
+		return Scenario{}, fmt.Errorf("unknown scenario %q (known: %v, and jobs)", name, Names)
+	}
+	return s, s.Validate()
+}
+
+// Baseline is shaped like Kueue's scheduler performance test: 5 parent
+// quotas of 6 children each; each child is guaranteed 20 cpu (its min, which
+// it lends while idle) and may borrow 100 more from its parent (max 120), and
+// may preempt lower-priority units of its own quota; a child owed its min
+// reclaims it from siblings. Per child: 350 small, 100 medium and 50 large
+// units: 15,000. koord-queue at QPS 50, burst 100.
+//
+// The short variant has 2 parents and a fifth of the units per child.
+func Baseline(short bool) Scenario {
+	parents, children := 5, 6
+	small, medium, large := 350, 100, 50
+	s := Scenario{
+		Name:      "baseline",
+		Title:     "Baseline (Kueue's scheduler performance shape)",
+		QPS:       50,
+		Burst:     100,
+		Timeout:   15 * time.Minute,
+		Reference: fmt.Sprintf("Kueue, same shape, QPS 50: wall %.0fs, average time to admission large %.1fs, medium %.1fs, small %.1fs, usage %.1f%%, %d mCPU, peak RSS %.0f MiB", KueueWall.Seconds(), KueueLargeMean.Seconds(), KueueMediumMean.Seconds(), KueueSmallMean.Seconds(), KueueUsage*100, KueueCPUMillicores, KueuePeakRSSMiB),
+		Bounds: Bounds{
+			// One status write per admission at QPS 50 needs 300s for 15,000.
+			MaxWall: 310 * time.Second,
+			MaxAvgTimeToAdmission: map[string]time.Duration{
+				Large.Name: KueueLargeMean, Medium.Name: KueueMediumMean, Small.Name: KueueSmallMean,
+			},
+			MaxPeakRSSMiB: 200,
+		},
+	}
+	if short {
+		parents, small, medium, large = 2, 70, 20, 10
+		s.Timeout = 3 * time.Minute
+		s.Reference = ""
+		// Loose: about twice what a run measures on two busy cores, so
+		// only a regression fails `make perf`.
+		s.Bounds = Bounds{
+			MaxWall: 90 * time.Second,
+			MaxAvgTimeToAdmission: map[string]time.Duration{
+				Large.Name: 20 * time.Second, Medium.Name: 40 * time.Second, Small.Name: 60 * time.Second,
+			},
+			MaxPeakRSSMiB: 300,
+		}
+	}
+	for p := range parents {
+		parent := fmt.Sprintf("cohort-%d", p)
+		s.Quotas = append(s.Quotas, Quota{Name: parent, Min: int64(children) * 20, Max: int64(children) * 20})
+		s.ClusterCPU += int64(children) * 20
+		for c := range children {
+			s.Quotas = append(s.Quotas, Quota{Name: fmt.Sprintf("cq-%d-%d", p, c), Parent: parent, Min: 20, Max: 120, Preemption: true})
+		}
+	}
+	s.Sets = []Set{
+		{Class: Small, Count: small, Interval: 100 * time.Millisecond},
+		{Class: Medium, Count: medium, Interval: 500 * time.Millisecond},
+		{Class: Large, Count: large, Interval: 1200 * time.Millisecond},
+	}
+	return s
+}
+
+// DeepQueue is one quota of 100 cpu and 2,000 units of 1 cpu and 1s created
+// at once: admissions must keep pace with the quota freed (usage of at least
+// 90% while units wait). At QPS 50 one write per admission caps admissions
+// at 50 a second, so usage at about 50%; the bound then is the admission
+// rate, which must use nearly the whole budget.
+func DeepQueue(short bool, qps float64, burst int) Scenario {
+	units := 2000
+	if short {
+		units = 500
+		if qps < 100 {
+			units = 300
+		}
+	}
+	s := Scenario{
+		Name:       "deep",
+		Title:      fmt.Sprintf("Deep queue: %d units of 1 cpu and 1s, one quota of 100 cpu, QPS %g", units, qps),
+		QPS:        qps,
+		Burst:      burst,
+		ClusterCPU: 100,
+		Quotas:     []Quota{{Name: "deep", Max: 100}},
+		Sets:       []Set{{Class: Class{Name: "unit", CPU: 1, Runtime: time.Second}, Count: units}},
+		Timeout:    10 * time.Minute,
+		Reference:  "Kueue in production: 9.6 admissions a minute at a depth of 536",
+		Bounds:     Bounds{MinBacklogUsage: 0.90},
+	}
+	if qps < 100 {
+		// One write per admission: 0.9 of the budget.
+		s.Bounds = Bounds{MinAdmissionRate: 0.9 * qps}
+	}
+	if short {
+		s.Timeout = 2 * time.Minute
+		s.Bounds = Bounds{MinBacklogUsage: 0.60}
+		if qps < 100 {
+			s.Bounds = Bounds{MinAdmissionRate: 0.3 * qps}
+		}
+	}
+	return s
+}
+
+// Unthrottled is the baseline at QPS 1000: what rate the API server allows.
+func Unthrottled(short bool) Scenario {
+	s := Baseline(short)
+	s.Name = "unthrottled"
+	s.Title = "Baseline shape, QPS 1000 (the API server is the limit)"
+	s.QPS, s.Burst = 1000, 2000
+	s.Reference = ""
+	s.Bounds = Bounds{MaxPeakRSSMiB: s.Bounds.MaxPeakRSSMiB}
+	return s
+}
+
+// Restart is the baseline with koord-queue killed and restarted three times
+// under load: every unit still finishes and no quota is ever over its max.
+func Restart(short bool) Scenario {
+	s := Baseline(short)
+	if short {
+		// Half the short baseline's units: three restarts in about 25s.
+		for i := range s.Sets {
+			s.Sets[i].Count /= 2
+		}
+	}
+	s.Name = "restart"
+	s.Title = "Baseline shape, koord-queue killed and restarted 3 times"
+	s.Restarts = 3
+	s.Reference = ""
+	s.Bounds = Bounds{MaxPeakRSSMiB: s.Bounds.MaxPeakRSSMiB}
+	return s
+}
+
+// Koord-Queue's figures for the Jobs scenario on the same kind of cluster:
+// at its default QPS 50 it stalled (71 of 300 Jobs done after 500s); at
+// QPS 500 it finished in about 100s, about 4.5 admissions a second.
+const (
+	KoordQueueJobsRateQPS50  = 71.0 / 500
+	KoordQueueJobsRateQPS500 = 4.5
+)
+
+// Jobs is scenario 5: one quota of 100 cpu and 300 suspended batch Jobs of
+// one 1-cpu pod (running 1s on kwok) created at once, on the local cluster
+// with both binaries as users run them (koord-queue at QPS 50, burst 100;
+// the extensions at their defaults). Nothing is admitted twice, and the
+// admission rate is at least 20 times Koord-Queue's at the same QPS.
+func Jobs(short bool) Scenario {
+	jobs := 300
+	if short {
+		jobs = 60
+	}
+	return Scenario{
+		Name:       "jobs",
+		Title:      fmt.Sprintf("Jobs end to end: %d suspended Jobs of 1 cpu, one quota of 100 cpu, kwok cluster", jobs),
+		QPS:        50,
+		Burst:      100,
+		ClusterCPU: 4 * 32,
+		Quotas:     []Quota{{Name: "jobs", Max: 100}},
+		Sets:       []Set{{Class: Class{Name: "job", CPU: 1, Runtime: time.Second}, Count: jobs}},
+		Timeout:    10 * time.Minute,
+		Reference: fmt.Sprintf("Koord-Queue on the same kind of cluster: at QPS 50 it stalls (71 of 300 done after 500s, %.2f admissions/s); at QPS 500 about 100s, %.1f admissions/s",
+			KoordQueueJobsRateQPS50, KoordQueueJobsRateQPS500),
+		Bounds: Bounds{NoReadmission: true, MinAdmissionRate: 20 * KoordQueueJobsRateQPS50},
+	}
+}

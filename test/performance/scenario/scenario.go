@@ -1,0 +1,184 @@
+// Package scenario describes koord-queue's performance scenarios as plain
+// data: the quota tree, which units arrive in each leaf quota and when, how
+// long each runs, koord-queue's API budget, and the bounds a run is held to.
+// The harness runs them; the checker measures them against Bounds.
+package scenario
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Scenario is one run of the harness.
+type Scenario struct {
+	// Name is how the command line and the result name the run.
+	Name string
+	// Title is one line for the summary.
+	Title string
+	// QPS and Burst limit koord-queue's client to the API server.
+	QPS   float64
+	Burst int
+	// ClusterCPU is the allocatable cpu of the one fake Node, so the root
+	// quota's capacity (cores).
+	ClusterCPU int64
+	// Quotas, parents before children. Units go to the leaves.
+	Quotas []Quota
+	// Sets are the units every leaf quota receives.
+	Sets []Set
+	// Restarts kills (SIGKILL) and restarts koord-queue this many times,
+	// spread evenly over the admissions.
+	Restarts int
+	// Timeout bounds the whole run; a run that has not finished by then fails.
+	Timeout time.Duration
+	// Bounds the checker holds the run to.
+	Bounds Bounds
+	// Reference is what others measured on the same shape, for the summary.
+	Reference string
+}
+
+// Quota is one ElasticQuota (cpu only, in cores).
+type Quota struct {
+	Name string
+	// Parent is empty for a quota under the root.
+	Parent   string
+	Min, Max int64
+	// Preemption sets koord-queue/enable-queueunit-preemption: a head may
+	// evict lower-priority admitted units of its own quota.
+	Preemption bool
+}
+
+// Nominal is what usage is measured against: the min a quota is
+// guaranteed (Kueue's nominal quota), or its max when it has no min.
+func (q Quota) Nominal() int64 {
+	if q.Min > 0 {
+		return q.Min
+	}
+	return q.Max
+}
+
+// Class is a kind of unit.
+type Class struct {
+	Name     string
+	CPU      int64 // cores
+	Runtime  time.Duration
+	Priority int32
+}
+
+// Set is Count units of Class, created one every Interval (all at once when
+// Interval is zero), in every leaf quota.
+type Set struct {
+	Class    Class
+	Count    int
+	Interval time.Duration
+}
+
+// Bounds are what a run must meet. Zero values are not checked.
+type Bounds struct {
+	// MaxWall bounds the wall time from koord-queue's start to the last
+	// unit finished.
+	MaxWall time.Duration
+	// MaxAvgTimeToAdmission bounds each class's average time from creation
+	// to first admission.
+	MaxAvgTimeToAdmission map[string]time.Duration
+	// MinUsage bounds the leaf quotas' average usage of their nominal
+	// quota over the run (Kueue's "cq" usage), a fraction.
+	MinUsage float64
+	// MinBacklogUsage bounds usage of the leaf quotas' nominal quota while
+	// units still wait, a fraction.
+	MinBacklogUsage float64
+	// MinAdmissionRate bounds admissions per second while units wait.
+	MinAdmissionRate float64
+	// MaxPeakRSSMiB bounds koord-queue's peak resident memory.
+	MaxPeakRSSMiB float64
+	// MaxCPUSeconds bounds koord-queue's user+system CPU time.
+	MaxCPUSeconds float64
+	// NoReadmission: no unit may be admitted more than once.
+	NoReadmission bool
+}
+
+// Leaves are the quotas no other quota names as parent: units go there.
+func (s *Scenario) Leaves() []Quota {
+	parents := map[string]bool{}
+	for _, q := range s.Quotas {
+		parents[q.Parent] = true
+	}
+	var leaves []Quota
+	for _, q := range s.Quotas {
+		if !parents[q.Name] {
+			leaves = append(leaves, q)
+		}
+	}
+	return leaves
+}
+
+// IsParent reports whether another quota names q as its parent.
+func (s *Scenario) IsParent(name string) bool {
+	return slices.ContainsFunc(s.Quotas, func(q Quota) bool { return q.Parent == name })
+}
+
+// Units is how many units the run creates.
+func (s *Scenario) Units() int {
+	n := 0
+	for _, set := range s.Sets {
+		n += set.Count
+	}
+	return n * len(s.Leaves())
+}
+
+// Classes names the classes in the order the sets give them.
+func (s *Scenario) Classes() []string {
+	var names []string
+	for _, set := range s.Sets {
+		if !slices.Contains(names, set.Class.Name) {
+			names = append(names, set.Class.Name)
+		}
+	}
+	return names
+}
+
+// GenerationTime is how long the slowest set takes to create its units.
+func (s *Scenario) GenerationTime() time.Duration {
+	var d time.Duration
+	for _, set := range s.Sets {
+		d = max(d, time.Duration(set.Count)*set.Interval)
+	}
+	return d
+}
+
+// Validate reports a scenario that cannot run: unknown or later parents,
+// duplicate names, no units, a class that fits no leaf.
+func (s *Scenario) Validate() error {
+	var errs []string
+	seen := map[string]bool{}
+	for _, q := range s.Quotas {
+		if seen[q.Name] {
+			errs = append(errs, "quota "+q.Name+" is listed twice")
+		}
+		if q.Parent != "" && !seen[q.Parent] {
+			errs = append(errs, fmt.Sprintf("quota %s: parent %s must be listed before it", q.Name, q.Parent))
+		}
+		if q.Min > q.Max {
+			errs = append(errs, fmt.Sprintf("quota %s: min %d above max %d", q.Name, q.Min, q.Max))
+		}
+		seen[q.Name] = true
+	}
+	if len(s.Sets) == 0 || s.Units() == 0 {
+		errs = append(errs, "no units")
+	}
+	for _, set := range s.Sets {
+		for _, leaf := range s.Leaves() {
+			if set.Class.CPU > leaf.Max {
+				errs = append(errs, fmt.Sprintf("class %s asks %d cpu, more than quota %s's max %d", set.Class.Name, set.Class.CPU, leaf.Name, leaf.Max))
+			}
+		}
+	}
+	if s.QPS <= 0 || s.Burst <= 0 {
+		errs = append(errs, "QPS and burst must be positive")
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("scenario %s: %s", s.Name, strings.Join(errs, "; "))
+	}
+	return nil
+}

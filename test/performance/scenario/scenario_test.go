@@ -1,0 +1,119 @@
+package scenario
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestCatalog(t *testing.T) {
+	cases := map[string]struct {
+		name                  string
+		short                 bool
+		wantUnits, wantLeaves int
+		wantQPS               float64
+		wantCPU               int64
+		wantRestarts          int
+		wantGeneration        time.Duration
+	}{
+		"baseline is Kueue's shape: 30 queues, 15,000 units, QPS 50": {
+			name: "baseline", wantUnits: 15000, wantLeaves: 30, wantQPS: 50, wantCPU: 600, wantGeneration: 60 * time.Second,
+		},
+		"short baseline: 12 queues of a fifth of the units": {
+			name: "baseline", short: true, wantUnits: 1200, wantLeaves: 12, wantQPS: 50, wantCPU: 240, wantGeneration: 12 * time.Second,
+		},
+		"deep queue: 2,000 units at once in one quota": {
+			name: "deep", wantUnits: 2000, wantLeaves: 1, wantQPS: 1000, wantCPU: 100,
+		},
+		"deep queue at the production QPS": {
+			name: "deep-qps50", wantUnits: 2000, wantLeaves: 1, wantQPS: 50, wantCPU: 100,
+		},
+		"unthrottled is the baseline at QPS 1000": {
+			name: "unthrottled", wantUnits: 15000, wantLeaves: 30, wantQPS: 1000, wantCPU: 600, wantGeneration: 60 * time.Second,
+		},
+		"restart is the baseline killed three times": {
+			name: "restart", wantUnits: 15000, wantLeaves: 30, wantQPS: 50, wantCPU: 600, wantRestarts: 3, wantGeneration: 60 * time.Second,
+		},
+	}
+	for desc, tc := range cases {
+		t.Run(desc, func(t *testing.T) {
+			s, err := Get(tc.name, tc.short)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := []any{s.Units(), len(s.Leaves()), s.QPS, s.ClusterCPU, s.Restarts, s.GenerationTime()}
+			want := []any{tc.wantUnits, tc.wantLeaves, tc.wantQPS, tc.wantCPU, tc.wantRestarts, tc.wantGeneration}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("units, leaves, QPS, cluster cpu, restarts, generation time (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if _, err := Get("nope", false); err == nil {
+		t.Error("Get of an unknown scenario: no error")
+	}
+	if s := Jobs(false); s.Units() != 300 || s.Validate() != nil {
+		t.Errorf("Jobs: %d units (want 300), Validate() = %v", s.Units(), s.Validate())
+	}
+}
+
+func TestBaselineQuotaTree(t *testing.T) {
+	s := Baseline(false)
+	var parents, children int
+	for _, q := range s.Quotas {
+		switch {
+		case q.Parent == "":
+			parents++
+			if q.Min != 120 || q.Max != 120 || !s.IsParent(q.Name) {
+				t.Errorf("parent %s: min %d max %d, want 120 and 120 with children", q.Name, q.Min, q.Max)
+			}
+		default:
+			children++
+			if q.Nominal() != 20 || q.Max != 120 || !q.Preemption {
+				t.Errorf("child %s: nominal %d max %d preemption %v, want 20, 120 (borrowing 100) and preemption", q.Name, q.Nominal(), q.Max, q.Preemption)
+			}
+		}
+	}
+	if parents != 5 || children != 30 {
+		t.Errorf("%d parents and %d children, want 5 and 30", parents, children)
+	}
+	if diff := cmp.Diff([]string{"small", "medium", "large"}, s.Classes()); diff != "" {
+		t.Errorf("classes (-want +got):\n%s", diff)
+	}
+}
+
+func TestValidate(t *testing.T) {
+	cases := map[string]struct {
+		s    Scenario
+		want []string
+	}{
+		"a parent listed after its child": {
+			s: Scenario{Name: "x", QPS: 1, Burst: 1, Quotas: []Quota{{Name: "c", Parent: "p", Max: 1}, {Name: "p", Max: 1}},
+				Sets: []Set{{Class: Class{CPU: 1}, Count: 1}}},
+			want: []string{"parent p must be listed before it"},
+		},
+		"min above max and a class larger than a leaf": {
+			s: Scenario{Name: "x", QPS: 1, Burst: 1, Quotas: []Quota{{Name: "q", Min: 2, Max: 1}},
+				Sets: []Set{{Class: Class{Name: "big", CPU: 4}, Count: 1}}},
+			want: []string{"min 2 above max 1", "class big asks 4 cpu"},
+		},
+		"no units and no budget": {
+			s:    Scenario{Name: "x", Quotas: []Quota{{Name: "q", Max: 1}}},
+			want: []string{"no units", "QPS and burst must be positive"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := tc.s.Validate()
+			if err == nil {
+				t.Fatal("Validate() = nil")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate() = %q, want it to say %q", err, w)
+				}
+			}
+		})
+	}
+}
