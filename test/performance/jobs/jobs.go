@@ -97,7 +97,10 @@ func Run(ctx context.Context, opts Options) (*checker.Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("starting the local cluster: %w", err)
 	}
-	defer c.Stop(true)
+	defer func() {
+		c.Stop(true) // keeps the logs; etcd's data is not worth keeping
+		_ = os.RemoveAll(filepath.Join(clusterDir, "etcd"))
+	}()
 	if err := c.InstallCRDs(testenv.CRDDir()); err != nil {
 		return nil, err
 	}
