@@ -11,6 +11,7 @@ import (
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/metrics"
 	"github.com/koord-queue/koord-queue/pkg/policy"
 	"github.com/koord-queue/koord-queue/pkg/quota"
 	"github.com/koord-queue/koord-queue/pkg/resources"
@@ -158,6 +159,8 @@ func (c *Cache) DeleteQueue(name string) {
 	defer c.mu.Unlock()
 	delete(c.queues, name)
 	c.core.DeleteQueue(name)
+	metrics.PendingUnits.DeleteLabelValues(name)
+	metrics.AdmittedUnits.DeleteLabelValues(name)
 	c.notify()
 }
 

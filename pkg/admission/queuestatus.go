@@ -96,6 +96,11 @@ func (s *StatusWriter) refresh(ctx context.Context, log logr.Logger) {
 	now := s.clock.Now()
 	s.reportQuotas()
 	for _, q := range s.cache.queueObjects() {
+		// Metrics every tick; the Queue object only at its refresh interval.
+		if view, ok := s.cache.Queue(q.Name); ok {
+			metrics.PendingUnits.WithLabelValues(q.Name).Set(float64(view.Pending))
+			metrics.AdmittedUnits.WithLabelValues(q.Name).Set(float64(view.Admitted))
+		}
 		interval := s.opts.RefreshInterval
 		if v, ok := q.Annotations[AnnotationQueueItemsRefreshInterval]; ok {
 			if d, err := time.ParseDuration(v); err == nil && d > 0 {
@@ -125,8 +130,6 @@ func (s *StatusWriter) desiredStatus(q *schedulingv1alpha1.Queue, now metav1.Tim
 		Admitted:   int32(view.Admitted),
 		Conditions: append([]metav1.Condition(nil), q.Status.Conditions...),
 	}
-	metrics.PendingUnits.WithLabelValues(q.Name).Set(float64(view.Pending))
-	metrics.AdmittedUnits.WithLabelValues(q.Name).Set(float64(view.Admitted))
 	for _, p := range s.cache.pending(q.Name, s.opts.TopN) {
 		if st.QueueItemDetails == nil {
 			st.QueueItemDetails = map[string][]schedulingv1alpha1.QueueItemDetail{}

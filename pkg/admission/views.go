@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"maps"
 	"slices"
 	"strings"
 
@@ -52,11 +53,7 @@ type UnitView struct {
 func (c *Cache) Quotas() []QuotaView {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	names := make([]string, 0, len(c.quotaObjects))
-	for name := range c.quotaObjects {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(c.quotaObjects))
 	out := make([]QuotaView, 0, len(names))
 	for _, name := range names {
 		out = append(out, c.quotaView(name))
@@ -86,11 +83,7 @@ func (c *Cache) quotaView(name string) QuotaView {
 func (c *Cache) Queues() []QueueView {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	names := make([]string, 0, len(c.queues))
-	for name := range c.queues {
-		names = append(names, name)
-	}
-	slices.Sort(names)
+	names := slices.Sorted(maps.Keys(c.queues))
 	out := make([]QueueView, 0, len(names))
 	for _, name := range names {
 		out = append(out, c.queueView(name))
