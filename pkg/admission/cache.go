@@ -356,11 +356,11 @@ func evictedCondition(u *schedulingv1alpha1.QueueUnit) bool {
 }
 
 // cycle runs one scheduling cycle and marks its admissions as assumed.
-func (c *Cache) cycle(now time.Time) (scheduler.Result, []*schedulingv1alpha1.QueueUnit) {
+func (c *Cache) cycle(now time.Time, limit int) (scheduler.Result, []*schedulingv1alpha1.QueueUnit) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.releaseBackoffs(now)
-	res := c.core.Cycle(now)
+	res := c.core.CycleLimited(now, limit)
 	admitted := make([]*schedulingv1alpha1.QueueUnit, 0, len(res.Admissions))
 	for _, a := range res.Admissions {
 		r := c.units[a.Unit]

@@ -76,8 +76,18 @@ func (l *Loop) runOnce() (next time.Time, more bool) {
 			message: "evicted: spec.active is false; quota is released when the job's pods are gone"})
 	}
 
+	// Decide no further ahead than the writer writes: an admission holds
+	// quota from the moment it is decided, so deciding late lets units of
+	// higher priority that arrive meanwhile go first.
+	limit := l.writer.admissionBudget()
+	if limit <= 0 {
+		for _, key := range f.explain {
+			l.writer.explain(key)
+		}
+		return time.Time{}, false // the next admission written wakes the loop
+	}
 	start := l.clock.Now()
-	res, _ := l.cache.cycle(start)
+	res, _ := l.cache.cycle(start, limit)
 	metrics.CycleDuration.Observe(l.clock.Since(start).Seconds())
 
 	for _, a := range res.Admissions {

@@ -80,6 +80,11 @@ type Writer struct {
 
 	mu        sync.Mutex
 	evictions map[string]eviction
+	// admitting are the admissions decided and not yet written.
+	admitting map[string]struct{}
+	// loopWaits is set when the loop found no admission budget left: the
+	// next admission written wakes it.
+	loopWaits bool
 }
 
 // NewWriter returns a Writer; Run starts it.
@@ -104,6 +109,32 @@ func NewWriter(c client.Client, apiReader client.Reader, recorder record.EventRe
 		deferred:  workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[op]{Name: "koord_queue_deferred_writes"}),
 		limiter:   rate.NewLimiter(rate.Limit(opts.MessageQPS), 1),
 		evictions: map[string]eviction{},
+		admitting: map[string]struct{}{},
+	}
+}
+
+// admissionBudget is how many more admissions the loop may decide now.
+// Twice the workers keeps every worker busy while the loop decides the next
+// ones; deciding further ahead would only hold quota for admissions that
+// wait for the client's rate limit (see Scheduler.CycleLimited). When
+// nothing is left, the next admission written wakes the loop.
+func (w *Writer) admissionBudget() int {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	budget := 2*w.opts.Workers - len(w.admitting)
+	w.loopWaits = budget <= 0
+	return budget
+}
+
+// admissionWritten frees the admission's place in the budget.
+func (w *Writer) admissionWritten(key string) {
+	w.mu.Lock()
+	delete(w.admitting, key)
+	wake := w.loopWaits
+	w.loopWaits = false
+	w.mu.Unlock()
+	if wake {
+		w.cache.notify()
 	}
 }
 
@@ -127,7 +158,12 @@ func (w *Writer) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-func (w *Writer) admit(key string)        { w.urgent.Add(op{kind: opAdmit, key: key}) }
+func (w *Writer) admit(key string) {
+	w.mu.Lock()
+	w.admitting[key] = struct{}{}
+	w.mu.Unlock()
+	w.urgent.Add(op{kind: opAdmit, key: key})
+}
 func (w *Writer) checksPassed(key string) { w.urgent.Add(op{kind: opChecksPassed, key: key}) }
 func (w *Writer) checksFailed(key string) { w.urgent.Add(op{kind: opChecksFailed, key: key}) }
 func (w *Writer) explain(key string)      { w.deferred.Add(op{kind: opMessage, key: key}) }
@@ -159,6 +195,9 @@ func (w *Writer) processUrgent(ctx context.Context) bool {
 		return true
 	}
 	w.urgent.Forget(o)
+	if o.kind == opAdmit {
+		w.admissionWritten(o.key)
+	}
 	return true
 }
 

@@ -27,6 +27,18 @@ import (
 //
 // The same events and the same now give the same Result.
 func (s *Scheduler) Cycle(now time.Time) Result {
+	return s.CycleLimited(now, 0)
+}
+
+// CycleLimited is Cycle deciding at most limit admissions (0: no limit).
+// Queues whose turn did not come stay dirty and Result.More is true, so the
+// next call goes on where this one stopped. A controller that can write
+// only so many admissions a second decides no further ahead than that:
+// an admission holds its quota from the moment it is decided, and a unit of
+// higher priority that arrives meanwhile should get the quota instead.
+// Preemptors whose victims are gone are admitted whatever the limit: their
+// quota was reclaimed for them.
+func (s *Scheduler) CycleLimited(now time.Time, limit int) Result {
 	s.cycle++
 	var res Result
 	s.wakePromoted(now)
@@ -34,6 +46,14 @@ func (s *Scheduler) Cycle(now time.Time) Result {
 	s.admitNominated(now, &res)
 	line := s.lineUp()
 	for line.Len() > 0 {
+		if limit > 0 && len(res.Admissions) >= limit {
+			for _, qs := range line {
+				if qs.q.Len() > 0 {
+					s.dirty[qs.spec.Name] = struct{}{} // their turn comes next call
+				}
+			}
+			break
+		}
 		qs := line[0]
 		if s.turn(qs, now, &res) {
 			if len(line) > 1 {

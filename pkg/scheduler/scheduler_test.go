@@ -805,3 +805,78 @@ func TestReclaimProtection(t *testing.T) {
 		})
 	})
 }
+
+func TestCycleLimited(t *testing.T) {
+	type call struct {
+		name     string
+		do       func(s *scheduler.Scheduler)
+		limit    int
+		admitted []string
+		more     bool
+	}
+	cases := []struct {
+		name  string
+		world world
+		calls []call
+	}{
+		{
+			name: "a unit of higher priority that arrives between two limited cycles goes before the rest",
+			world: world{
+				capacity: bigCluster,
+				quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
+				queues:   []scheduler.QueueSpec{st.MakeQueue("q").Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/a", "q").Request("cpu", "1").Enqueued(1 * time.Second).Obj(),
+					st.MakeUnit("ns/b", "q").Request("cpu", "1").Enqueued(2 * time.Second).Obj(),
+					st.MakeUnit("ns/c", "q").Request("cpu", "1").Enqueued(3 * time.Second).Obj(),
+					st.MakeUnit("ns/d", "q").Request("cpu", "1").Enqueued(4 * time.Second).Obj(),
+				},
+			},
+			calls: []call{
+				{name: "two of four", limit: 2, admitted: []string{"ns/a", "ns/b"}, more: true},
+				{
+					name:  "the high unit takes the next place",
+					do:    upsert(st.MakeUnit("ns/high", "q").Priority(10).Request("cpu", "1").Enqueued(5 * time.Second).Obj()),
+					limit: 1, admitted: []string{"ns/high"}, more: true,
+				},
+				{name: "no limit: what still fits", admitted: []string{"ns/c"}},
+				{name: "nothing left to decide"},
+			},
+		},
+		{
+			name: "the limit falls on queues in serving order and the others keep their turn",
+			world: world{
+				capacity: bigCluster,
+				quotas:   []quota.Spec{qt.MakeSpec("a").Max("cpu", "4").Obj(), qt.MakeSpec("b").Max("cpu", "4").Obj()},
+				queues:   []scheduler.QueueSpec{st.MakeQueue("a").Obj(), st.MakeQueue("b").Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/a1", "a").Request("cpu", "1").Enqueued(1 * time.Second).Obj(),
+					st.MakeUnit("ns/a2", "a").Request("cpu", "1").Enqueued(2 * time.Second).Obj(),
+					st.MakeUnit("ns/b1", "b").Request("cpu", "1").Enqueued(1 * time.Second).Obj(),
+					st.MakeUnit("ns/b2", "b").Request("cpu", "1").Enqueued(2 * time.Second).Obj(),
+				},
+			},
+			calls: []call{
+				{name: "a's share rises, b goes next", limit: 2, admitted: []string{"ns/a1", "ns/b1"}, more: true},
+				{name: "the rest", limit: 2, admitted: []string{"ns/a2", "ns/b2"}},
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.world.build(t)
+			for i, c := range tc.calls {
+				if c.do != nil {
+					c.do(s)
+				}
+				res := s.CycleLimited(st.T0.Add(time.Minute), c.limit)
+				if diff := cmp.Diff(c.admitted, summarise(res).Admitted, cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("call %d (%s): admitted (-want +got):\n%s", i, c.name, diff)
+				}
+				if res.More != c.more {
+					t.Errorf("call %d (%s): More = %v, want %v", i, c.name, res.More, c.more)
+				}
+			}
+		})
+	}
+}

@@ -62,7 +62,7 @@ func CreateNamespaces(ctx context.Context, c client.Client, s *scenario.Scenario
 // CreateNode creates a Ready node with the scenario's cluster cpu: the
 // root quota's capacity. Nothing runs on it.
 func CreateNode(ctx context.Context, c client.Client, s *scenario.Scenario) error {
-	node := wrappers.Node("perf-node", strconv.FormatInt(s.ClusterCPU, 10), "64Ti")
+	node := Node(s)
 	status := node.Status
 	if err := c.Create(ctx, node); err != nil {
 		return fmt.Errorf("creating node: %w", err)
@@ -74,23 +74,16 @@ func CreateNode(ctx context.Context, c client.Client, s *scenario.Scenario) erro
 	return nil
 }
 
+// Node is the one node: its allocatable cpu is the scenario's cluster cpu.
+func Node(s *scenario.Scenario) *corev1.Node {
+	return wrappers.Node("perf-node", strconv.FormatInt(s.ClusterCPU, 10), "64Ti")
+}
+
 // CreateQuotas creates the quota tree and waits until koord-queue has made
 // a Queue for every quota, so no unit waits for its queue.
 func CreateQuotas(ctx context.Context, c client.Client, s *scenario.Scenario) error {
 	for _, q := range s.Quotas {
-		eq := wrappers.ElasticQuota(QuotaNamespace, q.Name).
-			Min(corev1.ResourceCPU, strconv.FormatInt(q.Min, 10)).
-			Max(corev1.ResourceCPU, strconv.FormatInt(q.Max, 10))
-		if q.Parent != "" {
-			eq.Parent(q.Parent)
-		}
-		if s.IsParent(q.Name) {
-			eq.Label(elasticquotav1alpha1.LabelQuotaIsParent, "true")
-		}
-		if q.Preemption {
-			eq.Annotation(schedulingv1alpha1.AnnotationEnableQueueUnitPreemption, "true")
-		}
-		if err := c.Create(ctx, eq.Obj()); err != nil {
+		if err := c.Create(ctx, ElasticQuota(s, q)); err != nil {
 			return fmt.Errorf("creating ElasticQuota %s: %w", q.Name, err)
 		}
 	}
@@ -116,6 +109,30 @@ func CreateQuotas(ctx context.Context, c client.Client, s *scenario.Scenario) er
 		return fmt.Errorf("waiting for koord-queue to create Queues (missing %v): %w", missing, err)
 	}
 	return nil
+}
+
+// ElasticQuota is the object that stands for q.
+func ElasticQuota(s *scenario.Scenario, q scenario.Quota) *elasticquotav1alpha1.ElasticQuota {
+	eq := wrappers.ElasticQuota(QuotaNamespace, q.Name).
+		Min(corev1.ResourceCPU, strconv.FormatInt(q.Min, 10)).
+		Max(corev1.ResourceCPU, strconv.FormatInt(q.Max, 10))
+	if q.Parent != "" {
+		eq.Parent(q.Parent)
+	}
+	if s.IsParent(q.Name) {
+		eq.Label(elasticquotav1alpha1.LabelQuotaIsParent, "true")
+	}
+	if q.Preemption {
+		eq.Annotation(schedulingv1alpha1.AnnotationEnableQueueUnitPreemption, "true")
+	}
+	return eq.Obj()
+}
+
+// Arrival is when unit i of set is created, after the generator starts:
+// (i+1) × interval as Kueue's generator does, or at once for a set without
+// an interval.
+func Arrival(set scenario.Set, i int) time.Duration {
+	return time.Duration(i+1) * set.Interval
 }
 
 // Unit is the unit number i of a class in a leaf quota.
@@ -197,7 +214,7 @@ func generateSet(ctx context.Context, c client.Client, leaf string, set scenario
 	timer := time.NewTimer(0)
 	defer timer.Stop()
 	for i := range set.Count {
-		timer.Reset(time.Until(start.Add(time.Duration(i+1) * set.Interval)))
+		timer.Reset(time.Until(start.Add(Arrival(set, i))))
 		select {
 		case <-ctx.Done():
 			return ctx.Err()

@@ -7,6 +7,11 @@
 //	go run ./test/performance/cmd/perf -short                  # make perf
 //	go run ./test/performance/cmd/perf -scenarios all          # make perf-full
 //	go run ./test/performance/cmd/perf -scenarios baseline -controller in-process -cpuprofile cpu.pprof
+//	go run ./test/performance/cmd/perf -scenarios baseline -simulate   # the floor, in seconds, no API server
+//
+// Every scenario's summary ends with its floor: the same scenario replayed
+// through koord-queue's decision core with perfect plumbing (package
+// simulate), what no run can beat.
 package main
 
 import (
@@ -26,6 +31,7 @@ import (
 	"github.com/koord-queue/koord-queue/test/performance/harness"
 	"github.com/koord-queue/koord-queue/test/performance/jobs"
 	"github.com/koord-queue/koord-queue/test/performance/scenario"
+	"github.com/koord-queue/koord-queue/test/performance/simulate"
 )
 
 func main() {
@@ -41,13 +47,15 @@ func main() {
 
 func run() (bool, error) {
 	var (
-		names      = flag.String("scenarios", strings.Join(scenario.Names, ","), "comma-separated scenarios to run, of "+strings.Join(scenario.Names, ", ")+", "+jobs.Name+"; or all")
-		short      = flag.Bool("short", false, "run the short variants (about two minutes in all, loose bounds)")
-		out        = flag.String("out", filepath.Join("_output", "perf"), "directory for the results")
-		mode       = flag.String("controller", harness.ModeBinary, "run koord-queue as a separate process (binary: CPU and RSS measured) or in this process (in-process: for -cpuprofile)")
-		cpuProfile = flag.String("cpuprofile", "", "with -controller in-process: write a CPU profile of each scenario to <out>/<scenario>/<this name>")
-		prebuilt   = flag.String("binary", "", "a koord-queue binary to measure instead of building ./cmd/queue (to compare a change)")
-		extraFlags = flag.String("koord-queue-flags", "", "space-separated flags added to koord-queue's command line (to compare settings)")
+		names        = flag.String("scenarios", strings.Join(scenario.Names, ","), "comma-separated scenarios to run, of "+strings.Join(scenario.Names, ", ")+", "+jobs.Name+"; or all")
+		short        = flag.Bool("short", false, "run the short variants (about two minutes in all, loose bounds)")
+		out          = flag.String("out", filepath.Join("_output", "perf"), "directory for the results")
+		mode         = flag.String("controller", harness.ModeBinary, "run koord-queue as a separate process (binary: CPU and RSS measured) or in this process (in-process: for -cpuprofile)")
+		cpuProfile   = flag.String("cpuprofile", "", "with -controller in-process: write a CPU profile of each scenario to <out>/<scenario>/<this name>")
+		prebuilt     = flag.String("binary", "", "a koord-queue binary to measure instead of building ./cmd/queue (to compare a change)")
+		extraFlags   = flag.String("koord-queue-flags", "", "space-separated flags added to koord-queue's command line (to compare settings)")
+		simulateOnly = flag.Bool("simulate", false, "only replay the scenarios through the decision core in virtual time (no API server): the floor a run can reach")
+		latency      = flag.Duration("simulate-latency", 0, "with -simulate: delay between a write and whoever it concerns (runner, koord-queue), to see what a real run's delays cost")
 	)
 	flag.Parse()
 	list := strings.Split(*names, ",")
@@ -67,6 +75,20 @@ func run() (bool, error) {
 			return false, err
 		}
 		scenarios = append(scenarios, s)
+	}
+	floors := map[string]*simulate.Result{}
+	for _, s := range scenarios {
+		floor, err := simulate.Run(&s, simulate.Options{Latency: *latency})
+		if err != nil {
+			return false, fmt.Errorf("replaying %s: %w", s.Name, err)
+		}
+		floors[s.Name] = floor
+		if *simulateOnly {
+			fmt.Print(floor.Text())
+		}
+	}
+	if *simulateOnly {
+		return true, nil
 	}
 	if err := os.MkdirAll(*out, 0o755); err != nil {
 		return false, fmt.Errorf("creating %s: %w", *out, err)
@@ -106,6 +128,7 @@ func run() (bool, error) {
 			continue
 		}
 		fmt.Print(res.Text())
+		fmt.Print(floors[s.Name].Text())
 		results = append(results, res)
 	}
 	if slices.Contains(list, jobs.Name) && ctx.Err() == nil {
@@ -130,6 +153,9 @@ func run() (bool, error) {
 	ok := len(failures) == 0
 	for _, res := range results {
 		summary.WriteString(res.Text())
+		if floor, ok := floors[res.Scenario]; ok {
+			summary.WriteString(floor.Text())
+		}
 		summary.WriteString("\n")
 		ok = ok && res.OK()
 	}

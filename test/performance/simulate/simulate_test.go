@@ -1,0 +1,78 @@
+package simulate_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/koord-queue/koord-queue/pkg/scheduler"
+	"github.com/koord-queue/koord-queue/test/performance/scenario"
+	"github.com/koord-queue/koord-queue/test/performance/simulate"
+)
+
+func TestRun(t *testing.T) {
+	second := scenario.Class{Name: "unit", CPU: 1, Runtime: time.Second}
+	oneQuota := func(max int64, preemption bool) []scenario.Quota {
+		return []scenario.Quota{{Name: "q", Max: max, Preemption: preemption}}
+	}
+	cases := []struct {
+		name string
+		s    scenario.Scenario
+		opts simulate.Options
+		want simulate.Result
+	}{
+		{
+			name: "the write budget: QPS 5, burst 1, admits one unit every 200ms",
+			s: scenario.Scenario{Name: "budget", QPS: 5, Burst: 1, ClusterCPU: 100, Quotas: oneQuota(100, false),
+				Sets: []scenario.Set{{Class: second, Count: 10}}},
+			want: simulate.Result{Scenario: "budget", Wall: 2800 * time.Millisecond, Admissions: 10, Writes: 10,
+				AvgTimeToAdmission: map[string]time.Duration{"unit": 900 * time.Millisecond}},
+		},
+		{
+			name: "the quota: max 2 runs two units at a time",
+			s: scenario.Scenario{Name: "quota", QPS: 1000, Burst: 1000, ClusterCPU: 100, Quotas: oneQuota(2, false),
+				Sets: []scenario.Set{{Class: second, Count: 4}}},
+			want: simulate.Result{Scenario: "quota", Wall: 2 * time.Second, Admissions: 4, Writes: 4,
+				AvgTimeToAdmission: map[string]time.Duration{"unit": 500 * time.Millisecond}},
+		},
+		{
+			name: "latency: a unit holds quota for its runtime plus two delays",
+			s: scenario.Scenario{Name: "latency", QPS: 1000, Burst: 1000, ClusterCPU: 100, Quotas: oneQuota(2, false),
+				Sets: []scenario.Set{{Class: second, Count: 4}}},
+			opts: simulate.Options{Latency: 100 * time.Millisecond},
+			want: simulate.Result{Scenario: "latency", Latency: 100 * time.Millisecond, Wall: 2400 * time.Millisecond, Admissions: 4, Writes: 4,
+				AvgTimeToAdmission: map[string]time.Duration{"unit": 600 * time.Millisecond}},
+		},
+		{
+			name: "in-queue preemption: the high unit evicts the low one, which runs again from the start",
+			s: scenario.Scenario{Name: "preemption", QPS: 1000, Burst: 1000, ClusterCPU: 100, Quotas: oneQuota(2, true),
+				Sets: []scenario.Set{
+					{Class: scenario.Class{Name: "low", CPU: 2, Runtime: 10 * time.Second, Priority: 1}, Count: 1},
+					{Class: scenario.Class{Name: "high", CPU: 2, Runtime: time.Second, Priority: 10}, Count: 1, Interval: time.Second},
+				}},
+			want: simulate.Result{Scenario: "preemption", Wall: 12 * time.Second, Admissions: 3, Evictions: 1, Writes: 4,
+				EvictionsByKind:    map[scheduler.PreemptionKind]int{scheduler.InQueue: 1},
+				AvgTimeToAdmission: map[string]time.Duration{"low": 0, "high": 0}},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := simulate.Run(&tc.s, tc.opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(&tc.want, got, cmpopts.EquateEmpty(), cmpopts.IgnoreFields(simulate.Result{}, "Classes")); diff != "" {
+				t.Errorf("Run (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestRunRejectsAScenarioWithoutBudget(t *testing.T) {
+	s := scenario.Scenario{Name: "no-budget", ClusterCPU: 1, Quotas: []scenario.Quota{{Name: "q", Max: 1}}}
+	if _, err := simulate.Run(&s, simulate.Options{}); err == nil {
+		t.Error("Run with QPS 0: no error, want one")
+	}
+}
