@@ -82,14 +82,14 @@ type Warning struct {
 
 // JobWithTemplateLock is a job whose pod templates cannot change at times:
 // a batch Job's scheduling directives change only while it is suspended and
-// its controller has cleared its start time. The reconciler waits for the
-// lock to open before it restores or updates the templates.
+// has no start time. The reconciler unlocks a suspended job's templates
+// (UnlockTemplates, written to the job's status) before it restores or
+// updates them, and waits while they stay locked.
 type JobWithTemplateLock interface {
 	TemplatesLocked() bool
-}
-
-// templatesLocked reports whether job's templates cannot change now.
-func templatesLocked(job GenericJob) bool {
-	l, ok := job.(JobWithTemplateLock)
-	return ok && l.TemplatesLocked()
+	// UnlockTemplates changes the suspended job's status so that its
+	// templates can change (a batch Job's start time is cleared, which
+	// Kubernetes keeps while a Job is suspended and sets afresh when it is
+	// resumed).
+	UnlockTemplates()
 }

@@ -370,8 +370,10 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 	// Only a job whose templates must change waits for them to unlock; one
 	// resumed as it is (the common case, and a Job that ran before its
 	// eviction keeps its start time while suspended) is released at once.
-	if (updates || originals != nil) && templatesLocked(job) {
-		return nil
+	if updates || originals != nil {
+		if locked, err := r.templatesLocked(ctx, job); err != nil || locked {
+			return err // a locked job's next change brings us back
+		}
 	}
 	if updates && originals == nil {
 		// Record what the updates replace before making them.
@@ -418,8 +420,8 @@ func (r *JobReconciler) restore(ctx context.Context, job GenericJob, unit *sched
 	if err != nil || originals == nil {
 		return err
 	}
-	if templatesLocked(job) {
-		return nil // the job's next change brings us back
+	if locked, err := r.templatesLocked(ctx, job); err != nil || locked {
+		return err // a locked job's next change brings us back
 	}
 	if err := r.patchJob(ctx, job, func() { restorePodSets(sets, originals) }); err != nil {
 		return err
@@ -427,17 +429,47 @@ func (r *JobReconciler) restore(ctx context.Context, job GenericJob, unit *sched
 	return r.patchUnit(ctx, unit, false, func(u *schedv1alpha1.QueueUnit) bool { return keepOriginals(u, nil) })
 }
 
+// templatesLocked reports whether job's templates cannot change now. A
+// suspended job whose templates are locked is unlocked first
+// (JobWithTemplateLock.UnlockTemplates, written to its status).
+func (r *JobReconciler) templatesLocked(ctx context.Context, job GenericJob) (bool, error) {
+	l, ok := job.(JobWithTemplateLock)
+	if !ok || !l.TemplatesLocked() {
+		return false, nil
+	}
+	if !job.IsSuspended() {
+		return true, nil
+	}
+	if err := r.patchJobStatus(ctx, job, l.UnlockTemplates); err != nil {
+		return true, err
+	}
+	return l.TemplatesLocked(), nil
+}
+
 // patchJob applies change to the job and writes what changed as a merge
 // patch guarded by the job's resourceVersion. Nothing is written when
 // change changes nothing.
 func (r *JobReconciler) patchJob(ctx context.Context, job GenericJob, change func()) error {
+	return r.writeJobPatch(job, change, func(obj client.Object, p client.Patch) error {
+		return r.client.Patch(ctx, obj, p, FieldOwner)
+	})
+}
+
+// patchJobStatus is patchJob for the job's status.
+func (r *JobReconciler) patchJobStatus(ctx context.Context, job GenericJob, change func()) error {
+	return r.writeJobPatch(job, change, func(obj client.Object, p client.Patch) error {
+		return r.client.Status().Patch(ctx, obj, p, FieldOwner)
+	})
+}
+
+func (r *JobReconciler) writeJobPatch(job GenericJob, change func(), write func(client.Object, client.Patch) error) error {
 	obj := job.Object()
 	orig := obj.DeepCopyObject().(client.Object)
 	change()
 	if empty, err := isEmptyPatch(orig, obj); err != nil || empty {
 		return err
 	}
-	if err := r.client.Patch(ctx, obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{}), FieldOwner); err != nil {
+	if err := write(obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
 		return fmt.Errorf("patching %s %s: %w", r.integ.GVK.Kind, klog.KObj(obj), err)
 	}
 	return nil

@@ -46,10 +46,19 @@ func (j *Job) Resume() { j.Spec.Suspend = ptr.To(false) }
 
 // TemplatesLocked reports whether Kubernetes forbids changing the Job's
 // scheduling directives: it allows it only while the Job is suspended and
-// has no start time, which the Job controller clears once it has suspended
-// the Job.
+// has no start time.
 func (j *Job) TemplatesLocked() bool {
 	return !j.IsSuspended() || j.Status.StartTime != nil
+}
+
+// UnlockTemplates clears the start time of a suspended Job that ran, as
+// Kueue does: the Job controller keeps it while the Job is suspended (and
+// sets it afresh on resume), and the API server lets it go only while the
+// Job is suspended.
+func (j *Job) UnlockTemplates() {
+	if j.IsSuspended() {
+		j.Status.StartTime = nil
+	}
 }
 
 // PodSets is one set of parallelism pods, or of the remaining completions

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
@@ -60,5 +61,29 @@ func TestSuspendResume(t *testing.T) {
 	j.Resume()
 	if j.IsSuspended() || !j.TemplatesLocked() {
 		t.Errorf("after Resume: suspended %v, templates locked %v", j.IsSuspended(), j.TemplatesLocked())
+	}
+}
+
+func TestUnlockTemplates(t *testing.T) {
+	started := metav1.Now()
+	cases := map[string]struct {
+		suspend    bool
+		wantLocked bool
+	}{
+		"a suspended Job that ran loses its start time and unlocks": {suspend: true, wantLocked: false},
+		"a running Job keeps its start time and stays locked":       {suspend: false, wantLocked: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			j := (*Job)(extensionstest.MakeJob("j", "ns").Suspend(tc.suspend).Obj())
+			j.Status.StartTime = &started
+			if !j.TemplatesLocked() {
+				t.Fatal("a Job with a start time: templates not locked")
+			}
+			j.UnlockTemplates()
+			if got := j.TemplatesLocked(); got != tc.wantLocked {
+				t.Errorf("after UnlockTemplates: locked %v, want %v (start time %v)", got, tc.wantLocked, j.Status.StartTime)
+			}
+		})
 	}
 }

@@ -113,11 +113,12 @@ func drivers() []driver {
 				j := o.(*batchv1.Job)
 				j.Status.StartTime, j.Status.Active, j.Status.Ready = &now, 2, ptr.To[int32](2)
 			},
-			// The Job controller clears startTime when it suspends a Job; the
-			// API server lets a Job's scheduling directives change only then.
+			// As the Job controller does, a suspended Job keeps its
+			// startTime; the API server lets its scheduling directives
+			// change only without one, so the extension clears it.
 			stopped: func(o client.Object) {
 				j := o.(*batchv1.Job)
-				j.Status.StartTime, j.Status.Active, j.Status.Ready = nil, 0, ptr.To[int32](0)
+				j.Status.Active, j.Status.Ready = 0, ptr.To[int32](0)
 			},
 			finished: func(o client.Object) {
 				j := o.(*batchv1.Job)
@@ -313,9 +314,15 @@ func testLifecycle(t *testing.T, d driver) {
 		return u.Status.Phase == schedv1alpha1.Enqueued && len(u.Status.Admissions) == 0
 	})
 
-	// Admitted again, it runs; finished, its unit ends and holds nothing.
-	admit(t, unitKey)
-	jobWhere(t, d.integ, jobKey, "released again", func(j framework.GenericJob) bool { return !j.IsSuspended() })
+	// Admitted again, with another update: it runs with that one; finished,
+	// its unit ends and holds nothing.
+	admit(t, unitKey, schedv1alpha1.AdmissionCheckState{
+		Name: "provisioning", State: schedv1alpha1.CheckStateReady, LastTransitionTime: metav1.Now(),
+		PodSetUpdates: []schedv1alpha1.PodSetUpdate{{Name: firstPodSet, NodeSelector: map[string]string{"zone": "z2"}}},
+	})
+	jobWhere(t, d.integ, jobKey, "released again with the second update", func(j framework.GenericJob) bool {
+		return !j.IsSuspended() && (!d.hasTemplates || templateOf(t, j, firstPodSet).Spec.NodeSelector["zone"] == "z2")
+	})
 	updateJobStatus(t, obj, func() { d.running(obj) })
 	unitWhere(t, unitKey, "Running again", func(u *schedv1alpha1.QueueUnit) bool { return u.Status.Phase == schedv1alpha1.Running })
 	if d.finished != nil {
