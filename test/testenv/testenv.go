@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/go-logr/logr"
@@ -145,15 +146,21 @@ func MainWithCRDs(m *testing.M, set func(*Env), crdDirs []string) int {
 }
 
 // StartManager runs a controller-runtime manager against the Env with the
-// controllers setup adds, and returns a function that stops it and waits.
-// Metrics and health endpoints are off, and no leader election.
-func (e *Env) StartManager(ctx context.Context, setup func(manager.Manager) error) (stop func(), err error) {
-	mgr, err := manager.New(e.Config, manager.Options{
+// controllers setup adds, and returns a function that stops it and waits
+// (once: calling it again does nothing).
+// Metrics and health endpoints are off, and there is no leader election
+// unless an option turns it on.
+func (e *Env) StartManager(ctx context.Context, setup func(manager.Manager) error, opts ...func(*manager.Options)) (stop func(), err error) {
+	options := manager.Options{
 		Scheme:                 e.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		Controller:             config.Controller{SkipNameValidation: ptr.To(true)},
-	})
+	}
+	for _, o := range opts {
+		o(&options)
+	}
+	mgr, err := manager.New(e.Config, options)
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
@@ -167,8 +174,11 @@ func (e *Env) StartManager(ctx context.Context, setup func(manager.Manager) erro
 		cancel()
 		return nil, fmt.Errorf("manager cache did not sync: %w", <-done)
 	}
+	var once sync.Once
 	return func() {
-		cancel()
-		<-done
+		once.Do(func() {
+			cancel()
+			<-done
+		})
 	}, nil
 }

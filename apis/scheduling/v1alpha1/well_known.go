@@ -27,6 +27,10 @@ const (
 	AnnotationSuspend = "scheduling.x-k8s.io/suspend"
 	// AnnotationMinResources on an Argo Workflow is its request.
 	AnnotationMinResources = "koord-queue/min-resources"
+	// AnnotationReleasedBy on a job is the UID of the QueueUnit whose
+	// admission last released it. A running job that carries it and has no
+	// unit lost its unit while it ran: it is suspended and queued again.
+	AnnotationReleasedBy = "koord-queue/released-by"
 	// ArgoSuspendTemplate is the template that marks a Workflow as queued.
 	ArgoSuspendTemplate = "koord-queue-suspend"
 )

@@ -33,6 +33,7 @@ const (
 	ReasonNoRequests    = "NoResourceRequests"
 	ReasonUnitNameTaken = "QueueUnitNameTaken"
 	ReasonUnknownPodSet = "UnknownPodSet"
+	ReasonUnitDeleted   = "QueueUnitDeleted"
 )
 
 // FieldOwner names the extensions' writes.
@@ -200,7 +201,11 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 	if err != nil {
 		return err
 	}
-	if !verdict.Managed || !job.IsSuspended() && !verdict.EvenIfRunning {
+	// A job released by an admission that runs without a unit lost it (say,
+	// deleted by hand) and with it the quota it was charged: like a job
+	// submitted running, it gets a unit and is suspended until admitted.
+	lost := !job.IsSuspended() && obj.GetAnnotations()[schedv1alpha1.AnnotationReleasedBy] != ""
+	if !verdict.Managed || !job.IsSuspended() && !verdict.EvenIfRunning && !lost {
 		return nil
 	}
 
@@ -238,6 +243,10 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 	}
 	ctrl.LoggerFrom(ctx).V(2).Info("Created QueueUnit", "queueUnit", klog.KObj(unit))
 	r.recorder.Eventf(obj, corev1.EventTypeNormal, ReasonCreatedUnit, "Created QueueUnit %s", unit.Name)
+	if lost {
+		warnings = append(warnings, Warning{Reason: ReasonUnitDeleted, Message: fmt.Sprintf(
+			"The job's QueueUnit was deleted while the job ran, so its quota was no longer charged; the job is suspended and queued again as QueueUnit %s", unit.Name)})
+	}
 	messages := make([]string, 0, len(warnings))
 	for _, w := range warnings {
 		r.recorder.Event(obj, corev1.EventTypeWarning, w.Reason, w.Message)
@@ -388,6 +397,12 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 		if updates {
 			unknown = applyPodSetUpdates(sets, unit.Status.AdmissionChecks)
 		}
+		annotations := obj.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[schedv1alpha1.AnnotationReleasedBy] = string(unit.UID)
+		obj.SetAnnotations(annotations)
 		job.Resume()
 	})
 	if err != nil {

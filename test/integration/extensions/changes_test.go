@@ -2,6 +2,7 @@ package extensions
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -47,6 +48,29 @@ func TestChanges(t *testing.T) {
 		})
 		jobWhere(t, job.Integration(), key, "suspended", func(j framework.GenericJob) bool { return j.IsSuspended() })
 		eventRecorded(t, ns, j.Name, corev1.EventTypeNormal, framework.ReasonRequeued, "grew")
+	})
+
+	t.Run("a job whose unit is deleted while it runs is suspended and queued again", func(t *testing.T) {
+		j := extensionstest.MakeJob("lost", ns).Quota("team-a").Request("cpu", "1").Obj()
+		create(t, j)
+		key := client.ObjectKeyFromObject(j)
+		first := unitWhere(t, key, "Enqueued", func(u *schedv1alpha1.QueueUnit) bool { return u.Status.Phase == schedv1alpha1.Enqueued })
+		admit(t, key)
+		jobWhere(t, job.Integration(), key, "released", func(j framework.GenericJob) bool {
+			return !j.IsSuspended() && j.Object().GetAnnotations()[schedv1alpha1.AnnotationReleasedBy] == string(first.UID)
+		})
+		if err := k8s.Delete(context.Background(), first); err != nil {
+			t.Fatal(err)
+		}
+		second := unitWhere(t, key, "a new unit, Enqueued, saying why", func(u *schedv1alpha1.QueueUnit) bool {
+			return u.UID != first.UID && u.Status.Phase == schedv1alpha1.Enqueued && strings.Contains(u.Status.Message, "deleted while the job ran")
+		})
+		jobWhere(t, job.Integration(), key, "suspended", func(j framework.GenericJob) bool { return j.IsSuspended() })
+		eventRecorded(t, ns, j.Name, corev1.EventTypeWarning, framework.ReasonUnitDeleted, second.Name)
+		admit(t, key)
+		jobWhere(t, job.Integration(), key, "released by the new unit", func(j framework.GenericJob) bool {
+			return !j.IsSuspended() && j.Object().GetAnnotations()[schedv1alpha1.AnnotationReleasedBy] == string(second.UID)
+		})
 	})
 
 	t.Run("an unlabelled job in a namespace a quota serves is queued to that quota", func(t *testing.T) {

@@ -1,0 +1,82 @@
+package admission
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/queuemanager"
+	"github.com/koord-queue/koord-queue/test/testenv"
+	"github.com/koord-queue/koord-queue/test/wrappers"
+)
+
+// TestLeaderElection runs two replicas, as the chart can: only the elected
+// one admits, so a quota that fits one unit admits one; when the leader
+// stops, the other takes over and admits the next unit once quota frees.
+func TestLeaderElection(t *testing.T) {
+	type replica struct {
+		mgr  manager.Manager
+		stop func()
+	}
+	start := func(name string) *replica {
+		r := &replica{}
+		stop, err := env.StartManager(context.Background(), func(mgr manager.Manager) error {
+			r.mgr = mgr
+			_, err := queuemanager.Setup(context.Background(), mgr, fastOptions())
+			return err
+		}, func(o *manager.Options) {
+			o.LeaderElection = true
+			o.LeaderElectionID = "koord-queue-leader-test"
+			o.LeaderElectionNamespace = schedulingv1alpha1.QueueNamespace
+			o.LeaderElectionReleaseOnCancel = true
+			// Short terms, so the takeover is quick; as in production, a
+			// replica that cannot renew stops leading.
+			o.LeaseDuration, o.RenewDeadline, o.RetryPeriod = ptr.To(3*time.Second), ptr.To(2*time.Second), ptr.To(200*time.Millisecond)
+		})
+		if err != nil {
+			t.Fatalf("starting replica %s: %v", name, err)
+		}
+		r.stop = stop
+		t.Cleanup(stop)
+		return r
+	}
+	a, b := start("a"), start("b")
+	var leader, follower *replica
+	select {
+	case <-a.mgr.Elected():
+		leader, follower = a, b
+	case <-b.mgr.Elected():
+		leader, follower = b, a
+	case <-time.After(testenv.DefaultTimeout):
+		t.Fatal("no replica was elected")
+	}
+
+	ns := namespace(t)
+	create(t, wrappers.ElasticQuota(ns, "le-team").Max(corev1.ResourceCPU, "1").Obj())
+	create(t, wrappers.QueueUnit(ns, "first").Quota("le-team").Request(corev1.ResourceCPU, "1").Obj())
+	waitPhase(t, ns, "first", schedulingv1alpha1.Dequeued)
+	create(t, wrappers.QueueUnit(ns, "second").Quota("le-team").Request(corev1.ResourceCPU, "1").Obj())
+	// The leader has decided that the second waits; a follower that
+	// admitted too would have admitted it by then.
+	waitMessage(t, ns, "second", "le-team", "cpu")
+	staysEnqueued(t, ns, "second")
+	select {
+	case <-follower.mgr.Elected():
+		t.Fatal("both replicas lead")
+	default:
+	}
+
+	leader.stop()
+	select {
+	case <-follower.mgr.Elected():
+	case <-time.After(testenv.DefaultTimeout):
+		t.Fatal("the follower did not take over after the leader stopped")
+	}
+	finish(t, ns, "first")
+	waitPhase(t, ns, "second", schedulingv1alpha1.Dequeued)
+}
