@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -172,44 +173,20 @@ func Generate(ctx context.Context, c client.Client, s *scenario.Scenario) error 
 }
 
 func generateSet(ctx context.Context, c client.Client, leaf string, set scenario.Set, start time.Time) error {
-	create := func(i int) error {
+	create := func(ctx context.Context, i int) error {
 		if err := c.Create(ctx, Unit(leaf, set.Class, i)); err != nil {
 			return fmt.Errorf("creating unit %d of class %s in %s: %w", i, set.Class.Name, leaf, err)
 		}
 		return nil
 	}
 	if set.Interval == 0 {
-		next := make(chan int)
-		errs := make(chan error, burstWorkers)
-		var wg sync.WaitGroup
-		for range burstWorkers {
-			wg.Go(func() {
-				for i := range next {
-					if err := create(i); err != nil {
-						errs <- err
-						return
-					}
-				}
-			})
-		}
-		var err error
-	feed:
+		// All at once, by a few workers; the first error stops the rest.
+		g, ctx := errgroup.WithContext(ctx)
+		g.SetLimit(burstWorkers)
 		for i := range set.Count {
-			select {
-			case next <- i:
-			case err = <-errs:
-				break feed
-			}
+			g.Go(func() error { return create(ctx, i) })
 		}
-		close(next)
-		wg.Wait()
-		if err == nil {
-			select {
-			case err = <-errs:
-			default:
-			}
-		}
-		return err
+		return g.Wait()
 	}
 	timer := time.NewTimer(0)
 	defer timer.Stop()
@@ -220,7 +197,7 @@ func generateSet(ctx context.Context, c client.Client, leaf string, set scenario
 			return ctx.Err()
 		case <-timer.C:
 		}
-		if err := create(i); err != nil {
+		if err := create(ctx, i); err != nil {
 			return err
 		}
 	}

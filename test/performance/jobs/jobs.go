@@ -20,6 +20,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -264,36 +265,17 @@ func (r *run) run(ctx context.Context, queueBinary, extensionsBinary string) (*c
 // was created.
 func createJobs(ctx context.Context, c client.Client, s *scenario.Scenario) (time.Time, error) {
 	leaf, set := s.Leaves()[0], s.Sets[0]
-	next := make(chan int)
-	errs := make(chan error, createWorkers)
-	var wg sync.WaitGroup
-	for range createWorkers {
-		wg.Go(func() {
-			for i := range next {
-				if err := c.Create(ctx, job(leaf.Name, set.Class, i)); err != nil {
-					errs <- fmt.Errorf("creating Job %d: %w", i, err)
-					return
-				}
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(createWorkers)
+	for i := range set.Count {
+		g.Go(func() error {
+			if err := c.Create(ctx, job(leaf.Name, set.Class, i)); err != nil {
+				return fmt.Errorf("creating Job %d: %w", i, err)
 			}
+			return nil
 		})
 	}
-	var err error
-feed:
-	for i := range set.Count {
-		select {
-		case next <- i:
-		case err = <-errs:
-			break feed
-		}
-	}
-	close(next)
-	wg.Wait()
-	if err == nil {
-		select {
-		case err = <-errs:
-		default:
-		}
-	}
+	err := g.Wait()
 	return time.Now(), err
 }
 
