@@ -27,7 +27,7 @@ func TestRun(t *testing.T) {
 			name: "the write budget: QPS 5, burst 1, admits one unit every 200ms",
 			s: scenario.Scenario{Name: "budget", QPS: 5, Burst: 1, ClusterCPU: 100, Quotas: oneQuota(100, false),
 				Sets: []scenario.Set{{Class: second, Count: 10}}},
-			want: simulate.Result{Scenario: "budget", Wall: 2800 * time.Millisecond, Admissions: 10, Writes: 10,
+			want: simulate.Result{Scenario: "budget", Wall: 2800 * time.Millisecond, WriteBound: 1800 * time.Millisecond, Admissions: 10, Writes: 10,
 				AvgTimeToAdmission: map[string]time.Duration{"unit": 900 * time.Millisecond}},
 		},
 		{

@@ -7,11 +7,11 @@
 //	go run ./test/performance/cmd/perf -short                  # make perf
 //	go run ./test/performance/cmd/perf -scenarios all          # make perf-full
 //	go run ./test/performance/cmd/perf -scenarios baseline -controller in-process -cpuprofile cpu.pprof
-//	go run ./test/performance/cmd/perf -scenarios baseline -simulate   # the floor, in seconds, no API server
+//	go run ./test/performance/cmd/perf -scenarios baseline -simulate   # the replay alone, in seconds, no API server
 //
-// Every scenario's summary ends with its floor: the same scenario replayed
+// Every scenario's summary ends with its replay: the same scenario run
 // through koord-queue's decision core with perfect plumbing (package
-// simulate), what no run can beat.
+// simulate), and the bound the write budget puts on any run.
 package main
 
 import (
@@ -54,7 +54,7 @@ func run() (bool, error) {
 		cpuProfile   = flag.String("cpuprofile", "", "with -controller in-process: write a CPU profile of each scenario to <out>/<scenario>/<this name>")
 		prebuilt     = flag.String("binary", "", "a koord-queue binary to measure instead of building ./cmd/queue (to compare a change)")
 		extraFlags   = flag.String("koord-queue-flags", "", "space-separated flags added to koord-queue's command line (to compare settings)")
-		simulateOnly = flag.Bool("simulate", false, "only replay the scenarios through the decision core in virtual time (no API server): the floor a run can reach")
+		simulateOnly = flag.Bool("simulate", false, "only replay the scenarios through the decision core in virtual time (no API server): what the decisions cost with no delays")
 		latency      = flag.Duration("simulate-latency", 0, "with -simulate: delay between a write and whoever it concerns (runner, koord-queue), to see what a real run's delays cost")
 	)
 	flag.Parse()
@@ -76,15 +76,15 @@ func run() (bool, error) {
 		}
 		scenarios = append(scenarios, s)
 	}
-	floors := map[string]*simulate.Result{}
+	replays := map[string]*simulate.Result{}
 	for _, s := range scenarios {
-		floor, err := simulate.Run(&s, simulate.Options{Latency: *latency})
+		replay, err := simulate.Run(&s, simulate.Options{Latency: *latency})
 		if err != nil {
 			return false, fmt.Errorf("replaying %s: %w", s.Name, err)
 		}
-		floors[s.Name] = floor
+		replays[s.Name] = replay
 		if *simulateOnly {
-			fmt.Print(floor.Text())
+			fmt.Print(replay.Text())
 		}
 	}
 	if *simulateOnly {
@@ -128,7 +128,7 @@ func run() (bool, error) {
 			continue
 		}
 		fmt.Print(res.Text())
-		fmt.Print(floors[s.Name].Text())
+		fmt.Print(replays[s.Name].Text())
 		results = append(results, res)
 	}
 	if slices.Contains(list, jobs.Name) && ctx.Err() == nil {
@@ -153,8 +153,8 @@ func run() (bool, error) {
 	ok := len(failures) == 0
 	for _, res := range results {
 		summary.WriteString(res.Text())
-		if floor, ok := floors[res.Scenario]; ok {
-			summary.WriteString(floor.Text())
+		if replay, ok := replays[res.Scenario]; ok {
+			summary.WriteString(replay.Text())
 		}
 		summary.WriteString("\n")
 		ok = ok && res.OK()
