@@ -182,11 +182,11 @@ func (c *Cluster) checkRunning() error {
 }
 
 func (c *Cluster) startEtcdAndAPIServer(ctx context.Context) error {
-	ports, err := freePorts(3)
+	ports, err := FreePorts(3)
 	if err != nil {
 		return err
 	}
-	etcdClient, etcdPeer, apiPort := loopback(ports[0]), loopback(ports[1]), ports[2]
+	etcdClient, etcdPeer, apiPort := Loopback(ports[0]), Loopback(ports[1]), ports[2]
 	if err := c.start("etcd",
 		"--name=default",
 		"--data-dir="+filepath.Join(c.Dir, "etcd"),
@@ -230,7 +230,7 @@ func (c *Cluster) startEtcdAndAPIServer(ctx context.Context) error {
 		return err
 	}
 	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")
-	if err := writeKubeconfig(c.Kubeconfig, "https://"+loopback(apiPort), p); err != nil {
+	if err := writeKubeconfig(c.Kubeconfig, "https://"+Loopback(apiPort), p); err != nil {
 		return err
 	}
 	c.Config, err = clientcmd.BuildConfigFromFlags("", c.Kubeconfig)
@@ -311,7 +311,7 @@ func (c *Cluster) startKwok(context.Context) error {
 		"--node-lease-duration-seconds=40",
 		"--cidr=10.244.0.1/16",
 		"--node-ip=10.0.1.1",
-		"--server-address="+loopback(port),
+		"--server-address="+Loopback(port),
 	)
 }
 
@@ -400,7 +400,7 @@ func (c *Cluster) waitForHealthz(ctx context.Context, name string, port int) err
 		Timeout:   5 * time.Second,
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec
 	}
-	url := "https://" + loopback(port) + "/healthz"
+	url := "https://" + Loopback(port) + "/healthz"
 	return c.waitFor(ctx, name+" /healthz", func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {

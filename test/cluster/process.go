@@ -72,16 +72,16 @@ func (p *Process) Stop(grace time.Duration) {
 
 // freePort asks the kernel for an unused loopback port.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := FreePorts(1)
 	if err != nil {
-		return 0, fmt.Errorf("finding a free port: %w", err)
+		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
 }
 
-func freePorts(n int) ([]int, error) {
-	// Hold every listener until all are chosen so no port is handed out twice.
+// FreePorts asks the kernel for n unused loopback ports, holding every
+// listener until all are chosen so no port is handed out twice.
+func FreePorts(n int) ([]int, error) {
 	var listeners []net.Listener
 	defer func() {
 		for _, l := range listeners {
@@ -100,7 +100,8 @@ func freePorts(n int) ([]int, error) {
 	return ports, nil
 }
 
-func loopback(port int) string {
+// Loopback is 127.0.0.1:port.
+func Loopback(port int) string {
 	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 }
 

@@ -11,13 +11,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"runtime"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -25,6 +23,8 @@ import (
 	"time"
 
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/koord-queue/koord-queue/test/cluster"
 )
 
 // Stats are what one koord-queue process used.
@@ -33,24 +33,6 @@ type Stats struct {
 	PeakRSSKiB int64
 	// Requests to the API server by method and code ("PATCH 200").
 	Requests map[string]float64
-}
-
-// RepoRoot is the checkout's top directory.
-func RepoRoot() string {
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "..")
-}
-
-// Build compiles a main package of the repository (such as ./cmd/queue)
-// into dir and returns the binary's path.
-func Build(ctx context.Context, pkg, dir string) (string, error) {
-	out := filepath.Join(dir, filepath.Base(pkg))
-	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
-	cmd.Dir = RepoRoot()
-	if msg, err := cmd.CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, msg)
-	}
-	return out, nil
 }
 
 // Process is one running koord-queue.
@@ -69,11 +51,11 @@ type Process struct {
 // client limited to qps and burst, logging to logPath, and waits until it
 // is ready (informers synced). extraArgs are added to its command line.
 func Start(ctx context.Context, binary, kubeconfig string, qps float64, burst int, logPath string, extraArgs ...string) (*Process, error) {
-	ports, err := FreePorts(3)
+	ports, err := cluster.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
-	metricsAddr, probeAddr := Loopback(ports[0]), Loopback(ports[1])
+	metricsAddr, probeAddr := cluster.Loopback(ports[0]), cluster.Loopback(ports[1])
 	args := []string{
 		"--kubeconfig=" + kubeconfig,
 		"--qps=" + strconv.FormatFloat(qps, 'f', -1, 64),
@@ -81,7 +63,7 @@ func Start(ctx context.Context, binary, kubeconfig string, qps float64, burst in
 		"--leader-elect=false",
 		"--metrics-bind-address=" + metricsAddr,
 		"--health-probe-bind-address=" + probeAddr,
-		"--visibility-bind-address=" + Loopback(ports[2]),
+		"--visibility-bind-address=" + cluster.Loopback(ports[2]),
 	}
 	return StartBinary(ctx, binary, logPath, metricsAddr, probeAddr, append(args, extraArgs...)...)
 }
@@ -97,6 +79,8 @@ func StartBinary(ctx context.Context, binary, logPath, metricsAddr, probeAddr st
 	p := &Process{log: log, metricsAddr: metricsAddr, exited: make(chan struct{})}
 	p.cmd = exec.Command(binary, args...)
 	p.cmd.Stdout, p.cmd.Stderr = log, log
+	// Killed with the harness, even when the harness dies without cleaning up.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		log.Close()
 		return nil, fmt.Errorf("starting %s: %w", binary, err)
@@ -280,27 +264,4 @@ func ParseRequests(r io.Reader) map[string]float64 {
 		out[labels["method"]+" "+labels["code"]] += v
 	}
 	return out
-}
-
-// Loopback is 127.0.0.1:port.
-func Loopback(port int) string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(port)) }
-
-// FreePorts finds n free TCP ports on loopback.
-func FreePorts(n int) ([]int, error) {
-	var ports []int
-	var listeners []net.Listener
-	defer func() {
-		for _, l := range listeners {
-			l.Close()
-		}
-	}()
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("finding a free port: %w", err)
-		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
 }

@@ -72,13 +72,13 @@ func Run(ctx context.Context, opts Options) (*checker.Result, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", opts.Dir, err)
 	}
-	extensions, err := controller.Build(ctx, "./cmd/extensions", opts.BinDir)
+	extensions, err := cluster.BuildBinary(ctx, "./cmd/extensions", opts.BinDir, "koord-queue-controllers")
 	if err != nil {
 		return nil, fmt.Errorf("%w: the extensions binary does not build yet: %w", ErrSkipped, err)
 	}
 	queue := opts.QueueBinary
 	if queue == "" {
-		if queue, err = controller.Build(ctx, "./cmd/queue", opts.BinDir); err != nil {
+		if queue, err = cluster.BuildBinary(ctx, "./cmd/queue", opts.BinDir, "koord-queue"); err != nil {
 			return nil, err
 		}
 	}
@@ -183,11 +183,11 @@ func (r *run) run(ctx context.Context, queueBinary, extensionsBinary string) (*c
 			queue.Stop()
 		}
 	}()
-	ports, err := controller.FreePorts(3)
+	ports, err := cluster.FreePorts(3)
 	if err != nil {
 		return nil, err
 	}
-	metricsAddr, probeAddr := controller.Loopback(ports[0]), controller.Loopback(ports[1])
+	metricsAddr, probeAddr := cluster.Loopback(ports[0]), cluster.Loopback(ports[1])
 	// The extensions at their defaults (QPS, burst, extensions enabled);
 	// only the addresses are the harness's, and no leader election.
 	ext, err := controller.StartBinary(ctx, extensionsBinary, filepath.Join(r.logDir, "koord-queue-controllers.log"), metricsAddr, probeAddr,

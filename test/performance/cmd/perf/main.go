@@ -26,8 +26,8 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/koord-queue/koord-queue/test/cluster"
 	"github.com/koord-queue/koord-queue/test/performance/checker"
-	"github.com/koord-queue/koord-queue/test/performance/controller"
 	"github.com/koord-queue/koord-queue/test/performance/harness"
 	"github.com/koord-queue/koord-queue/test/performance/jobs"
 	"github.com/koord-queue/koord-queue/test/performance/scenario"
@@ -101,7 +101,7 @@ func run() (bool, error) {
 	if binary == "" && (*mode == harness.ModeBinary || slices.Contains(list, jobs.Name)) {
 		fmt.Println("Building koord-queue from ./cmd/queue")
 		var err error
-		if binary, err = controller.Build(ctx, "./cmd/queue", binDir); err != nil {
+		if binary, err = cluster.BuildBinary(ctx, "./cmd/queue", binDir, "koord-queue"); err != nil {
 			return false, err
 		}
 	}
