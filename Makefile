@@ -61,7 +61,7 @@ perf: tools ## Short performance scenarios (about 2.5 minutes, loose bounds); re
 	$(GO) run ./test/performance/cmd/perf -short -out _output/perf/short
 
 .PHONY: perf-full
-perf-full: tools ## Full performance scenarios, Jobs on kwok included (about 40 minutes); results in _output/perf/full.
+perf-full: tools ## Full performance scenarios, Jobs on kwok included (about 17 minutes on two cores); results in _output/perf/full.
 	$(GO) run ./test/performance/cmd/perf -scenarios all -out _output/perf/full
 
 .PHONY: run-local
