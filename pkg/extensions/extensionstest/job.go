@@ -26,6 +26,12 @@ func (w *JobWrapper) Quota(q string) *JobWrapper { quotaLabel(&w.ObjectMeta, q);
 // Label sets a label.
 func (w *JobWrapper) Label(k, v string) *JobWrapper { setLabel(&w.ObjectMeta, k, v); return w }
 
+// Annotation sets an annotation.
+func (w *JobWrapper) Annotation(k, v string) *JobWrapper {
+	setAnnotation(&w.ObjectMeta, k, v)
+	return w
+}
+
 // Suspend sets spec.suspend.
 func (w *JobWrapper) Suspend(s bool) *JobWrapper { w.Spec.Suspend = ptr.To(s); return w }
 
