@@ -76,3 +76,27 @@ func TestRunRejectsAScenarioWithoutBudget(t *testing.T) {
 		t.Error("Run with QPS 0: no error, want one")
 	}
 }
+
+// TestBaselineReplayReachesTheWriteBound: with perfect plumbing,
+// koord-queue's decisions on Kueue's shape spend the whole write budget on
+// admissions (no eviction, nothing idle), so the replay ends within one
+// unit's runtime of the bound, and every class waits less than in Kueue. A
+// change to the decisions that costs throughput fails here, without a clock.
+func TestBaselineReplayReachesTheWriteBound(t *testing.T) {
+	s, err := scenario.Get("baseline", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := simulate.Run(&s, simulate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Evictions != 0 || got.Wall > got.WriteBound+scenario.Large.Runtime {
+		t.Errorf("wall %v with %d evictions, want within %v of the write bound %v and none", got.Wall, got.Evictions, scenario.Large.Runtime, got.WriteBound)
+	}
+	for class, kueue := range s.Bounds.MaxAvgTimeToAdmission {
+		if got.AvgTimeToAdmission[class] > kueue {
+			t.Errorf("class %s waits %v on average, more than Kueue's %v", class, got.AvgTimeToAdmission[class], kueue)
+		}
+	}
+}
