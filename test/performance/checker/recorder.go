@@ -150,13 +150,6 @@ func (r *Recorder) WhenAdmitted(n int) <-chan struct{} {
 	return ch
 }
 
-// Progress is how many units were created, admitted at least once and finished.
-func (r *Recorder) Progress() (created, admitted, finished int) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return r.created, r.firstAdmitted, r.finished
-}
-
 // Observe records a unit's state as the watch delivered it at now.
 func (r *Recorder) Observe(now time.Time, u *schedulingv1alpha1.QueueUnit) {
 	r.mu.Lock()
@@ -219,7 +212,7 @@ func (r *Recorder) Observe(now time.Time, u *schedulingv1alpha1.QueueUnit) {
 		r.evictions++
 		r.setPending(t, s, +1)
 	}
-	r.sample(t, false)
+	r.sample(t)
 }
 
 // Delete records that a unit is gone: what it held is released.
@@ -237,7 +230,7 @@ func (r *Recorder) Delete(now time.Time, namespace, name string) {
 		r.setPending(t, s, -1)
 	}
 	s.finished = true // gone: no longer waited for
-	r.sample(t, false)
+	r.sample(t)
 }
 
 // release gives back what a holding unit held.
@@ -307,8 +300,8 @@ func (r *Recorder) wakeWaiters() {
 	r.waiters = kept
 }
 
-func (r *Recorder) sample(t time.Duration, force bool) {
-	if !force && len(r.samples) > 0 && t-r.lastSample < sampleEvery {
+func (r *Recorder) sample(t time.Duration) {
+	if len(r.samples) > 0 && t-r.lastSample < sampleEvery {
 		return
 	}
 	r.lastSample = t

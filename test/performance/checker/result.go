@@ -77,9 +77,18 @@ type QuotaResult struct {
 	UsagePercent float64 `json:"usagePercent"`
 }
 
+// How koord-queue ran.
+const (
+	// ModeBinary: the koord-queue binary as its own process, measured.
+	ModeBinary = "binary"
+	// ModeInProcess: koord-queue's manager in the harness's process, for
+	// profiles; its CPU and memory are not measured.
+	ModeInProcess = "in-process"
+)
+
 // ControllerStats are koord-queue's resources, summed over its processes.
 type ControllerStats struct {
-	// Mode is "binary" (a separate process, measured) or "in-process".
+	// Mode is ModeBinary or ModeInProcess.
 	Mode       string  `json:"mode"`
 	CPUSeconds float64 `json:"cpuSeconds"`
 	// AverageCores is CPUSeconds over WallSeconds.
@@ -252,10 +261,10 @@ func (res *Result) Check(b scenario.Bounds) {
 	if b.NoReadmission {
 		add("units admitted more than once", "0", fmt.Sprint(res.AdmittedMoreThanOnce), res.AdmittedMoreThanOnce == 0)
 	}
-	if b.MaxPeakRSSMiB > 0 && res.Controller.Mode == "binary" {
+	if b.MaxPeakRSSMiB > 0 && res.Controller.Mode == ModeBinary {
 		add("koord-queue peak RSS", fmt.Sprintf("≤ %.0f MiB", b.MaxPeakRSSMiB), fmt.Sprintf("%.0f MiB", res.Controller.PeakRSSMiB), res.Controller.PeakRSSMiB <= b.MaxPeakRSSMiB)
 	}
-	if b.MaxCPUSeconds > 0 && res.Controller.Mode == "binary" {
+	if b.MaxCPUSeconds > 0 && res.Controller.Mode == ModeBinary {
 		add("koord-queue CPU", fmt.Sprintf("≤ %.0f s", b.MaxCPUSeconds), fmt.Sprintf("%.1f s", res.Controller.CPUSeconds), res.Controller.CPUSeconds <= b.MaxCPUSeconds)
 	}
 }
@@ -285,7 +294,7 @@ func (res *Result) Text() string {
 	fmt.Fprintf(&b, "  usage %.1f%% of nominal quota (%.1f%% while units waited); %.1f admissions/s while units waited\n", res.UsagePercent, res.BacklogUsagePercent, res.AdmissionsPerSecond)
 	fmt.Fprintf(&b, "  %d admissions, %d evictions, %d units admitted more than once, %d moments over a max\n", res.Admissions, res.Evictions, res.AdmittedMoreThanOnce, res.OverAdmissions)
 	c := res.Controller
-	if c.Mode == "binary" {
+	if c.Mode == ModeBinary {
 		fmt.Fprintf(&b, "  koord-queue: %.1f CPU seconds (%.2f cores on average), peak RSS %.0f MiB, %d restarts\n", c.CPUSeconds, c.AverageCores, c.PeakRSSMiB, c.Restarts)
 	} else {
 		fmt.Fprintf(&b, "  koord-queue ran in-process: CPU and RSS not measured\n")

@@ -7,12 +7,9 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/queuemanager"
 	"github.com/koord-queue/koord-queue/test/testenv"
 )
@@ -40,9 +37,7 @@ func StartInProcess(ctx context.Context, cfg *rest.Config, qps float64, burst in
 		HealthProbeBindAddress: "0",
 		// The restart scenario builds the same controllers again.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{
-			&schedulingv1alpha1.Queue{}: {Namespaces: map[string]cache.Config{schedulingv1alpha1.QueueNamespace: {}}},
-		}},
+		Cache:      queuemanager.CacheOptions(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)

@@ -165,7 +165,7 @@ func (p *Process) measure() Stats {
 		return st
 	default:
 	}
-	if cpu, _, peak, err := ProcSample(p.cmd.Process.Pid); err == nil {
+	if cpu, peak, err := ProcSample(p.cmd.Process.Pid); err == nil {
 		st.CPUSeconds, st.PeakRSSKiB = cpu, peak
 	}
 	return st
@@ -188,16 +188,16 @@ func (p *Process) stats(before Stats) Stats {
 }
 
 // ProcSample reads a process's CPU seconds (utime+stime of /proc/<pid>/stat)
-// and VmRSS and VmHWM of /proc/<pid>/status.
-func ProcSample(pid int) (cpuSeconds float64, rssKiB, peakKiB int64, err error) {
+// and peak resident memory (VmHWM of /proc/<pid>/status).
+func ProcSample(pid int) (cpuSeconds float64, peakKiB int64, err error) {
 	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, 0, 0, fmt.Errorf("reading /proc stat: %w", err)
+		return 0, 0, fmt.Errorf("reading /proc stat: %w", err)
 	}
 	// Fields after the command, which is in parentheses and may hold spaces.
 	fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
 	if len(fields) < 13 {
-		return 0, 0, 0, errors.New("short /proc stat")
+		return 0, 0, errors.New("short /proc stat")
 	}
 	utime, _ := strconv.ParseFloat(fields[11], 64)
 	stime, _ := strconv.ParseFloat(fields[12], 64)
@@ -206,26 +206,20 @@ func ProcSample(pid int) (cpuSeconds float64, rssKiB, peakKiB int64, err error) 
 
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, 0, fmt.Errorf("reading /proc status: %w", err)
+		return 0, 0, fmt.Errorf("reading /proc status: %w", err)
 	}
 	defer f.Close()
 	scanner := bufio.NewScanner(f)
 	for scanner.Scan() {
 		line := scanner.Text()
-		var target *int64
-		switch {
-		case strings.HasPrefix(line, "VmRSS:"):
-			target = &rssKiB
-		case strings.HasPrefix(line, "VmHWM:"):
-			target = &peakKiB
-		default:
+		if !strings.HasPrefix(line, "VmHWM:") {
 			continue
 		}
 		if f := strings.Fields(line); len(f) >= 2 {
-			*target, _ = strconv.ParseInt(f[1], 10, 64)
+			peakKiB, _ = strconv.ParseInt(f[1], 10, 64)
 		}
 	}
-	return cpuSeconds, rssKiB, peakKiB, scanner.Err()
+	return cpuSeconds, peakKiB, scanner.Err()
 }
 
 // restRequests matches client-go's request counter in the Prometheus text format.

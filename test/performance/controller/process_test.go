@@ -1,9 +1,13 @@
 package controller
 
 import (
+	"math"
 	"os"
+	"runtime"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -24,12 +28,37 @@ workqueue_adds_total{name="x"} 5
 	}
 }
 
+// TestProcSampleReadsThisProcess checks ProcSample against this process:
+// its CPU time against getrusage's user+sys, and its peak memory against 64
+// MiB touched in between, so a wrong field of /proc would not pass.
 func TestProcSampleReadsThisProcess(t *testing.T) {
-	cpu, rss, peak, err := ProcSample(os.Getpid())
+	_, before, err := ProcSample(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cpu < 0 || rss <= 0 || peak < rss {
-		t.Errorf("ProcSample = cpu %v, rss %d KiB, peak %d KiB; want cpu ≥ 0 and 0 < rss ≤ peak", cpu, rss, peak)
+	ballast := make([]byte, 64<<20)
+	for i := range ballast {
+		ballast[i] = byte(i)
+	}
+	spin := time.Now()
+	for time.Since(spin) < 300*time.Millisecond {
+	}
+	cpu, peak, err := ProcSample(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.KeepAlive(ballast)
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		t.Fatal(err)
+	}
+	want := time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
+	// /proc counts in clock ticks (10ms); allow a few, and the time between
+	// the two reads.
+	if math.Abs(cpu-want) > 0.1 || cpu < 0.2 {
+		t.Errorf("ProcSample cpu %.2fs, getrusage user+sys %.2fs, after spinning 0.3s", cpu, want)
+	}
+	if grew := peak - before; grew < 60<<10 {
+		t.Errorf("ProcSample peak grew by %d KiB (from %d to %d) after touching 64 MiB", grew, before, peak)
 	}
 }

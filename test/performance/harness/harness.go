@@ -32,25 +32,17 @@ import (
 	"github.com/koord-queue/koord-queue/test/testenv"
 )
 
-// Controller modes.
-const (
-	// ModeBinary runs the koord-queue binary as its own process (measured).
-	ModeBinary = "binary"
-	// ModeInProcess runs koord-queue's manager in the harness (profiled).
-	ModeInProcess = "in-process"
-)
-
 // Options configure a run.
 type Options struct {
 	// Dir receives the scenario's files.
 	Dir string
-	// Mode is ModeBinary or ModeInProcess.
+	// Mode is checker.ModeBinary or checker.ModeInProcess.
 	Mode string
-	// Binary is the koord-queue binary, for ModeBinary.
+	// Binary is the koord-queue binary, for checker.ModeBinary.
 	Binary string
-	// ExtraArgs are added to koord-queue's command line, for ModeBinary.
+	// ExtraArgs are added to koord-queue's command line, for checker.ModeBinary.
 	ExtraArgs []string
-	// CPUProfile, for ModeInProcess, writes a CPU profile of the run.
+	// CPUProfile, for checker.ModeInProcess, writes a CPU profile of the run.
 	CPUProfile string
 	// Command is what reproduces the run, for the result.
 	Command string
@@ -146,7 +138,7 @@ func (r *run) run(ctx context.Context) (*checker.Result, error) {
 	if err := generator.Prepare(ctx, genClient, r.s); err != nil {
 		return nil, err
 	}
-	if r.opts.CPUProfile != "" && r.opts.Mode == ModeInProcess {
+	if r.opts.CPUProfile != "" && r.opts.Mode == checker.ModeInProcess {
 		stop, err := startCPUProfile(r.opts.CPUProfile)
 		if err != nil {
 			return nil, err
@@ -269,7 +261,7 @@ func (r *run) startController(ctx context.Context) error {
 		return nil
 	}
 	switch r.opts.Mode {
-	case ModeInProcess:
+	case checker.ModeInProcess:
 		p, err := controller.StartInProcess(ctx, r.cfg, r.s.QPS, r.s.Burst)
 		if err != nil {
 			return err
@@ -295,7 +287,8 @@ func (r *run) startController(ctx context.Context) error {
 }
 
 // stopController stops the running koord-queue: gracefully, or killed as
-// a crash would, and keeps what it used.
+// a crash would, and keeps what it used. A manager in the harness's process
+// can only be stopped gracefully, so in-process restarts are not crashes.
 func (r *run) stopController(graceful bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -341,11 +334,17 @@ func (r *run) restarts(ctx context.Context) error {
 func (r *run) controllerStats(wall float64) checker.ControllerStats {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.opts.Mode == ModeInProcess {
-		return checker.ControllerStats{Mode: ModeInProcess, Restarts: r.s.Restarts}
+	if r.opts.Mode == checker.ModeInProcess {
+		return checker.ControllerStats{Mode: checker.ModeInProcess, Restarts: r.s.Restarts}
 	}
-	cs := checker.ControllerStats{Mode: ModeBinary, Restarts: len(r.stats) - 1, Requests: map[string]float64{}}
-	for _, st := range r.stats {
+	return BinaryStats(r.stats, wall)
+}
+
+// BinaryStats sums what the processes of one binary used (one per start:
+// more than one is restarts) over a run of wall seconds.
+func BinaryStats(stats []controller.Stats, wall float64) checker.ControllerStats {
+	cs := checker.ControllerStats{Mode: checker.ModeBinary, Restarts: len(stats) - 1, Requests: map[string]float64{}}
+	for _, st := range stats {
 		cs.CPUSeconds += st.CPUSeconds
 		cs.PeakRSSMiB = max(cs.PeakRSSMiB, float64(st.PeakRSSKiB)/1024)
 		for k, v := range st.Requests {
@@ -358,24 +357,29 @@ func (r *run) controllerStats(wall float64) checker.ControllerStats {
 	return cs
 }
 
-// write saves result.json, summary.txt, units.png and units.csv.
+// write saves the run's results.
 func (r *run) write(res *checker.Result) error {
+	if err := WriteResults(r.opts.Dir, res, r.recorder); err != nil {
+		return fmt.Errorf("writing results of %s: %w", r.s.Name, err)
+	}
+	return nil
+}
+
+// WriteResults saves result.json, summary.txt, units.png and units.csv in dir.
+func WriteResults(dir string, res *checker.Result, rec *checker.Recorder) error {
 	data, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encoding result: %w", err)
 	}
 	errs := []error{
-		os.WriteFile(filepath.Join(r.opts.Dir, "result.json"), data, 0o644),
-		os.WriteFile(filepath.Join(r.opts.Dir, "summary.txt"), []byte(res.Text()), 0o644),
-		plot.Units(res, filepath.Join(r.opts.Dir, "units.png")),
+		os.WriteFile(filepath.Join(dir, "result.json"), data, 0o644),
+		os.WriteFile(filepath.Join(dir, "summary.txt"), []byte(res.Text()), 0o644),
+		plot.Units(res, filepath.Join(dir, "units.png")),
 	}
-	if f, err := os.Create(filepath.Join(r.opts.Dir, "units.csv")); err != nil {
+	if f, err := os.Create(filepath.Join(dir, "units.csv")); err != nil {
 		errs = append(errs, err)
 	} else {
-		errs = append(errs, r.recorder.WriteUnitsCSV(f), f.Close())
+		errs = append(errs, rec.WriteUnitsCSV(f), f.Close())
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("writing results of %s: %w", r.s.Name, err)
-	}
-	return nil
+	return errors.Join(errs...)
 }

@@ -10,8 +10,6 @@ package jobs
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -37,17 +35,14 @@ import (
 	"github.com/koord-queue/koord-queue/test/performance/checker"
 	"github.com/koord-queue/koord-queue/test/performance/controller"
 	"github.com/koord-queue/koord-queue/test/performance/generator"
+	"github.com/koord-queue/koord-queue/test/performance/harness"
 	"github.com/koord-queue/koord-queue/test/performance/kube"
-	"github.com/koord-queue/koord-queue/test/performance/plot"
 	"github.com/koord-queue/koord-queue/test/performance/scenario"
 	"github.com/koord-queue/koord-queue/test/testenv"
 )
 
 // Name is the scenario's name on the command line.
 const Name = "jobs"
-
-// ErrSkipped: the scenario cannot run here (the extensions do not build).
-var ErrSkipped = errors.New("skipped")
 
 // createWorkers create the Jobs in parallel.
 const createWorkers = 8
@@ -56,17 +51,16 @@ const createWorkers = 8
 type Options struct {
 	// Dir receives result.json, summary.txt, units.png and the cluster's logs.
 	Dir string
-	// QueueBinary is koord-queue; empty builds ./cmd/queue into BinDir.
+	// QueueBinary is the koord-queue binary to measure.
 	QueueBinary string
-	// BinDir receives the binaries built.
+	// BinDir receives the extensions' binary.
 	BinDir   string
 	Command  string
 	Short    bool
 	Progress io.Writer
 }
 
-// Run runs the scenario. It returns ErrSkipped (wrapped, with why) when
-// ./cmd/extensions does not build.
+// Run runs the scenario.
 func Run(ctx context.Context, opts Options) (*checker.Result, error) {
 	s := scenario.Jobs(opts.Short)
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
@@ -74,14 +68,9 @@ func Run(ctx context.Context, opts Options) (*checker.Result, error) {
 	}
 	extensions, err := cluster.BuildBinary(ctx, "./cmd/extensions", opts.BinDir, "koord-queue-controllers")
 	if err != nil {
-		return nil, fmt.Errorf("%w: the extensions binary does not build yet: %w", ErrSkipped, err)
+		return nil, err
 	}
 	queue := opts.QueueBinary
-	if queue == "" {
-		if queue, err = cluster.BuildBinary(ctx, "./cmd/queue", opts.BinDir, "koord-queue"); err != nil {
-			return nil, err
-		}
-	}
 	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
 	defer cancel()
 
@@ -111,21 +100,7 @@ func Run(ctx context.Context, opts Options) (*checker.Result, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%w (logs in %s)", err, c.LogDir())
 	}
-	data, err := json.MarshalIndent(res, "", "  ")
-	if err != nil {
-		return nil, fmt.Errorf("encoding result: %w", err)
-	}
-	errs := []error{
-		os.WriteFile(filepath.Join(opts.Dir, "result.json"), data, 0o644),
-		os.WriteFile(filepath.Join(opts.Dir, "summary.txt"), []byte(res.Text()), 0o644),
-		plot.Units(res, filepath.Join(opts.Dir, "units.png")),
-	}
-	if f, err := os.Create(filepath.Join(opts.Dir, "units.csv")); err != nil {
-		errs = append(errs, err)
-	} else {
-		errs = append(errs, r.recorder.WriteUnitsCSV(f), f.Close())
-	}
-	return res, errors.Join(errs...)
+	return res, harness.WriteResults(opts.Dir, res, r.recorder)
 }
 
 type run struct {
@@ -239,12 +214,7 @@ func (r *run) run(ctx context.Context, queueBinary, extensionsBinary string) (*c
 
 	res := recorder.Summarize(r.s)
 	res.Short, res.Command = r.opts.Short, r.opts.Command
-	res.Controller = checker.ControllerStats{
-		Mode: "binary", CPUSeconds: st.CPUSeconds, PeakRSSMiB: float64(st.PeakRSSKiB) / 1024, Requests: st.Requests,
-	}
-	if res.WallSeconds > 0 {
-		res.Controller.AverageCores = st.CPUSeconds / res.WallSeconds
-	}
+	res.Controller = harness.BinaryStats([]controller.Stats{st}, res.WallSeconds)
 	allComplete := jobsDone.last().Sub(lastCreated).Seconds()
 	res.Extra = map[string]float64{
 		"seconds from the last Job created to all Complete":    allComplete,

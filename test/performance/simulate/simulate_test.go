@@ -100,3 +100,30 @@ func TestBaselineReplayReachesTheWriteBound(t *testing.T) {
 		}
 	}
 }
+
+// TestDecidingAheadCostsThroughput is why koord-queue paces its decisions:
+// deciding every admission that fits at once, ahead of the write budget,
+// holds quota for admissions not written yet, and on the baseline shape the
+// large units that arrive meanwhile wait, preempt, and the run ends well
+// past the bound.
+func TestDecidingAheadCostsThroughput(t *testing.T) {
+	s, err := scenario.Get("baseline", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paced, err := simulate.Run(&s, simulate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ahead, err := simulate.Run(&s, simulate.Options{DecideAhead: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ahead.Wall < paced.Wall+10*time.Second || ahead.Evictions == 0 {
+		t.Errorf("deciding ahead: %v with %d evictions; paced: %v with %d; want deciding ahead at least 10s slower, with evictions",
+			ahead.Wall, ahead.Evictions, paced.Wall, paced.Evictions)
+	}
+	if large := scenario.Large.Name; ahead.AvgTimeToAdmission[large] <= paced.AvgTimeToAdmission[large] {
+		t.Errorf("large units wait %v deciding ahead, %v paced; want longer deciding ahead", ahead.AvgTimeToAdmission[large], paced.AvgTimeToAdmission[large])
+	}
+}

@@ -9,14 +9,14 @@
 //	go run ./test/performance/cmd/perf -scenarios baseline -controller in-process -cpuprofile cpu.pprof
 //	go run ./test/performance/cmd/perf -scenarios baseline -simulate   # the replay alone, in seconds, no API server
 //
-// Every scenario's summary ends with its replay: the same scenario run
+// Every scenario's summary (but restart's: restarts are not modelled) ends
+// with its replay: the same scenario run
 // through koord-queue's decision core with perfect plumbing (package
 // simulate), and the bound the write budget puts on any run.
 package main
 
 import (
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -50,11 +50,12 @@ func run() (bool, error) {
 		names        = flag.String("scenarios", strings.Join(scenario.Names, ","), "comma-separated scenarios to run, of "+strings.Join(scenario.Names, ", ")+", "+jobs.Name+"; or all")
 		short        = flag.Bool("short", false, "run the short variants (about two minutes in all, loose bounds)")
 		out          = flag.String("out", filepath.Join("_output", "perf"), "directory for the results")
-		mode         = flag.String("controller", harness.ModeBinary, "run koord-queue as a separate process (binary: CPU and RSS measured) or in this process (in-process: for -cpuprofile)")
+		mode         = flag.String("controller", checker.ModeBinary, "run koord-queue as a separate process (binary: CPU and RSS measured) or in this process (in-process: for -cpuprofile)")
 		cpuProfile   = flag.String("cpuprofile", "", "with -controller in-process: write a CPU profile of each scenario to <out>/<scenario>/<this name>")
 		prebuilt     = flag.String("binary", "", "a koord-queue binary to measure instead of building ./cmd/queue (to compare a change)")
 		extraFlags   = flag.String("koord-queue-flags", "", "space-separated flags added to koord-queue's command line (to compare settings)")
 		simulateOnly = flag.Bool("simulate", false, "only replay the scenarios through the decision core in virtual time (no API server): what the decisions cost with no delays")
+		decideAhead  = flag.Bool("simulate-decide-ahead", false, "with -simulate: decide every admission that fits at once, as koord-queue did before it paced its decisions")
 		latency      = flag.Duration("simulate-latency", 0, "with -simulate: delay between a write and whoever it concerns (runner, koord-queue), to see what a real run's delays cost")
 	)
 	flag.Parse()
@@ -62,8 +63,8 @@ func run() (bool, error) {
 	if *names == "all" {
 		list = append(slices.Clone(scenario.Names), jobs.Name)
 	}
-	if *mode != harness.ModeBinary && *mode != harness.ModeInProcess {
-		return false, fmt.Errorf("-controller must be %s or %s", harness.ModeBinary, harness.ModeInProcess)
+	if *mode != checker.ModeBinary && *mode != checker.ModeInProcess {
+		return false, fmt.Errorf("-controller must be %s or %s", checker.ModeBinary, checker.ModeInProcess)
 	}
 	var scenarios []scenario.Scenario
 	for _, name := range list {
@@ -78,7 +79,10 @@ func run() (bool, error) {
 	}
 	replays := map[string]*simulate.Result{}
 	for _, s := range scenarios {
-		replay, err := simulate.Run(&s, simulate.Options{Latency: *latency})
+		if s.Restarts > 0 {
+			continue // the replay has no restarts to model
+		}
+		replay, err := simulate.Run(&s, simulate.Options{Latency: *latency, DecideAhead: *decideAhead})
 		if err != nil {
 			return false, fmt.Errorf("replaying %s: %w", s.Name, err)
 		}
@@ -98,7 +102,7 @@ func run() (bool, error) {
 
 	binDir := filepath.Join(*out, "bin")
 	binary := *prebuilt
-	if binary == "" && (*mode == harness.ModeBinary || slices.Contains(list, jobs.Name)) {
+	if binary == "" && (*mode == checker.ModeBinary || slices.Contains(list, jobs.Name)) {
 		fmt.Println("Building koord-queue from ./cmd/queue")
 		var err error
 		if binary, err = cluster.BuildBinary(ctx, "./cmd/queue", binDir, "koord-queue"); err != nil {
@@ -137,13 +141,10 @@ func run() (bool, error) {
 			Dir: filepath.Join(*out, jobs.Name), QueueBinary: binary, BinDir: binDir,
 			Command: command + " # scenario " + jobs.Name, Short: *short, Progress: os.Stdout,
 		})
-		switch {
-		case errors.Is(err, jobs.ErrSkipped):
-			fmt.Printf("%s skipped: %v\n", jobs.Name, err)
-		case err != nil:
+		if err != nil {
 			failures = append(failures, fmt.Errorf("%s: %w", jobs.Name, err))
 			fmt.Printf("%s failed: %v\n", jobs.Name, err)
-		default:
+		} else {
 			fmt.Print(res.Text())
 			results = append(results, res)
 		}
