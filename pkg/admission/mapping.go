@@ -1,7 +1,6 @@
 package admission
 
 import (
-	"encoding/json"
 	"slices"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
@@ -26,12 +25,8 @@ func newQuotaIndex() *quotaIndex {
 func (x *quotaIndex) upsert(eq *elasticquotav1alpha1.ElasticQuota) error {
 	x.remove(eq.Name)
 	x.names[eq.Name] = struct{}{}
-	raw, ok := eq.Annotations[elasticquotav1alpha1.AnnotationQuotaNamespaces]
-	if !ok || raw == "" {
-		return nil
-	}
-	var namespaces []string
-	if err := json.Unmarshal([]byte(raw), &namespaces); err != nil {
+	namespaces, err := elasticquotav1alpha1.ServedNamespaces(eq.Annotations)
+	if err != nil || len(namespaces) == 0 {
 		return err
 	}
 	x.namespacesOf[eq.Name] = namespaces
@@ -66,10 +61,7 @@ func (x *quotaIndex) exists(name string) bool {
 // koordinator-default-quota. byLabel reports whether the unit named it
 // itself; fallbacks are re-resolved when quotas change. Empty: no quota.
 func (x *quotaIndex) quotaNameOf(u *schedulingv1alpha1.QueueUnit) (name string, byLabel bool) {
-	if n := u.Labels[elasticquotav1alpha1.LabelQuotaName]; n != "" {
-		return n, true
-	}
-	if n := u.Labels[elasticquotav1alpha1.LabelQuotaNameAlibabaCloud]; n != "" {
+	if n := elasticquotav1alpha1.QuotaNameFromLabels(u.Labels); n != "" {
 		return n, true
 	}
 	if u.Spec.Queue != "" {

@@ -1,5 +1,10 @@
 package v1alpha1
 
+import (
+	"encoding/json"
+	"fmt"
+)
+
 // Koordinator's keys on ElasticQuotas and jobs, named as Koordinator names them
 // (github.com/koordinator-sh/apis, extension package).
 const (
@@ -27,3 +32,27 @@ const (
 	// DefaultQuotaName serves jobs that name no quota.
 	DefaultQuotaName = "koordinator-default-quota"
 )
+
+// QuotaNameFromLabels is the ElasticQuota an object's labels name:
+// LabelQuotaName, else the older LabelQuotaNameAlibabaCloud; empty when
+// neither is set.
+func QuotaNameFromLabels(labels map[string]string) string {
+	if q := labels[LabelQuotaName]; q != "" {
+		return q
+	}
+	return labels[LabelQuotaNameAlibabaCloud]
+}
+
+// ServedNamespaces are the namespaces a quota's AnnotationQuotaNamespaces
+// lists; nil when it has none.
+func ServedNamespaces(annotations map[string]string) ([]string, error) {
+	raw := annotations[AnnotationQuotaNamespaces]
+	if raw == "" {
+		return nil, nil
+	}
+	var namespaces []string
+	if err := json.Unmarshal([]byte(raw), &namespaces); err != nil {
+		return nil, fmt.Errorf("annotation %s: %w", AnnotationQuotaNamespaces, err)
+	}
+	return namespaces, nil
+}

@@ -31,6 +31,17 @@ const (
 	// admission last released it. A running job that carries it and has no
 	// unit lost its unit while it ran: it is suspended and queued again.
 	AnnotationReleasedBy = "koord-queue/released-by"
+	// AnnotationInvalidJob on a unit says the extension holds it (spec.active
+	// false) because its job cannot be queued as it is; its value says why.
+	// The extension lifts the hold once the job is fixed.
+	AnnotationInvalidJob = "koord-queue/invalid-job"
+	// AnnotationPodSetOriginals on a unit keeps, while its job runs with the
+	// pod set updates of the unit's admission checks, the scheduling
+	// directives those updates replaced (a JSON map of pod set name to
+	// labels, annotations, nodeSelector and tolerations), so that they can
+	// be put back when the job is suspended again. The unit's own copy of the
+	// templates cannot serve: the API server prunes a unit's template metadata.
+	AnnotationPodSetOriginals = "koord-queue/pod-set-originals"
 	// ArgoSuspendTemplate is the template that marks a Workflow as queued.
 	ArgoSuspendTemplate = "koord-queue-suspend"
 )

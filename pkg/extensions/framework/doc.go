@@ -20,7 +20,8 @@
 //   - admissions, cleared when the job ends, and when an evicted unit (phase
 //     Enqueued) has its job suspended with no pods left;
 //   - conditions PodsReady and Finished;
-//   - message, at creation and when the job ends.
+//   - message, at creation and when the job ends, and, while the job cannot
+//     be queued as it is (AnnotationInvalidJob), why, cleared once it is fixed.
 //
 // Every write is a merge patch guarded by the object's resourceVersion; a
 // unit's status is read again and retried on conflict, so the reconciler

@@ -2,7 +2,6 @@ package framework
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -30,30 +29,8 @@ func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 // QuotaNamespacesIndex is the index function of IndexQuotaNamespaces; a
 // malformed annotation indexes nothing.
 func QuotaNamespacesIndex(o client.Object) []string {
-	ns, _ := quotaNamespaces(o.GetAnnotations())
+	ns, _ := elasticquotav1alpha1.ServedNamespaces(o.GetAnnotations())
 	return ns
-}
-
-// quotaNamespaces parses an ElasticQuota's list of namespaces it serves.
-func quotaNamespaces(annotations map[string]string) ([]string, error) {
-	raw, ok := annotations[elasticquotav1alpha1.AnnotationQuotaNamespaces]
-	if !ok || raw == "" {
-		return nil, nil
-	}
-	var ns []string
-	if err := json.Unmarshal([]byte(raw), &ns); err != nil {
-		return nil, fmt.Errorf("annotation %s: %w", elasticquotav1alpha1.AnnotationQuotaNamespaces, err)
-	}
-	return ns, nil
-}
-
-// QuotaLabel is the quota a job's labels name: Koordinator's label, else the
-// older Alibaba Cloud one; empty when neither is set.
-func QuotaLabel(labels map[string]string) string {
-	if q := labels[elasticquotav1alpha1.LabelQuotaName]; q != "" {
-		return q
-	}
-	return labels[elasticquotav1alpha1.LabelQuotaNameAlibabaCloud]
 }
 
 // QuotaForNamespace is the ElasticQuota that lists ns among the namespaces it
@@ -125,7 +102,7 @@ func (s Scope) Judge(ctx context.Context, c client.Reader, job GenericJob) (Verd
 		return Verdict{}, nil
 	}
 	var v Verdict
-	labelled := QuotaLabel(obj.GetLabels()) != ""
+	labelled := elasticquotav1alpha1.QuotaNameFromLabels(obj.GetLabels()) != ""
 	if !labelled {
 		q, err := QuotaForNamespace(ctx, c, obj.GetNamespace())
 		if err != nil {
@@ -135,12 +112,21 @@ func (s Scope) Judge(ctx context.Context, c client.Reader, job GenericJob) (Verd
 	}
 	if custom, ok := job.(JobWithManagedCheck); ok {
 		v.Managed = custom.IsManaged()
-		v.EvenIfRunning = v.Managed
 	} else {
 		v.Managed = labelled || v.NamespaceQuota != ""
 	}
 	if s.ManageAllJobs {
-		v.Managed, v.EvenIfRunning = true, true
+		v.Managed = true
 	}
+	v.EvenIfRunning = v.Managed && s.takesRunning(job)
 	return v, nil
+}
+
+// takesRunning reports whether a job submitted running can be managed at
+// all: with ManageAllJobs, or when the job says by itself (an Argo Workflow).
+// It reads nothing, so a reconciler can skip Judge for the many running jobs
+// that are not the queue's.
+func (s Scope) takesRunning(job GenericJob) bool {
+	_, custom := job.(JobWithManagedCheck)
+	return s.ManageAllJobs || custom
 }

@@ -44,14 +44,6 @@ func applyPodSetUpdates(sets []PodSet, checks []schedv1alpha1.AdmissionCheckStat
 	return unknown
 }
 
-// AnnotationPodSetOriginals on a unit keeps, while its job runs with the
-// pod set updates of the unit's admission checks, the scheduling directives
-// those updates replaced (a JSON map of pod set name to labels, annotations,
-// nodeSelector and tolerations), so that they can be put back when the job
-// is suspended again. The unit's own copy of the templates cannot serve:
-// the API server prunes a unit's template metadata.
-const AnnotationPodSetOriginals = "koord-queue/pod-set-originals"
-
 // directives are the parts of a pod template pod set updates change.
 type directives struct {
 	Labels       map[string]string   `json:"labels,omitempty"`
@@ -83,13 +75,13 @@ func recordOriginals(sets []PodSet) podSetOriginals {
 
 // originalsOf reads the originals kept on u; nil when it keeps none.
 func originalsOf(u *schedv1alpha1.QueueUnit) (podSetOriginals, error) {
-	raw, ok := u.Annotations[AnnotationPodSetOriginals]
+	raw, ok := u.Annotations[schedv1alpha1.AnnotationPodSetOriginals]
 	if !ok {
 		return nil, nil
 	}
 	var out podSetOriginals
 	if err := json.Unmarshal([]byte(raw), &out); err != nil {
-		return nil, fmt.Errorf("annotation %s of QueueUnit %s: %w", AnnotationPodSetOriginals, u.Name, err)
+		return nil, fmt.Errorf("annotation %s of QueueUnit %s: %w", schedv1alpha1.AnnotationPodSetOriginals, u.Name, err)
 	}
 	return out, nil
 }
@@ -98,20 +90,20 @@ func originalsOf(u *schedv1alpha1.QueueUnit) (podSetOriginals, error) {
 // whether u changed.
 func keepOriginals(u *schedv1alpha1.QueueUnit, o podSetOriginals) bool {
 	if o == nil {
-		if _, ok := u.Annotations[AnnotationPodSetOriginals]; !ok {
+		if _, ok := u.Annotations[schedv1alpha1.AnnotationPodSetOriginals]; !ok {
 			return false
 		}
-		delete(u.Annotations, AnnotationPodSetOriginals)
+		delete(u.Annotations, schedv1alpha1.AnnotationPodSetOriginals)
 		return true
 	}
 	data, _ := json.Marshal(o) // a map of plain values always marshals
-	if u.Annotations[AnnotationPodSetOriginals] == string(data) {
+	if u.Annotations[schedv1alpha1.AnnotationPodSetOriginals] == string(data) {
 		return false
 	}
 	if u.Annotations == nil {
 		u.Annotations = map[string]string{}
 	}
-	u.Annotations[AnnotationPodSetOriginals] = string(data)
+	u.Annotations[schedv1alpha1.AnnotationPodSetOriginals] = string(data)
 	return true
 }
 

@@ -102,7 +102,7 @@ func TestRestorePodSets(t *testing.T) {
 		})
 	}
 
-	if !keepOriginals(u, nil) || u.Annotations[AnnotationPodSetOriginals] != "" {
+	if !keepOriginals(u, nil) || u.Annotations[schedv1alpha1.AnnotationPodSetOriginals] != "" {
 		t.Errorf("keepOriginals(nil) left %v", u.Annotations)
 	}
 }

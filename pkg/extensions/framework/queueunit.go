@@ -17,11 +17,6 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/resources"
 )
 
-// AnnotationInvalidJob on a unit says the extension holds it (spec.active
-// false) because its job cannot be queued as it is; its value says why. The
-// extension lifts the hold once the job is fixed.
-const AnnotationInvalidJob = "koord-queue/invalid-job"
-
 // lastAppliedAnnotation is kubectl's copy of the whole object; units do not
 // need it.
 const lastAppliedAnnotation = corev1.LastAppliedConfigAnnotation
@@ -120,7 +115,7 @@ func holdInvalid(u *schedv1alpha1.QueueUnit, reason string) {
 	if u.Annotations == nil {
 		u.Annotations = map[string]string{}
 	}
-	u.Annotations[AnnotationInvalidJob] = reason
+	u.Annotations[schedv1alpha1.AnnotationInvalidJob] = reason
 	u.Spec.Active = new(bool)
 	if len(u.Spec.PodSets) == 0 {
 		u.Spec.PodSets = placeholderPodSets()
@@ -129,7 +124,7 @@ func holdInvalid(u *schedv1alpha1.QueueUnit, reason string) {
 
 // isHeldInvalid reports whether the extension holds u for an invalid job.
 func isHeldInvalid(u *schedv1alpha1.QueueUnit) bool {
-	_, ok := u.Annotations[AnnotationInvalidJob]
+	_, ok := u.Annotations[schedv1alpha1.AnnotationInvalidJob]
 	return ok
 }
 
@@ -140,7 +135,7 @@ func resizeUnit(u *schedv1alpha1.QueueUnit, sets []schedv1alpha1.PodSet) bool {
 		return false
 	}
 	if isHeldInvalid(u) {
-		delete(u.Annotations, AnnotationInvalidJob)
+		delete(u.Annotations, schedv1alpha1.AnnotationInvalidJob)
 		u.Spec.Active = nil
 	}
 	request := resources.PodSetsRequests(sets)

@@ -197,14 +197,17 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 	if _, _, finished := job.Finished(); finished {
 		return nil
 	}
-	verdict, err := r.scope.Judge(ctx, r.client, job)
-	if err != nil {
-		return err
-	}
 	// A job released by an admission that runs without a unit lost it (say,
 	// deleted by hand) and with it the quota it was charged: like a job
 	// submitted running, it gets a unit and is suspended until admitted.
 	lost := !job.IsSuspended() && obj.GetAnnotations()[schedv1alpha1.AnnotationReleasedBy] != ""
+	if !job.IsSuspended() && !lost && !r.scope.takesRunning(job) {
+		return nil // running and not the queue's: no need to judge it
+	}
+	verdict, err := r.scope.Judge(ctx, r.client, job)
+	if err != nil {
+		return err
+	}
 	if !verdict.Managed || !job.IsSuspended() && !verdict.EvenIfRunning && !lost {
 		return nil
 	}
@@ -311,7 +314,7 @@ func (r *JobReconciler) hold(ctx context.Context, job GenericJob, unit *schedv1a
 	}
 	if setsErr != nil {
 		reason := setsErr.Error()
-		if unit.Annotations[AnnotationInvalidJob] == reason {
+		if unit.Annotations[schedv1alpha1.AnnotationInvalidJob] == reason {
 			return nil
 		}
 		w := invalidJobWarning(setsErr)

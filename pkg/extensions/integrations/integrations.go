@@ -92,14 +92,13 @@ func Scope(manageAllJobs bool) framework.Scope {
 }
 
 // Setup adds a reconciler for each of integs to mgr, sharing scope.
-func Setup(ctx context.Context, mgr ctrl.Manager, integs []framework.Integration, scope framework.Scope, opts ...framework.Option) error {
+func Setup(ctx context.Context, mgr ctrl.Manager, integs []framework.Integration, scope framework.Scope) error {
 	if err := framework.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return err
 	}
 	recorder := mgr.GetEventRecorderFor(EventSource)
 	for _, i := range integs {
-		r := framework.NewJobReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, i,
-			append([]framework.Option{framework.WithScope(scope)}, opts...)...)
+		r := framework.NewJobReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, i, framework.WithScope(scope))
 		if err := r.SetupWithManager(mgr); err != nil {
 			return err
 		}

@@ -84,6 +84,10 @@ func TestUnlockTemplates(t *testing.T) {
 			if got := j.TemplatesLocked(); got != tc.wantLocked {
 				t.Errorf("after UnlockTemplates: locked %v, want %v (start time %v)", got, tc.wantLocked, j.Status.StartTime)
 			}
+			// The API server refuses to drop a running Job's start time.
+			if kept := j.Status.StartTime != nil; kept == tc.suspend {
+				t.Errorf("after UnlockTemplates: start time %v on a Job suspended %v; want it kept only while running", j.Status.StartTime, tc.suspend)
+			}
 		})
 	}
 }

@@ -10,6 +10,7 @@ package kubeflow
 import (
 	"cmp"
 	"slices"
+	"strconv"
 	"strings"
 
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
@@ -53,17 +54,10 @@ func (j *trainingJob) setSuspend(s bool) {
 	j.runPolicy.Suspend = ptr.To(s)
 	if a := j.obj.GetAnnotations(); a != nil {
 		if _, ok := a[schedv1alpha1.AnnotationSuspend]; ok {
-			a[schedv1alpha1.AnnotationSuspend] = boolString(s)
+			a[schedv1alpha1.AnnotationSuspend] = strconv.FormatBool(s)
 			j.obj.SetAnnotations(a)
 		}
 	}
-}
-
-func boolString(b bool) string {
-	if b {
-		return "true"
-	}
-	return "false"
 }
 
 // PodSets is one set per replica type, ordered by name.

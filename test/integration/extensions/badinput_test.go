@@ -60,14 +60,14 @@ func TestBadInput(t *testing.T) {
 		create(t, w)
 		key := client.ObjectKeyFromObject(w)
 		unitWhere(t, key, "held inactive with a message", func(u *schedv1alpha1.QueueUnit) bool {
-			return !u.IsActive() && u.Annotations[framework.AnnotationInvalidJob] != "" &&
+			return !u.IsActive() && u.Annotations[schedv1alpha1.AnnotationInvalidJob] != "" &&
 				strings.Contains(u.Status.Message, "cannot be queued")
 		})
 		eventRecorded(t, ns, w.Name, corev1.EventTypeWarning, framework.ReasonInvalidJob, schedv1alpha1.AnnotationMinResources)
 
 		updateJob(t, w, func() { w.Annotations[schedv1alpha1.AnnotationMinResources] = "cpu: 2" })
 		unitWhere(t, key, "active with the fixed request and no message", func(u *schedv1alpha1.QueueUnit) bool {
-			return u.IsActive() && u.Annotations[framework.AnnotationInvalidJob] == "" &&
+			return u.IsActive() && u.Annotations[schedv1alpha1.AnnotationInvalidJob] == "" &&
 				u.Spec.Request.Cpu().String() == "2" && u.Status.Message == ""
 		})
 	})
