@@ -114,7 +114,7 @@ func (c *Cache) UpsertElasticQuota(eq *elasticquotav1alpha1.ElasticQuota) {
 	defer c.mu.Unlock()
 	spec, err := quota.SpecFromElasticQuota(eq)
 	if nsErr := c.quotas.upsert(eq); nsErr != nil {
-		err = fmt.Errorf("annotation %s: %w", elasticquotav1alpha1.AnnotationQuotaNamespaces, nsErr)
+		err = nsErr // names the annotation
 	}
 	c.quotaObjects[eq.Name] = eq
 	if err != nil {
@@ -355,17 +355,15 @@ func evictedCondition(u *schedulingv1alpha1.QueueUnit) bool {
 	return meta.IsStatusConditionTrue(u.Status.Conditions, schedulingv1alpha1.QueueUnitEvicted)
 }
 
-// cycle runs one scheduling cycle and marks its admissions as assumed.
-func (c *Cache) cycle(now time.Time, limit int) (scheduler.Result, []*schedulingv1alpha1.QueueUnit) {
+// cycle runs one scheduling cycle of at most limit admissions (negative: no
+// limit) and marks its admissions as assumed.
+func (c *Cache) cycle(now time.Time, limit int) scheduler.Result {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.releaseBackoffs(now)
 	res := c.core.CycleLimited(now, limit)
-	admitted := make([]*schedulingv1alpha1.QueueUnit, 0, len(res.Admissions))
 	for _, a := range res.Admissions {
-		r := c.units[a.Unit]
-		r.assumed = true
-		admitted = append(admitted, r.unit)
+		c.units[a.Unit].assumed = true
 	}
 	for _, p := range res.Preemptions {
 		for _, v := range p.Victims {
@@ -377,7 +375,7 @@ func (c *Cache) cycle(now time.Time, limit int) (scheduler.Result, []*scheduling
 	if next := c.nextBackoff(); !next.IsZero() && (res.NextWakeup.IsZero() || next.Before(res.NextWakeup)) {
 		res.NextWakeup = next
 	}
-	return res, admitted
+	return res
 }
 
 // forget undoes an admission that could not be written.
@@ -421,6 +419,16 @@ func (c *Cache) unit(key string) (*schedulingv1alpha1.QueueUnit, string, bool) {
 		return nil, "", false
 	}
 	return r.unit, r.queue, r.assumed
+}
+
+// namesItsQuota reports whether the unit names its quota itself (label or
+// spec.queue), rather than being charged by a fallback that a quota change
+// re-resolves.
+func (c *Cache) namesItsQuota(key string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.units[key]
+	return ok && r.byLabel
 }
 
 // waitReason is why a unit waits now, or its problem, or "".

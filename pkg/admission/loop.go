@@ -79,15 +79,9 @@ func (l *Loop) runOnce() (next time.Time, more bool) {
 	// Decide no further ahead than the writer writes: an admission holds
 	// quota from the moment it is decided, so deciding late lets units of
 	// higher priority that arrive meanwhile go first.
-	limit := l.writer.admissionBudget()
-	if limit <= 0 {
-		for _, key := range f.explain {
-			l.writer.explain(key)
-		}
-		return time.Time{}, false // the next admission written wakes the loop
-	}
+	budget := max(l.writer.admissionBudget(), 0)
 	start := l.clock.Now()
-	res, _ := l.cache.cycle(start, limit)
+	res := l.cache.cycle(start, budget)
 	metrics.CycleDuration.Observe(l.clock.Since(start).Seconds())
 
 	for _, a := range res.Admissions {
@@ -104,7 +98,8 @@ func (l *Loop) runOnce() (next time.Time, more bool) {
 	for _, key := range f.explain {
 		l.writer.explain(key)
 	}
-	return res.NextWakeup, res.More
+	// When the budget ran out, the next admission written wakes the loop.
+	return res.NextWakeup, res.More && len(res.Admissions) < budget
 }
 
 func waitSynced(ctx context.Context, synced []toolscache.InformerSynced) error {

@@ -75,16 +75,13 @@ type Writer struct {
 	// deferred holds writes that only inform (why a unit waits, spec.queue):
 	// they are made when no admission or eviction waits, so a backlog never
 	// spends the API budget that admissions need.
-	deferred workqueue.TypedDelayingInterface[op]
+	deferred workqueue.TypedInterface[op]
 	limiter  *rate.Limiter
 
 	mu        sync.Mutex
 	evictions map[string]eviction
 	// admitting are the admissions decided and not yet written.
 	admitting map[string]struct{}
-	// loopWaits is set when the loop found no admission budget left: the
-	// next admission written wakes it.
-	loopWaits bool
 }
 
 // NewWriter returns a Writer; Run starts it.
@@ -106,7 +103,7 @@ func NewWriter(c client.Client, apiReader client.Reader, recorder record.EventRe
 		urgent: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[op](10*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[op]{Name: "koord_queue_urgent_writes"}),
-		deferred:  workqueue.NewTypedDelayingQueueWithConfig(workqueue.TypedDelayingQueueConfig[op]{Name: "koord_queue_deferred_writes"}),
+		deferred:  workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[op]{Name: "koord_queue_deferred_writes"}),
 		limiter:   rate.NewLimiter(rate.Limit(opts.MessageQPS), 1),
 		evictions: map[string]eviction{},
 		admitting: map[string]struct{}{},
@@ -121,21 +118,16 @@ func NewWriter(c client.Client, apiReader client.Reader, recorder record.EventRe
 func (w *Writer) admissionBudget() int {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	budget := 2*w.opts.Workers - len(w.admitting)
-	w.loopWaits = budget <= 0
-	return budget
+	return 2*w.opts.Workers - len(w.admitting)
 }
 
-// admissionWritten frees the admission's place in the budget.
+// admissionWritten frees the admission's place in the budget and wakes the
+// loop, which may have waited for it (wake-ups coalesce).
 func (w *Writer) admissionWritten(key string) {
 	w.mu.Lock()
 	delete(w.admitting, key)
-	wake := w.loopWaits
-	w.loopWaits = false
 	w.mu.Unlock()
-	if wake {
-		w.cache.notify()
-	}
+	w.cache.notify()
 }
 
 // Run writes until ctx ends.
@@ -260,14 +252,21 @@ func (w *Writer) writeAdmission(ctx context.Context, key string) error {
 	metrics.AdmissionWaitTime.WithLabelValues(queue).Observe(now.Sub(written.CreationTimestamp.Time).Seconds())
 	w.recorder.Eventf(written, corev1.EventTypeNormal, EventScheduled, "Admitted by queue %s", queue)
 	if written.Spec.Queue != queue {
-		w.deferred.Add(op{kind: opQueueName, key: key})
+		if w.cache.namesItsQuota(key) {
+			w.deferred.Add(op{kind: opQueueName, key: key})
+		} else {
+			// Charged by a fallback (its namespace's quota, say): spec.queue
+			// pins it, so that a quota change cannot move what it holds.
+			w.patchQueueName(ctx, key, written, queue)
+		}
 	}
 	return nil
 }
 
 // writeQueueName records the admitting queue in spec.queue, as Koord-Queue
-// does. It is a second write of the unit's main resource, so it waits for
-// the admissions of a backlog: the status already says where the unit is.
+// does, for a unit whose label already names its quota. It is a second
+// write of the unit's main resource, so it waits for the admissions of a
+// backlog: the status already says where the unit is.
 func (w *Writer) writeQueueName(ctx context.Context, key string) {
 	u, queue, assumed := w.cache.unit(key)
 	// assumed: admitted, and the admission not seen back from the API yet.
@@ -277,6 +276,10 @@ func (w *Writer) writeQueueName(ctx context.Context, key string) {
 	if err := w.limiter.Wait(ctx); err != nil {
 		return
 	}
+	w.patchQueueName(ctx, key, u, queue)
+}
+
+func (w *Writer) patchQueueName(ctx context.Context, key string, u *schedulingv1alpha1.QueueUnit, queue string) {
 	updated := u.DeepCopy()
 	updated.Spec.Queue = queue
 	if err := w.client.Patch(ctx, updated, client.MergeFrom(u), FieldOwner); client.IgnoreNotFound(err) != nil {
@@ -388,12 +391,10 @@ func (w *Writer) processDeferred(ctx context.Context) bool {
 	// (Re-adding every deferred write each time was half of koord-queue's
 	// CPU with 15,000 units waiting.)
 	for w.urgent.Len() > 0 {
-		timer := time.NewTimer(deferredRetry)
 		select {
 		case <-ctx.Done():
-			timer.Stop()
 			return false // shutting down
-		case <-timer.C:
+		case <-w.clock.After(deferredRetry):
 		}
 	}
 	switch o.kind {

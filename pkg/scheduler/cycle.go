@@ -27,10 +27,12 @@ import (
 //
 // The same events and the same now give the same Result.
 func (s *Scheduler) Cycle(now time.Time) Result {
-	return s.CycleLimited(now, 0)
+	return s.CycleLimited(now, -1)
 }
 
-// CycleLimited is Cycle deciding at most limit admissions (0: no limit).
+// CycleLimited is Cycle deciding at most limit admissions (negative: no
+// limit; 0: none, though wake-ups and the preemptors whose victims are gone
+// still are).
 // Queues whose turn did not come stay dirty and Result.More is true, so the
 // next call goes on where this one stopped. A controller that can write
 // only so many admissions a second decides no further ahead than that:
@@ -46,7 +48,7 @@ func (s *Scheduler) CycleLimited(now time.Time, limit int) Result {
 	s.admitNominated(now, &res)
 	line := s.lineUp()
 	for line.Len() > 0 {
-		if limit > 0 && len(res.Admissions) >= limit {
+		if limit >= 0 && len(res.Admissions) >= limit {
 			for _, qs := range line {
 				if qs.q.Len() > 0 {
 					s.dirty[qs.spec.Name] = struct{}{} // their turn comes next call

@@ -839,8 +839,9 @@ func TestCycleLimited(t *testing.T) {
 					do:    upsert(st.MakeUnit("ns/high", "q").Priority(10).Request("cpu", "1").Enqueued(5 * time.Second).Obj()),
 					limit: 1, admitted: []string{"ns/high"}, more: true,
 				},
-				{name: "no limit: what still fits", admitted: []string{"ns/c"}},
-				{name: "nothing left to decide"},
+				{name: "a limit of 0 admits none", limit: 0, more: true},
+				{name: "no limit: what still fits", limit: -1, admitted: []string{"ns/c"}},
+				{name: "nothing left to decide", limit: -1},
 			},
 		},
 		{
