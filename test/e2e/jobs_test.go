@@ -31,7 +31,8 @@ type usageMonitor struct {
 	done chan struct{}
 }
 
-func monitorUsage(ns string) *usageMonitor {
+// monitorUsage samples the cpu that the units of quota in ns hold.
+func monitorUsage(ns, quota string) *usageMonitor {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &usageMonitor{stop: cancel, done: make(chan struct{})}
 	go func() {
@@ -40,7 +41,7 @@ func monitorUsage(ns string) *usageMonitor {
 		defer ticker.Stop()
 		for {
 			list := &schedulingv1alpha1.QueueUnitList{}
-			if err := k8sClient.List(ctx, list, client.InNamespace(ns)); err == nil {
+			if err := k8sClient.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{elasticquotav1alpha1.LabelQuotaName: quota}); err == nil {
 				var used resource.Quantity
 				for _, u := range list.Items {
 					for _, a := range u.Status.Admissions {
@@ -97,7 +98,7 @@ func waitJobsComplete(t *testing.T, timeout time.Duration, ns string, names ...s
 // unchanged: team-a has max 4 CPU / 8Gi and two 4-CPU Jobs; the second waits,
 // with a reason, and runs after the first completes.
 func TestSeed004JobsOnKwok(t *testing.T) {
-	monitor := monitorUsage(metav1.NamespaceDefault)
+	monitor := monitorUsage(metav1.NamespaceDefault, "team-a")
 	for _, file := range []string{"004-elastic-quota.yaml", "004-jobs.yaml"} {
 		objs, err := seeds.Objects(file)
 		if err != nil {
@@ -146,7 +147,7 @@ func TestKoordQueueRestartMidRun(t *testing.T) {
 	ns := "restart"
 	create(t, namespaceObj(ns))
 	create(t, wrappers.ElasticQuota(ns, "restart-team").Max(corev1.ResourceCPU, "3").Obj())
-	monitor := monitorUsage(ns)
+	monitor := monitorUsage(ns, "restart-team")
 	var names []string
 	for i := range jobs {
 		name := fmt.Sprintf("job-%02d", i)

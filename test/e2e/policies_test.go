@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/admission"
 	"github.com/koord-queue/koord-queue/pkg/policy"
 	"github.com/koord-queue/koord-queue/test/cluster"
 	"github.com/koord-queue/koord-queue/test/seeds"
@@ -123,8 +124,10 @@ func TestPreemptionOfRunningJob(t *testing.T) {
 	create(t, wrappers.ElasticQuota(ns, "preempt-team").Max(corev1.ResourceCPU, "4").
 		Annotation(schedulingv1alpha1.AnnotationEnableQueueUnitPreemption, "true").
 		Annotation(policy.AnnotationPreemptRunning, "true").Obj())
-	monitor := monitorUsage(ns)
-	create(t, longJob(ns, "low", "preempt-team", "4", "e2e-low", 5*time.Second))
+	monitor := monitorUsage(ns, "preempt-team")
+	// low runs long enough that high, which needs all of the quota, can
+	// only finish first by preempting it.
+	create(t, longJob(ns, "low", "preempt-team", "4", "e2e-low", 20*time.Second))
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) error {
 		u, err := unitPhase(ctx, ns, "low")
 		if err != nil || u.Status.Phase != schedulingv1alpha1.Running {
@@ -147,8 +150,19 @@ func TestPreemptionOfRunningJob(t *testing.T) {
 		}
 		return nil
 	})
-	waitJobsComplete(t, 2*time.Minute, ns, "high", "low")
+	jobs := waitJobsComplete(t, 2*time.Minute, ns, "high", "low")
 	if peak := monitor.Peak(); peak.Cmp(resource.MustParse("4")) > 0 {
 		t.Errorf("preempt-team held %s cpu at its peak, over its max of 4", peak.String())
+	}
+	if high, low := jobs["high"].Status.CompletionTime, jobs["low"].Status.CompletionTime; !high.Before(low) {
+		t.Errorf("high completed at %v, low at %v; want high first, having preempted low", high, low)
+	}
+	events := &corev1.EventList{}
+	if err := k8sClient.List(context.Background(), events, client.InNamespace(ns),
+		client.MatchingFields{"involvedObject.name": "low", "reason": admission.EventPreempted}); err != nil {
+		t.Fatal(err)
+	}
+	if len(events.Items) == 0 {
+		t.Errorf("no %s event on low's unit", admission.EventPreempted)
 	}
 }

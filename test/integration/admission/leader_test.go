@@ -58,13 +58,22 @@ func TestLeaderElection(t *testing.T) {
 
 	ns := namespace(t)
 	create(t, wrappers.ElasticQuota(ns, "le-team").Max(corev1.ResourceCPU, "1").Obj())
-	create(t, wrappers.QueueUnit(ns, "first").Quota("le-team").Request(corev1.ResourceCPU, "1").Obj())
-	waitPhase(t, ns, "first", schedulingv1alpha1.Dequeued)
-	create(t, wrappers.QueueUnit(ns, "second").Quota("le-team").Request(corev1.ResourceCPU, "1").Obj())
-	// The leader has decided that the second waits; a follower that
-	// admitted too would have admitted it by then.
-	waitMessage(t, ns, "second", "le-team", "cpu")
-	staysEnqueued(t, ns, "second")
+	// Both units at once: two replicas that both admitted, each from its own
+	// cache, would admit one each, over the quota's max.
+	create(t,
+		wrappers.QueueUnit(ns, "a").Quota("le-team").Request(corev1.ResourceCPU, "1").Obj(),
+		wrappers.QueueUnit(ns, "b").Quota("le-team").Request(corev1.ResourceCPU, "1").Obj())
+	waitHolding(t, ns, 1)
+	admitted, waiting := "a", "b"
+	if u, err := getUnit(context.Background(), ns, "b"); err == nil && holdsQuotaInStatus(u) {
+		admitted, waiting = "b", "a"
+	}
+	// The leader has decided that the other waits; a second admitting
+	// replica would have admitted it by then.
+	waitMessage(t, ns, waiting, "le-team", "cpu")
+	if n := countHolding(t, ns); n != 1 {
+		t.Fatalf("%d cpu held, want 1: the quota's max", n)
+	}
 	select {
 	case <-follower.mgr.Elected():
 		t.Fatal("both replicas lead")
@@ -77,6 +86,6 @@ func TestLeaderElection(t *testing.T) {
 	case <-time.After(testenv.DefaultTimeout):
 		t.Fatal("the follower did not take over after the leader stopped")
 	}
-	finish(t, ns, "first")
-	waitPhase(t, ns, "second", schedulingv1alpha1.Dequeued)
+	finish(t, ns, admitted)
+	waitPhase(t, ns, waiting, schedulingv1alpha1.Dequeued)
 }

@@ -5,7 +5,9 @@ package chart
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -93,8 +95,10 @@ func render(t *testing.T, values map[string]any) ([]*unstructured.Unstructured, 
 	decoder := yaml.NewYAMLOrJSONDecoder(strings.NewReader(rel.Manifest), 4096)
 	for {
 		obj := &unstructured.Unstructured{}
-		if err := decoder.Decode(&obj.Object); err != nil {
+		if err := decoder.Decode(&obj.Object); errors.Is(err, io.EOF) {
 			break
+		} else if err != nil {
+			return nil, fmt.Errorf("decoding the rendered manifest: %w", err)
 		}
 		if len(obj.Object) > 0 {
 			objs = append(objs, obj)
