@@ -132,7 +132,9 @@ func run() (bool, error) {
 			continue
 		}
 		fmt.Print(res.Text())
-		fmt.Print(replays[s.Name].Text())
+		if replay, ok := replays[s.Name]; ok {
+			fmt.Print(replay.Text())
+		}
 		results = append(results, res)
 	}
 	if slices.Contains(list, jobs.Name) && ctx.Err() == nil {
