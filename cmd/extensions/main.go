@@ -1,8 +1,9 @@
 // Command koord-queue-controllers runs the job extensions: for each enabled
 // framework it turns the jobs the queue manages into QueueUnits, releases a
 // job when the queue admits its unit, suspends it when the unit is evicted,
-// and keeps the unit's status true to the job. With --enable-webhook it also
-// suspends, as they are created, managed jobs submitted running.
+// and keeps the unit's status true to the job. A managed job found running
+// without a unit is suspended until its unit is admitted; with
+// --enable-webhook such jobs are suspended as they are created.
 package main
 
 import (
@@ -39,6 +40,7 @@ func run() error {
 	var (
 		enabled         = flag.String("enabled-extensions", "job", "comma-separated extensions to run, of: "+strings.Join(integrations.Names(), ", "))
 		manageAll       = flag.Bool("manage-all-jobs", false, "queue every job of an enabled kind, with or without a quota label, and suspend those submitted running until their unit is admitted")
+		leaveRunning    = flag.Bool("leave-jobs-submitted-running", false, "compatibility with Koord-Queue v1.8: leave a job that names a quota but is submitted running to run unqueued, instead of suspending it until its unit is admitted")
 		qps             = flag.Float64("qps", 50, "queries per second to the API server")
 		burst           = flag.Int("burst", 100, "burst of queries to the API server")
 		leaderElect     = flag.Bool("leader-elect", true, "elect a leader (Lease koord-queue-controllers); only the leader reconciles")
@@ -61,6 +63,10 @@ func run() error {
 	log := ctrl.Log.WithName("koord-queue-controllers")
 
 	integs, err := integrations.Lookup(splitList(*enabled))
+	if err != nil {
+		return err
+	}
+	scope, err := integrations.Scope(*manageAll, *leaveRunning)
 	if err != nil {
 		return err
 	}
@@ -100,7 +106,6 @@ func run() error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	scope := integrations.Scope(*manageAll)
 	if err := integrations.Setup(ctx, mgr, integs, scope); err != nil {
 		return err
 	}
@@ -119,7 +124,7 @@ func run() error {
 	if err := probes.Add(mgr); err != nil {
 		return err
 	}
-	log.Info("Starting", "extensions", integrations.NamesOf(integs), "manageAllJobs", *manageAll,
+	log.Info("Starting", "extensions", integrations.NamesOf(integs), "manageAllJobs", *manageAll, "leaveJobsSubmittedRunning", *leaveRunning,
 		"webhook", *enableWebhook, "metrics", *metricsAddr, "leaderElection", *leaderElect)
 	return mgr.Start(ctx)
 }

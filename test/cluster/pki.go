@@ -149,3 +149,24 @@ func writePEM(path, blockType string, der []byte) error {
 	}
 	return nil
 }
+
+// WriteServingCert writes tls.crt and tls.key into dir: a certificate for
+// 127.0.0.1 and localhost signed by a CA of its own, whose PEM it returns.
+// It is what a webhook served on loopback needs for the API server to call
+// it by URL.
+func WriteServingCert(dir string) (caPEM []byte, err error) {
+	ca, err := newCA()
+	if err != nil {
+		return nil, err
+	}
+	serving := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: "localhost"},
+		DNSNames:    []string{"localhost"},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+	}
+	if err := ca.issue(serving, filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key")); err != nil {
+		return nil, err
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.cert.Raw}), nil
+}

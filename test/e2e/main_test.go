@@ -7,7 +7,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -32,7 +31,8 @@ var (
 	koordQueueBin string
 	visibilityURL string
 	// extensions is the running koord-queue-controllers.
-	extensions *cluster.Process
+	extensions    *cluster.Process
+	extensionsBin string
 )
 
 // podRunTime is how long a Job's pod runs on the fake nodes unless its
@@ -95,57 +95,91 @@ func setUp(ctx context.Context, c *cluster.Cluster) error {
 	if koordQueue, err = startKoordQueue(); err != nil {
 		return err
 	}
-	extBin, err := cluster.BuildBinary(ctx, "./cmd/extensions", filepath.Join(c.Dir, "bin"), "koord-queue-controllers")
+	if extensionsBin, err = cluster.BuildBinary(ctx, "./cmd/extensions", filepath.Join(c.Dir, "bin"), "koord-queue-controllers"); err != nil {
+		return err
+	}
+	// The webhook serves with a certificate made here (its rotation is
+	// tested in test/integration/extensions) and is called by URL for the
+	// namespaces labelled webhookOnLabel only: elsewhere the reconciler alone
+	// meets jobs submitted running.
+	certDir := filepath.Join(c.Dir, "webhook-certs")
+	if err := os.MkdirAll(certDir, 0o700); err != nil {
+		return err
+	}
+	caPEM, err := cluster.WriteServingCert(certDir)
 	if err != nil {
 		return err
 	}
-	metrics, err := freeAddress()
+	ports, err := cluster.FreePorts(1)
 	if err != nil {
 		return err
 	}
-	probes, err := freeAddress()
+	config, err := testenv.WebhookConfig("koord-queue-controllers", integrations.All(), k8sClient.RESTMapper(), "https://"+cluster.Loopback(ports[0]), caPEM,
+		&metav1.LabelSelector{MatchLabels: map[string]string{webhookOnLabel: "on"}})
 	if err != nil {
 		return err
 	}
-	extensions, err = c.StartProcess("koord-queue-controllers", extBin, "--kubeconfig="+c.Kubeconfig, "--leader-elect=false",
-		"--enabled-extensions="+strings.Join(integrations.Names(), ","), "--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes)
+	if err := k8sClient.Create(ctx, config); err != nil {
+		return fmt.Errorf("creating the MutatingWebhookConfiguration: %w", err)
+	}
+	webhookArgs = []string{"--enable-webhook", "--webhook-cert-rotation=false", "--webhook-cert-dir=" + certDir, fmt.Sprintf("--webhook-port=%d", ports[0])}
+	extensions, err = startExtensions()
 	return err
 }
+
+// webhookArgs are koord-queue-controllers' webhook flags.
+var webhookArgs []string
+
+// startExtensions runs the koord-queue-controllers binary against the
+// cluster with every extension and the webhook.
+func startExtensions() (*cluster.Process, error) {
+	endpoints, err := endpointFlags()
+	if err != nil {
+		return nil, err
+	}
+	extensionsStarts++
+	args := append([]string{"--kubeconfig=" + localCluster.Kubeconfig, "--leader-elect=false",
+		"--enabled-extensions=" + strings.Join(integrations.Names(), ",")}, endpoints...)
+	return localCluster.StartProcess(fmt.Sprintf("koord-queue-controllers-%d", extensionsStarts), extensionsBin, append(args, webhookArgs...)...)
+}
+
+// endpointFlags put a binary's /metrics and probes on free loopback ports.
+func endpointFlags() ([]string, error) {
+	ports, err := cluster.FreePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	return []string{"--metrics-bind-address=" + cluster.Loopback(ports[0]), "--health-probe-bind-address=" + cluster.Loopback(ports[1])}, nil
+}
+
+// extensionsStarts counts koord-queue-controllers starts, so each process
+// logs to its own file.
+var extensionsStarts int
+
+// webhookOnLabel on a namespace has the API server call the extensions'
+// webhook for the jobs created there.
+const webhookOnLabel = "koord-queue.e2e/webhook"
 
 // startKoordQueue runs the koord-queue binary against the cluster, as a
 // user would, with its visibility API on a free loopback port.
 func startKoordQueue() (*cluster.Process, error) {
 	if visibilityURL == "" {
-		addr, err := freeAddress()
+		ports, err := cluster.FreePorts(1)
 		if err != nil {
 			return nil, err
 		}
-		visibilityURL = "http://" + addr
+		visibilityURL = "http://" + cluster.Loopback(ports[0])
 	}
-	metrics, err := freeAddress()
-	if err != nil {
-		return nil, err
-	}
-	probes, err := freeAddress()
+	endpoints, err := endpointFlags()
 	if err != nil {
 		return nil, err
 	}
 	restarts++
-	return localCluster.StartProcess(fmt.Sprintf("koord-queue-%d", restarts), koordQueueBin,
-		"--kubeconfig="+localCluster.Kubeconfig, "--leader-elect=false",
-		"--visibility-bind-address="+visibilityURL[len("http://"):],
-		"--metrics-bind-address="+metrics, "--health-probe-bind-address="+probes,
-		"--queue-status-refresh-interval=1s")
+	return localCluster.StartProcess(fmt.Sprintf("koord-queue-%d", restarts), koordQueueBin, append([]string{
+		"--kubeconfig=" + localCluster.Kubeconfig, "--leader-elect=false",
+		"--visibility-bind-address=" + visibilityURL[len("http://"):],
+		"--queue-status-refresh-interval=1s"}, endpoints...)...)
 }
 
 // restarts counts koord-queue starts, so each process logs to its own file.
 var restarts int
-
-func freeAddress() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
-}

@@ -23,6 +23,12 @@
 //   - message, at creation and when the job ends, and, while the job cannot
 //     be queued as it is (AnnotationInvalidJob), why, cleared once it is fixed.
 //
+// On the job it writes only its suspension (a managed job found running
+// without a unit, submitted so or with its unit lost, is suspended in the
+// pass that creates its unit), its release with the koord-queue/released-by
+// annotation, the pod templates' admission-check updates and their
+// restoration, and what unlocks its templates (a batch Job's start time).
+//
 // Every write is a merge patch guarded by the object's resourceVersion; a
 // unit's status is read again and retried on conflict, so the reconciler
 // never overwrites what the queue controller wrote in between.

@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
@@ -76,8 +77,21 @@ type Scope struct {
 	// ManageAllJobs manages every job of an enabled kind, labelled or not,
 	// suspended at submission or not.
 	ManageAllJobs bool
+	// LeaveJobsSubmittedRunning is Koord-Queue v1.8's behaviour, kept as a
+	// compatibility switch: a job that names a quota but is submitted
+	// running is left to run unqueued. By default such a job is suspended
+	// until its unit is admitted, since the label says "queue this".
+	LeaveJobsSubmittedRunning bool
 	// ParentKinds are the job kinds whose children are not queued again.
 	ParentKinds []schema.GroupKind
+}
+
+// Validate reports settings that contradict each other.
+func (s Scope) Validate() error {
+	if s.ManageAllJobs && s.LeaveJobsSubmittedRunning {
+		return errors.New("--manage-all-jobs suspends jobs submitted running and --leave-jobs-submitted-running leaves them running: choose one")
+	}
+	return nil
 }
 
 // Verdict is Scope's answer for one job.
@@ -87,6 +101,9 @@ type Verdict struct {
 	// EvenIfRunning: the queue manages the job even if it was submitted
 	// running; it is suspended until its unit is admitted.
 	EvenIfRunning bool
+	// Quota is the quota the job's labels name, else the one its namespace
+	// falls back to; empty when neither names one (--manage-all-jobs).
+	Quota string
 	// NamespaceQuota is the quota the job's namespace falls back to when its
 	// labels name none.
 	NamespaceQuota string
@@ -102,13 +119,14 @@ func (s Scope) Judge(ctx context.Context, c client.Reader, job GenericJob) (Verd
 		return Verdict{}, nil
 	}
 	var v Verdict
-	labelled := elasticquotav1alpha1.QuotaNameFromLabels(obj.GetLabels()) != ""
+	v.Quota = elasticquotav1alpha1.QuotaNameFromLabels(obj.GetLabels())
+	labelled := v.Quota != ""
 	if !labelled {
 		q, err := QuotaForNamespace(ctx, c, obj.GetNamespace())
 		if err != nil {
 			return Verdict{}, err
 		}
-		v.NamespaceQuota = q
+		v.NamespaceQuota, v.Quota = q, q
 	}
 	if custom, ok := job.(JobWithManagedCheck); ok {
 		v.Managed = custom.IsManaged()
@@ -123,10 +141,12 @@ func (s Scope) Judge(ctx context.Context, c client.Reader, job GenericJob) (Verd
 }
 
 // takesRunning reports whether a job submitted running can be managed at
-// all: with ManageAllJobs, or when the job says by itself (an Argo Workflow).
-// It reads nothing, so a reconciler can skip Judge for the many running jobs
-// that are not the queue's.
+// all: by default yes; with LeaveJobsSubmittedRunning only when the job says
+// by itself (an Argo Workflow, whose koord-queue-suspend step holds it
+// wherever it runs). It reads nothing, so with the compatibility switch a
+// reconciler can skip Judge for the many running jobs that are not the
+// queue's.
 func (s Scope) takesRunning(job GenericJob) bool {
 	_, custom := job.(JobWithManagedCheck)
-	return s.ManageAllJobs || custom
+	return s.ManageAllJobs || custom || !s.LeaveJobsSubmittedRunning
 }

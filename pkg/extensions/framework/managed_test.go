@@ -30,24 +30,30 @@ func TestJudge(t *testing.T) {
 	rayJob := schema.GroupKind{Group: "ray.io", Kind: "RayJob"}
 
 	cases := map[string]struct {
-		job       GenericJob
-		manageAll bool
-		want      Verdict
+		job          GenericJob
+		manageAll    bool
+		leaveRunning bool
+		want         Verdict
 	}{
-		"a labelled job is managed if submitted suspended": {
+		"a labelled job is managed, even submitted running": {
 			job:  newFakeJob("ns", labelled),
-			want: Verdict{Managed: true},
+			want: Verdict{Managed: true, EvenIfRunning: true, Quota: "team-a"},
 		},
 		"the older Alibaba Cloud label counts too": {
 			job:  newFakeJob("ns", oldLabel),
-			want: Verdict{Managed: true},
+			want: Verdict{Managed: true, EvenIfRunning: true, Quota: "team-a"},
+		},
+		"with the compatibility switch a labelled job is managed only if submitted suspended": {
+			job:          newFakeJob("ns", labelled),
+			leaveRunning: true,
+			want:         Verdict{Managed: true, Quota: "team-a"},
 		},
 		"an unlabelled job is not managed": {
 			job: newFakeJob("ns", nil),
 		},
 		"an unlabelled job in a namespace a quota serves is managed there": {
 			job:  newFakeJob("served", nil),
-			want: Verdict{Managed: true, NamespaceQuota: "team-b"},
+			want: Verdict{Managed: true, EvenIfRunning: true, Quota: "team-b", NamespaceQuota: "team-b"},
 		},
 		"manage-all-jobs manages every job, even running": {
 			job:       newFakeJob("ns", nil),
@@ -58,8 +64,14 @@ func TestJudge(t *testing.T) {
 			job:  customJob{fakeJob: newFakeJob("ns", nil), managed: true},
 			want: Verdict{Managed: true, EvenIfRunning: true},
 		},
+		"a job with its own check is managed even running with the compatibility switch": {
+			job:          customJob{fakeJob: newFakeJob("ns", nil), managed: true},
+			leaveRunning: true,
+			want:         Verdict{Managed: true, EvenIfRunning: true},
+		},
 		"a job with its own check is not managed for a label alone": {
-			job: customJob{fakeJob: newFakeJob("ns", labelled)},
+			job:  customJob{fakeJob: newFakeJob("ns", labelled)},
+			want: Verdict{Quota: "team-a"},
 		},
 		"a job made by a queued job is never managed": {
 			job: func() GenericJob {
@@ -72,7 +84,7 @@ func TestJudge(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			scope := Scope{ManageAllJobs: tc.manageAll, ParentKinds: []schema.GroupKind{rayJob}}
+			scope := Scope{ManageAllJobs: tc.manageAll, LeaveJobsSubmittedRunning: tc.leaveRunning, ParentKinds: []schema.GroupKind{rayJob}}
 			got, err := scope.Judge(context.Background(), c, tc.job)
 			if err != nil {
 				t.Fatal(err)
@@ -81,5 +93,16 @@ func TestJudge(t *testing.T) {
 				t.Errorf("verdict (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestScopeValidate(t *testing.T) {
+	if err := (Scope{ManageAllJobs: true, LeaveJobsSubmittedRunning: true}).Validate(); err == nil {
+		t.Error("--manage-all-jobs with --leave-jobs-submitted-running: no error, want one")
+	}
+	for _, s := range []Scope{{}, {ManageAllJobs: true}, {LeaveJobsSubmittedRunning: true}} {
+		if err := s.Validate(); err != nil {
+			t.Errorf("%+v: %v", s, err)
+		}
 	}
 }

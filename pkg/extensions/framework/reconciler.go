@@ -34,6 +34,9 @@ const (
 	ReasonUnitNameTaken = "QueueUnitNameTaken"
 	ReasonUnknownPodSet = "UnknownPodSet"
 	ReasonUnitDeleted   = "QueueUnitDeleted"
+	// ReasonSubmittedRunning: a job the queue manages was found running
+	// without a unit and was suspended until its unit is admitted.
+	ReasonSubmittedRunning = "SubmittedRunning"
 )
 
 // FieldOwner names the extensions' writes.
@@ -191,7 +194,9 @@ func (r *JobReconciler) deleteUnit(ctx context.Context, u *schedv1alpha1.QueueUn
 	return nil
 }
 
-// queue creates the unit of a managed job that has none.
+// queue creates the unit of a managed job that has none. A job found
+// running without one (submitted running, or its unit lost) is suspended in
+// the same pass, so that it runs unqueued no longer than one reconcile.
 func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 	obj := job.Object()
 	if _, _, finished := job.Finished(); finished {
@@ -200,15 +205,16 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 	// A job released by an admission that runs without a unit lost it (say,
 	// deleted by hand) and with it the quota it was charged: like a job
 	// submitted running, it gets a unit and is suspended until admitted.
-	lost := !job.IsSuspended() && obj.GetAnnotations()[schedv1alpha1.AnnotationReleasedBy] != ""
-	if !job.IsSuspended() && !lost && !r.scope.takesRunning(job) {
-		return nil // running and not the queue's: no need to judge it
+	running := !job.IsSuspended()
+	lost := running && obj.GetAnnotations()[schedv1alpha1.AnnotationReleasedBy] != ""
+	if running && !lost && !r.scope.takesRunning(job) {
+		return nil // running and, with the compatibility switch, not the queue's
 	}
 	verdict, err := r.scope.Judge(ctx, r.client, job)
 	if err != nil {
 		return err
 	}
-	if !verdict.Managed || !job.IsSuspended() && !verdict.EvenIfRunning && !lost {
+	if !verdict.Managed || running && !verdict.EvenIfRunning && !lost {
 		return nil
 	}
 
@@ -224,6 +230,13 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 	unit := newQueueUnit(r.integ, obj, unitSets, className, priority, verdict.NamespaceQuota)
 
 	var warnings []Warning
+	switch {
+	case lost:
+		warnings = append(warnings, Warning{Reason: ReasonUnitDeleted, Message: fmt.Sprintf(
+			"The job's QueueUnit was deleted while the job ran, so its quota was no longer charged; the job is suspended and queued again as QueueUnit %s", unit.Name)})
+	case running && !heldByItself(job):
+		warnings = append(warnings, submittedRunningWarning(verdict.Quota, unit.Name))
+	}
 	if setsErr != nil {
 		holdInvalid(unit, setsErr.Error())
 		warnings = append(warnings, invalidJobWarning(setsErr))
@@ -244,12 +257,8 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 		}
 		return fmt.Errorf("creating QueueUnit %s: %w", klog.KObj(unit), err)
 	}
-	ctrl.LoggerFrom(ctx).V(2).Info("Created QueueUnit", "queueUnit", klog.KObj(unit))
+	ctrl.LoggerFrom(ctx).V(2).Info("Created QueueUnit", "queueUnit", klog.KObj(unit), "jobRunning", running)
 	r.recorder.Eventf(obj, corev1.EventTypeNormal, ReasonCreatedUnit, "Created QueueUnit %s", unit.Name)
-	if lost {
-		warnings = append(warnings, Warning{Reason: ReasonUnitDeleted, Message: fmt.Sprintf(
-			"The job's QueueUnit was deleted while the job ran, so its quota was no longer charged; the job is suspended and queued again as QueueUnit %s", unit.Name)})
-	}
 	messages := make([]string, 0, len(warnings))
 	for _, w := range warnings {
 		r.recorder.Event(obj, corev1.EventTypeWarning, w.Reason, w.Message)
@@ -264,7 +273,32 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 		u.Status.Message = strings.Join(messages, "\n")
 		return true
 	})
-	return client.IgnoreNotFound(err)
+	if client.IgnoreNotFound(err) != nil || !running {
+		return client.IgnoreNotFound(err)
+	}
+	// Suspended in this pass, not the next: the framework's controller
+	// removes the pods the job runs (a batch Job's are deleted). Should this
+	// write fail, the unit's next event suspends the job (hold).
+	return r.patchJob(ctx, job, job.Suspend)
+}
+
+// heldByItself reports whether a job found running still waits for its
+// unit by its own design, as an Argo Workflow does at its
+// koord-queue-suspend step: submitting it running is no mistake.
+func heldByItself(job GenericJob) bool {
+	_, ok := job.(JobWithManagedCheck)
+	return ok
+}
+
+// submittedRunningWarning tells the user why a job they submitted running
+// was suspended, and how to submit it next time.
+func submittedRunningWarning(quota, unitName string) Warning {
+	until := fmt.Sprintf("until its QueueUnit %s is admitted", unitName)
+	if quota != "" {
+		until = fmt.Sprintf("until quota %s admits it (QueueUnit %s)", quota, unitName)
+	}
+	return Warning{Reason: ReasonSubmittedRunning, Message: "Submitted running: suspended " + until +
+		". Submit queued jobs suspended (spec.suspend: true, or the framework's equivalent) so that none of their pods starts before admission"}
 }
 
 // follow keeps a job and its unit in step.

@@ -86,9 +86,11 @@ func AddToScheme(s *runtime.Scheme, integs []framework.Integration) error {
 	return nil
 }
 
-// Scope is the framework.Scope of a process: which jobs it manages.
-func Scope(manageAllJobs bool) framework.Scope {
-	return framework.Scope{ManageAllJobs: manageAllJobs, ParentKinds: ParentKinds()}
+// Scope is the framework.Scope of a process, which jobs it manages, from
+// its --manage-all-jobs and --leave-jobs-submitted-running.
+func Scope(manageAllJobs, leaveJobsSubmittedRunning bool) (framework.Scope, error) {
+	s := framework.Scope{ManageAllJobs: manageAllJobs, LeaveJobsSubmittedRunning: leaveJobsSubmittedRunning, ParentKinds: ParentKinds()}
+	return s, s.Validate()
 }
 
 // Setup adds a reconciler for each of integs to mgr, sharing scope.

@@ -2,10 +2,12 @@ package job
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -34,34 +36,58 @@ func TestReconcileRunningJobs(t *testing.T) {
 		job        *batchv1.Job
 		scope      framework.Scope
 		wantQueued bool
+		// wantEvent starts the first Warning event recorded, if any.
+		wantEvent string
 	}{
 		"--manage-all-jobs takes in an unlabelled Job submitted running": {
 			job:        extensionstest.MakeJob("j", "ns").Suspend(false).Request("cpu", "1").Obj(),
 			scope:      framework.Scope{ManageAllJobs: true},
 			wantQueued: true,
+			wantEvent:  "Warning SubmittedRunning Submitted running: suspended until its QueueUnit j is admitted",
 		},
-		"by default a labelled Job submitted running is left alone": {
-			job: extensionstest.MakeJob("j", "ns").Quota("team-a").Suspend(false).Request("cpu", "1").Obj(),
+		"a labelled Job submitted running is taken in": {
+			job:        extensionstest.MakeJob("j", "ns").Quota("team-a").Suspend(false).Request("cpu", "1").Obj(),
+			wantQueued: true,
+			wantEvent:  "Warning SubmittedRunning Submitted running: suspended until quota team-a admits it",
+		},
+		"a Job submitted running in a namespace an ElasticQuota serves is taken in": {
+			job:        extensionstest.MakeJob("j", "served").Suspend(false).Request("cpu", "1").Obj(),
+			wantQueued: true,
+			wantEvent:  "Warning SubmittedRunning Submitted running: suspended until quota team-b admits it",
+		},
+		"an unlabelled Job submitted running elsewhere is left alone": {
+			job: extensionstest.MakeJob("j", "ns").Suspend(false).Request("cpu", "1").Obj(),
+		},
+		"with --leave-jobs-submitted-running a labelled Job submitted running is left alone (Koord-Queue v1.8)": {
+			job:   extensionstest.MakeJob("j", "ns").Quota("team-a").Suspend(false).Request("cpu", "1").Obj(),
+			scope: framework.Scope{LeaveJobsSubmittedRunning: true},
+		},
+		"with --leave-jobs-submitted-running a labelled Job submitted suspended is queued": {
+			job:        extensionstest.MakeJob("j", "ns").Quota("team-a").Request("cpu", "1").Obj(),
+			scope:      framework.Scope{LeaveJobsSubmittedRunning: true},
+			wantQueued: true,
 		},
 		"a released Job that runs without its unit lost it, and is taken in": {
 			job: extensionstest.MakeJob("j", "ns").Quota("team-a").Suspend(false).Request("cpu", "1").
 				Annotation(schedv1alpha1.AnnotationReleasedBy, "uid-of-a-deleted-unit").Obj(),
 			wantQueued: true,
+			wantEvent:  "Warning QueueUnitDeleted The job's QueueUnit was deleted while the job ran",
 		},
 	}
+	served := &elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Name: "team-b", Namespace: "quotas",
+		Annotations: map[string]string{elasticquotav1alpha1.AnnotationQuotaNamespaces: `["served"]`}}}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.job).
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.job, served).
 				WithStatusSubresource(&schedv1alpha1.QueueUnit{}, &batchv1.Job{}).
 				WithIndex(&elasticquotav1alpha1.ElasticQuota{}, framework.IndexQuotaNamespaces, framework.QuotaNamespacesIndex).Build()
-			r := framework.NewJobReconciler(c, c, record.NewFakeRecorder(100), Integration(), framework.WithScope(tc.scope))
+			recorder := record.NewFakeRecorder(100)
+			r := framework.NewJobReconciler(c, c, recorder, Integration(), framework.WithScope(tc.scope))
 			req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tc.job)}
-			// One pass creates the unit, the next holds the job for it.
-			for range 2 {
-				if _, err := r.Reconcile(ctx, req); err != nil {
-					t.Fatalf("Reconcile: %v", err)
-				}
+			// One pass creates the unit and suspends the job.
+			if _, err := r.Reconcile(ctx, req); err != nil {
+				t.Fatalf("Reconcile: %v", err)
 			}
 			var unit schedv1alpha1.QueueUnit
 			err := c.Get(ctx, req.NamespacedName, &unit)
@@ -77,6 +103,26 @@ func TestReconcileRunningJobs(t *testing.T) {
 			if suspended := (*Job)(&got).IsSuspended(); suspended != tc.wantQueued {
 				t.Errorf("job suspended %v, want %v", suspended, tc.wantQueued)
 			}
+			if got := firstWarning(recorder); !strings.HasPrefix(got, tc.wantEvent) || (tc.wantEvent == "") != (got == "") {
+				t.Errorf("first Warning event %q, want one starting %q", got, tc.wantEvent)
+			}
+			if tc.wantEvent != "" && !strings.Contains(unit.Status.Message, strings.SplitN(tc.wantEvent, " ", 3)[2]) {
+				t.Errorf("unit message %q, want it to say what the event says", unit.Status.Message)
+			}
 		})
+	}
+}
+
+// firstWarning is the first Warning event recorded, empty if none.
+func firstWarning(r *record.FakeRecorder) string {
+	for {
+		select {
+		case e := <-r.Events:
+			if strings.HasPrefix(e, "Warning ") {
+				return e
+			}
+		default:
+			return ""
+		}
 	}
 }

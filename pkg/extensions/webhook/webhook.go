@@ -1,14 +1,17 @@
-// Package webhook is the optional mutating webhook that closes the queue's
-// one bypass: a job the queue manages but that was submitted running is
-// suspended as it is created, so its pods wait for its QueueUnit like
-// everyone else's. It serves one path per enabled kind.
+// Package webhook is the mutating webhook that suspends, as it is created,
+// a job the queue manages but that was submitted running, so that none of its
+// pods starts before its QueueUnit is admitted. The job reconciler suspends
+// such jobs too (the backstop while the webhook is off or down), but only
+// after the framework's controller may have started pods. It serves one path
+// per enabled kind.
 //
 // Its TLS certificate is made, rotated and its CA written into the
 // MutatingWebhookConfiguration by the controller itself, with
 // open-policy-agent/cert-controller. The configuration should use
 // failurePolicy Ignore and a short timeout (docs/extensions.md shows one), so
 // that the API server never waits on the webhook for long: a job created
-// while the webhook is down is not suspended, and runs unqueued.
+// while the webhook is down runs until the job's reconciler, the backstop,
+// suspends it and queues it.
 package webhook
 
 import (
@@ -69,7 +72,8 @@ func (s *suspender) Handle(ctx context.Context, req admission.Request) admission
 		log.Error(err, "Cannot tell whether the queue manages the job; letting it in running")
 		return admission.Allowed("").WithWarnings("koord-queue could not tell whether it manages this job, so the job was not suspended: " + err.Error())
 	}
-	if !verdict.Managed {
+	if !verdict.EvenIfRunning {
+		// Not the queue's, or --leave-jobs-submitted-running.
 		return admission.Allowed("")
 	}
 	orig := obj.DeepCopyObject().(client.Object)

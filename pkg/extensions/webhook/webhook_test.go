@@ -29,10 +29,12 @@ func TestSuspender(t *testing.T) {
 	}
 	reader := fake.NewClientBuilder().WithScheme(scheme).
 		WithIndex(&elasticquotav1alpha1.ElasticQuota{}, framework.IndexQuotaNamespaces, framework.QuotaNamespacesIndex).Build()
-	s := &suspender{integ: job.Integration(), reader: reader, decoder: admission.NewDecoder(scheme)}
+	labelledRunning := `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j","namespace":"ns","labels":{"` +
+		elasticquotav1alpha1.LabelQuotaName + `":"team-a"}},"spec":{"template":{"spec":{"containers":[{"name":"c","image":"busybox"}],"restartPolicy":"Never"}}}}`
 
 	cases := map[string]struct {
 		raw       string
+		scope     framework.Scope
 		operation admissionv1.Operation
 		wantPatch []jsonpatch.Operation
 	}{
@@ -48,6 +50,10 @@ func TestSuspender(t *testing.T) {
 		"an unlabelled Job is left alone": {
 			raw: `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j","namespace":"ns"},"spec":{"template":{"spec":{"containers":[{"name":"c","image":"busybox"}],"restartPolicy":"Never"}}}}`,
 		},
+		"with --leave-jobs-submitted-running a labelled Job created running is left alone (Koord-Queue v1.8)": {
+			raw:   labelledRunning,
+			scope: framework.Scope{LeaveJobsSubmittedRunning: true},
+		},
 		"an update is left alone": {
 			raw: `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j","namespace":"ns","labels":{"` +
 				elasticquotav1alpha1.LabelQuotaName + `":"team-a"}},"spec":{"template":{"spec":{"containers":[{"name":"c","image":"busybox"}],"restartPolicy":"Never"}}}}`,
@@ -60,6 +66,7 @@ func TestSuspender(t *testing.T) {
 			if op == "" {
 				op = admissionv1.Create
 			}
+			s := &suspender{integ: job.Integration(), scope: tc.scope, reader: reader, decoder: admission.NewDecoder(scheme)}
 			resp := s.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 				Operation: op, Namespace: "ns", Object: runtime.RawExtension{Raw: []byte(tc.raw)},
 			}})

@@ -41,8 +41,20 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	// A bare API server: the chart installs the CRDs itself.
-	os.Exit(testenv.MainWithCRDs(m, func(e *testenv.Env) { env = e }, nil))
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	// An API server without koord-queue's CRDs (the chart installs them
+	// itself), with the job frameworks' CRDs that its admission policies
+	// are tried against.
+	frameworkCRDs, err := testenv.FrameworkCRDDir()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "chart: %v\n", err)
+		return 1
+	}
+	defer os.RemoveAll(frameworkCRDs)
+	return testenv.MainWithCRDs(m, func(e *testenv.Env) { env = e }, []string{frameworkCRDs})
 }
 
 // everything turns on every extension, the webhook, the ServiceMonitor and the ElasticQuota CRD.
@@ -168,12 +180,24 @@ func TestRender(t *testing.T) {
 				t.Errorf("koord-queue's rules lack %s", want)
 			}
 		}
-		for _, kind := range []string{"MutatingWebhookConfiguration", "ServiceMonitor"} {
+		for _, kind := range []string{"ServiceMonitor", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 			for _, o := range objs {
 				if o.GetKind() == kind {
 					t.Errorf("%s %s rendered while it is off", kind, o.GetName())
 				}
 			}
+		}
+		// The webhook is on by default: jobs submitted running are
+		// suspended as they are created.
+		if webhook := find(objs, "MutatingWebhookConfiguration", "koord-queue-controllers"); webhook == nil {
+			t.Error("no MutatingWebhookConfiguration by default")
+		} else if hooks, _, _ := unstructured.NestedSlice(webhook.Object, "webhooks"); len(hooks) != 1 {
+			t.Errorf("%d webhooks, want one for the Job extension", len(hooks))
+		} else if policy, _, _ := unstructured.NestedString(hooks[0].(map[string]any), "failurePolicy"); policy != "Ignore" {
+			t.Errorf("failurePolicy %q, want Ignore so that a webhook outage never blocks job creation", policy)
+		}
+		if args := containerArgs(t, objs, "koord-queue-controllers"); !slices.Contains(args, "--enable-webhook=true") || !slices.Contains(args, "--leave-jobs-submitted-running=false") {
+			t.Errorf("controllers args %v, want the webhook on and jobs submitted running queued", args)
 		}
 		if find(objs, "Service", "koord-queue-visibility") == nil {
 			t.Errorf("no Service koord-queue-visibility")
@@ -211,6 +235,32 @@ func TestRender(t *testing.T) {
 		}
 		if find(objs, "CustomResourceDefinition", "elasticquotas.scheduling.sigs.k8s.io") == nil {
 			t.Errorf("no ElasticQuota CRD with installElasticQuotaCRD")
+		}
+	})
+
+	t.Run("the compatibility switch", func(t *testing.T) {
+		values := map[string]any{"extension": map[string]any{"koord-queue-controllers": map[string]any{"leaveJobsSubmittedRunning": true}}}
+		objs, err := render(t, values)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if args := containerArgs(t, objs, "koord-queue-controllers"); !slices.Contains(args, "--leave-jobs-submitted-running=true") {
+			t.Errorf("controllers args %v, want --leave-jobs-submitted-running=true", args)
+		}
+	})
+
+	t.Run("contradictions are refused with a message", func(t *testing.T) {
+		for name, values := range map[string]map[string]any{
+			"manageAllJobs with leaveJobsSubmittedRunning": {"extension": map[string]any{"koord-queue-controllers": map[string]any{
+				"manageAllJobs": true, "leaveJobsSubmittedRunning": true}}},
+			"rejectJobsSubmittedRunning with leaveJobsSubmittedRunning": {
+				"extension":                  map[string]any{"koord-queue-controllers": map[string]any{"leaveJobsSubmittedRunning": true}},
+				"rejectJobsSubmittedRunning": map[string]any{"enable": true},
+			},
+		} {
+			if _, err := render(t, values); err == nil || !strings.Contains(err.Error(), "choose one") {
+				t.Errorf("%s: error %v, want one saying to choose one", name, err)
+			}
 		}
 	})
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"sync"
 	"time"
@@ -25,6 +24,8 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/integrations"
 	"github.com/koord-queue/koord-queue/pkg/extensions/webhook"
+	"github.com/koord-queue/koord-queue/test/cluster"
+	"github.com/koord-queue/koord-queue/test/testenv"
 )
 
 const (
@@ -33,6 +34,9 @@ const (
 	// webhookConfigName is the MutatingWebhookConfiguration the certificate
 	// rotator writes its CA into.
 	webhookConfigName = "koord-queue-controllers"
+	// webhookOffLabel on a namespace keeps the webhook away from its jobs,
+	// so that the reconciler alone meets jobs submitted running there.
+	webhookOffLabel = "koord-queue.test/webhook-off"
 )
 
 var webhookSecret = types.NamespacedName{Namespace: schedv1alpha1.QueueNamespace, Name: "koord-queue-controllers-webhook-cert"}
@@ -53,10 +57,11 @@ func startControllers(ctx context.Context) (stop func(), err error) {
 	if k8s, err = client.New(env.Config, client.Options{Scheme: env.Scheme}); err != nil {
 		return nil, err
 	}
-	port, err := freePort()
+	ports, err := cluster.FreePorts(1)
 	if err != nil {
 		return nil, err
 	}
+	port := ports[0]
 	certDir, err := os.MkdirTemp("", "koord-queue-webhook-certs-")
 	if err != nil {
 		return nil, err
@@ -74,7 +79,10 @@ func startControllers(ctx context.Context) (stop func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
-	scope := integrations.Scope(false)
+	scope, err := integrations.Scope(false, false)
+	if err != nil {
+		return nil, err
+	}
 	if err := integrations.Setup(ctx, mgr, all, scope); err != nil {
 		return nil, err
 	}
@@ -101,15 +109,6 @@ func startControllers(ctx context.Context) (stop func(), err error) {
 	return stop, nil
 }
 
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
-}
-
 // createFixtures creates what the cluster has before the controllers start:
 // the namespace of the webhook's Secret, the Secret (empty, as a Helm chart
 // would create it), the MutatingWebhookConfiguration and the PriorityClass
@@ -120,7 +119,8 @@ func createFixtures(ctx context.Context, port int) error {
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: webhookSecret.Name, Namespace: webhookSecret.Namespace}},
 		&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: highPriority},
 	}
-	config, err := webhookConfig(port)
+	config, err := testenv.WebhookConfig(webhookConfigName, integrations.All(), k8s.RESTMapper(), fmt.Sprintf("https://localhost:%d", port), nil,
+		&metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: webhookOffLabel, Operator: metav1.LabelSelectorOpDoesNotExist}}})
 	if err != nil {
 		return err
 	}
@@ -131,36 +131,6 @@ func createFixtures(ctx context.Context, port int) error {
 		}
 	}
 	return nil
-}
-
-// webhookConfig is the configuration docs/extensions.md describes, with the
-// webhook called by URL: envtest's API server cannot reach a Service.
-func webhookConfig(port int) (*admissionregistrationv1.MutatingWebhookConfiguration, error) {
-	config := &admissionregistrationv1.MutatingWebhookConfiguration{ObjectMeta: metav1.ObjectMeta{Name: webhookConfigName}}
-	for _, integ := range integrations.All() {
-		mapping, err := k8s.RESTMapper().RESTMapping(integ.GVK.GroupKind(), integ.GVK.Version)
-		if err != nil {
-			return nil, fmt.Errorf("mapping %s: %w", integ.GVK, err)
-		}
-		url := fmt.Sprintf("https://localhost:%d%s", port, webhook.Path(integ))
-		config.Webhooks = append(config.Webhooks, admissionregistrationv1.MutatingWebhook{
-			Name:         integ.Name + ".koord-queue.x-k8s.io",
-			ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url},
-			Rules: []admissionregistrationv1.RuleWithOperations{{
-				Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
-				Rule: admissionregistrationv1.Rule{
-					APIGroups:   []string{integ.GVK.Group},
-					APIVersions: []string{integ.GVK.Version},
-					Resources:   []string{mapping.Resource.Resource},
-				},
-			}},
-			FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
-			SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
-			TimeoutSeconds:          ptr.To[int32](5),
-			AdmissionReviewVersions: []string{"v1"},
-		})
-	}
-	return config, nil
 }
 
 // waitForWebhook waits until the API server calls the webhook: a dry-run of a

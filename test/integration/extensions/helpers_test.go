@@ -44,7 +44,18 @@ func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool,
 // newNamespace creates a namespace for one test and deletes it after.
 func newNamespace(t *testing.T) string {
 	t.Helper()
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ext-"}}
+	return createNamespace(t, nil)
+}
+
+// newNamespaceWithoutWebhook creates a namespace the webhook leaves alone.
+func newNamespaceWithoutWebhook(t *testing.T) string {
+	t.Helper()
+	return createNamespace(t, map[string]string{webhookOffLabel: "true"})
+}
+
+func createNamespace(t *testing.T, labels map[string]string) string {
+	t.Helper()
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ext-", Labels: labels}}
 	if err := k8s.Create(context.Background(), ns); err != nil {
 		t.Fatal(err)
 	}
