@@ -7,14 +7,13 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/meta"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/metrics"
 	"github.com/koord-queue/koord-queue/pkg/policy"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/quota"
-	"github.com/koord-queue/koord-queue/pkg/resources"
 	"github.com/koord-queue/koord-queue/pkg/scheduler"
 )
 
@@ -219,7 +218,7 @@ func (c *Cache) UpsertUnit(u *schedulingv1alpha1.QueueUnit) {
 		r = &unitRecord{}
 		c.units[key] = r
 	}
-	if holdsQuota(u) && (r.unit == nil || !holdsQuota(r.unit)) && u.Status.LastAllocateTime != nil {
+	if queueunit.HoldsQuota(u) && (r.unit == nil || !queueunit.HoldsQuota(r.unit)) && u.Status.LastAllocateTime != nil {
 		q, _ := c.quotas.quotaNameOf(u)
 		c.recent = append(c.recent, AdmissionRecord{Namespace: u.Namespace, Name: u.Name, Queue: q, Time: u.Status.LastAllocateTime.Time})
 		// Informers deliver a restart's units in no particular order.
@@ -229,13 +228,13 @@ func (c *Cache) UpsertUnit(u *schedulingv1alpha1.QueueUnit) {
 		}
 	}
 	r.unit = u
-	if holdsQuota(u) {
+	if queueunit.HoldsQuota(u) {
 		r.assumed = false // the admission was written and seen back
 	}
-	if !holdsQuota(u) || u.EffectivePhase() == schedulingv1alpha1.Enqueued {
-		r.evicting = r.evicting && holdsQuota(u)
+	if !queueunit.HoldsQuota(u) || u.EffectivePhase() == schedulingv1alpha1.Enqueued {
+		r.evicting = r.evicting && queueunit.HoldsQuota(u)
 	}
-	if rs := u.Status.RequeueState; rs != nil && rs.RequeueAt != nil && !holdsQuota(u) {
+	if rs := u.Status.RequeueState; rs != nil && rs.RequeueAt != nil && !queueunit.HoldsQuota(u) {
 		r.notBefore = rs.RequeueAt.Time
 		c.backingOff[key] = r
 	} else {
@@ -277,22 +276,13 @@ func (c *Cache) place(r *unitRecord) {
 	key := r.key()
 	r.queue, r.byLabel = c.quotas.quotaNameOf(u)
 	r.problem = ""
-	holds := holdsQuota(u) || r.assumed
+	holds := queueunit.HoldsQuota(u) || r.assumed
 
-	var request corev1.ResourceList
-	switch {
-	case len(u.Spec.Resource) > 0:
-		request = u.Spec.Resource
-	case len(u.Spec.Request) > 0:
-		request = u.Spec.Request
-	default:
-		request = resources.PodSetsRequests(u.Spec.PodSets)
-	}
-	r.request = request
+	r.request = queueunit.Request(u)
 
 	out := false
 	switch phase := u.EffectivePhase(); {
-	case phase == schedulingv1alpha1.Succeed || phase == schedulingv1alpha1.Failed:
+	case queueunit.Finished(phase):
 		out = true // finished: quota released
 	case u.DeletionTimestamp != nil && !holds:
 		out = true
@@ -321,7 +311,7 @@ func (c *Cache) place(r *unitRecord) {
 		Key:         key,
 		Queue:       r.queue,
 		Priority:    priority,
-		Request:     request,
+		Request:     r.request,
 		EnqueueTime: u.CreationTimestamp.Time,
 		Admitted:    holds,
 		Running:     u.Status.Phase == schedulingv1alpha1.Running,
@@ -330,29 +320,11 @@ func (c *Cache) place(r *unitRecord) {
 		su.AdmitTime = u.Status.LastAllocateTime.Time
 	}
 	if err := c.core.UpsertUnit(su); err != nil {
-		r.problem = err.Error()
+		// The core refused the unit (and dropped it if it had it).
+		r.problem, r.inCore = err.Error(), false
 		return
 	}
 	r.inCore = true
-}
-
-// holdsQuota reports whether the API object says the unit holds quota: it
-// was admitted and has not finished, or it was evicted and its job's pods
-// are not gone yet (admissions still listed).
-func holdsQuota(u *schedulingv1alpha1.QueueUnit) bool {
-	switch u.EffectivePhase() {
-	case schedulingv1alpha1.Succeed, schedulingv1alpha1.Failed:
-		return false
-	case schedulingv1alpha1.Reserved, schedulingv1alpha1.Dequeued, schedulingv1alpha1.Running,
-		schedulingv1alpha1.SchedReady, schedulingv1alpha1.SchedSucceed, schedulingv1alpha1.SchedFailed:
-		return true
-	}
-	return len(u.Status.Admissions) > 0
-}
-
-// evictedCondition reports whether the unit carries a true Evicted condition.
-func evictedCondition(u *schedulingv1alpha1.QueueUnit) bool {
-	return meta.IsStatusConditionTrue(u.Status.Conditions, schedulingv1alpha1.QueueUnitEvicted)
 }
 
 // cycle runs one scheduling cycle of at most limit admissions (negative: no
@@ -442,7 +414,7 @@ func (c *Cache) waitReason(key string) string {
 	if r.problem != "" {
 		return r.problem
 	}
-	if !r.inCore || holdsQuota(r.unit) || r.assumed {
+	if !r.inCore || queueunit.HoldsQuota(r.unit) || r.assumed {
 		return ""
 	}
 	if _, ok := c.queues[r.queue]; !ok {
@@ -486,7 +458,7 @@ func (c *Cache) waitReasonAndQueueNotFound(key string) (string, bool) {
 		return reason, false
 	}
 	_, queueExists := c.queues[r.queue]
-	return reason, !queueExists && !holdsQuota(r.unit)
+	return reason, !queueExists && !queueunit.HoldsQuota(r.unit)
 }
 
 // firstQueueNotFound reports true once per unit, so QueueNotFound is raised once.
@@ -520,14 +492,14 @@ func (c *Cache) takeDirty() followUp {
 			continue
 		}
 		u := r.unit
-		holds := holdsQuota(u)
+		holds := queueunit.HoldsQuota(u)
 		switch ready, failed := checksVerdict(u); {
 		case ready:
 			f.checksPassed = append(f.checksPassed, key)
 		case failed != nil:
 			f.checksFailed = append(f.checksFailed, key)
 		}
-		if !u.IsActive() && holds && !r.evicting && !(u.EffectivePhase() == schedulingv1alpha1.Enqueued && evictedCondition(u)) {
+		if !u.IsActive() && holds && !r.evicting && !(u.EffectivePhase() == schedulingv1alpha1.Enqueued && queueunit.Evicted(u)) {
 			r.evicting = true
 			f.deactivate = append(f.deactivate, key)
 		}

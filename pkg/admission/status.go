@@ -10,27 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/resources"
-)
-
-// Condition reasons koord-queue writes.
-const (
-	ReasonQuotaReserved          = "QuotaReserved"
-	ReasonAdmitted               = "Admitted"
-	ReasonAdmissionChecksPending = "AdmissionChecksPending"
-	ReasonAdmissionCheckRetry    = "AdmissionCheckRetry"
-	ReasonAdmissionCheckRejected = "AdmissionCheckRejected"
-	ReasonReadmitted             = "Readmitted"
-	ReasonPending                = "Pending"
-)
-
-// Event reasons on QueueUnits.
-const (
-	EventScheduled        = "Scheduled"
-	EventFailedScheduling = "FailedScheduling"
-	EventQueueNotFound    = "QueueNotFound"
-	EventPreempted        = "Preempted"
-	EventAdmissionCheck   = "AdmissionCheck"
 )
 
 // selectedChecks lists the queue's admission checks whose selector matches
@@ -81,12 +62,12 @@ func setAdmitted(u *schedulingv1alpha1.QueueUnit, queue string, request corev1.R
 		st.RequeueState.RequeueAt = nil
 	}
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: schedulingv1alpha1.QueueUnitQuotaReserved, Status: metav1.ConditionTrue, Reason: ReasonQuotaReserved,
+		Type: schedulingv1alpha1.QueueUnitQuotaReserved, Status: metav1.ConditionTrue, Reason: queueunit.ReasonQuotaReserved,
 		Message: "quota reserved in queue " + queue, LastTransitionTime: now,
 	})
 	if meta.FindStatusCondition(st.Conditions, schedulingv1alpha1.QueueUnitEvicted) != nil {
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: schedulingv1alpha1.QueueUnitEvicted, Status: metav1.ConditionFalse, Reason: ReasonReadmitted,
+			Type: schedulingv1alpha1.QueueUnitEvicted, Status: metav1.ConditionFalse, Reason: queueunit.ReasonReadmitted,
 			Message: "admitted again", LastTransitionTime: now,
 		})
 	}
@@ -100,7 +81,7 @@ func setAdmitted(u *schedulingv1alpha1.QueueUnit, queue string, request corev1.R
 			})
 		}
 		meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-			Type: schedulingv1alpha1.QueueUnitAdmitted, Status: metav1.ConditionFalse, Reason: ReasonAdmissionChecksPending,
+			Type: schedulingv1alpha1.QueueUnitAdmitted, Status: metav1.ConditionFalse, Reason: queueunit.ReasonAdmissionChecksPending,
 			Message: fmt.Sprintf("waiting for admission checks %v", checks), LastTransitionTime: now,
 		})
 		return
@@ -108,7 +89,7 @@ func setAdmitted(u *schedulingv1alpha1.QueueUnit, queue string, request corev1.R
 	st.Phase = schedulingv1alpha1.Dequeued
 	st.Message = "admitted by queue " + queue
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: schedulingv1alpha1.QueueUnitAdmitted, Status: metav1.ConditionTrue, Reason: ReasonAdmitted,
+		Type: schedulingv1alpha1.QueueUnitAdmitted, Status: metav1.ConditionTrue, Reason: queueunit.ReasonAdmitted,
 		Message: "admitted by queue " + queue, LastTransitionTime: now,
 	})
 }
@@ -161,7 +142,7 @@ func setChecksPassed(u *schedulingv1alpha1.QueueUnit, now metav1.Time) {
 	st.Message = "admitted: every admission check is Ready"
 	st.LastUpdateTime = &now
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
-		Type: schedulingv1alpha1.QueueUnitAdmitted, Status: metav1.ConditionTrue, Reason: ReasonAdmitted,
+		Type: schedulingv1alpha1.QueueUnitAdmitted, Status: metav1.ConditionTrue, Reason: queueunit.ReasonAdmitted,
 		Message: "every admission check is Ready", LastTransitionTime: now,
 	})
 }
@@ -181,9 +162,9 @@ func setChecksFailed(u *schedulingv1alpha1.QueueUnit, check *schedulingv1alpha1.
 	}
 	at := metav1.NewTime(now.Add(delay))
 	st.RequeueState.RequeueAt = &at
-	reason := ReasonAdmissionCheckRetry
+	reason := queueunit.ReasonAdmissionCheckRetry
 	if check.State == schedulingv1alpha1.CheckStateRejected {
-		reason = ReasonAdmissionCheckRejected
+		reason = queueunit.ReasonAdmissionCheckRejected
 	}
 	msg := fmt.Sprintf("admission check %s is %s", check.Name, check.State)
 	if check.Message != "" {

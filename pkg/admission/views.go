@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 )
 
 // QuotaView is one quota of the tree as the visibility API shows it.
@@ -137,7 +138,7 @@ func (c *Cache) QueueUnits(queue string, phase schedulingv1alpha1.QueueUnitPhase
 	}
 	var holding []UnitView
 	for _, r := range c.units {
-		if r.queue == queue && (holdsQuota(r.unit) || r.assumed) {
+		if r.queue == queue && (queueunit.HoldsQuota(r.unit) || r.assumed) {
 			holding = append(holding, c.unitView(r))
 		}
 	}
@@ -168,7 +169,7 @@ func (c *Cache) QueueUnit(namespace, name string) (UnitView, bool) {
 		return UnitView{}, false
 	}
 	v := c.unitView(r)
-	if !holdsQuota(r.unit) && !r.assumed && r.inCore {
+	if !queueunit.HoldsQuota(r.unit) && !r.assumed && r.inCore {
 		v.Position = c.core.Position(r.key())
 	}
 	c.mu.Unlock()
@@ -184,7 +185,7 @@ func (c *Cache) unitView(r *unitRecord) UnitView {
 	if u.Spec.Priority != nil {
 		v.Priority = *u.Spec.Priority
 	}
-	if r.assumed && !holdsQuota(u) {
+	if r.assumed && !queueunit.HoldsQuota(u) {
 		v.Phase = schedulingv1alpha1.Dequeued // admitted, the write in flight
 	}
 	if v.Phase == schedulingv1alpha1.Enqueued && r.inCore {

@@ -19,6 +19,7 @@ import (
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/metrics"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 )
 
 // FieldOwner names koord-queue's writes.
@@ -225,12 +226,12 @@ func (w *Writer) writeAdmission(ctx context.Context, key string) error {
 	}
 	checks, err := w.cache.admissionChecksFor(queue, u)
 	if err != nil {
-		w.recorder.Event(u, corev1.EventTypeWarning, EventAdmissionCheck, err.Error())
+		w.recorder.Event(u, corev1.EventTypeWarning, queueunit.EventAdmissionCheck, err.Error())
 	}
 	request := w.cache.requestOf(key)
 	now := metav1.NewTime(w.clock.Now())
 	written, ok, err := w.patchStatus(ctx, u, func(cur *schedulingv1alpha1.QueueUnit) bool {
-		if holdsQuota(cur) || cur.DeletionTimestamp != nil || !cur.IsActive() {
+		if queueunit.HoldsQuota(cur) || cur.DeletionTimestamp != nil || !cur.IsActive() {
 			return false
 		}
 		if p := cur.EffectivePhase(); p == schedulingv1alpha1.Succeed || p == schedulingv1alpha1.Failed {
@@ -243,14 +244,14 @@ func (w *Writer) writeAdmission(ctx context.Context, key string) error {
 		return w.settleFailedAdmission(ctx, key, u, err)
 	}
 	if !ok {
-		if !holdsQuota(written) {
+		if !queueunit.HoldsQuota(written) {
 			w.cache.forget(key) // finished, deleted or deactivated meanwhile
 		}
 		return nil
 	}
 	metrics.AdmissionAttempts.WithLabelValues(metrics.ResultAdmitted).Inc()
 	metrics.AdmissionWaitTime.WithLabelValues(queue).Observe(now.Sub(written.CreationTimestamp.Time).Seconds())
-	w.recorder.Eventf(written, corev1.EventTypeNormal, EventScheduled, "Admitted by queue %s", queue)
+	w.recorder.Eventf(written, corev1.EventTypeNormal, queueunit.EventScheduled, "Admitted by queue %s", queue)
 	if written.Spec.Queue != queue {
 		if w.cache.namesItsQuota(key) {
 			w.deferred.Add(op{kind: opQueueName, key: key})
@@ -270,7 +271,7 @@ func (w *Writer) writeAdmission(ctx context.Context, key string) error {
 func (w *Writer) writeQueueName(ctx context.Context, key string) {
 	u, queue, assumed := w.cache.unit(key)
 	// assumed: admitted, and the admission not seen back from the API yet.
-	if u == nil || queue == "" || u.Spec.Queue == queue || !(holdsQuota(u) || assumed) {
+	if u == nil || queue == "" || u.Spec.Queue == queue || !(queueunit.HoldsQuota(u) || assumed) {
 		return
 	}
 	if err := w.limiter.Wait(ctx); err != nil {
@@ -298,7 +299,7 @@ func (w *Writer) settleFailedAdmission(ctx context.Context, key string, u *sched
 		return nil
 	}
 	fresh := &schedulingv1alpha1.QueueUnit{}
-	if getErr := w.apiReader.Get(ctx, client.ObjectKeyFromObject(u), fresh); getErr == nil && holdsQuota(fresh) {
+	if getErr := w.apiReader.Get(ctx, client.ObjectKeyFromObject(u), fresh); getErr == nil && queueunit.HoldsQuota(fresh) {
 		return nil
 	} else if getErr != nil && !apierrors.IsNotFound(getErr) {
 		return errors.Join(err, getErr) // unknown outcome: keep the reservation and retry
@@ -321,7 +322,7 @@ func (w *Writer) writeEviction(ctx context.Context, key string) error {
 	}
 	now := metav1.NewTime(w.clock.Now())
 	written, changed, err := w.patchStatus(ctx, u, func(cur *schedulingv1alpha1.QueueUnit) bool {
-		if !holdsQuota(cur) || (cur.EffectivePhase() == schedulingv1alpha1.Enqueued && evictedCondition(cur)) {
+		if !queueunit.HoldsQuota(cur) || (cur.EffectivePhase() == schedulingv1alpha1.Enqueued && queueunit.Evicted(cur)) {
 			return false // already evicted, finished or released
 		}
 		setEvicted(cur, e.reason, e.message, now)
@@ -337,7 +338,7 @@ func (w *Writer) writeEviction(ctx context.Context, key string) error {
 	w.doneEvicting(key)
 	if changed {
 		metrics.Evictions.WithLabelValues(e.reason).Inc()
-		w.recorder.Event(written, corev1.EventTypeNormal, EventPreempted, e.message)
+		w.recorder.Event(written, corev1.EventTypeNormal, queueunit.EventPreempted, e.message)
 	}
 	return nil
 }
@@ -373,7 +374,7 @@ func (w *Writer) writeChecksVerdict(ctx context.Context, key string) error {
 		return fmt.Errorf("writing admission checks verdict of %s: %w", key, err)
 	}
 	if changed {
-		w.recorder.Event(written, eventType, EventAdmissionCheck, event)
+		w.recorder.Event(written, eventType, queueunit.EventAdmissionCheck, event)
 	}
 	return nil
 }
@@ -414,7 +415,7 @@ const deferredRetry = 250 * time.Millisecond
 // reason changes quickly is written once.
 func (w *Writer) writeMessage(ctx context.Context, key string) {
 	u, _, assumed := w.cache.unit(key)
-	if u == nil || assumed || holdsQuota(u) {
+	if u == nil || assumed || queueunit.HoldsQuota(u) {
 		return
 	}
 	reason, noQueue := w.cache.waitReasonAndQueueNotFound(key)
@@ -425,7 +426,7 @@ func (w *Writer) writeMessage(ctx context.Context, key string) {
 		return
 	}
 	written, changed, err := w.patchStatus(ctx, u, func(cur *schedulingv1alpha1.QueueUnit) bool {
-		if holdsQuota(cur) || cur.Status.Message == reason {
+		if queueunit.HoldsQuota(cur) || cur.Status.Message == reason {
 			return false
 		}
 		cur.Status.Message = reason
@@ -443,9 +444,9 @@ func (w *Writer) writeMessage(ctx context.Context, key string) {
 	if changed {
 		metrics.AdmissionAttempts.WithLabelValues(metrics.ResultWaiting).Inc()
 		if noQueue && w.cache.firstQueueNotFound(key) {
-			w.recorder.Event(written, corev1.EventTypeWarning, EventQueueNotFound, reason)
+			w.recorder.Event(written, corev1.EventTypeWarning, queueunit.EventQueueNotFound, reason)
 		} else {
-			w.recorder.Event(written, corev1.EventTypeWarning, EventFailedScheduling, reason)
+			w.recorder.Event(written, corev1.EventTypeWarning, queueunit.EventFailedScheduling, reason)
 		}
 	}
 }

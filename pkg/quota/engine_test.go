@@ -2,11 +2,13 @@ package quota_test
 
 import (
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	eqv1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
@@ -508,5 +510,30 @@ func TestSpecFromElasticQuota(t *testing.T) {
 	got, err = quota.SpecFromElasticQuota(eq)
 	if err == nil || got.SharedWeight != nil {
 		t.Errorf("malformed shared-weight: err = %v, weight = %v; want an error and the default weight", err, got.SharedWeight)
+	}
+}
+
+func TestCheckRequest(t *testing.T) {
+	cases := map[string]struct {
+		request corev1.ResourceList
+		wantErr string
+	}{
+		"ordinary":                   {request: qt.Res("cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")},
+		"cpu at the bound":           {request: corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(quota.MaxRequest, resource.DecimalSI)}},
+		"memory at the bound (8Pi)":  {request: qt.Res("memory", "8Pi")},
+		"memory past any int64":      {request: qt.Res("cpu", "1", "memory", "1e40"), wantErr: "request memory 10e39 is larger than koord-queue can count (at most 8Pi per unit): it can never be admitted"},
+		"cpu whose milli-cores wrap": {request: qt.Res("cpu", "9223372036854776"), wantErr: "request cpu 9223372036854776 is larger than koord-queue can count"},
+		"a GPU count past the bound": {request: qt.Res("nvidia.com/gpu", "1e18"), wantErr: "request nvidia.com/gpu 1e18 is larger"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := quota.CheckRequest(tc.request)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("CheckRequest = %v, want nil", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, quota.ErrRequestTooLarge)):
+				t.Errorf("CheckRequest = %v, want ErrRequestTooLarge saying %q", err, tc.wantErr)
+			}
+		})
 	}
 }

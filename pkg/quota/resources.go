@@ -1,6 +1,8 @@
 package quota
 
 import (
+	"errors"
+	"fmt"
 	"math"
 	"sort"
 	"strings"
@@ -67,4 +69,26 @@ func sortedNames(list corev1.ResourceList) []corev1.ResourceName {
 	}
 	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
 	return names
+}
+
+// MaxRequest is the largest amount of one resource one unit may ask for, as
+// the engine counts it (milli-cores for cpu, bytes for memory): 2^53, about
+// 9e12 cores or 8Pi of memory. Usage sums many requests; the bound keeps
+// every sum far from overflowing an int64.
+const MaxRequest int64 = 1 << 53
+
+// ErrRequestTooLarge is returned for a request the engine cannot count.
+var ErrRequestTooLarge = errors.New("can never be admitted")
+
+// CheckRequest reports a request the engine cannot count: an amount above
+// MaxRequest, which would otherwise wrap around to a small or negative
+// number and be charged as such.
+func CheckRequest(list corev1.ResourceList) error {
+	for _, name := range sortedNames(list) {
+		q := list[name]
+		if limit := quantity(name, MaxRequest); q.Cmp(limit) > 0 {
+			return fmt.Errorf("request %s %s is larger than koord-queue can count (at most %s per unit): it %w", name, q.String(), limit.String(), ErrRequestTooLarge)
+		}
+	}
+	return nil
 }

@@ -4,6 +4,7 @@
 package resources
 
 import (
+	"gopkg.in/inf.v0"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
@@ -78,13 +79,13 @@ func PodSetsRequests(podSets []schedv1alpha1.PodSet) corev1.ResourceList {
 	return out
 }
 
-// Multiply returns q times n, exact: milli-units for quantities with a
-// fractional part (such as cpu "500m"), whole units otherwise.
+// Multiply returns q times n, exact however large (in decimal arithmetic,
+// never wrapping around an int64): a pod set of 2e9 pods asking 1e10 cpu each
+// asks 2e19 cpu, which those who count it must refuse, not read as a small
+// or negative number.
 func Multiply(q resource.Quantity, n int64) resource.Quantity {
-	if q.MilliValue()%1000 != 0 {
-		return *resource.NewMilliQuantity(q.MilliValue()*n, q.Format)
-	}
-	return *resource.NewQuantity(q.Value()*n, q.Format)
+	product := new(inf.Dec).Mul(q.AsDec(), inf.NewDec(n, 0))
+	return *resource.NewDecimalQuantity(*product, q.Format)
 }
 
 // containerRequests is a container's requests with its limits standing in for

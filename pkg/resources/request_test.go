@@ -108,3 +108,25 @@ func TestPodSetsRequests(t *testing.T) {
 		t.Errorf("PodSetsRequests (-want +got):\n%s", diff)
 	}
 }
+
+// TestMultiplyIsExact: count times request is exact however large, so that
+// what cannot be counted is refused, not wrapped around an int64.
+func TestMultiplyIsExact(t *testing.T) {
+	cases := []struct {
+		q    string
+		n    int64
+		want string
+	}{
+		{"500m", 3, "1500m"},
+		{"1Gi", 4, "4Gi"},
+		{"9223372036", 2000000000, "18446744072000000000"},
+		{"1e40", 3, "3e40"},
+		{"0", 5, "0"},
+	}
+	for _, tc := range cases {
+		got := resources.Multiply(resource.MustParse(tc.q), tc.n)
+		if want := resource.MustParse(tc.want); got.Cmp(want) != 0 {
+			t.Errorf("Multiply(%s, %d) = %s, want %s", tc.q, tc.n, got.String(), tc.want)
+		}
+	}
+}

@@ -199,6 +199,12 @@ func (s *Scheduler) UpsertUnit(u Unit) error {
 	if u.Key == "" || u.Queue == "" {
 		return fmt.Errorf("unit %q in queue %q: %w", u.Key, u.Queue, ErrInvalidUnit)
 	}
+	if err := quota.CheckRequest(u.Request); err != nil {
+		// Never counted, so never charged as whatever it wraps around to;
+		// a unit already here leaves, giving back what it held.
+		s.DeleteUnit(u.Key)
+		return err // it becomes the unit's own message: no need to name it
+	}
 	u.Request = u.Request.DeepCopy()
 	req := s.engine.Vector(u.Request)
 	us, ok := s.units[u.Key]

@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -880,4 +881,35 @@ func TestCycleLimited(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRequestsTooLargeToCountAreRefused: a request the engine cannot count
+// is refused, never charged as what it wraps around to; a unit already in
+// (admitted) that grows past it leaves and gives back what it held.
+func TestRequestsTooLargeToCountAreRefused(t *testing.T) {
+	s := world{capacity: bigCluster,
+		quotas: []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Max("memory", "100Gi").Obj()},
+		queues: []scheduler.QueueSpec{st.MakeQueue("q").Obj()},
+		units:  []scheduler.Unit{st.MakeUnit("ns/small", "q").Request("cpu", "4").Obj()},
+	}.build(t)
+	huge := st.MakeUnit("ns/huge", "q").Request("cpu", "1", "memory", "1e40").Obj()
+	if err := s.UpsertUnit(huge); !errors.Is(err, quota.ErrRequestTooLarge) {
+		t.Fatalf("UpsertUnit(memory 1e40) = %v, want ErrRequestTooLarge", err)
+	}
+	runSteps(t, s, []step{
+		{name: "only the countable unit is admitted", want: outcome{Admitted: []string{"ns/small"}}},
+		{
+			name: "admitted, it grows past what can be counted: it gives its cpu back",
+			do: func(s *scheduler.Scheduler) {
+				grown := st.MakeUnit("ns/small", "q").Request("cpu", "1e30").Admitted(0).Obj()
+				if err := s.UpsertUnit(grown); !errors.Is(err, quota.ErrRequestTooLarge) {
+					t.Errorf("UpsertUnit(cpu 1e30) = %v, want ErrRequestTooLarge", err)
+				}
+				if err := s.UpsertUnit(st.MakeUnit("ns/next", "q").Request("cpu", "4").Obj()); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: outcome{Admitted: []string{"ns/next"}},
+		},
+	})
 }

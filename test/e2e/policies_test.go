@@ -15,8 +15,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
-	"github.com/koord-queue/koord-queue/pkg/admission"
 	"github.com/koord-queue/koord-queue/pkg/policy"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/test/cluster"
 	"github.com/koord-queue/koord-queue/test/seeds"
 	"github.com/koord-queue/koord-queue/test/testenv"
@@ -159,10 +159,10 @@ func TestPreemptionOfRunningJob(t *testing.T) {
 	}
 	events := &corev1.EventList{}
 	if err := k8sClient.List(context.Background(), events, client.InNamespace(ns),
-		client.MatchingFields{"involvedObject.name": "low", "reason": admission.EventPreempted}); err != nil {
+		client.MatchingFields{"involvedObject.name": "low", "reason": queueunit.EventPreempted}); err != nil {
 		t.Fatal(err)
 	}
 	if len(events.Items) == 0 {
-		t.Errorf("no %s event on low's unit", admission.EventPreempted)
+		t.Errorf("no %s event on low's unit", queueunit.EventPreempted)
 	}
 }

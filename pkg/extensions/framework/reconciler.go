@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 )
 
 // Reasons of the events the reconciler records on jobs.
@@ -311,7 +312,7 @@ func (r *JobReconciler) follow(ctx context.Context, job GenericJob, unit *schedv
 		return client.IgnoreNotFound(err)
 	}
 	phase := unit.EffectivePhase()
-	if js.finished || finishedPhase(phase) {
+	if js.finished || queueunit.Finished(phase) {
 		return nil
 	}
 
@@ -321,9 +322,9 @@ func (r *JobReconciler) follow(ctx context.Context, job GenericJob, unit *schedv
 		unitSets, setsErr = unitPodSets(sets)
 	}
 	switch {
-	case waiting(phase):
+	case queueunit.Waiting(phase):
 		return r.hold(ctx, job, unit, sets, unitSets, setsErr)
-	case admitted(phase):
+	case queueunit.Admitted(phase):
 		return r.release(ctx, job, unit, sets, unitSets, setsErr)
 	}
 	return nil

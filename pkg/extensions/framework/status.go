@@ -8,14 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
-)
-
-// Reasons of the conditions the extension writes.
-const (
-	ReasonSucceeded      = "Succeeded"
-	ReasonFailed         = "Failed"
-	ReasonPodsReady      = "PodsReady"
-	ReasonWaitingForPods = "WaitingForPods"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 )
 
 // jobState is what the reconciler observed of a job.
@@ -38,29 +31,6 @@ func observe(job GenericJob) jobState {
 	}
 }
 
-// admitted reports whether a unit in phase p lets its job run.
-func admitted(p schedv1alpha1.QueueUnitPhase) bool {
-	switch p {
-	case schedv1alpha1.Dequeued, schedv1alpha1.Running, schedv1alpha1.SchedSucceed:
-		return true
-	}
-	return false
-}
-
-// waiting reports whether a unit in phase p holds its job back.
-func waiting(p schedv1alpha1.QueueUnitPhase) bool {
-	switch p {
-	case schedv1alpha1.Enqueued, schedv1alpha1.Reserved, schedv1alpha1.TimeoutBackoff:
-		return true
-	}
-	return false
-}
-
-// finishedPhase reports whether a unit in phase p is done.
-func finishedPhase(p schedv1alpha1.QueueUnitPhase) bool {
-	return p == schedv1alpha1.Succeed || p == schedv1alpha1.Failed
-}
-
 // syncStatus moves the extension's part of u's status one step toward what
 // the job says, and reports whether it changed anything. It writes only the
 // fields the extension owns (see the package doc).
@@ -77,9 +47,9 @@ func syncStatus(u *schedv1alpha1.QueueUnit, js jobState, now metav1.Time) bool {
 	}
 
 	if js.finished {
-		phase, reason, msg := schedv1alpha1.Failed, ReasonFailed, "The job failed"
+		phase, reason, msg := schedv1alpha1.Failed, queueunit.ReasonFailed, "The job failed"
 		if js.succeeded {
-			phase, reason, msg = schedv1alpha1.Succeed, ReasonSucceeded, "The job succeeded"
+			phase, reason, msg = schedv1alpha1.Succeed, queueunit.ReasonSucceeded, "The job succeeded"
 		}
 		if js.message != "" {
 			msg += ": " + js.message
@@ -112,16 +82,16 @@ func syncStatus(u *schedv1alpha1.QueueUnit, js jobState, now metav1.Time) bool {
 		st.Admissions = nil
 	}
 
-	isAdmitted := admitted(st.Phase)
+	isAdmitted := queueunit.Admitted(st.Phase)
 	if isAdmitted && !js.suspended && running > 0 {
 		setPhase(schedv1alpha1.Running)
 	}
 	if isAdmitted || apimeta.FindStatusCondition(st.Conditions, schedv1alpha1.QueueUnitPodsReady) != nil {
 		want := podsWanted(u)
 		ready := isAdmitted && !js.suspended && running >= want
-		reason, msg := ReasonPodsReady, fmt.Sprintf("All %d pods of the job run", want)
+		reason, msg := queueunit.ReasonPodsReady, fmt.Sprintf("All %d pods of the job run", want)
 		if !ready {
-			reason, msg = ReasonWaitingForPods, fmt.Sprintf("%d of %d pods of the job run", running, want)
+			reason, msg = queueunit.ReasonWaitingForPods, fmt.Sprintf("%d of %d pods of the job run", running, want)
 		}
 		setCondition(u, schedv1alpha1.QueueUnitPodsReady, ready, reason, msg, now)
 	}

@@ -9,6 +9,7 @@ import (
 
 	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 )
 
 var t0 = metav1.NewTime(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
@@ -43,7 +44,7 @@ func TestSyncStatus(t *testing.T) {
 				PodState:   schedv1alpha1.PodState{Running: 1, Pending: 1},
 				Admissions: []schedv1alpha1.Admission{{Name: "main", Replicas: 2, Running: 1}},
 				Conditions: []metav1.Condition{{Type: schedv1alpha1.QueueUnitPodsReady, Status: metav1.ConditionFalse,
-					Reason: ReasonWaitingForPods, Message: "1 of 2 pods of the job run", LastTransitionTime: t0}},
+					Reason: queueunit.ReasonWaitingForPods, Message: "1 of 2 pods of the job run", LastTransitionTime: t0}},
 			},
 		},
 		"an admitted unit whose job is still suspended stays Dequeued": {
@@ -55,7 +56,7 @@ func TestSyncStatus(t *testing.T) {
 				Phase:      schedv1alpha1.Dequeued,
 				Admissions: []schedv1alpha1.Admission{{Name: "main", Replicas: 1}},
 				Conditions: []metav1.Condition{{Type: schedv1alpha1.QueueUnitPodsReady, Status: metav1.ConditionFalse,
-					Reason: ReasonWaitingForPods, Message: "0 of 1 pods of the job run", LastTransitionTime: t0}},
+					Reason: queueunit.ReasonWaitingForPods, Message: "0 of 1 pods of the job run", LastTransitionTime: t0}},
 			},
 		},
 		"all pods running make PodsReady true and running never exceeds replicas": {
@@ -68,7 +69,7 @@ func TestSyncStatus(t *testing.T) {
 				PodState:   schedv1alpha1.PodState{Running: 3},
 				Admissions: []schedv1alpha1.Admission{{Name: "main", Replicas: 2, Running: 2}},
 				Conditions: []metav1.Condition{{Type: schedv1alpha1.QueueUnitPodsReady, Status: metav1.ConditionTrue,
-					Reason: ReasonPodsReady, Message: "All 2 pods of the job run", LastTransitionTime: t0}},
+					Reason: queueunit.ReasonPodsReady, Message: "All 2 pods of the job run", LastTransitionTime: t0}},
 			},
 		},
 		"a finished job's unit Succeeds and gives its quota back": {
@@ -79,7 +80,7 @@ func TestSyncStatus(t *testing.T) {
 			wantStatus: schedv1alpha1.QueueUnitStatus{
 				Phase: schedv1alpha1.Succeed, LastUpdateTime: &t0, Message: "The job succeeded: done",
 				Conditions: []metav1.Condition{{Type: schedv1alpha1.QueueUnitFinished, Status: metav1.ConditionTrue,
-					Reason: ReasonSucceeded, Message: "The job succeeded: done", LastTransitionTime: t0}},
+					Reason: queueunit.ReasonSucceeded, Message: "The job succeeded: done", LastTransitionTime: t0}},
 			},
 		},
 		"a failed job's unit Fails even while it waits": {
@@ -89,7 +90,7 @@ func TestSyncStatus(t *testing.T) {
 			wantStatus: schedv1alpha1.QueueUnitStatus{
 				Phase: schedv1alpha1.Failed, LastUpdateTime: &t0, Message: "The job failed",
 				Conditions: []metav1.Condition{{Type: schedv1alpha1.QueueUnitFinished, Status: metav1.ConditionTrue,
-					Reason: ReasonFailed, Message: "The job failed", LastTransitionTime: t0}},
+					Reason: queueunit.ReasonFailed, Message: "The job failed", LastTransitionTime: t0}},
 			},
 		},
 		"an evicted unit keeps its admissions while its pods remain": {

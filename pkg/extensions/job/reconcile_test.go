@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
@@ -25,13 +26,7 @@ import (
 // reconciler takes in (a unit, and the job suspended until it is admitted),
 // and which it leaves alone.
 func TestReconcileRunningJobs(t *testing.T) {
-	scheme := runtime.NewScheme()
-	if err := apis.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := batchv1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testScheme(t)
 	cases := map[string]struct {
 		job        *batchv1.Job
 		scope      framework.Scope
@@ -125,4 +120,69 @@ func firstWarning(r *record.FakeRecorder) string {
 			return ""
 		}
 	}
+}
+
+// TestReconcileFollowsEveryPhase: a Job is released in every phase
+// queueunit calls admitted (Koord-Queue's gang-scheduling phases included)
+// and held in every phase it calls waiting.
+func TestReconcileFollowsEveryPhase(t *testing.T) {
+	scheme := testScheme(t)
+	cases := map[schedv1alpha1.QueueUnitPhase]bool{ // phase: want released
+		schedv1alpha1.Enqueued: false, schedv1alpha1.Reserved: false, schedv1alpha1.TimeoutBackoff: false,
+		schedv1alpha1.Dequeued: true, schedv1alpha1.Running: true,
+		schedv1alpha1.SchedReady: true, schedv1alpha1.SchedSucceed: true, schedv1alpha1.SchedFailed: true,
+	}
+	for phase, wantReleased := range cases {
+		t.Run(string(phase), func(t *testing.T) {
+			ctx := context.Background()
+			j := extensionstest.MakeJob("j", "ns").Quota("team-a").Request("cpu", "1").Obj()
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(j).
+				WithStatusSubresource(&schedv1alpha1.QueueUnit{}, &batchv1.Job{}).
+				WithIndex(&elasticquotav1alpha1.ElasticQuota{}, framework.IndexQuotaNamespaces, framework.QuotaNamespacesIndex).Build()
+			r := framework.NewJobReconciler(c, c, record.NewFakeRecorder(100), Integration())
+			req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(j)}
+			if _, err := r.Reconcile(ctx, req); err != nil { // creates the unit
+				t.Fatalf("Reconcile: %v", err)
+			}
+			unit := &schedv1alpha1.QueueUnit{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: Integration().UnitName("j")}, unit); err != nil {
+				t.Fatal(err)
+			}
+			unit.Status.Phase = phase
+			if err := c.Status().Update(ctx, unit); err != nil {
+				t.Fatal(err)
+			}
+			// Suspended when it should run, running when it should wait.
+			if err := c.Get(ctx, req.NamespacedName, j); err != nil {
+				t.Fatal(err)
+			}
+			j.Spec.Suspend = ptr.To(wantReleased)
+			if err := c.Update(ctx, j); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Reconcile(ctx, req); err != nil {
+				t.Fatalf("Reconcile: %v", err)
+			}
+			var got batchv1.Job
+			if err := c.Get(ctx, req.NamespacedName, &got); err != nil {
+				t.Fatal(err)
+			}
+			if released := !(*Job)(&got).IsSuspended(); released != wantReleased {
+				t.Errorf("unit in phase %s: job released %v, want %v", phase, released, wantReleased)
+			}
+		})
+	}
+}
+
+// testScheme knows koord-queue's types and batch Jobs.
+func testScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := apis.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := batchv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	return scheme
 }

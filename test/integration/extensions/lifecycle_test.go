@@ -24,6 +24,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/job"
 	"github.com/koord-queue/koord-queue/pkg/extensions/kubeflow"
 	"github.com/koord-queue/koord-queue/pkg/extensions/ray"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 )
 
 // podSetWant is a pod set a unit should have.
@@ -327,9 +328,9 @@ func testLifecycle(t *testing.T, d driver) {
 	unitWhere(t, unitKey, "Running again", func(u *schedv1alpha1.QueueUnit) bool { return u.Status.Phase == schedv1alpha1.Running })
 	if d.finished != nil {
 		updateJobStatus(t, obj, func() { d.finished(obj) })
-		want, reason := schedv1alpha1.Failed, framework.ReasonFailed
+		want, reason := schedv1alpha1.Failed, queueunit.ReasonFailed
 		if d.succeeded {
-			want, reason = schedv1alpha1.Succeed, framework.ReasonSucceeded
+			want, reason = schedv1alpha1.Succeed, queueunit.ReasonSucceeded
 		}
 		unitWhere(t, unitKey, string(want)+" holding nothing", func(u *schedv1alpha1.QueueUnit) bool {
 			c := apimeta.FindStatusCondition(u.Status.Conditions, schedv1alpha1.QueueUnitFinished)

@@ -1,0 +1,33 @@
+package admission
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/test/wrappers"
+)
+
+// TestRequestsTooLargeToCount: a request koord-queue cannot count (memory
+// 1e40, or a pod set whose count times request overflows) is never charged
+// as 0 and admitted: the unit waits, saying it can never be admitted, and
+// units behind it are admitted.
+func TestRequestsTooLargeToCount(t *testing.T) {
+	startKoordQueue(t, fastOptions())
+	ns := namespace(t)
+	quota := ns + "-team"
+	create(t, wrappers.ElasticQuota(ns, quota).Max(corev1.ResourceCPU, "4").Max(corev1.ResourceMemory, "100Gi").Obj())
+	create(t,
+		wrappers.QueueUnit(ns, "huge-memory").Quota(quota).Priority(100).Request(corev1.ResourceCPU, "1").Request(corev1.ResourceMemory, "1e40").Obj(),
+		wrappers.QueueUnit(ns, "huge-pod-set").Quota(quota).Priority(100).PodSet("workers", 2000000000, "9223372036").Obj(),
+	)
+	for _, name := range []string{"huge-memory", "huge-pod-set"} {
+		waitMessage(t, ns, name, "can never be admitted")
+	}
+	create(t, wrappers.QueueUnit(ns, "ordinary").Quota(quota).Request(corev1.ResourceCPU, "1").Obj())
+	waitPhase(t, ns, "ordinary", schedulingv1alpha1.Dequeued)
+	for _, name := range []string{"huge-memory", "huge-pod-set"} {
+		staysEnqueued(t, ns, name)
+	}
+}
