@@ -183,6 +183,18 @@ func (q *Queue) Position(key string) int {
 	return rank(q.root, n.k) + 1
 }
 
+// At is the unit at 1-based place pos in the queue's order. O(log n).
+func (q *Queue) At(pos int) (Item, bool) {
+	if pos < 1 {
+		return Item{}, false
+	}
+	n := nth(q.root, pos-1)
+	if n == nil {
+		return Item{}, false
+	}
+	return n.item, true
+}
+
 // Items returns up to limit units in order (all when limit <= 0).
 func (q *Queue) Items(limit int) []Item {
 	var out []Item

@@ -327,6 +327,12 @@ func TestPropertyQueueMatchesASortedList(t *testing.T) {
 					t.Fatalf("seed %d step %d: Position(%s) = %d, want %d", seed, i, k, got, len(sorted)/2+1)
 				}
 			}
+			for pos := 0; pos <= len(sorted)+1; pos++ {
+				got, ok := q.At(pos)
+				if wantOK := pos >= 1 && pos <= len(sorted); ok != wantOK || ok && got.Key != sorted[pos-1].Key {
+					t.Fatalf("seed %d step %d: At(%d) = %q, %v; want the model's", seed, i, pos, got.Key, ok)
+				}
+			}
 		}
 	}
 }

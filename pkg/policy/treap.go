@@ -178,6 +178,22 @@ func first(t *tnode) *tnode {
 }
 
 // rank is the number of keys below k.
+// nth is the node at 0-based place i in order, nil past the end. O(log n).
+func nth(t *tnode, i int) *tnode {
+	for t != nil {
+		switch l := size(t.left); {
+		case i < l:
+			t = t.left
+		case i == l:
+			return t
+		default:
+			i -= l + 1
+			t = t.right
+		}
+	}
+	return nil
+}
+
 func rank(t *tnode, k orderKey) int {
 	r := 0
 	for t != nil {

@@ -261,6 +261,9 @@ func (e *Engine) Explain(quota string, request Vector) string {
 	if Fits(request, free) {
 		return ""
 	}
+	if never := e.neverFits(n, request); never != "" {
+		return never
+	}
 	// Walk up again and report at the first quota where the request fails.
 	p, m := make(Vector, len(free)), make(Vector, len(free))
 	var child *node
@@ -307,6 +310,46 @@ func (e *Engine) Explain(quota string, request Vector) string {
 		child = a
 	}
 	return "does not fit" // unreachable: headroom and this walk agree
+}
+
+// NeverFits says why request could not fit in quota even with nothing else
+// admitted, or "" (also for a quota it does not know).
+func (e *Engine) NeverFits(quota string, request Vector) string {
+	n, ok := e.nodes[quota]
+	if !ok {
+		return ""
+	}
+	return e.neverFits(n, request)
+}
+
+// neverFits says why request could not fit even with nothing else admitted:
+// it asks more of a resource than the max of a quota on n's chain, or than
+// the cluster has. "" if no such limit stands in its way.
+func (e *Engine) neverFits(n *node, request Vector) string {
+	for a := n; a != nil; a = a.parent {
+		var parts []string
+		for i, r := range request {
+			if r <= 0 || i >= len(a.max) || a.max[i] == Unlimited || r <= a.max[i] {
+				continue
+			}
+			name := e.names[i]
+			parts = append(parts, fmt.Sprintf("%s %s", name, format(name, r)))
+			if a == e.root && (a.spec == nil || len(a.spec.Max) == 0) {
+				parts[len(parts)-1] += fmt.Sprintf(" exceeds the cluster's capacity %s", format(name, a.max[i]))
+			} else {
+				parts[len(parts)-1] += fmt.Sprintf(" exceeds max %s of %s", format(name, a.max[i]), a.name)
+			}
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		sort.Strings(parts)
+		if a == e.root && (a.spec == nil || len(a.spec.Max) == 0) {
+			return "request " + strings.Join(parts, "; ") + ": it cannot be admitted until the cluster grows"
+		}
+		return "request " + strings.Join(parts, "; ") + ": it can never be admitted"
+	}
+	return ""
 }
 
 func growStrings(v []string, n int) []string {

@@ -309,7 +309,21 @@ func (s *Scheduler) WaitReason(key string) string {
 	if us.reason != "" {
 		return us.reason
 	}
-	return fmt.Sprintf("waiting in queue %s at position %d of %d", us.u.Queue, qs.q.Position(key), qs.q.Len())
+	if never := s.engine.NeverFits(qs.quota, us.req); never != "" {
+		return never
+	}
+	return behind(qs, key)
+}
+
+// behind says where a unit waits because others come first, naming the one
+// just ahead of it: "waiting in queue q at position 3 of 7, behind ns/b".
+func behind(qs *queueState, key string) string {
+	pos := qs.q.Position(key)
+	msg := fmt.Sprintf("waiting in queue %s at position %d of %d", qs.spec.Name, pos, qs.q.Len())
+	if ahead, ok := qs.q.At(pos - 1); ok {
+		msg += ", behind " + ahead.Key
+	}
+	return msg
 }
 
 // Pending lists up to limit waiting units of a queue in order (all when

@@ -175,7 +175,7 @@ func TestCycle(t *testing.T) {
 			},
 			steps: []step{{want: outcome{
 				Admitted: []string{"ns/small"},
-				Waits:    map[string]string{"ns/big": "q: cpu 2 used of max 4, request 8"},
+				Waits:    map[string]string{"ns/big": "request cpu 8 exceeds max 4 of q: it can never be admitted"},
 			}}},
 		},
 		{
@@ -190,7 +190,7 @@ func TestCycle(t *testing.T) {
 				},
 			},
 			steps: []step{
-				{want: outcome{Waits: map[string]string{"ns/big": "q: cpu 0 used of max 4, request 8"}}},
+				{want: outcome{Waits: map[string]string{"ns/big": "request cpu 8 exceeds max 4 of q: it can never be admitted"}}},
 				{name: "head leaves, the next goes", do: deleteUnits("ns/big"), want: outcome{Admitted: []string{"ns/small"}}},
 			},
 		},
@@ -208,7 +208,7 @@ func TestCycle(t *testing.T) {
 			},
 			steps: []step{
 				{want: outcome{Waits: map[string]string{
-					"ns/high-big": "q: cpu 0 used of max 4, request 8 (Intelligent: high-priority head; lower units wait behind it)",
+					"ns/high-big": "request cpu 8 exceeds max 4 of q: it can never be admitted (Intelligent: high-priority head; lower units wait behind it)",
 				}}},
 				{name: "high head leaves: the rest of the high band, then the low band", do: deleteUnits("ns/high-big"),
 					want: outcome{Admitted: []string{"ns/high-small", "ns/low"}}},
@@ -229,7 +229,7 @@ func TestCycle(t *testing.T) {
 			steps: []step{
 				{want: outcome{
 					Admitted: []string{"ns/low-a", "ns/low-b"},
-					Waits:    map[string]string{"ns/low-big": "q: cpu 4 used of max 4, request 8"},
+					Waits:    map[string]string{"ns/low-big": "request cpu 8 exceeds max 4 of q: it can never be admitted"},
 				}},
 				{
 					name: "after low-b the turn wraps around: low-c, behind low-b in order, goes before low-z, ahead of the cursor",
@@ -257,7 +257,7 @@ func TestCycle(t *testing.T) {
 			},
 			steps: []step{{
 				name: "priority 9 is low under threshold 10, so it does not block",
-				want: outcome{Admitted: []string{"ns/p1"}, Waits: map[string]string{"ns/p9-big": "q: cpu 1 used of max 4, request 8"}},
+				want: outcome{Admitted: []string{"ns/p1"}, Waits: map[string]string{"ns/p9-big": "request cpu 8 exceeds max 4 of q: it can never be admitted"}},
 			}},
 		},
 		{
@@ -304,7 +304,7 @@ func TestCycle(t *testing.T) {
 					st.MakeUnit("ns/3", "q").Priority(1).Request("cpu", "1").Obj(),
 				},
 			},
-			steps: []step{{want: outcome{Waits: map[string]string{"ns/1": "q: cpu 0 used of max 4, request 8"}}}},
+			steps: []step{{want: outcome{Waits: map[string]string{"ns/1": "request cpu 8 exceeds max 4 of q: it can never be admitted"}}}},
 		},
 		{
 			name: "wait-for-pods-running: one admitted-but-not-running unit at a time",
@@ -381,7 +381,7 @@ func TestCycle(t *testing.T) {
 				queues:   []scheduler.QueueSpec{st.MakeQueue("a").Obj()},
 				units:    []scheduler.Unit{st.MakeUnit("ns/a", "a").Request("cpu", "3").Obj()},
 			},
-			steps: []step{{want: outcome{Waits: map[string]string{"ns/a": "koordinator-root-quota: cpu 0 used of max 2, request 3"}}}},
+			steps: []step{{want: outcome{Waits: map[string]string{"ns/a": "request cpu 3 exceeds max 2 of koordinator-root-quota: it can never be admitted"}}}},
 		},
 		{
 			name: "a quota borrows its sibling's idle min up to its own max",
@@ -713,25 +713,35 @@ func TestWaitReasonAndPending(t *testing.T) {
 		quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "1").Obj()},
 		queues:   []scheduler.QueueSpec{st.MakeQueue("q").Obj()},
 		units: []scheduler.Unit{
-			st.MakeUnit("ns/a", "q").Request("cpu", "2").Priority(2).Obj(),
-			st.MakeUnit("ns/b", "q").Request("cpu", "2").Priority(1).Obj(),
-			st.MakeUnit("ns/c", "x").Request("cpu", "1").Obj(),
+			st.MakeUnit("ns/never", "q").Request("cpu", "2").Priority(3).Obj(),
+			st.MakeUnit("ns/admitted", "q").Request("cpu", "1").Priority(2).Obj(),
+			st.MakeUnit("ns/head", "q").Request("cpu", "1").Priority(1).Enqueued(time.Second).Obj(),
+			st.MakeUnit("ns/behind", "q").Request("cpu", "1").Priority(1).Enqueued(2 * time.Second).Obj(),
+			st.MakeUnit("ns/never-too", "q").Request("cpu", "3").Priority(0).Obj(),
+			st.MakeUnit("ns/lost", "x").Request("cpu", "1").Obj(),
 		},
 	}.build(t)
 	s.Cycle(st.T0)
 	got := map[string]string{}
-	for _, k := range []string{"ns/a", "ns/b", "ns/c"} {
+	for _, k := range []string{"ns/never", "ns/admitted", "ns/head", "ns/behind", "ns/never-too", "ns/lost"} {
 		got[k] = s.WaitReason(k)
 	}
 	want := map[string]string{
-		"ns/a": "q: cpu 0 used of max 1, request 2",
-		"ns/b": "waiting in queue q at position 2 of 2",
-		"ns/c": `queue "x" does not exist`,
+		"ns/never":    "request cpu 2 exceeds max 1 of q: it can never be admitted",
+		"ns/admitted": "",
+		// Only the policy's head records why the quota turned it away.
+		"ns/head":      "waiting in queue q at position 2 of 4, behind ns/never",
+		"ns/behind":    "waiting in queue q at position 3 of 4, behind ns/head",
+		"ns/never-too": "request cpu 3 exceeds max 1 of q: it can never be admitted",
+		"ns/lost":      `queue "x" does not exist`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("WaitReason (-want +got):\n%s", diff)
 	}
-	wantPending := []scheduler.PendingUnit{{Key: "ns/a", Priority: 2, Position: 1}, {Key: "ns/b", Priority: 1, Position: 2}}
+	wantPending := []scheduler.PendingUnit{
+		{Key: "ns/never", Priority: 3, Position: 1}, {Key: "ns/head", Priority: 1, Position: 2},
+		{Key: "ns/behind", Priority: 1, Position: 3}, {Key: "ns/never-too", Priority: 0, Position: 4},
+	}
 	if diff := cmp.Diff(wantPending, s.Pending("q", 0)); diff != "" {
 		t.Errorf("Pending (-want +got):\n%s", diff)
 	}

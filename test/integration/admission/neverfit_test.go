@@ -31,3 +31,14 @@ func TestRequestsTooLargeToCount(t *testing.T) {
 		staysEnqueued(t, ns, name)
 	}
 }
+
+// TestUnitThatCanNeverFitSaysSo: a unit asking more than its quota's max
+// is told it can never be admitted, not the ordinary "used of max" wait.
+func TestUnitThatCanNeverFitSaysSo(t *testing.T) {
+	startKoordQueue(t, fastOptions())
+	ns := namespace(t)
+	quota := ns + "-team"
+	create(t, wrappers.ElasticQuota(ns, quota).Max(corev1.ResourceCPU, "4").Obj())
+	create(t, wrappers.QueueUnit(ns, "too-big").Quota(quota).Request(corev1.ResourceCPU, "5").Obj())
+	waitMessage(t, ns, "too-big", "request cpu 5 exceeds max 4 of "+quota+": it can never be admitted")
+}
