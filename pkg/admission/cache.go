@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
@@ -143,6 +144,14 @@ func (c *Cache) UpsertQueue(q *schedulingv1alpha1.Queue) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	cfg, err := policy.ConfigFromQueue(q.Spec.QueuePolicy, q.Annotations)
+	if old, ok := c.queues[q.Name]; ok && !equality.Semantic.DeepEqual(old.queue.Spec.AdmissionChecks, q.Spec.AdmissionChecks) {
+		// Units reserved for a check taken off the queue wait for it no more.
+		for key, r := range c.units {
+			if r.queue == q.Name && r.unit.Status.Phase == schedulingv1alpha1.Reserved {
+				c.dirty[key] = struct{}{}
+			}
+		}
+	}
 	c.queues[q.Name] = &queueRecord{queue: q, configErr: err}
 	priority := schedulingv1alpha1.DefaultQueuePriority
 	if q.Spec.Priority != nil {
@@ -427,14 +436,20 @@ func (c *Cache) waitReason(key string) string {
 }
 
 // admissionChecksFor lists the Queue's admission checks that select the unit.
-func (c *Cache) admissionChecksFor(queue string, u *schedulingv1alpha1.QueueUnit) ([]string, error) {
+func (c *Cache) admissionChecksFor(queue string, u *schedulingv1alpha1.QueueUnit) (queueChecks, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.checksFor(queue, u)
+}
+
+// checksFor is admissionChecksFor with c.mu held.
+func (c *Cache) checksFor(queue string, u *schedulingv1alpha1.QueueUnit) (queueChecks, error) {
 	q, ok := c.queues[queue]
 	if !ok {
-		return nil, nil
+		return queueChecks{}, nil
 	}
-	return selectedChecks(q.queue, u)
+	names, err := selectedChecks(q.queue, u)
+	return queueChecks{names: names, known: err == nil}, err
 }
 
 // requestOf is the unit's total request as the core counts it.
@@ -493,7 +508,8 @@ func (c *Cache) takeDirty() followUp {
 		}
 		u := r.unit
 		holds := queueunit.HoldsQuota(u)
-		switch ready, failed := checksVerdict(u); {
+		current, _ := c.checksFor(r.queue, u)
+		switch ready, failed := checksVerdict(u, current); {
 		case ready:
 			f.checksPassed = append(f.checksPassed, key)
 		case failed != nil:

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -115,15 +116,34 @@ func setEvicted(u *schedulingv1alpha1.QueueUnit, reason, message string, now met
 	})
 }
 
+// queueChecks are the admission checks a unit's Queue selects for it now;
+// known is false while koord-queue does not know the Queue (then every check
+// the unit carries still counts).
+type queueChecks struct {
+	names []string
+	known bool
+}
+
+// removed reports whether the unit carries a check its queue no longer
+// selects: taken off the Queue, or its selector no longer matches.
+func (q queueChecks) removed(name string) bool {
+	return q.known && !slices.Contains(q.names, name)
+}
+
 // checksVerdict reads a Reserved unit's admission checks: all Ready, or the
-// first one that sent it back (Retry or Rejected), or still pending.
-func checksVerdict(u *schedulingv1alpha1.QueueUnit) (ready bool, failed *schedulingv1alpha1.AdmissionCheckState) {
+// first one that sent it back (Retry or Rejected), or still pending. A check
+// its queue no longer selects counts as Ready, as in Koord-Queue: a unit
+// never waits, holding quota, for a check nobody runs any more.
+func checksVerdict(u *schedulingv1alpha1.QueueUnit, current queueChecks) (ready bool, failed *schedulingv1alpha1.AdmissionCheckState) {
 	if u.Status.Phase != schedulingv1alpha1.Reserved || len(u.Status.AdmissionChecks) == 0 {
 		return false, nil
 	}
 	ready = true
 	for i := range u.Status.AdmissionChecks {
 		c := &u.Status.AdmissionChecks[i]
+		if current.removed(c.Name) {
+			continue
+		}
 		switch c.State {
 		case schedulingv1alpha1.CheckStateRetry, schedulingv1alpha1.CheckStateRejected:
 			return false, c
@@ -135,11 +155,24 @@ func checksVerdict(u *schedulingv1alpha1.QueueUnit) (ready bool, failed *schedul
 	return ready, nil
 }
 
-// setChecksPassed releases a Reserved unit whose checks are all Ready.
-func setChecksPassed(u *schedulingv1alpha1.QueueUnit, now metav1.Time) {
+// setChecksPassed releases a Reserved unit whose checks are all Ready,
+// resetting to Ready those its queue no longer selects and saying so.
+func setChecksPassed(u *schedulingv1alpha1.QueueUnit, current queueChecks, queue string, now metav1.Time) {
 	st := &u.Status
+	var removed []string
+	for i := range st.AdmissionChecks {
+		c := &st.AdmissionChecks[i]
+		if current.removed(c.Name) && c.State != schedulingv1alpha1.CheckStateReady {
+			c.State, c.LastTransitionTime = schedulingv1alpha1.CheckStateReady, now
+			c.Message = fmt.Sprintf("removed from queue %s: counts as Ready", queue)
+			removed = append(removed, c.Name)
+		}
+	}
 	st.Phase = schedulingv1alpha1.Dequeued
 	st.Message = "admitted: every admission check is Ready"
+	if len(removed) > 0 {
+		st.Message += fmt.Sprintf(" (%v removed from queue %s, so counted as Ready)", removed, queue)
+	}
 	st.LastUpdateTime = &now
 	meta.SetStatusCondition(&st.Conditions, metav1.Condition{
 		Type: schedulingv1alpha1.QueueUnitAdmitted, Status: metav1.ConditionTrue, Reason: queueunit.ReasonAdmitted,

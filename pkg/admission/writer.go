@@ -237,7 +237,7 @@ func (w *Writer) writeAdmission(ctx context.Context, key string) error {
 		if p := cur.EffectivePhase(); p == schedulingv1alpha1.Succeed || p == schedulingv1alpha1.Failed {
 			return false
 		}
-		setAdmitted(cur, queue, request, checks, now)
+		setAdmitted(cur, queue, request, checks.names, now)
 		return true
 	})
 	if err != nil {
@@ -350,17 +350,18 @@ func (w *Writer) doneEvicting(key string) {
 }
 
 func (w *Writer) writeChecksVerdict(ctx context.Context, key string) error {
-	u, _, _ := w.cache.unit(key)
+	u, queue, _ := w.cache.unit(key)
 	if u == nil {
 		return nil
 	}
 	now := metav1.NewTime(w.clock.Now())
 	var event, eventType string
 	written, changed, err := w.patchStatus(ctx, u, func(cur *schedulingv1alpha1.QueueUnit) bool {
-		ready, failed := checksVerdict(cur)
+		current, _ := w.cache.admissionChecksFor(queue, cur)
+		ready, failed := checksVerdict(cur, current)
 		switch {
 		case ready:
-			setChecksPassed(cur, now)
+			setChecksPassed(cur, current, queue, now)
 			event, eventType = cur.Status.Message, corev1.EventTypeNormal
 		case failed != nil:
 			setChecksFailed(cur, failed, w.opts.RequeueBaseDelay, w.opts.RequeueMaxDelay, now)

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -10,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/test/testenv"
 	"github.com/koord-queue/koord-queue/test/wrappers"
 )
@@ -21,17 +23,10 @@ func TestAdmissionChecks(t *testing.T) {
 	startKoordQueue(t, fastOptions())
 	ns := namespace(t)
 	create(t, wrappers.ElasticQuota(ns, ns).Max(corev1.ResourceCPU, "4").Obj())
-	testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
-		q := &schedulingv1alpha1.Queue{}
-		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: schedulingv1alpha1.QueueNamespace, Name: ns}, q); err != nil {
-			return err
-		}
-		q.Spec.AdmissionChecks = []schedulingv1alpha1.AdmissionCheckWithSelector{{
-			Name:     "prov-req-check",
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"requires-provisioning": "true"}},
-		}}
-		return env.Client.Update(ctx, q)
-	})
+	setQueueChecks(t, ns, []schedulingv1alpha1.AdmissionCheckWithSelector{{
+		Name:     "prov-req-check",
+		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"requires-provisioning": "true"}},
+	}})
 
 	setCheck := func(t *testing.T, name string, state schedulingv1alpha1.CheckState) {
 		t.Helper()
@@ -84,4 +79,65 @@ func TestAdmissionChecks(t *testing.T) {
 			finish(t, ns, name)
 		})
 	}
+}
+
+// setQueueChecks sets the admission checks of the Queue called name, once
+// koord-queue has made it from its ElasticQuota.
+func setQueueChecks(t *testing.T, name string, checks []schedulingv1alpha1.AdmissionCheckWithSelector) {
+	t.Helper()
+	testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
+		q := &schedulingv1alpha1.Queue{}
+		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: schedulingv1alpha1.QueueNamespace, Name: name}, q); err != nil {
+			return err
+		}
+		q.Spec.AdmissionChecks = checks
+		return env.Client.Update(ctx, q)
+	})
+}
+
+// TestAdmissionCheckRemovedFromQueue: a Reserved unit waiting for a check
+// that is then removed from its Queue does not wait for it forever, holding
+// quota: the check counts as Ready, as in Koord-Queue, and an event says so.
+func TestAdmissionCheckRemovedFromQueue(t *testing.T) {
+	startKoordQueue(t, fastOptions())
+	ns := namespace(t)
+	create(t, wrappers.ElasticQuota(ns, ns).Max(corev1.ResourceCPU, "4").Obj())
+	setQueueChecks(t, ns, []schedulingv1alpha1.AdmissionCheckWithSelector{{Name: "kept"}, {Name: "removed"}})
+	create(t, wrappers.QueueUnit(ns, "checked").Quota(ns).Request(corev1.ResourceCPU, "4").Obj())
+	u := waitPhase(t, ns, "checked", schedulingv1alpha1.Reserved)
+	if len(u.Status.AdmissionChecks) != 2 {
+		t.Fatalf("admission checks %+v, want kept and removed", u.Status.AdmissionChecks)
+	}
+	setStatus(t, ns, "checked", func(u *schedulingv1alpha1.QueueUnit) {
+		for i := range u.Status.AdmissionChecks {
+			if u.Status.AdmissionChecks[i].Name == "kept" {
+				u.Status.AdmissionChecks[i].State = schedulingv1alpha1.CheckStateReady
+			}
+		}
+	})
+	// "removed" is still Pending: the unit stays Reserved.
+	waitPhase(t, ns, "checked", schedulingv1alpha1.Reserved)
+
+	setQueueChecks(t, ns, []schedulingv1alpha1.AdmissionCheckWithSelector{{Name: "kept"}})
+	u = waitPhase(t, ns, "checked", schedulingv1alpha1.Dequeued)
+	for _, c := range u.Status.AdmissionChecks {
+		if c.State != schedulingv1alpha1.CheckStateReady {
+			t.Errorf("check %s is %s, want Ready (kept: set so; removed: reset)", c.Name, c.State)
+		}
+	}
+	if !strings.Contains(u.Status.Message, "removed") {
+		t.Errorf("message %q, want it to say the check was removed from the queue", u.Status.Message)
+	}
+	testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
+		events := &corev1.EventList{}
+		if err := env.Client.List(ctx, events, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		for _, e := range events.Items {
+			if e.InvolvedObject.Name == "checked" && e.Reason == queueunit.EventAdmissionCheck && strings.Contains(e.Message, "removed") {
+				return nil
+			}
+		}
+		return fmt.Errorf("no AdmissionCheck event saying the check was removed")
+	})
 }
