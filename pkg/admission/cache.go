@@ -359,13 +359,17 @@ func (c *Cache) cycle(now time.Time, limit int) scheduler.Result {
 	return res
 }
 
-// forget undoes an admission that could not be written.
+// forget undoes an admission that could not be written, and places the
+// unit again as its latest object says: deactivated, being deleted or
+// finished meanwhile, it leaves the core instead of waiting there to be
+// admitted once more.
 func (c *Cache) forget(key string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r, ok := c.units[key]; ok && r.assumed {
 		r.assumed = false
 		c.core.ForgetAdmission(key)
+		c.place(r)
 	}
 	c.notify()
 }

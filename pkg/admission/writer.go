@@ -183,7 +183,11 @@ func (w *Writer) processUrgent(ctx context.Context) bool {
 		err = w.writeChecksVerdict(ctx, o.key)
 	}
 	if err != nil {
-		w.log.Error(err, "Writing QueueUnit status", "queueUnit", o.key)
+		if errors.Is(err, errAdmissionNotWritten) {
+			w.log.V(2).Info("An eviction waits for the unit's admission to be written", "queueUnit", o.key)
+		} else {
+			w.log.Error(err, "Writing QueueUnit status", "queueUnit", o.key)
+		}
 		w.urgent.AddRateLimited(o)
 		return true
 	}
@@ -315,19 +319,38 @@ func (w *Writer) writeEviction(ctx context.Context, key string) error {
 	if !ok {
 		return nil
 	}
-	u, _, _ := w.cache.unit(key)
+	u, _, assumed := w.cache.unit(key)
 	if u == nil {
 		w.doneEvicting(key)
 		return nil
 	}
 	now := metav1.NewTime(w.clock.Now())
-	written, changed, err := w.patchStatus(ctx, u, func(cur *schedulingv1alpha1.QueueUnit) bool {
+	mutate := func(cur *schedulingv1alpha1.QueueUnit) bool {
 		if !queueunit.HoldsQuota(cur) || (cur.EffectivePhase() == schedulingv1alpha1.Enqueued && queueunit.Evicted(cur)) {
 			return false // already evicted, finished or released
 		}
 		setEvicted(cur, e.reason, e.message, now)
 		return true
-	})
+	}
+	if assumed && !queueunit.HoldsQuota(u) {
+		// Admitted by the core, the admission not seen back yet: the cache's
+		// copy is older than it, so decide on the API server's.
+		fresh := &schedulingv1alpha1.QueueUnit{}
+		if err := w.apiReader.Get(ctx, client.ObjectKeyFromObject(u), fresh); err != nil {
+			if apierrors.IsNotFound(err) {
+				w.doneEvicting(key)
+				return nil
+			}
+			return fmt.Errorf("reading %s to evict it: %w", key, err)
+		}
+		if !queueunit.HoldsQuota(fresh) {
+			// Its admission is yet to be written: retried until it is (then
+			// evicted) or until it is forgotten (then nothing to evict).
+			return fmt.Errorf("evicting %s: %w", key, errAdmissionNotWritten)
+		}
+		u = fresh
+	}
+	written, changed, err := w.patchStatus(ctx, u, mutate)
 	if apierrors.IsNotFound(err) {
 		w.doneEvicting(key)
 		return nil
@@ -342,6 +365,10 @@ func (w *Writer) writeEviction(ctx context.Context, key string) error {
 	}
 	return nil
 }
+
+// errAdmissionNotWritten: a unit to evict was admitted, and its admission
+// is still to be written.
+var errAdmissionNotWritten = errors.New("its admission is not written yet")
 
 func (w *Writer) doneEvicting(key string) {
 	w.mu.Lock()

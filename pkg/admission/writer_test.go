@@ -1,0 +1,171 @@
+package admission
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/koord-queue/koord-queue/apis"
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
+)
+
+// writerWorld is a Writer and its Cache over controller-runtime's fake
+// client, holding one unit "ns/victim" as the API server has it.
+type writerWorld struct {
+	client client.Client
+	cache  *Cache
+	writer *Writer
+}
+
+func newWriterWorld(t *testing.T, inAPI *schedulingv1alpha1.QueueUnit) writerWorld {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := apis.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(inAPI).WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}).Build()
+	cache := NewCache()
+	w := NewWriter(c, c, record.NewFakeRecorder(100), cache, clocktesting.NewFakeClock(time.Unix(1000, 0)), WriterOptions{})
+	return writerWorld{client: c, cache: cache, writer: w}
+}
+
+func victim() *schedulingv1alpha1.QueueUnit {
+	return &schedulingv1alpha1.QueueUnit{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "victim"},
+		Spec:       schedulingv1alpha1.QueueUnitSpec{Resource: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
+		Status:     schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Enqueued},
+	}
+}
+
+// admitInAPI writes the unit's admission as writeAdmission does.
+func (ww writerWorld) admitInAPI(t *testing.T) *schedulingv1alpha1.QueueUnit {
+	t.Helper()
+	u := &schedulingv1alpha1.QueueUnit{}
+	if err := ww.client.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "victim"}, u); err != nil {
+		t.Fatal(err)
+	}
+	setAdmitted(u, "q", u.Spec.Resource, nil, metav1.Now())
+	if err := ww.client.Status().Update(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+func (ww writerWorld) inAPI(t *testing.T) *schedulingv1alpha1.QueueUnit {
+	t.Helper()
+	u := &schedulingv1alpha1.QueueUnit{}
+	if err := ww.client.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "victim"}, u); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// TestEvictionOfAnAdmissionNotSeenYet: the core admitted a unit and, before
+// the informer brought its admission back, chose it as a victim. The
+// eviction must not be dropped on the cache's stale copy (still Enqueued):
+// the unit would run on, and the unit owed its quota would wait for it.
+func TestEvictionOfAnAdmissionNotSeenYet(t *testing.T) {
+	ctx := context.Background()
+	const key = "ns/victim"
+	evict := eviction{reason: schedulingv1alpha1.EvictedByPreemption, message: "preempted to reclaim the min of quota owed"}
+
+	t.Run("the admission landed, the cache has not seen it", func(t *testing.T) {
+		ww := newWriterWorld(t, victim())
+		ww.cache.UpsertUnit(victim())
+		ww.cache.units[key].assumed = true
+		ww.admitInAPI(t)
+		ww.writer.evict(key, evict)
+		if err := ww.writer.writeEviction(ctx, key); err != nil {
+			t.Fatalf("writeEviction: %v", err)
+		}
+		if u := ww.inAPI(t); u.Status.Phase != schedulingv1alpha1.Enqueued || !queueunit.Evicted(u) {
+			t.Errorf("in the API server: phase %s, Evicted %v; want Enqueued and evicted", u.Status.Phase, queueunit.Evicted(u))
+		}
+	})
+
+	t.Run("the admission is not written yet: the eviction waits for it", func(t *testing.T) {
+		ww := newWriterWorld(t, victim())
+		ww.cache.UpsertUnit(victim())
+		ww.cache.units[key].assumed = true
+		ww.writer.evict(key, evict)
+		if err := ww.writer.writeEviction(ctx, key); err == nil {
+			t.Fatal("writeEviction = nil while the admission is still to be written; want an error, so that it is retried")
+		}
+		// The admission lands and the cache sees it: the retry evicts.
+		written := ww.admitInAPI(t)
+		ww.cache.UpsertUnit(written)
+		if err := ww.writer.writeEviction(ctx, key); err != nil {
+			t.Fatalf("writeEviction after the admission: %v", err)
+		}
+		u := ww.inAPI(t)
+		if c := meta.FindStatusCondition(u.Status.Conditions, schedulingv1alpha1.QueueUnitEvicted); u.Status.Phase != schedulingv1alpha1.Enqueued || c == nil || c.Reason != evict.reason {
+			t.Errorf("in the API server: phase %s, Evicted %+v; want Enqueued, evicted by preemption", u.Status.Phase, c)
+		}
+	})
+
+	t.Run("the admission was forgotten: nothing to evict", func(t *testing.T) {
+		ww := newWriterWorld(t, victim())
+		ww.cache.UpsertUnit(victim())
+		ww.writer.evict(key, evict)
+		if err := ww.writer.writeEviction(ctx, key); err != nil {
+			t.Fatalf("writeEviction: %v", err)
+		}
+		if u := ww.inAPI(t); queueunit.Evicted(u) {
+			t.Errorf("a unit that never held quota was marked evicted")
+		}
+	})
+}
+
+// TestAdmissionOfAUnitDeactivatedMeanwhile: the core admitted a unit that
+// was deactivated (or is being deleted) before the admission was written.
+// The write is skipped, and the next cycle must not admit it again: that
+// loop never ended.
+func TestAdmissionOfAUnitDeactivatedMeanwhile(t *testing.T) {
+	for name, change := range map[string]func(*schedulingv1alpha1.QueueUnit){
+		"deactivated": func(u *schedulingv1alpha1.QueueUnit) { u.Spec.Active = ptr.To(false) },
+		"being deleted": func(u *schedulingv1alpha1.QueueUnit) {
+			now := metav1.Now()
+			u.DeletionTimestamp, u.Finalizers = &now, []string{"example.com/keep"}
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			u := victim()
+			u.Labels = map[string]string{elasticquotav1alpha1.LabelQuotaName: "q"}
+			ww := newWriterWorld(t, u)
+			ww.cache.UpsertElasticQuota(&elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q"},
+				Spec: elasticquotav1alpha1.ElasticQuotaSpec{Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}})
+			ww.cache.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "q"}})
+			ww.cache.UpsertUnit(u)
+			if res := ww.cache.cycle(time.Unix(1000, 0), -1); len(res.Admissions) != 1 {
+				t.Fatalf("first cycle admitted %v, want the unit", res.Admissions)
+			}
+			// Changed before the admission is written, and the cache sees it.
+			changed := u.DeepCopy()
+			change(changed)
+			ww.cache.UpsertUnit(changed)
+			if err := ww.writer.writeAdmission(ctx, "ns/victim"); err != nil {
+				t.Fatalf("writeAdmission: %v", err)
+			}
+			if got := ww.inAPI(t); queueunit.HoldsQuota(got) {
+				t.Fatalf("the admission of a unit %s was written", name)
+			}
+			if res := ww.cache.cycle(time.Unix(1001, 0), -1); len(res.Admissions) != 0 {
+				t.Errorf("the next cycle admitted %v again", res.Admissions)
+			}
+		})
+	}
+}
