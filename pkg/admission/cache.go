@@ -285,9 +285,16 @@ func (c *Cache) place(r *unitRecord) {
 	key := r.key()
 	r.queue, r.byLabel = c.quotas.quotaNameOf(u)
 	r.problem = ""
+	request := queueunit.Request(u)
+	if r.assumed && !queueunit.HoldsQuota(u) && !equality.Semantic.DeepEqual(r.request, request) {
+		// Admitted at another size and not written yet: the decision no
+		// longer holds (charging the new size would skip the fit check), so
+		// the writer skips it and the unit is decided again at its new size.
+		r.assumed = false
+		c.core.ForgetAdmission(key)
+	}
+	r.request = request
 	holds := queueunit.HoldsQuota(u) || r.assumed
-
-	r.request = queueunit.Request(u)
 
 	out := false
 	switch phase := u.EffectivePhase(); {

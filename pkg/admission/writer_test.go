@@ -64,6 +64,19 @@ func (ww writerWorld) admitInAPI(t *testing.T) *schedulingv1alpha1.QueueUnit {
 	return u
 }
 
+// admitInCore serves quota q (max 4 cpu) by Queue q, and has the core admit
+// u in a cycle: the admission is decided, not written.
+func (ww writerWorld) admitInCore(t *testing.T, u *schedulingv1alpha1.QueueUnit) {
+	t.Helper()
+	ww.cache.UpsertElasticQuota(&elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q"},
+		Spec: elasticquotav1alpha1.ElasticQuotaSpec{Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}})
+	ww.cache.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "q"}})
+	ww.cache.UpsertUnit(u)
+	if res := ww.cache.cycle(time.Unix(1000, 0), -1); len(res.Admissions) != 1 {
+		t.Fatalf("first cycle admitted %v, want the unit", res.Admissions)
+	}
+}
+
 func (ww writerWorld) inAPI(t *testing.T) *schedulingv1alpha1.QueueUnit {
 	t.Helper()
 	u := &schedulingv1alpha1.QueueUnit{}
@@ -146,13 +159,7 @@ func TestAdmissionOfAUnitDeactivatedMeanwhile(t *testing.T) {
 			u := victim()
 			u.Labels = map[string]string{elasticquotav1alpha1.LabelQuotaName: "q"}
 			ww := newWriterWorld(t, u)
-			ww.cache.UpsertElasticQuota(&elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q"},
-				Spec: elasticquotav1alpha1.ElasticQuotaSpec{Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}})
-			ww.cache.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "q"}})
-			ww.cache.UpsertUnit(u)
-			if res := ww.cache.cycle(time.Unix(1000, 0), -1); len(res.Admissions) != 1 {
-				t.Fatalf("first cycle admitted %v, want the unit", res.Admissions)
-			}
+			ww.admitInCore(t, u)
 			// Changed before the admission is written, and the cache sees it.
 			changed := u.DeepCopy()
 			change(changed)
@@ -167,5 +174,33 @@ func TestAdmissionOfAUnitDeactivatedMeanwhile(t *testing.T) {
 				t.Errorf("the next cycle admitted %v again", res.Admissions)
 			}
 		})
+	}
+}
+
+// TestAdmissionOfAUnitResizedMeanwhile: a unit admitted at one size and
+// resized (its job changed) before the admission was written must not be
+// charged, and admitted, at its new size without the fit check: 6 cpu in a
+// quota of 4 was.
+func TestAdmissionOfAUnitResizedMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	u := victim()
+	u.Labels = map[string]string{elasticquotav1alpha1.LabelQuotaName: "q"}
+	u.Spec.Resource = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}
+	ww := newWriterWorld(t, u)
+	ww.admitInCore(t, u)
+	grown := u.DeepCopy()
+	grown.Spec.Resource = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}
+	ww.cache.UpsertUnit(grown)
+	if err := ww.writer.writeAdmission(ctx, "ns/victim"); err != nil {
+		t.Fatalf("writeAdmission: %v", err)
+	}
+	if got := ww.inAPI(t); queueunit.HoldsQuota(got) {
+		t.Errorf("admitted at its new size, %v, without a fit check", got.Status.Admissions)
+	}
+	if used := ww.cache.core.Quotas().Used("q"); used.Cpu().Cmp(resource.MustParse("4")) > 0 {
+		t.Errorf("quota q charged %s cpu, over its max of 4", used.Cpu())
+	}
+	if res := ww.cache.cycle(time.Unix(1001, 0), -1); len(res.Admissions) != 0 {
+		t.Errorf("6 cpu admitted into a quota of 4: %v", res.Admissions)
 	}
 }

@@ -397,6 +397,10 @@ func (s *Scheduler) restoreAdmitted(us *unitState) error {
 
 func (s *Scheduler) updateAdmitted(us *unitState, old, u Unit, req quota.Vector) {
 	u.AdmitTime = old.AdmitTime
+	// An admitted unit stays in the queue that admitted it until it leaves,
+	// whatever its labels say meanwhile (spec.queue pins it the same way):
+	// that queue counts it, charges it and gates on it.
+	u.Queue = old.Queue
 	us.u = u
 	if old.Priority != u.Priority {
 		s.engine.SetPriority(u.Key, u.Priority)

@@ -923,3 +923,34 @@ func TestRequestsTooLargeToCountAreRefused(t *testing.T) {
 		},
 	})
 }
+
+// TestAdmittedUnitKeepsItsQueue: an admitted unit whose queue changes (its
+// quota label edited before spec.queue pinned it) stays counted in the queue
+// that admitted it until it leaves. It used to leave that queue's
+// wait-for-pods-running gate shut for good, and its counts wrong.
+func TestAdmittedUnitKeepsItsQueue(t *testing.T) {
+	s := world{capacity: bigCluster,
+		quotas: []quota.Spec{qt.MakeSpec("q1").Max("cpu", "4").Obj(), qt.MakeSpec("q2").Max("cpu", "4").Obj()},
+		queues: []scheduler.QueueSpec{st.MakeQueue("q1").WaitForPodsRunning().Obj(), st.MakeQueue("q2").Obj()},
+		units:  []scheduler.Unit{st.MakeUnit("ns/a", "q1").Request("cpu", "1").Obj()},
+	}.build(t)
+	runSteps(t, s, []step{
+		{name: "a is admitted in q1", want: outcome{Admitted: []string{"ns/a"}}},
+		{
+			name: "relabelled to q2 while admitted, then gone: q1's gate opens for b",
+			do: func(s *scheduler.Scheduler) {
+				upsert(st.MakeUnit("ns/a", "q2").Request("cpu", "1").Admitted(0).Obj())(s)
+				s.DeleteUnit("ns/a")
+				upsert(st.MakeUnit("ns/b", "q1").Request("cpu", "1").Obj())(s)
+			},
+			want: outcome{Admitted: []string{"ns/b"}},
+		},
+	})
+	for _, q := range []string{"q1", "q2"} {
+		pending, admitted := s.QueueCounts(q)
+		want := map[string][2]int{"q1": {0, 1}, "q2": {0, 0}}[q]
+		if pending != want[0] || admitted != want[1] {
+			t.Errorf("queue %s: %d pending, %d admitted; want %d, %d", q, pending, admitted, want[0], want[1])
+		}
+	}
+}
