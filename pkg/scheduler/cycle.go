@@ -340,13 +340,19 @@ func (s *Scheduler) admit(qs *queueState, key string, now time.Time, res *Result
 // admitNominated admits preemptors whose victims have all left, if they fit.
 func (s *Scheduler) admitNominated(now time.Time, res *Result) {
 	for _, key := range sortedKeys(s.nominated) {
-		delete(s.nominated, key)
 		us, ok := s.units[key]
-		if !ok || us.admitted || !us.inQueue {
+		var qs *queueState
+		if ok {
+			qs = s.queues[us.u.Queue]
+		}
+		if ok && !us.admitted && us.inQueue && qs != nil && qs.spec.Config.WaitForPodsRunning && len(qs.notRunning) > 0 {
+			// Its queue's gate is shut: it keeps its reservation and its
+			// turn, and is admitted first once the gate opens, whoever
+			// heads the queue then.
 			continue
 		}
-		qs := s.queues[us.u.Queue]
-		if qs == nil || (qs.spec.Config.WaitForPodsRunning && len(qs.notRunning) > 0) {
+		delete(s.nominated, key)
+		if !ok || us.admitted || !us.inQueue || qs == nil {
 			continue
 		}
 		s.unreserve(us)

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/quota"
@@ -951,6 +952,49 @@ func TestAdmittedUnitKeepsItsQueue(t *testing.T) {
 		want := map[string][2]int{"q1": {0, 1}, "q2": {0, 0}}[q]
 		if pending != want[0] || admitted != want[1] {
 			t.Errorf("queue %s: %d pending, %d admitted; want %d, %d", q, pending, admitted, want[0], want[1])
+		}
+	}
+}
+
+// TestPreemptorWaitsForTheGateWithItsTurn: under wait-for-pods-running, a
+// preemptor whose victims have left while its queue's gate is shut keeps
+// its turn and is admitted once the gate opens, on the capacity it
+// reclaimed, without evicting anyone else.
+func TestPreemptorWaitsForTheGateWithItsTurn(t *testing.T) {
+	s := world{capacity: qt.Res("cpu", "4"),
+		quotas: []quota.Spec{qt.MakeSpec("a").Min("cpu", "3").Max("cpu", "4").Obj(), qt.MakeSpec("b").Max("cpu", "4").Obj()},
+		queues: []scheduler.QueueSpec{st.MakeQueue("a").WaitForPodsRunning().Obj(), st.MakeQueue("b").Obj()},
+		units: []scheduler.Unit{
+			st.MakeUnit("ns/a1", "a").Request("cpu", "1").Admitted(0).Running().Obj(),
+			st.MakeUnit("ns/b1", "b").Request("cpu", "2").Admitted(0).Running().Obj(),
+			st.MakeUnit("ns/b2", "b").Request("cpu", "1").Admitted(time.Second).Running().Obj(),
+		},
+	}.build(t)
+	runSteps(t, s, []step{
+		{
+			name: "a2 reclaims a's min from b",
+			do:   upsert(st.MakeUnit("ns/a2", "a").Request("cpu", "2").Enqueued(2 * time.Second).Obj()),
+			want: outcome{Preempted: []string{"ns/a2 <- ns/b1"}}, skipWaits: true,
+		},
+		{
+			name: "a1's pods stop running: a's gate shuts; then b1 leaves, and a3, of higher priority, arrives",
+			do: func(s *scheduler.Scheduler) {
+				upsert(st.MakeUnit("ns/a1", "a").Request("cpu", "1").Admitted(0).Obj())(s)
+				s.DeleteUnit("ns/b1")
+				upsert(st.MakeUnit("ns/a3", "a").Priority(5).Request("cpu", "2").Enqueued(3 * time.Second).Obj())(s)
+			},
+			skipWaits: true,
+		},
+		{
+			name: "a1 runs again: a2 is admitted on what it reclaimed, nobody else evicted",
+			do:   upsert(st.MakeUnit("ns/a1", "a").Request("cpu", "1").Admitted(0).Running().Obj()),
+			want: outcome{Admitted: []string{"ns/a2"}}, skipWaits: true,
+		},
+	})
+	// No reservation left behind: a holds a1 and a2, b holds b2.
+	for q, want := range map[string]string{"a": "3", "b": "1"} {
+		if used := s.Quotas().Used(q); used.Cpu().Cmp(resource.MustParse(want)) != 0 {
+			t.Errorf("quota %s uses %s cpu, want %s", q, used.Cpu(), want)
 		}
 	}
 }
