@@ -67,6 +67,10 @@ type Scheduler struct {
 	units  map[string]*unitState
 	// orphans are units whose queue does not exist, by queue name.
 	orphans map[string]map[string]struct{}
+	// admittedOrphans are admitted units whose queue does not exist (yet:
+	// after a restart informers deliver units before their Queue), by queue
+	// name; the queue counts and gates on them when it comes.
+	admittedOrphans map[string]map[string]struct{}
 	// dirty queues are reconsidered by the next cycle.
 	dirty map[string]struct{}
 	// wakeAt: queues parked because of a limit of this quota.
@@ -93,16 +97,17 @@ type Scheduler struct {
 // New returns a Scheduler with an empty quota tree.
 func New() *Scheduler {
 	return &Scheduler{
-		engine:         quota.NewEngine(),
-		queues:         map[string]*queueState{},
-		units:          map[string]*unitState{},
-		orphans:        map[string]map[string]struct{}{},
-		dirty:          map[string]struct{}{},
-		wakeAt:         map[string]map[string]struct{}{},
-		reclaimWaiters: map[string]struct{}{},
-		nominated:      map[string]struct{}{},
-		protectedUntil: map[string]time.Time{},
-		timed:          map[string]struct{}{},
+		engine:          quota.NewEngine(),
+		queues:          map[string]*queueState{},
+		units:           map[string]*unitState{},
+		orphans:         map[string]map[string]struct{}{},
+		admittedOrphans: map[string]map[string]struct{}{},
+		dirty:           map[string]struct{}{},
+		wakeAt:          map[string]map[string]struct{}{},
+		reclaimWaiters:  map[string]struct{}{},
+		nominated:       map[string]struct{}{},
+		protectedUntil:  map[string]time.Time{},
+		timed:           map[string]struct{}{},
 	}
 }
 
@@ -157,6 +162,13 @@ func (s *Scheduler) UpsertQueue(spec QueueSpec) {
 		for _, k := range keys {
 			s.enqueue(s.units[k])
 		}
+		for k := range s.admittedOrphans[spec.Name] {
+			qs.admitted++
+			if !s.units[k].u.Running {
+				qs.notRunning[k] = struct{}{}
+			}
+		}
+		delete(s.admittedOrphans, spec.Name)
 		s.wake(spec.Name)
 		return
 	}
@@ -185,6 +197,13 @@ func (s *Scheduler) DeleteQueue(name string) {
 	for _, it := range qs.q.Items(0) {
 		s.dequeue(s.units[it.Key])
 		s.orphan(s.units[it.Key])
+	}
+	if qs.admitted > 0 {
+		for _, us := range s.units {
+			if us.admitted && us.u.Queue == name {
+				s.adoptLater(us)
+			}
+		}
 	}
 	s.unpark(qs, name)
 	delete(s.queues, name)
@@ -358,7 +377,7 @@ func (s *Scheduler) Position(key string) int {
 func (s *Scheduler) QueueCounts(queue string) (pending, admitted int) {
 	qs, ok := s.queues[queue]
 	if !ok {
-		return len(s.orphans[queue]), 0
+		return len(s.orphans[queue]), len(s.admittedOrphans[queue])
 	}
 	return qs.q.Len(), qs.admitted
 }
@@ -385,6 +404,8 @@ func (s *Scheduler) restoreAdmitted(us *unitState) error {
 		if !us.u.Running {
 			qs.notRunning[us.u.Key] = struct{}{}
 		}
+	} else {
+		s.adoptLater(us)
 	}
 	at := us.u.AdmitTime
 	if at.IsZero() {
@@ -433,6 +454,8 @@ func (s *Scheduler) release(us *unitState) {
 		qs.admitted--
 		delete(qs.notRunning, us.u.Key)
 		s.wake(us.u.Queue)
+	} else {
+		dropKey(s.admittedOrphans, us.u.Queue, us.u.Key)
 	}
 	if us.evicting {
 		if p, ok := s.units[us.evictedFor]; ok && p.victims != nil {
@@ -511,20 +534,30 @@ func (s *Scheduler) dequeue(us *unitState) {
 	s.engine.RemovePending(us.quota, us.req)
 }
 
-func (s *Scheduler) orphan(us *unitState) {
-	set, ok := s.orphans[us.u.Queue]
+// adoptLater records an admitted unit whose queue does not exist, for the
+// queue to count when it comes.
+func (s *Scheduler) adoptLater(us *unitState) { addKey(s.admittedOrphans, us.u.Queue, us.u.Key) }
+
+func (s *Scheduler) orphan(us *unitState) { addKey(s.orphans, us.u.Queue, us.u.Key) }
+
+func (s *Scheduler) orphanDrop(us *unitState) { dropKey(s.orphans, us.u.Queue, us.u.Key) }
+
+// addKey adds key to the set of group in sets.
+func addKey(sets map[string]map[string]struct{}, group, key string) {
+	set, ok := sets[group]
 	if !ok {
 		set = map[string]struct{}{}
-		s.orphans[us.u.Queue] = set
+		sets[group] = set
 	}
-	set[us.u.Key] = struct{}{}
+	set[key] = struct{}{}
 }
 
-func (s *Scheduler) orphanDrop(us *unitState) {
-	if set, ok := s.orphans[us.u.Queue]; ok {
-		delete(set, us.u.Key)
+// dropKey removes key from the set of group in sets, and the set once empty.
+func dropKey(sets map[string]map[string]struct{}, group, key string) {
+	if set, ok := sets[group]; ok {
+		delete(set, key)
 		if len(set) == 0 {
-			delete(s.orphans, us.u.Queue)
+			delete(sets, group)
 		}
 	}
 }

@@ -998,3 +998,33 @@ func TestPreemptorWaitsForTheGateWithItsTurn(t *testing.T) {
 		}
 	}
 }
+
+// TestUnitsRestoredBeforeTheirQueue: after a restart, informers deliver
+// units before their Queue. The queue, once it comes, counts the admitted
+// units it already has and gates on those not yet running; its counts
+// never go negative.
+func TestUnitsRestoredBeforeTheirQueue(t *testing.T) {
+	s := scheduler.New()
+	s.SetClusterCapacity(bigCluster)
+	s.UpsertQuota(qt.MakeSpec("q").Max("cpu", "4").Obj())
+	upsert(
+		st.MakeUnit("ns/starting", "q").Request("cpu", "1").Admitted(0).Obj(),
+		st.MakeUnit("ns/waiting", "q").Request("cpu", "1").Enqueued(time.Second).Obj(),
+	)(s)
+	s.UpsertQueue(st.MakeQueue("q").WaitForPodsRunning().Obj())
+	counts := func(wantPending, wantAdmitted int) {
+		t.Helper()
+		if pending, admitted := s.QueueCounts("q"); pending != wantPending || admitted != wantAdmitted {
+			t.Errorf("queue q: %d pending, %d admitted; want %d, %d", pending, admitted, wantPending, wantAdmitted)
+		}
+	}
+	counts(1, 1)
+	runSteps(t, s, []step{
+		{name: "the gate is shut by the restored unit that does not run yet", want: outcome{Waits: map[string]string{
+			"ns/waiting": "queue q waits for ns/starting to be running (wait-for-pods-running)"}}},
+		{name: "it runs: the gate opens", do: upsert(st.MakeUnit("ns/starting", "q").Request("cpu", "1").Admitted(0).Running().Obj()),
+			want: outcome{Admitted: []string{"ns/waiting"}}},
+	})
+	s.DeleteUnit("ns/starting")
+	counts(0, 1)
+}
