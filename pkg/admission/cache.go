@@ -6,6 +6,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
@@ -134,6 +135,7 @@ func (c *Cache) DeleteElasticQuota(name string) {
 	c.quotas.remove(name)
 	delete(c.quotaObjects, name)
 	delete(c.quotaErrs, name)
+	metrics.QuotaResource.DeletePartialMatch(prometheus.Labels{"quota": name})
 	c.core.DeleteQuota(name)
 	c.remapFallbacks()
 	c.notify()

@@ -6,10 +6,15 @@
 //     is rebuilt from those events on start, so a restarted or newly elected
 //     replica knows every admitted unit before it admits anything.
 //   - Loop (leader only): runs scheduling cycles when an event could change
-//     an answer, never on a timer, and hands the decisions to the Writer.
+//     an answer, and at the one time the core asks to be woken
+//     (Result.NextWakeup: a backoff or a reclaim protection ending, a
+//     low-priority unit's maximum wait), and hands the decisions to the
+//     Writer; it polls nothing.
 //   - Writer: writes admissions and evictions first, then the reasons units
 //     wait (rate-limited, latest reason only, and only when it changed), so
-//     a large backlog never starves admissions of API quota.
+//     a large backlog never starves admissions of API quota. A deferred
+//     write whose turn comes while urgent writes wait checks again every
+//     250 ms (deferredRetry), on the injected clock.
 //   - Queue status and admission checks, kept level-based.
 //
 // Every replica keeps a warm Cache, so followers serve the visibility API.

@@ -6,7 +6,7 @@ import (
 	"strconv"
 	"time"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 )
 
 // Annotations koord-queue adds to the original's. Like every koord-queue/*
@@ -28,7 +28,7 @@ const (
 // Config is how one queue takes its units.
 type Config struct {
 	// Policy is Priority (the default when empty), Block or Intelligent.
-	Policy schedv1alpha1.QueuePolicy
+	Policy schedulingv1alpha1.QueuePolicy
 	// PriorityThreshold splits Intelligent's bands: priority >= threshold
 	// is high.
 	PriorityThreshold int32
@@ -48,37 +48,37 @@ type Config struct {
 
 // DefaultConfig is the Priority policy with Koord-Queue's defaults.
 func DefaultConfig() Config {
-	return Config{Policy: schedv1alpha1.QueuePolicyPriority, PriorityThreshold: schedv1alpha1.DefaultPriorityThreshold}
+	return Config{Policy: schedulingv1alpha1.QueuePolicyPriority, PriorityThreshold: schedulingv1alpha1.DefaultPriorityThreshold}
 }
 
 // ConfigFromQueue reads a queue's policy and koord-queue/* annotations.
 // A malformed annotation keeps its default and is reported in the joined
 // error, so the queue keeps working while the user is told.
-func ConfigFromQueue(p schedv1alpha1.QueuePolicy, annotations map[string]string) (Config, error) {
+func ConfigFromQueue(p schedulingv1alpha1.QueuePolicy, annotations map[string]string) (Config, error) {
 	c := DefaultConfig()
 	var errs []error
 	switch p {
-	case "", schedv1alpha1.QueuePolicyPriority:
-	case schedv1alpha1.QueuePolicyBlock, schedv1alpha1.QueuePolicyIntelligent:
+	case "", schedulingv1alpha1.QueuePolicyPriority:
+	case schedulingv1alpha1.QueuePolicyBlock, schedulingv1alpha1.QueuePolicyIntelligent:
 		c.Policy = p
 	default:
 		errs = append(errs, fmt.Errorf("queue policy %q is not Priority, Block or Intelligent; using Priority", p))
 	}
-	if v, ok := annotations[schedv1alpha1.AnnotationPriorityThreshold]; ok {
+	if v, ok := annotations[schedulingv1alpha1.AnnotationPriorityThreshold]; ok {
 		n, err := strconv.ParseInt(v, 10, 32)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("annotation %s: %w", schedv1alpha1.AnnotationPriorityThreshold, err))
+			errs = append(errs, fmt.Errorf("annotation %s: %w", schedulingv1alpha1.AnnotationPriorityThreshold, err))
 		} else {
 			c.PriorityThreshold = int32(n)
 		}
 	}
-	if v, ok := annotations[schedv1alpha1.AnnotationMaxDepth]; ok {
+	if v, ok := annotations[schedulingv1alpha1.AnnotationMaxDepth]; ok {
 		n, err := strconv.Atoi(v)
 		switch {
 		case err != nil:
-			errs = append(errs, fmt.Errorf("annotation %s: %w", schedv1alpha1.AnnotationMaxDepth, err))
+			errs = append(errs, fmt.Errorf("annotation %s: %w", schedulingv1alpha1.AnnotationMaxDepth, err))
 		case n < 0:
-			errs = append(errs, fmt.Errorf("annotation %s: %d is negative", schedv1alpha1.AnnotationMaxDepth, n))
+			errs = append(errs, fmt.Errorf("annotation %s: %d is negative", schedulingv1alpha1.AnnotationMaxDepth, n))
 		default:
 			c.MaxDepth = n
 		}
@@ -87,8 +87,8 @@ func ConfigFromQueue(p schedv1alpha1.QueuePolicy, annotations map[string]string)
 		key string
 		dst *bool
 	}{
-		{schedv1alpha1.AnnotationWaitForPodsRunning, &c.WaitForPodsRunning},
-		{schedv1alpha1.AnnotationEnableQueueUnitPreemption, &c.EnablePreemption},
+		{schedulingv1alpha1.AnnotationWaitForPodsRunning, &c.WaitForPodsRunning},
+		{schedulingv1alpha1.AnnotationEnableQueueUnitPreemption, &c.EnablePreemption},
 		{AnnotationPreemptRunning, &c.PreemptRunning},
 	} {
 		if v, ok := annotations[b.key]; ok {

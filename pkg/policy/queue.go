@@ -5,7 +5,7 @@ import (
 	"math"
 	"time"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 )
 
 // Item is a waiting unit as a queue orders it.
@@ -69,7 +69,7 @@ func NewQueue(cfg Config) *Queue {
 
 func normalise(c Config) Config {
 	if c.Policy == "" {
-		c.Policy = schedv1alpha1.QueuePolicyPriority
+		c.Policy = schedulingv1alpha1.QueuePolicyPriority
 	}
 	if c.MaxDepth < 0 {
 		c.MaxDepth = 0
@@ -107,7 +107,7 @@ func (q *Queue) SetConfig(cfg Config) {
 }
 
 func (q *Queue) agesOn(c Config) bool {
-	return c.Policy == schedv1alpha1.QueuePolicyIntelligent && c.LowPriorityMaxWait > 0
+	return c.Policy == schedulingv1alpha1.QueuePolicyIntelligent && c.LowPriorityMaxWait > 0
 }
 
 // Len is the number of waiting units.
@@ -148,7 +148,7 @@ func (q *Queue) Take(key string) bool {
 	if !ok {
 		return false
 	}
-	if q.cfg.Policy == schedv1alpha1.QueuePolicyIntelligent && n.k.priority < q.cfg.PriorityThreshold {
+	if q.cfg.Policy == schedulingv1alpha1.QueuePolicyIntelligent && n.k.priority < q.cfg.PriorityThreshold {
 		k := n.k
 		q.cursor = &k
 	}
@@ -224,9 +224,9 @@ func (q *Queue) Offer(now time.Time, free []int64) Offer {
 		return o
 	}
 	switch q.cfg.Policy {
-	case schedv1alpha1.QueuePolicyBlock:
+	case schedulingv1alpha1.QueuePolicyBlock:
 		o.serveHead(first(q.root), BandAll, free)
-	case schedv1alpha1.QueuePolicyIntelligent:
+	case schedulingv1alpha1.QueuePolicyIntelligent:
 		q.offerIntelligent(now, free, &o)
 	default:
 		o.setHead(first(q.root), BandAll)

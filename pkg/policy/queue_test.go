@@ -9,7 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/policy"
 )
 
@@ -83,9 +83,9 @@ func view(o policy.Offer) offerView {
 
 func TestOffer(t *testing.T) {
 	intelligent := policy.DefaultConfig()
-	intelligent.Policy = schedv1alpha1.QueuePolicyIntelligent
+	intelligent.Policy = schedulingv1alpha1.QueuePolicyIntelligent
 	block := policy.DefaultConfig()
-	block.Policy = schedv1alpha1.QueuePolicyBlock
+	block.Policy = schedulingv1alpha1.QueuePolicyBlock
 	deep2 := policy.DefaultConfig()
 	deep2.MaxDepth = 2
 	starving := intelligent
@@ -189,7 +189,7 @@ func TestOffer(t *testing.T) {
 
 func TestIntelligentLowBandIsRoundRobin(t *testing.T) {
 	cfg := policy.DefaultConfig()
-	cfg.Policy = schedv1alpha1.QueuePolicyIntelligent
+	cfg.Policy = schedulingv1alpha1.QueuePolicyIntelligent
 	q := queueOf(cfg, item("a").prio(3).obj(), item("b").prio(2).obj(), item("c").prio(1).obj())
 	var got []string
 	for i := 0; i < 3; i++ {
@@ -206,7 +206,7 @@ func TestIntelligentLowBandIsRoundRobin(t *testing.T) {
 func TestSetConfigKeepsOrder(t *testing.T) {
 	q := queueOf(policy.DefaultConfig(), item("a").prio(5).req(9).obj(), item("b").prio(1).obj(), item("c").prio(1).at(time.Second).obj())
 	before := keys(q.Items(0))
-	for _, p := range []schedv1alpha1.QueuePolicy{schedv1alpha1.QueuePolicyBlock, schedv1alpha1.QueuePolicyIntelligent, schedv1alpha1.QueuePolicyPriority} {
+	for _, p := range []schedulingv1alpha1.QueuePolicy{schedulingv1alpha1.QueuePolicyBlock, schedulingv1alpha1.QueuePolicyIntelligent, schedulingv1alpha1.QueuePolicyPriority} {
 		cfg := policy.DefaultConfig()
 		cfg.Policy = p
 		cfg.LowPriorityMaxWait = time.Minute
@@ -216,7 +216,7 @@ func TestSetConfigKeepsOrder(t *testing.T) {
 		}
 	}
 	cfg := policy.DefaultConfig()
-	cfg.Policy = schedv1alpha1.QueuePolicyBlock
+	cfg.Policy = schedulingv1alpha1.QueuePolicyBlock
 	q.SetConfig(cfg)
 	if diff := cmp.Diff(offerView{Head: "a", Blocking: true}, view(q.Offer(t0, []int64{1}))); diff != "" {
 		t.Errorf("Offer as Block (-want +got):\n%s", diff)
@@ -225,7 +225,7 @@ func TestSetConfigKeepsOrder(t *testing.T) {
 
 func TestNextPromotion(t *testing.T) {
 	cfg := policy.DefaultConfig()
-	cfg.Policy = schedv1alpha1.QueuePolicyIntelligent
+	cfg.Policy = schedulingv1alpha1.QueuePolicyIntelligent
 	cfg.LowPriorityMaxWait = 10 * time.Minute
 	q := queueOf(cfg, item("l").prio(1).at(time.Minute).obj(), item("h").prio(9).obj())
 	got, ok := q.NextPromotion(t0)
@@ -240,7 +240,7 @@ func TestNextPromotion(t *testing.T) {
 func TestConfigFromQueue(t *testing.T) {
 	cases := []struct {
 		name    string
-		policy  schedv1alpha1.QueuePolicy
+		policy  schedulingv1alpha1.QueuePolicy
 		ann     map[string]string
 		want    policy.Config
 		wantErr bool
@@ -248,22 +248,22 @@ func TestConfigFromQueue(t *testing.T) {
 		{name: "defaults", want: policy.DefaultConfig()},
 		{
 			name:   "every annotation",
-			policy: schedv1alpha1.QueuePolicyIntelligent,
+			policy: schedulingv1alpha1.QueuePolicyIntelligent,
 			ann: map[string]string{
-				schedv1alpha1.AnnotationPriorityThreshold:         "5",
-				schedv1alpha1.AnnotationMaxDepth:                  "20",
-				schedv1alpha1.AnnotationWaitForPodsRunning:        "true",
-				schedv1alpha1.AnnotationEnableQueueUnitPreemption: "true",
-				policy.AnnotationPreemptRunning:                   "true",
-				policy.AnnotationLowPriorityMaxWait:               "30m",
+				schedulingv1alpha1.AnnotationPriorityThreshold:         "5",
+				schedulingv1alpha1.AnnotationMaxDepth:                  "20",
+				schedulingv1alpha1.AnnotationWaitForPodsRunning:        "true",
+				schedulingv1alpha1.AnnotationEnableQueueUnitPreemption: "true",
+				policy.AnnotationPreemptRunning:                        "true",
+				policy.AnnotationLowPriorityMaxWait:                    "30m",
 			},
-			want: policy.Config{Policy: schedv1alpha1.QueuePolicyIntelligent, PriorityThreshold: 5, MaxDepth: 20,
+			want: policy.Config{Policy: schedulingv1alpha1.QueuePolicyIntelligent, PriorityThreshold: 5, MaxDepth: 20,
 				WaitForPodsRunning: true, EnablePreemption: true, PreemptRunning: true, LowPriorityMaxWait: 30 * time.Minute},
 		},
 		{
 			name:    "malformed values keep their defaults and are reported",
 			policy:  "Fancy",
-			ann:     map[string]string{schedv1alpha1.AnnotationMaxDepth: "-1", schedv1alpha1.AnnotationPriorityThreshold: "high"},
+			ann:     map[string]string{schedulingv1alpha1.AnnotationMaxDepth: "-1", schedulingv1alpha1.AnnotationPriorityThreshold: "high"},
 			want:    policy.DefaultConfig(),
 			wantErr: true,
 		},

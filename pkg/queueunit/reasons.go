@@ -3,7 +3,7 @@ package queueunit
 // Reasons of the conditions on a QueueUnit. koord-queue writes the first
 // group (QuotaReserved, Admitted, Evicted); koord-queue-controllers the
 // second (Finished, PodsReady). The Evicted reasons are API
-// (schedv1alpha1.EvictedBy*), since users and admission checks read them.
+// (schedulingv1alpha1.EvictedBy*), since users and admission checks read them.
 const (
 	ReasonQuotaReserved          = "QuotaReserved"
 	ReasonAdmitted               = "Admitted"

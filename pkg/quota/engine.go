@@ -9,7 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	eqv1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 )
 
 // Errors a quota can be in. Engine.Err wraps them with the details, so check
@@ -180,7 +180,7 @@ func (e *Engine) intern(list corev1.ResourceList) {
 func (e *Engine) Err(quota string) error {
 	n, ok := e.nodes[quota]
 	if !ok {
-		if quota == eqv1alpha1.RootQuotaName {
+		if quota == elasticquotav1alpha1.RootQuotaName {
 			return nil
 		}
 		return fmt.Errorf("quota %q: %w", quota, ErrUnknownQuota)
@@ -252,7 +252,7 @@ func (e *Engine) rebuild() {
 	r := len(e.names)
 	// Keep nodes that have a spec, the root, and nodes still holding usage.
 	for name, n := range e.nodes {
-		if _, ok := e.specs[name]; !ok && name != eqv1alpha1.RootQuotaName && !n.placeholder && len(n.charges) == 0 && isZero(n.pending) {
+		if _, ok := e.specs[name]; !ok && name != elasticquotav1alpha1.RootQuotaName && !n.placeholder && len(n.charges) == 0 && isZero(n.pending) {
 			delete(e.nodes, name)
 		}
 	}
@@ -261,10 +261,10 @@ func (e *Engine) rebuild() {
 			e.nodes[name] = newNode(name)
 		}
 	}
-	if _, ok := e.nodes[eqv1alpha1.RootQuotaName]; !ok {
-		e.nodes[eqv1alpha1.RootQuotaName] = newNode(eqv1alpha1.RootQuotaName)
+	if _, ok := e.nodes[elasticquotav1alpha1.RootQuotaName]; !ok {
+		e.nodes[elasticquotav1alpha1.RootQuotaName] = newNode(elasticquotav1alpha1.RootQuotaName)
 	}
-	e.root = e.nodes[eqv1alpha1.RootQuotaName]
+	e.root = e.nodes[elasticquotav1alpha1.RootQuotaName]
 
 	names := make([]string, 0, len(e.nodes))
 	for name, n := range e.nodes {
@@ -300,9 +300,9 @@ func (e *Engine) rebuild() {
 		default:
 			p := n.spec.Parent
 			if p == "" {
-				p = eqv1alpha1.RootQuotaName
+				p = elasticquotav1alpha1.RootQuotaName
 			}
-			if _, ok := e.specs[p]; !ok && p != eqv1alpha1.RootQuotaName {
+			if _, ok := e.specs[p]; !ok && p != elasticquotav1alpha1.RootQuotaName {
 				n.err = fmt.Errorf("quota %q: parent %q: %w", name, p, ErrMissingParent)
 			} else {
 				declared[name] = p

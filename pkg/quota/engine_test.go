@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	eqv1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/quota"
 	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
 )
@@ -229,7 +229,7 @@ func TestUsageCountsAlongTheChainUntilReleased(t *testing.T) {
 		qt.MakeSpec("a").Parent("org").Obj(),
 	}, []charge{{key: "u1", quota: "a", req: qt.Res("cpu", "3")}})
 	want := map[string]string{"cpu": "3"}
-	for _, q := range []string{"a", "org", eqv1alpha1.RootQuotaName} {
+	for _, q := range []string{"a", "org", elasticquotav1alpha1.RootQuotaName} {
 		if diff := cmp.Diff(want, str(e.Used(q))); diff != "" {
 			t.Errorf("Used(%s) (-want +got):\n%s", q, diff)
 		}
@@ -492,7 +492,7 @@ func TestVictims(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEngine(t, qt.Res("cpu", "10"), specs, tc.charges)
-			before := str(e.Used(eqv1alpha1.RootQuotaName))
+			before := str(e.Used(elasticquotav1alpha1.RootQuotaName))
 			all := func(string) bool { return true }
 			var got []string
 			var found bool
@@ -504,7 +504,7 @@ func TestVictims(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" || found != tc.wantFound {
 				t.Errorf("victims (-want +got):\n%s\nfound = %v, want %v", diff, found, tc.wantFound)
 			}
-			if diff := cmp.Diff(before, str(e.Used(eqv1alpha1.RootQuotaName))); diff != "" {
+			if diff := cmp.Diff(before, str(e.Used(elasticquotav1alpha1.RootQuotaName))); diff != "" {
 				t.Errorf("choosing victims changed usage (-before +after):\n%s", diff)
 			}
 		})
@@ -512,16 +512,16 @@ func TestVictims(t *testing.T) {
 }
 
 func TestSpecFromElasticQuota(t *testing.T) {
-	eq := &eqv1alpha1.ElasticQuota{
+	eq := &elasticquotav1alpha1.ElasticQuota{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "team-a",
 			Labels: map[string]string{
-				eqv1alpha1.LabelQuotaParent:       "org",
-				eqv1alpha1.LabelAllowLentResource: "false",
+				elasticquotav1alpha1.LabelQuotaParent:       "org",
+				elasticquotav1alpha1.LabelAllowLentResource: "false",
 			},
-			Annotations: map[string]string{eqv1alpha1.AnnotationSharedWeight: `{"cpu":"3"}`},
+			Annotations: map[string]string{elasticquotav1alpha1.AnnotationSharedWeight: `{"cpu":"3"}`},
 		},
-		Spec: eqv1alpha1.ElasticQuotaSpec{Min: qt.Res("cpu", "1"), Max: qt.Res("cpu", "4")},
+		Spec: elasticquotav1alpha1.ElasticQuotaSpec{Min: qt.Res("cpu", "1"), Max: qt.Res("cpu", "4")},
 	}
 	got, err := quota.SpecFromElasticQuota(eq)
 	if err != nil {
@@ -531,7 +531,7 @@ func TestSpecFromElasticQuota(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("SpecFromElasticQuota (-want +got):\n%s", diff)
 	}
-	eq.Annotations[eqv1alpha1.AnnotationSharedWeight] = "not json"
+	eq.Annotations[elasticquotav1alpha1.AnnotationSharedWeight] = "not json"
 	got, err = quota.SpecFromElasticQuota(eq)
 	if err == nil || got.SharedWeight != nil {
 		t.Errorf("malformed shared-weight: err = %v, weight = %v; want an error and the default weight", err, got.SharedWeight)

@@ -7,7 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	eqv1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/quota"
 	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
 )
@@ -70,7 +70,7 @@ func TestPropertyHeadroomIsSafeAndTight(t *testing.T) {
 		for _, k := range charged {
 			e.Release(k)
 		}
-		if used := e.Used(eqv1alpha1.RootQuotaName); len(used) != 0 {
+		if used := e.Used(elasticquotav1alpha1.RootQuotaName); len(used) != 0 {
 			t.Fatalf("seed %d: usage left after releasing everything: %v", seed, used)
 		}
 	}
@@ -86,7 +86,7 @@ func checkWithin(t *testing.T, seed uint64, e *quota.Engine, specs []quota.Spec,
 			}
 		}
 	}
-	used := e.Used(eqv1alpha1.RootQuotaName)
+	used := e.Used(elasticquotav1alpha1.RootQuotaName)
 	for name, c := range capacity {
 		if u := used[name]; u.Cmp(c) > 0 {
 			t.Fatalf("seed %d: cluster uses %s %s of %s", seed, name, u.String(), c.String())

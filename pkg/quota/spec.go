@@ -6,7 +6,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	eqv1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 )
 
 // Spec is one ElasticQuota as the engine needs it.
@@ -32,21 +32,21 @@ type Spec struct {
 // annotations. A malformed shared-weight annotation is reported as an error
 // and ignored (the weight falls back to max); the returned Spec is usable
 // either way.
-func SpecFromElasticQuota(eq *eqv1alpha1.ElasticQuota) (Spec, error) {
+func SpecFromElasticQuota(eq *elasticquotav1alpha1.ElasticQuota) (Spec, error) {
 	s := Spec{
 		Name:            eq.Name,
-		Parent:          eq.Labels[eqv1alpha1.LabelQuotaParent],
+		Parent:          eq.Labels[elasticquotav1alpha1.LabelQuotaParent],
 		Min:             eq.Spec.Min,
 		Max:             eq.Spec.Max,
-		DisallowLending: eq.Labels[eqv1alpha1.LabelAllowLentResource] == "false",
+		DisallowLending: eq.Labels[elasticquotav1alpha1.LabelAllowLentResource] == "false",
 	}
-	raw, ok := eq.Annotations[eqv1alpha1.AnnotationSharedWeight]
+	raw, ok := eq.Annotations[elasticquotav1alpha1.AnnotationSharedWeight]
 	if !ok || raw == "" {
 		return s, nil
 	}
 	var weight corev1.ResourceList
 	if err := json.Unmarshal([]byte(raw), &weight); err != nil {
-		return s, fmt.Errorf("quota %q: annotation %s: %w", eq.Name, eqv1alpha1.AnnotationSharedWeight, err)
+		return s, fmt.Errorf("quota %q: annotation %s: %w", eq.Name, elasticquotav1alpha1.AnnotationSharedWeight, err)
 	}
 	s.SharedWeight = weight
 	return s, nil

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"sort"
 	"strings"
-
-	eqv1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 )
 
 // Charge records that an admitted unit holds c.Request in c.Quota and every
@@ -361,6 +359,3 @@ func growStrings(v []string, n int) []string {
 	}
 	return v[:n]
 }
-
-// IsRoot reports whether quota is the root of the tree.
-func IsRoot(quota string) bool { return quota == eqv1alpha1.RootQuotaName }

@@ -8,7 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 )
 
 // podLevelResources are the resources a pod-level spec.resources may set, as
@@ -61,7 +61,7 @@ func PodRequests(spec *corev1.PodSpec) corev1.ResourceList {
 
 // PodSetsRequests is a unit's total request: for each pod set, count times
 // the effective request of its pod template.
-func PodSetsRequests(podSets []schedv1alpha1.PodSet) corev1.ResourceList {
+func PodSetsRequests(podSets []schedulingv1alpha1.PodSet) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for i := range podSets {
 		ps := &podSets[i]

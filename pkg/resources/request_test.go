@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/resources"
 )
 
@@ -94,11 +94,11 @@ func TestPodRequests(t *testing.T) {
 }
 
 func TestPodSetsRequests(t *testing.T) {
-	podSet := func(count int32, r corev1.ResourceList) schedv1alpha1.PodSet {
-		return schedv1alpha1.PodSet{Name: "main", Count: count,
+	podSet := func(count int32, r corev1.ResourceList) schedulingv1alpha1.PodSet {
+		return schedulingv1alpha1.PodSet{Name: "main", Count: count,
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{container(r, nil)}}}}
 	}
-	got := resources.PodSetsRequests([]schedv1alpha1.PodSet{
+	got := resources.PodSetsRequests([]schedulingv1alpha1.PodSet{
 		podSet(4, res("cpu", "500m", "memory", "1Gi")),
 		podSet(1, res("cpu", "2")),
 		podSet(0, res("cpu", "100")),

@@ -10,7 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/quota"
 	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
 	"github.com/koord-queue/koord-queue/pkg/scheduler"
@@ -113,7 +113,7 @@ func newSim(t *testing.T, seed uint64, unitSize, priorityOnly bool) *sim {
 	for _, sp := range sm.tree.specs {
 		sm.s.UpsertQuota(sp)
 	}
-	policies := []schedv1alpha1.QueuePolicy{schedv1alpha1.QueuePolicyPriority, schedv1alpha1.QueuePolicyBlock, schedv1alpha1.QueuePolicyIntelligent}
+	policies := []schedulingv1alpha1.QueuePolicy{schedulingv1alpha1.QueuePolicyPriority, schedulingv1alpha1.QueuePolicyBlock, schedulingv1alpha1.QueuePolicyIntelligent}
 	for _, leaf := range sm.tree.leaves {
 		q := st.MakeQueue(leaf).Priority(int32(rng.IntN(3)))
 		if !priorityOnly {

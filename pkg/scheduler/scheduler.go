@@ -8,7 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/policy"
 	"github.com/koord-queue/koord-queue/pkg/quota"
 )
@@ -147,7 +147,7 @@ func (s *Scheduler) UpsertQueue(spec QueueSpec) {
 	if quotaName == "" {
 		quotaName = spec.Name
 	}
-	if spec.Config.Policy == schedv1alpha1.QueuePolicyIntelligent && spec.Config.LowPriorityMaxWait > 0 {
+	if spec.Config.Policy == schedulingv1alpha1.QueuePolicyIntelligent && spec.Config.LowPriorityMaxWait > 0 {
 		s.timed[spec.Name] = struct{}{}
 	} else {
 		delete(s.timed, spec.Name)
@@ -386,12 +386,6 @@ func (s *Scheduler) QueueCounts(queue string) (pending, admitted int) {
 func (s *Scheduler) IsAdmitted(key string) bool {
 	us, ok := s.units[key]
 	return ok && us.admitted
-}
-
-// Evicting reports whether the unit was chosen as a victim and still holds quota.
-func (s *Scheduler) Evicting(key string) bool {
-	us, ok := s.units[key]
-	return ok && us.evicting
 }
 
 func (s *Scheduler) restoreAdmitted(us *unitState) error {

@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 )
 
@@ -71,7 +71,7 @@ func (w *Workflow) IsManaged() bool {
 }
 
 func isQueueTemplate(t *wfv1.Template) bool {
-	return t.Name == schedv1alpha1.ArgoSuspendTemplate && t.Suspend != nil
+	return t.Name == schedulingv1alpha1.ArgoSuspendTemplate && t.Suspend != nil
 }
 
 // IsSuspended reports spec.suspend or a running koord-queue-suspend node.
@@ -94,9 +94,9 @@ func isQueueNode(n *wfv1.NodeStatus) bool {
 		return false
 	}
 	if n.TemplateRef != nil {
-		return n.TemplateRef.Template == schedv1alpha1.ArgoSuspendTemplate
+		return n.TemplateRef.Template == schedulingv1alpha1.ArgoSuspendTemplate
 	}
-	return n.TemplateName == schedv1alpha1.ArgoSuspendTemplate
+	return n.TemplateName == schedulingv1alpha1.ArgoSuspendTemplate
 }
 
 // Suspend sets spec.suspend: Argo starts no further step. Pods already
@@ -128,7 +128,7 @@ func (w *Workflow) PodSets() ([]framework.PodSet, error) {
 		return nil, err
 	}
 	return []framework.PodSet{{
-		Name:  schedv1alpha1.DefaultPodSetName,
+		Name:  schedulingv1alpha1.DefaultPodSetName,
 		Count: 1,
 		Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
 			Name:      "workflow",
@@ -140,34 +140,34 @@ func (w *Workflow) PodSets() ([]framework.PodSet, error) {
 // minResources parses the koord-queue/min-resources annotation; a missing
 // annotation is an empty request.
 func (w *Workflow) minResources() (corev1.ResourceList, error) {
-	raw, ok := w.Annotations[schedv1alpha1.AnnotationMinResources]
+	raw, ok := w.Annotations[schedulingv1alpha1.AnnotationMinResources]
 	if !ok {
 		return nil, nil
 	}
 	var request corev1.ResourceList
 	if err := yaml.UnmarshalStrict([]byte(raw), &request); err != nil {
-		return nil, fmt.Errorf("annotation %s is not a ResourceList such as \"cpu: 4\": %w", schedv1alpha1.AnnotationMinResources, err)
+		return nil, fmt.Errorf("annotation %s is not a ResourceList such as \"cpu: 4\": %w", schedulingv1alpha1.AnnotationMinResources, err)
 	}
 	for name, q := range request {
 		if q.Sign() < 0 {
-			return nil, fmt.Errorf("annotation %s: %s is negative", schedv1alpha1.AnnotationMinResources, name)
+			return nil, fmt.Errorf("annotation %s: %s is negative", schedulingv1alpha1.AnnotationMinResources, name)
 		}
 	}
 	if len(request) == 0 && strings.TrimSpace(raw) != "" && strings.TrimSpace(raw) != "{}" {
-		return nil, fmt.Errorf("annotation %s is not a ResourceList such as \"cpu: 4\"", schedv1alpha1.AnnotationMinResources)
+		return nil, fmt.Errorf("annotation %s is not a ResourceList such as \"cpu: 4\"", schedulingv1alpha1.AnnotationMinResources)
 	}
 	return request, nil
 }
 
 // Warnings warns of a missing koord-queue/min-resources annotation.
 func (w *Workflow) Warnings() []framework.Warning {
-	if _, ok := w.Annotations[schedv1alpha1.AnnotationMinResources]; ok {
+	if _, ok := w.Annotations[schedulingv1alpha1.AnnotationMinResources]; ok {
 		return nil
 	}
 	return []framework.Warning{{
 		Reason: ReasonMissingMinResources,
 		Message: fmt.Sprintf("The workflow has no %s annotation, so it is queued as asking for nothing; set it to the workflow's request, such as \"cpu: 4\"",
-			schedv1alpha1.AnnotationMinResources),
+			schedulingv1alpha1.AnnotationMinResources),
 	}}
 }
 
@@ -201,5 +201,5 @@ func (w *Workflow) Pods() map[string]framework.PodCount {
 			c.Pending++
 		}
 	}
-	return map[string]framework.PodCount{schedv1alpha1.DefaultPodSetName: c}
+	return map[string]framework.PodCount{schedulingv1alpha1.DefaultPodSetName: c}
 }

@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/resources"
@@ -44,7 +44,7 @@ func TestWorkflow(t *testing.T) {
 		},
 		"waiting at its koord-queue-suspend node": {
 			wf: extensionstest.MakeWorkflow("wf", "ns").QueueTemplate().MinResources("cpu: 1").
-				Node("wf-1", wfv1.NodeTypeSuspend, schedv1alpha1.ArgoSuspendTemplate, wfv1.NodeRunning).Obj(),
+				Node("wf-1", wfv1.NodeTypeSuspend, schedulingv1alpha1.ArgoSuspendTemplate, wfv1.NodeRunning).Obj(),
 			wantManaged:   true,
 			wantSuspended: true,
 			wantRequest:   extensionstest.Resources("cpu", "1"),
@@ -136,7 +136,7 @@ func TestWorkflow(t *testing.T) {
 
 func TestResumeCompletesTheQueueSuspendNodeOnly(t *testing.T) {
 	w := (*Workflow)(extensionstest.MakeWorkflow("wf", "ns").QueueTemplate().Suspend(true).
-		Node("queue", wfv1.NodeTypeSuspend, schedv1alpha1.ArgoSuspendTemplate, wfv1.NodeRunning).
+		Node("queue", wfv1.NodeTypeSuspend, schedulingv1alpha1.ArgoSuspendTemplate, wfv1.NodeRunning).
 		Node("approve", wfv1.NodeTypeSuspend, "approve", wfv1.NodeRunning).Obj())
 	w.Resume()
 	if w.Spec.Suspend != nil {

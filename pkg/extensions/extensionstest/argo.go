@@ -4,7 +4,7 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"k8s.io/utils/ptr"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 )
 
 // WorkflowWrapper builds an Argo Workflow.
@@ -27,13 +27,13 @@ func MakeWorkflow(name, namespace string) *WorkflowWrapper {
 // QueueTemplate adds the koord-queue-suspend template that marks the
 // workflow as the queue's.
 func (w *WorkflowWrapper) QueueTemplate() *WorkflowWrapper {
-	w.Spec.Templates = append(w.Spec.Templates, wfv1.Template{Name: schedv1alpha1.ArgoSuspendTemplate, Suspend: &wfv1.SuspendTemplate{}})
+	w.Spec.Templates = append(w.Spec.Templates, wfv1.Template{Name: schedulingv1alpha1.ArgoSuspendTemplate, Suspend: &wfv1.SuspendTemplate{}})
 	return w
 }
 
 // MinResources sets the koord-queue/min-resources annotation.
 func (w *WorkflowWrapper) MinResources(v string) *WorkflowWrapper {
-	setAnnotation(&w.ObjectMeta, schedv1alpha1.AnnotationMinResources, v)
+	setAnnotation(&w.ObjectMeta, schedulingv1alpha1.AnnotationMinResources, v)
 	return w
 }
 

@@ -7,7 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 )
 
 // TrainingJobWrapper builds a Kubeflow TFJob, PyTorchJob or MPIJob.
@@ -61,7 +61,7 @@ func (w *TrainingJobWrapper[T]) Suspend(s bool) *TrainingJobWrapper[T] {
 // annotation instead of spec.runPolicy.suspend.
 func (w *TrainingJobWrapper[T]) SuspendAnnotation() *TrainingJobWrapper[T] {
 	w.runPolicy.Suspend = nil
-	setAnnotation(w.meta, schedv1alpha1.AnnotationSuspend, "true")
+	setAnnotation(w.meta, schedulingv1alpha1.AnnotationSuspend, "true")
 	return w
 }
 

@@ -9,7 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 )
 
 // applyPodSetUpdates merges the pod set updates of a unit's admission checks
@@ -17,7 +17,7 @@ import (
 // directives: labels, annotations and node selectors are merged, an update's
 // value winning over the template's; tolerations are added unless present.
 // It returns the names of pod sets the updates name but the job lacks.
-func applyPodSetUpdates(sets []PodSet, checks []schedv1alpha1.AdmissionCheckState) (unknown []string) {
+func applyPodSetUpdates(sets []PodSet, checks []schedulingv1alpha1.AdmissionCheckState) (unknown []string) {
 	byName := map[string]*corev1.PodTemplateSpec{}
 	for _, s := range sets {
 		if s.Template != nil {
@@ -74,42 +74,42 @@ func recordOriginals(sets []PodSet) podSetOriginals {
 }
 
 // originalsOf reads the originals kept on u; nil when it keeps none.
-func originalsOf(u *schedv1alpha1.QueueUnit) (podSetOriginals, error) {
-	raw, ok := u.Annotations[schedv1alpha1.AnnotationPodSetOriginals]
+func originalsOf(u *schedulingv1alpha1.QueueUnit) (podSetOriginals, error) {
+	raw, ok := u.Annotations[schedulingv1alpha1.AnnotationPodSetOriginals]
 	if !ok {
 		return nil, nil
 	}
 	var out podSetOriginals
 	if err := json.Unmarshal([]byte(raw), &out); err != nil {
-		return nil, fmt.Errorf("annotation %s of QueueUnit %s: %w", schedv1alpha1.AnnotationPodSetOriginals, u.Name, err)
+		return nil, fmt.Errorf("annotation %s of QueueUnit %s: %w", schedulingv1alpha1.AnnotationPodSetOriginals, u.Name, err)
 	}
 	return out, nil
 }
 
 // keepOriginals records o on u; nil o removes the record. It reports
 // whether u changed.
-func keepOriginals(u *schedv1alpha1.QueueUnit, o podSetOriginals) bool {
+func keepOriginals(u *schedulingv1alpha1.QueueUnit, o podSetOriginals) bool {
 	if o == nil {
-		if _, ok := u.Annotations[schedv1alpha1.AnnotationPodSetOriginals]; !ok {
+		if _, ok := u.Annotations[schedulingv1alpha1.AnnotationPodSetOriginals]; !ok {
 			return false
 		}
-		delete(u.Annotations, schedv1alpha1.AnnotationPodSetOriginals)
+		delete(u.Annotations, schedulingv1alpha1.AnnotationPodSetOriginals)
 		return true
 	}
 	data, _ := json.Marshal(o) // a map of plain values always marshals
-	if u.Annotations[schedv1alpha1.AnnotationPodSetOriginals] == string(data) {
+	if u.Annotations[schedulingv1alpha1.AnnotationPodSetOriginals] == string(data) {
 		return false
 	}
 	if u.Annotations == nil {
 		u.Annotations = map[string]string{}
 	}
-	u.Annotations[schedv1alpha1.AnnotationPodSetOriginals] = string(data)
+	u.Annotations[schedulingv1alpha1.AnnotationPodSetOriginals] = string(data)
 	return true
 }
 
 // hasPodSetUpdates reports whether any admission check sends updates.
-func hasPodSetUpdates(checks []schedv1alpha1.AdmissionCheckState) bool {
-	return slices.ContainsFunc(checks, func(c schedv1alpha1.AdmissionCheckState) bool { return len(c.PodSetUpdates) > 0 })
+func hasPodSetUpdates(checks []schedulingv1alpha1.AdmissionCheckState) bool {
+	return slices.ContainsFunc(checks, func(c schedulingv1alpha1.AdmissionCheckState) bool { return len(c.PodSetUpdates) > 0 })
 }
 
 // restorePodSets puts each template's labels, annotations, node selector

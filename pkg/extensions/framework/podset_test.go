@@ -6,7 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 )
 
@@ -23,24 +23,24 @@ var gpuToleration = corev1.Toleration{Key: "gpu", Operator: corev1.TolerationOpE
 func TestApplyPodSetUpdates(t *testing.T) {
 	cases := map[string]struct {
 		template    corev1.PodTemplateSpec
-		updates     []schedv1alpha1.PodSetUpdate
+		updates     []schedulingv1alpha1.PodSetUpdate
 		want        corev1.PodTemplateSpec
 		wantUnknown []string
 	}{
 		"node selectors and labels merge, the update winning": {
 			template: templateWith(map[string]string{"app": "a", "tier": "x"}, map[string]string{"zone": "a"}),
-			updates: []schedv1alpha1.PodSetUpdate{{Name: "main",
+			updates: []schedulingv1alpha1.PodSetUpdate{{Name: "main",
 				Labels: map[string]string{"tier": "y"}, NodeSelector: map[string]string{"zone": "b", "disk": "ssd"}}},
 			want: templateWith(map[string]string{"app": "a", "tier": "y"}, map[string]string{"zone": "b", "disk": "ssd"}),
 		},
 		"a toleration is added once": {
 			template: templateWith(nil, nil, gpuToleration),
-			updates:  []schedv1alpha1.PodSetUpdate{{Name: "main", Tolerations: []corev1.Toleration{gpuToleration}}},
+			updates:  []schedulingv1alpha1.PodSetUpdate{{Name: "main", Tolerations: []corev1.Toleration{gpuToleration}}},
 			want:     templateWith(nil, nil, gpuToleration),
 		},
 		"an update for a pod set the job lacks is reported": {
 			template:    templateWith(nil, nil),
-			updates:     []schedv1alpha1.PodSetUpdate{{Name: "workers", NodeSelector: map[string]string{"zone": "b"}}},
+			updates:     []schedulingv1alpha1.PodSetUpdate{{Name: "workers", NodeSelector: map[string]string{"zone": "b"}}},
 			want:        templateWith(nil, nil),
 			wantUnknown: []string{"workers"},
 		},
@@ -49,7 +49,7 @@ func TestApplyPodSetUpdates(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tmpl := tc.template.DeepCopy()
 			unknown := applyPodSetUpdates([]PodSet{{Name: "main", Template: tmpl}},
-				[]schedv1alpha1.AdmissionCheckState{{Name: "check", PodSetUpdates: tc.updates}})
+				[]schedulingv1alpha1.AdmissionCheckState{{Name: "check", PodSetUpdates: tc.updates}})
 			if diff := cmp.Diff(tc.want, *tmpl); diff != "" {
 				t.Errorf("template (-want +got):\n%s", diff)
 			}
@@ -102,7 +102,7 @@ func TestRestorePodSets(t *testing.T) {
 		})
 	}
 
-	if !keepOriginals(u, nil) || u.Annotations[schedv1alpha1.AnnotationPodSetOriginals] != "" {
+	if !keepOriginals(u, nil) || u.Annotations[schedulingv1alpha1.AnnotationPodSetOriginals] != "" {
 		t.Errorf("keepOriginals(nil) left %v", u.Annotations)
 	}
 }

@@ -13,7 +13,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/resources"
 )
 
@@ -23,14 +23,14 @@ const lastAppliedAnnotation = corev1.LastAppliedConfigAnnotation
 
 // unitPodSets turns a job's pod sets into a unit's, checking what the
 // QueueUnit API requires: one to MaxPodSets sets with distinct DNS-label names.
-func unitPodSets(sets []PodSet) ([]schedv1alpha1.PodSet, error) {
+func unitPodSets(sets []PodSet) ([]schedulingv1alpha1.PodSet, error) {
 	switch {
 	case len(sets) == 0:
 		return nil, fmt.Errorf("the job has no pods")
-	case len(sets) > schedv1alpha1.MaxPodSets:
-		return nil, fmt.Errorf("the job has %d groups of pods; a queue unit holds at most %d", len(sets), schedv1alpha1.MaxPodSets)
+	case len(sets) > schedulingv1alpha1.MaxPodSets:
+		return nil, fmt.Errorf("the job has %d groups of pods; a queue unit holds at most %d", len(sets), schedulingv1alpha1.MaxPodSets)
 	}
-	out := make([]schedv1alpha1.PodSet, 0, len(sets))
+	out := make([]schedulingv1alpha1.PodSet, 0, len(sets))
 	seen := map[string]bool{}
 	for _, s := range sets {
 		if errs := validation.IsDNS1123Label(s.Name); len(errs) > 0 {
@@ -43,7 +43,7 @@ func unitPodSets(sets []PodSet) ([]schedv1alpha1.PodSet, error) {
 		if s.Count < 0 {
 			return nil, fmt.Errorf("pod set %q has a negative count %d", s.Name, s.Count)
 		}
-		ps := schedv1alpha1.PodSet{Name: s.Name, Count: s.Count}
+		ps := schedulingv1alpha1.PodSet{Name: s.Name, Count: s.Count}
 		if s.Template != nil {
 			ps.Template = *s.Template.DeepCopy()
 		}
@@ -55,9 +55,9 @@ func unitPodSets(sets []PodSet) ([]schedv1alpha1.PodSet, error) {
 // placeholderPodSets stand in for the pod sets of a job that cannot be
 // queued: the API requires at least one, with a container. It asks for
 // nothing.
-func placeholderPodSets() []schedv1alpha1.PodSet {
-	return []schedv1alpha1.PodSet{{
-		Name:     schedv1alpha1.DefaultPodSetName,
+func placeholderPodSets() []schedulingv1alpha1.PodSet {
+	return []schedulingv1alpha1.PodSet{{
+		Name:     schedulingv1alpha1.DefaultPodSetName,
 		Count:    0,
 		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "placeholder"}}}},
 	}}
@@ -75,7 +75,7 @@ func unitMeta(obj client.Object) (labels, annotations map[string]string) {
 // newQueueUnit is the unit a job gets when it is first queued. quota, when
 // not empty, is a quota found for the job's namespace rather than on its
 // labels; the unit carries it as its quota label.
-func newQueueUnit(integ Integration, obj client.Object, sets []schedv1alpha1.PodSet, className string, priority *int32, quota string) *schedv1alpha1.QueueUnit {
+func newQueueUnit(integ Integration, obj client.Object, sets []schedulingv1alpha1.PodSet, className string, priority *int32, quota string) *schedulingv1alpha1.QueueUnit {
 	labels, annotations := unitMeta(obj)
 	if quota != "" {
 		if labels == nil {
@@ -84,7 +84,7 @@ func newQueueUnit(integ Integration, obj client.Object, sets []schedv1alpha1.Pod
 		labels[elasticquotav1alpha1.LabelQuotaName] = quota
 	}
 	request := resources.PodSetsRequests(sets)
-	return &schedv1alpha1.QueueUnit{
+	return &schedulingv1alpha1.QueueUnit{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:            integ.UnitName(obj.GetName()),
 			Namespace:       obj.GetNamespace(),
@@ -92,7 +92,7 @@ func newQueueUnit(integ Integration, obj client.Object, sets []schedv1alpha1.Pod
 			Annotations:     annotations,
 			OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(obj, integ.GVK)},
 		},
-		Spec: schedv1alpha1.QueueUnitSpec{
+		Spec: schedulingv1alpha1.QueueUnitSpec{
 			ConsumerRef: &corev1.ObjectReference{
 				APIVersion: integ.GVK.GroupVersion().String(),
 				Kind:       integ.GVK.Kind,
@@ -111,11 +111,11 @@ func newQueueUnit(integ Integration, obj client.Object, sets []schedv1alpha1.Pod
 
 // holdInvalid makes u the unit of a job that cannot be queued: inactive,
 // with placeholder pod sets when it has none, and the reason recorded.
-func holdInvalid(u *schedv1alpha1.QueueUnit, reason string) {
+func holdInvalid(u *schedulingv1alpha1.QueueUnit, reason string) {
 	if u.Annotations == nil {
 		u.Annotations = map[string]string{}
 	}
-	u.Annotations[schedv1alpha1.AnnotationInvalidJob] = reason
+	u.Annotations[schedulingv1alpha1.AnnotationInvalidJob] = reason
 	u.Spec.Active = new(bool)
 	if len(u.Spec.PodSets) == 0 {
 		u.Spec.PodSets = placeholderPodSets()
@@ -123,19 +123,19 @@ func holdInvalid(u *schedv1alpha1.QueueUnit, reason string) {
 }
 
 // isHeldInvalid reports whether the extension holds u for an invalid job.
-func isHeldInvalid(u *schedv1alpha1.QueueUnit) bool {
-	_, ok := u.Annotations[schedv1alpha1.AnnotationInvalidJob]
+func isHeldInvalid(u *schedulingv1alpha1.QueueUnit) bool {
+	_, ok := u.Annotations[schedulingv1alpha1.AnnotationInvalidJob]
 	return ok
 }
 
 // resizeUnit sets u's pod sets and request to those of its job and lifts a
 // hold for an invalid job. It reports whether anything changed.
-func resizeUnit(u *schedv1alpha1.QueueUnit, sets []schedv1alpha1.PodSet) bool {
+func resizeUnit(u *schedulingv1alpha1.QueueUnit, sets []schedulingv1alpha1.PodSet) bool {
 	if !isHeldInvalid(u) && samePodSets(u.Spec.PodSets, sets) {
 		return false
 	}
 	if isHeldInvalid(u) {
-		delete(u.Annotations, schedv1alpha1.AnnotationInvalidJob)
+		delete(u.Annotations, schedulingv1alpha1.AnnotationInvalidJob)
 		u.Spec.Active = nil
 	}
 	request := resources.PodSetsRequests(sets)
@@ -149,8 +149,8 @@ func resizeUnit(u *schedv1alpha1.QueueUnit, sets []schedv1alpha1.PodSet) bool {
 // same thing: the same names, counts and per-pod requests. Templates are not
 // compared whole: the API server defaults a unit's copy differently from the
 // job's.
-func samePodSets(a, b []schedv1alpha1.PodSet) bool {
-	return slices.EqualFunc(a, b, func(x, y schedv1alpha1.PodSet) bool {
+func samePodSets(a, b []schedulingv1alpha1.PodSet) bool {
+	return slices.EqualFunc(a, b, func(x, y schedulingv1alpha1.PodSet) bool {
 		return x.Name == y.Name && x.Count == y.Count &&
 			equality.Semantic.DeepEqual(resources.PodRequests(&x.Template.Spec), resources.PodRequests(&y.Template.Spec))
 	})
@@ -158,7 +158,7 @@ func samePodSets(a, b []schedv1alpha1.PodSet) bool {
 
 // grew reports whether a job asks for more than its unit holds: a pod set the
 // unit does not have, or one with more pods.
-func grew(unit, job []schedv1alpha1.PodSet) bool {
+func grew(unit, job []schedulingv1alpha1.PodSet) bool {
 	held := map[string]int32{}
 	for _, s := range unit {
 		held[s.Name] = s.Count

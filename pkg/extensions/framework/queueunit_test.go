@@ -10,7 +10,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 )
 
@@ -70,7 +70,7 @@ func TestNewQueueUnit(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := newQueueUnit(integ, job, sets, "high", ptr.To[int32](100), "")
-	want := &schedv1alpha1.QueueUnit{
+	want := &schedulingv1alpha1.QueueUnit{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "train-fake-qu", Namespace: "ns",
 			Labels:      map[string]string{elasticquotav1alpha1.LabelQuotaName: "team-a"},
@@ -80,7 +80,7 @@ func TestNewQueueUnit(t *testing.T) {
 				Controller: ptr.To(true), BlockOwnerDeletion: ptr.To(true),
 			}},
 		},
-		Spec: schedv1alpha1.QueueUnitSpec{
+		Spec: schedulingv1alpha1.QueueUnitSpec{
 			ConsumerRef:       &corev1.ObjectReference{APIVersion: "meta.k8s.io/v1", Kind: "Fake", Namespace: "ns", Name: "train", UID: "uid-1"},
 			Priority:          ptr.To[int32](100),
 			PriorityClassName: "high",
@@ -104,8 +104,8 @@ func TestNewQueueUnit(t *testing.T) {
 
 func TestResizeUnit(t *testing.T) {
 	cases := map[string]struct {
-		unit        *schedv1alpha1.QueueUnit
-		sets        []schedv1alpha1.PodSet
+		unit        *schedulingv1alpha1.QueueUnit
+		sets        []schedulingv1alpha1.PodSet
 		wantChanged bool
 		wantRequest corev1.ResourceList
 	}{
@@ -158,7 +158,7 @@ func TestResizeUnit(t *testing.T) {
 func TestGrew(t *testing.T) {
 	unit := extensionstest.MakeQueueUnit("u", "ns").PodSet("head", 1).PodSet("workers", 4).Obj().Spec.PodSets
 	cases := map[string]struct {
-		job  []schedv1alpha1.PodSet
+		job  []schedulingv1alpha1.PodSet
 		want bool
 	}{
 		"the same":        {job: unit},

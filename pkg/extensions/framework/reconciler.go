@@ -19,7 +19,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 )
 
@@ -86,7 +86,7 @@ func (r *JobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(r.integ.Name).
 		For(r.integ.NewJob().Object()).
-		Owns(&schedv1alpha1.QueueUnit{}).
+		Owns(&schedulingv1alpha1.QueueUnit{}).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("setting up the %s extension: %w", r.integ.Name, err)
@@ -138,8 +138,8 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 // unitOf is the job's unit, nil when it has none. A unit left by an earlier
 // job of the same name is deleted; a unit of that name that is not the job's
 // is left alone, and ok is false.
-func (r *JobReconciler) unitOf(ctx context.Context, obj client.Object) (unit *schedv1alpha1.QueueUnit, ok bool, err error) {
-	var u schedv1alpha1.QueueUnit
+func (r *JobReconciler) unitOf(ctx context.Context, obj client.Object) (unit *schedulingv1alpha1.QueueUnit, ok bool, err error) {
+	var u schedulingv1alpha1.QueueUnit
 	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: r.integ.UnitName(obj.GetName())}
 	if err := r.client.Get(ctx, key, &u); err != nil {
 		if apierrors.IsNotFound(err) {
@@ -163,7 +163,7 @@ func (r *JobReconciler) unitOf(ctx context.Context, obj client.Object) (unit *sc
 
 // ownedByOurKind reports whether u's controller is a job of this
 // integration's kind called name.
-func (r *JobReconciler) ownedByOurKind(u *schedv1alpha1.QueueUnit, name string) bool {
+func (r *JobReconciler) ownedByOurKind(u *schedulingv1alpha1.QueueUnit, name string) bool {
 	owner := metav1.GetControllerOf(u)
 	if owner == nil || owner.Kind != r.integ.GVK.Kind || owner.Name != name {
 		return false
@@ -176,7 +176,7 @@ func (r *JobReconciler) ownedByOurKind(u *schedv1alpha1.QueueUnit, name string) 
 // garbage collector would too, but later; deleting now gives the quota back
 // at once.
 func (r *JobReconciler) deleteUnitOfGoneJob(ctx context.Context, job client.ObjectKey) error {
-	var u schedv1alpha1.QueueUnit
+	var u schedulingv1alpha1.QueueUnit
 	key := client.ObjectKey{Namespace: job.Namespace, Name: r.integ.UnitName(job.Name)}
 	if err := r.client.Get(ctx, key, &u); err != nil {
 		return client.IgnoreNotFound(err)
@@ -187,7 +187,7 @@ func (r *JobReconciler) deleteUnitOfGoneJob(ctx context.Context, job client.Obje
 	return r.deleteUnit(ctx, &u)
 }
 
-func (r *JobReconciler) deleteUnit(ctx context.Context, u *schedv1alpha1.QueueUnit) error {
+func (r *JobReconciler) deleteUnit(ctx context.Context, u *schedulingv1alpha1.QueueUnit) error {
 	uid := u.UID
 	if err := r.client.Delete(ctx, u, client.Preconditions{UID: &uid}); client.IgnoreNotFound(err) != nil {
 		return fmt.Errorf("deleting QueueUnit %s: %w", klog.KObj(u), err)
@@ -207,7 +207,7 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 	// deleted by hand) and with it the quota it was charged: like a job
 	// submitted running, it gets a unit and is suspended until admitted.
 	running := !job.IsSuspended()
-	lost := running && obj.GetAnnotations()[schedv1alpha1.AnnotationReleasedBy] != ""
+	lost := running && obj.GetAnnotations()[schedulingv1alpha1.AnnotationReleasedBy] != ""
 	if running && !lost && !r.scope.takesRunning(job) {
 		return nil // running and, with the compatibility switch, not the queue's
 	}
@@ -220,7 +220,7 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 	}
 
 	sets, setsErr := job.PodSets()
-	var unitSets []schedv1alpha1.PodSet
+	var unitSets []schedulingv1alpha1.PodSet
 	if setsErr == nil {
 		unitSets, setsErr = unitPodSets(sets)
 	}
@@ -266,11 +266,11 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 		messages = append(messages, w.Message)
 	}
 	now := metav1.NewTime(r.clock.Now())
-	err = r.patchUnit(ctx, unit, true, func(u *schedv1alpha1.QueueUnit) bool {
+	err = r.patchUnit(ctx, unit, true, func(u *schedulingv1alpha1.QueueUnit) bool {
 		if u.Status.Phase != "" {
 			return false
 		}
-		u.Status.Phase, u.Status.LastUpdateTime = schedv1alpha1.Enqueued, &now
+		u.Status.Phase, u.Status.LastUpdateTime = schedulingv1alpha1.Enqueued, &now
 		u.Status.Message = strings.Join(messages, "\n")
 		return true
 	})
@@ -303,10 +303,10 @@ func submittedRunningWarning(quota, unitName string) Warning {
 }
 
 // follow keeps a job and its unit in step.
-func (r *JobReconciler) follow(ctx context.Context, job GenericJob, unit *schedv1alpha1.QueueUnit) error {
+func (r *JobReconciler) follow(ctx context.Context, job GenericJob, unit *schedulingv1alpha1.QueueUnit) error {
 	js := observe(job)
 	now := metav1.NewTime(r.clock.Now())
-	if err := r.patchUnit(ctx, unit, true, func(u *schedv1alpha1.QueueUnit) bool {
+	if err := r.patchUnit(ctx, unit, true, func(u *schedulingv1alpha1.QueueUnit) bool {
 		return syncStatus(u, js, now)
 	}); err != nil {
 		return client.IgnoreNotFound(err)
@@ -317,7 +317,7 @@ func (r *JobReconciler) follow(ctx context.Context, job GenericJob, unit *schedv
 	}
 
 	sets, setsErr := job.PodSets()
-	var unitSets []schedv1alpha1.PodSet
+	var unitSets []schedulingv1alpha1.PodSet
 	if setsErr == nil {
 		unitSets, setsErr = unitPodSets(sets)
 	}
@@ -332,7 +332,7 @@ func (r *JobReconciler) follow(ctx context.Context, job GenericJob, unit *schedv
 
 // hold keeps the job of a waiting unit suspended with its templates as they
 // were queued, and keeps a queued unit the size of its job.
-func (r *JobReconciler) hold(ctx context.Context, job GenericJob, unit *schedv1alpha1.QueueUnit, sets []PodSet, unitSets []schedv1alpha1.PodSet, setsErr error) error {
+func (r *JobReconciler) hold(ctx context.Context, job GenericJob, unit *schedulingv1alpha1.QueueUnit, sets []PodSet, unitSets []schedulingv1alpha1.PodSet, setsErr error) error {
 	obj := job.Object()
 	if !job.IsSuspended() {
 		if err := r.patchJob(ctx, job, job.Suspend); err != nil {
@@ -344,30 +344,30 @@ func (r *JobReconciler) hold(ctx context.Context, job GenericJob, unit *schedv1a
 	if err := r.restore(ctx, job, unit, sets); err != nil {
 		return err
 	}
-	if unit.EffectivePhase() != schedv1alpha1.Enqueued {
+	if unit.EffectivePhase() != schedulingv1alpha1.Enqueued {
 		return nil // the queue controller is working on it
 	}
 	if setsErr != nil {
 		reason := setsErr.Error()
-		if unit.Annotations[schedv1alpha1.AnnotationInvalidJob] == reason {
+		if unit.Annotations[schedulingv1alpha1.AnnotationInvalidJob] == reason {
 			return nil
 		}
 		w := invalidJobWarning(setsErr)
-		if err := r.patchUnit(ctx, unit, false, func(u *schedv1alpha1.QueueUnit) bool {
+		if err := r.patchUnit(ctx, unit, false, func(u *schedulingv1alpha1.QueueUnit) bool {
 			holdInvalid(u, reason)
 			return true
 		}); err != nil {
 			return err
 		}
 		r.recorder.Event(obj, corev1.EventTypeWarning, w.Reason, w.Message)
-		return r.patchUnit(ctx, unit, true, func(u *schedv1alpha1.QueueUnit) bool {
+		return r.patchUnit(ctx, unit, true, func(u *schedulingv1alpha1.QueueUnit) bool {
 			u.Status.Message = w.Message
 			return true
 		})
 	}
 	wasHeld := isHeldInvalid(unit)
 	resized := false
-	if err := r.patchUnit(ctx, unit, false, func(u *schedv1alpha1.QueueUnit) bool {
+	if err := r.patchUnit(ctx, unit, false, func(u *schedulingv1alpha1.QueueUnit) bool {
 		resized = resizeUnit(u, unitSets)
 		return resized
 	}); err != nil || !resized {
@@ -375,7 +375,7 @@ func (r *JobReconciler) hold(ctx context.Context, job GenericJob, unit *schedv1a
 	}
 	r.recorder.Eventf(obj, corev1.EventTypeNormal, ReasonUpdatedUnit, "QueueUnit %s now asks for %s", unit.Name, describeRequest(unit.Spec.Request))
 	if wasHeld {
-		return r.patchUnit(ctx, unit, true, func(u *schedv1alpha1.QueueUnit) bool {
+		return r.patchUnit(ctx, unit, true, func(u *schedulingv1alpha1.QueueUnit) bool {
 			u.Status.Message = ""
 			return true
 		})
@@ -387,7 +387,7 @@ func (r *JobReconciler) hold(ctx context.Context, job GenericJob, unit *schedv1a
 // recording first on the unit what they replace. A job that grew past what
 // its unit holds is suspended and queued again at its new size: its unit is
 // deleted and the next pass creates a new one.
-func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *schedv1alpha1.QueueUnit, sets []PodSet, unitSets []schedv1alpha1.PodSet, setsErr error) error {
+func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *schedulingv1alpha1.QueueUnit, sets []PodSet, unitSets []schedulingv1alpha1.PodSet, setsErr error) error {
 	obj := job.Object()
 	if setsErr == nil && grew(unit.Spec.PodSets, unitSets) {
 		// Suspend, restore the templates (a step of its own, see restore),
@@ -425,7 +425,7 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 	if updates && originals == nil {
 		// Record what the updates replace before making them.
 		originals = recordOriginals(sets)
-		if err := r.patchUnit(ctx, unit, false, func(u *schedv1alpha1.QueueUnit) bool { return keepOriginals(u, originals) }); err != nil {
+		if err := r.patchUnit(ctx, unit, false, func(u *schedulingv1alpha1.QueueUnit) bool { return keepOriginals(u, originals) }); err != nil {
 			return err
 		}
 	}
@@ -439,7 +439,7 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 		if annotations == nil {
 			annotations = map[string]string{}
 		}
-		annotations[schedv1alpha1.AnnotationReleasedBy] = string(unit.UID)
+		annotations[schedulingv1alpha1.AnnotationReleasedBy] = string(unit.UID)
 		obj.SetAnnotations(annotations)
 		job.Resume()
 	})
@@ -451,7 +451,7 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 			"Admission checks sent updates for pod sets the job does not have: %s", strings.Join(unknown, ", "))
 	}
 	if !updates && originals != nil {
-		if err := r.patchUnit(ctx, unit, false, func(u *schedv1alpha1.QueueUnit) bool { return keepOriginals(u, nil) }); err != nil {
+		if err := r.patchUnit(ctx, unit, false, func(u *schedulingv1alpha1.QueueUnit) bool { return keepOriginals(u, nil) }); err != nil {
 			return err
 		}
 	}
@@ -468,7 +468,7 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 // suspended Job's scheduling directives change only once it is suspended
 // (and its controller has cleared its start time), so this is a step of its
 // own after Suspend.
-func (r *JobReconciler) restore(ctx context.Context, job GenericJob, unit *schedv1alpha1.QueueUnit, sets []PodSet) error {
+func (r *JobReconciler) restore(ctx context.Context, job GenericJob, unit *schedulingv1alpha1.QueueUnit, sets []PodSet) error {
 	originals, err := originalsOf(unit)
 	if err != nil || originals == nil {
 		return err
@@ -479,7 +479,7 @@ func (r *JobReconciler) restore(ctx context.Context, job GenericJob, unit *sched
 	if err := r.patchJob(ctx, job, func() { restorePodSets(sets, originals) }); err != nil {
 		return err
 	}
-	return r.patchUnit(ctx, unit, false, func(u *schedv1alpha1.QueueUnit) bool { return keepOriginals(u, nil) })
+	return r.patchUnit(ctx, unit, false, func(u *schedulingv1alpha1.QueueUnit) bool { return keepOriginals(u, nil) })
 }
 
 // templatesLocked reports whether job's templates cannot change now. A
@@ -531,7 +531,7 @@ func (r *JobReconciler) writeJobPatch(job GenericJob, change func(), write func(
 // patchUnit applies mutate to u (its status when status is true) and writes
 // the change as a merge patch guarded by u's resourceVersion. On a conflict
 // it reads u afresh, around the cache, and tries again. u ends as written.
-func (r *JobReconciler) patchUnit(ctx context.Context, u *schedv1alpha1.QueueUnit, status bool, mutate func(*schedv1alpha1.QueueUnit) bool) error {
+func (r *JobReconciler) patchUnit(ctx context.Context, u *schedulingv1alpha1.QueueUnit, status bool, mutate func(*schedulingv1alpha1.QueueUnit) bool) error {
 	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
 		orig := u.DeepCopy()
 		if !mutate(u) {
@@ -566,8 +566,8 @@ func isEmptyPatch(orig, obj client.Object) (bool, error) {
 	return string(data) == "{}", nil
 }
 
-func suspendMessage(u *schedv1alpha1.QueueUnit) string {
-	if c := apimeta.FindStatusCondition(u.Status.Conditions, schedv1alpha1.QueueUnitEvicted); c != nil && c.Status == metav1.ConditionTrue {
+func suspendMessage(u *schedulingv1alpha1.QueueUnit) string {
+	if c := apimeta.FindStatusCondition(u.Status.Conditions, schedulingv1alpha1.QueueUnitEvicted); c != nil && c.Status == metav1.ConditionTrue {
 		msg := fmt.Sprintf("Suspended: QueueUnit %s was evicted (%s)", u.Name, c.Reason)
 		if c.Message != "" {
 			msg += ": " + c.Message

@@ -7,7 +7,7 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 )
 
@@ -34,22 +34,22 @@ func observe(job GenericJob) jobState {
 // syncStatus moves the extension's part of u's status one step toward what
 // the job says, and reports whether it changed anything. It writes only the
 // fields the extension owns (see the package doc).
-func syncStatus(u *schedv1alpha1.QueueUnit, js jobState, now metav1.Time) bool {
+func syncStatus(u *schedulingv1alpha1.QueueUnit, js jobState, now metav1.Time) bool {
 	before := u.Status.DeepCopy()
 	st := &u.Status
-	setPhase := func(p schedv1alpha1.QueueUnitPhase) {
+	setPhase := func(p schedulingv1alpha1.QueueUnitPhase) {
 		if st.Phase != p {
 			st.Phase, st.LastUpdateTime = p, &now
 		}
 	}
 	if st.Phase == "" {
-		setPhase(schedv1alpha1.Enqueued)
+		setPhase(schedulingv1alpha1.Enqueued)
 	}
 
 	if js.finished {
-		phase, reason, msg := schedv1alpha1.Failed, queueunit.ReasonFailed, "The job failed"
+		phase, reason, msg := schedulingv1alpha1.Failed, queueunit.ReasonFailed, "The job failed"
 		if js.succeeded {
-			phase, reason, msg = schedv1alpha1.Succeed, queueunit.ReasonSucceeded, "The job succeeded"
+			phase, reason, msg = schedulingv1alpha1.Succeed, queueunit.ReasonSucceeded, "The job succeeded"
 		}
 		if js.message != "" {
 			msg += ": " + js.message
@@ -60,8 +60,8 @@ func syncStatus(u *schedv1alpha1.QueueUnit, js jobState, now metav1.Time) bool {
 		}
 		// The quota goes back to the queue.
 		st.Admissions = nil
-		st.PodState = schedv1alpha1.PodState{}
-		setCondition(u, schedv1alpha1.QueueUnitFinished, true, reason, msg, now)
+		st.PodState = schedulingv1alpha1.PodState{}
+		setCondition(u, schedulingv1alpha1.QueueUnitFinished, true, reason, msg, now)
 		return !equality.Semantic.DeepEqual(before, &u.Status)
 	}
 
@@ -70,7 +70,7 @@ func syncStatus(u *schedv1alpha1.QueueUnit, js jobState, now metav1.Time) bool {
 		running += c.Running
 		pending += c.Pending
 	}
-	st.PodState = schedv1alpha1.PodState{Running: int(running), Pending: int(pending)}
+	st.PodState = schedulingv1alpha1.PodState{Running: int(running), Pending: int(pending)}
 	for i := range st.Admissions {
 		a := &st.Admissions[i]
 		a.Running = min(int64(js.pods[a.Name].Running), a.Replicas)
@@ -78,29 +78,29 @@ func syncStatus(u *schedv1alpha1.QueueUnit, js jobState, now metav1.Time) bool {
 
 	// An evicted unit keeps its admissions until its job's pods are gone,
 	// so that their quota is not handed out twice; then they go.
-	if st.Phase == schedv1alpha1.Enqueued && js.suspended && running == 0 && pending == 0 {
+	if st.Phase == schedulingv1alpha1.Enqueued && js.suspended && running == 0 && pending == 0 {
 		st.Admissions = nil
 	}
 
 	isAdmitted := queueunit.Admitted(st.Phase)
 	if isAdmitted && !js.suspended && running > 0 {
-		setPhase(schedv1alpha1.Running)
+		setPhase(schedulingv1alpha1.Running)
 	}
-	if isAdmitted || apimeta.FindStatusCondition(st.Conditions, schedv1alpha1.QueueUnitPodsReady) != nil {
+	if isAdmitted || apimeta.FindStatusCondition(st.Conditions, schedulingv1alpha1.QueueUnitPodsReady) != nil {
 		want := podsWanted(u)
 		ready := isAdmitted && !js.suspended && running >= want
 		reason, msg := queueunit.ReasonPodsReady, fmt.Sprintf("All %d pods of the job run", want)
 		if !ready {
 			reason, msg = queueunit.ReasonWaitingForPods, fmt.Sprintf("%d of %d pods of the job run", running, want)
 		}
-		setCondition(u, schedv1alpha1.QueueUnitPodsReady, ready, reason, msg, now)
+		setCondition(u, schedulingv1alpha1.QueueUnitPodsReady, ready, reason, msg, now)
 	}
 	return !equality.Semantic.DeepEqual(before, &u.Status)
 }
 
 // podsWanted is how many pods the job runs when all run: the admitted
 // replicas, or the unit's pod set counts before admissions are written.
-func podsWanted(u *schedv1alpha1.QueueUnit) int32 {
+func podsWanted(u *schedulingv1alpha1.QueueUnit) int32 {
 	var n int32
 	if len(u.Status.Admissions) > 0 {
 		for _, a := range u.Status.Admissions {
@@ -114,7 +114,7 @@ func podsWanted(u *schedv1alpha1.QueueUnit) int32 {
 	return n
 }
 
-func setCondition(u *schedv1alpha1.QueueUnit, typ string, status bool, reason, msg string, now metav1.Time) {
+func setCondition(u *schedulingv1alpha1.QueueUnit, typ string, status bool, reason, msg string, now metav1.Time) {
 	s := metav1.ConditionFalse
 	if status {
 		s = metav1.ConditionTrue

@@ -7,7 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 )
@@ -18,104 +18,104 @@ func running(n int32) map[string]PodCount { return map[string]PodCount{"main": {
 
 func TestSyncStatus(t *testing.T) {
 	cases := map[string]struct {
-		unit        *schedv1alpha1.QueueUnit
+		unit        *schedulingv1alpha1.QueueUnit
 		job         jobState
 		wantChanged bool
-		wantStatus  schedv1alpha1.QueueUnitStatus
+		wantStatus  schedulingv1alpha1.QueueUnitStatus
 	}{
 		"a new unit is Enqueued": {
 			unit:        extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2).Obj(),
 			job:         jobState{suspended: true},
 			wantChanged: true,
-			wantStatus:  schedv1alpha1.QueueUnitStatus{Phase: schedv1alpha1.Enqueued, LastUpdateTime: &t0},
+			wantStatus:  schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Enqueued, LastUpdateTime: &t0},
 		},
 		"a waiting unit with nothing new is left alone": {
-			unit:       extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2).Phase(schedv1alpha1.Enqueued).Obj(),
+			unit:       extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2).Phase(schedulingv1alpha1.Enqueued).Obj(),
 			job:        jobState{suspended: true},
-			wantStatus: schedv1alpha1.QueueUnitStatus{Phase: schedv1alpha1.Enqueued},
+			wantStatus: schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Enqueued},
 		},
 		"an admitted unit whose job runs pods is Running": {
 			unit: extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2).
-				Phase(schedv1alpha1.Dequeued).Admission("main", 2).Obj(),
+				Phase(schedulingv1alpha1.Dequeued).Admission("main", 2).Obj(),
 			job:         jobState{pods: map[string]PodCount{"main": {Running: 1, Pending: 1}}},
 			wantChanged: true,
-			wantStatus: schedv1alpha1.QueueUnitStatus{
-				Phase: schedv1alpha1.Running, LastUpdateTime: &t0,
-				PodState:   schedv1alpha1.PodState{Running: 1, Pending: 1},
-				Admissions: []schedv1alpha1.Admission{{Name: "main", Replicas: 2, Running: 1}},
-				Conditions: []metav1.Condition{{Type: schedv1alpha1.QueueUnitPodsReady, Status: metav1.ConditionFalse,
+			wantStatus: schedulingv1alpha1.QueueUnitStatus{
+				Phase: schedulingv1alpha1.Running, LastUpdateTime: &t0,
+				PodState:   schedulingv1alpha1.PodState{Running: 1, Pending: 1},
+				Admissions: []schedulingv1alpha1.Admission{{Name: "main", Replicas: 2, Running: 1}},
+				Conditions: []metav1.Condition{{Type: schedulingv1alpha1.QueueUnitPodsReady, Status: metav1.ConditionFalse,
 					Reason: queueunit.ReasonWaitingForPods, Message: "1 of 2 pods of the job run", LastTransitionTime: t0}},
 			},
 		},
 		"an admitted unit whose job is still suspended stays Dequeued": {
 			unit: extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 1).
-				Phase(schedv1alpha1.Dequeued).Admission("main", 1).Obj(),
+				Phase(schedulingv1alpha1.Dequeued).Admission("main", 1).Obj(),
 			job:         jobState{suspended: true},
 			wantChanged: true,
-			wantStatus: schedv1alpha1.QueueUnitStatus{
-				Phase:      schedv1alpha1.Dequeued,
-				Admissions: []schedv1alpha1.Admission{{Name: "main", Replicas: 1}},
-				Conditions: []metav1.Condition{{Type: schedv1alpha1.QueueUnitPodsReady, Status: metav1.ConditionFalse,
+			wantStatus: schedulingv1alpha1.QueueUnitStatus{
+				Phase:      schedulingv1alpha1.Dequeued,
+				Admissions: []schedulingv1alpha1.Admission{{Name: "main", Replicas: 1}},
+				Conditions: []metav1.Condition{{Type: schedulingv1alpha1.QueueUnitPodsReady, Status: metav1.ConditionFalse,
 					Reason: queueunit.ReasonWaitingForPods, Message: "0 of 1 pods of the job run", LastTransitionTime: t0}},
 			},
 		},
 		"all pods running make PodsReady true and running never exceeds replicas": {
 			unit: extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2).
-				Phase(schedv1alpha1.Running).Admission("main", 2).Obj(),
+				Phase(schedulingv1alpha1.Running).Admission("main", 2).Obj(),
 			job:         jobState{pods: running(3)},
 			wantChanged: true,
-			wantStatus: schedv1alpha1.QueueUnitStatus{
-				Phase:      schedv1alpha1.Running,
-				PodState:   schedv1alpha1.PodState{Running: 3},
-				Admissions: []schedv1alpha1.Admission{{Name: "main", Replicas: 2, Running: 2}},
-				Conditions: []metav1.Condition{{Type: schedv1alpha1.QueueUnitPodsReady, Status: metav1.ConditionTrue,
+			wantStatus: schedulingv1alpha1.QueueUnitStatus{
+				Phase:      schedulingv1alpha1.Running,
+				PodState:   schedulingv1alpha1.PodState{Running: 3},
+				Admissions: []schedulingv1alpha1.Admission{{Name: "main", Replicas: 2, Running: 2}},
+				Conditions: []metav1.Condition{{Type: schedulingv1alpha1.QueueUnitPodsReady, Status: metav1.ConditionTrue,
 					Reason: queueunit.ReasonPodsReady, Message: "All 2 pods of the job run", LastTransitionTime: t0}},
 			},
 		},
 		"a finished job's unit Succeeds and gives its quota back": {
 			unit: extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 1).
-				Phase(schedv1alpha1.Running).Admission("main", 1).Obj(),
+				Phase(schedulingv1alpha1.Running).Admission("main", 1).Obj(),
 			job:         jobState{finished: true, succeeded: true, message: "done"},
 			wantChanged: true,
-			wantStatus: schedv1alpha1.QueueUnitStatus{
-				Phase: schedv1alpha1.Succeed, LastUpdateTime: &t0, Message: "The job succeeded: done",
-				Conditions: []metav1.Condition{{Type: schedv1alpha1.QueueUnitFinished, Status: metav1.ConditionTrue,
+			wantStatus: schedulingv1alpha1.QueueUnitStatus{
+				Phase: schedulingv1alpha1.Succeed, LastUpdateTime: &t0, Message: "The job succeeded: done",
+				Conditions: []metav1.Condition{{Type: schedulingv1alpha1.QueueUnitFinished, Status: metav1.ConditionTrue,
 					Reason: queueunit.ReasonSucceeded, Message: "The job succeeded: done", LastTransitionTime: t0}},
 			},
 		},
 		"a failed job's unit Fails even while it waits": {
-			unit:        extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 1).Phase(schedv1alpha1.Enqueued).Obj(),
+			unit:        extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 1).Phase(schedulingv1alpha1.Enqueued).Obj(),
 			job:         jobState{suspended: true, finished: true},
 			wantChanged: true,
-			wantStatus: schedv1alpha1.QueueUnitStatus{
-				Phase: schedv1alpha1.Failed, LastUpdateTime: &t0, Message: "The job failed",
-				Conditions: []metav1.Condition{{Type: schedv1alpha1.QueueUnitFinished, Status: metav1.ConditionTrue,
+			wantStatus: schedulingv1alpha1.QueueUnitStatus{
+				Phase: schedulingv1alpha1.Failed, LastUpdateTime: &t0, Message: "The job failed",
+				Conditions: []metav1.Condition{{Type: schedulingv1alpha1.QueueUnitFinished, Status: metav1.ConditionTrue,
 					Reason: queueunit.ReasonFailed, Message: "The job failed", LastTransitionTime: t0}},
 			},
 		},
 		"an evicted unit keeps its admissions while its pods remain": {
 			unit: extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2).
-				Phase(schedv1alpha1.Enqueued).Admission("main", 2).Obj(),
+				Phase(schedulingv1alpha1.Enqueued).Admission("main", 2).Obj(),
 			job:         jobState{suspended: true, pods: running(1)},
 			wantChanged: true,
-			wantStatus: schedv1alpha1.QueueUnitStatus{
-				Phase:      schedv1alpha1.Enqueued,
-				PodState:   schedv1alpha1.PodState{Running: 1},
-				Admissions: []schedv1alpha1.Admission{{Name: "main", Replicas: 2, Running: 1}},
+			wantStatus: schedulingv1alpha1.QueueUnitStatus{
+				Phase:      schedulingv1alpha1.Enqueued,
+				PodState:   schedulingv1alpha1.PodState{Running: 1},
+				Admissions: []schedulingv1alpha1.Admission{{Name: "main", Replicas: 2, Running: 1}},
 			},
 		},
 		"an evicted unit gives its admissions back once its pods are gone": {
 			unit: extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2).
-				Phase(schedv1alpha1.Enqueued).Admission("main", 2).Obj(),
+				Phase(schedulingv1alpha1.Enqueued).Admission("main", 2).Obj(),
 			job:         jobState{suspended: true, pods: running(0)},
 			wantChanged: true,
-			wantStatus:  schedv1alpha1.QueueUnitStatus{Phase: schedv1alpha1.Enqueued},
+			wantStatus:  schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Enqueued},
 		},
 		"a Reserved unit keeps its admissions while its checks run": {
 			unit: extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2).
-				Phase(schedv1alpha1.Reserved).Admission("main", 2).Obj(),
+				Phase(schedulingv1alpha1.Reserved).Admission("main", 2).Obj(),
 			job:        jobState{suspended: true},
-			wantStatus: schedv1alpha1.QueueUnitStatus{Phase: schedv1alpha1.Reserved, Admissions: []schedv1alpha1.Admission{{Name: "main", Replicas: 2}}},
+			wantStatus: schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Reserved, Admissions: []schedulingv1alpha1.Admission{{Name: "main", Replicas: 2}}},
 		},
 	}
 	for name, tc := range cases {

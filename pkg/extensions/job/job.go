@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 )
 
@@ -64,7 +64,7 @@ func (j *Job) UnlockTemplates() {
 // PodSets is one set of parallelism pods, or of the remaining completions
 // when fewer remain.
 func (j *Job) PodSets() ([]framework.PodSet, error) {
-	return []framework.PodSet{{Name: schedv1alpha1.DefaultPodSetName, Template: &j.Spec.Template, Count: j.podCount()}}, nil
+	return []framework.PodSet{{Name: schedulingv1alpha1.DefaultPodSetName, Template: &j.Spec.Template, Count: j.podCount()}}, nil
 }
 
 func (j *Job) podCount() int32 {
@@ -106,6 +106,6 @@ func conditionMessage(c batchv1.JobCondition) string {
 func (j *Job) Pods() map[string]framework.PodCount {
 	ready := ptr.Deref(j.Status.Ready, 0)
 	return map[string]framework.PodCount{
-		schedv1alpha1.DefaultPodSetName: {Running: ready, Pending: max(j.Status.Active-ready, 0)},
+		schedulingv1alpha1.DefaultPodSetName: {Running: ready, Pending: max(j.Status.Active-ready, 0)},
 	}
 }

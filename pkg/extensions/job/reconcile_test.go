@@ -17,7 +17,7 @@ import (
 
 	"github.com/koord-queue/koord-queue/apis"
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 )
@@ -64,7 +64,7 @@ func TestReconcileRunningJobs(t *testing.T) {
 		},
 		"a released Job that runs without its unit lost it, and is taken in": {
 			job: extensionstest.MakeJob("j", "ns").Quota("team-a").Suspend(false).Request("cpu", "1").
-				Annotation(schedv1alpha1.AnnotationReleasedBy, "uid-of-a-deleted-unit").Obj(),
+				Annotation(schedulingv1alpha1.AnnotationReleasedBy, "uid-of-a-deleted-unit").Obj(),
 			wantQueued: true,
 			wantEvent:  "Warning QueueUnitDeleted The job's QueueUnit was deleted while the job ran",
 		},
@@ -75,7 +75,7 @@ func TestReconcileRunningJobs(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.job, served).
-				WithStatusSubresource(&schedv1alpha1.QueueUnit{}, &batchv1.Job{}).
+				WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &batchv1.Job{}).
 				WithIndex(&elasticquotav1alpha1.ElasticQuota{}, framework.IndexQuotaNamespaces, framework.QuotaNamespacesIndex).Build()
 			recorder := record.NewFakeRecorder(100)
 			r := framework.NewJobReconciler(c, c, recorder, Integration(), framework.WithScope(tc.scope))
@@ -84,7 +84,7 @@ func TestReconcileRunningJobs(t *testing.T) {
 			if _, err := r.Reconcile(ctx, req); err != nil {
 				t.Fatalf("Reconcile: %v", err)
 			}
-			var unit schedv1alpha1.QueueUnit
+			var unit schedulingv1alpha1.QueueUnit
 			err := c.Get(ctx, req.NamespacedName, &unit)
 			if queued := err == nil; queued != tc.wantQueued {
 				t.Errorf("unit exists %v (get: %v), want %v", queued, err, tc.wantQueued)
@@ -127,24 +127,24 @@ func firstWarning(r *record.FakeRecorder) string {
 // and held in every phase it calls waiting.
 func TestReconcileFollowsEveryPhase(t *testing.T) {
 	scheme := testScheme(t)
-	cases := map[schedv1alpha1.QueueUnitPhase]bool{ // phase: want released
-		schedv1alpha1.Enqueued: false, schedv1alpha1.Reserved: false, schedv1alpha1.TimeoutBackoff: false,
-		schedv1alpha1.Dequeued: true, schedv1alpha1.Running: true,
-		schedv1alpha1.SchedReady: true, schedv1alpha1.SchedSucceed: true, schedv1alpha1.SchedFailed: true,
+	cases := map[schedulingv1alpha1.QueueUnitPhase]bool{ // phase: want released
+		schedulingv1alpha1.Enqueued: false, schedulingv1alpha1.Reserved: false, schedulingv1alpha1.TimeoutBackoff: false,
+		schedulingv1alpha1.Dequeued: true, schedulingv1alpha1.Running: true,
+		schedulingv1alpha1.SchedReady: true, schedulingv1alpha1.SchedSucceed: true, schedulingv1alpha1.SchedFailed: true,
 	}
 	for phase, wantReleased := range cases {
 		t.Run(string(phase), func(t *testing.T) {
 			ctx := context.Background()
 			j := extensionstest.MakeJob("j", "ns").Quota("team-a").Request("cpu", "1").Obj()
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(j).
-				WithStatusSubresource(&schedv1alpha1.QueueUnit{}, &batchv1.Job{}).
+				WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &batchv1.Job{}).
 				WithIndex(&elasticquotav1alpha1.ElasticQuota{}, framework.IndexQuotaNamespaces, framework.QuotaNamespacesIndex).Build()
 			r := framework.NewJobReconciler(c, c, record.NewFakeRecorder(100), Integration())
 			req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(j)}
 			if _, err := r.Reconcile(ctx, req); err != nil { // creates the unit
 				t.Fatalf("Reconcile: %v", err)
 			}
-			unit := &schedv1alpha1.QueueUnit{}
+			unit := &schedulingv1alpha1.QueueUnit{}
 			if err := c.Get(ctx, client.ObjectKey{Namespace: "ns", Name: Integration().UnitName("j")}, unit); err != nil {
 				t.Fatal(err)
 			}

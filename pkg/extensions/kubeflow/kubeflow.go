@@ -18,7 +18,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 )
 
@@ -41,7 +41,7 @@ func (j *trainingJob) Object() client.Object { return j.obj }
 
 // IsSuspended reports spec.runPolicy.suspend or the suspend annotation.
 func (j *trainingJob) IsSuspended() bool {
-	return ptr.Deref(j.runPolicy.Suspend, false) || j.obj.GetAnnotations()[schedv1alpha1.AnnotationSuspend] == "true"
+	return ptr.Deref(j.runPolicy.Suspend, false) || j.obj.GetAnnotations()[schedulingv1alpha1.AnnotationSuspend] == "true"
 }
 
 // Suspend sets spec.runPolicy.suspend, and the annotation when the job uses it.
@@ -53,8 +53,8 @@ func (j *trainingJob) Resume() { j.setSuspend(false) }
 func (j *trainingJob) setSuspend(s bool) {
 	j.runPolicy.Suspend = ptr.To(s)
 	if a := j.obj.GetAnnotations(); a != nil {
-		if _, ok := a[schedv1alpha1.AnnotationSuspend]; ok {
-			a[schedv1alpha1.AnnotationSuspend] = strconv.FormatBool(s)
+		if _, ok := a[schedulingv1alpha1.AnnotationSuspend]; ok {
+			a[schedulingv1alpha1.AnnotationSuspend] = strconv.FormatBool(s)
 			j.obj.SetAnnotations(a)
 		}
 	}

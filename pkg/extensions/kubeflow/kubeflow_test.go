@@ -5,7 +5,7 @@ import (
 
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework/frameworktest"
@@ -77,17 +77,17 @@ func TestSuspendResumeKeepTheAnnotationInStep(t *testing.T) {
 	j := extensionstest.MakePyTorchJob("py", "ns").SuspendAnnotation().Replica(kftraining.PyTorchJobReplicaTypeMaster, 1).Obj()
 	job := NewPyTorchJob(j)
 	job.Resume()
-	if job.IsSuspended() || j.Annotations[schedv1alpha1.AnnotationSuspend] != "false" || *j.Spec.RunPolicy.Suspend {
-		t.Errorf("after Resume: suspended %v, annotation %q", job.IsSuspended(), j.Annotations[schedv1alpha1.AnnotationSuspend])
+	if job.IsSuspended() || j.Annotations[schedulingv1alpha1.AnnotationSuspend] != "false" || *j.Spec.RunPolicy.Suspend {
+		t.Errorf("after Resume: suspended %v, annotation %q", job.IsSuspended(), j.Annotations[schedulingv1alpha1.AnnotationSuspend])
 	}
 	job.Suspend()
-	if !job.IsSuspended() || j.Annotations[schedv1alpha1.AnnotationSuspend] != "true" {
-		t.Errorf("after Suspend: suspended %v, annotation %q", job.IsSuspended(), j.Annotations[schedv1alpha1.AnnotationSuspend])
+	if !job.IsSuspended() || j.Annotations[schedulingv1alpha1.AnnotationSuspend] != "true" {
+		t.Errorf("after Suspend: suspended %v, annotation %q", job.IsSuspended(), j.Annotations[schedulingv1alpha1.AnnotationSuspend])
 	}
 
 	plain := extensionstest.MakeTFJob("tf", "ns").Replica(kftraining.TFJobReplicaTypeWorker, 1).Obj()
 	NewTFJob(plain).Resume()
-	if _, ok := plain.Annotations[schedv1alpha1.AnnotationSuspend]; ok {
+	if _, ok := plain.Annotations[schedulingv1alpha1.AnnotationSuspend]; ok {
 		t.Errorf("Resume added the annotation to a job that did not use it")
 	}
 }

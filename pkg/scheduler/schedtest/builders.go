@@ -6,7 +6,7 @@ package schedtest
 import (
 	"time"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/policy"
 	"github.com/koord-queue/koord-queue/pkg/quota/quotatest"
 	"github.com/koord-queue/koord-queue/pkg/scheduler"
@@ -52,7 +52,7 @@ type QueueWrapper struct{ scheduler.QueueSpec }
 
 // MakeQueue starts a Priority queue for the quota of the same name.
 func MakeQueue(name string) *QueueWrapper {
-	return &QueueWrapper{scheduler.QueueSpec{Name: name, Priority: schedv1alpha1.DefaultQueuePriority, Config: policy.DefaultConfig()}}
+	return &QueueWrapper{scheduler.QueueSpec{Name: name, Priority: schedulingv1alpha1.DefaultQueuePriority, Config: policy.DefaultConfig()}}
 }
 
 // Quota sets the quota the queue charges.
@@ -62,7 +62,7 @@ func (w *QueueWrapper) Quota(q string) *QueueWrapper { w.QueueSpec.Quota = q; re
 func (w *QueueWrapper) Priority(p int32) *QueueWrapper { w.QueueSpec.Priority = p; return w }
 
 // Policy sets the queue policy.
-func (w *QueueWrapper) Policy(p schedv1alpha1.QueuePolicy) *QueueWrapper {
+func (w *QueueWrapper) Policy(p schedulingv1alpha1.QueuePolicy) *QueueWrapper {
 	w.Config.Policy = p
 	return w
 }

@@ -12,7 +12,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework/frameworktest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/integrations"
@@ -134,9 +134,9 @@ func TestRejectJobsSubmittedRunning(t *testing.T) {
 
 	t.Run("Kubeflow's suspend annotation counts as suspended", func(t *testing.T) {
 		j := frameworktest.SubmittedRunning(t, kubeflow.TFJobIntegration(), labelled["tfjob"]()).Object()
-		j.SetAnnotations(map[string]string{schedv1alpha1.AnnotationSuspend: "true"})
+		j.SetAnnotations(map[string]string{schedulingv1alpha1.AnnotationSuspend: "true"})
 		if err := dryRun(c, j); err != nil {
-			t.Errorf("a TFJob with %s: \"true\": %v, want it let in", schedv1alpha1.AnnotationSuspend, err)
+			t.Errorf("a TFJob with %s: \"true\": %v, want it let in", schedulingv1alpha1.AnnotationSuspend, err)
 		}
 	})
 }

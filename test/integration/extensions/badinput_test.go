@@ -9,7 +9,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/argo"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
@@ -24,8 +24,8 @@ func TestBadInput(t *testing.T) {
 	t.Run("a job with no requests is queued as asking for nothing", func(t *testing.T) {
 		j := extensionstest.MakeJob("no-requests", ns).Quota("team-a").Obj()
 		create(t, j)
-		u := unitWhere(t, client.ObjectKeyFromObject(j), "Enqueued", func(u *schedv1alpha1.QueueUnit) bool {
-			return u.Status.Phase == schedv1alpha1.Enqueued
+		u := unitWhere(t, client.ObjectKeyFromObject(j), "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool {
+			return u.Status.Phase == schedulingv1alpha1.Enqueued
 		})
 		if !strings.Contains(u.Status.Message, "requests any resource") || len(u.Spec.Request) != 0 {
 			t.Errorf("message %q and request %v, want a message about the missing requests and no request", u.Status.Message, u.Spec.Request)
@@ -37,8 +37,8 @@ func TestBadInput(t *testing.T) {
 		j := extensionstest.MakeJob("unknown-class", ns).Quota("team-a").Request("cpu", "1").PriorityClass("nope").Obj()
 		j.Spec.Template.Spec.Priority = ptr.To[int32](7)
 		create(t, j)
-		u := unitWhere(t, client.ObjectKeyFromObject(j), "Enqueued", func(u *schedv1alpha1.QueueUnit) bool {
-			return u.Status.Phase == schedv1alpha1.Enqueued
+		u := unitWhere(t, client.ObjectKeyFromObject(j), "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool {
+			return u.Status.Phase == schedulingv1alpha1.Enqueued
 		})
 		if ptr.Deref(u.Spec.Priority, -1) != 7 || u.Spec.PriorityClassName != "nope" || !strings.Contains(u.Status.Message, `"nope" does not exist`) {
 			t.Errorf("priority %v of class %q, message %q; want 7 of class nope and a message", u.Spec.Priority, u.Spec.PriorityClassName, u.Status.Message)
@@ -49,25 +49,25 @@ func TestBadInput(t *testing.T) {
 	t.Run("a workflow without min-resources is warned about", func(t *testing.T) {
 		w := extensionstest.MakeWorkflow("no-min", ns).QueueTemplate().Suspend(true).Obj()
 		create(t, w)
-		unitWhere(t, client.ObjectKeyFromObject(w), "with a message", func(u *schedv1alpha1.QueueUnit) bool {
-			return strings.Contains(u.Status.Message, schedv1alpha1.AnnotationMinResources)
+		unitWhere(t, client.ObjectKeyFromObject(w), "with a message", func(u *schedulingv1alpha1.QueueUnit) bool {
+			return strings.Contains(u.Status.Message, schedulingv1alpha1.AnnotationMinResources)
 		})
-		eventRecorded(t, ns, w.Name, corev1.EventTypeWarning, argo.ReasonMissingMinResources, schedv1alpha1.AnnotationMinResources)
+		eventRecorded(t, ns, w.Name, corev1.EventTypeWarning, argo.ReasonMissingMinResources, schedulingv1alpha1.AnnotationMinResources)
 	})
 
 	t.Run("a malformed min-resources holds the unit until it is fixed", func(t *testing.T) {
 		w := extensionstest.MakeWorkflow("bad-min", ns).QueueTemplate().Suspend(true).MinResources("cpu: lots").Obj()
 		create(t, w)
 		key := client.ObjectKeyFromObject(w)
-		unitWhere(t, key, "held inactive with a message", func(u *schedv1alpha1.QueueUnit) bool {
-			return !u.IsActive() && u.Annotations[schedv1alpha1.AnnotationInvalidJob] != "" &&
+		unitWhere(t, key, "held inactive with a message", func(u *schedulingv1alpha1.QueueUnit) bool {
+			return !u.IsActive() && u.Annotations[schedulingv1alpha1.AnnotationInvalidJob] != "" &&
 				strings.Contains(u.Status.Message, "cannot be queued")
 		})
-		eventRecorded(t, ns, w.Name, corev1.EventTypeWarning, framework.ReasonInvalidJob, schedv1alpha1.AnnotationMinResources)
+		eventRecorded(t, ns, w.Name, corev1.EventTypeWarning, framework.ReasonInvalidJob, schedulingv1alpha1.AnnotationMinResources)
 
-		updateJob(t, w, func() { w.Annotations[schedv1alpha1.AnnotationMinResources] = "cpu: 2" })
-		unitWhere(t, key, "active with the fixed request and no message", func(u *schedv1alpha1.QueueUnit) bool {
-			return u.IsActive() && u.Annotations[schedv1alpha1.AnnotationInvalidJob] == "" &&
+		updateJob(t, w, func() { w.Annotations[schedulingv1alpha1.AnnotationMinResources] = "cpu: 2" })
+		unitWhere(t, key, "active with the fixed request and no message", func(u *schedulingv1alpha1.QueueUnit) bool {
+			return u.IsActive() && u.Annotations[schedulingv1alpha1.AnnotationInvalidJob] == "" &&
 				u.Spec.Request.Cpu().String() == "2" && u.Status.Message == ""
 		})
 	})
@@ -79,7 +79,7 @@ func TestBadInput(t *testing.T) {
 		}
 		c := extensionstest.MakeRayCluster("too-many", ns, spec.Obj()).Quota("team-a").Obj()
 		create(t, c)
-		u := unitWhere(t, client.ObjectKey{Namespace: ns, Name: "too-many-raycluster-qu"}, "held inactive", func(u *schedv1alpha1.QueueUnit) bool {
+		u := unitWhere(t, client.ObjectKey{Namespace: ns, Name: "too-many-raycluster-qu"}, "held inactive", func(u *schedulingv1alpha1.QueueUnit) bool {
 			return !u.IsActive() && strings.Contains(u.Status.Message, "9 groups of pods")
 		})
 		if len(u.Spec.PodSets) != 1 {
@@ -94,7 +94,7 @@ func TestBadInput(t *testing.T) {
 		j := extensionstest.MakeJob("taken", ns).Quota("team-a").Request("cpu", "1").Obj()
 		create(t, j)
 		eventRecorded(t, ns, j.Name, corev1.EventTypeWarning, framework.ReasonUnitNameTaken, "taken")
-		var u schedv1alpha1.QueueUnit
+		var u schedulingv1alpha1.QueueUnit
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(taken), &u); err != nil || len(u.OwnerReferences) != 0 {
 			t.Errorf("the user's unit was touched: %v, owners %v", err, u.OwnerReferences)
 		}

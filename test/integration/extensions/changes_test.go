@@ -12,7 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/job"
@@ -27,9 +27,9 @@ func TestChanges(t *testing.T) {
 		j := extensionstest.MakeJob("resized", ns).Quota("team-a").Parallelism(2).Request("cpu", "1").Obj()
 		create(t, j)
 		key := client.ObjectKeyFromObject(j)
-		unitWhere(t, key, "Enqueued", func(u *schedv1alpha1.QueueUnit) bool { return u.Status.Phase == schedv1alpha1.Enqueued })
+		unitWhere(t, key, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.Status.Phase == schedulingv1alpha1.Enqueued })
 		updateJob(t, j, func() { j.Spec.Parallelism = ptr.To[int32](3) })
-		unitWhere(t, key, "resized to 3 pods", func(u *schedv1alpha1.QueueUnit) bool {
+		unitWhere(t, key, "resized to 3 pods", func(u *schedulingv1alpha1.QueueUnit) bool {
 			return u.Spec.PodSets[0].Count == 3 && u.Spec.Request.Cpu().String() == "3" && u.Spec.Resource.Cpu().String() == "3"
 		})
 		eventRecorded(t, ns, j.Name, corev1.EventTypeNormal, framework.ReasonUpdatedUnit, "cpu=3")
@@ -39,12 +39,12 @@ func TestChanges(t *testing.T) {
 		j := extensionstest.MakeJob("grown", ns).Quota("team-a").Parallelism(2).Request("cpu", "1").Obj()
 		create(t, j)
 		key := client.ObjectKeyFromObject(j)
-		first := unitWhere(t, key, "Enqueued", func(u *schedv1alpha1.QueueUnit) bool { return u.Status.Phase == schedv1alpha1.Enqueued })
+		first := unitWhere(t, key, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.Status.Phase == schedulingv1alpha1.Enqueued })
 		admit(t, key)
 		jobWhere(t, job.Integration(), key, "released", func(j framework.GenericJob) bool { return !j.IsSuspended() })
 		updateJob(t, j, func() { j.Spec.Parallelism = ptr.To[int32](4) })
-		unitWhere(t, key, "a new unit of 4 pods", func(u *schedv1alpha1.QueueUnit) bool {
-			return u.UID != first.UID && u.Spec.PodSets[0].Count == 4 && u.Status.Phase == schedv1alpha1.Enqueued
+		unitWhere(t, key, "a new unit of 4 pods", func(u *schedulingv1alpha1.QueueUnit) bool {
+			return u.UID != first.UID && u.Spec.PodSets[0].Count == 4 && u.Status.Phase == schedulingv1alpha1.Enqueued
 		})
 		jobWhere(t, job.Integration(), key, "suspended", func(j framework.GenericJob) bool { return j.IsSuspended() })
 		eventRecorded(t, ns, j.Name, corev1.EventTypeNormal, framework.ReasonRequeued, "grew")
@@ -54,22 +54,22 @@ func TestChanges(t *testing.T) {
 		j := extensionstest.MakeJob("lost", ns).Quota("team-a").Request("cpu", "1").Obj()
 		create(t, j)
 		key := client.ObjectKeyFromObject(j)
-		first := unitWhere(t, key, "Enqueued", func(u *schedv1alpha1.QueueUnit) bool { return u.Status.Phase == schedv1alpha1.Enqueued })
+		first := unitWhere(t, key, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.Status.Phase == schedulingv1alpha1.Enqueued })
 		admit(t, key)
 		jobWhere(t, job.Integration(), key, "released", func(j framework.GenericJob) bool {
-			return !j.IsSuspended() && j.Object().GetAnnotations()[schedv1alpha1.AnnotationReleasedBy] == string(first.UID)
+			return !j.IsSuspended() && j.Object().GetAnnotations()[schedulingv1alpha1.AnnotationReleasedBy] == string(first.UID)
 		})
 		if err := k8s.Delete(context.Background(), first); err != nil {
 			t.Fatal(err)
 		}
-		second := unitWhere(t, key, "a new unit, Enqueued, saying why", func(u *schedv1alpha1.QueueUnit) bool {
-			return u.UID != first.UID && u.Status.Phase == schedv1alpha1.Enqueued && strings.Contains(u.Status.Message, "deleted while the job ran")
+		second := unitWhere(t, key, "a new unit, Enqueued, saying why", func(u *schedulingv1alpha1.QueueUnit) bool {
+			return u.UID != first.UID && u.Status.Phase == schedulingv1alpha1.Enqueued && strings.Contains(u.Status.Message, "deleted while the job ran")
 		})
 		jobWhere(t, job.Integration(), key, "suspended", func(j framework.GenericJob) bool { return j.IsSuspended() })
 		eventRecorded(t, ns, j.Name, corev1.EventTypeWarning, framework.ReasonUnitDeleted, second.Name)
 		admit(t, key)
 		jobWhere(t, job.Integration(), key, "released by the new unit", func(j framework.GenericJob) bool {
-			return !j.IsSuspended() && j.Object().GetAnnotations()[schedv1alpha1.AnnotationReleasedBy] == string(second.UID)
+			return !j.IsSuspended() && j.Object().GetAnnotations()[schedulingv1alpha1.AnnotationReleasedBy] == string(second.UID)
 		})
 	})
 
@@ -85,7 +85,7 @@ func TestChanges(t *testing.T) {
 		// its unit appears.
 		create(t, j)
 		eventually(t, "a unit labelled with the namespace's quota", func(ctx context.Context) (bool, string, error) {
-			var u schedv1alpha1.QueueUnit
+			var u schedulingv1alpha1.QueueUnit
 			if err := k8s.Get(ctx, client.ObjectKeyFromObject(j), &u); err != nil {
 				updateJob(t, j, func() {
 					if j.Annotations == nil {
@@ -109,8 +109,8 @@ func TestChanges(t *testing.T) {
 		// it has a unit, the child has been seen too.
 		own := extensionstest.MakeRayCluster("own", ns, extensionstest.MakeRayClusterSpec("cpu", "1").Obj()).Quota("team-a").Obj()
 		create(t, own)
-		unitWhere(t, client.ObjectKey{Namespace: ns, Name: "own-raycluster-qu"}, "created", func(*schedv1alpha1.QueueUnit) bool { return true })
-		unitWhere(t, client.ObjectKey{Namespace: ns, Name: "parent-ray-qu"}, "created", func(*schedv1alpha1.QueueUnit) bool { return true })
+		unitWhere(t, client.ObjectKey{Namespace: ns, Name: "own-raycluster-qu"}, "created", func(*schedulingv1alpha1.QueueUnit) bool { return true })
+		unitWhere(t, client.ObjectKey{Namespace: ns, Name: "parent-ray-qu"}, "created", func(*schedulingv1alpha1.QueueUnit) bool { return true })
 		noUnit(t, client.ObjectKey{Namespace: ns, Name: "parent-raycluster-raycluster-qu"})
 	})
 }

@@ -20,7 +20,7 @@ import (
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/integrations"
 	"github.com/koord-queue/koord-queue/pkg/extensions/webhook"
@@ -39,7 +39,7 @@ const (
 	webhookOffLabel = "koord-queue.test/webhook-off"
 )
 
-var webhookSecret = types.NamespacedName{Namespace: schedv1alpha1.QueueNamespace, Name: "koord-queue-controllers-webhook-cert"}
+var webhookSecret = types.NamespacedName{Namespace: schedulingv1alpha1.QueueNamespace, Name: "koord-queue-controllers-webhook-cert"}
 
 // startControllers starts a manager running every extension and the
 // webhook, as in production: the rotator makes the certificate, writes it

@@ -15,7 +15,7 @@ import (
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 )
 
@@ -71,9 +71,9 @@ func create(t *testing.T, obj client.Object) {
 }
 
 // unitWhere waits for the unit called key to satisfy cond and returns it.
-func unitWhere(t *testing.T, key client.ObjectKey, what string, cond func(*schedv1alpha1.QueueUnit) bool) *schedv1alpha1.QueueUnit {
+func unitWhere(t *testing.T, key client.ObjectKey, what string, cond func(*schedulingv1alpha1.QueueUnit) bool) *schedulingv1alpha1.QueueUnit {
 	t.Helper()
-	u := &schedv1alpha1.QueueUnit{}
+	u := &schedulingv1alpha1.QueueUnit{}
 	eventually(t, fmt.Sprintf("QueueUnit %s: %s", key, what), func(ctx context.Context) (bool, string, error) {
 		if err := k8s.Get(ctx, key, u); err != nil {
 			return false, err.Error(), client.IgnoreNotFound(err)
@@ -83,7 +83,7 @@ func unitWhere(t *testing.T, key client.ObjectKey, what string, cond func(*sched
 	return u
 }
 
-func describeUnit(u *schedv1alpha1.QueueUnit) string {
+func describeUnit(u *schedulingv1alpha1.QueueUnit) string {
 	return fmt.Sprintf("phase %q, admissions %+v, podState %+v, message %q, active %v",
 		u.Status.Phase, u.Status.Admissions, u.Status.PodState, u.Status.Message, u.IsActive())
 }
@@ -92,7 +92,7 @@ func describeUnit(u *schedv1alpha1.QueueUnit) string {
 func unitGone(t *testing.T, key client.ObjectKey) {
 	t.Helper()
 	eventually(t, fmt.Sprintf("QueueUnit %s to be deleted", key), func(ctx context.Context) (bool, string, error) {
-		err := k8s.Get(ctx, key, &schedv1alpha1.QueueUnit{})
+		err := k8s.Get(ctx, key, &schedulingv1alpha1.QueueUnit{})
 		if apierrors.IsNotFound(err) {
 			return true, "", nil
 		}
@@ -103,7 +103,7 @@ func unitGone(t *testing.T, key client.ObjectKey) {
 // noUnit checks that the unit called key does not exist.
 func noUnit(t *testing.T, key client.ObjectKey) {
 	t.Helper()
-	err := k8s.Get(context.Background(), key, &schedv1alpha1.QueueUnit{})
+	err := k8s.Get(context.Background(), key, &schedulingv1alpha1.QueueUnit{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("QueueUnit %s: got error %v, want it not to exist", key, err)
 	}
@@ -124,10 +124,10 @@ func jobWhere(t *testing.T, integ framework.Integration, key client.ObjectKey, w
 }
 
 // setUnitStatus plays the queue controller: it changes a unit's status.
-func setUnitStatus(t *testing.T, key client.ObjectKey, change func(*schedv1alpha1.QueueUnit)) {
+func setUnitStatus(t *testing.T, key client.ObjectKey, change func(*schedulingv1alpha1.QueueUnit)) {
 	t.Helper()
 	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		u := &schedv1alpha1.QueueUnit{}
+		u := &schedulingv1alpha1.QueueUnit{}
 		if err := k8s.Get(context.Background(), key, u); err != nil {
 			return err
 		}
@@ -141,19 +141,19 @@ func setUnitStatus(t *testing.T, key client.ObjectKey, change func(*schedv1alpha
 
 // admit admits a unit as the queue controller does: Dequeued, each pod set
 // holding its count, with the admission checks given.
-func admit(t *testing.T, key client.ObjectKey, checks ...schedv1alpha1.AdmissionCheckState) {
+func admit(t *testing.T, key client.ObjectKey, checks ...schedulingv1alpha1.AdmissionCheckState) {
 	t.Helper()
-	setUnitStatus(t, key, func(u *schedv1alpha1.QueueUnit) {
+	setUnitStatus(t, key, func(u *schedulingv1alpha1.QueueUnit) {
 		now := metav1.Now()
-		u.Status.Phase = schedv1alpha1.Dequeued
+		u.Status.Phase = schedulingv1alpha1.Dequeued
 		u.Status.LastAllocateTime = &now
 		u.Status.Admissions = nil
 		for _, ps := range u.Spec.PodSets {
-			u.Status.Admissions = append(u.Status.Admissions, schedv1alpha1.Admission{Name: ps.Name, Replicas: int64(ps.Count)})
+			u.Status.Admissions = append(u.Status.Admissions, schedulingv1alpha1.Admission{Name: ps.Name, Replicas: int64(ps.Count)})
 		}
 		u.Status.AdmissionChecks = checks
-		apimeta.SetStatusCondition(&u.Status.Conditions, metav1.Condition{Type: schedv1alpha1.QueueUnitAdmitted, Status: metav1.ConditionTrue, Reason: "Admitted"})
-		apimeta.SetStatusCondition(&u.Status.Conditions, metav1.Condition{Type: schedv1alpha1.QueueUnitEvicted, Status: metav1.ConditionFalse, Reason: "Readmitted"})
+		apimeta.SetStatusCondition(&u.Status.Conditions, metav1.Condition{Type: schedulingv1alpha1.QueueUnitAdmitted, Status: metav1.ConditionTrue, Reason: "Admitted"})
+		apimeta.SetStatusCondition(&u.Status.Conditions, metav1.Condition{Type: schedulingv1alpha1.QueueUnitEvicted, Status: metav1.ConditionFalse, Reason: "Readmitted"})
 	})
 }
 
@@ -161,12 +161,12 @@ func admit(t *testing.T, key client.ObjectKey, checks ...schedv1alpha1.Admission
 // Evicted condition, its admissions kept until the job's pods are gone.
 func evict(t *testing.T, key client.ObjectKey) {
 	t.Helper()
-	setUnitStatus(t, key, func(u *schedv1alpha1.QueueUnit) {
-		u.Status.Phase = schedv1alpha1.Enqueued
+	setUnitStatus(t, key, func(u *schedulingv1alpha1.QueueUnit) {
+		u.Status.Phase = schedulingv1alpha1.Enqueued
 		u.Status.AdmissionChecks = nil
-		apimeta.SetStatusCondition(&u.Status.Conditions, metav1.Condition{Type: schedv1alpha1.QueueUnitEvicted, Status: metav1.ConditionTrue,
-			Reason: schedv1alpha1.EvictedByPreemption, Message: "preempted by a job of higher priority"})
-		apimeta.SetStatusCondition(&u.Status.Conditions, metav1.Condition{Type: schedv1alpha1.QueueUnitAdmitted, Status: metav1.ConditionFalse, Reason: "Preempted"})
+		apimeta.SetStatusCondition(&u.Status.Conditions, metav1.Condition{Type: schedulingv1alpha1.QueueUnitEvicted, Status: metav1.ConditionTrue,
+			Reason: schedulingv1alpha1.EvictedByPreemption, Message: "preempted by a job of higher priority"})
+		apimeta.SetStatusCondition(&u.Status.Conditions, metav1.Condition{Type: schedulingv1alpha1.QueueUnitAdmitted, Status: metav1.ConditionFalse, Reason: "Preempted"})
 	})
 }
 

@@ -17,7 +17,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/argo"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
@@ -151,7 +151,7 @@ func drivers() []driver {
 			newJob: func(ns string) client.Object {
 				return extensionstest.MakeWorkflow("train", ns).QueueTemplate().Quota("team-a").PriorityClass("high").
 					MinResources("cpu: 5\nmemory: 5Gi").Suspend(true).Phase(wfv1.WorkflowRunning).
-					Node("train-queue", wfv1.NodeTypeSuspend, schedv1alpha1.ArgoSuspendTemplate, wfv1.NodeRunning).Obj()
+					Node("train-queue", wfv1.NodeTypeSuspend, schedulingv1alpha1.ArgoSuspendTemplate, wfv1.NodeRunning).Obj()
 			},
 			wantPodSets: []podSetWant{{"main", 1}},
 			wantRequest: extensionstest.Resources("cpu", "5", "memory", "5Gi"),
@@ -240,7 +240,7 @@ func testLifecycle(t *testing.T, d driver) {
 	firstPodSet := d.wantPodSets[0].Name
 
 	// Submitted suspended: a unit of the job's pod sets, request and priority.
-	u := unitWhere(t, unitKey, "Enqueued", func(u *schedv1alpha1.QueueUnit) bool { return u.Status.Phase == schedv1alpha1.Enqueued })
+	u := unitWhere(t, unitKey, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.Status.Phase == schedulingv1alpha1.Enqueued })
 	var gotSets []podSetWant
 	for _, ps := range u.Spec.PodSets {
 		gotSets = append(gotSets, podSetWant{ps.Name, ps.Count})
@@ -271,9 +271,9 @@ func testLifecycle(t *testing.T, d driver) {
 
 	// Admitted, with an admission check's pod set update: the job runs
 	// with it.
-	admit(t, unitKey, schedv1alpha1.AdmissionCheckState{
-		Name: "provisioning", State: schedv1alpha1.CheckStateReady, LastTransitionTime: metav1.Now(),
-		PodSetUpdates: []schedv1alpha1.PodSetUpdate{{
+	admit(t, unitKey, schedulingv1alpha1.AdmissionCheckState{
+		Name: "provisioning", State: schedulingv1alpha1.CheckStateReady, LastTransitionTime: metav1.Now(),
+		PodSetUpdates: []schedulingv1alpha1.PodSetUpdate{{
 			Name: firstPodSet, NodeSelector: map[string]string{"zone": "z1"}, Labels: map[string]string{"provisioned": "yes"},
 			Tolerations: []corev1.Toleration{{Key: "reserved", Operator: corev1.TolerationOpExists, Effect: corev1.TaintEffectNoSchedule}},
 		}},
@@ -291,8 +291,8 @@ func testLifecycle(t *testing.T, d driver) {
 
 	// Its pods run: so does its unit.
 	updateJobStatus(t, obj, func() { d.running(obj) })
-	unitWhere(t, unitKey, "Running with its pods counted", func(u *schedv1alpha1.QueueUnit) bool {
-		return u.Status.Phase == schedv1alpha1.Running && u.Status.PodState.Running > 0 &&
+	unitWhere(t, unitKey, "Running with its pods counted", func(u *schedulingv1alpha1.QueueUnit) bool {
+		return u.Status.Phase == schedulingv1alpha1.Running && u.Status.PodState.Running > 0 &&
 			len(u.Status.Admissions) > 0 && u.Status.Admissions[0].Running > 0
 	})
 
@@ -300,7 +300,7 @@ func testLifecycle(t *testing.T, d driver) {
 	// they were queued and its unit gives its quota back.
 	evict(t, unitKey)
 	jobWhere(t, d.integ, jobKey, "suspended", func(j framework.GenericJob) bool { return j.IsSuspended() })
-	eventRecorded(t, ns, obj.GetName(), corev1.EventTypeNormal, framework.ReasonSuspended, schedv1alpha1.EvictedByPreemption)
+	eventRecorded(t, ns, obj.GetName(), corev1.EventTypeNormal, framework.ReasonSuspended, schedulingv1alpha1.EvictedByPreemption)
 	updateJobStatus(t, obj, func() { d.stopped(obj) })
 	if d.hasTemplates {
 		j := jobWhere(t, d.integ, jobKey, "its templates restored", func(j framework.GenericJob) bool {
@@ -311,29 +311,29 @@ func testLifecycle(t *testing.T, d driver) {
 			t.Errorf("after eviction the template keeps the update: tolerations %v, labels %v", tmpl.Spec.Tolerations, tmpl.Labels)
 		}
 	}
-	unitWhere(t, unitKey, "Enqueued without admissions", func(u *schedv1alpha1.QueueUnit) bool {
-		return u.Status.Phase == schedv1alpha1.Enqueued && len(u.Status.Admissions) == 0
+	unitWhere(t, unitKey, "Enqueued without admissions", func(u *schedulingv1alpha1.QueueUnit) bool {
+		return u.Status.Phase == schedulingv1alpha1.Enqueued && len(u.Status.Admissions) == 0
 	})
 
 	// Admitted again, with another update: it runs with that one; finished,
 	// its unit ends and holds nothing.
-	admit(t, unitKey, schedv1alpha1.AdmissionCheckState{
-		Name: "provisioning", State: schedv1alpha1.CheckStateReady, LastTransitionTime: metav1.Now(),
-		PodSetUpdates: []schedv1alpha1.PodSetUpdate{{Name: firstPodSet, NodeSelector: map[string]string{"zone": "z2"}}},
+	admit(t, unitKey, schedulingv1alpha1.AdmissionCheckState{
+		Name: "provisioning", State: schedulingv1alpha1.CheckStateReady, LastTransitionTime: metav1.Now(),
+		PodSetUpdates: []schedulingv1alpha1.PodSetUpdate{{Name: firstPodSet, NodeSelector: map[string]string{"zone": "z2"}}},
 	})
 	jobWhere(t, d.integ, jobKey, "released again with the second update", func(j framework.GenericJob) bool {
 		return !j.IsSuspended() && (!d.hasTemplates || templateOf(t, j, firstPodSet).Spec.NodeSelector["zone"] == "z2")
 	})
 	updateJobStatus(t, obj, func() { d.running(obj) })
-	unitWhere(t, unitKey, "Running again", func(u *schedv1alpha1.QueueUnit) bool { return u.Status.Phase == schedv1alpha1.Running })
+	unitWhere(t, unitKey, "Running again", func(u *schedulingv1alpha1.QueueUnit) bool { return u.Status.Phase == schedulingv1alpha1.Running })
 	if d.finished != nil {
 		updateJobStatus(t, obj, func() { d.finished(obj) })
-		want, reason := schedv1alpha1.Failed, queueunit.ReasonFailed
+		want, reason := schedulingv1alpha1.Failed, queueunit.ReasonFailed
 		if d.succeeded {
-			want, reason = schedv1alpha1.Succeed, queueunit.ReasonSucceeded
+			want, reason = schedulingv1alpha1.Succeed, queueunit.ReasonSucceeded
 		}
-		unitWhere(t, unitKey, string(want)+" holding nothing", func(u *schedv1alpha1.QueueUnit) bool {
-			c := apimeta.FindStatusCondition(u.Status.Conditions, schedv1alpha1.QueueUnitFinished)
+		unitWhere(t, unitKey, string(want)+" holding nothing", func(u *schedulingv1alpha1.QueueUnit) bool {
+			c := apimeta.FindStatusCondition(u.Status.Conditions, schedulingv1alpha1.QueueUnitFinished)
 			return u.Status.Phase == want && len(u.Status.Admissions) == 0 &&
 				c != nil && c.Status == metav1.ConditionTrue && c.Reason == reason
 		})

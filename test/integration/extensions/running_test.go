@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework/frameworktest"
@@ -46,9 +46,9 @@ func testSubmittedRunning(t *testing.T, d driver) {
 	// An Argo Workflow is held by its koord-queue-suspend step by design:
 	// submitting it running is no mistake, so nothing is said.
 	_, heldByItself := d.integ.NewJob().(framework.JobWithManagedCheck)
-	unitWhere(t, unitKey, "Enqueued, saying why the job was suspended", func(u *schedv1alpha1.QueueUnit) bool {
+	unitWhere(t, unitKey, "Enqueued, saying why the job was suspended", func(u *schedulingv1alpha1.QueueUnit) bool {
 		said := strings.Contains(u.Status.Message, "Submitted running: suspended until quota team-a admits it")
-		return u.Status.Phase == schedv1alpha1.Enqueued && said != heldByItself
+		return u.Status.Phase == schedulingv1alpha1.Enqueued && said != heldByItself
 	})
 	if !heldByItself {
 		eventRecorded(t, ns, obj.GetName(), corev1.EventTypeWarning, framework.ReasonSubmittedRunning, "until quota team-a admits it")
@@ -56,10 +56,10 @@ func testSubmittedRunning(t *testing.T, d driver) {
 
 	admit(t, unitKey)
 	jobWhere(t, d.integ, jobKey, "released", func(j framework.GenericJob) bool {
-		return !j.IsSuspended() && j.Object().GetAnnotations()[schedv1alpha1.AnnotationReleasedBy] != ""
+		return !j.IsSuspended() && j.Object().GetAnnotations()[schedulingv1alpha1.AnnotationReleasedBy] != ""
 	})
 	updateJobStatus(t, obj, func() { d.running(obj) })
-	unitWhere(t, unitKey, "Running", func(u *schedv1alpha1.QueueUnit) bool { return u.Status.Phase == schedv1alpha1.Running })
+	unitWhere(t, unitKey, "Running", func(u *schedulingv1alpha1.QueueUnit) bool { return u.Status.Phase == schedulingv1alpha1.Running })
 
 	// A released job is not "submitted running": woken again, it runs on.
 	updateJob(t, obj, func() {
@@ -69,7 +69,7 @@ func testSubmittedRunning(t *testing.T, d driver) {
 	})
 	barrier := extensionstest.MakeJob("barrier", ns).Quota("team-a").Request("cpu", "1").Obj()
 	create(t, barrier)
-	unitWhere(t, client.ObjectKeyFromObject(barrier), "created", func(*schedv1alpha1.QueueUnit) bool { return true })
+	unitWhere(t, client.ObjectKeyFromObject(barrier), "created", func(*schedulingv1alpha1.QueueUnit) bool { return true })
 	jobWhere(t, d.integ, jobKey, "still running after the change", func(j framework.GenericJob) bool {
 		return !j.IsSuspended() && j.Object().GetLabels()["touched"] == "yes"
 	})
@@ -92,13 +92,13 @@ func TestSubmittedRunningInServedNamespace(t *testing.T) {
 	integ := job.Integration()
 	barrier := extensionstest.MakeJob("barrier", ns).Request("cpu", "1").Obj()
 	create(t, barrier)
-	unitWhere(t, client.ObjectKey{Namespace: ns, Name: integ.UnitName(barrier.Name)}, "created", func(*schedv1alpha1.QueueUnit) bool { return true })
+	unitWhere(t, client.ObjectKey{Namespace: ns, Name: integ.UnitName(barrier.Name)}, "created", func(*schedulingv1alpha1.QueueUnit) bool { return true })
 
 	j := extensionstest.MakeJob("unlabelled", ns).Suspend(false).Request("cpu", "1").Obj()
 	create(t, j)
 	jobWhere(t, integ, client.ObjectKeyFromObject(j), "suspended", func(g framework.GenericJob) bool { return g.IsSuspended() })
-	u := unitWhere(t, client.ObjectKey{Namespace: ns, Name: integ.UnitName(j.Name)}, "Enqueued", func(u *schedv1alpha1.QueueUnit) bool {
-		return u.Status.Phase == schedv1alpha1.Enqueued
+	u := unitWhere(t, client.ObjectKey{Namespace: ns, Name: integ.UnitName(j.Name)}, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool {
+		return u.Status.Phase == schedulingv1alpha1.Enqueued
 	})
 	if got := u.Labels[elasticquotav1alpha1.LabelQuotaName]; got != quota.Name {
 		t.Errorf("unit labelled with quota %q, want %q", got, quota.Name)

@@ -7,7 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	schedv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 )
 
@@ -24,8 +24,8 @@ func TestWebhook(t *testing.T) {
 		if !ptr.Deref(j.Spec.Suspend, false) {
 			t.Fatalf("the Job was created running")
 		}
-		unitWhere(t, client.ObjectKeyFromObject(j), "Enqueued", func(u *schedv1alpha1.QueueUnit) bool {
-			return u.Status.Phase == schedv1alpha1.Enqueued
+		unitWhere(t, client.ObjectKeyFromObject(j), "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool {
+			return u.Status.Phase == schedulingv1alpha1.Enqueued
 		})
 	})
 
@@ -55,7 +55,7 @@ func TestWebhook(t *testing.T) {
 		// the unlabelled one has been seen too.
 		barrier := extensionstest.MakeJob("barrier", ns).Quota("team-a").Request("cpu", "1").Obj()
 		create(t, barrier)
-		unitWhere(t, client.ObjectKeyFromObject(barrier), "created", func(*schedv1alpha1.QueueUnit) bool { return true })
+		unitWhere(t, client.ObjectKeyFromObject(barrier), "created", func(*schedulingv1alpha1.QueueUnit) bool { return true })
 		noUnit(t, client.ObjectKeyFromObject(j))
 	})
 }
