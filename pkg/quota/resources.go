@@ -84,10 +84,19 @@ var ErrRequestTooLarge = errors.New("can never be admitted")
 // MaxRequest, which would otherwise wrap around to a small or negative
 // number and be charged as such.
 func CheckRequest(list corev1.ResourceList) error {
-	for _, name := range sortedNames(list) {
-		q := list[name]
-		if limit := quantity(name, MaxRequest); q.Cmp(limit) > 0 {
-			return fmt.Errorf("request %s %s is larger than koord-queue can count (at most %s per unit): it %w", name, q.String(), limit.String(), ErrRequestTooLarge)
+	tooLarge := func(name corev1.ResourceName) bool {
+		q, limit := list[name], quantity(name, MaxRequest)
+		return q.Cmp(limit) > 0
+	}
+	for name := range list { // on every upsert: allocate nothing unless one is too large
+		if !tooLarge(name) {
+			continue
+		}
+		for _, name := range sortedNames(list) { // the same first one, whatever the map's order
+			if tooLarge(name) {
+				q, limit := list[name], quantity(name, MaxRequest)
+				return fmt.Errorf("request %s %s is larger than koord-queue can count (at most %s per unit): it %w", name, q.String(), limit.String(), ErrRequestTooLarge)
+			}
 		}
 	}
 	return nil
