@@ -238,7 +238,7 @@ func (w *Writer) writeAdmission(ctx context.Context, key string) error {
 		if queueunit.HoldsQuota(cur) || cur.DeletionTimestamp != nil || !cur.IsActive() {
 			return false
 		}
-		if p := cur.EffectivePhase(); p == schedulingv1alpha1.Succeed || p == schedulingv1alpha1.Failed {
+		if queueunit.Finished(cur.EffectivePhase()) {
 			return false
 		}
 		setAdmitted(cur, queue, request, checks.names, now)

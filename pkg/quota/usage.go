@@ -287,7 +287,7 @@ func (e *Engine) Explain(quota string, request Vector) string {
 			taken := max(p[i], m[i])
 			reserved := taken - a.used[i]
 			limit := "max"
-			if a == e.root && (a.spec == nil || len(a.spec.Max) == 0) {
+			if e.isCluster(a) {
 				limit = "capacity"
 			}
 			msg := fmt.Sprintf("%s %s used", name, format(name, a.used[i]))
@@ -300,7 +300,7 @@ func (e *Engine) Explain(quota string, request Vector) string {
 		if len(parts) > 0 {
 			sort.Strings(parts)
 			who := a.name
-			if a == e.root && (a.spec == nil || len(a.spec.Max) == 0) {
+			if e.isCluster(a) {
 				who = "cluster"
 			}
 			return who + ": " + strings.Join(parts, "; ")
@@ -332,7 +332,7 @@ func (e *Engine) neverFits(n *node, request Vector) string {
 			}
 			name := e.names[i]
 			parts = append(parts, fmt.Sprintf("%s %s", name, format(name, r)))
-			if a == e.root && (a.spec == nil || len(a.spec.Max) == 0) {
+			if e.isCluster(a) {
 				parts[len(parts)-1] += fmt.Sprintf(" exceeds the cluster's capacity %s", format(name, a.max[i]))
 			} else {
 				parts[len(parts)-1] += fmt.Sprintf(" exceeds max %s of %s", format(name, a.max[i]), a.name)
@@ -342,12 +342,18 @@ func (e *Engine) neverFits(n *node, request Vector) string {
 			continue
 		}
 		sort.Strings(parts)
-		if a == e.root && (a.spec == nil || len(a.spec.Max) == 0) {
+		if e.isCluster(a) {
 			return "request " + strings.Join(parts, "; ") + ": it cannot be admitted until the cluster grows"
 		}
 		return "request " + strings.Join(parts, "; ") + ": it can never be admitted"
 	}
 	return ""
+}
+
+// isCluster reports whether n stands for the cluster itself: the root with
+// no max of its own, whose limits are the nodes' capacity.
+func (e *Engine) isCluster(n *node) bool {
+	return n == e.root && (n.spec == nil || len(n.spec.Max) == 0)
 }
 
 func growStrings(v []string, n int) []string {

@@ -103,7 +103,7 @@ func (s *Scheduler) turn(qs *queueState, now time.Time, res *Result) bool {
 		s.headWaits(qs, qs.q.Offer(now, nil).Head.Key, err.Error(), res)
 		return false // woken when a quota changes
 	}
-	if qs.spec.Config.WaitForPodsRunning && len(qs.notRunning) > 0 {
+	if qs.gateShut() {
 		running := sortedKeys(qs.notRunning)[0]
 		off := qs.q.Offer(now, nil)
 		s.headWaits(qs, off.Head.Key, fmt.Sprintf("queue %s waits for %s to be running (wait-for-pods-running)", name, running), res)
@@ -345,7 +345,7 @@ func (s *Scheduler) admitNominated(now time.Time, res *Result) {
 		if ok {
 			qs = s.queues[us.u.Queue]
 		}
-		if ok && !us.admitted && us.inQueue && qs != nil && qs.spec.Config.WaitForPodsRunning && len(qs.notRunning) > 0 {
+		if ok && !us.admitted && us.inQueue && qs != nil && qs.gateShut() {
 			// Its queue's gate is shut: it keeps its reservation and its
 			// turn, and is admitted first once the gate opens, whoever
 			// heads the queue then.

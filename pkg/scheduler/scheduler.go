@@ -556,6 +556,12 @@ func dropKey(sets map[string]map[string]struct{}, group, key string) {
 	}
 }
 
+// gateShut reports whether a wait-for-pods-running queue admits nothing now:
+// a unit it admitted does not run yet.
+func (qs *queueState) gateShut() bool {
+	return qs.spec.Config.WaitForPodsRunning && len(qs.notRunning) > 0
+}
+
 func (s *Scheduler) wake(queue string) {
 	qs, ok := s.queues[queue]
 	if !ok {

@@ -20,9 +20,9 @@ import (
 	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
-// holdsQuota starts a 4-CPU Job that fills quota (max 4 CPU) in ns for
+// fillQuota starts a 4-CPU Job that fills quota (max 4 CPU) in ns for
 // runTime and waits until its pod runs.
-func holdsQuota(t *testing.T, ns, quota string, runTime time.Duration) *batchv1.Job {
+func fillQuota(t *testing.T, ns, quota string, runTime time.Duration) *batchv1.Job {
 	t.Helper()
 	first := batchJob(ns, "first", quota, "4")
 	first.Spec.Template.Annotations = map[string]string{cluster.PodRunTimeAnnotation: runTime.String()}
@@ -79,7 +79,7 @@ func TestJobSubmittedRunningIsSuspended(t *testing.T) {
 	create(t, namespaceObj(ns))
 	create(t, wrappers.ElasticQuota(ns, quota).Max(corev1.ResourceCPU, "4").Obj())
 	monitor := monitorUsage(ns, quota)
-	first := holdsQuota(t, ns, quota, 20*time.Second)
+	first := fillQuota(t, ns, quota, 20*time.Second)
 
 	forgot := batchJob(ns, "forgot", quota, "4")
 	forgot.Spec.Suspend = nil
@@ -143,7 +143,7 @@ func TestWebhookSuspendsJobsAtCreation(t *testing.T) {
 		}
 		return nil
 	})
-	first := holdsQuota(t, ns, quota, 15*time.Second)
+	first := fillQuota(t, ns, quota, 15*time.Second)
 
 	forgot := batchJob(ns, "forgot", quota, "4")
 	forgot.Spec.Suspend = nil
@@ -181,7 +181,7 @@ func TestReleasedJobSurvivesRestart(t *testing.T) {
 	const ns, quota = "running-restart", "restart-ext"
 	create(t, namespaceObj(ns))
 	create(t, wrappers.ElasticQuota(ns, quota).Max(corev1.ResourceCPU, "4").Obj())
-	first := holdsQuota(t, ns, quota, 10*time.Second)
+	first := fillQuota(t, ns, quota, 10*time.Second)
 	var pods corev1.PodList
 	if err := k8sClient.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{batchv1.JobNameLabel: first.Name}); err != nil {
 		t.Fatal(err)

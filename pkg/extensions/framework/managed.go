@@ -147,6 +147,13 @@ func (s Scope) Judge(ctx context.Context, c client.Reader, job GenericJob) (Verd
 // reconciler can skip Judge for the many running jobs that are not the
 // queue's.
 func (s Scope) takesRunning(job GenericJob) bool {
-	_, custom := job.(JobWithManagedCheck)
-	return s.ManageAllJobs || custom || !s.LeaveJobsSubmittedRunning
+	return s.ManageAllJobs || heldByItself(job) || !s.LeaveJobsSubmittedRunning
+}
+
+// heldByItself reports whether a job found running still waits for its
+// unit by its own design, as an Argo Workflow does at its
+// koord-queue-suspend step: submitting it running is no mistake.
+func heldByItself(job GenericJob) bool {
+	_, ok := job.(JobWithManagedCheck)
+	return ok
 }

@@ -283,14 +283,6 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 	return r.patchJob(ctx, job, job.Suspend)
 }
 
-// heldByItself reports whether a job found running still waits for its
-// unit by its own design, as an Argo Workflow does at its
-// koord-queue-suspend step: submitting it running is no mistake.
-func heldByItself(job GenericJob) bool {
-	_, ok := job.(JobWithManagedCheck)
-	return ok
-}
-
 // submittedRunningWarning tells the user why a job they submitted running
 // was suspended, and how to submit it next time.
 func submittedRunningWarning(quota, unitName string) Warning {
