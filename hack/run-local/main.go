@@ -25,8 +25,8 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
-	"github.com/koord-queue/koord-queue/pkg/admission"
 	"github.com/koord-queue/koord-queue/pkg/visibility"
+	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 	"github.com/koord-queue/koord-queue/test/cluster"
 	"github.com/koord-queue/koord-queue/test/seeds"
 	"github.com/koord-queue/koord-queue/test/testenv"
@@ -145,8 +145,8 @@ func watchExample(ctx context.Context, procs ...*cluster.Process) error {
 	last := ""
 	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
 		for _, p := range procs {
-			if p.Exited() {
-				return false, fmt.Errorf("%s exited; its log: %s", filepath.Base(p.LogPath()), p.LogPath())
+			if err := p.Err(); err != nil {
+				return false, err
 			}
 		}
 		list, err := api.QueueUnits(ctx, "team-a", "", 0, 0)
@@ -168,7 +168,7 @@ func watchExample(ctx context.Context, procs ...*cluster.Process) error {
 	})
 }
 
-func describe(u admission.UnitView) string {
+func describe(u api.UnitView) string {
 	s := fmt.Sprintf("    %-16s %-9s", u.Name, u.Phase)
 	if u.Reason != "" {
 		s += " waits: " + u.Reason

@@ -1,11 +1,13 @@
 package admission
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
 	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -17,6 +19,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/quota"
 	"github.com/koord-queue/koord-queue/pkg/scheduler"
+	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 )
 
 // unitRecord is what the Cache keeps of a QueueUnit besides what the core keeps.
@@ -30,10 +33,11 @@ type unitRecord struct {
 	request corev1.ResourceList
 	// inCore: the unit is in the scheduler.
 	inCore bool
-	// assumed: admitted in memory, the write not yet seen back.
-	assumed bool
-	// evicting: an eviction write is queued or in flight.
-	evicting bool
+	// admission the core decided and the API server has not shown back yet
+	// (the unit is "assumed" admitted); nil otherwise.
+	admission *admission
+	// eviction decided and not yet seen on the API server; nil otherwise.
+	eviction *eviction
 	// notBefore holds a unit out of its queue while its backoff runs.
 	notBefore time.Time
 	// warnedNoQueue: the QueueNotFound event was already raised.
@@ -69,19 +73,16 @@ type Cache struct {
 	// dirty units changed since the loop last looked at them.
 	dirty map[string]struct{}
 	// recent admissions seen on the API server, newest last, for the dashboard.
-	recent []AdmissionRecord
+	recent []api.AdmissionRecord
+	// unwritten counts the admissions decided whose write has not finished.
+	unwritten int
+	// log reports what only a bug causes: the core's books disagreeing with
+	// its quota engine (scheduler.ErrBookkeeping). The zero Logger discards.
+	log logr.Logger
 }
 
 // recentAdmissionsKept bounds the dashboard's history.
 const recentAdmissionsKept = 50
-
-// AdmissionRecord is one admission as seen on the API server.
-type AdmissionRecord struct {
-	Namespace string    `json:"namespace"`
-	Name      string    `json:"name"`
-	Queue     string    `json:"queue"`
-	Time      time.Time `json:"time"`
-}
 
 // NewCache returns an empty Cache.
 func NewCache() *Cache {
@@ -117,6 +118,11 @@ func (c *Cache) UpsertElasticQuota(eq *elasticquotav1alpha1.ElasticQuota) {
 	if nsErr := c.quotas.upsert(eq); nsErr != nil {
 		err = nsErr // names the annotation
 	}
+	if old := c.quotaObjects[eq.Name]; old != nil && (maxLowered(old.Spec.Max, eq.Spec.Max) || old.Labels[elasticquotav1alpha1.LabelQuotaParent] != eq.Labels[elasticquotav1alpha1.LabelQuotaParent]) {
+		// Admissions decided under the old tree are not written under the
+		// new one: they are decided again.
+		c.forgetUnwritten()
+	}
 	c.quotaObjects[eq.Name] = eq
 	if err != nil {
 		c.quotaErrs[eq.Name] = err
@@ -126,6 +132,29 @@ func (c *Cache) UpsertElasticQuota(eq *elasticquotav1alpha1.ElasticQuota) {
 	c.core.UpsertQuota(spec)
 	c.remapFallbacks()
 	c.notify()
+}
+
+// maxLowered reports whether any resource's max is lower in after, or
+// newly limited.
+func maxLowered(before, after corev1.ResourceList) bool {
+	for name, q := range after {
+		if was, ok := before[name]; !ok || q.Cmp(was) < 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// forgetUnwritten undoes every admission decided and not yet handed to the
+// API server, with c.mu held; the units are decided again.
+func (c *Cache) forgetUnwritten() {
+	for key, r := range c.units {
+		if r.admission != nil && !r.admission.written {
+			c.dropAdmission(r)
+			c.core.ForgetAdmission(key)
+			c.place(r)
+		}
+	}
 }
 
 // DeleteElasticQuota forgets a quota.
@@ -231,19 +260,18 @@ func (c *Cache) UpsertUnit(u *schedulingv1alpha1.QueueUnit) {
 	}
 	if queueunit.HoldsQuota(u) && (r.unit == nil || !queueunit.HoldsQuota(r.unit)) && u.Status.LastAllocateTime != nil {
 		q, _ := c.quotas.quotaNameOf(u)
-		c.recent = append(c.recent, AdmissionRecord{Namespace: u.Namespace, Name: u.Name, Queue: q, Time: u.Status.LastAllocateTime.Time})
+		c.recent = append(c.recent, api.AdmissionRecord{Namespace: u.Namespace, Name: u.Name, Queue: q, Time: u.Status.LastAllocateTime.Time})
 		// Informers deliver a restart's units in no particular order.
-		slices.SortStableFunc(c.recent, func(a, b AdmissionRecord) int { return a.Time.Compare(b.Time) })
+		slices.SortStableFunc(c.recent, func(a, b api.AdmissionRecord) int { return a.Time.Compare(b.Time) })
 		if len(c.recent) > recentAdmissionsKept {
 			c.recent = c.recent[len(c.recent)-recentAdmissionsKept:]
 		}
 	}
 	r.unit = u
 	if queueunit.HoldsQuota(u) {
-		r.assumed = false // the admission was written and seen back
-	}
-	if !queueunit.HoldsQuota(u) || u.EffectivePhase() == schedulingv1alpha1.Enqueued {
-		r.evicting = r.evicting && queueunit.HoldsQuota(u)
+		c.dropAdmission(r) // the admission was written and seen back
+	} else {
+		r.eviction = nil // evicted, finished or released
 	}
 	if rs := u.Status.RequeueState; rs != nil && rs.RequeueAt != nil && !queueunit.HoldsQuota(u) {
 		r.notBefore = rs.RequeueAt.Time
@@ -262,8 +290,11 @@ func (c *Cache) DeleteUnit(namespace, name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	key := namespace + "/" + name
-	if r, ok := c.units[key]; ok && r.inCore {
-		c.core.DeleteUnit(key)
+	if r, ok := c.units[key]; ok {
+		if r.inCore {
+			c.core.DeleteUnit(key)
+		}
+		c.dropAdmission(r)
 	}
 	delete(c.units, key)
 	delete(c.backingOff, key)
@@ -288,15 +319,16 @@ func (c *Cache) place(r *unitRecord) {
 	r.queue, r.byLabel = c.quotas.quotaNameOf(u)
 	r.problem = ""
 	request := queueunit.Request(u)
-	if r.assumed && !queueunit.HoldsQuota(u) && !equality.Semantic.DeepEqual(r.request, request) {
-		// Admitted at another size and not written yet: the decision no
-		// longer holds (charging the new size would skip the fit check), so
-		// the writer skips it and the unit is decided again at its new size.
-		r.assumed = false
+	if r.admission != nil && (r.queue != r.admission.queue || !equality.Semantic.DeepEqual(r.admission.request, request)) {
+		// Admitted at another size or in another queue and not written yet:
+		// the decision no longer holds (charging the new size would skip
+		// the fit check), so the writer skips it and the unit is decided
+		// again as it is now.
+		c.dropAdmission(r)
 		c.core.ForgetAdmission(key)
 	}
 	r.request = request
-	holds := queueunit.HoldsQuota(u) || r.assumed
+	holds := queueunit.HoldsQuota(u) || r.admission != nil
 
 	out := false
 	switch phase := u.EffectivePhase(); {
@@ -340,25 +372,35 @@ func (c *Cache) place(r *unitRecord) {
 	if err := c.core.UpsertUnit(su); err != nil {
 		// The core refused the unit (and dropped it if it had it).
 		r.problem, r.inCore = err.Error(), false
+		if errors.Is(err, scheduler.ErrBookkeeping) {
+			c.log.Error(err, "The decision core refused a unit: a bug; the unit is counted again at its next change", "queueUnit", key, "queue", r.queue)
+		}
 		return
 	}
 	r.inCore = true
 }
 
 // cycle runs one scheduling cycle of at most limit admissions (negative: no
-// limit) and marks its admissions as assumed.
+// limit) and records its decisions on their units, for the writer.
 func (c *Cache) cycle(now time.Time, limit int) scheduler.Result {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.releaseBackoffs(now)
 	res := c.core.CycleLimited(now, limit)
+	for _, e := range res.Errors {
+		// Each such unit waits, saying why (its wait reason), and is tried
+		// again at the next event.
+		c.log.Error(e.Err, "The quota engine refused a decision of the core: a bug", "queueUnit", e.Unit, "queue", e.Queue)
+	}
 	for _, a := range res.Admissions {
-		c.units[a.Unit].assumed = true
+		r := c.units[a.Unit]
+		r.admission = &admission{unit: r.unit, queue: r.queue, request: r.request}
+		c.unwritten++
 	}
 	for _, p := range res.Preemptions {
 		for _, v := range p.Victims {
 			if r := c.units[v]; r != nil {
-				r.evicting = true
+				r.eviction = &eviction{reason: schedulingv1alpha1.EvictedByPreemption, message: p.Reason, preemptor: p.Preemptor}
 			}
 		}
 	}
@@ -366,21 +408,6 @@ func (c *Cache) cycle(now time.Time, limit int) scheduler.Result {
 		res.NextWakeup = next
 	}
 	return res
-}
-
-// forget undoes an admission that could not be written, and places the
-// unit again as its latest object says: deactivated, being deleted or
-// finished meanwhile, it leaves the core instead of waiting there to be
-// admitted once more.
-func (c *Cache) forget(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if r, ok := c.units[key]; ok && r.assumed {
-		r.assumed = false
-		c.core.ForgetAdmission(key)
-		c.place(r)
-	}
-	c.notify()
 }
 
 func (c *Cache) releaseBackoffs(now time.Time) {
@@ -403,28 +430,6 @@ func (c *Cache) nextBackoff() time.Time {
 	return next
 }
 
-// unit returns the latest object of a unit and whether it is still assumed
-// admitted, for the writer.
-func (c *Cache) unit(key string) (*schedulingv1alpha1.QueueUnit, string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, ok := c.units[key]
-	if !ok {
-		return nil, "", false
-	}
-	return r.unit, r.queue, r.assumed
-}
-
-// namesItsQuota reports whether the unit names its quota itself (label or
-// spec.queue), rather than being charged by a fallback that a quota change
-// re-resolves.
-func (c *Cache) namesItsQuota(key string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, ok := c.units[key]
-	return ok && r.byLabel
-}
-
 // waitReason is why a unit waits now, or its problem, or "".
 func (c *Cache) waitReason(key string) string {
 	c.mu.Lock()
@@ -436,7 +441,7 @@ func (c *Cache) waitReason(key string) string {
 	if r.problem != "" {
 		return r.problem
 	}
-	if !r.inCore || queueunit.HoldsQuota(r.unit) || r.assumed {
+	if !r.inCore || queueunit.HoldsQuota(r.unit) || r.admission != nil {
 		return ""
 	}
 	if _, ok := c.queues[r.queue]; !ok {
@@ -448,31 +453,15 @@ func (c *Cache) waitReason(key string) string {
 	return c.core.WaitReason(key)
 }
 
-// admissionChecksFor lists the Queue's admission checks that select the unit.
-func (c *Cache) admissionChecksFor(queue string, u *schedulingv1alpha1.QueueUnit) (queueChecks, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.checksFor(queue, u)
-}
-
-// checksFor is admissionChecksFor with c.mu held.
-func (c *Cache) checksFor(queue string, u *schedulingv1alpha1.QueueUnit) (queueChecks, error) {
+// checksFor lists the Queue's admission checks that select the unit, with
+// c.mu held.
+func (c *Cache) checksFor(queue string, u *schedulingv1alpha1.QueueUnit) (queueunit.Checks, error) {
 	q, ok := c.queues[queue]
 	if !ok {
-		return queueChecks{}, nil
+		return queueunit.Checks{}, nil
 	}
 	names, err := selectedChecks(q.queue, u)
-	return queueChecks{names: names, known: err == nil}, err
-}
-
-// requestOf is the unit's total request as the core counts it.
-func (c *Cache) requestOf(key string) corev1.ResourceList {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if r, ok := c.units[key]; ok {
-		return r.request
-	}
-	return nil
+	return queueunit.Checks{Names: names, Known: err == nil}, err
 }
 
 // waitReasonAndQueueNotFound is waitReason, and whether the reason is that
@@ -504,7 +493,7 @@ func (c *Cache) firstQueueNotFound(key string) bool {
 // followUp is what the loop must do for units that changed, besides cycles.
 type followUp struct {
 	explain      []string // may have a new reason to wait
-	deactivate   []string // inactive but holding quota
+	deactivate   []string // inactive but holding quota: an eviction recorded
 	checksPassed []string // Reserved with every check Ready
 	checksFailed []string // Reserved with a check Retry or Rejected
 }
@@ -522,17 +511,18 @@ func (c *Cache) takeDirty() followUp {
 		u := r.unit
 		holds := queueunit.HoldsQuota(u)
 		current, _ := c.checksFor(r.queue, u)
-		switch ready, failed := checksVerdict(u, current); {
+		switch ready, failed := queueunit.ChecksVerdict(u, current); {
 		case ready:
 			f.checksPassed = append(f.checksPassed, key)
 		case failed != nil:
 			f.checksFailed = append(f.checksFailed, key)
 		}
-		if !u.IsActive() && holds && !r.evicting && !(u.EffectivePhase() == schedulingv1alpha1.Enqueued && queueunit.Evicted(u)) {
-			r.evicting = true
+		if !u.IsActive() && holds && r.eviction == nil && !(u.EffectivePhase() == schedulingv1alpha1.Enqueued && queueunit.Evicted(u)) {
+			r.eviction = &eviction{reason: schedulingv1alpha1.EvictedByDeactivation,
+				message: "evicted: spec.active is false; quota is released when the job's pods are gone"}
 			f.deactivate = append(f.deactivate, key)
 		}
-		if !holds && !r.assumed {
+		if !holds && r.admission == nil {
 			f.explain = append(f.explain, key)
 		}
 	}
@@ -541,10 +531,10 @@ func (c *Cache) takeDirty() followUp {
 }
 
 // RecentAdmissions lists the latest admissions, newest first.
-func (c *Cache) RecentAdmissions() []AdmissionRecord {
+func (c *Cache) RecentAdmissions() []api.AdmissionRecord {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	out := make([]AdmissionRecord, len(c.recent))
+	out := make([]api.AdmissionRecord, len(c.recent))
 	for i, r := range c.recent {
 		out[len(out)-1-i] = r
 	}

@@ -10,6 +10,9 @@
 //     (Result.NextWakeup: a backoff or a reclaim protection ending, a
 //     low-priority unit's maximum wait), and hands the decisions to the
 //     Writer; it polls nothing.
+//   - Each unit's record (record.go) holds its decisions until the API
+//     server shows them: an admission decided and not yet written (counted
+//     against the Writer's budget), an eviction to write.
 //   - Writer: writes admissions and evictions first, then the reasons units
 //     wait (rate-limited, latest reason only, and only when it changed), so
 //     a large backlog never starves admissions of API quota. A deferred

@@ -11,7 +11,6 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
-	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/metrics"
 )
 
@@ -72,8 +71,7 @@ func (l *Loop) runOnce() (next time.Time, more bool) {
 		l.writer.checksFailed(key)
 	}
 	for _, key := range f.deactivate {
-		l.writer.evict(key, eviction{reason: schedulingv1alpha1.EvictedByDeactivation,
-			message: "evicted: spec.active is false; quota is released when the job's pods are gone"})
+		l.writer.evict(key)
 	}
 
 	// Decide no further ahead than the writer writes: an admission holds
@@ -89,7 +87,7 @@ func (l *Loop) runOnce() (next time.Time, more bool) {
 	}
 	for _, p := range res.Preemptions {
 		for _, victim := range p.Victims {
-			l.writer.evict(victim, eviction{reason: schedulingv1alpha1.EvictedByPreemption, message: p.Reason, preemptor: p.Preemptor})
+			l.writer.evict(victim)
 		}
 	}
 	for _, w := range res.Waits {

@@ -19,6 +19,7 @@ import (
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/metrics"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 )
 
 // AnnotationQueueItemsRefreshInterval on a Queue (or its ElasticQuota) sets
@@ -49,12 +50,13 @@ type StatusOptions struct {
 // at a bounded rate, and raises a Warning event on an ElasticQuota when it
 // becomes invalid.
 type StatusWriter struct {
-	client   client.Client
-	recorder record.EventRecorder
-	cache    *Cache
-	clock    clock.WithTicker
-	opts     StatusOptions
-	synced   []toolscache.InformerSynced
+	client    client.Client
+	apiReader client.Reader
+	recorder  record.EventRecorder
+	cache     *Cache
+	clock     clock.WithTicker
+	opts      StatusOptions
+	synced    []toolscache.InformerSynced
 
 	lastWrite     map[string]time.Time
 	lastQuotaErrs map[string]string
@@ -111,13 +113,17 @@ func (s *StatusWriter) refresh(ctx context.Context, log logr.Logger) {
 			continue
 		}
 		s.lastWrite[q.Name] = now
-		desired := s.desiredStatus(q, metav1.NewTime(now))
-		if reflect.DeepEqual(stripTimes(q.Status), stripTimes(desired)) {
-			continue
-		}
-		updated := q.DeepCopy()
-		updated.Status = desired
-		if err := s.client.Status().Patch(ctx, updated, client.MergeFrom(q), FieldOwner); client.IgnoreNotFound(err) != nil {
+		// Locked: the status keeps conditions others may set, so a write
+		// based on a stale copy must not drop theirs.
+		_, err := queueunit.Patch(ctx, s.client, s.apiReader, q.DeepCopy(), queueunit.Status, FieldOwner, func(cur *schedulingv1alpha1.Queue) bool {
+			desired := s.desiredStatus(cur, metav1.NewTime(now))
+			if reflect.DeepEqual(stripTimes(cur.Status), stripTimes(desired)) {
+				return false
+			}
+			cur.Status = desired
+			return true
+		})
+		if client.IgnoreNotFound(err) != nil {
 			log.Error(err, "Writing queue status", "queue", q.Name)
 		}
 	}

@@ -34,6 +34,7 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 		opts.Clock = clock.RealClock{}
 	}
 	c := NewCache()
+	c.log = mgr.GetLogger().WithName("admission")
 	c.core.SetReclaimProtection(opts.ReclaimProtection)
 	var synced []toolscache.InformerSynced
 	feed := func(obj client.Object, upsert func(any), remove func(any)) error {
@@ -116,7 +117,7 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 	if err := mgr.Add(&Loop{cache: c, writer: writer, clock: opts.Clock, synced: synced}); err != nil {
 		return nil, fmt.Errorf("adding the scheduling loop: %w", err)
 	}
-	status := &StatusWriter{client: mgr.GetClient(), recorder: recorder, cache: c, clock: opts.Clock, opts: opts.Status, synced: synced}
+	status := &StatusWriter{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: recorder, cache: c, clock: opts.Clock, opts: opts.Status, synced: synced}
 	if err := mgr.Add(status); err != nil {
 		return nil, fmt.Errorf("adding the queue status writer: %w", err)
 	}

@@ -5,66 +5,26 @@ import (
 	"slices"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
-
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 )
 
-// QuotaView is one quota of the tree as the visibility API shows it.
-type QuotaView struct {
-	Name      string              `json:"name"`
-	Namespace string              `json:"namespace,omitempty"`
-	Parent    string              `json:"parent,omitempty"`
-	Min       corev1.ResourceList `json:"min,omitempty"`
-	Max       corev1.ResourceList `json:"max,omitempty"`
-	Used      corev1.ResourceList `json:"used,omitempty"`
-	// Runtime is the quota's fair share of what it may use now.
-	Runtime corev1.ResourceList `json:"runtime,omitempty"`
-	Error   string              `json:"error,omitempty"`
-}
-
-// QueueView is one queue as the visibility API shows it.
-type QueueView struct {
-	Name     string                         `json:"name"`
-	Policy   schedulingv1alpha1.QueuePolicy `json:"policy"`
-	Priority int32                          `json:"priority"`
-	Pending  int                            `json:"pending"`
-	Admitted int                            `json:"admitted"`
-	Quota    *QuotaView                     `json:"quota,omitempty"`
-	// ConfigError reports malformed koord-queue/* annotations.
-	ConfigError string `json:"configError,omitempty"`
-}
-
-// UnitView is one unit: where it is and why.
-type UnitView struct {
-	Namespace string                            `json:"namespace"`
-	Name      string                            `json:"name"`
-	Queue     string                            `json:"queue,omitempty"`
-	Phase     schedulingv1alpha1.QueueUnitPhase `json:"phase"`
-	Priority  int32                             `json:"priority"`
-	Request   corev1.ResourceList               `json:"request,omitempty"`
-	// Position is 1-based among the queue's waiting units; 0 when not waiting.
-	Position int `json:"position,omitempty"`
-	// Reason is why the unit waits.
-	Reason string `json:"reason,omitempty"`
-}
-
 // Quotas lists the quota tree, by name.
-func (c *Cache) Quotas() []QuotaView {
+func (c *Cache) Quotas() []api.QuotaView {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	names := slices.Sorted(maps.Keys(c.quotaObjects))
-	out := make([]QuotaView, 0, len(names))
+	out := make([]api.QuotaView, 0, len(names))
 	for _, name := range names {
 		out = append(out, c.quotaView(name))
 	}
 	return out
 }
 
-func (c *Cache) quotaView(name string) QuotaView {
+func (c *Cache) quotaView(name string) api.QuotaView {
 	e := c.core.Quotas()
-	v := QuotaView{Name: name, Used: e.Used(name), Runtime: e.Runtime(name)}
+	v := api.QuotaView{Name: name, Used: e.Used(name), Runtime: e.Runtime(name)}
 	if eq, ok := c.quotaObjects[name]; ok {
 		v.Namespace, v.Min, v.Max = eq.Namespace, eq.Spec.Min, eq.Spec.Max
 	}
@@ -81,11 +41,11 @@ func (c *Cache) quotaView(name string) QuotaView {
 }
 
 // Queues lists the queues, by name.
-func (c *Cache) Queues() []QueueView {
+func (c *Cache) Queues() []api.QueueView {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	names := slices.Sorted(maps.Keys(c.queues))
-	out := make([]QueueView, 0, len(names))
+	out := make([]api.QueueView, 0, len(names))
 	for _, name := range names {
 		out = append(out, c.queueView(name))
 	}
@@ -93,18 +53,18 @@ func (c *Cache) Queues() []QueueView {
 }
 
 // Queue is one queue, and whether it exists.
-func (c *Cache) Queue(name string) (QueueView, bool) {
+func (c *Cache) Queue(name string) (api.QueueView, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.queues[name]; !ok {
-		return QueueView{}, false
+		return api.QueueView{}, false
 	}
 	return c.queueView(name), true
 }
 
-func (c *Cache) queueView(name string) QueueView {
+func (c *Cache) queueView(name string) api.QueueView {
 	r := c.queues[name]
-	v := QueueView{Name: name, Policy: r.queue.Spec.QueuePolicy, Priority: schedulingv1alpha1.DefaultQueuePriority}
+	v := api.QueueView{Name: name, Policy: r.queue.Spec.QueuePolicy, Priority: schedulingv1alpha1.DefaultQueuePriority}
 	if v.Policy == "" {
 		v.Policy = schedulingv1alpha1.QueuePolicyPriority
 	}
@@ -125,10 +85,10 @@ func (c *Cache) queueView(name string) QueueView {
 // QueueUnits lists a queue's units: waiting ones in admission order first
 // (with 1-based positions), then those holding quota. phase filters by
 // phase when not empty; offset and limit page the list.
-func (c *Cache) QueueUnits(queue string, phase schedulingv1alpha1.QueueUnitPhase, offset, limit int) (units []UnitView, total int) {
+func (c *Cache) QueueUnits(queue string, phase schedulingv1alpha1.QueueUnitPhase, offset, limit int) (units []api.UnitView, total int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var all []UnitView
+	var all []api.UnitView
 	for _, p := range c.core.Pending(queue, 0) {
 		if r, ok := c.units[p.Key]; ok {
 			v := c.unitView(r)
@@ -136,22 +96,22 @@ func (c *Cache) QueueUnits(queue string, phase schedulingv1alpha1.QueueUnitPhase
 			all = append(all, v)
 		}
 	}
-	var holding []UnitView
+	var holding []api.UnitView
 	for _, r := range c.units {
-		if r.queue == queue && (queueunit.HoldsQuota(r.unit) || r.assumed) {
+		if r.queue == queue && (queueunit.HoldsQuota(r.unit) || r.admission != nil) {
 			holding = append(holding, c.unitView(r))
 		}
 	}
-	slices.SortFunc(holding, func(a, b UnitView) int {
+	slices.SortFunc(holding, func(a, b api.UnitView) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
 	all = append(all, holding...)
 	if phase != "" {
-		all = slices.DeleteFunc(all, func(v UnitView) bool { return v.Phase != phase })
+		all = slices.DeleteFunc(all, func(v api.UnitView) bool { return v.Phase != phase })
 	}
 	total = len(all)
 	if offset >= len(all) {
-		return []UnitView{}, total
+		return []api.UnitView{}, total
 	}
 	all = all[offset:]
 	if limit > 0 && limit < len(all) {
@@ -161,15 +121,15 @@ func (c *Cache) QueueUnits(queue string, phase schedulingv1alpha1.QueueUnitPhase
 }
 
 // QueueUnit is one unit with its position and reason, and whether it exists.
-func (c *Cache) QueueUnit(namespace, name string) (UnitView, bool) {
+func (c *Cache) QueueUnit(namespace, name string) (api.UnitView, bool) {
 	c.mu.Lock()
 	r, ok := c.units[namespace+"/"+name]
 	if !ok {
 		c.mu.Unlock()
-		return UnitView{}, false
+		return api.UnitView{}, false
 	}
 	v := c.unitView(r)
-	if !queueunit.HoldsQuota(r.unit) && !r.assumed && r.inCore {
+	if !queueunit.HoldsQuota(r.unit) && r.admission == nil && r.inCore {
 		v.Position = c.core.Position(r.key())
 	}
 	c.mu.Unlock()
@@ -179,13 +139,13 @@ func (c *Cache) QueueUnit(namespace, name string) (UnitView, bool) {
 	return v, true
 }
 
-func (c *Cache) unitView(r *unitRecord) UnitView {
+func (c *Cache) unitView(r *unitRecord) api.UnitView {
 	u := r.unit
-	v := UnitView{Namespace: u.Namespace, Name: u.Name, Queue: r.queue, Phase: u.EffectivePhase(), Request: r.request}
+	v := api.UnitView{Namespace: u.Namespace, Name: u.Name, Queue: r.queue, Phase: u.EffectivePhase(), Request: r.request}
 	if u.Spec.Priority != nil {
 		v.Priority = *u.Spec.Priority
 	}
-	if r.assumed && !queueunit.HoldsQuota(u) {
+	if r.admission != nil && !queueunit.HoldsQuota(u) {
 		v.Phase = schedulingv1alpha1.Dequeued // admitted, the write in flight
 	}
 	if v.Phase == schedulingv1alpha1.Enqueued && r.inCore {

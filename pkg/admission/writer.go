@@ -37,13 +37,11 @@ const (
 	opQueueName
 )
 
+// op is a write to make for one unit; what to write is read from the
+// unit's record in the Cache when the write is made (Cache.decision).
 type op struct {
 	kind opKind
 	key  string
-}
-
-type eviction struct {
-	reason, message, preemptor string
 }
 
 // WriterOptions tune the Writer.
@@ -78,11 +76,6 @@ type Writer struct {
 	// spends the API budget that admissions need.
 	deferred workqueue.TypedInterface[op]
 	limiter  *rate.Limiter
-
-	mu        sync.Mutex
-	evictions map[string]eviction
-	// admitting are the admissions decided and not yet written.
-	admitting map[string]struct{}
 }
 
 // NewWriter returns a Writer; Run starts it.
@@ -104,10 +97,8 @@ func NewWriter(c client.Client, apiReader client.Reader, recorder record.EventRe
 		urgent: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[op](10*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[op]{Name: "koord_queue_urgent_writes"}),
-		deferred:  workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[op]{Name: "koord_queue_deferred_writes"}),
-		limiter:   rate.NewLimiter(rate.Limit(opts.MessageQPS), 1),
-		evictions: map[string]eviction{},
-		admitting: map[string]struct{}{},
+		deferred: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[op]{Name: "koord_queue_deferred_writes"}),
+		limiter:  rate.NewLimiter(rate.Limit(opts.MessageQPS), 1),
 	}
 }
 
@@ -117,18 +108,7 @@ func NewWriter(c client.Client, apiReader client.Reader, recorder record.EventRe
 // wait for the client's rate limit (see Scheduler.CycleLimited). When
 // nothing is left, the next admission written wakes the loop.
 func (w *Writer) admissionBudget() int {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return 2*w.opts.Workers - len(w.admitting)
-}
-
-// admissionWritten frees the admission's place in the budget and wakes the
-// loop, which may have waited for it (wake-ups coalesce).
-func (w *Writer) admissionWritten(key string) {
-	w.mu.Lock()
-	delete(w.admitting, key)
-	w.mu.Unlock()
-	w.cache.notify()
+	return 2*w.opts.Workers - w.cache.unwrittenAdmissions()
 }
 
 // Run writes until ctx ends.
@@ -151,21 +131,11 @@ func (w *Writer) Run(ctx context.Context) {
 	wg.Wait()
 }
 
-func (w *Writer) admit(key string) {
-	w.mu.Lock()
-	w.admitting[key] = struct{}{}
-	w.mu.Unlock()
-	w.urgent.Add(op{kind: opAdmit, key: key})
-}
+func (w *Writer) admit(key string)        { w.urgent.Add(op{kind: opAdmit, key: key}) }
+func (w *Writer) evict(key string)        { w.urgent.Add(op{kind: opEvict, key: key}) }
 func (w *Writer) checksPassed(key string) { w.urgent.Add(op{kind: opChecksPassed, key: key}) }
 func (w *Writer) checksFailed(key string) { w.urgent.Add(op{kind: opChecksFailed, key: key}) }
 func (w *Writer) explain(key string)      { w.deferred.Add(op{kind: opMessage, key: key}) }
-func (w *Writer) evict(key string, e eviction) {
-	w.mu.Lock()
-	w.evictions[key] = e
-	w.mu.Unlock()
-	w.urgent.Add(op{kind: opEvict, key: key})
-}
 
 func (w *Writer) processUrgent(ctx context.Context) bool {
 	o, shutdown := w.urgent.Get()
@@ -192,77 +162,54 @@ func (w *Writer) processUrgent(ctx context.Context) bool {
 		return true
 	}
 	w.urgent.Forget(o)
-	if o.kind == opAdmit {
-		w.admissionWritten(o.key)
-	}
 	return true
 }
 
-// patchStatus applies mutate to a fresh copy of the unit and writes the
-// status with an optimistic lock; on a conflict it reads the unit from the
-// API server and tries again. mutate returns false when, on the data it
-// sees, there is nothing to write.
-func (w *Writer) patchStatus(ctx context.Context, u *schedulingv1alpha1.QueueUnit, mutate func(*schedulingv1alpha1.QueueUnit) bool) (*schedulingv1alpha1.QueueUnit, bool, error) {
-	for attempt := 0; ; attempt++ {
-		updated := u.DeepCopy()
-		if !mutate(updated) {
-			return u, false, nil
-		}
-		err := w.client.Status().Patch(ctx, updated, client.MergeFromWithOptions(u, client.MergeFromWithOptimisticLock{}), FieldOwner)
-		if err == nil {
-			return updated, true, nil
-		}
-		if !apierrors.IsConflict(err) || attempt >= 5 {
-			return u, false, err
-		}
-		fresh := &schedulingv1alpha1.QueueUnit{}
-		if err := w.apiReader.Get(ctx, client.ObjectKeyFromObject(u), fresh); err != nil {
-			return u, false, err
-		}
-		u = fresh
-	}
-}
-
+// writeAdmission writes the unit's admission as the core decided it. The
+// write is based on the unit as decided, so the optimistic lock refuses it
+// if the unit changed since; on the fresh copy it is written only if the
+// unit may still be admitted as decided (queueunit.Admissible): not
+// deactivated, deleted, finished, resized or moved meanwhile.
 func (w *Writer) writeAdmission(ctx context.Context, key string) error {
-	u, queue, assumed := w.cache.unit(key)
-	if u == nil || !assumed {
-		return nil // deleted meanwhile, or the admission was already seen
+	d, ok := w.cache.decision(key)
+	if !ok || d.admission == nil {
+		return nil // deleted meanwhile, or the admission was already written
 	}
-	checks, err := w.cache.admissionChecksFor(queue, u)
-	if err != nil {
-		w.recorder.Event(u, corev1.EventTypeWarning, queueunit.EventAdmissionCheck, err.Error())
+	a := d.admission
+	if d.checksErr != nil {
+		w.recorder.Event(d.unit, corev1.EventTypeWarning, queueunit.EventAdmissionCheck, d.checksErr.Error())
 	}
-	request := w.cache.requestOf(key)
 	now := metav1.NewTime(w.clock.Now())
-	written, ok, err := w.patchStatus(ctx, u, func(cur *schedulingv1alpha1.QueueUnit) bool {
-		if queueunit.HoldsQuota(cur) || cur.DeletionTimestamp != nil || !cur.IsActive() {
+	u := a.unit.DeepCopy()
+	changed, err := queueunit.Patch(ctx, w.client, w.apiReader, u, queueunit.Status, FieldOwner, func(cur *schedulingv1alpha1.QueueUnit) bool {
+		if !queueunit.Admissible(cur, a.queue, a.request) {
 			return false
 		}
-		if queueunit.Finished(cur.EffectivePhase()) {
-			return false
-		}
-		setAdmitted(cur, queue, request, checks.names, now)
+		queueunit.Admit(cur, a.queue, a.request, d.checks.Names, now)
 		return true
 	})
 	if err != nil {
-		return w.settleFailedAdmission(ctx, key, u, err)
+		return w.settleFailedAdmission(key, a, err)
 	}
-	if !ok {
-		if !queueunit.HoldsQuota(written) {
-			w.cache.forget(key) // finished, deleted or deactivated meanwhile
+	if !changed {
+		if queueunit.HoldsQuota(u) {
+			w.cache.admissionWritten(key, a) // an earlier attempt landed
+		} else {
+			w.cache.forget(key, a) // finished, deleted, deactivated or resized meanwhile
 		}
 		return nil
 	}
+	w.cache.admissionWritten(key, a)
 	metrics.AdmissionAttempts.WithLabelValues(metrics.ResultAdmitted).Inc()
-	metrics.AdmissionWaitTime.WithLabelValues(queue).Observe(now.Sub(written.CreationTimestamp.Time).Seconds())
-	w.recorder.Eventf(written, corev1.EventTypeNormal, queueunit.EventScheduled, "Admitted by queue %s", queue)
-	if written.Spec.Queue != queue {
-		if w.cache.namesItsQuota(key) {
+	metrics.AdmissionWaitTime.WithLabelValues(a.queue).Observe(now.Sub(u.CreationTimestamp.Time).Seconds())
+	w.recorder.Eventf(u, corev1.EventTypeNormal, queueunit.EventScheduled, "Admitted by queue %s", a.queue)
+	if u.Spec.Queue != a.queue {
+		if d.byLabel {
 			w.deferred.Add(op{kind: opQueueName, key: key})
 		} else {
 			// Charged by a fallback (its namespace's quota, say): spec.queue
 			// pins it, so that a quota change cannot move what it holds.
-			w.patchQueueName(ctx, key, written, queue)
+			w.patchQueueName(ctx, key, u, a.queue)
 		}
 	}
 	return nil
@@ -273,95 +220,80 @@ func (w *Writer) writeAdmission(ctx context.Context, key string) error {
 // write of the unit's main resource, so it waits for the admissions of a
 // backlog: the status already says where the unit is.
 func (w *Writer) writeQueueName(ctx context.Context, key string) {
-	u, queue, assumed := w.cache.unit(key)
-	// assumed: admitted, and the admission not seen back from the API yet.
-	if u == nil || queue == "" || u.Spec.Queue == queue || !(queueunit.HoldsQuota(u) || assumed) {
+	d, ok := w.cache.decision(key)
+	if !ok || d.queue == "" || d.unit.Spec.Queue == d.queue || !(queueunit.HoldsQuota(d.unit) || d.assumed) {
 		return
 	}
 	if err := w.limiter.Wait(ctx); err != nil {
 		return
 	}
-	w.patchQueueName(ctx, key, u, queue)
+	w.patchQueueName(ctx, key, d.unit.DeepCopy(), d.queue)
 }
 
 func (w *Writer) patchQueueName(ctx context.Context, key string, u *schedulingv1alpha1.QueueUnit, queue string) {
-	updated := u.DeepCopy()
-	updated.Spec.Queue = queue
-	if err := w.client.Patch(ctx, updated, client.MergeFrom(u), FieldOwner); client.IgnoreNotFound(err) != nil {
+	_, err := queueunit.Patch(ctx, w.client, w.apiReader, u, queueunit.Main, FieldOwner, func(cur *schedulingv1alpha1.QueueUnit) bool {
+		if cur.Spec.Queue == queue {
+			return false
+		}
+		cur.Spec.Queue = queue
+		return true
+	})
+	if client.IgnoreNotFound(err) != nil {
 		w.log.Error(err, "Recording the admitting queue in spec.queue", "queueUnit", key)
 	}
 }
 
-// settleFailedAdmission: the write failed. If the unit is gone the
-// admission is forgotten; if the write may have landed anyway (a timeout),
-// the API server is asked before anything is forgotten, so the same quota
-// is never handed out twice.
-func (w *Writer) settleFailedAdmission(ctx context.Context, key string, u *schedulingv1alpha1.QueueUnit, err error) error {
+// settleFailedAdmission: the write failed. A write that may have landed
+// (queueunit.ErrOutcomeUnknown) keeps its reservation and is tried again,
+// so the same quota is never handed out twice; any other failure was a
+// refusal, so the admission is forgotten and the unit decided again.
+func (w *Writer) settleFailedAdmission(key string, a *admission, err error) error {
 	metrics.AdmissionAttempts.WithLabelValues(metrics.ResultError).Inc()
+	if errors.Is(err, queueunit.ErrOutcomeUnknown) {
+		return fmt.Errorf("admitting %s: %w", key, err)
+	}
+	w.cache.forget(key, a)
 	if apierrors.IsNotFound(err) {
-		w.cache.forget(key)
 		return nil
 	}
-	fresh := &schedulingv1alpha1.QueueUnit{}
-	if getErr := w.apiReader.Get(ctx, client.ObjectKeyFromObject(u), fresh); getErr == nil && queueunit.HoldsQuota(fresh) {
-		return nil
-	} else if getErr != nil && !apierrors.IsNotFound(getErr) {
-		return errors.Join(err, getErr) // unknown outcome: keep the reservation and retry
-	}
-	w.cache.forget(key)
 	return fmt.Errorf("admitting %s: %w", key, err)
 }
 
+// writeEviction sends an admitted unit back to its queue.
 func (w *Writer) writeEviction(ctx context.Context, key string) error {
-	w.mu.Lock()
-	e, ok := w.evictions[key]
-	w.mu.Unlock()
-	if !ok {
+	d, ok := w.cache.decision(key)
+	if !ok || d.eviction == nil {
 		return nil
 	}
-	u, _, assumed := w.cache.unit(key)
-	if u == nil {
-		w.doneEvicting(key)
-		return nil
-	}
-	now := metav1.NewTime(w.clock.Now())
-	mutate := func(cur *schedulingv1alpha1.QueueUnit) bool {
-		if !queueunit.HoldsQuota(cur) || (cur.EffectivePhase() == schedulingv1alpha1.Enqueued && queueunit.Evicted(cur)) {
-			return false // already evicted, finished or released
-		}
-		setEvicted(cur, e.reason, e.message, now)
-		return true
-	}
-	if assumed && !queueunit.HoldsQuota(u) {
+	e := d.eviction
+	u := d.unit.DeepCopy()
+	if d.assumed && !queueunit.HoldsQuota(u) {
 		// Admitted by the core, the admission not seen back yet: the cache's
 		// copy is older than it, so decide on the API server's.
-		fresh := &schedulingv1alpha1.QueueUnit{}
-		if err := w.apiReader.Get(ctx, client.ObjectKeyFromObject(u), fresh); err != nil {
+		if err := w.apiReader.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
 			if apierrors.IsNotFound(err) {
-				w.doneEvicting(key)
+				w.cache.evictionWritten(key, e)
 				return nil
 			}
 			return fmt.Errorf("reading %s to evict it: %w", key, err)
 		}
-		if !queueunit.HoldsQuota(fresh) {
+		if !queueunit.HoldsQuota(u) {
 			// Its admission is yet to be written: retried until it is (then
 			// evicted) or until it is forgotten (then nothing to evict).
 			return fmt.Errorf("evicting %s: %w", key, errAdmissionNotWritten)
 		}
-		u = fresh
 	}
-	written, changed, err := w.patchStatus(ctx, u, mutate)
-	if apierrors.IsNotFound(err) {
-		w.doneEvicting(key)
-		return nil
-	}
-	if err != nil {
+	now := metav1.NewTime(w.clock.Now())
+	changed, err := queueunit.Patch(ctx, w.client, w.apiReader, u, queueunit.Status, FieldOwner, func(cur *schedulingv1alpha1.QueueUnit) bool {
+		return queueunit.Evict(cur, e.reason, e.message, now)
+	})
+	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("evicting %s: %w", key, err)
 	}
-	w.doneEvicting(key)
+	w.cache.evictionWritten(key, e)
 	if changed {
 		metrics.Evictions.WithLabelValues(e.reason).Inc()
-		w.recorder.Event(written, corev1.EventTypeNormal, queueunit.EventPreempted, e.message)
+		w.recorder.Event(u, corev1.EventTypeNormal, queueunit.EventPreempted, e.message)
 	}
 	return nil
 }
@@ -370,28 +302,25 @@ func (w *Writer) writeEviction(ctx context.Context, key string) error {
 // is still to be written.
 var errAdmissionNotWritten = errors.New("its admission is not written yet")
 
-func (w *Writer) doneEvicting(key string) {
-	w.mu.Lock()
-	delete(w.evictions, key)
-	w.mu.Unlock()
-}
-
+// writeChecksVerdict releases a Reserved unit whose admission checks all
+// passed, or sends it back when one failed.
 func (w *Writer) writeChecksVerdict(ctx context.Context, key string) error {
-	u, queue, _ := w.cache.unit(key)
-	if u == nil {
+	d, ok := w.cache.decision(key)
+	if !ok {
 		return nil
 	}
 	now := metav1.NewTime(w.clock.Now())
+	backoff := queueunit.Backoff{Base: w.opts.RequeueBaseDelay, Max: w.opts.RequeueMaxDelay}
 	var event, eventType string
-	written, changed, err := w.patchStatus(ctx, u, func(cur *schedulingv1alpha1.QueueUnit) bool {
-		current, _ := w.cache.admissionChecksFor(queue, cur)
-		ready, failed := checksVerdict(cur, current)
+	u := d.unit.DeepCopy()
+	changed, err := queueunit.Patch(ctx, w.client, w.apiReader, u, queueunit.Status, FieldOwner, func(cur *schedulingv1alpha1.QueueUnit) bool {
+		ready, failed := queueunit.ChecksVerdict(cur, d.checks)
 		switch {
 		case ready:
-			setChecksPassed(cur, current, queue, now)
+			queueunit.PassChecks(cur, d.checks, d.queue, now)
 			event, eventType = cur.Status.Message, corev1.EventTypeNormal
 		case failed != nil:
-			setChecksFailed(cur, failed, w.opts.RequeueBaseDelay, w.opts.RequeueMaxDelay, now)
+			queueunit.FailChecks(cur, failed, backoff, now)
 			event, eventType = cur.Status.Message, corev1.EventTypeWarning
 		default:
 			return false
@@ -402,7 +331,7 @@ func (w *Writer) writeChecksVerdict(ctx context.Context, key string) error {
 		return fmt.Errorf("writing admission checks verdict of %s: %w", key, err)
 	}
 	if changed {
-		w.recorder.Event(written, eventType, queueunit.EventAdmissionCheck, event)
+		w.recorder.Event(u, eventType, queueunit.EventAdmissionCheck, event)
 	}
 	return nil
 }
@@ -442,26 +371,20 @@ const deferredRetry = 250 * time.Millisecond
 // write: the latest reason is read when the write happens, so a unit whose
 // reason changes quickly is written once.
 func (w *Writer) writeMessage(ctx context.Context, key string) {
-	u, _, assumed := w.cache.unit(key)
-	if u == nil || assumed || queueunit.HoldsQuota(u) {
+	d, ok := w.cache.decision(key)
+	if !ok || d.assumed || queueunit.HoldsQuota(d.unit) {
 		return
 	}
 	reason, noQueue := w.cache.waitReasonAndQueueNotFound(key)
-	if reason == "" || reason == u.Status.Message {
+	if reason == "" || reason == d.unit.Status.Message {
 		return
 	}
 	if err := w.limiter.Wait(ctx); err != nil {
 		return
 	}
-	written, changed, err := w.patchStatus(ctx, u, func(cur *schedulingv1alpha1.QueueUnit) bool {
-		if queueunit.HoldsQuota(cur) || cur.Status.Message == reason {
-			return false
-		}
-		cur.Status.Message = reason
-		if p := cur.EffectivePhase(); p != schedulingv1alpha1.Succeed && p != schedulingv1alpha1.Failed {
-			cur.Status.Phase = schedulingv1alpha1.Enqueued
-		}
-		return true
+	u := d.unit.DeepCopy()
+	changed, err := queueunit.Patch(ctx, w.client, w.apiReader, u, queueunit.Status, FieldOwner, func(cur *schedulingv1alpha1.QueueUnit) bool {
+		return queueunit.Explain(cur, reason)
 	})
 	if err != nil {
 		if client.IgnoreNotFound(err) != nil {
@@ -472,9 +395,9 @@ func (w *Writer) writeMessage(ctx context.Context, key string) {
 	if changed {
 		metrics.AdmissionAttempts.WithLabelValues(metrics.ResultWaiting).Inc()
 		if noQueue && w.cache.firstQueueNotFound(key) {
-			w.recorder.Event(written, corev1.EventTypeWarning, queueunit.EventQueueNotFound, reason)
+			w.recorder.Event(u, corev1.EventTypeWarning, queueunit.EventQueueNotFound, reason)
 		} else {
-			w.recorder.Event(written, corev1.EventTypeWarning, queueunit.EventFailedScheduling, reason)
+			w.recorder.Event(u, corev1.EventTypeWarning, queueunit.EventFailedScheduling, reason)
 		}
 	}
 }

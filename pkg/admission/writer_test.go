@@ -2,19 +2,25 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/koord-queue/koord-queue/apis"
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
@@ -31,14 +37,21 @@ type writerWorld struct {
 }
 
 func newWriterWorld(t *testing.T, inAPI *schedulingv1alpha1.QueueUnit) writerWorld {
+	return newWriterWorldWith(t, inAPI, interceptor.Funcs{})
+}
+
+// newWriterWorldWith is newWriterWorld whose writer's client fails as
+// faults says; ww.client stays the plain one.
+func newWriterWorldWith(t *testing.T, inAPI *schedulingv1alpha1.QueueUnit, faults interceptor.Funcs) writerWorld {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := apis.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(inAPI).WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}).Build()
+	faulty := interceptor.NewClient(c, faults)
 	cache := NewCache()
-	w := NewWriter(c, c, record.NewFakeRecorder(100), cache, clocktesting.NewFakeClock(time.Unix(1000, 0)), WriterOptions{})
+	w := NewWriter(faulty, faulty, record.NewFakeRecorder(100), cache, clocktesting.NewFakeClock(time.Unix(1000, 0)), WriterOptions{})
 	return writerWorld{client: c, cache: cache, writer: w}
 }
 
@@ -57,7 +70,7 @@ func (ww writerWorld) admitInAPI(t *testing.T) *schedulingv1alpha1.QueueUnit {
 	if err := ww.client.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "victim"}, u); err != nil {
 		t.Fatal(err)
 	}
-	setAdmitted(u, "q", u.Spec.Resource, nil, metav1.Now())
+	queueunit.Admit(u, "q", u.Spec.Resource, nil, metav1.Now())
 	if err := ww.client.Status().Update(context.Background(), u); err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +88,34 @@ func (ww writerWorld) admitInCore(t *testing.T, u *schedulingv1alpha1.QueueUnit)
 	if res := ww.cache.cycle(time.Unix(1000, 0), -1); len(res.Admissions) != 1 {
 		t.Fatalf("first cycle admitted %v, want the unit", res.Admissions)
 	}
+}
+
+// assume records in the cache that the core admitted key (decided, not
+// written), as a cycle does.
+func (ww writerWorld) assume(key string) *admission {
+	r := ww.cache.units[key]
+	r.admission = &admission{unit: r.unit, queue: "q", request: r.request}
+	ww.cache.unwritten++
+	return r.admission
+}
+
+// recordEviction records in the cache that key is to be evicted, as a
+// cycle does for a victim.
+func (ww writerWorld) recordEviction(key string, e eviction) {
+	ww.cache.units[key].eviction = &e
+	ww.writer.evict(key)
+}
+
+// change changes the unit in the API server, and then in the cache, as the
+// informer would show it.
+func (ww writerWorld) change(t *testing.T, change func(*schedulingv1alpha1.QueueUnit)) {
+	t.Helper()
+	u := ww.inAPI(t)
+	change(u)
+	if err := ww.client.Update(context.Background(), u); err != nil {
+		t.Fatal(err)
+	}
+	ww.cache.UpsertUnit(ww.inAPI(t))
 }
 
 func (ww writerWorld) inAPI(t *testing.T) *schedulingv1alpha1.QueueUnit {
@@ -98,9 +139,9 @@ func TestEvictionOfAnAdmissionNotSeenYet(t *testing.T) {
 	t.Run("the admission landed, the cache has not seen it", func(t *testing.T) {
 		ww := newWriterWorld(t, victim())
 		ww.cache.UpsertUnit(victim())
-		ww.cache.units[key].assumed = true
+		ww.assume(key)
 		ww.admitInAPI(t)
-		ww.writer.evict(key, evict)
+		ww.recordEviction(key, evict)
 		if err := ww.writer.writeEviction(ctx, key); err != nil {
 			t.Fatalf("writeEviction: %v", err)
 		}
@@ -112,8 +153,8 @@ func TestEvictionOfAnAdmissionNotSeenYet(t *testing.T) {
 	t.Run("the admission is not written yet: the eviction waits for it", func(t *testing.T) {
 		ww := newWriterWorld(t, victim())
 		ww.cache.UpsertUnit(victim())
-		ww.cache.units[key].assumed = true
-		ww.writer.evict(key, evict)
+		ww.assume(key)
+		ww.recordEviction(key, evict)
 		if err := ww.writer.writeEviction(ctx, key); err == nil {
 			t.Fatal("writeEviction = nil while the admission is still to be written; want an error, so that it is retried")
 		}
@@ -132,7 +173,7 @@ func TestEvictionOfAnAdmissionNotSeenYet(t *testing.T) {
 	t.Run("the admission was forgotten: nothing to evict", func(t *testing.T) {
 		ww := newWriterWorld(t, victim())
 		ww.cache.UpsertUnit(victim())
-		ww.writer.evict(key, evict)
+		ww.recordEviction(key, evict)
 		if err := ww.writer.writeEviction(ctx, key); err != nil {
 			t.Fatalf("writeEviction: %v", err)
 		}
@@ -147,11 +188,16 @@ func TestEvictionOfAnAdmissionNotSeenYet(t *testing.T) {
 // The write is skipped, and the next cycle must not admit it again: that
 // loop never ended.
 func TestAdmissionOfAUnitDeactivatedMeanwhile(t *testing.T) {
-	for name, change := range map[string]func(*schedulingv1alpha1.QueueUnit){
-		"deactivated": func(u *schedulingv1alpha1.QueueUnit) { u.Spec.Active = ptr.To(false) },
-		"being deleted": func(u *schedulingv1alpha1.QueueUnit) {
-			now := metav1.Now()
-			u.DeletionTimestamp, u.Finalizers = &now, []string{"example.com/keep"}
+	for name, change := range map[string]func(*testing.T, writerWorld){
+		"deactivated": func(t *testing.T, ww writerWorld) {
+			ww.change(t, func(u *schedulingv1alpha1.QueueUnit) { u.Spec.Active = ptr.To(false) })
+		},
+		"being deleted": func(t *testing.T, ww writerWorld) {
+			ww.change(t, func(u *schedulingv1alpha1.QueueUnit) { u.Finalizers = []string{"example.com/keep"} })
+			if err := ww.client.Delete(context.Background(), ww.inAPI(t)); err != nil {
+				t.Fatal(err)
+			}
+			ww.cache.UpsertUnit(ww.inAPI(t))
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -161,9 +207,7 @@ func TestAdmissionOfAUnitDeactivatedMeanwhile(t *testing.T) {
 			ww := newWriterWorld(t, u)
 			ww.admitInCore(t, u)
 			// Changed before the admission is written, and the cache sees it.
-			changed := u.DeepCopy()
-			change(changed)
-			ww.cache.UpsertUnit(changed)
+			change(t, ww)
 			if err := ww.writer.writeAdmission(ctx, "ns/victim"); err != nil {
 				t.Fatalf("writeAdmission: %v", err)
 			}
@@ -188,9 +232,9 @@ func TestAdmissionOfAUnitResizedMeanwhile(t *testing.T) {
 	u.Spec.Resource = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}
 	ww := newWriterWorld(t, u)
 	ww.admitInCore(t, u)
-	grown := u.DeepCopy()
-	grown.Spec.Resource = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}
-	ww.cache.UpsertUnit(grown)
+	ww.change(t, func(u *schedulingv1alpha1.QueueUnit) {
+		u.Spec.Resource = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}
+	})
 	if err := ww.writer.writeAdmission(ctx, "ns/victim"); err != nil {
 		t.Fatalf("writeAdmission: %v", err)
 	}
@@ -202,5 +246,86 @@ func TestAdmissionOfAUnitResizedMeanwhile(t *testing.T) {
 	}
 	if res := ww.cache.cycle(time.Unix(1001, 0), -1); len(res.Admissions) != 0 {
 		t.Errorf("6 cpu admitted into a quota of 4: %v", res.Admissions)
+	}
+}
+
+func reserved(ww writerWorld) bool {
+	used := ww.cache.core.Quotas().Used("q")
+	return !used.Cpu().IsZero()
+}
+
+// TestAdmissionWriteFailures: what the writer does with its decision when
+// the API server fails the write. Quota is never handed out twice: a write
+// that may have landed keeps its reservation; only a refusal frees it.
+func TestAdmissionWriteFailures(t *testing.T) {
+	errTimeout := apierrors.NewTimeoutError("request timed out", 1)
+	type outcome struct {
+		WriteErr      bool
+		Reserved      bool // the core still charges the unit
+		Unwritten     int  // admissions counted against the writer's budget
+		HoldsInAPI    bool
+		Attempts      int64
+		AdmittedAgain bool // by the next cycle
+	}
+	cases := map[string]struct {
+		patch func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error
+		get   func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error
+		want  outcome
+	}{
+		"written": {
+			want: outcome{Reserved: true, HoldsInAPI: true, Attempts: 1},
+		},
+		"timed out after it landed: written once": {
+			patch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+				if err := c.SubResource(sub).Patch(ctx, obj, p, opts...); err != nil {
+					return err
+				}
+				return errTimeout
+			},
+			want: outcome{Reserved: true, HoldsInAPI: true, Attempts: 1},
+		},
+		"timed out, and the unit cannot be read: the reservation is kept": {
+			patch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+				return errTimeout
+			},
+			get: func(context.Context, client.WithWatch, client.ObjectKey, client.Object, ...client.GetOption) error {
+				return errors.New("connection refused")
+			},
+			want: outcome{WriteErr: true, Reserved: true, Unwritten: 1},
+		},
+		"refused: forgotten, and decided again": {
+			patch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+				return apierrors.NewForbidden(schema.GroupResource{Resource: "queueunits"}, "victim", errors.New("denied"))
+			},
+			want: outcome{WriteErr: true, AdmittedAgain: true, Unwritten: 1},
+		},
+		"the unit is gone: forgotten": {
+			patch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+				return apierrors.NewNotFound(schema.GroupResource{Resource: "queueunits"}, "victim")
+			},
+			want: outcome{AdmittedAgain: true, Unwritten: 1},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			u := victim()
+			u.Labels = map[string]string{elasticquotav1alpha1.LabelQuotaName: "q"}
+			ww := newWriterWorldWith(t, u, interceptor.Funcs{SubResourcePatch: tc.patch, Get: tc.get})
+			ww.admitInCore(t, u)
+			err := ww.writer.writeAdmission(ctx, "ns/victim")
+			inAPI := ww.inAPI(t)
+			got := outcome{
+				WriteErr:   err != nil,
+				Reserved:   reserved(ww),
+				HoldsInAPI: queueunit.HoldsQuota(inAPI),
+				Attempts:   inAPI.Status.Attempts,
+			}
+			got.AdmittedAgain = len(ww.cache.cycle(time.Unix(1001, 0), -1).Admissions) > 0
+			got.Unwritten = ww.cache.unwrittenAdmissions()
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("after writeAdmission (-want +got):\n%s\nerr: %v", diff, err)
+			}
+		})
 	}
 }

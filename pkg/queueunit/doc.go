@@ -1,7 +1,10 @@
 // Package queueunit is the QueueUnit contract both binaries share: which
-// phases hold quota, let the job run, hold it back or end it, and what a
-// unit asks for. koord-queue (pkg/admission) and koord-queue-controllers
-// (pkg/extensions) meet only through QueueUnit objects, so they read them
-// through this one package, as Kueue keeps its Workload rules in
-// pkg/workload. It is pure: no client, no clock.
+// phases hold quota, let the job run, hold it back or end it (phase.go);
+// what a unit asks for; every status transition either binary makes, as
+// pure functions (transitions.go); the reasons of its conditions and events
+// (reasons.go); and the one way to write a unit (patch.go, the only file
+// with a client). koord-queue (pkg/admission) and koord-queue-controllers
+// (pkg/extensions) meet only through QueueUnit objects, so they read and
+// change them through this one package, as Kueue keeps its Workload rules
+// in pkg/workload.
 package queueunit

@@ -29,6 +29,8 @@ var (
 	ErrInvalidAncestor = errors.New("an ancestor quota is invalid")
 	// ErrAlreadyCharged: the unit already holds quota.
 	ErrAlreadyCharged = errors.New("unit already holds quota")
+	// ErrNotCharged: the unit holds no quota.
+	ErrNotCharged = errors.New("unit holds no quota")
 )
 
 // Charge is the quota an admitted unit holds.

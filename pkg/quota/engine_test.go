@@ -245,6 +245,40 @@ func TestUsageCountsAlongTheChainUntilReleased(t *testing.T) {
 	}
 }
 
+func TestResizeMovesUsageAlongTheChain(t *testing.T) {
+	e := newEngine(t, qt.Res("cpu", "10"), []quota.Spec{
+		qt.MakeSpec("org").Obj(),
+		qt.MakeSpec("a").Parent("org").Obj(),
+	}, []charge{{key: "u1", quota: "a", req: qt.Res("cpu", "3"), priority: 4, admitted: time.Minute}})
+	before, _ := e.Charged("u1")
+	if err := e.Resize("u1", e.Vector(qt.Res("cpu", "5", "memory", "1Gi"))); err != nil {
+		t.Fatalf("Resize(u1): %v", err)
+	}
+	want := map[string]string{"cpu": "5", "memory": "1Gi"}
+	for _, q := range []string{"a", "org", elasticquotav1alpha1.RootQuotaName} {
+		if diff := cmp.Diff(want, str(e.Used(q))); diff != "" {
+			t.Errorf("Used(%s) after Resize (-want +got):\n%s", q, diff)
+		}
+	}
+	after, _ := e.Charged("u1")
+	if after.Quota != "a" || after.Priority != 4 || !after.AdmitTime.Equal(before.AdmitTime) {
+		t.Errorf("Resize changed more than the request: %+v, was %+v", after, before)
+	}
+	if diff := cmp.Diff(map[string]string{"cpu": "3"}, str(e.ResourceList(before.Request))); diff != "" {
+		t.Errorf("a Charge returned before Resize changed (-want +got):\n%s", diff)
+	}
+	if err := e.Resize("u2", e.Vector(qt.Res("cpu", "1"))); !errors.Is(err, quota.ErrNotCharged) {
+		t.Errorf("Resize(u2), never charged: err = %v, want ErrNotCharged", err)
+	}
+	if diff := cmp.Diff(want, str(e.Used("org"))); diff != "" {
+		t.Errorf("Used(org) after a failed Resize (-want +got):\n%s", diff)
+	}
+	e.Release("u1")
+	if diff := cmp.Diff(map[string]string{}, str(e.Used(elasticquotav1alpha1.RootQuotaName))); diff != "" {
+		t.Errorf("Used after release (-want +got):\n%s", diff)
+	}
+}
+
 func TestTreeErrors(t *testing.T) {
 	cases := []struct {
 		name  string

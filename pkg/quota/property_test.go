@@ -14,8 +14,9 @@ import (
 
 // TestPropertyHeadroomIsSafeAndTight charges random requests into random
 // trees, each only if Headroom says it fits, and checks: no quota ever
-// exceeds a max it names, the root never exceeds the cluster, Explain agrees
-// with Headroom, and releasing everything returns usage to zero.
+// exceeds a max it names (also after a charge shrinks with Resize), the root
+// never exceeds the cluster, Explain agrees with Headroom, and releasing
+// everything returns usage to zero.
 func TestPropertyHeadroomIsSafeAndTight(t *testing.T) {
 	for seed := uint64(1); seed <= 200; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
@@ -62,9 +63,23 @@ func TestPropertyHeadroomIsSafeAndTight(t *testing.T) {
 			}
 			charged = append(charged, key)
 			checkWithin(t, seed, e, specs, capacity)
-			if rng.IntN(4) == 0 {
+			switch rng.IntN(4) {
+			case 0:
 				k := charged[rng.IntN(len(charged))]
 				e.Release(k)
+			case 1:
+				// Shrinking a charge keeps every quota within its limits.
+				k := charged[rng.IntN(len(charged))]
+				if c, ok := e.Charged(k); ok {
+					smaller := make(quota.Vector, len(c.Request))
+					for j, a := range c.Request {
+						smaller[j] = rng.Int64N(a + 1)
+					}
+					if err := e.Resize(k, smaller); err != nil {
+						t.Fatalf("seed %d: Resize(%s): %v", seed, k, err)
+					}
+					checkWithin(t, seed, e, specs, capacity)
+				}
 			}
 		}
 		for _, k := range charged {

@@ -44,6 +44,24 @@ func (e *Engine) Admit(c Charge) error {
 	return err
 }
 
+// Resize changes what a charged unit holds to request, in the same quota,
+// keeping its priority and admit time: an admitted job was resized, or a
+// preemptor's reservation grew. Like Charge, it never refuses for lack of
+// room. It fails only if the unit holds nothing (ErrNotCharged).
+func (e *Engine) Resize(key string, request Vector) error {
+	c, ok := e.charges[key]
+	if !ok {
+		return fmt.Errorf("unit %q: %w", key, ErrNotCharged)
+	}
+	n := e.nodes[c.Quota]
+	e.apply(n, c.Request, -1)
+	// A new slice: a Charge returned by Charged keeps the old request.
+	c.Request = append(Vector(nil), request...)
+	e.apply(n, c.Request, 1)
+	e.runtimeStale = true
+	return nil
+}
+
 // WithinMin reports whether the quota's usage plus request stays within its
 // min for every resource the request asks for: the quota is owed it, so it
 // may reclaim what others borrowed.

@@ -8,16 +8,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
 	"github.com/koord-queue/koord-queue/pkg/resources"
 )
-
-func res(pairs ...string) corev1.ResourceList {
-	out := corev1.ResourceList{}
-	for i := 0; i+1 < len(pairs); i += 2 {
-		out[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
-	}
-	return out
-}
 
 func container(requests, limits corev1.ResourceList) corev1.Container {
 	return corev1.Container{Resources: corev1.ResourceRequirements{Requests: requests, Limits: limits}}
@@ -46,40 +39,40 @@ func TestPodRequests(t *testing.T) {
 		{
 			name: "containers are summed",
 			spec: corev1.PodSpec{Containers: []corev1.Container{
-				container(res("cpu", "1", "memory", "1Gi"), nil), container(res("cpu", "500m"), nil)}},
+				container(qt.Res("cpu", "1", "memory", "1Gi"), nil), container(qt.Res("cpu", "500m"), nil)}},
 			want: map[string]string{"cpu": "1500m", "memory": "1Gi"},
 		},
 		{
 			name: "limits stand in for missing requests",
-			spec: corev1.PodSpec{Containers: []corev1.Container{container(res("cpu", "1"), res("cpu", "2", "memory", "2Gi"))}},
+			spec: corev1.PodSpec{Containers: []corev1.Container{container(qt.Res("cpu", "1"), qt.Res("cpu", "2", "memory", "2Gi"))}},
 			want: map[string]string{"cpu": "1", "memory": "2Gi"},
 		},
 		{
 			name: "init containers count by their maximum",
 			spec: corev1.PodSpec{
-				InitContainers: []corev1.Container{container(res("cpu", "3"), nil), container(res("cpu", "1", "memory", "4Gi"), nil)},
-				Containers:     []corev1.Container{container(res("cpu", "2", "memory", "1Gi"), nil)},
+				InitContainers: []corev1.Container{container(qt.Res("cpu", "3"), nil), container(qt.Res("cpu", "1", "memory", "4Gi"), nil)},
+				Containers:     []corev1.Container{container(qt.Res("cpu", "2", "memory", "1Gi"), nil)},
 			},
 			want: map[string]string{"cpu": "3", "memory": "4Gi"},
 		},
 		{
 			name: "sidecars add to the containers and to the init containers after them",
 			spec: corev1.PodSpec{
-				InitContainers: []corev1.Container{sidecar(res("cpu", "1")), container(res("cpu", "3"), nil)},
-				Containers:     []corev1.Container{container(res("cpu", "1"), nil)},
+				InitContainers: []corev1.Container{sidecar(qt.Res("cpu", "1")), container(qt.Res("cpu", "3"), nil)},
+				Containers:     []corev1.Container{container(qt.Res("cpu", "1"), nil)},
 			},
 			want: map[string]string{"cpu": "4"},
 		},
 		{
 			name: "overhead is added",
-			spec: corev1.PodSpec{Containers: []corev1.Container{container(res("cpu", "1"), nil)}, Overhead: res("cpu", "250m")},
+			spec: corev1.PodSpec{Containers: []corev1.Container{container(qt.Res("cpu", "1"), nil)}, Overhead: qt.Res("cpu", "250m")},
 			want: map[string]string{"cpu": "1250m"},
 		},
 		{
 			name: "pod-level requests replace the containers' for cpu and memory",
 			spec: corev1.PodSpec{
-				Containers: []corev1.Container{container(res("cpu", "1", "nvidia.com/gpu", "1"), nil)},
-				Resources:  &corev1.ResourceRequirements{Requests: res("cpu", "4")},
+				Containers: []corev1.Container{container(qt.Res("cpu", "1", "nvidia.com/gpu", "1"), nil)},
+				Resources:  &corev1.ResourceRequirements{Requests: qt.Res("cpu", "4")},
 			},
 			want: map[string]string{"cpu": "4", "nvidia.com/gpu": "1"},
 		},
@@ -99,9 +92,9 @@ func TestPodSetsRequests(t *testing.T) {
 			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{container(r, nil)}}}}
 	}
 	got := resources.PodSetsRequests([]schedulingv1alpha1.PodSet{
-		podSet(4, res("cpu", "500m", "memory", "1Gi")),
-		podSet(1, res("cpu", "2")),
-		podSet(0, res("cpu", "100")),
+		podSet(4, qt.Res("cpu", "500m", "memory", "1Gi")),
+		podSet(1, qt.Res("cpu", "2")),
+		podSet(0, qt.Res("cpu", "100")),
 	})
 	want := map[string]string{"cpu": "4", "memory": "4Gi"}
 	if diff := cmp.Diff(want, strs(got)); diff != "" {

@@ -43,6 +43,7 @@ func (s *Scheduler) Cycle(now time.Time) Result {
 func (s *Scheduler) CycleLimited(now time.Time, limit int) Result {
 	s.cycle++
 	var res Result
+	res.Errors, s.errs = s.errs, nil
 	s.wakePromoted(now)
 	s.wakeProtected(now)
 	s.admitNominated(now, &res)
@@ -128,7 +129,10 @@ func (s *Scheduler) turn(qs *queueState, now time.Time, res *Result) bool {
 		}
 	}
 	if off.HasAdmit {
-		s.admit(qs, off.Admit.Key, now, res)
+		if err := s.admit(qs, off.Admit.Key, now, res); err != nil {
+			s.admitRefused(qs, off.Admit.Key, err, res)
+			return false // offering it again would meet the same refusal
+		}
 		return true
 	}
 	// Only limits that hold a unit back are worth waking for: a resource
@@ -239,7 +243,7 @@ func (s *Scheduler) preempt(qs *queueState, us *unitState, now time.Time, res *R
 		}
 		return false
 	}
-	s.reserve(qs, us, now)
+	s.reserve(qs, us, now, res)
 	us.victims = map[string]struct{}{}
 	for _, v := range victims {
 		vs := s.units[v]
@@ -275,8 +279,9 @@ func (s *Scheduler) reclaimProtected(us *unitState, now time.Time) bool {
 
 // reserve holds, for a preemptor, the part of its request that is free now
 // (s.free is its quota's headroom), so that no other unit takes it while the
-// victims leave: when they are gone, the preemptor fits.
-func (s *Scheduler) reserve(qs *queueState, us *unitState, now time.Time) {
+// victims leave: when they are gone, the preemptor fits. A refused charge
+// (a bug) is reported; the preemption goes ahead without the reservation.
+func (s *Scheduler) reserve(qs *queueState, us *unitState, now time.Time, res *Result) {
 	hold := make(quota.Vector, len(us.req))
 	for i, r := range us.req {
 		if r > 0 && i < len(s.free) {
@@ -284,9 +289,11 @@ func (s *Scheduler) reserve(qs *queueState, us *unitState, now time.Time) {
 		}
 	}
 	if err := s.engine.Charge(quota.Charge{Key: reservationKey(us.u.Key), Quota: qs.quota, Request: hold,
-		Priority: us.u.Priority, AdmitTime: now}); err == nil {
-		us.reserved = true
+		Priority: us.u.Priority, AdmitTime: now}); err != nil {
+		res.Errors = append(res.Errors, UnitError{Unit: us.u.Key, Queue: qs.spec.Name, Err: bookkeeping(err)})
+		return
 	}
+	us.reserved = true
 }
 
 // unreserve gives back a preemptor's reservation.
@@ -301,8 +308,12 @@ func (s *Scheduler) unreserve(us *unitState) {
 	}
 }
 
-// reservationKey cannot collide with a unit's namespace/name.
-func reservationKey(unit string) string { return "reservation:" + unit }
+// reservationPrefix starts the engine key of every reservation. No
+// namespace/name has a colon, and UpsertUnit refuses keys that start with
+// it, so a reservation never collides with a unit.
+const reservationPrefix = "reservation:"
+
+func reservationKey(unit string) string { return reservationPrefix + unit }
 
 func (s *Scheduler) headWaits(qs *queueState, key, reason string, res *Result) {
 	us, ok := s.units[key]
@@ -319,8 +330,14 @@ func (s *Scheduler) headWaits(qs *queueState, key, reason string, res *Result) {
 	}
 }
 
-func (s *Scheduler) admit(qs *queueState, key string, now time.Time, res *Result) {
+// admit charges a waiting unit and records its admission. The charge comes
+// first: if the engine refuses it, nothing has changed and the error (a
+// bug, wrapping ErrBookkeeping) is returned.
+func (s *Scheduler) admit(qs *queueState, key string, now time.Time, res *Result) error {
 	us := s.units[key]
+	if err := s.engine.Admit(quota.Charge{Key: key, Quota: qs.quota, Request: us.req, Priority: us.u.Priority, AdmitTime: now}); err != nil {
+		return bookkeeping(err)
+	}
 	s.endPreemption(us)
 	qs.q.Take(key)
 	us.inQueue = false
@@ -328,13 +345,21 @@ func (s *Scheduler) admit(qs *queueState, key string, now time.Time, res *Result
 	us.u.AdmitTime = now
 	us.reason, us.reported, us.quotaWait = "", "", false
 	delete(s.nominated, key)
-	_ = s.engine.Admit(quota.Charge{Key: key, Quota: qs.quota, Request: us.req, Priority: us.u.Priority, AdmitTime: now})
 	qs.admitted++
 	if !us.u.Running {
 		qs.notRunning[key] = struct{}{}
 	}
 	res.Admissions = append(res.Admissions, Admission{Unit: key, Queue: qs.spec.Name, Quota: qs.quota})
 	s.wakeReclaimWaiters(qs.quota)
+	return nil
+}
+
+// admitRefused: the engine would not charge a unit being admitted. The unit
+// keeps its place and waits, saying why, and the error goes to the
+// controller. The queue is tried again at its next event.
+func (s *Scheduler) admitRefused(qs *queueState, key string, err error, res *Result) {
+	res.Errors = append(res.Errors, UnitError{Unit: key, Queue: qs.spec.Name, Err: err})
+	s.headWaits(qs, key, "not admitted: "+err.Error(), res)
 }
 
 // admitNominated admits preemptors whose victims have all left, if they fit.
@@ -358,8 +383,11 @@ func (s *Scheduler) admitNominated(now time.Time, res *Result) {
 		s.unreserve(us)
 		var err error
 		s.free, s.binding, err = s.engine.Headroom(qs.quota, s.free, s.binding)
-		if err == nil && quota.Fits(us.req, s.free) {
-			s.admit(qs, key, now, res)
+		if err != nil || !quota.Fits(us.req, s.free) {
+			continue
+		}
+		if err := s.admit(qs, key, now, res); err != nil {
+			s.admitRefused(qs, key, err, res)
 		}
 	}
 }

@@ -20,6 +20,9 @@
 //
 // Admission reserves quota at once (Engine.Admit), before the controller
 // writes anything; if the write fails the controller calls ForgetAdmission.
+// The engine refusing a charge the scheduler's records say is valid is a
+// bug, never swallowed: UpsertUnit returns it, or Result.Errors reports it,
+// wrapped in ErrBookkeeping.
 // A preemption does not free quota: victims keep holding it until the
 // controller reports them gone (UpsertUnit with Admitted false, or
 // DeleteUnit), and only then is their preemptor admitted, ahead of everyone

@@ -220,6 +220,9 @@ func (sm *sim) cycle() scheduler.Result {
 	}
 	res := sm.s.Cycle(st.T0.Add(sm.now))
 	sm.results = append(sm.results, res)
+	for _, e := range res.Errors {
+		sm.failures = append(sm.failures, fmt.Sprintf("%s in %s: %v", e.Unit, e.Queue, e.Err))
+	}
 	admitted := map[string]bool{}
 	for _, a := range res.Admissions {
 		u := sm.units[a.Unit]

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -13,8 +14,19 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/quota"
 )
 
-// ErrInvalidUnit is returned for a unit without a key or a queue.
-var ErrInvalidUnit = errors.New("invalid unit")
+var (
+	// ErrInvalidUnit is returned for a unit without a key or a queue, or
+	// with a key the scheduler keeps for itself (see reservationKey).
+	ErrInvalidUnit = errors.New("invalid unit")
+	// ErrBookkeeping wraps an error of the quota engine met where the
+	// scheduler's own records say it cannot happen (see Scheduler): a bug,
+	// never a user's mistake, for the controller to log.
+	ErrBookkeeping = errors.New("quota bookkeeping failed (a koord-queue bug)")
+)
+
+// bookkeeping wraps an error of the quota engine as ErrBookkeeping; both
+// stay visible to errors.Is.
+func bookkeeping(err error) error { return fmt.Errorf("%w: %w", ErrBookkeeping, err) }
 
 type unitState struct {
 	u        Unit
@@ -61,6 +73,14 @@ type queueState struct {
 }
 
 // Scheduler is the decision core. Create it with New.
+//
+// The engine holds a charge under a unit's key exactly while the unit is
+// admitted, and under reservationKey(key) exactly while it is reserved;
+// UpsertUnit refuses keys that could be taken for a reservation. So the
+// engine's Charge, Admit and Resize cannot fail on the scheduler's behalf
+// unless that bookkeeping is broken (or the engine was charged directly
+// through Quotas). If one does, it is not ignored: it is wrapped in
+// ErrBookkeeping and returned by UpsertUnit or reported in Result.Errors.
 type Scheduler struct {
 	engine *quota.Engine
 	queues map[string]*queueState
@@ -92,6 +112,8 @@ type Scheduler struct {
 
 	free    quota.Vector
 	binding []string
+	// errs are bookkeeping errors met outside a cycle, for the next Result.
+	errs []UnitError
 }
 
 // New returns a Scheduler with an empty quota tree.
@@ -119,7 +141,8 @@ func New() *Scheduler {
 func (s *Scheduler) SetReclaimProtection(d time.Duration) { s.reclaimProtect = d }
 
 // Quotas is the quota engine, for queries (Runtime, Used, Errors, Explain).
-// Change quotas only through the Scheduler, so affected queues are woken.
+// Change quotas only through the Scheduler, so affected queues are woken,
+// and never charge or release through it: the scheduler owns every charge.
 func (s *Scheduler) Quotas() *quota.Engine { return s.engine }
 
 // UpsertQuota adds or changes an ElasticQuota.
@@ -214,14 +237,28 @@ func (s *Scheduler) DeleteQueue(name string) {
 
 // UpsertUnit adds or updates a unit. Admitted false on a unit that held
 // quota releases it: the unit finished its eviction and waits again.
+//
+// An error refuses the unit: it is not in the scheduler afterwards (a unit
+// already here leaves, giving back what it held), and the error says why,
+// in words for its status. ErrInvalidUnit and quota.ErrRequestTooLarge are
+// the unit's own doing; ErrBookkeeping is a bug, to log as well.
 func (s *Scheduler) UpsertUnit(u Unit) error {
+	if err := s.upsertUnit(u); err != nil {
+		s.DeleteUnit(u.Key)
+		return err
+	}
+	return nil
+}
+
+func (s *Scheduler) upsertUnit(u Unit) error {
 	if u.Key == "" || u.Queue == "" {
 		return fmt.Errorf("unit %q in queue %q: %w", u.Key, u.Queue, ErrInvalidUnit)
 	}
+	if strings.HasPrefix(u.Key, reservationPrefix) {
+		return fmt.Errorf("unit %q: keys starting with %q are the scheduler's own: %w", u.Key, reservationPrefix, ErrInvalidUnit)
+	}
 	if err := quota.CheckRequest(u.Request); err != nil {
-		// Never counted, so never charged as whatever it wraps around to;
-		// a unit already here leaves, giving back what it held.
-		s.DeleteUnit(u.Key)
+		// Never counted, so never charged as whatever it wraps around to.
 		return err // it becomes the unit's own message: no need to name it
 	}
 	u.Request = u.Request.DeepCopy()
@@ -243,7 +280,7 @@ func (s *Scheduler) UpsertUnit(u Unit) error {
 		us.u, us.req = u, req
 		s.enqueue(us)
 	case us.admitted:
-		s.updateAdmitted(us, old, u, req)
+		return s.updateAdmitted(us, old, u, req)
 	case u.Admitted:
 		// Admitted elsewhere (for example restored before its queue
 		// existed): count it.
@@ -388,12 +425,24 @@ func (s *Scheduler) IsAdmitted(key string) bool {
 	return ok && us.admitted
 }
 
+// restoreAdmitted counts a unit that holds quota already (admitted before a
+// restart, or while it was not here). us is known, neither admitted nor
+// waiting. It is charged first, so a refused charge changes nothing.
 func (s *Scheduler) restoreAdmitted(us *unitState) error {
-	us.admitted = true
-	us.quota = us.u.Queue
 	qs := s.queues[us.u.Queue]
+	quotaName := us.u.Queue
 	if qs != nil {
-		us.quota = qs.quota
+		quotaName = qs.quota
+	}
+	if us.u.AdmitTime.IsZero() {
+		us.u.AdmitTime = us.u.EnqueueTime
+	}
+	if err := s.engine.Charge(quota.Charge{Key: us.u.Key, Quota: quotaName, Request: us.req,
+		Priority: us.u.Priority, AdmitTime: us.u.AdmitTime}); err != nil {
+		return bookkeeping(err)
+	}
+	us.admitted, us.quota = true, quotaName
+	if qs != nil {
 		qs.admitted++
 		if !us.u.Running {
 			qs.notRunning[us.u.Key] = struct{}{}
@@ -401,16 +450,11 @@ func (s *Scheduler) restoreAdmitted(us *unitState) error {
 	} else {
 		s.adoptLater(us)
 	}
-	at := us.u.AdmitTime
-	if at.IsZero() {
-		at = us.u.EnqueueTime
-	}
-	us.u.AdmitTime = at
 	s.wakeReclaimWaiters(us.quota)
-	return s.engine.Charge(quota.Charge{Key: us.u.Key, Quota: us.quota, Request: us.req, Priority: us.u.Priority, AdmitTime: at})
+	return nil
 }
 
-func (s *Scheduler) updateAdmitted(us *unitState, old, u Unit, req quota.Vector) {
+func (s *Scheduler) updateAdmitted(us *unitState, old, u Unit, req quota.Vector) error {
 	u.AdmitTime = old.AdmitTime
 	// An admitted unit stays in the queue that admitted it until it leaves,
 	// whatever its labels say meanwhile (spec.queue pins it the same way):
@@ -422,9 +466,10 @@ func (s *Scheduler) updateAdmitted(us *unitState, old, u Unit, req quota.Vector)
 	}
 	if !equalVec(us.req, req) {
 		// The job was resized while admitted: count what it holds now.
-		s.engine.Release(u.Key)
+		if err := s.engine.Resize(u.Key, req); err != nil {
+			return bookkeeping(err) // admitted, yet the engine held nothing for it
+		}
 		us.req = req
-		_ = s.engine.Charge(quota.Charge{Key: u.Key, Quota: us.quota, Request: req, Priority: u.Priority, AdmitTime: u.AdmitTime})
 		s.released(us.quota)
 	}
 	if qs := s.queues[old.Queue]; qs != nil && old.Running != u.Running {
@@ -437,6 +482,7 @@ func (s *Scheduler) updateAdmitted(us *unitState, old, u Unit, req quota.Vector)
 			qs.notRunning[u.Key] = struct{}{}
 		}
 	}
+	return nil
 }
 
 // release gives back an admitted unit's quota and does the bookkeeping of
@@ -470,19 +516,21 @@ func (s *Scheduler) release(us *unitState) {
 // growReservation adds what a departed victim held to its preemptor's
 // reservation (up to the preemptor's request), so other queues cannot take
 // it while the preemptor's other victims are still leaving.
+//
+// p is reserved, so the engine holds its reservation. If it does not, that
+// is reported with the next Result (the caller, a victim leaving, has no
+// error to return) and p holds none from then on.
 func (s *Scheduler) growReservation(p *unitState, freed quota.Vector) {
 	key := reservationKey(p.u.Key)
-	c, ok := s.engine.Charged(key)
-	if !ok {
-		return
-	}
+	c, _ := s.engine.Charged(key) // held, or Resize says it is not
 	hold := make(quota.Vector, len(p.req))
 	for i, r := range p.req {
 		hold[i] = min(r, at(c.Request, i)+at(freed, i))
 	}
-	s.engine.Release(key)
-	c.Request = hold
-	_ = s.engine.Charge(c)
+	if err := s.engine.Resize(key, hold); err != nil {
+		p.reserved = false
+		s.errs = append(s.errs, UnitError{Unit: p.u.Key, Queue: p.u.Queue, Err: bookkeeping(err)})
+	}
 }
 
 func at(v quota.Vector, i int) int64 {

@@ -24,6 +24,7 @@ type outcome struct {
 	Admitted  []string
 	Preempted []string          // "preemptor <- victim, victim"
 	Waits     map[string]string // unit -> reason, as reported this cycle
+	Errors    []string          // "unit in queue: error"; none expected outside fault injection
 }
 
 func summarise(r scheduler.Result) outcome {
@@ -39,6 +40,9 @@ func summarise(r scheduler.Result) outcome {
 			o.Waits = map[string]string{}
 		}
 		o.Waits[w.Unit] = w.Reason
+	}
+	for _, e := range r.Errors {
+		o.Errors = append(o.Errors, e.Unit+" in "+e.Queue+": "+e.Err.Error())
 	}
 	return o
 }

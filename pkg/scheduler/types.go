@@ -62,6 +62,20 @@ type Result struct {
 	// More is true when events during this cycle left work for another
 	// cycle (for example a quota owed capacity that was just borrowed).
 	More bool
+	// Errors: the quota engine refused a charge that the scheduler's own
+	// records say is valid, in this cycle or in a call since the last one
+	// that could not return it (DeleteUnit, ForgetAdmission, a victim
+	// leaving). Each wraps ErrBookkeeping: a bug, never a user's mistake,
+	// for the controller to log. A unit whose admission was refused is not
+	// in Admissions: it keeps its place and waits, and WaitReason says why.
+	Errors []UnitError
+}
+
+// UnitError is a quota engine failure met on a unit's behalf.
+type UnitError struct {
+	Unit  string
+	Queue string
+	Err   error
 }
 
 // Admission admits Unit from Queue, charged to Quota.

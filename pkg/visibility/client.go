@@ -10,7 +10,7 @@ import (
 	"strconv"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
-	"github.com/koord-queue/koord-queue/pkg/admission"
+	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 )
 
 // Client reads the visibility API, for tools and tests.
@@ -49,7 +49,7 @@ func (c *Client) Get(ctx context.Context, path string, into any) error {
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		var e Error
+		var e api.Error
 		_ = json.Unmarshal(body, &e)
 		return &StatusError{Code: resp.StatusCode, Message: e.Error}
 	}
@@ -60,13 +60,13 @@ func (c *Client) Get(ctx context.Context, path string, into any) error {
 }
 
 // Queues is GET /api/queues.
-func (c *Client) Queues(ctx context.Context) ([]admission.QueueView, error) {
-	var out []admission.QueueView
+func (c *Client) Queues(ctx context.Context) ([]api.QueueView, error) {
+	var out []api.QueueView
 	return out, c.Get(ctx, "/api/queues", &out)
 }
 
 // QueueUnits is GET /api/queues/{queue}/queueunits; zero values leave a parameter out.
-func (c *Client) QueueUnits(ctx context.Context, queue string, phase schedulingv1alpha1.QueueUnitPhase, offset, limit int) (QueueUnitList, error) {
+func (c *Client) QueueUnits(ctx context.Context, queue string, phase schedulingv1alpha1.QueueUnitPhase, offset, limit int) (api.QueueUnitList, error) {
 	q := url.Values{}
 	if phase != "" {
 		q.Set("phase", string(phase))
@@ -81,18 +81,18 @@ func (c *Client) QueueUnits(ctx context.Context, queue string, phase schedulingv
 	if len(q) > 0 {
 		path += "?" + q.Encode()
 	}
-	var out QueueUnitList
+	var out api.QueueUnitList
 	return out, c.Get(ctx, path, &out)
 }
 
 // QueueUnit is GET /api/queueunits/{namespace}/{name}.
-func (c *Client) QueueUnit(ctx context.Context, namespace, name string) (admission.UnitView, error) {
-	var out admission.UnitView
+func (c *Client) QueueUnit(ctx context.Context, namespace, name string) (api.UnitView, error) {
+	var out api.UnitView
 	return out, c.Get(ctx, "/api/queueunits/"+url.PathEscape(namespace)+"/"+url.PathEscape(name), &out)
 }
 
 // Quotas is GET /api/elasticquotas.
-func (c *Client) Quotas(ctx context.Context) ([]admission.QuotaView, error) {
-	var out []admission.QuotaView
+func (c *Client) Quotas(ctx context.Context) ([]api.QuotaView, error) {
+	var out []api.QuotaView
 	return out, c.Get(ctx, "/api/elasticquotas", &out)
 }

@@ -19,7 +19,7 @@ import (
 	"strconv"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
-	"github.com/koord-queue/koord-queue/pkg/admission"
+	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 )
 
 const (
@@ -31,32 +31,16 @@ const (
 
 // Source is what the API reads; *admission.Cache implements it.
 type Source interface {
-	Queues() []admission.QueueView
-	Queue(name string) (admission.QueueView, bool)
-	QueueUnits(queue string, phase schedulingv1alpha1.QueueUnitPhase, offset, limit int) ([]admission.UnitView, int)
-	QueueUnit(namespace, name string) (admission.UnitView, bool)
-	Quotas() []admission.QuotaView
-	RecentAdmissions() []admission.AdmissionRecord
+	Queues() []api.QueueView
+	Queue(name string) (api.QueueView, bool)
+	QueueUnits(queue string, phase schedulingv1alpha1.QueueUnitPhase, offset, limit int) ([]api.UnitView, int)
+	QueueUnit(namespace, name string) (api.UnitView, bool)
+	Quotas() []api.QuotaView
+	RecentAdmissions() []api.AdmissionRecord
 }
 
 //go:embed dashboard/index.html
 var dashboard []byte
-
-var _ Source = (*admission.Cache)(nil)
-
-// QueueUnitList is a page of a queue's units.
-type QueueUnitList struct {
-	Queue  string               `json:"queue"`
-	Total  int                  `json:"total"`
-	Offset int                  `json:"offset"`
-	Limit  int                  `json:"limit"`
-	Items  []admission.UnitView `json:"items"`
-}
-
-// Error is the body of every 4xx answer.
-type Error struct {
-	Error string `json:"error"`
-}
 
 // NewHandler returns the API's routes on a new mux.
 func NewHandler(src Source) *http.ServeMux {
@@ -95,7 +79,7 @@ func NewHandler(src Source) *http.ServeMux {
 			return
 		}
 		items, total := src.QueueUnits(name, phase, offset, limit)
-		writeJSON(w, http.StatusOK, QueueUnitList{Queue: name, Total: total, Offset: offset, Limit: limit, Items: items})
+		writeJSON(w, http.StatusOK, api.QueueUnitList{Queue: name, Total: total, Offset: offset, Limit: limit, Items: items})
 	})
 	mux.HandleFunc("GET /api/queueunits/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) {
 		u, ok := src.QueueUnit(r.PathValue("namespace"), r.PathValue("name"))
@@ -149,5 +133,5 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 }
 
 func writeError(w http.ResponseWriter, status int, format string, args ...any) {
-	writeJSON(w, status, Error{Error: fmt.Sprintf(format, args...)})
+	writeJSON(w, status, api.Error{Error: fmt.Sprintf(format, args...)})
 }

@@ -139,9 +139,7 @@ func (c *Cluster) Stop(keepLogs bool) {
 
 func (c *Cluster) stopProcesses() {
 	for _, p := range slices.Backward(c.procs) {
-		if !p.Exited() {
-			p.Stop(10 * time.Second)
-		}
+		p.Stop(10 * time.Second)
 	}
 	c.procs = nil
 }
@@ -151,19 +149,15 @@ func (c *Cluster) start(name string, args ...string) error {
 	if err != nil {
 		return err
 	}
-	p, err := startProcess(name, c.logDir, bin, args...)
-	if err != nil {
-		return err
-	}
-	c.procs = append(c.procs, p)
-	return nil
+	_, err = c.StartProcess(name, bin, args...)
+	return err
 }
 
 // StartProcess runs another binary against the cluster (koord-queue, say),
 // logging beside the cluster's own processes; Stop stops it first. Its name
 // must be unique among the cluster's processes (it names the log file).
 func (c *Cluster) StartProcess(name, binary string, args ...string) (*Process, error) {
-	p, err := startProcess(name, c.logDir, binary, args...)
+	p, err := RunProcess(filepath.Join(c.logDir, name+".log"), binary, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -174,7 +168,7 @@ func (c *Cluster) StartProcess(name, binary string, args ...string) (*Process, e
 // checkRunning fails fast when a process has died instead of waiting for a timeout.
 func (c *Cluster) checkRunning() error {
 	for _, p := range c.procs {
-		if err := p.running(); err != nil {
+		if err := p.Err(); err != nil {
 			return err
 		}
 	}
@@ -252,46 +246,39 @@ func (c *Cluster) startEtcdAndAPIServer(ctx context.Context) error {
 }
 
 func (c *Cluster) startControllerManager(ctx context.Context) error {
-	port, err := freePort()
-	if err != nil {
-		return err
-	}
-	if err := c.start("kube-controller-manager",
-		"--kubeconfig="+c.Kubeconfig,
-		"--authentication-kubeconfig="+c.Kubeconfig,
-		"--authorization-kubeconfig="+c.Kubeconfig,
-		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(port),
-		"--leader-elect=false",
+	return c.startSecureComponent(ctx, "kube-controller-manager",
 		"--service-account-private-key-file="+c.pki.SAKey,
 		"--root-ca-file="+c.pki.CACert,
 		"--use-service-account-credentials=false",
 		"--controllers=*,-nodeipam,-cloud-node-lifecycle,-service-lb-controller,-route",
 		"--concurrent-job-syncs=10",
-		"--v=1",
-	); err != nil {
-		return err
-	}
-	return c.waitForHealthz(ctx, "kube-controller-manager", port)
+	)
 }
 
 func (c *Cluster) startScheduler(ctx context.Context) error {
-	port, err := freePort()
+	return c.startSecureComponent(ctx, "kube-scheduler")
+}
+
+// startSecureComponent starts kube-controller-manager or kube-scheduler with
+// the flags both take and args, serving on a free loopback port, and waits
+// for its /healthz.
+func (c *Cluster) startSecureComponent(ctx context.Context, name string, args ...string) error {
+	ports, err := FreePorts(1)
 	if err != nil {
 		return err
 	}
-	if err := c.start("kube-scheduler",
-		"--kubeconfig="+c.Kubeconfig,
-		"--authentication-kubeconfig="+c.Kubeconfig,
-		"--authorization-kubeconfig="+c.Kubeconfig,
+	if err := c.start(name, append([]string{
+		"--kubeconfig=" + c.Kubeconfig,
+		"--authentication-kubeconfig=" + c.Kubeconfig,
+		"--authorization-kubeconfig=" + c.Kubeconfig,
 		"--bind-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(port),
+		"--secure-port=" + strconv.Itoa(ports[0]),
 		"--leader-elect=false",
 		"--v=1",
-	); err != nil {
+	}, args...)...); err != nil {
 		return err
 	}
-	return c.waitForHealthz(ctx, "kube-scheduler", port)
+	return c.waitForHealthz(ctx, name, ports[0])
 }
 
 func (c *Cluster) startKwok(context.Context) error {
@@ -299,10 +286,11 @@ func (c *Cluster) startKwok(context.Context) error {
 	if err := os.WriteFile(stages, stagesWithPodRunTime(c.opts.PodRunTime), 0o644); err != nil {
 		return fmt.Errorf("writing kwok stages: %w", err)
 	}
-	port, err := freePort()
+	ports, err := FreePorts(1)
 	if err != nil {
 		return err
 	}
+	port := ports[0]
 	return c.start("kwok",
 		"--kubeconfig="+c.Kubeconfig,
 		"--config="+stages,
@@ -417,6 +405,8 @@ func (c *Cluster) waitForHealthz(ctx context.Context, name string, port int) err
 		return nil
 	})
 }
+
+var errNotReady = errors.New("not ready")
 
 // waitFor polls check until it succeeds, a process dies, or ctx ends; the
 // error names what was awaited and the last reason it was not there yet.

@@ -1,30 +1,30 @@
 package cluster
 
 import (
-	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
 
 // Process is one binary started in its own process group, so that stopping
-// it also stops anything it started. Its output goes to a log file that
-// outlives the process, for failed tests to show.
+// it also stops anything it started, and killed with its parent even when
+// the parent dies without cleaning up. Its output goes to a log file that
+// outlives it, for a failed test to show. The cluster runs its components
+// with it; the e2e tests and the performance harness run koord-queue with it.
 type Process struct {
-	name    string
-	cmd     *exec.Cmd
-	logPath string
-	exited  chan struct{}
-	err     error
+	cmd    *exec.Cmd
+	exited chan struct{}
+	err    error
 }
 
-func startProcess(name, logDir, binary string, args ...string) (*Process, error) {
-	logPath := filepath.Join(logDir, name+".log")
+// RunProcess starts binary with args, its output appended to logPath. The
+// log file's name, without ".log", names the process in errors.
+func RunProcess(logPath, binary string, args ...string) (*Process, error) {
+	name := strings.TrimSuffix(filepath.Base(logPath), ".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("opening log of %s: %w", name, err)
@@ -39,89 +39,68 @@ func startProcess(name, logDir, binary string, args ...string) (*Process, error)
 		logFile.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &Process{name: name, cmd: cmd, logPath: logPath, exited: make(chan struct{})}
+	p := &Process{cmd: cmd, exited: make(chan struct{})}
 	go func() {
-		p.err = cmd.Wait()
+		err := cmd.Wait()
 		logFile.Close()
+		p.err = fmt.Errorf("%s exited (%v; log in %s)", name, err, logPath)
 		close(p.exited)
 	}()
 	return p, nil
 }
 
-// running reports an error if the process has already exited.
-func (p *Process) running() error {
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.exited }
+
+// Err is nil while the process runs; once it has exited, it says which
+// process, how it ended and where its log is.
+func (p *Process) Err() error {
 	select {
 	case <-p.exited:
-		return fmt.Errorf("%s exited (%v); see %s", p.name, p.err, p.logPath)
+		return p.err
 	default:
 		return nil
 	}
 }
 
-// Stop sends SIGTERM to the process group, then SIGKILL after the grace period.
+// Pid is the process's id, for reading /proc while it runs.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
+// State is the exited process's state (its CPU time and rusage); nil while
+// it runs.
+func (p *Process) State() *os.ProcessState {
+	select {
+	case <-p.exited:
+		return p.cmd.ProcessState
+	default:
+		return nil
+	}
+}
+
+// Stop sends SIGTERM to the process group, then SIGKILL after the grace
+// period, and returns when the process has exited. It does nothing to a
+// process that has already exited.
 func (p *Process) Stop(grace time.Duration) {
-	pgid := -p.cmd.Process.Pid
-	_ = syscall.Kill(pgid, syscall.SIGTERM)
+	if p.Err() != nil {
+		return
+	}
+	p.signal(syscall.SIGTERM)
 	select {
 	case <-p.exited:
 	case <-time.After(grace):
-		_ = syscall.Kill(pgid, syscall.SIGKILL)
-		<-p.exited
+		p.Kill()
 	}
 }
 
-// freePort asks the kernel for an unused loopback port.
-func freePort() (int, error) {
-	ports, err := FreePorts(1)
-	if err != nil {
-		return 0, err
-	}
-	return ports[0], nil
-}
-
-// FreePorts asks the kernel for n unused loopback ports, holding every
-// listener until all are chosen so no port is handed out twice.
-func FreePorts(n int) ([]int, error) {
-	var listeners []net.Listener
-	defer func() {
-		for _, l := range listeners {
-			l.Close()
-		}
-	}()
-	ports := make([]int, 0, n)
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, fmt.Errorf("finding a free port: %w", err)
-		}
-		listeners = append(listeners, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	return ports, nil
-}
-
-// Loopback is 127.0.0.1:port.
-func Loopback(port int) string {
-	return net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
-}
-
-// Kill stops the process at once, as a crash would.
+// Kill stops the process group at once (SIGKILL), as a crash would, and
+// returns when the process has exited.
 func (p *Process) Kill() {
-	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+	if p.Err() != nil {
+		return
+	}
+	p.signal(syscall.SIGKILL)
 	<-p.exited
 }
 
-// Exited reports whether the process has ended.
-func (p *Process) Exited() bool {
-	select {
-	case <-p.exited:
-		return true
-	default:
-		return false
-	}
-}
-
-// LogPath is the file the process writes to.
-func (p *Process) LogPath() string { return p.logPath }
-
-var errNotReady = errors.New("not ready")
+// signal signals the process group, whose id is the process's.
+func (p *Process) signal(sig syscall.Signal) { _ = syscall.Kill(-p.Pid(), sig) }

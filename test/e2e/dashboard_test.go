@@ -34,8 +34,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	ctx := context.Background()
 	ns := "dashboard"
 	create(t, namespaceObj(ns))
-	create(t, wrappers.ElasticQuota(ns, "dash-team").Min(corev1.ResourceCPU, "2").Max(corev1.ResourceCPU, "4").Obj())
-	create(t, wrappers.QueueUnit(ns, "dash-running").Quota("dash-team").Priority(5).Request(corev1.ResourceCPU, "3").Obj())
+	create(t, wrappers.MakeElasticQuota("dash-team", ns).Min(corev1.ResourceCPU, "2").Max(corev1.ResourceCPU, "4").Obj())
+	create(t, wrappers.MakeQueueUnit("dash-running", ns).Quota("dash-team").Priority(5).Request(corev1.ResourceCPU, "3").Obj())
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) error {
 		u, err := unitView(ctx, ns, "dash-running")
 		if err != nil {
@@ -46,8 +46,8 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 		return nil
 	})
-	create(t, wrappers.QueueUnit(ns, "dash-first").Quota("dash-team").Priority(5).Request(corev1.ResourceCPU, "2").Obj())
-	create(t, wrappers.QueueUnit(ns, "dash-second").Quota("dash-team").Priority(1).Request(corev1.ResourceCPU, "2").Obj())
+	create(t, wrappers.MakeQueueUnit("dash-first", ns).Quota("dash-team").Priority(5).Request(corev1.ResourceCPU, "2").Obj())
+	create(t, wrappers.MakeQueueUnit("dash-second", ns).Quota("dash-team").Priority(1).Request(corev1.ResourceCPU, "2").Obj())
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) error {
 		u, err := unitView(ctx, ns, "dash-first")
 		if err != nil {

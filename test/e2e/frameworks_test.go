@@ -61,7 +61,7 @@ func waitReleased(t *testing.T, integ framework.Integration, namespace, name str
 func TestFrameworksAreQueuedAndReleased(t *testing.T) {
 	ns := "frameworks"
 	create(t, namespaceObj(ns))
-	create(t, wrappers.ElasticQuota(ns, "frameworks-team").Max(corev1.ResourceCPU, "100").Max(corev1.ResourceMemory, "400Gi").Obj())
+	create(t, wrappers.MakeElasticQuota("frameworks-team", ns).Max(corev1.ResourceCPU, "100").Max(corev1.ResourceMemory, "400Gi").Obj())
 	cases := map[string]client.Object{
 		"tfjob": extensionstest.MakeTFJob("tf", ns).Quota("frameworks-team").Suspend(true).
 			Replica(kftraining.TFJobReplicaTypePS, 1, "cpu", "1").Replica(kftraining.TFJobReplicaTypeWorker, 2, "cpu", "2").Obj(),
@@ -86,7 +86,7 @@ func TestFrameworksAreQueuedAndReleased(t *testing.T) {
 // TestSeedArgoWorkflow applies seed 004's Argo Workflow unchanged. It names
 // no quota, so it goes to koordinator-default-quota, Koordinator's fallback.
 func TestSeedArgoWorkflow(t *testing.T) {
-	create(t, wrappers.ElasticQuota(metav1.NamespaceDefault, elasticquotav1alpha1.DefaultQuotaName).Max(corev1.ResourceCPU, "10").Max(corev1.ResourceMemory, "20Gi").Obj())
+	create(t, wrappers.MakeElasticQuota(elasticquotav1alpha1.DefaultQuotaName, metav1.NamespaceDefault).Max(corev1.ResourceCPU, "10").Max(corev1.ResourceMemory, "20Gi").Obj())
 	objs, err := seeds.Objects("004-argo-workflow.yaml")
 	if err != nil {
 		t.Fatal(err)

@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/koord-queue/koord-queue/pkg/admission"
 	"github.com/koord-queue/koord-queue/pkg/visibility"
+	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 )
 
 func create(t *testing.T, objs ...client.Object) {
@@ -28,7 +28,7 @@ func namespaceObj(name string) *corev1.Namespace {
 }
 
 // unitView asks koord-queue's visibility API where a unit is and why.
-func unitView(ctx context.Context, ns, name string) (admission.UnitView, error) {
+func unitView(ctx context.Context, ns, name string) (api.UnitView, error) {
 	return (&visibility.Client{BaseURL: visibilityURL}).QueueUnit(ctx, ns, name)
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -9,11 +10,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/utils/ptr"
 
 	"github.com/koord-queue/koord-queue/test/cluster"
+	"github.com/koord-queue/koord-queue/test/testenv"
 )
 
 // TestJobRunsOnFakeNodes shows the local cluster is real: a Job creates
@@ -46,10 +47,10 @@ func TestJobRunsOnFakeNodes(t *testing.T) {
 	start := time.Now()
 
 	var sawRunning int
-	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) error {
 		pods, err := client.CoreV1().Pods(job.Namespace).List(ctx, metav1.ListOptions{LabelSelector: "job-name=" + job.Name})
 		if err != nil {
-			return false, err
+			return err
 		}
 		running := 0
 		for _, p := range pods.Items {
@@ -63,13 +64,13 @@ func TestJobRunsOnFakeNodes(t *testing.T) {
 		sawRunning = max(sawRunning, running)
 		got, err := client.BatchV1().Jobs(job.Namespace).Get(ctx, job.Name, metav1.GetOptions{})
 		if err != nil {
-			return false, err
+			return err
 		}
-		return got.Status.Succeeded == 2, nil
+		if got.Status.Succeeded != 2 {
+			return fmt.Errorf("waiting for job %s to succeed: %d of 2 pods succeeded, %d running", job.Name, got.Status.Succeeded, running)
+		}
+		return nil
 	})
-	if err != nil {
-		t.Fatalf("waiting for the job to succeed: %v\n%s", err, localCluster.Logs(20))
-	}
 	if sawRunning < 1 {
 		t.Errorf("never saw a pod of the job Running on a node")
 	}

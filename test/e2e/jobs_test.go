@@ -146,7 +146,7 @@ func TestKoordQueueRestartMidRun(t *testing.T) {
 	const jobs = 10
 	ns := "restart"
 	create(t, namespaceObj(ns))
-	create(t, wrappers.ElasticQuota(ns, "restart-team").Max(corev1.ResourceCPU, "3").Obj())
+	create(t, wrappers.MakeElasticQuota("restart-team", ns).Max(corev1.ResourceCPU, "3").Obj())
 	monitor := monitorUsage(ns, "restart-team")
 	var names []string
 	for i := range jobs {

@@ -121,7 +121,7 @@ func TestPreemptionOfRunningJob(t *testing.T) {
 	priorityClasses(t)
 	ns := "preemption"
 	create(t, namespaceObj(ns))
-	create(t, wrappers.ElasticQuota(ns, "preempt-team").Max(corev1.ResourceCPU, "4").
+	create(t, wrappers.MakeElasticQuota("preempt-team", ns).Max(corev1.ResourceCPU, "4").
 		Annotation(schedulingv1alpha1.AnnotationEnableQueueUnitPreemption, "true").
 		Annotation(policy.AnnotationPreemptRunning, "true").Obj())
 	monitor := monitorUsage(ns, "preempt-team")

@@ -9,7 +9,6 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -77,7 +76,7 @@ func TestJobSubmittedRunningIsSuspended(t *testing.T) {
 	t.Parallel()
 	const ns, quota = "running-backstop", "backstop"
 	create(t, namespaceObj(ns))
-	create(t, wrappers.ElasticQuota(ns, quota).Max(corev1.ResourceCPU, "4").Obj())
+	create(t, wrappers.MakeElasticQuota(quota, ns).Max(corev1.ResourceCPU, "4").Obj())
 	monitor := monitorUsage(ns, quota)
 	first := fillQuota(t, ns, quota, 20*time.Second)
 
@@ -129,7 +128,7 @@ func TestWebhookSuspendsJobsAtCreation(t *testing.T) {
 	nsObj := namespaceObj(ns)
 	nsObj.Labels = map[string]string{webhookOnLabel: "on"}
 	create(t, nsObj)
-	create(t, wrappers.ElasticQuota(ns, quota).Max(corev1.ResourceCPU, "4").Obj())
+	create(t, wrappers.MakeElasticQuota(quota, ns).Max(corev1.ResourceCPU, "4").Obj())
 	// The webhook serves once the process is up: wait for a dry run to come
 	// back suspended.
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) error {
@@ -153,21 +152,19 @@ func TestWebhookSuspendsJobsAtCreation(t *testing.T) {
 	}
 	// No pod of it while the first Job runs. The pods are listed before the
 	// first Job is read: a pod seen then existed while that Job ran.
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	err := wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) error {
 		n := livePods(ctx, t, ns, forgot.Name, false)
 		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(first), first); err != nil {
-			return false, err
+			return err
 		}
-		if n > 0 && first.Status.CompletionTime == nil {
-			return false, fmt.Errorf("%d pods of the Job exist while the first Job holds the quota", n)
+		if first.Status.CompletionTime != nil {
+			return nil
 		}
-		return first.Status.CompletionTime != nil, nil
+		if n > 0 {
+			t.Fatalf("%d pods of the Job exist while the first Job holds the quota", n)
+		}
+		return fmt.Errorf("waiting for the first Job %s to complete; no pod of %s meanwhile", first.Name, forgot.Name)
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	jobs := waitJobsComplete(t, 2*time.Minute, ns, forgot.Name)
 	if jobs[forgot.Name].Status.StartTime.Before(first.Status.CompletionTime) {
 		t.Errorf("forgot started at %v, before the first Job completed at %v", jobs[forgot.Name].Status.StartTime, first.Status.CompletionTime)
@@ -180,7 +177,7 @@ func TestWebhookSuspendsJobsAtCreation(t *testing.T) {
 func TestReleasedJobSurvivesRestart(t *testing.T) {
 	const ns, quota = "running-restart", "restart-ext"
 	create(t, namespaceObj(ns))
-	create(t, wrappers.ElasticQuota(ns, quota).Max(corev1.ResourceCPU, "4").Obj())
+	create(t, wrappers.MakeElasticQuota(quota, ns).Max(corev1.ResourceCPU, "4").Obj())
 	first := fillQuota(t, ns, quota, 10*time.Second)
 	var pods corev1.PodList
 	if err := k8sClient.List(context.Background(), &pods, client.InNamespace(ns), client.MatchingLabels{batchv1.JobNameLabel: first.Name}); err != nil {

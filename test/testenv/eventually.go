@@ -13,7 +13,9 @@ const DefaultTimeout = 30 * time.Second
 
 // Eventually polls check until it returns nil, and fails the test with
 // check's last error if that does not happen within timeout. Controllers act
-// asynchronously; this is how a test waits for them without sleeping.
+// asynchronously; this is how a test waits for them without sleeping, and
+// the tests' one way to wait: check's error says what it waits for and what
+// it last saw, for the failure to show.
 func Eventually(t testing.TB, timeout time.Duration, check func(context.Context) error) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)

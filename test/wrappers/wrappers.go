@@ -1,7 +1,10 @@
-// Package wrappers builds API objects for tests fluently, so a test case
-// shows only what matters to it:
+// Package wrappers builds the API objects tests use (QueueUnits,
+// ElasticQuotas, Nodes, pod templates) fluently, so a test case shows only
+// what matters to it. Every builder takes the name first, then the
+// namespace, as Kueue's do and as the job builders of
+// pkg/extensions/extensionstest do:
 //
-//	wrappers.QueueUnit("default", "a").Quota("team-a").Priority(5).Request("cpu", "4").Obj()
+//	wrappers.MakeQueueUnit("a", "default").Quota("team-a").Priority(5).Request("cpu", "4").Obj()
 package wrappers
 
 import (
@@ -12,15 +15,17 @@ import (
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
 )
 
 // QueueUnitWrapper builds a QueueUnit.
 type QueueUnitWrapper struct{ schedulingv1alpha1.QueueUnit }
 
-// QueueUnit starts a unit with no request and no quota.
-func QueueUnit(namespace, name string) *QueueUnitWrapper {
+// MakeQueueUnit starts a unit with no request, no pod sets, no quota and no
+// status.
+func MakeQueueUnit(name, namespace string) *QueueUnitWrapper {
 	return &QueueUnitWrapper{schedulingv1alpha1.QueueUnit{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 	}}
 }
 
@@ -29,12 +34,14 @@ func (w *QueueUnitWrapper) Obj() *schedulingv1alpha1.QueueUnit { return &w.Queue
 
 // Quota labels the unit with its ElasticQuota.
 func (w *QueueUnitWrapper) Quota(name string) *QueueUnitWrapper {
-	w.Labels[elasticquotav1alpha1.LabelQuotaName] = name
-	return w
+	return w.Label(elasticquotav1alpha1.LabelQuotaName, name)
 }
 
 // Label sets a label.
 func (w *QueueUnitWrapper) Label(key, value string) *QueueUnitWrapper {
+	if w.Labels == nil {
+		w.Labels = map[string]string{}
+	}
 	w.Labels[key] = value
 	return w
 }
@@ -55,16 +62,9 @@ func (w *QueueUnitWrapper) Request(name corev1.ResourceName, quantity string) *Q
 	return w
 }
 
-// PodSet adds a pod set of count pods, each requesting cpu.
-func (w *QueueUnitWrapper) PodSet(name string, count int32, cpu string) *QueueUnitWrapper {
-	w.Spec.PodSets = append(w.Spec.PodSets, schedulingv1alpha1.PodSet{
-		Name:  name,
-		Count: count,
-		Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name: "c", Image: "busybox",
-			Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}},
-		}}}},
-	})
+// PodSet adds a pod set of count pods, each requesting name, quantity pairs.
+func (w *QueueUnitWrapper) PodSet(name string, count int32, requests ...string) *QueueUnitWrapper {
+	w.Spec.PodSets = append(w.Spec.PodSets, schedulingv1alpha1.PodSet{Name: name, Count: count, Template: PodTemplate(requests...)})
 	return w
 }
 
@@ -80,15 +80,46 @@ func (w *QueueUnitWrapper) Inactive() *QueueUnitWrapper {
 	return w
 }
 
+// Phase sets status.phase.
+func (w *QueueUnitWrapper) Phase(p schedulingv1alpha1.QueueUnitPhase) *QueueUnitWrapper {
+	w.Status.Phase = p
+	return w
+}
+
+// Admission adds an admission of replicas to a pod set.
+func (w *QueueUnitWrapper) Admission(name string, replicas int64) *QueueUnitWrapper {
+	w.Status.Admissions = append(w.Status.Admissions, schedulingv1alpha1.Admission{Name: name, Replicas: replicas})
+	return w
+}
+
+// Condition adds a condition.
+func (w *QueueUnitWrapper) Condition(typ string, status metav1.ConditionStatus, reason string) *QueueUnitWrapper {
+	w.Status.Conditions = append(w.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason})
+	return w
+}
+
+// PodTemplate is a template of one busybox container, never restarted,
+// requesting name, quantity pairs.
+func PodTemplate(requests ...string) corev1.PodTemplateSpec {
+	c := corev1.Container{Name: "main", Image: "busybox"}
+	if len(requests) > 0 {
+		c.Resources.Requests = qt.Res(requests...)
+	}
+	return corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		RestartPolicy: corev1.RestartPolicyNever,
+		Containers:    []corev1.Container{c},
+	}}
+}
+
 // ElasticQuotaWrapper builds an ElasticQuota.
 type ElasticQuotaWrapper struct {
 	elasticquotav1alpha1.ElasticQuota
 }
 
-// ElasticQuota starts a quota under the root with no min or max.
-func ElasticQuota(namespace, name string) *ElasticQuotaWrapper {
+// MakeElasticQuota starts a quota under the root with no min or max.
+func MakeElasticQuota(name, namespace string) *ElasticQuotaWrapper {
 	return &ElasticQuotaWrapper{elasticquotav1alpha1.ElasticQuota{
-		ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name, Labels: map[string]string{}, Annotations: map[string]string{}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{}, Annotations: map[string]string{}},
 	}}
 }
 

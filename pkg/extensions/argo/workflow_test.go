@@ -11,6 +11,7 @@ import (
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
+	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
 	"github.com/koord-queue/koord-queue/pkg/resources"
 )
 
@@ -29,31 +30,31 @@ func TestWorkflow(t *testing.T) {
 		"a workflow without the template is not the queue's": {
 			wf:            extensionstest.MakeWorkflow("wf", "ns").Suspend(true).MinResources("cpu: 1").Obj(),
 			wantSuspended: true,
-			wantRequest:   extensionstest.Resources("cpu", "1"),
+			wantRequest:   qt.Res("cpu", "1"),
 		},
 		"the seed's workflow: YAML min-resources and spec.suspend": {
 			wf:            extensionstest.MakeWorkflow("wf", "ns").QueueTemplate().Suspend(true).MinResources("cpu: 5\nmemory: 5Gi\n").Obj(),
 			wantManaged:   true,
 			wantSuspended: true,
-			wantRequest:   extensionstest.Resources("cpu", "5", "memory", "5Gi"),
+			wantRequest:   qt.Res("cpu", "5", "memory", "5Gi"),
 		},
 		"JSON min-resources": {
 			wf:          extensionstest.MakeWorkflow("wf", "ns").QueueTemplate().MinResources(`{"cpu": "500m"}`).Obj(),
 			wantManaged: true,
-			wantRequest: extensionstest.Resources("cpu", "500m"),
+			wantRequest: qt.Res("cpu", "500m"),
 		},
 		"waiting at its koord-queue-suspend node": {
 			wf: extensionstest.MakeWorkflow("wf", "ns").QueueTemplate().MinResources("cpu: 1").
 				Node("wf-1", wfv1.NodeTypeSuspend, schedulingv1alpha1.ArgoSuspendTemplate, wfv1.NodeRunning).Obj(),
 			wantManaged:   true,
 			wantSuspended: true,
-			wantRequest:   extensionstest.Resources("cpu", "1"),
+			wantRequest:   qt.Res("cpu", "1"),
 		},
 		"a suspend node of the user's own is not the queue's": {
 			wf: extensionstest.MakeWorkflow("wf", "ns").QueueTemplate().MinResources("cpu: 1").
 				Node("wf-1", wfv1.NodeTypeSuspend, "approve", wfv1.NodeRunning).Obj(),
 			wantManaged: true,
-			wantRequest: extensionstest.Resources("cpu", "1"),
+			wantRequest: qt.Res("cpu", "1"),
 		},
 		"a missing annotation is a warning, and no request": {
 			wf:           extensionstest.MakeWorkflow("wf", "ns").QueueTemplate().Obj(),
@@ -81,19 +82,19 @@ func TestWorkflow(t *testing.T) {
 				Node("b", wfv1.NodeTypePod, "main", wfv1.NodePending).
 				Node("c", wfv1.NodeTypeSteps, "main", wfv1.NodeRunning).Obj(),
 			wantManaged: true,
-			wantRequest: extensionstest.Resources("cpu", "1"),
+			wantRequest: qt.Res("cpu", "1"),
 			wantPods:    framework.PodCount{Running: 1, Pending: 1},
 		},
 		"an Error phase is a failure": {
 			wf:           extensionstest.MakeWorkflow("wf", "ns").QueueTemplate().MinResources("cpu: 1").Phase(wfv1.WorkflowError).Obj(),
 			wantManaged:  true,
-			wantRequest:  extensionstest.Resources("cpu", "1"),
+			wantRequest:  qt.Res("cpu", "1"),
 			wantFinished: true,
 		},
 		"a Succeeded phase": {
 			wf:            extensionstest.MakeWorkflow("wf", "ns").QueueTemplate().MinResources("cpu: 1").Phase(wfv1.WorkflowSucceeded).Obj(),
 			wantManaged:   true,
-			wantRequest:   extensionstest.Resources("cpu", "1"),
+			wantRequest:   qt.Res("cpu", "1"),
 			wantFinished:  true,
 			wantSucceeded: true,
 		},

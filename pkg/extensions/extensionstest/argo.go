@@ -5,6 +5,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // WorkflowWrapper builds an Argo Workflow.
@@ -18,7 +19,7 @@ func MakeWorkflow(name, namespace string) *WorkflowWrapper {
 			Entrypoint: "main",
 			Templates: []wfv1.Template{{
 				Name:      "main",
-				Container: &PodTemplate().Spec.Containers[0],
+				Container: &wrappers.PodTemplate().Spec.Containers[0],
 			}},
 		},
 	}}

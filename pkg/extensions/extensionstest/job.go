@@ -4,6 +4,9 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/utils/ptr"
+
+	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
+	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // JobWrapper builds a batch Job.
@@ -15,7 +18,7 @@ func MakeJob(name, namespace string) *JobWrapper {
 		ObjectMeta: meta(name, namespace),
 		Spec: batchv1.JobSpec{
 			Suspend:  ptr.To(true),
-			Template: PodTemplate(),
+			Template: wrappers.PodTemplate(),
 		},
 	}}
 }
@@ -43,7 +46,7 @@ func (w *JobWrapper) Completions(n int32) *JobWrapper { w.Spec.Completions = ptr
 
 // Request sets the container's requests from name, quantity pairs.
 func (w *JobWrapper) Request(pairs ...string) *JobWrapper {
-	w.Spec.Template.Spec.Containers[0].Resources.Requests = Resources(pairs...)
+	w.Spec.Template.Spec.Containers[0].Resources.Requests = qt.Res(pairs...)
 	return w
 }
 

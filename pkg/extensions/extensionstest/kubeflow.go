@@ -8,6 +8,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // TrainingJobWrapper builds a Kubeflow TFJob, PyTorchJob or MPIJob.
@@ -67,7 +68,7 @@ func (w *TrainingJobWrapper[T]) SuspendAnnotation() *TrainingJobWrapper[T] {
 
 // Replica adds a replica type of n pods requesting name, quantity pairs.
 func (w *TrainingJobWrapper[T]) Replica(rt kftraining.ReplicaType, n int32, requests ...string) *TrainingJobWrapper[T] {
-	(*w.replicas)[rt] = &kftraining.ReplicaSpec{Replicas: ptr.To(n), Template: PodTemplate(requests...)}
+	(*w.replicas)[rt] = &kftraining.ReplicaSpec{Replicas: ptr.To(n), Template: wrappers.PodTemplate(requests...)}
 	return w
 }
 

@@ -5,6 +5,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+
+	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // RayClusterSpecWrapper builds a Ray cluster spec with a head requesting
@@ -15,7 +17,7 @@ type RayClusterSpecWrapper struct{ rayv1.RayClusterSpec }
 // quantity pairs and no worker groups.
 func MakeRayClusterSpec(headRequests ...string) *RayClusterSpecWrapper {
 	return &RayClusterSpecWrapper{rayv1.RayClusterSpec{
-		HeadGroupSpec: rayv1.HeadGroupSpec{Template: PodTemplate(headRequests...)},
+		HeadGroupSpec: rayv1.HeadGroupSpec{Template: wrappers.PodTemplate(headRequests...)},
 	}}
 }
 
@@ -26,7 +28,7 @@ func (w *RayClusterSpecWrapper) WorkerGroup(name string, n int32, requests ...st
 		Replicas:    ptr.To(n),
 		MinReplicas: ptr.To[int32](0),
 		MaxReplicas: ptr.To(n),
-		Template:    PodTemplate(requests...),
+		Template:    wrappers.PodTemplate(requests...),
 	})
 	return w
 }

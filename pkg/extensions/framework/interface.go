@@ -3,6 +3,8 @@ package framework
 import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 )
 
 // GenericJob is one job of one framework, as the reconciler sees it. The
@@ -44,10 +46,7 @@ type PodSet struct {
 }
 
 // PodCount is how many pods of a pod set run and how many wait.
-type PodCount struct {
-	Running int32
-	Pending int32
-}
+type PodCount = queueunit.PodCount
 
 // JobWithPriority is a job whose priority does not come from its pod
 // templates alone, such as a Kubeflow job's scheduling policy. An empty class

@@ -7,11 +7,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
-	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
+	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 func templateWith(labels, nodeSelector map[string]string, tolerations ...corev1.Toleration) corev1.PodTemplateSpec {
-	t := extensionstest.PodTemplate("cpu", "1")
+	t := wrappers.PodTemplate("cpu", "1")
 	t.Labels = labels
 	t.Spec.NodeSelector = nodeSelector
 	t.Spec.Tolerations = tolerations
@@ -65,7 +65,7 @@ func TestRestorePodSets(t *testing.T) {
 	originals := recordOriginals([]PodSet{{Name: "main", Template: &queued}})
 
 	// The originals go through the unit's annotation and back.
-	u := extensionstest.MakeQueueUnit("u", "ns").Obj()
+	u := wrappers.MakeQueueUnit("u", "ns").Obj()
 	if !keepOriginals(u, originals) || keepOriginals(u, originals) {
 		t.Fatalf("keepOriginals should change the unit once")
 	}

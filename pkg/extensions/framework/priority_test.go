@@ -11,7 +11,7 @@ import (
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
+	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // priorityJob declares a priority of its own.
@@ -32,7 +32,7 @@ func TestResolvePriority(t *testing.T) {
 		WithObjects(&schedulingv1.PriorityClass{ObjectMeta: metav1.ObjectMeta{Name: "high"}, Value: 1000}).Build()
 	withTemplate := func(class string, value *int32) *fakeJob {
 		j := newFakeJob("ns", nil)
-		tmpl := extensionstest.PodTemplate()
+		tmpl := wrappers.PodTemplate()
 		tmpl.Spec.PriorityClassName, tmpl.Spec.Priority = class, value
 		j.sets = []PodSet{{Name: "main", Template: &tmpl, Count: 1}}
 		return j

@@ -12,12 +12,14 @@ import (
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
+	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
+	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 func podSets(counts ...int32) []PodSet {
 	var out []PodSet
 	for i, n := range counts {
-		t := extensionstest.PodTemplate("cpu", "1")
+		t := wrappers.PodTemplate("cpu", "1")
 		out = append(out, PodSet{Name: fmt.Sprintf("set-%d", i), Template: &t, Count: n})
 	}
 	return out
@@ -85,8 +87,8 @@ func TestNewQueueUnit(t *testing.T) {
 			Priority:          ptr.To[int32](100),
 			PriorityClassName: "high",
 			PodSets:           sets,
-			Resource:          extensionstest.Resources("cpu", "1500m", "memory", "3Gi"),
-			Request:           extensionstest.Resources("cpu", "1500m", "memory", "3Gi"),
+			Resource:          qt.Res("cpu", "1500m", "memory", "3Gi"),
+			Request:           qt.Res("cpu", "1500m", "memory", "3Gi"),
 		},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -110,20 +112,20 @@ func TestResizeUnit(t *testing.T) {
 		wantRequest corev1.ResourceList
 	}{
 		"a job that did not change leaves its unit alone": {
-			unit: extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2, "cpu", "1").Obj(),
-			sets: extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2, "cpu", "1").Obj().Spec.PodSets,
+			unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2, "cpu", "1").Obj(),
+			sets: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2, "cpu", "1").Obj().Spec.PodSets,
 		},
 		"more pods resize the unit": {
-			unit:        extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2, "cpu", "1").Obj(),
-			sets:        extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 3, "cpu", "1").Obj().Spec.PodSets,
+			unit:        wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2, "cpu", "1").Obj(),
+			sets:        wrappers.MakeQueueUnit("u", "ns").PodSet("main", 3, "cpu", "1").Obj().Spec.PodSets,
 			wantChanged: true,
-			wantRequest: extensionstest.Resources("cpu", "3"),
+			wantRequest: qt.Res("cpu", "3"),
 		},
 		"a bigger request resizes the unit": {
-			unit:        extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2, "cpu", "1").Obj(),
-			sets:        extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2, "cpu", "2").Obj().Spec.PodSets,
+			unit:        wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2, "cpu", "1").Obj(),
+			sets:        wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2, "cpu", "2").Obj().Spec.PodSets,
 			wantChanged: true,
-			wantRequest: extensionstest.Resources("cpu", "4"),
+			wantRequest: qt.Res("cpu", "4"),
 		},
 	}
 	for name, tc := range cases {
@@ -141,12 +143,12 @@ func TestResizeUnit(t *testing.T) {
 	}
 
 	t.Run("a fixed job lifts the hold", func(t *testing.T) {
-		u := extensionstest.MakeQueueUnit("u", "ns").Obj()
+		u := wrappers.MakeQueueUnit("u", "ns").Obj()
 		holdInvalid(u, "bad annotation")
 		if !isHeldInvalid(u) || u.IsActive() {
 			t.Fatalf("holdInvalid left the unit active or unmarked: %+v", u)
 		}
-		if !resizeUnit(u, extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 1, "cpu", "1").Obj().Spec.PodSets) {
+		if !resizeUnit(u, wrappers.MakeQueueUnit("u", "ns").PodSet("main", 1, "cpu", "1").Obj().Spec.PodSets) {
 			t.Fatal("resizeUnit changed nothing")
 		}
 		if isHeldInvalid(u) || !u.IsActive() {
@@ -156,16 +158,16 @@ func TestResizeUnit(t *testing.T) {
 }
 
 func TestGrew(t *testing.T) {
-	unit := extensionstest.MakeQueueUnit("u", "ns").PodSet("head", 1).PodSet("workers", 4).Obj().Spec.PodSets
+	unit := wrappers.MakeQueueUnit("u", "ns").PodSet("head", 1).PodSet("workers", 4).Obj().Spec.PodSets
 	cases := map[string]struct {
 		job  []schedulingv1alpha1.PodSet
 		want bool
 	}{
 		"the same":        {job: unit},
-		"fewer pods":      {job: extensionstest.MakeQueueUnit("u", "ns").PodSet("head", 1).PodSet("workers", 2).Obj().Spec.PodSets},
-		"more pods":       {job: extensionstest.MakeQueueUnit("u", "ns").PodSet("head", 1).PodSet("workers", 5).Obj().Spec.PodSets, want: true},
-		"a new pod set":   {job: extensionstest.MakeQueueUnit("u", "ns").PodSet("head", 1).PodSet("gpu", 1).Obj().Spec.PodSets, want: true},
-		"a pod set fewer": {job: extensionstest.MakeQueueUnit("u", "ns").PodSet("head", 1).Obj().Spec.PodSets},
+		"fewer pods":      {job: wrappers.MakeQueueUnit("u", "ns").PodSet("head", 1).PodSet("workers", 2).Obj().Spec.PodSets},
+		"more pods":       {job: wrappers.MakeQueueUnit("u", "ns").PodSet("head", 1).PodSet("workers", 5).Obj().Spec.PodSets, want: true},
+		"a new pod set":   {job: wrappers.MakeQueueUnit("u", "ns").PodSet("head", 1).PodSet("gpu", 1).Obj().Spec.PodSets, want: true},
+		"a pod set fewer": {job: wrappers.MakeQueueUnit("u", "ns").PodSet("head", 1).Obj().Spec.PodSets},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
-	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -267,12 +266,7 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 	}
 	now := metav1.NewTime(r.clock.Now())
 	err = r.patchUnit(ctx, unit, true, func(u *schedulingv1alpha1.QueueUnit) bool {
-		if u.Status.Phase != "" {
-			return false
-		}
-		u.Status.Phase, u.Status.LastUpdateTime = schedulingv1alpha1.Enqueued, &now
-		u.Status.Message = strings.Join(messages, "\n")
-		return true
+		return queueunit.Enqueue(u, strings.Join(messages, "\n"), now)
 	})
 	if client.IgnoreNotFound(err) != nil || !running {
 		return client.IgnoreNotFound(err)
@@ -299,12 +293,12 @@ func (r *JobReconciler) follow(ctx context.Context, job GenericJob, unit *schedu
 	js := observe(job)
 	now := metav1.NewTime(r.clock.Now())
 	if err := r.patchUnit(ctx, unit, true, func(u *schedulingv1alpha1.QueueUnit) bool {
-		return syncStatus(u, js, now)
+		return queueunit.FollowJob(u, js, now)
 	}); err != nil {
 		return client.IgnoreNotFound(err)
 	}
 	phase := unit.EffectivePhase()
-	if js.finished || queueunit.Finished(phase) {
+	if js.Finished || queueunit.Finished(phase) {
 		return nil
 	}
 
@@ -491,71 +485,40 @@ func (r *JobReconciler) templatesLocked(ctx context.Context, job GenericJob) (bo
 	return l.TemplatesLocked(), nil
 }
 
-// patchJob applies change to the job and writes what changed as a merge
-// patch guarded by the job's resourceVersion. Nothing is written when
-// change changes nothing.
+// patchJob applies change to the job and writes what changed (see
+// queueunit.Patch). Nothing is written when change changes nothing.
 func (r *JobReconciler) patchJob(ctx context.Context, job GenericJob, change func()) error {
-	return r.writeJobPatch(job, change, func(obj client.Object, p client.Patch) error {
-		return r.client.Patch(ctx, obj, p, FieldOwner)
-	})
+	return r.writeJob(ctx, job, queueunit.Main, change)
 }
 
 // patchJobStatus is patchJob for the job's status.
 func (r *JobReconciler) patchJobStatus(ctx context.Context, job GenericJob, change func()) error {
-	return r.writeJobPatch(job, change, func(obj client.Object, p client.Patch) error {
-		return r.client.Status().Patch(ctx, obj, p, FieldOwner)
-	})
+	return r.writeJob(ctx, job, queueunit.Status, change)
 }
 
-func (r *JobReconciler) writeJobPatch(job GenericJob, change func(), write func(client.Object, client.Patch) error) error {
-	obj := job.Object()
-	orig := obj.DeepCopyObject().(client.Object)
-	change()
-	if empty, err := isEmptyPatch(orig, obj); err != nil || empty {
-		return err
-	}
-	if err := write(obj, client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})); err != nil {
-		return fmt.Errorf("patching %s %s: %w", r.integ.GVK.Kind, klog.KObj(obj), err)
+// writeJob writes change to the job once, without reading it again on a
+// conflict: change was decided on this copy (pod sets point into it), so
+// the job's next event brings the reconciler back to decide afresh.
+func (r *JobReconciler) writeJob(ctx context.Context, job GenericJob, part queueunit.Part, change func()) error {
+	_, err := queueunit.Patch(ctx, r.client, nil, job.Object(), part, FieldOwner, func(client.Object) bool {
+		change()
+		return true
+	})
+	if err != nil {
+		return fmt.Errorf("%s: %w", r.integ.GVK.Kind, err)
 	}
 	return nil
 }
 
 // patchUnit applies mutate to u (its status when status is true) and writes
-// the change as a merge patch guarded by u's resourceVersion. On a conflict
-// it reads u afresh, around the cache, and tries again. u ends as written.
+// it with queueunit.Patch; u ends as written.
 func (r *JobReconciler) patchUnit(ctx context.Context, u *schedulingv1alpha1.QueueUnit, status bool, mutate func(*schedulingv1alpha1.QueueUnit) bool) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
-		orig := u.DeepCopy()
-		if !mutate(u) {
-			return nil
-		}
-		patch := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
-		var err error
-		if status {
-			err = r.client.Status().Patch(ctx, u, patch, FieldOwner)
-		} else {
-			err = r.client.Patch(ctx, u, patch, FieldOwner)
-		}
-		if apierrors.IsConflict(err) {
-			if gerr := r.reader.Get(ctx, client.ObjectKeyFromObject(u), u); gerr != nil {
-				return fmt.Errorf("reading QueueUnit %s again: %w", klog.KObj(u), gerr)
-			}
-			return err
-		}
-		if err != nil {
-			return fmt.Errorf("patching QueueUnit %s: %w", klog.KObj(u), err)
-		}
-		return nil
-	})
-}
-
-// isEmptyPatch reports whether obj is orig unchanged.
-func isEmptyPatch(orig, obj client.Object) (bool, error) {
-	data, err := client.MergeFrom(orig).Data(obj)
-	if err != nil {
-		return false, fmt.Errorf("computing the patch of %s: %w", klog.KObj(obj), err)
+	part := queueunit.Main
+	if status {
+		part = queueunit.Status
 	}
-	return string(data) == "{}", nil
+	_, err := queueunit.Patch(ctx, r.client, r.reader, u, part, FieldOwner, mutate)
+	return err
 }
 
 func suspendMessage(u *schedulingv1alpha1.QueueUnit) string {

@@ -10,6 +10,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework/frameworktest"
+	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
 	"github.com/koord-queue/koord-queue/pkg/resources"
 )
 
@@ -73,7 +74,7 @@ func TestDefaultSubmitterRequest(t *testing.T) {
 	sets, _ := j.PodSets()
 	submitter := sets[len(sets)-1]
 	got := resources.PodRequests(&submitter.Template.Spec)
-	if diff := cmp.Diff(extensionstest.Resources("cpu", "500m", "memory", "200Mi"), got); diff != "" {
+	if diff := cmp.Diff(qt.Res("cpu", "500m", "memory", "200Mi"), got); diff != "" {
 		t.Errorf("submitter request (-want +got):\n%s", diff)
 	}
 }

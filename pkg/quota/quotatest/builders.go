@@ -5,17 +5,25 @@
 package quotatest
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/koord-queue/koord-queue/pkg/quota"
 )
 
-// Res builds a ResourceList from name, quantity pairs. It panics on a
-// malformed quantity: it is for tests only.
+// Res builds a ResourceList from name, quantity pairs. It is the tests' one
+// resource-list builder, for quotas, units and jobs' pods alike: it lives
+// here, in the lowest of the builders' packages, so test/wrappers,
+// extensionstest and schedtest can all use it. It panics on an odd number
+// of arguments or a malformed quantity: it is for tests only.
 func Res(pairs ...string) corev1.ResourceList {
+	if len(pairs)%2 != 0 {
+		panic(fmt.Sprintf("quotatest.Res: want name, quantity pairs, got an odd number of arguments %q", pairs))
+	}
 	out := corev1.ResourceList{}
-	for i := 0; i+1 < len(pairs); i += 2 {
+	for i := 0; i < len(pairs); i += 2 {
 		out[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
 	}
 	return out

@@ -22,7 +22,7 @@ import (
 func TestAdmissionChecks(t *testing.T) {
 	startKoordQueue(t, fastOptions())
 	ns := namespace(t)
-	create(t, wrappers.ElasticQuota(ns, ns).Max(corev1.ResourceCPU, "4").Obj())
+	create(t, wrappers.MakeElasticQuota(ns, ns).Max(corev1.ResourceCPU, "4").Obj())
 	setQueueChecks(t, ns, []schedulingv1alpha1.AdmissionCheckWithSelector{{
 		Name:     "prov-req-check",
 		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"requires-provisioning": "true"}},
@@ -37,13 +37,13 @@ func TestAdmissionChecks(t *testing.T) {
 	}
 
 	t.Run("a unit the check does not select is admitted at once", func(t *testing.T) {
-		create(t, wrappers.QueueUnit(ns, "unchecked").Quota(ns).Request(corev1.ResourceCPU, "1").Obj())
+		create(t, wrappers.MakeQueueUnit("unchecked", ns).Quota(ns).Request(corev1.ResourceCPU, "1").Obj())
 		waitPhase(t, ns, "unchecked", schedulingv1alpha1.Dequeued)
 		finish(t, ns, "unchecked")
 	})
 
 	t.Run("Ready releases the unit", func(t *testing.T) {
-		create(t, wrappers.QueueUnit(ns, "ready").Quota(ns).Label("requires-provisioning", "true").Request(corev1.ResourceCPU, "4").Obj())
+		create(t, wrappers.MakeQueueUnit("ready", ns).Quota(ns).Label("requires-provisioning", "true").Request(corev1.ResourceCPU, "4").Obj())
 		u := waitPhase(t, ns, "ready", schedulingv1alpha1.Reserved)
 		if len(u.Status.AdmissionChecks) != 1 || u.Status.AdmissionChecks[0].State != schedulingv1alpha1.CheckStatePending {
 			t.Fatalf("admission checks %+v, want prov-req-check Pending", u.Status.AdmissionChecks)
@@ -59,7 +59,7 @@ func TestAdmissionChecks(t *testing.T) {
 	for _, state := range []schedulingv1alpha1.CheckState{schedulingv1alpha1.CheckStateRetry, schedulingv1alpha1.CheckStateRejected} {
 		t.Run(string(state)+" sends the unit back with a backoff and releases its quota", func(t *testing.T) {
 			name := "check-" + strings.ToLower(string(state))
-			create(t, wrappers.QueueUnit(ns, name).Quota(ns).Label("requires-provisioning", "true").Request(corev1.ResourceCPU, "4").Obj())
+			create(t, wrappers.MakeQueueUnit(name, ns).Quota(ns).Label("requires-provisioning", "true").Request(corev1.ResourceCPU, "4").Obj())
 			waitPhase(t, ns, name, schedulingv1alpha1.Reserved)
 			setCheck(t, name, state)
 			u := waitPhase(t, ns, name, schedulingv1alpha1.Enqueued)
@@ -101,9 +101,9 @@ func setQueueChecks(t *testing.T, name string, checks []schedulingv1alpha1.Admis
 func TestAdmissionCheckRemovedFromQueue(t *testing.T) {
 	startKoordQueue(t, fastOptions())
 	ns := namespace(t)
-	create(t, wrappers.ElasticQuota(ns, ns).Max(corev1.ResourceCPU, "4").Obj())
+	create(t, wrappers.MakeElasticQuota(ns, ns).Max(corev1.ResourceCPU, "4").Obj())
 	setQueueChecks(t, ns, []schedulingv1alpha1.AdmissionCheckWithSelector{{Name: "kept"}, {Name: "removed"}})
-	create(t, wrappers.QueueUnit(ns, "checked").Quota(ns).Request(corev1.ResourceCPU, "4").Obj())
+	create(t, wrappers.MakeQueueUnit("checked", ns).Quota(ns).Request(corev1.ResourceCPU, "4").Obj())
 	u := waitPhase(t, ns, "checked", schedulingv1alpha1.Reserved)
 	if len(u.Status.AdmissionChecks) != 2 {
 		t.Fatalf("admission checks %+v, want kept and removed", u.Status.AdmissionChecks)

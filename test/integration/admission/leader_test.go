@@ -11,6 +11,7 @@ import (
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/queuemanager"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/test/testenv"
 	"github.com/koord-queue/koord-queue/test/wrappers"
 )
@@ -57,15 +58,15 @@ func TestLeaderElection(t *testing.T) {
 	}
 
 	ns := namespace(t)
-	create(t, wrappers.ElasticQuota(ns, "le-team").Max(corev1.ResourceCPU, "1").Obj())
+	create(t, wrappers.MakeElasticQuota("le-team", ns).Max(corev1.ResourceCPU, "1").Obj())
 	// Both units at once: two replicas that both admitted, each from its own
 	// cache, would admit one each, over the quota's max.
 	create(t,
-		wrappers.QueueUnit(ns, "a").Quota("le-team").Request(corev1.ResourceCPU, "1").Obj(),
-		wrappers.QueueUnit(ns, "b").Quota("le-team").Request(corev1.ResourceCPU, "1").Obj())
+		wrappers.MakeQueueUnit("a", ns).Quota("le-team").Request(corev1.ResourceCPU, "1").Obj(),
+		wrappers.MakeQueueUnit("b", ns).Quota("le-team").Request(corev1.ResourceCPU, "1").Obj())
 	waitHolding(t, ns, 1)
 	admitted, waiting := "a", "b"
-	if u, err := getUnit(context.Background(), ns, "b"); err == nil && holdsQuotaInStatus(u) {
+	if u, err := getUnit(context.Background(), ns, "b"); err == nil && queueunit.HoldsQuota(u) {
 		admitted, waiting = "b", "a"
 	}
 	// The leader has decided that the other waits; a second admitting

@@ -19,7 +19,7 @@ func TestUnmappedUnitGetsItsQuotaLater(t *testing.T) {
 	startKoordQueue(t, fastOptions())
 	ns := namespace(t)
 	quota := ns + "-later"
-	create(t, wrappers.QueueUnit(ns, "early").Quota(quota).Request(corev1.ResourceCPU, "1").Obj())
+	create(t, wrappers.MakeQueueUnit("early", ns).Quota(quota).Request(corev1.ResourceCPU, "1").Obj())
 	waitMessage(t, ns, "early", quota, "not found")
 	testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
 		n, err := countEvents(ctx, ns, "early", "QueueNotFound")
@@ -28,7 +28,7 @@ func TestUnmappedUnitGetsItsQuotaLater(t *testing.T) {
 		}
 		return nil
 	})
-	create(t, wrappers.ElasticQuota(ns, quota).Max(corev1.ResourceCPU, "4").Obj())
+	create(t, wrappers.MakeElasticQuota(quota, ns).Max(corev1.ResourceCPU, "4").Obj())
 	waitPhase(t, ns, "early", schedulingv1alpha1.Dequeued)
 }
 
@@ -37,9 +37,9 @@ func TestUnmappedUnitGetsItsQuotaLater(t *testing.T) {
 func TestNamespaceFallbacks(t *testing.T) {
 	startKoordQueue(t, fastOptions())
 	ns := namespace(t)
-	create(t, wrappers.QueueUnit(ns, "nameless").Request(corev1.ResourceCPU, "1").Obj())
+	create(t, wrappers.MakeQueueUnit("nameless", ns).Request(corev1.ResourceCPU, "1").Obj())
 	waitMessage(t, ns, "nameless", "no ElasticQuota serves this unit")
-	create(t, wrappers.ElasticQuota("default", ns+"-serves").Max(corev1.ResourceCPU, "4").
+	create(t, wrappers.MakeElasticQuota(ns+"-serves", "default").Max(corev1.ResourceCPU, "4").
 		Annotation(elasticquotav1alpha1.AnnotationQuotaNamespaces, fmt.Sprintf("[%q]", ns)).Obj())
 	waitPhase(t, ns, "nameless", schedulingv1alpha1.Dequeued)
 	// spec.queue is written after the admission itself.
@@ -66,20 +66,20 @@ func TestBadElasticQuotas(t *testing.T) {
 		wantMessage string
 	}{
 		"min above max": {
-			quotas:      []*elasticquotav1alpha1.ElasticQuota{wrappers.ElasticQuota(ns, ns+"-minmax").Min(corev1.ResourceCPU, "8").Max(corev1.ResourceCPU, "4").Obj()},
+			quotas:      []*elasticquotav1alpha1.ElasticQuota{wrappers.MakeElasticQuota(ns+"-minmax", ns).Min(corev1.ResourceCPU, "8").Max(corev1.ResourceCPU, "4").Obj()},
 			unitQuota:   ns + "-minmax",
 			wantMessage: "min",
 		},
 		"parent cycle": {
 			quotas: []*elasticquotav1alpha1.ElasticQuota{
-				wrappers.ElasticQuota(ns, ns+"-x").Max(corev1.ResourceCPU, "4").Parent(ns + "-y").Obj(),
-				wrappers.ElasticQuota(ns, ns+"-y").Max(corev1.ResourceCPU, "4").Parent(ns + "-x").Obj(),
+				wrappers.MakeElasticQuota(ns+"-x", ns).Max(corev1.ResourceCPU, "4").Parent(ns + "-y").Obj(),
+				wrappers.MakeElasticQuota(ns+"-y", ns).Max(corev1.ResourceCPU, "4").Parent(ns + "-x").Obj(),
 			},
 			unitQuota:   ns + "-x",
 			wantMessage: "cycle",
 		},
 		"missing parent": {
-			quotas:      []*elasticquotav1alpha1.ElasticQuota{wrappers.ElasticQuota(ns, ns+"-orphan").Max(corev1.ResourceCPU, "4").Parent(ns + "-nowhere").Obj()},
+			quotas:      []*elasticquotav1alpha1.ElasticQuota{wrappers.MakeElasticQuota(ns+"-orphan", ns).Max(corev1.ResourceCPU, "4").Parent(ns + "-nowhere").Obj()},
 			unitQuota:   ns + "-orphan",
 			wantMessage: ns + "-nowhere",
 		},
@@ -90,7 +90,7 @@ func TestBadElasticQuotas(t *testing.T) {
 				create(t, q)
 			}
 			unit := "unit-of-" + tc.unitQuota
-			create(t, wrappers.QueueUnit(ns, unit).Quota(tc.unitQuota).Request(corev1.ResourceCPU, "1").Obj())
+			create(t, wrappers.MakeQueueUnit(unit, ns).Quota(tc.unitQuota).Request(corev1.ResourceCPU, "1").Obj())
 			waitMessage(t, ns, unit, tc.wantMessage)
 			staysEnqueued(t, ns, unit)
 			testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {

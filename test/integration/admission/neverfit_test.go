@@ -17,15 +17,15 @@ func TestRequestsTooLargeToCount(t *testing.T) {
 	startKoordQueue(t, fastOptions())
 	ns := namespace(t)
 	quota := ns + "-team"
-	create(t, wrappers.ElasticQuota(ns, quota).Max(corev1.ResourceCPU, "4").Max(corev1.ResourceMemory, "100Gi").Obj())
+	create(t, wrappers.MakeElasticQuota(quota, ns).Max(corev1.ResourceCPU, "4").Max(corev1.ResourceMemory, "100Gi").Obj())
 	create(t,
-		wrappers.QueueUnit(ns, "huge-memory").Quota(quota).Priority(100).Request(corev1.ResourceCPU, "1").Request(corev1.ResourceMemory, "1e40").Obj(),
-		wrappers.QueueUnit(ns, "huge-pod-set").Quota(quota).Priority(100).PodSet("workers", 2000000000, "9223372036").Obj(),
+		wrappers.MakeQueueUnit("huge-memory", ns).Quota(quota).Priority(100).Request(corev1.ResourceCPU, "1").Request(corev1.ResourceMemory, "1e40").Obj(),
+		wrappers.MakeQueueUnit("huge-pod-set", ns).Quota(quota).Priority(100).PodSet("workers", 2000000000, "cpu", "9223372036").Obj(),
 	)
 	for _, name := range []string{"huge-memory", "huge-pod-set"} {
 		waitMessage(t, ns, name, "can never be admitted")
 	}
-	create(t, wrappers.QueueUnit(ns, "ordinary").Quota(quota).Request(corev1.ResourceCPU, "1").Obj())
+	create(t, wrappers.MakeQueueUnit("ordinary", ns).Quota(quota).Request(corev1.ResourceCPU, "1").Obj())
 	waitPhase(t, ns, "ordinary", schedulingv1alpha1.Dequeued)
 	for _, name := range []string{"huge-memory", "huge-pod-set"} {
 		staysEnqueued(t, ns, name)
@@ -38,7 +38,7 @@ func TestUnitThatCanNeverFitSaysSo(t *testing.T) {
 	startKoordQueue(t, fastOptions())
 	ns := namespace(t)
 	quota := ns + "-team"
-	create(t, wrappers.ElasticQuota(ns, quota).Max(corev1.ResourceCPU, "4").Obj())
-	create(t, wrappers.QueueUnit(ns, "too-big").Quota(quota).Request(corev1.ResourceCPU, "5").Obj())
+	create(t, wrappers.MakeElasticQuota(quota, ns).Max(corev1.ResourceCPU, "4").Obj())
+	create(t, wrappers.MakeQueueUnit("too-big", ns).Quota(quota).Request(corev1.ResourceCPU, "5").Obj())
 	waitMessage(t, ns, "too-big", "request cpu 5 exceeds max 4 of "+quota+": it can never be admitted")
 }

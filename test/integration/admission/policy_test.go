@@ -36,17 +36,17 @@ func TestPolicies(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ns := namespace(t)
 			quota := ns
-			eq := wrappers.ElasticQuota(ns, quota).Max(corev1.ResourceCPU, "4").Policy(tc.policy)
+			eq := wrappers.MakeElasticQuota(quota, ns).Max(corev1.ResourceCPU, "4").Policy(tc.policy)
 			if tc.threshold != "" {
 				eq.Annotation(schedulingv1alpha1.AnnotationPriorityThreshold, tc.threshold)
 			}
 			create(t, eq.Obj())
-			create(t, wrappers.QueueUnit(ns, "holder").Quota(quota).Priority(1).Request(corev1.ResourceCPU, "3").Obj())
+			create(t, wrappers.MakeQueueUnit("holder", ns).Quota(quota).Priority(1).Request(corev1.ResourceCPU, "3").Obj())
 			waitPhase(t, ns, "holder", schedulingv1alpha1.Dequeued)
 
-			create(t, wrappers.QueueUnit(ns, "big").Quota(quota).Priority(10).Request(corev1.ResourceCPU, "4").Obj())
+			create(t, wrappers.MakeQueueUnit("big", ns).Quota(quota).Priority(10).Request(corev1.ResourceCPU, "4").Obj())
 			waitMessage(t, ns, "big", "cpu")
-			create(t, wrappers.QueueUnit(ns, "small").Quota(quota).Priority(1).Request(corev1.ResourceCPU, "1").Obj())
+			create(t, wrappers.MakeQueueUnit("small", ns).Quota(quota).Priority(1).Request(corev1.ResourceCPU, "1").Obj())
 			if tc.wantSmallRuns {
 				waitPhase(t, ns, "small", schedulingv1alpha1.Dequeued)
 				staysEnqueued(t, ns, "big")
@@ -68,13 +68,13 @@ func TestHierarchicalMax(t *testing.T) {
 	startKoordQueue(t, fastOptions())
 	ns := namespace(t)
 	create(t,
-		wrappers.ElasticQuota(ns, ns+"-parent").Max(corev1.ResourceCPU, "4").Label("quota.scheduling.koordinator.sh/is-parent", "true").Obj(),
-		wrappers.ElasticQuota(ns, ns+"-a").Max(corev1.ResourceCPU, "4").Parent(ns+"-parent").Obj(),
-		wrappers.ElasticQuota(ns, ns+"-b").Max(corev1.ResourceCPU, "4").Parent(ns+"-parent").Obj(),
+		wrappers.MakeElasticQuota(ns+"-parent", ns).Max(corev1.ResourceCPU, "4").Label("quota.scheduling.koordinator.sh/is-parent", "true").Obj(),
+		wrappers.MakeElasticQuota(ns+"-a", ns).Max(corev1.ResourceCPU, "4").Parent(ns+"-parent").Obj(),
+		wrappers.MakeElasticQuota(ns+"-b", ns).Max(corev1.ResourceCPU, "4").Parent(ns+"-parent").Obj(),
 	)
-	create(t, wrappers.QueueUnit(ns, "a1").Quota(ns+"-a").Request(corev1.ResourceCPU, "3").Obj())
+	create(t, wrappers.MakeQueueUnit("a1", ns).Quota(ns+"-a").Request(corev1.ResourceCPU, "3").Obj())
 	waitPhase(t, ns, "a1", schedulingv1alpha1.Dequeued)
-	create(t, wrappers.QueueUnit(ns, "b1").Quota(ns+"-b").Request(corev1.ResourceCPU, "3").Obj())
+	create(t, wrappers.MakeQueueUnit("b1", ns).Quota(ns+"-b").Request(corev1.ResourceCPU, "3").Obj())
 	waitMessage(t, ns, "b1", ns+"-parent", "cpu")
 	staysEnqueued(t, ns, "b1")
 	finish(t, ns, "a1")

@@ -20,16 +20,16 @@ func TestReclaimAcrossSiblings(t *testing.T) {
 	ns := namespace(t)
 	parent, a, b := ns+"-p", ns+"-a", ns+"-b"
 	create(t,
-		wrappers.ElasticQuota(ns, parent).Min(corev1.ResourceCPU, "8").Max(corev1.ResourceCPU, "8").Obj(),
-		wrappers.ElasticQuota(ns, a).Min(corev1.ResourceCPU, "4").Max(corev1.ResourceCPU, "8").Parent(parent).Obj(),
-		wrappers.ElasticQuota(ns, b).Min(corev1.ResourceCPU, "4").Max(corev1.ResourceCPU, "8").Parent(parent).Obj(),
+		wrappers.MakeElasticQuota(parent, ns).Min(corev1.ResourceCPU, "8").Max(corev1.ResourceCPU, "8").Obj(),
+		wrappers.MakeElasticQuota(a, ns).Min(corev1.ResourceCPU, "4").Max(corev1.ResourceCPU, "8").Parent(parent).Obj(),
+		wrappers.MakeElasticQuota(b, ns).Min(corev1.ResourceCPU, "4").Max(corev1.ResourceCPU, "8").Parent(parent).Obj(),
 	)
-	create(t, wrappers.QueueUnit(ns, "b1").Quota(b).Request(corev1.ResourceCPU, "4").Consumer().Obj())
+	create(t, wrappers.MakeQueueUnit("b1", ns).Quota(b).Request(corev1.ResourceCPU, "4").Consumer().Obj())
 	waitPhase(t, ns, "b1", schedulingv1alpha1.Dequeued)
-	create(t, wrappers.QueueUnit(ns, "b2").Quota(b).Request(corev1.ResourceCPU, "4").Consumer().Obj())
+	create(t, wrappers.MakeQueueUnit("b2", ns).Quota(b).Request(corev1.ResourceCPU, "4").Consumer().Obj())
 	waitPhase(t, ns, "b2", schedulingv1alpha1.Dequeued)
 
-	create(t, wrappers.QueueUnit(ns, "a1").Quota(a).Request(corev1.ResourceCPU, "4").Consumer().Obj())
+	create(t, wrappers.MakeQueueUnit("a1", ns).Quota(a).Request(corev1.ResourceCPU, "4").Consumer().Obj())
 	victim := waitPhase(t, ns, "b2", schedulingv1alpha1.Enqueued)
 	if got := conditionReason(victim, schedulingv1alpha1.QueueUnitEvicted); got != "True/Preempted" {
 		t.Errorf("victim's Evicted condition %q, want True/Preempted", got)
@@ -59,11 +59,11 @@ func TestReclaimAcrossSiblings(t *testing.T) {
 func TestQueuePreemption(t *testing.T) {
 	startKoordQueue(t, fastOptions())
 	ns := namespace(t)
-	create(t, wrappers.ElasticQuota(ns, ns).Max(corev1.ResourceCPU, "4").
+	create(t, wrappers.MakeElasticQuota(ns, ns).Max(corev1.ResourceCPU, "4").
 		Annotation(schedulingv1alpha1.AnnotationEnableQueueUnitPreemption, "true").Obj())
-	create(t, wrappers.QueueUnit(ns, "low").Quota(ns).Priority(1).Request(corev1.ResourceCPU, "4").Consumer().Obj())
+	create(t, wrappers.MakeQueueUnit("low", ns).Quota(ns).Priority(1).Request(corev1.ResourceCPU, "4").Consumer().Obj())
 	waitPhase(t, ns, "low", schedulingv1alpha1.Dequeued)
-	create(t, wrappers.QueueUnit(ns, "high").Quota(ns).Priority(10).Request(corev1.ResourceCPU, "4").Consumer().Obj())
+	create(t, wrappers.MakeQueueUnit("high", ns).Quota(ns).Priority(10).Request(corev1.ResourceCPU, "4").Consumer().Obj())
 	victim := waitPhase(t, ns, "low", schedulingv1alpha1.Enqueued)
 	if got := conditionReason(victim, schedulingv1alpha1.QueueUnitEvicted); got != "True/Preempted" {
 		t.Errorf("Evicted condition %q, want True/Preempted", got)
@@ -74,7 +74,7 @@ func TestQueuePreemption(t *testing.T) {
 
 	t.Run("running units are not preempted by default", func(t *testing.T) {
 		setStatus(t, ns, "high", func(u *schedulingv1alpha1.QueueUnit) { u.Status.Phase = schedulingv1alpha1.Running })
-		create(t, wrappers.QueueUnit(ns, "higher").Quota(ns).Priority(100).Request(corev1.ResourceCPU, "4").Consumer().Obj())
+		create(t, wrappers.MakeQueueUnit("higher", ns).Quota(ns).Priority(100).Request(corev1.ResourceCPU, "4").Consumer().Obj())
 		waitMessage(t, ns, "higher", "cpu")
 		if u, _ := getUnit(context.Background(), ns, "high"); u.EffectivePhase() != schedulingv1alpha1.Running {
 			t.Errorf("running unit phase %s, want it left Running", u.EffectivePhase())
@@ -86,8 +86,8 @@ func TestQueuePreemption(t *testing.T) {
 func TestDeactivation(t *testing.T) {
 	startKoordQueue(t, fastOptions())
 	ns := namespace(t)
-	create(t, wrappers.ElasticQuota(ns, ns).Max(corev1.ResourceCPU, "4").Obj())
-	unit := wrappers.QueueUnit(ns, "u").Quota(ns).Request(corev1.ResourceCPU, "4").Obj()
+	create(t, wrappers.MakeElasticQuota(ns, ns).Max(corev1.ResourceCPU, "4").Obj())
+	unit := wrappers.MakeQueueUnit("u", ns).Quota(ns).Request(corev1.ResourceCPU, "4").Obj()
 	create(t, unit)
 	waitPhase(t, ns, "u", schedulingv1alpha1.Dequeued)
 	testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {

@@ -22,12 +22,12 @@ import (
 func TestQueueStatus(t *testing.T) {
 	startKoordQueue(t, fastOptions())
 	ns := namespace(t)
-	create(t, wrappers.ElasticQuota(ns, ns).Max(corev1.ResourceCPU, "2").Obj())
-	create(t, wrappers.QueueUnit(ns, "admitted").Quota(ns).Request(corev1.ResourceCPU, "2").Obj())
+	create(t, wrappers.MakeElasticQuota(ns, ns).Max(corev1.ResourceCPU, "2").Obj())
+	create(t, wrappers.MakeQueueUnit("admitted", ns).Quota(ns).Request(corev1.ResourceCPU, "2").Obj())
 	waitPhase(t, ns, "admitted", schedulingv1alpha1.Dequeued)
 	create(t,
-		wrappers.QueueUnit(ns, "low").Quota(ns).Priority(1).Request(corev1.ResourceCPU, "1").Obj(),
-		wrappers.QueueUnit(ns, "high").Quota(ns).Priority(9).Request(corev1.ResourceCPU, "1").Obj(),
+		wrappers.MakeQueueUnit("low", ns).Quota(ns).Priority(1).Request(corev1.ResourceCPU, "1").Obj(),
+		wrappers.MakeQueueUnit("high", ns).Quota(ns).Priority(9).Request(corev1.ResourceCPU, "1").Obj(),
 	)
 	want := []schedulingv1alpha1.QueueItemDetail{
 		{Name: "high", Namespace: ns, Priority: 9, Position: 1},

@@ -12,6 +12,7 @@ import (
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/queuemanager"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/test/testenv"
 	"github.com/koord-queue/koord-queue/test/wrappers"
 )
@@ -21,7 +22,7 @@ import (
 func TestRestartRebuildsUsage(t *testing.T) {
 	const admitted, extra, finished = 200, 40, 10
 	ns := namespace(t)
-	create(t, wrappers.ElasticQuota(ns, ns).Max(corev1.ResourceCPU, fmt.Sprint(admitted)).Obj())
+	create(t, wrappers.MakeElasticQuota(ns, ns).Max(corev1.ResourceCPU, fmt.Sprint(admitted)).Obj())
 
 	stop, err := env.StartManager(context.Background(), func(mgr manager.Manager) error {
 		_, err := queuemanager.Setup(context.Background(), mgr, fastOptions())
@@ -31,14 +32,14 @@ func TestRestartRebuildsUsage(t *testing.T) {
 		t.Fatal(err)
 	}
 	for i := range admitted {
-		create(t, wrappers.QueueUnit(ns, fmt.Sprintf("first-%03d", i)).Quota(ns).Request(corev1.ResourceCPU, "1").Obj())
+		create(t, wrappers.MakeQueueUnit(fmt.Sprintf("first-%03d", i), ns).Quota(ns).Request(corev1.ResourceCPU, "1").Obj())
 	}
 	waitHolding(t, ns, admitted)
 	stop()
 
 	// While koord-queue is down, more units arrive.
 	for i := range extra {
-		create(t, wrappers.QueueUnit(ns, fmt.Sprintf("later-%03d", i)).Quota(ns).Request(corev1.ResourceCPU, "1").Obj())
+		create(t, wrappers.MakeQueueUnit(fmt.Sprintf("later-%03d", i), ns).Quota(ns).Request(corev1.ResourceCPU, "1").Obj())
 	}
 	startKoordQueue(t, fastOptions())
 	waitMessage(t, ns, "later-000", "cpu")
@@ -58,7 +59,7 @@ func TestRestartRebuildsUsage(t *testing.T) {
 			if err != nil {
 				return err
 			}
-			if holdsQuotaInStatus(u) {
+			if queueunit.HoldsQuota(u) {
 				n++
 			}
 		}
@@ -70,10 +71,6 @@ func TestRestartRebuildsUsage(t *testing.T) {
 	if n := countHolding(t, ns); n != admitted {
 		t.Fatalf("%d units hold quota, want %d", n, admitted)
 	}
-}
-
-func holdsQuotaInStatus(u *schedulingv1alpha1.QueueUnit) bool {
-	return len(u.Status.Admissions) > 0
 }
 
 // countHolding sums the cpu that the namespace's units hold, in whole cores.

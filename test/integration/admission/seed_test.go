@@ -18,9 +18,9 @@ import (
 func TestSeed004SecondJobWaits(t *testing.T) {
 	startKoordQueue(t, fastOptions())
 	ns := namespace(t)
-	create(t, wrappers.ElasticQuota(ns, "team-a").Max(corev1.ResourceCPU, "4").Max(corev1.ResourceMemory, "8Gi").
+	create(t, wrappers.MakeElasticQuota("team-a", ns).Max(corev1.ResourceCPU, "4").Max(corev1.ResourceMemory, "8Gi").
 		Min(corev1.ResourceCPU, "4").Min(corev1.ResourceMemory, "8Gi").Parent("").Obj())
-	create(t, wrappers.QueueUnit(ns, "my-job").Quota("team-a").Request(corev1.ResourceCPU, "4").Request(corev1.ResourceMemory, "8Gi").Consumer().Obj())
+	create(t, wrappers.MakeQueueUnit("my-job", ns).Quota("team-a").Request(corev1.ResourceCPU, "4").Request(corev1.ResourceMemory, "8Gi").Consumer().Obj())
 	admitted := waitPhase(t, ns, "my-job", schedulingv1alpha1.Dequeued)
 	if got := conditionReason(admitted, schedulingv1alpha1.QueueUnitAdmitted); got != "True/Admitted" {
 		t.Errorf("Admitted condition %q, want True/Admitted", got)
@@ -29,7 +29,7 @@ func TestSeed004SecondJobWaits(t *testing.T) {
 		t.Errorf("admissions %+v, want one holding cpu 4", admitted.Status.Admissions)
 	}
 
-	create(t, wrappers.QueueUnit(ns, "my-job-blocked").Quota("team-a").Request(corev1.ResourceCPU, "4").Request(corev1.ResourceMemory, "8Gi").Consumer().Obj())
+	create(t, wrappers.MakeQueueUnit("my-job-blocked", ns).Quota("team-a").Request(corev1.ResourceCPU, "4").Request(corev1.ResourceMemory, "8Gi").Consumer().Obj())
 	waitMessage(t, ns, "my-job-blocked", "team-a", "cpu")
 	staysEnqueued(t, ns, "my-job-blocked")
 	testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {

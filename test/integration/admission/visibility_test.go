@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,32 +16,27 @@ import (
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/visibility"
+	"github.com/koord-queue/koord-queue/test/cluster"
 	"github.com/koord-queue/koord-queue/test/testenv"
 	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
-func freeAddress(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
-
 // TestVisibilityAPIAndMetrics reads the REST API and /metrics over HTTP.
 func TestVisibilityAPIAndMetrics(t *testing.T) {
 	opts := fastOptions()
-	opts.VisibilityAddress = freeAddress(t)
+	ports, err := cluster.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.VisibilityAddress = cluster.Loopback(ports[0])
 	startKoordQueue(t, opts)
 	api := &visibility.Client{BaseURL: "http://" + opts.VisibilityAddress}
 	ns := namespace(t)
-	create(t, wrappers.ElasticQuota(ns, ns).Min(corev1.ResourceCPU, "2").Max(corev1.ResourceCPU, "4").Policy(schedulingv1alpha1.QueuePolicyBlock).Obj())
-	create(t, wrappers.QueueUnit(ns, "running").Quota(ns).Priority(5).Request(corev1.ResourceCPU, "3").Obj())
+	create(t, wrappers.MakeElasticQuota(ns, ns).Min(corev1.ResourceCPU, "2").Max(corev1.ResourceCPU, "4").Policy(schedulingv1alpha1.QueuePolicyBlock).Obj())
+	create(t, wrappers.MakeQueueUnit("running", ns).Quota(ns).Priority(5).Request(corev1.ResourceCPU, "3").Obj())
 	waitPhase(t, ns, "running", schedulingv1alpha1.Dequeued)
-	create(t, wrappers.QueueUnit(ns, "head").Quota(ns).Priority(5).Request(corev1.ResourceCPU, "2").Obj())
-	create(t, wrappers.QueueUnit(ns, "second").Quota(ns).Priority(1).Request(corev1.ResourceCPU, "1").Obj())
+	create(t, wrappers.MakeQueueUnit("head", ns).Quota(ns).Priority(5).Request(corev1.ResourceCPU, "2").Obj())
+	create(t, wrappers.MakeQueueUnit("second", ns).Quota(ns).Priority(1).Request(corev1.ResourceCPU, "1").Obj())
 	waitMessage(t, ns, "head", "cpu")
 
 	t.Run("queues list policy, counts and quota", func(t *testing.T) {

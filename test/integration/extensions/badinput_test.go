@@ -13,6 +13,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/argo"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
+	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // TestBadInput: a job the queue cannot take as it is gets a Warning event
@@ -89,7 +90,7 @@ func TestBadInput(t *testing.T) {
 	})
 
 	t.Run("a unit of the job's name that is not the job's is left alone", func(t *testing.T) {
-		taken := extensionstest.MakeQueueUnit("taken", ns).PodSet("main", 1, "cpu", "1").Obj()
+		taken := wrappers.MakeQueueUnit("taken", ns).PodSet("main", 1, "cpu", "1").Obj()
 		create(t, taken)
 		j := extensionstest.MakeJob("taken", ns).Quota("team-a").Request("cpu", "1").Obj()
 		create(t, j)

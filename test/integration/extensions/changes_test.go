@@ -2,6 +2,7 @@ package extensions
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -16,6 +17,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/job"
+	"github.com/koord-queue/koord-queue/test/testenv"
 )
 
 // TestChanges: jobs that change, and jobs the queue must leave alone.
@@ -84,7 +86,7 @@ func TestChanges(t *testing.T) {
 		// The quota may reach the cache after the Job: touch the Job until
 		// its unit appears.
 		create(t, j)
-		eventually(t, "a unit labelled with the namespace's quota", func(ctx context.Context) (bool, string, error) {
+		testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
 			var u schedulingv1alpha1.QueueUnit
 			if err := k8s.Get(ctx, client.ObjectKeyFromObject(j), &u); err != nil {
 				updateJob(t, j, func() {
@@ -93,9 +95,12 @@ func TestChanges(t *testing.T) {
 					}
 					j.Annotations["touch"] = metav1.Now().String()
 				})
-				return false, err.Error(), nil
+				return fmt.Errorf("waiting for a unit labelled with the namespace's quota: %w", err)
 			}
-			return u.Labels[elasticquotav1alpha1.LabelQuotaName] == quota.Name, describeUnit(&u), nil
+			if u.Labels[elasticquotav1alpha1.LabelQuotaName] != quota.Name {
+				return fmt.Errorf("waiting for a unit labelled with the namespace's quota; last seen: labels %v, %s", u.Labels, describeUnit(&u))
+			}
+			return nil
 		})
 	})
 

@@ -5,41 +5,18 @@ import (
 	"fmt"
 	"strings"
 	"testing"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
+	"github.com/koord-queue/koord-queue/test/testenv"
 )
-
-const (
-	timeout = 30 * time.Second
-	tick    = 50 * time.Millisecond
-)
-
-// eventually polls cond until it holds, failing the test after timeout with
-// what cond last said.
-func eventually(t *testing.T, what string, cond func(ctx context.Context) (bool, string, error)) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	var last string
-	err := wait.PollUntilContextCancel(ctx, tick, true, func(ctx context.Context) (bool, error) {
-		ok, why, err := cond(ctx)
-		last = why
-		return ok, err
-	})
-	if err != nil {
-		t.Fatalf("waiting for %s: %v; last seen: %s", what, err, last)
-	}
-}
 
 // newNamespace creates a namespace for one test and deletes it after.
 func newNamespace(t *testing.T) string {
@@ -74,11 +51,14 @@ func create(t *testing.T, obj client.Object) {
 func unitWhere(t *testing.T, key client.ObjectKey, what string, cond func(*schedulingv1alpha1.QueueUnit) bool) *schedulingv1alpha1.QueueUnit {
 	t.Helper()
 	u := &schedulingv1alpha1.QueueUnit{}
-	eventually(t, fmt.Sprintf("QueueUnit %s: %s", key, what), func(ctx context.Context) (bool, string, error) {
+	testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
 		if err := k8s.Get(ctx, key, u); err != nil {
-			return false, err.Error(), client.IgnoreNotFound(err)
+			return fmt.Errorf("waiting for QueueUnit %s: %s: %w", key, what, err)
 		}
-		return cond(u), describeUnit(u), nil
+		if !cond(u) {
+			return fmt.Errorf("waiting for QueueUnit %s: %s; last seen: %s", key, what, describeUnit(u))
+		}
+		return nil
 	})
 	return u
 }
@@ -91,12 +71,16 @@ func describeUnit(u *schedulingv1alpha1.QueueUnit) string {
 // unitGone waits for the unit called key to be deleted.
 func unitGone(t *testing.T, key client.ObjectKey) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("QueueUnit %s to be deleted", key), func(ctx context.Context) (bool, string, error) {
+	testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
 		err := k8s.Get(ctx, key, &schedulingv1alpha1.QueueUnit{})
-		if apierrors.IsNotFound(err) {
-			return true, "", nil
+		switch {
+		case apierrors.IsNotFound(err):
+			return nil
+		case err != nil:
+			return fmt.Errorf("waiting for QueueUnit %s to be deleted: %w", key, err)
+		default:
+			return fmt.Errorf("waiting for QueueUnit %s to be deleted; last seen: still there", key)
 		}
-		return false, "still there", client.IgnoreNotFound(err)
 	})
 }
 
@@ -113,12 +97,15 @@ func noUnit(t *testing.T, key client.ObjectKey) {
 func jobWhere(t *testing.T, integ framework.Integration, key client.ObjectKey, what string, cond func(framework.GenericJob) bool) framework.GenericJob {
 	t.Helper()
 	var job framework.GenericJob
-	eventually(t, fmt.Sprintf("%s %s: %s", integ.GVK.Kind, key, what), func(ctx context.Context) (bool, string, error) {
+	testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
 		job = integ.NewJob()
 		if err := k8s.Get(ctx, key, job.Object()); err != nil {
-			return false, err.Error(), err
+			return fmt.Errorf("waiting for %s %s: %s: %w", integ.GVK.Kind, key, what, err)
 		}
-		return cond(job), fmt.Sprintf("suspended %v", job.IsSuspended()), nil
+		if !cond(job) {
+			return fmt.Errorf("waiting for %s %s: %s; last seen: suspended %v", integ.GVK.Kind, key, what, job.IsSuspended())
+		}
+		return nil
 	})
 	return job
 }
@@ -211,10 +198,11 @@ func rewrite(t *testing.T, obj client.Object, change func(), write func(context.
 // whose message contains text.
 func eventRecorded(t *testing.T, namespace, name, eventType, reason, text string) {
 	t.Helper()
-	eventually(t, fmt.Sprintf("a %s event %s on %s/%s", eventType, reason, namespace, name), func(ctx context.Context) (bool, string, error) {
+	what := fmt.Sprintf("a %s event %s on %s/%s", eventType, reason, namespace, name)
+	testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
 		var events corev1.EventList
 		if err := k8s.List(ctx, &events, client.InNamespace(namespace)); err != nil {
-			return false, "", err
+			return fmt.Errorf("waiting for %s: %w", what, err)
 		}
 		var seen []string
 		for _, e := range events.Items {
@@ -223,9 +211,9 @@ func eventRecorded(t *testing.T, namespace, name, eventType, reason, text string
 			}
 			seen = append(seen, e.Type+"/"+e.Reason+": "+e.Message)
 			if e.Type == eventType && e.Reason == reason && strings.Contains(e.Message, text) {
-				return true, "", nil
+				return nil
 			}
 		}
-		return false, strings.Join(seen, "; "), nil
+		return fmt.Errorf("waiting for %s; last seen: %s", what, strings.Join(seen, "; "))
 	})
 }

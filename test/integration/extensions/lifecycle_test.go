@@ -25,6 +25,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/kubeflow"
 	"github.com/koord-queue/koord-queue/pkg/extensions/ray"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
 )
 
 // podSetWant is a pod set a unit should have.
@@ -76,7 +77,7 @@ func drivers() []driver {
 		return driver{
 			integ: integ, newJob: newJob, hasTemplates: true, succeeded: succeeded,
 			wantPodSets: []podSetWant{{"master", 1}, {"worker", 2}},
-			wantRequest: extensionstest.Resources("cpu", "3"),
+			wantRequest: qt.Res("cpu", "3"),
 			running: func(o client.Object) {
 				st := status(o)
 				st.ReplicaStatuses = map[kftraining.ReplicaType]*kftraining.ReplicaStatus{}
@@ -109,7 +110,7 @@ func drivers() []driver {
 					Request("cpu", "1", "memory", "1Gi").PriorityClass("high").Obj()
 			},
 			wantPodSets: []podSetWant{{"main", 2}},
-			wantRequest: extensionstest.Resources("cpu", "2", "memory", "2Gi"),
+			wantRequest: qt.Res("cpu", "2", "memory", "2Gi"),
 			running: func(o client.Object) {
 				j := o.(*batchv1.Job)
 				j.Status.StartTime, j.Status.Active, j.Status.Ready = &now, 2, ptr.To[int32](2)
@@ -154,7 +155,7 @@ func drivers() []driver {
 					Node("train-queue", wfv1.NodeTypeSuspend, schedulingv1alpha1.ArgoSuspendTemplate, wfv1.NodeRunning).Obj()
 			},
 			wantPodSets: []podSetWant{{"main", 1}},
-			wantRequest: extensionstest.Resources("cpu", "5", "memory", "5Gi"),
+			wantRequest: qt.Res("cpu", "5", "memory", "5Gi"),
 			running: func(o client.Object) {
 				w := o.(*wfv1.Workflow)
 				w.Status.Nodes["train-main"] = wfv1.NodeStatus{ID: "train-main", Name: "train-main", Type: wfv1.NodeTypePod, TemplateName: "main", Phase: wfv1.NodeRunning}
@@ -179,7 +180,7 @@ func drivers() []driver {
 				return extensionstest.MakeRayJob("train", ns, rayCluster()).Quota("team-a").Obj()
 			},
 			wantPodSets: []podSetWant{{"head", 1}, {"workers", 2}, {"submitter", 1}},
-			wantRequest: extensionstest.Resources("cpu", "5500m", "memory", "200Mi"),
+			wantRequest: qt.Res("cpu", "5500m", "memory", "200Mi"),
 			running: func(o client.Object) {
 				j := o.(*rayv1.RayJob)
 				j.Status.JobDeploymentStatus, j.Status.JobStatus = rayv1.JobDeploymentStatusRunning, rayv1.JobStatusRunning
@@ -203,7 +204,7 @@ func drivers() []driver {
 				return extensionstest.MakeRayCluster("train", ns, rayCluster()).Quota("team-a").Obj()
 			},
 			wantPodSets: []podSetWant{{"head", 1}, {"workers", 2}},
-			wantRequest: extensionstest.Resources("cpu", "5"),
+			wantRequest: qt.Res("cpu", "5"),
 			running: func(o client.Object) {
 				c := o.(*rayv1.RayCluster)
 				c.Status.ReadyWorkerReplicas = 2

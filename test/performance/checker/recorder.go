@@ -22,6 +22,7 @@ import (
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/test/performance/scenario"
 )
 
@@ -171,7 +172,7 @@ func (r *Recorder) Observe(now time.Time, u *schedulingv1alpha1.QueueUnit) {
 	}
 	holding, held := holdsQuota(u)
 	switch {
-	case isFinished(u):
+	case queueunit.Finished(u.EffectivePhase()):
 		if s.holding {
 			r.release(t, s, key)
 		} else {
@@ -317,22 +318,15 @@ func quotaOf(u *schedulingv1alpha1.QueueUnit) string {
 	return u.Labels[elasticquotav1alpha1.LabelQuotaName]
 }
 
-// holdsQuota is the checker's own reading of a unit: it holds quota while
-// it is admitted and not finished, or while its admissions are listed, and
-// holds what its admissions say (its request when none is listed).
+// holdsQuota reads a unit as both binaries do (queueunit.HoldsQuota), and
+// what it holds: what its admissions say (its request when none is listed).
 func holdsQuota(u *schedulingv1alpha1.QueueUnit) (bool, int64) {
-	if isFinished(u) {
+	if !queueunit.HoldsQuota(u) {
 		return false, 0
 	}
-	switch u.Status.Phase {
-	case schedulingv1alpha1.Reserved, schedulingv1alpha1.Dequeued, schedulingv1alpha1.Running:
-	default:
-		if len(u.Status.Admissions) == 0 {
-			return false, 0
-		}
-	}
 	if len(u.Status.Admissions) == 0 {
-		return true, u.Spec.Resource.Cpu().MilliValue()
+		request := queueunit.Request(u)
+		return true, request.Cpu().MilliValue()
 	}
 	var held int64
 	for _, a := range u.Status.Admissions {
@@ -341,10 +335,6 @@ func holdsQuota(u *schedulingv1alpha1.QueueUnit) (bool, int64) {
 		}
 	}
 	return true, held
-}
-
-func isFinished(u *schedulingv1alpha1.QueueUnit) bool {
-	return u.Status.Phase == schedulingv1alpha1.Succeed || u.Status.Phase == schedulingv1alpha1.Failed
 }
 
 // String is a one-line progress report.

@@ -31,7 +31,7 @@ func twoChildren(units int) *scenario.Scenario {
 }
 
 func unit(name, quota string, cpu string) *schedulingv1alpha1.QueueUnit {
-	return wrappers.QueueUnit("ns", name).Quota(quota).Label(LabelClass, "c").Request(corev1.ResourceCPU, cpu).Obj()
+	return wrappers.MakeQueueUnit(name, "ns").Quota(quota).Label(LabelClass, "c").Request(corev1.ResourceCPU, cpu).Obj()
 }
 
 func admitted(u *schedulingv1alpha1.QueueUnit) *schedulingv1alpha1.QueueUnit {

@@ -13,7 +13,6 @@ import (
 	"io"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -35,13 +34,11 @@ type Stats struct {
 	Requests map[string]float64
 }
 
-// Process is one running koord-queue.
+// Process is one running koord-queue, or another controller-runtime
+// binary, on the shared process runner, with what it used.
 type Process struct {
-	cmd         *exec.Cmd
-	log         *os.File
+	proc        *cluster.Process
 	metricsAddr string
-	exited      chan struct{}
-	waitErr     error
 	// stopping is set before Stop or Kill signal the process, so its exit
 	// is not taken for a crash.
 	stopping atomic.Bool
@@ -69,26 +66,14 @@ func Start(ctx context.Context, binary, kubeconfig string, qps float64, burst in
 }
 
 // StartBinary runs a controller-runtime binary whose args make it serve
-// /metrics at metricsAddr and /readyz at probeAddr, and waits until it is
-// ready.
+// /metrics at metricsAddr and /readyz at probeAddr, logging to logPath, and
+// waits until it is ready.
 func StartBinary(ctx context.Context, binary, logPath, metricsAddr, probeAddr string, args ...string) (*Process, error) {
-	log, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	proc, err := cluster.RunProcess(logPath, binary, args...)
 	if err != nil {
-		return nil, fmt.Errorf("opening %s: %w", logPath, err)
+		return nil, err
 	}
-	p := &Process{log: log, metricsAddr: metricsAddr, exited: make(chan struct{})}
-	p.cmd = exec.Command(binary, args...)
-	p.cmd.Stdout, p.cmd.Stderr = log, log
-	// Killed with the harness, even when the harness dies without cleaning up.
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
-		log.Close()
-		return nil, fmt.Errorf("starting %s: %w", binary, err)
-	}
-	go func() {
-		p.waitErr = p.cmd.Wait()
-		close(p.exited)
-	}()
+	p := &Process{proc: proc, metricsAddr: metricsAddr}
 	if err := p.waitReady(ctx, probeAddr); err != nil {
 		p.Kill()
 		return nil, fmt.Errorf("%s: %w", filepath.Base(binary), err)
@@ -99,10 +84,8 @@ func StartBinary(ctx context.Context, binary, logPath, metricsAddr, probeAddr st
 func (p *Process) waitReady(ctx context.Context, probeAddr string) error {
 	httpClient := &http.Client{Timeout: time.Second}
 	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		select {
-		case <-p.exited:
-			return false, fmt.Errorf("exited: %w", p.waitErr)
-		default:
+		if err := p.proc.Err(); err != nil {
+			return false, err
 		}
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+probeAddr+"/readyz", nil)
 		if err != nil {
@@ -121,14 +104,15 @@ func (p *Process) waitReady(ctx context.Context, probeAddr string) error {
 	return nil
 }
 
-// Exited is closed when the process has exited.
-func (p *Process) Exited() <-chan struct{} { return p.exited }
+// Done is closed when the process has exited.
+func (p *Process) Done() <-chan struct{} { return p.proc.Done() }
 
-// Err is why the process exited; only valid after Exited.
-func (p *Process) Err() error { return p.waitErr }
+// Err is nil while the process runs, and says how it exited and where its
+// log is once it has.
+func (p *Process) Err() error { return p.proc.Err() }
 
 // Crashed reports whether the process exited without Stop or Kill; only
-// valid after Exited.
+// valid after Done.
 func (p *Process) Crashed() bool { return !p.stopping.Load() }
 
 // Stop asks the process to shut down (SIGTERM, then SIGKILL after 10s)
@@ -136,13 +120,7 @@ func (p *Process) Crashed() bool { return !p.stopping.Load() }
 func (p *Process) Stop() Stats {
 	before := p.measure()
 	p.stopping.Store(true)
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-p.exited:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-p.exited
-	}
+	p.proc.Stop(10 * time.Second)
 	return p.stats(before)
 }
 
@@ -151,8 +129,7 @@ func (p *Process) Stop() Stats {
 func (p *Process) Kill() Stats {
 	before := p.measure()
 	p.stopping.Store(true)
-	_ = p.cmd.Process.Kill()
-	<-p.exited
+	p.proc.Kill()
 	return p.stats(before)
 }
 
@@ -160,12 +137,10 @@ func (p *Process) Kill() Stats {
 // metrics and its CPU time and peak resident memory from /proc.
 func (p *Process) measure() Stats {
 	st := Stats{Requests: p.scrapeRequests()}
-	select {
-	case <-p.exited:
+	if p.proc.Err() != nil {
 		return st
-	default:
 	}
-	if cpu, peak, err := ProcSample(p.cmd.Process.Pid); err == nil {
+	if cpu, peak, err := ProcSample(p.proc.Pid()); err == nil {
 		st.CPUSeconds, st.PeakRSSKiB = cpu, peak
 	}
 	return st
@@ -175,11 +150,10 @@ func (p *Process) measure() Stats {
 // /proc could not be read, from the exited process's rusage (user+system
 // time, ru_maxrss: the same figures).
 func (p *Process) stats(before Stats) Stats {
-	p.log.Close()
 	if before.PeakRSSKiB > 0 {
 		return before
 	}
-	st := p.cmd.ProcessState
+	st := p.proc.State()
 	before.CPUSeconds = (st.UserTime() + st.SystemTime()).Seconds()
 	if ru, ok := st.SysUsage().(*syscall.Rusage); ok {
 		before.PeakRSSKiB = ru.Maxrss

@@ -114,7 +114,7 @@ func CreateQuotas(ctx context.Context, c client.Client, s *scenario.Scenario) er
 
 // ElasticQuota is the object that stands for q.
 func ElasticQuota(s *scenario.Scenario, q scenario.Quota) *elasticquotav1alpha1.ElasticQuota {
-	eq := wrappers.ElasticQuota(QuotaNamespace, q.Name).
+	eq := wrappers.MakeElasticQuota(q.Name, QuotaNamespace).
 		Min(corev1.ResourceCPU, strconv.FormatInt(q.Min, 10)).
 		Max(corev1.ResourceCPU, strconv.FormatInt(q.Max, 10))
 	if q.Parent != "" {
@@ -138,7 +138,7 @@ func Arrival(set scenario.Set, i int) time.Duration {
 
 // Unit is the unit number i of a class in a leaf quota.
 func Unit(leaf string, class scenario.Class, i int) *schedulingv1alpha1.QueueUnit {
-	return wrappers.QueueUnit(UnitNamespace(leaf), fmt.Sprintf("%s-%05d", class.Name, i)).
+	return wrappers.MakeQueueUnit(fmt.Sprintf("%s-%05d", class.Name, i), UnitNamespace(leaf)).
 		Quota(leaf).
 		Priority(class.Priority).
 		Request(corev1.ResourceCPU, strconv.FormatInt(class.CPU, 10)).

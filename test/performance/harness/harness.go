@@ -274,10 +274,10 @@ func (r *run) startController(ctx context.Context) error {
 		}
 		r.process = p
 		go func() {
-			<-p.Exited()
+			<-p.Done()
 			if p.Crashed() {
 				select {
-				case r.crashed <- fmt.Errorf("koord-queue exited on its own: %w (log in %s)", p.Err(), r.logPath()):
+				case r.crashed <- fmt.Errorf("%w without being stopped", p.Err()):
 				default:
 				}
 			}

@@ -190,10 +190,10 @@ func (r *run) run(ctx context.Context, queueBinary, extensionsBinary string) (*c
 		select {
 		case <-jobsDone.all:
 			done = true
-		case <-queue.Exited():
-			return nil, fmt.Errorf("koord-queue exited: %w", queue.Err())
-		case <-ext.Exited():
-			return nil, fmt.Errorf("the extensions exited: %w", ext.Err())
+		case <-queue.Done():
+			return nil, queue.Err()
+		case <-ext.Done():
+			return nil, ext.Err()
 		case <-progress.C:
 			if r.opts.Progress != nil {
 				fmt.Fprintf(r.opts.Progress, "  %s %4.0fs: %d Jobs complete; units: %s\n", r.s.Name, time.Since(start).Seconds(), jobsDone.count(), recorder)

@@ -1,4 +1,4 @@
-package framework
+package queueunit_test
 
 import (
 	"testing"
@@ -8,36 +8,40 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
-	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 var t0 = metav1.NewTime(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 
-func running(n int32) map[string]PodCount { return map[string]PodCount{"main": {Running: n}} }
+func running(n int32) map[string]queueunit.PodCount {
+	return map[string]queueunit.PodCount{"main": {Running: n}}
+}
 
-func TestSyncStatus(t *testing.T) {
+// TestFollowJob: the extensions' transitions in detail (TestTransitions has
+// one case of each).
+func TestFollowJob(t *testing.T) {
 	cases := map[string]struct {
 		unit        *schedulingv1alpha1.QueueUnit
-		job         jobState
+		job         queueunit.JobState
 		wantChanged bool
 		wantStatus  schedulingv1alpha1.QueueUnitStatus
 	}{
 		"a new unit is Enqueued": {
-			unit:        extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2).Obj(),
-			job:         jobState{suspended: true},
+			unit:        wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2).Obj(),
+			job:         queueunit.JobState{Suspended: true},
 			wantChanged: true,
 			wantStatus:  schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Enqueued, LastUpdateTime: &t0},
 		},
 		"a waiting unit with nothing new is left alone": {
-			unit:       extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2).Phase(schedulingv1alpha1.Enqueued).Obj(),
-			job:        jobState{suspended: true},
+			unit:       wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2).Phase(schedulingv1alpha1.Enqueued).Obj(),
+			job:        queueunit.JobState{Suspended: true},
 			wantStatus: schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Enqueued},
 		},
 		"an admitted unit whose job runs pods is Running": {
-			unit: extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2).
+			unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2).
 				Phase(schedulingv1alpha1.Dequeued).Admission("main", 2).Obj(),
-			job:         jobState{pods: map[string]PodCount{"main": {Running: 1, Pending: 1}}},
+			job:         queueunit.JobState{Pods: map[string]queueunit.PodCount{"main": {Running: 1, Pending: 1}}},
 			wantChanged: true,
 			wantStatus: schedulingv1alpha1.QueueUnitStatus{
 				Phase: schedulingv1alpha1.Running, LastUpdateTime: &t0,
@@ -48,9 +52,9 @@ func TestSyncStatus(t *testing.T) {
 			},
 		},
 		"an admitted unit whose job is still suspended stays Dequeued": {
-			unit: extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 1).
+			unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 1).
 				Phase(schedulingv1alpha1.Dequeued).Admission("main", 1).Obj(),
-			job:         jobState{suspended: true},
+			job:         queueunit.JobState{Suspended: true},
 			wantChanged: true,
 			wantStatus: schedulingv1alpha1.QueueUnitStatus{
 				Phase:      schedulingv1alpha1.Dequeued,
@@ -60,9 +64,9 @@ func TestSyncStatus(t *testing.T) {
 			},
 		},
 		"all pods running make PodsReady true and running never exceeds replicas": {
-			unit: extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2).
+			unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2).
 				Phase(schedulingv1alpha1.Running).Admission("main", 2).Obj(),
-			job:         jobState{pods: running(3)},
+			job:         queueunit.JobState{Pods: running(3)},
 			wantChanged: true,
 			wantStatus: schedulingv1alpha1.QueueUnitStatus{
 				Phase:      schedulingv1alpha1.Running,
@@ -73,9 +77,9 @@ func TestSyncStatus(t *testing.T) {
 			},
 		},
 		"a finished job's unit Succeeds and gives its quota back": {
-			unit: extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 1).
+			unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 1).
 				Phase(schedulingv1alpha1.Running).Admission("main", 1).Obj(),
-			job:         jobState{finished: true, succeeded: true, message: "done"},
+			job:         queueunit.JobState{Finished: true, Succeeded: true, Message: "done"},
 			wantChanged: true,
 			wantStatus: schedulingv1alpha1.QueueUnitStatus{
 				Phase: schedulingv1alpha1.Succeed, LastUpdateTime: &t0, Message: "The job succeeded: done",
@@ -84,8 +88,8 @@ func TestSyncStatus(t *testing.T) {
 			},
 		},
 		"a failed job's unit Fails even while it waits": {
-			unit:        extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 1).Phase(schedulingv1alpha1.Enqueued).Obj(),
-			job:         jobState{suspended: true, finished: true},
+			unit:        wrappers.MakeQueueUnit("u", "ns").PodSet("main", 1).Phase(schedulingv1alpha1.Enqueued).Obj(),
+			job:         queueunit.JobState{Suspended: true, Finished: true},
 			wantChanged: true,
 			wantStatus: schedulingv1alpha1.QueueUnitStatus{
 				Phase: schedulingv1alpha1.Failed, LastUpdateTime: &t0, Message: "The job failed",
@@ -94,9 +98,9 @@ func TestSyncStatus(t *testing.T) {
 			},
 		},
 		"an evicted unit keeps its admissions while its pods remain": {
-			unit: extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2).
+			unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2).
 				Phase(schedulingv1alpha1.Enqueued).Admission("main", 2).Obj(),
-			job:         jobState{suspended: true, pods: running(1)},
+			job:         queueunit.JobState{Suspended: true, Pods: running(1)},
 			wantChanged: true,
 			wantStatus: schedulingv1alpha1.QueueUnitStatus{
 				Phase:      schedulingv1alpha1.Enqueued,
@@ -105,29 +109,29 @@ func TestSyncStatus(t *testing.T) {
 			},
 		},
 		"an evicted unit gives its admissions back once its pods are gone": {
-			unit: extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2).
+			unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2).
 				Phase(schedulingv1alpha1.Enqueued).Admission("main", 2).Obj(),
-			job:         jobState{suspended: true, pods: running(0)},
+			job:         queueunit.JobState{Suspended: true, Pods: running(0)},
 			wantChanged: true,
 			wantStatus:  schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Enqueued},
 		},
 		"a Reserved unit keeps its admissions while its checks run": {
-			unit: extensionstest.MakeQueueUnit("u", "ns").PodSet("main", 2).
+			unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2).
 				Phase(schedulingv1alpha1.Reserved).Admission("main", 2).Obj(),
-			job:        jobState{suspended: true},
+			job:        queueunit.JobState{Suspended: true},
 			wantStatus: schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Reserved, Admissions: []schedulingv1alpha1.Admission{{Name: "main", Replicas: 2}}},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			changed := syncStatus(tc.unit, tc.job, t0)
+			changed := queueunit.FollowJob(tc.unit, tc.job, t0)
 			if changed != tc.wantChanged {
 				t.Errorf("changed = %v, want %v", changed, tc.wantChanged)
 			}
 			if diff := cmp.Diff(tc.wantStatus, tc.unit.Status); diff != "" {
 				t.Errorf("status (-want +got):\n%s", diff)
 			}
-			if again := syncStatus(tc.unit, tc.job, t0); again {
+			if again := queueunit.FollowJob(tc.unit, tc.job, t0); again {
 				t.Errorf("a second pass changed the status again: not level-based")
 			}
 		})

@@ -1,0 +1,551 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/koord-queue/koord-queue/apis"
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
+)
+
+// The writer-aware property test. pkg/scheduler's property test applies
+// every decision at once; this one runs the real Cache, Loop and Writer
+// over controller-runtime's fake client, one step at a time, in an order a
+// seed picks: writes are made late and out of order, the informer delivers
+// late and out of order, writes time out (after landing or before), the
+// unit cannot be read back, and between any two steps units are resized,
+// deactivated, deleted, moved to another quota or finished, a quota's max
+// shrinks below its usage, and koord-queue restarts. After every step the
+// API server's state is checked:
+//   - no quota's usage (its own and its children's) grows while over its max;
+//   - no unit is admitted twice (its attempts grow by one per admission);
+//   - the Cache's counts are never negative;
+//   - writes per unit stay bounded (no livelock).
+// Then the world calms down (no faults, no changes) and must settle within
+// a bounded number of steps on a state a fresh koord-queue would not change:
+// every unit owed quota has it.
+
+// quotaTree: parent p1 (max 8 cpu) over a and b, parent p2 (max 4) over c.
+var quotaTree = []struct {
+	name, parent string
+	min, max     int64
+}{
+	{"p1", "", 4, 8}, {"a", "p1", 2, 6}, {"b", "p1", 2, 8},
+	{"p2", "", 4, 4}, {"c", "p2", 4, 4},
+}
+
+var leafQuotas = []string{"a", "b", "c"}
+
+type propWorld struct {
+	t     testing.TB
+	rng   *rand.Rand
+	clock *clocktesting.FakeClock
+	api   client.WithWatch // the API server
+	// faults: the writer's writes fail now and then.
+	faults bool
+
+	cache  *Cache
+	writer *Writer
+	loop   *Loop
+	// pending are the writes handed over by the loop and not yet made.
+	pending []op
+	// undelivered units (keys) whose latest state the informer has yet to
+	// bring to the Cache.
+	undelivered map[string]bool
+
+	nextUnit int
+	// seen counts what happened, to show what a seed exercised.
+	seen    map[string]int
+	writes  map[string]int // koord-queue's writes per unit
+	changes map[string]int // the world's changes per unit
+	// last step's view, for the invariants.
+	attempts map[string]int64
+	holds    map[string]bool
+	usage    map[string]int64
+}
+
+func newPropWorld(t testing.TB, seed int64) *propWorld {
+	scheme := runtime.NewScheme()
+	if err := apis.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	w := &propWorld{
+		t: t, rng: rand.New(rand.NewSource(seed)), clock: clocktesting.NewFakeClock(time.Unix(1_000_000, 0)),
+		api:         fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &schedulingv1alpha1.Queue{}).Build(),
+		undelivered: map[string]bool{}, seen: map[string]int{}, writes: map[string]int{}, changes: map[string]int{},
+		attempts: map[string]int64{}, holds: map[string]bool{}, usage: map[string]int64{},
+	}
+	ctx := context.Background()
+	for _, q := range quotaTree {
+		eq := &elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "quotas", Name: q.name, Labels: map[string]string{}},
+			Spec: elasticquotav1alpha1.ElasticQuotaSpec{Min: cpu(q.min), Max: cpu(q.max)}}
+		if q.parent != "" {
+			eq.Labels[elasticquotav1alpha1.LabelQuotaParent] = q.parent
+		} else {
+			eq.Labels[elasticquotav1alpha1.LabelQuotaIsParent] = "true"
+		}
+		w.must(w.api.Create(ctx, eq))
+		w.must(w.api.Create(ctx, &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: q.name}}))
+	}
+	for range 14 {
+		w.newUnit()
+	}
+	w.start()
+	return w
+}
+
+func cpu(n int64) corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: *resource.NewQuantity(n, resource.DecimalSI)}
+}
+
+func (w *propWorld) must(err error) {
+	w.t.Helper()
+	if err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// start is koord-queue starting: a new Cache, Writer and Loop, fed every
+// object before the first cycle, as Loop.Start waits for the informers.
+func (w *propWorld) start() {
+	ctx := context.Background()
+	faulty := interceptor.NewClient(w.api, interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+			return w.write(obj, func() error { return c.SubResource(sub).Patch(ctx, obj, p, opts...) })
+		},
+		Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, p client.Patch, opts ...client.PatchOption) error {
+			return w.write(obj, func() error { return c.Patch(ctx, obj, p, opts...) })
+		},
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if w.faults && w.rng.Intn(20) == 0 {
+				w.seen["read failed"]++
+				return errors.New("connection refused")
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	w.cache = NewCache()
+	w.writer = NewWriter(faulty, faulty, &record.FakeRecorder{}, w.cache, w.clock, WriterOptions{Workers: 2, MessageQPS: 1e9})
+	w.loop = &Loop{cache: w.cache, writer: w.writer, clock: w.clock}
+	w.pending = nil
+	eqs := &elasticquotav1alpha1.ElasticQuotaList{}
+	w.must(w.api.List(ctx, eqs))
+	for i := range eqs.Items {
+		w.cache.UpsertElasticQuota(&eqs.Items[i])
+	}
+	queues := &schedulingv1alpha1.QueueList{}
+	w.must(w.api.List(ctx, queues))
+	for i := range queues.Items {
+		w.cache.UpsertQueue(&queues.Items[i])
+	}
+	units := &schedulingv1alpha1.QueueUnitList{}
+	w.must(w.api.List(ctx, units))
+	for i := range units.Items {
+		w.cache.UpsertUnit(&units.Items[i])
+	}
+	clear(w.undelivered)
+}
+
+// write is one of koord-queue's writes reaching the API server: now and
+// then it times out, after landing or before.
+func (w *propWorld) write(obj client.Object, do func() error) error {
+	key := obj.GetNamespace() + "/" + obj.GetName()
+	if _, ok := obj.(*schedulingv1alpha1.QueueUnit); ok {
+		w.writes[key]++
+	}
+	fault := 0
+	if w.faults {
+		fault = w.rng.Intn(10)
+	}
+	if fault != 1 {
+		if err := do(); err != nil {
+			w.seen["write refused"]++
+			return err
+		}
+		w.undelivered[key] = true
+	}
+	if fault <= 1 && w.faults {
+		w.seen[fmt.Sprintf("write timed out (landed: %v)", fault == 0)]++
+		return apierrors.NewTimeoutError("the write timed out", 1)
+	}
+	w.seen["write"]++
+	return nil
+}
+
+func (w *propWorld) newUnit() {
+	w.nextUnit++
+	u := &schedulingv1alpha1.QueueUnit{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: fmt.Sprintf("u%d", w.nextUnit),
+			Labels: map[string]string{elasticquotav1alpha1.LabelQuotaName: leafQuotas[w.rng.Intn(len(leafQuotas))]}},
+		Spec: schedulingv1alpha1.QueueUnitSpec{Resource: cpu(1 + w.rng.Int63n(3)), Priority: ptr.To(int32(w.rng.Intn(3)))},
+	}
+	if w.rng.Intn(2) == 0 {
+		u.Spec.ConsumerRef = &corev1.ObjectReference{Kind: "Job", Namespace: "ns", Name: u.Name}
+	}
+	w.must(w.api.Create(context.Background(), u))
+	w.undelivered["ns/"+u.Name] = true
+}
+
+// step takes one step the seed picks.
+func (w *propWorld) step() string {
+	what := w.pick()
+	w.seen[strings.Fields(what)[0]]++
+	return what
+}
+
+func (w *propWorld) pick() string {
+	switch r := w.rng.Intn(100); {
+	case r < 20:
+		w.cycle()
+		return "cycle"
+	case r < 50:
+		return w.writeOne()
+	case r < 70:
+		return w.deliverOne()
+	case r < 82:
+		return w.followAJob(true)
+	case r < 97:
+		return w.change()
+	case r < 98:
+		w.start()
+		return "restart"
+	default:
+		w.clock.Step(time.Second)
+		return "tick"
+	}
+}
+
+// cycle is one pass of the loop; the writes it hands over wait in pending.
+func (w *propWorld) cycle() {
+	w.loop.runOnce()
+	for w.writer.urgent.Len() > 0 {
+		o, _ := w.writer.urgent.Get()
+		w.writer.urgent.Done(o)
+		w.pending = append(w.pending, o)
+	}
+	for w.writer.deferred.Len() > 0 {
+		o, _ := w.writer.deferred.Get()
+		w.writer.deferred.Done(o)
+		w.pending = append(w.pending, o)
+	}
+}
+
+// writeOne makes one pending write; a failed one stays pending. Like the
+// Writer, it makes admissions, evictions and checks verdicts before the
+// writes that only inform, but not always: order is not promised.
+func (w *propWorld) writeOne() string {
+	if len(w.pending) == 0 {
+		return "write: none pending"
+	}
+	var urgent []int
+	for i, o := range w.pending {
+		if o.kind < opMessage {
+			urgent = append(urgent, i)
+		}
+	}
+	i := w.rng.Intn(len(w.pending))
+	if len(urgent) > 0 && w.rng.Intn(5) > 0 {
+		i = urgent[w.rng.Intn(len(urgent))]
+	}
+	o := w.pending[i]
+	w.pending = slices.Delete(w.pending, i, i+1)
+	ctx := context.Background()
+	var err error
+	switch o.kind {
+	case opAdmit:
+		err = w.writer.writeAdmission(ctx, o.key)
+	case opEvict:
+		err = w.writer.writeEviction(ctx, o.key)
+	case opChecksPassed, opChecksFailed:
+		err = w.writer.writeChecksVerdict(ctx, o.key)
+	case opMessage:
+		w.writer.writeMessage(ctx, o.key)
+	case opQueueName:
+		w.writer.writeQueueName(ctx, o.key)
+	}
+	w.seen[fmt.Sprintf("op %d", o.kind)]++
+	if err != nil {
+		w.pending = append(w.pending, o)
+		w.seen[fmt.Sprintf("op %d failed", o.kind)]++
+		if errors.Is(err, queueunit.ErrOutcomeUnknown) {
+			w.seen["outcome unknown"]++
+		}
+	}
+	return fmt.Sprintf("write %d %s: %v", o.kind, o.key, err)
+}
+
+// deliverOne brings one unit's latest state to the Cache, as its informer would.
+func (w *propWorld) deliverOne() string {
+	if len(w.undelivered) == 0 {
+		return "deliver: none"
+	}
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range w.undelivered {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	key := keys[w.rng.Intn(len(keys))]
+	delete(w.undelivered, key)
+	ns, name, _ := strings.Cut(key, "/")
+	u := &schedulingv1alpha1.QueueUnit{}
+	if err := w.api.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: name}, u); apierrors.IsNotFound(err) {
+		w.cache.DeleteUnit(ns, name)
+		return "deliver deletion of " + key
+	} else {
+		w.must(err)
+	}
+	w.cache.UpsertUnit(u)
+	return "deliver " + key
+}
+
+func (w *propWorld) units() []schedulingv1alpha1.QueueUnit {
+	list := &schedulingv1alpha1.QueueUnitList{}
+	w.must(w.api.List(context.Background(), list))
+	slices.SortFunc(list.Items, func(a, b schedulingv1alpha1.QueueUnit) int { return strings.Compare(a.Name, b.Name) })
+	return list.Items
+}
+
+// followAJob is an extension following one unit's job: an evicted job's
+// pods go; a released job runs; a running one may finish (when finish).
+// A unit no extension manages may finish too (whoever wrote it says so).
+func (w *propWorld) followAJob(finish bool) string {
+	var candidates []schedulingv1alpha1.QueueUnit
+	for _, u := range w.units() {
+		if queueunit.HoldsQuota(&u) {
+			candidates = append(candidates, u)
+		}
+	}
+	if len(candidates) == 0 {
+		return "follow: no job"
+	}
+	u := candidates[w.rng.Intn(len(candidates))]
+	js := queueunit.JobState{Suspended: true} // evicted: its pods are gone
+	if queueunit.Admitted(u.EffectivePhase()) {
+		js = queueunit.JobState{Pods: map[string]queueunit.PodCount{schedulingv1alpha1.DefaultPodSetName: {Running: 1}}}
+		if finish && (w.rng.Intn(2) == 0 || u.Spec.ConsumerRef == nil) {
+			js = queueunit.JobState{Finished: true, Succeeded: true}
+		}
+	}
+	if !queueunit.FollowJob(&u, js, metav1.NewTime(w.clock.Now())) {
+		return "follow: nothing new for " + u.Name
+	}
+	w.must(w.api.Status().Update(context.Background(), &u))
+	w.undelivered["ns/"+u.Name] = true
+	return "follow " + u.Name
+}
+
+// change is the world changing something between two steps.
+func (w *propWorld) change() string {
+	ctx := context.Background()
+	units := w.units()
+	if w.rng.Intn(3) == 0 || len(units) == 0 {
+		w.newUnit()
+		return "new unit"
+	}
+	if w.rng.Intn(8) == 0 {
+		// A quota's max changes, now and then below its usage.
+		q := quotaTree[w.rng.Intn(len(quotaTree))]
+		eq := &elasticquotav1alpha1.ElasticQuota{}
+		w.must(w.api.Get(ctx, client.ObjectKey{Namespace: "quotas", Name: q.name}, eq))
+		eq.Spec.Max = cpu(max(q.min, 1+w.rng.Int63n(q.max+2)))
+		w.must(w.api.Update(ctx, eq))
+		w.cache.UpsertElasticQuota(eq)
+		return fmt.Sprintf("max of %s now %s", q.name, eq.Spec.Max.Cpu())
+	}
+	u := units[w.rng.Intn(len(units))]
+	key := "ns/" + u.Name
+	w.changes[key]++
+	w.undelivered[key] = true
+	var what string
+	switch r := w.rng.Intn(4); {
+	case r == 0:
+		w.must(client.IgnoreNotFound(w.api.Delete(ctx, &u)))
+		return "delete " + u.Name
+	case r == 1:
+		u.Spec.Active = ptr.To(!u.IsActive())
+		what = fmt.Sprintf("active=%v", u.IsActive())
+	case r == 2 && !queueunit.HoldsQuota(&u):
+		u.Spec.Resource = cpu(1 + w.rng.Int63n(3))
+		what = "resize to " + u.Spec.Resource.Cpu().String()
+	case r == 3 && !queueunit.HoldsQuota(&u):
+		u.Labels[elasticquotav1alpha1.LabelQuotaName] = leafQuotas[w.rng.Intn(len(leafQuotas))]
+		what = "move to " + u.Labels[elasticquotav1alpha1.LabelQuotaName]
+	default:
+		return "no change"
+	}
+	if err := w.api.Update(ctx, &u); err != nil && !apierrors.IsConflict(err) {
+		w.t.Fatal(err)
+	}
+	return what + " " + u.Name
+}
+
+// quotaOf is the quota a unit is charged to, as Koordinator charges its pods.
+func quotaOf(u *schedulingv1alpha1.QueueUnit) string {
+	if n := elasticquotav1alpha1.QuotaNameFromLabels(u.Labels); n != "" {
+		return n
+	}
+	return u.Spec.Queue
+}
+
+// check checks the invariants on what the API server holds.
+func (w *propWorld) check(stepNo int, what string) {
+	w.t.Helper()
+	fail := func(format string, args ...any) {
+		w.t.Helper()
+		w.t.Fatalf("step %d (%s): %s", stepNo, what, fmt.Sprintf(format, args...))
+	}
+	ctx := context.Background()
+	maxOf := map[string]int64{}
+	parentOf := map[string]string{}
+	for _, q := range quotaTree {
+		eq := &elasticquotav1alpha1.ElasticQuota{}
+		w.must(w.api.Get(ctx, client.ObjectKey{Namespace: "quotas", Name: q.name}, eq))
+		maxOf[q.name] = eq.Spec.Max.Cpu().Value()
+		parentOf[q.name] = q.parent
+	}
+	usage := map[string]int64{}
+	seen := map[string]bool{}
+	for _, u := range w.units() {
+		key := "ns/" + u.Name
+		seen[key] = true
+		holds := queueunit.HoldsQuota(&u)
+		if holds {
+			var used int64
+			for _, a := range u.Status.Admissions {
+				used += a.Resources.Cpu().Value()
+			}
+			for q := quotaOf(&u); q != ""; q = parentOf[q] {
+				usage[q] += used
+			}
+		}
+		if d := u.Status.Attempts - w.attempts[key]; d > 1 || (d == 1 && (w.holds[key] || !holds) && u.Spec.ConsumerRef != nil) {
+			fail("%s admitted again: attempts %d -> %d, holding quota before: %v, now: %v", key, w.attempts[key], u.Status.Attempts, w.holds[key], holds)
+		}
+		w.attempts[key], w.holds[key] = u.Status.Attempts, holds
+		if limit := 40 + 20*w.changes[key]; w.writes[key] > limit {
+			fail("%s written %d times (limit %d for %d changes): a livelock", key, w.writes[key], limit, w.changes[key])
+		}
+	}
+	for key := range w.attempts {
+		if !seen[key] {
+			delete(w.attempts, key)
+			delete(w.holds, key)
+		}
+	}
+	for _, q := range quotaTree {
+		if usage[q.name] > maxOf[q.name] && usage[q.name] > w.usage[q.name] {
+			fail("quota %s: usage grew %d -> %d cpu over its max %d", q.name, w.usage[q.name], usage[q.name], maxOf[q.name])
+		}
+	}
+	w.usage = usage
+	for _, v := range w.cache.Queues() {
+		if v.Pending < 0 || v.Admitted < 0 {
+			fail("queue %s counts %d pending, %d admitted", v.Name, v.Pending, v.Admitted)
+		}
+	}
+}
+
+// settle lets the world calm down: no faults, no changes; extensions still
+// let evicted jobs' pods go and released jobs run. It reports whether
+// nothing was left to do within limit steps.
+func (w *propWorld) settle(limit int) bool {
+	w.faults = false
+	for i := range limit {
+		var what string
+		switch {
+		case len(w.pending) > 0:
+			what = w.writeOne()
+		case len(w.undelivered) > 0:
+			what = w.deliverOne()
+		default:
+			if f := w.followAJob(false); !strings.HasPrefix(f, "follow:") {
+				what = f
+				break
+			}
+			w.cycle()
+			if len(w.pending) == 0 && len(w.undelivered) == 0 {
+				if next := w.cache.nextBackoff(); !next.IsZero() {
+					w.clock.SetTime(next)
+					continue
+				}
+				return true
+			}
+			what = "cycle"
+		}
+		w.check(i, "settling: "+what)
+	}
+	return false
+}
+
+// fixedPoint checks that a fresh koord-queue, fed the settled state, would
+// change nothing: every unit owed quota has it.
+func (w *propWorld) fixedPoint() {
+	w.t.Helper()
+	w.start()
+	res := w.cache.cycle(w.clock.Now(), -1)
+	if len(res.Admissions) > 0 || len(res.Preemptions) > 0 {
+		var lines []string
+		for _, u := range w.units() {
+			lines = append(lines, fmt.Sprintf("%s %s q=%s holds=%v %s", u.Name, u.Status.Phase, quotaOf(&u), queueunit.HoldsQuota(&u), u.Status.Message))
+		}
+		w.t.Fatalf("settled, yet a fresh koord-queue admits %v and preempts %v:\n%s", res.Admissions, res.Preemptions, strings.Join(lines, "\n"))
+	}
+}
+
+func runWorld(t testing.TB, seed int64, steps int) {
+	w := newPropWorld(t, seed)
+	w.faults = true
+	for i := range steps {
+		what := w.step()
+		w.check(i, what)
+	}
+	if !w.settle(20 * steps) {
+		t.Fatalf("seed %d: not settled after %d steps: %d writes pending, %d units undelivered", seed, 20*steps, len(w.pending), len(w.undelivered))
+	}
+	w.fixedPoint()
+	t.Logf("seed %d: %v", seed, w.seen)
+}
+
+// TestAdmissionWithTheWriter runs the property over many seeds.
+func TestAdmissionWithTheWriter(t *testing.T) {
+	// 12 seeds keep the package under a minute with -race; the fuzz target
+	// runs more.
+	seeds := 12
+	if testing.Short() {
+		seeds = 6
+	}
+	for seed := range int64(seeds) {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) { runWorld(t, seed, 300) })
+	}
+}
+
+// FuzzAdmissionWithTheWriter runs the property over seeds the fuzzer picks:
+// go test -run XXX -fuzz FuzzAdmissionWithTheWriter -fuzztime 10m ./pkg/admission/
+func FuzzAdmissionWithTheWriter(f *testing.F) {
+	f.Add(int64(1), uint16(300))
+	f.Fuzz(func(t *testing.T, seed int64, steps uint16) {
+		runWorld(t, seed, int(steps%600))
+	})
+}

@@ -1,0 +1,130 @@
+package admission
+
+import (
+	corev1 "k8s.io/api/core/v1"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
+)
+
+// A unit's decisions live in its unitRecord, and nowhere else: the cycle
+// records them there, the writer reads them in one call (decision) and
+// reports back (admissionWritten, forget, evictionWritten), and the
+// informer's view of the unit clears them once the API server shows them.
+
+// admission is an admission the core decided and the API server has not
+// shown back yet. Its fields do not change once recorded, but written.
+type admission struct {
+	// unit as it was when decided: the write is based on it, so the
+	// optimistic lock refuses it if the unit changed since.
+	unit    *schedulingv1alpha1.QueueUnit
+	queue   string
+	request corev1.ResourceList
+	// written: the write finished (the informer is yet to show it), so it
+	// no longer counts against the writer's budget.
+	written bool
+}
+
+// eviction is an eviction decided and not yet seen on the API server. Its
+// fields do not change once recorded, but written.
+type eviction struct {
+	reason, message, preemptor string
+	// written: the write finished, or found nothing to evict.
+	written bool
+}
+
+// decision is everything the writer needs of one unit, read under one lock.
+type decision struct {
+	// unit is the latest object seen.
+	unit  *schedulingv1alpha1.QueueUnit
+	queue string
+	// byLabel: the unit names its quota itself, rather than being charged
+	// by a fallback that a quota change re-resolves.
+	byLabel bool
+	// assumed: admitted by the core, and not yet seen admitted on the API
+	// server (the write may have finished).
+	assumed bool
+	// admission to write, if one is decided and not yet written.
+	admission *admission
+	// eviction to write, if one is decided and not yet written.
+	eviction *eviction
+	// checks are the queue's admission checks that select the unit;
+	// checksErr says why they could not be read (a bad selector).
+	checks    queueunit.Checks
+	checksErr error
+}
+
+// decision returns what the writer needs to write key's decisions.
+func (c *Cache) decision(key string) (decision, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	r, ok := c.units[key]
+	if !ok {
+		return decision{}, false
+	}
+	d := decision{unit: r.unit, queue: r.queue, byLabel: r.byLabel, assumed: r.admission != nil}
+	if r.admission != nil && !r.admission.written {
+		d.admission = r.admission
+	}
+	if r.eviction != nil && !r.eviction.written {
+		d.eviction = r.eviction
+	}
+	if d.admission != nil || r.unit.Status.Phase == schedulingv1alpha1.Reserved {
+		d.checks, d.checksErr = c.checksFor(r.queue, r.unit)
+	}
+	return d, true
+}
+
+// unwrittenAdmissions counts the admissions decided whose write has not
+// finished.
+func (c *Cache) unwrittenAdmissions() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.unwritten
+}
+
+// admissionWritten records that a's write finished, and wakes the loop,
+// which may have waited for room in the writer's budget.
+func (c *Cache) admissionWritten(key string, a *admission) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.units[key]; ok && r.admission == a && !a.written {
+		a.written = true
+		c.unwritten--
+	}
+	c.notify()
+}
+
+// forget undoes admission a, which could not be written, and places the
+// unit again as its latest object says: deactivated, being deleted or
+// finished meanwhile, it leaves the core instead of waiting there to be
+// admitted once more.
+func (c *Cache) forget(key string, a *admission) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.units[key]; ok && r.admission == a {
+		c.dropAdmission(r)
+		c.core.ForgetAdmission(key)
+		c.place(r)
+	}
+	c.notify()
+}
+
+// dropAdmission clears r's admission, with c.mu held.
+func (c *Cache) dropAdmission(r *unitRecord) {
+	if r.admission != nil && !r.admission.written {
+		c.unwritten--
+	}
+	r.admission = nil
+}
+
+// evictionWritten records that e's write finished, or found nothing to
+// evict. The record stays until the unit is seen to give its quota back, so
+// the unit is not evicted again meanwhile.
+func (c *Cache) evictionWritten(key string, e *eviction) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if r, ok := c.units[key]; ok && r.eviction == e {
+		e.written = true
+	}
+}

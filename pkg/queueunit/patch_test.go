@@ -1,0 +1,173 @@
+package queueunit_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
+
+	"github.com/koord-queue/koord-queue/apis"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
+)
+
+var unitResource = schema.GroupResource{Group: schedulingv1alpha1.GroupVersion.Group, Resource: "queueunits"}
+
+// TestPatch drives the one write path of both binaries through the failures
+// an API server gives: a conflict, a timeout after the write landed or
+// before it did, a timeout it cannot read back from, a refusal.
+func TestPatch(t *testing.T) {
+	errTimeout := apierrors.NewTimeoutError("request timed out", 1)
+	// setMessage finds nothing to do once its change is made, as every
+	// transition does: that is what makes a retry after a timeout safe.
+	setMessage := func(u *schedulingv1alpha1.QueueUnit) bool {
+		if u.Status.Message == "decided" {
+			return false
+		}
+		u.Status.Message = "decided"
+		return true
+	}
+	type outcome struct {
+		Changed      bool
+		Message      string // in the API server afterwards
+		Writes       int    // patches that reached the server
+		OutcomeKnown bool   // err is nil or a definite refusal
+		NotFound     bool
+	}
+	cases := map[string]struct {
+		// before runs on the server before the first write: another writer.
+		before func(c client.Client, u *schedulingv1alpha1.QueueUnit)
+		// patchFails fails the n-th status patch (1-based); landed: after
+		// applying it.
+		patchFails map[int]struct {
+			err    error
+			landed bool
+		}
+		getFails error
+		mutate   func(*schedulingv1alpha1.QueueUnit) bool
+		want     outcome
+	}{
+		"written at once": {
+			mutate: setMessage,
+			want:   outcome{Changed: true, Message: "decided", Writes: 1, OutcomeKnown: true},
+		},
+		"nothing to write: no request is made": {
+			mutate: func(*schedulingv1alpha1.QueueUnit) bool { return false },
+			want:   outcome{Message: "", OutcomeKnown: true},
+		},
+		"a mutate that changes nothing makes no request": {
+			mutate: func(*schedulingv1alpha1.QueueUnit) bool { return true },
+			want:   outcome{Message: "", OutcomeKnown: true},
+		},
+		"a conflict is retried on the server's data": {
+			before: func(c client.Client, u *schedulingv1alpha1.QueueUnit) {
+				fresh := u.DeepCopy()
+				fresh.Status.Phase = schedulingv1alpha1.Running
+				if err := c.Status().Update(context.Background(), fresh); err != nil {
+					panic(err)
+				}
+			},
+			mutate: func(u *schedulingv1alpha1.QueueUnit) bool {
+				if u.Status.Phase != schedulingv1alpha1.Running {
+					return setMessage(u) // decided on stale data: must not land
+				}
+				u.Status.Message = "decided on fresh data"
+				return true
+			},
+			want: outcome{Changed: true, Message: "decided on fresh data", Writes: 2, OutcomeKnown: true},
+		},
+		"a timeout after the write landed: read back, found done": {
+			patchFails: map[int]struct {
+				err    error
+				landed bool
+			}{1: {errTimeout, true}},
+			mutate: setMessage,
+			want:   outcome{Changed: false, Message: "decided", Writes: 1, OutcomeKnown: true},
+		},
+		"a timeout before the write landed: read back and written": {
+			patchFails: map[int]struct {
+				err    error
+				landed bool
+			}{1: {errTimeout, false}},
+			mutate: setMessage,
+			want:   outcome{Changed: true, Message: "decided", Writes: 2, OutcomeKnown: true},
+		},
+		"a timeout that cannot be read back: the outcome is unknown": {
+			patchFails: map[int]struct {
+				err    error
+				landed bool
+			}{1: {errTimeout, true}},
+			getFails: errors.New("connection refused"),
+			mutate:   setMessage,
+			want:     outcome{Message: "decided", Writes: 1},
+		},
+		"a refusal is returned as it is": {
+			patchFails: map[int]struct {
+				err    error
+				landed bool
+			}{1: {apierrors.NewNotFound(unitResource, "u"), false}},
+			mutate: setMessage,
+			want:   outcome{Message: "", Writes: 1, OutcomeKnown: true, NotFound: true},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			scheme := runtime.NewScheme()
+			if err := apis.AddToScheme(scheme); err != nil {
+				t.Fatal(err)
+			}
+			stored := &schedulingv1alpha1.QueueUnit{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "u"}}
+			base := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(stored).Build()
+			writes := 0
+			c := interceptor.NewClient(base, interceptor.Funcs{
+				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+					writes++
+					if f, ok := tc.patchFails[writes]; ok {
+						if f.landed {
+							if err := c.SubResource(sub).Patch(ctx, obj, patch, opts...); err != nil {
+								return err
+							}
+						}
+						return f.err
+					}
+					return c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+				},
+				Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+					if tc.getFails != nil {
+						return tc.getFails
+					}
+					return c.Get(ctx, key, obj, opts...)
+				},
+			})
+			u := &schedulingv1alpha1.QueueUnit{}
+			if err := base.Get(ctx, client.ObjectKeyFromObject(stored), u); err != nil {
+				t.Fatal(err)
+			}
+			if tc.before != nil {
+				tc.before(base, u)
+			}
+			changed, err := queueunit.Patch(ctx, c, c, u, queueunit.Status, "test", tc.mutate)
+			inAPI := &schedulingv1alpha1.QueueUnit{}
+			if err := base.Get(ctx, client.ObjectKeyFromObject(stored), inAPI); err != nil {
+				t.Fatal(err)
+			}
+			got := outcome{Changed: changed, Message: inAPI.Status.Message, Writes: writes,
+				OutcomeKnown: !errors.Is(err, queueunit.ErrOutcomeUnknown), NotFound: apierrors.IsNotFound(err)}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Patch (-want +got):\n%s\nerr: %v", diff, err)
+			}
+			if (err != nil) != (!got.OutcomeKnown || got.NotFound) {
+				t.Errorf("Patch error %v", err)
+			}
+		})
+	}
+}

@@ -1,0 +1,73 @@
+// Package api holds the visibility REST API's JSON types (/api/...), apart
+// from the controller that fills them, so that clients, tools and tests
+// import the types and not koord-queue's internals.
+package api
+
+import (
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+)
+
+// QuotaView is one quota of the tree as the visibility API shows it.
+type QuotaView struct {
+	Name      string              `json:"name"`
+	Namespace string              `json:"namespace,omitempty"`
+	Parent    string              `json:"parent,omitempty"`
+	Min       corev1.ResourceList `json:"min,omitempty"`
+	Max       corev1.ResourceList `json:"max,omitempty"`
+	Used      corev1.ResourceList `json:"used,omitempty"`
+	// Runtime is the quota's fair share of what it may use now.
+	Runtime corev1.ResourceList `json:"runtime,omitempty"`
+	Error   string              `json:"error,omitempty"`
+}
+
+// QueueView is one queue as the visibility API shows it.
+type QueueView struct {
+	Name     string                         `json:"name"`
+	Policy   schedulingv1alpha1.QueuePolicy `json:"policy"`
+	Priority int32                          `json:"priority"`
+	Pending  int                            `json:"pending"`
+	Admitted int                            `json:"admitted"`
+	Quota    *QuotaView                     `json:"quota,omitempty"`
+	// ConfigError reports malformed koord-queue/* annotations.
+	ConfigError string `json:"configError,omitempty"`
+}
+
+// UnitView is one unit: where it is and why.
+type UnitView struct {
+	Namespace string                            `json:"namespace"`
+	Name      string                            `json:"name"`
+	Queue     string                            `json:"queue,omitempty"`
+	Phase     schedulingv1alpha1.QueueUnitPhase `json:"phase"`
+	Priority  int32                             `json:"priority"`
+	Request   corev1.ResourceList               `json:"request,omitempty"`
+	// Position is 1-based among the queue's waiting units; 0 when not waiting.
+	Position int `json:"position,omitempty"`
+	// Reason is why the unit waits.
+	Reason string `json:"reason,omitempty"`
+}
+
+// AdmissionRecord is one admission as seen on the API server.
+type AdmissionRecord struct {
+	Namespace string    `json:"namespace"`
+	Name      string    `json:"name"`
+	Queue     string    `json:"queue"`
+	Time      time.Time `json:"time"`
+}
+
+// QueueUnitList is a page of a queue's units.
+type QueueUnitList struct {
+	Queue  string     `json:"queue"`
+	Total  int        `json:"total"`
+	Offset int        `json:"offset"`
+	Limit  int        `json:"limit"`
+	Items  []UnitView `json:"items"`
+}
+
+// Error is the body of every 4xx answer.
+type Error struct {
+	Error string `json:"error"`
+}
