@@ -27,9 +27,9 @@ type unitRecord struct {
 	unit *schedulingv1alpha1.QueueUnit // the latest object seen
 	// queue the unit waits in or is admitted to; empty when no quota serves it.
 	queue string
-	// byLabel: the unit named its quota; otherwise the mapping is re-resolved
-	// when quotas change.
-	byLabel bool
+	// rule chose queue; unless the unit named it (rule.Named()), it is
+	// re-resolved when quotas change.
+	rule    queueunit.QuotaRule
 	request corev1.ResourceList
 	// inCore: the unit is in the scheduler.
 	inCore bool
@@ -268,9 +268,14 @@ func (c *Cache) UpsertUnit(u *schedulingv1alpha1.QueueUnit) {
 		}
 	}
 	r.unit = u
-	if queueunit.HoldsQuota(u) {
-		c.dropAdmission(r) // the admission was written and seen back
-	} else {
+	if queueunit.HoldsQuota(u) || (r.admission != nil && u.Status.Attempts > r.admission.unit.Status.Attempts) {
+		// The admission was written and seen back. Attempts tells it even
+		// when the informer skipped the admitted state (a relist shows only
+		// the latest): evicted or finished since, the unit no longer holds
+		// quota, and the record must not keep it charged.
+		c.dropAdmission(r)
+	}
+	if !queueunit.HoldsQuota(u) {
 		r.eviction = nil // evicted, finished or released
 	}
 	if rs := u.Status.RequeueState; rs != nil && rs.RequeueAt != nil && !queueunit.HoldsQuota(u) {
@@ -304,7 +309,7 @@ func (c *Cache) DeleteUnit(namespace, name string) {
 // remapFallbacks re-resolves the queue of units that did not name their quota.
 func (c *Cache) remapFallbacks() {
 	for key, r := range c.units {
-		if !r.byLabel {
+		if !r.rule.Named() {
 			c.place(r)
 			c.dirty[key] = struct{}{}
 		}
@@ -316,7 +321,7 @@ func (c *Cache) remapFallbacks() {
 func (c *Cache) place(r *unitRecord) {
 	u := r.unit
 	key := r.key()
-	r.queue, r.byLabel = c.quotas.quotaNameOf(u)
+	r.queue, r.rule = c.quotas.quotaNameOf(u)
 	r.problem = ""
 	request := queueunit.Request(u)
 	if r.admission != nil && (r.queue != r.admission.queue || !equality.Semantic.DeepEqual(r.admission.request, request)) {
@@ -444,13 +449,20 @@ func (c *Cache) waitReason(key string) string {
 	if !r.inCore || queueunit.HoldsQuota(r.unit) || r.admission != nil {
 		return ""
 	}
+	var reason string
 	if _, ok := c.queues[r.queue]; !ok {
-		if c.quotas.exists(r.queue) {
-			return fmt.Sprintf("waiting for Queue %s/%s to be created for ElasticQuota %s", schedulingv1alpha1.QueueNamespace, r.queue, r.queue)
+		if c.quotas.Exists(r.queue) {
+			reason = fmt.Sprintf("waiting for Queue %s/%s to be created for ElasticQuota %s", schedulingv1alpha1.QueueNamespace, r.queue, r.queue)
+		} else {
+			reason = fmt.Sprintf("ElasticQuota %s not found: the unit is admitted as soon as it exists", r.queue)
 		}
-		return fmt.Sprintf("ElasticQuota %s not found: the unit is admitted as soon as it exists", r.queue)
+	} else {
+		reason = c.core.WaitReason(key)
 	}
-	return c.core.WaitReason(key)
+	if reason != "" && !r.rule.Named() {
+		reason += " (" + r.rule.Describe(r.queue) + ")"
+	}
+	return reason
 }
 
 // checksFor lists the Queue's admission checks that select the unit, with

@@ -5,12 +5,13 @@ import (
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 )
 
 // quotaIndex is what unit-to-queue mapping needs to know of the ElasticQuotas.
 type quotaIndex struct {
-	// names of existing quotas.
-	names map[string]struct{}
+	// namespaceOf each existing quota, by name.
+	namespaceOf map[string]string
 	// servedBy maps a namespace to the quotas whose namespaces annotation lists it.
 	servedBy map[string][]string
 	// namespacesOf is each quota's namespaces annotation, to undo servedBy.
@@ -18,13 +19,13 @@ type quotaIndex struct {
 }
 
 func newQuotaIndex() *quotaIndex {
-	return &quotaIndex{names: map[string]struct{}{}, servedBy: map[string][]string{}, namespacesOf: map[string][]string{}}
+	return &quotaIndex{namespaceOf: map[string]string{}, servedBy: map[string][]string{}, namespacesOf: map[string][]string{}}
 }
 
 // upsert records a quota; it returns an error when its namespaces annotation is malformed.
 func (x *quotaIndex) upsert(eq *elasticquotav1alpha1.ElasticQuota) error {
 	x.remove(eq.Name)
-	x.names[eq.Name] = struct{}{}
+	x.namespaceOf[eq.Name] = eq.Namespace
 	namespaces, err := elasticquotav1alpha1.ServedNamespaces(eq.Annotations)
 	if err != nil || len(namespaces) == 0 {
 		return err
@@ -38,7 +39,7 @@ func (x *quotaIndex) upsert(eq *elasticquotav1alpha1.ElasticQuota) error {
 }
 
 func (x *quotaIndex) remove(name string) {
-	delete(x.names, name)
+	delete(x.namespaceOf, name)
 	for _, ns := range x.namespacesOf[name] {
 		x.servedBy[ns] = slices.DeleteFunc(x.servedBy[ns], func(n string) bool { return n == name })
 		if len(x.servedBy[ns]) == 0 {
@@ -48,33 +49,31 @@ func (x *quotaIndex) remove(name string) {
 	delete(x.namespacesOf, name)
 }
 
-func (x *quotaIndex) exists(name string) bool {
-	_, ok := x.names[name]
+var _ queueunit.Quotas = (*quotaIndex)(nil)
+
+// Exists reports whether a quota of that name exists.
+func (x *quotaIndex) Exists(name string) bool {
+	_, ok := x.namespaceOf[name]
 	return ok
 }
 
-// QuotaNameOf is the ElasticQuota a unit is charged to, and so the Queue it
-// waits in (Queues are named after their quotas). In order: the unit's quota
-// label (or its older alibabacloud.com key), its spec.queue, then
-// Koordinator's fallbacks: the quota whose namespaces annotation lists the
-// unit's namespace, the quota named after the namespace, and
-// koordinator-default-quota. byLabel reports whether the unit named it
-// itself; fallbacks are re-resolved when quotas change. Empty: no quota.
-func (x *quotaIndex) quotaNameOf(u *schedulingv1alpha1.QueueUnit) (name string, byLabel bool) {
-	if n := elasticquotav1alpha1.QuotaNameFromLabels(u.Labels); n != "" {
-		return n, true
+// NamedAfter reports whether the quota named ns lives in namespace ns.
+func (x *quotaIndex) NamedAfter(ns string) bool {
+	at, ok := x.namespaceOf[ns]
+	return ok && at == ns
+}
+
+// Serving is the first quota, by name, whose namespaces annotation lists ns.
+func (x *quotaIndex) Serving(ns string) string {
+	if served := x.servedBy[ns]; len(served) > 0 {
+		return served[0]
 	}
-	if u.Spec.Queue != "" {
-		return u.Spec.Queue, true
-	}
-	if served := x.servedBy[u.Namespace]; len(served) > 0 {
-		return served[0], false
-	}
-	if x.exists(u.Namespace) {
-		return u.Namespace, false
-	}
-	if x.exists(elasticquotav1alpha1.DefaultQuotaName) {
-		return elasticquotav1alpha1.DefaultQuotaName, false
-	}
-	return "", false
+	return ""
+}
+
+// quotaNameOf is the ElasticQuota a unit is charged to, and so the Queue it
+// waits in (Queues are named after their quotas), and the rule that chose it
+// (queueunit.QuotaOf). Empty: no quota.
+func (x *quotaIndex) quotaNameOf(u *schedulingv1alpha1.QueueUnit) (string, queueunit.QuotaRule) {
+	return queueunit.QuotaOf(u.Labels, u.Spec.Queue, u.Namespace, x)
 }

@@ -38,9 +38,9 @@ type decision struct {
 	// unit is the latest object seen.
 	unit  *schedulingv1alpha1.QueueUnit
 	queue string
-	// byLabel: the unit names its quota itself, rather than being charged
-	// by a fallback that a quota change re-resolves.
-	byLabel bool
+	// named: the unit names its quota itself, rather than being charged by
+	// a fallback that a quota change re-resolves.
+	named bool
 	// assumed: admitted by the core, and not yet seen admitted on the API
 	// server (the write may have finished).
 	assumed bool
@@ -62,7 +62,7 @@ func (c *Cache) decision(key string) (decision, bool) {
 	if !ok {
 		return decision{}, false
 	}
-	d := decision{unit: r.unit, queue: r.queue, byLabel: r.byLabel, assumed: r.admission != nil}
+	d := decision{unit: r.unit, queue: r.queue, named: r.rule.Named(), assumed: r.admission != nil}
 	if r.admission != nil && !r.admission.written {
 		d.admission = r.admission
 	}

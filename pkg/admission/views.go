@@ -141,7 +141,7 @@ func (c *Cache) QueueUnit(namespace, name string) (api.UnitView, bool) {
 
 func (c *Cache) unitView(r *unitRecord) api.UnitView {
 	u := r.unit
-	v := api.UnitView{Namespace: u.Namespace, Name: u.Name, Queue: r.queue, Phase: u.EffectivePhase(), Request: r.request}
+	v := api.UnitView{Namespace: u.Namespace, Name: u.Name, Queue: r.queue, QuotaRule: string(r.rule), Phase: u.EffectivePhase(), Request: r.request}
 	if u.Spec.Priority != nil {
 		v.Priority = *u.Spec.Priority
 	}

@@ -204,7 +204,7 @@ func (w *Writer) writeAdmission(ctx context.Context, key string) error {
 	metrics.AdmissionWaitTime.WithLabelValues(a.queue).Observe(now.Sub(u.CreationTimestamp.Time).Seconds())
 	w.recorder.Eventf(u, corev1.EventTypeNormal, queueunit.EventScheduled, "Admitted by queue %s", a.queue)
 	if u.Spec.Queue != a.queue {
-		if d.byLabel {
+		if d.named {
 			w.deferred.Add(op{kind: opQueueName, key: key})
 		} else {
 			// Charged by a fallback (its namespace's quota, say): spec.queue

@@ -329,3 +329,30 @@ func TestAdmissionWriteFailures(t *testing.T) {
 		})
 	}
 }
+
+// TestAdmissionUndoneBeforeItIsSeen: an admission written, then undone (the
+// unit evicted and its quota given back) before the informer showed
+// it admitted, as a relist shows only the latest state. The Cache must not
+// keep charging it: its quota would be lost until a restart. (Found by
+// FuzzAdmissionWithTheWriter.)
+func TestAdmissionUndoneBeforeItIsSeen(t *testing.T) {
+	ctx := context.Background()
+	u := victim()
+	u.Labels = map[string]string{elasticquotav1alpha1.LabelQuotaName: "q"}
+	ww := newWriterWorld(t, u)
+	ww.admitInCore(t, u)
+	if err := ww.writer.writeAdmission(ctx, "ns/victim"); err != nil {
+		t.Fatalf("writeAdmission: %v", err)
+	}
+	// Evicted, its quota given back, before the informer brought the
+	// admission back.
+	evicted := ww.inAPI(t)
+	queueunit.Evict(evicted, schedulingv1alpha1.EvictedByPreemption, "preempted", metav1.Now())
+	if err := ww.client.Status().Update(ctx, evicted); err != nil {
+		t.Fatal(err)
+	}
+	ww.cache.UpsertUnit(ww.inAPI(t))
+	if used := ww.cache.core.Quotas().Used("q"); !used.Cpu().IsZero() {
+		t.Errorf("quota q still charged %s cpu for a unit evicted and holding nothing", used.Cpu())
+	}
+}

@@ -6,12 +6,14 @@ import (
 	"fmt"
 	"slices"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 )
 
 // IndexQuotaNamespaces indexes ElasticQuotas by each namespace their
@@ -34,27 +36,54 @@ func QuotaNamespacesIndex(o client.Object) []string {
 	return ns
 }
 
-// QuotaForNamespace is the ElasticQuota that lists ns among the namespaces it
-// serves; the first by name when several do, empty when none does or when
-// the cluster has no ElasticQuota CRD.
-func QuotaForNamespace(ctx context.Context, c client.Reader, ns string) (string, error) {
+// QuotaForNamespace is the quota that serves ns for a job that names none,
+// by koord-scheduler's rules (queueunit.QuotaOf): the ElasticQuota named
+// after ns and living in ns, else the first by name whose namespaces
+// annotation lists ns; empty when none does or when the cluster has no
+// ElasticQuota CRD. The default quota is not a fallback here: that would
+// queue every job of the cluster.
+func QuotaForNamespace(ctx context.Context, c client.Reader, ns string) (string, queueunit.QuotaRule, error) {
+	q := namespaceQuotas{ns: ns}
+	var named elasticquotav1alpha1.ElasticQuota
+	switch err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ns}, &named); {
+	case err == nil:
+		q.namedAfter = true
+	case apimeta.IsNoMatchError(err):
+		return "", "", nil
+	case !apierrors.IsNotFound(err):
+		return "", "", fmt.Errorf("reading ElasticQuota %s/%s: %w", ns, ns, err)
+	}
 	var list elasticquotav1alpha1.ElasticQuotaList
 	if err := c.List(ctx, &list, client.MatchingFields{IndexQuotaNamespaces: ns}); err != nil {
-		if apimeta.IsNoMatchError(err) {
-			return "", nil
+		return "", "", fmt.Errorf("listing ElasticQuotas serving namespace %s: %w", ns, err)
+	}
+	for _, eq := range list.Items {
+		if q.serving == "" || eq.Name < q.serving {
+			q.serving = eq.Name
 		}
-		return "", fmt.Errorf("listing ElasticQuotas serving namespace %s: %w", ns, err)
 	}
-	names := make([]string, 0, len(list.Items))
-	for _, q := range list.Items {
-		names = append(names, q.Name)
-	}
-	slices.Sort(names)
-	if len(names) == 0 {
-		return "", nil
-	}
-	return names[0], nil
+	name, rule := queueunit.QuotaOf(nil, "", ns, q)
+	return name, rule, nil
 }
+
+// namespaceQuotas is what QuotaForNamespace knows of the quotas serving one
+// namespace.
+type namespaceQuotas struct {
+	ns         string
+	namedAfter bool
+	serving    string
+}
+
+func (q namespaceQuotas) NamedAfter(ns string) bool { return ns == q.ns && q.namedAfter }
+func (q namespaceQuotas) Serving(ns string) string {
+	if ns != q.ns {
+		return ""
+	}
+	return q.serving
+}
+
+// Exists is false: the default quota serves no job here (see QuotaForNamespace).
+func (namespaceQuotas) Exists(string) bool { return false }
 
 // hasParentJob reports whether obj was made by a job of one of parents, such
 // as the RayCluster of a RayJob or the submitter Job of a RayJob: the parent
@@ -105,8 +134,9 @@ type Verdict struct {
 	// falls back to; empty when neither names one (--manage-all-jobs).
 	Quota string
 	// NamespaceQuota is the quota the job's namespace falls back to when its
-	// labels name none.
+	// labels name none, and NamespaceRule the rule that chose it.
 	NamespaceQuota string
+	NamespaceRule  queueunit.QuotaRule
 }
 
 // Judge decides whether the queue manages job: a job made by another queued
@@ -122,11 +152,11 @@ func (s Scope) Judge(ctx context.Context, c client.Reader, job GenericJob) (Verd
 	v.Quota = elasticquotav1alpha1.QuotaNameFromLabels(obj.GetLabels())
 	labelled := v.Quota != ""
 	if !labelled {
-		q, err := QuotaForNamespace(ctx, c, obj.GetNamespace())
+		q, rule, err := QuotaForNamespace(ctx, c, obj.GetNamespace())
 		if err != nil {
 			return Verdict{}, err
 		}
-		v.NamespaceQuota, v.Quota = q, q
+		v.NamespaceQuota, v.NamespaceRule, v.Quota = q, rule, q
 	}
 	if custom, ok := job.(JobWithManagedCheck); ok {
 		v.Managed = custom.IsManaged()

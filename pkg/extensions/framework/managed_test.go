@@ -12,6 +12,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 )
 
 func TestJudge(t *testing.T) {
@@ -23,7 +24,13 @@ func TestJudge(t *testing.T) {
 		Name: "team-b", Namespace: "default",
 		Annotations: map[string]string{elasticquotav1alpha1.AnnotationQuotaNamespaces: `["served"]`},
 	}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(quota).
+	namedAfter := &elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Name: "both", Namespace: "both"}}
+	servesBoth := &elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{
+		Name: "a-team", Namespace: "default",
+		Annotations: map[string]string{elasticquotav1alpha1.AnnotationQuotaNamespaces: `["both"]`},
+	}}
+	notInItsNamespace := &elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: "default"}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(quota, namedAfter, servesBoth, notInItsNamespace).
 		WithIndex(&elasticquotav1alpha1.ElasticQuota{}, IndexQuotaNamespaces, QuotaNamespacesIndex).Build()
 	labelled := map[string]string{elasticquotav1alpha1.LabelQuotaName: "team-a"}
 	oldLabel := map[string]string{elasticquotav1alpha1.LabelQuotaNameAlibabaCloud: "team-a"}
@@ -53,7 +60,14 @@ func TestJudge(t *testing.T) {
 		},
 		"an unlabelled job in a namespace a quota serves is managed there": {
 			job:  newFakeJob("served", nil),
-			want: Verdict{Managed: true, EvenIfRunning: true, Quota: "team-b", NamespaceQuota: "team-b"},
+			want: Verdict{Managed: true, EvenIfRunning: true, Quota: "team-b", NamespaceQuota: "team-b", NamespaceRule: queueunit.QuotaByNamespacesAnnotation},
+		},
+		"an unlabelled job in a namespace with a quota of its name is managed there, before any annotation": {
+			job:  newFakeJob("both", nil),
+			want: Verdict{Managed: true, EvenIfRunning: true, Quota: "both", NamespaceQuota: "both", NamespaceRule: queueunit.QuotaByNamespaceName},
+		},
+		"a quota named after the namespace but living elsewhere does not serve it": {
+			job: newFakeJob("elsewhere", nil),
 		},
 		"manage-all-jobs manages every job, even running": {
 			job:       newFakeJob("ns", nil),

@@ -259,7 +259,10 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 	}
 	ctrl.LoggerFrom(ctx).V(2).Info("Created QueueUnit", "queueUnit", klog.KObj(unit), "jobRunning", running)
 	r.recorder.Eventf(obj, corev1.EventTypeNormal, ReasonCreatedUnit, "Created QueueUnit %s", unit.Name)
-	messages := make([]string, 0, len(warnings))
+	messages := make([]string, 0, len(warnings)+1)
+	if verdict.NamespaceQuota != "" {
+		messages = append(messages, "Queued: "+verdict.NamespaceRule.Describe(verdict.NamespaceQuota))
+	}
 	for _, w := range warnings {
 		r.recorder.Event(obj, corev1.EventTypeWarning, w.Reason, w.Message)
 		messages = append(messages, w.Message)

@@ -38,9 +38,12 @@ type QueueView struct {
 
 // UnitView is one unit: where it is and why.
 type UnitView struct {
-	Namespace string                            `json:"namespace"`
-	Name      string                            `json:"name"`
-	Queue     string                            `json:"queue,omitempty"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Queue     string `json:"queue,omitempty"`
+	// QuotaRule is the rule that chose Queue's quota: "label", "spec.queue",
+	// "namespace name", "namespaces annotation" or "default quota".
+	QuotaRule string                            `json:"quotaRule,omitempty"`
 	Phase     schedulingv1alpha1.QueueUnitPhase `json:"phase"`
 	Priority  int32                             `json:"priority"`
 	Request   corev1.ResourceList               `json:"request,omitempty"`

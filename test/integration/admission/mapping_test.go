@@ -102,3 +102,45 @@ func TestBadElasticQuotas(t *testing.T) {
 		})
 	}
 }
+
+// TestQuotaResolutionOrder: a unit that names no quota is charged as
+// koord-scheduler charges its pods: to the ElasticQuota named after its
+// namespace and living in it, else to a quota whose namespaces annotation
+// lists the namespace. A quota of the namespace's name elsewhere serves
+// nothing. The wait reason says which rule chose the quota.
+func TestQuotaResolutionOrder(t *testing.T) {
+	startKoordQueue(t, fastOptions())
+	ns := namespace(t)
+	elsewhere := wrappers.MakeElasticQuota(ns, "default").Max(corev1.ResourceCPU, "4").Obj()
+	create(t, elsewhere)
+	create(t, wrappers.MakeQueueUnit("first", ns).Request(corev1.ResourceCPU, "1").Obj())
+	waitMessage(t, ns, "first", "no ElasticQuota serves this unit")
+	if err := env.Client.Delete(context.Background(), elsewhere); err != nil {
+		t.Fatal(err)
+	}
+
+	create(t, wrappers.MakeElasticQuota(ns+"-serves", "default").Max(corev1.ResourceCPU, "4").
+		Annotation(elasticquotav1alpha1.AnnotationQuotaNamespaces, fmt.Sprintf("[%q]", ns)).Obj())
+	waitQueue(t, ns, "first", ns+"-serves")
+
+	create(t, wrappers.MakeElasticQuota(ns, ns).Max(corev1.ResourceCPU, "4").Obj())
+	create(t, wrappers.MakeQueueUnit("second", ns).Request(corev1.ResourceCPU, "1").Obj())
+	waitQueue(t, ns, "second", ns)
+	create(t, wrappers.MakeQueueUnit("too-big", ns).Request(corev1.ResourceCPU, "8").Obj())
+	waitMessage(t, ns, "too-big", "is the ElasticQuota named after the unit's namespace")
+}
+
+// waitQueue waits until the unit is admitted with spec.queue naming queue.
+func waitQueue(t *testing.T, ns, name, queue string) {
+	t.Helper()
+	testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
+		u, err := getUnit(ctx, ns, name)
+		if err != nil {
+			return err
+		}
+		if u.Spec.Queue != queue || u.Status.Phase != schedulingv1alpha1.Dequeued {
+			return fmt.Errorf("unit %s: phase %s, spec.queue %q; want Dequeued in %s (message %q)", name, u.Status.Phase, u.Spec.Queue, queue, u.Status.Message)
+		}
+		return nil
+	})
+}
