@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -59,11 +60,17 @@ type Cache struct {
 	mu     sync.Mutex
 	core   *scheduler.Scheduler
 	quotas *quotaIndex
-	// quotaObjects by name, for the visibility API and errors.
+	// quotaObjects by name, for the visibility API and errors: of several
+	// ElasticQuotas with one name, the one in use (see quotaCopies).
 	quotaObjects map[string]*elasticquotav1alpha1.ElasticQuota
-	quotaErrs    map[string]error
-	queues       map[string]*queueRecord
-	units        map[string]*unitRecord
+	// quotaCopies are every ElasticQuota of a name, the one in use first.
+	// Names are global in Koordinator, whose webhook refuses a second
+	// quota of a name in another namespace; koord-queue reads objects it did
+	// not validate, so it uses the oldest and reports the others.
+	quotaCopies map[string][]*elasticquotav1alpha1.ElasticQuota
+	quotaErrs   map[string]error
+	queues      map[string]*queueRecord
+	units       map[string]*unitRecord
 	// backingOff are the units whose notBefore is set, so a cycle looks
 	// only at them, not at every unit.
 	backingOff map[string]*unitRecord
@@ -90,6 +97,7 @@ func NewCache() *Cache {
 		core:         scheduler.New(),
 		quotas:       newQuotaIndex(),
 		quotaObjects: map[string]*elasticquotav1alpha1.ElasticQuota{},
+		quotaCopies:  map[string][]*elasticquotav1alpha1.ElasticQuota{},
 		quotaErrs:    map[string]error{},
 		queues:       map[string]*queueRecord{},
 		units:        map[string]*unitRecord{},
@@ -114,6 +122,28 @@ func (c *Cache) notify() {
 func (c *Cache) UpsertElasticQuota(eq *elasticquotav1alpha1.ElasticQuota) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	copies := slices.DeleteFunc(c.quotaCopies[eq.Name], func(o *elasticquotav1alpha1.ElasticQuota) bool { return o.Namespace == eq.Namespace })
+	copies = append(copies, eq)
+	slices.SortFunc(copies, olderFirst)
+	c.quotaCopies[eq.Name] = copies
+	if copies[0] != eq {
+		c.notify() // a duplicate: only reported
+		return
+	}
+	c.useQuota(eq)
+}
+
+// olderFirst orders ElasticQuotas of one name: the oldest is used, and of
+// two created in the same second, the one whose namespace sorts first.
+func olderFirst(a, b *elasticquotav1alpha1.ElasticQuota) int {
+	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Namespace, b.Namespace)
+}
+
+// useQuota makes eq the quota of its name, with c.mu held.
+func (c *Cache) useQuota(eq *elasticquotav1alpha1.ElasticQuota) {
 	spec, err := quota.SpecFromElasticQuota(eq)
 	if nsErr := c.quotas.upsert(eq); nsErr != nil {
 		err = nsErr // names the annotation
@@ -157,10 +187,21 @@ func (c *Cache) forgetUnwritten() {
 	}
 }
 
-// DeleteElasticQuota forgets a quota.
-func (c *Cache) DeleteElasticQuota(name string) {
+// DeleteElasticQuota forgets a quota; of several of its name, the next
+// oldest is used.
+func (c *Cache) DeleteElasticQuota(namespace, name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	copies := slices.DeleteFunc(c.quotaCopies[name], func(o *elasticquotav1alpha1.ElasticQuota) bool { return o.Namespace == namespace })
+	if len(copies) > 0 {
+		c.quotaCopies[name] = copies
+		if used := c.quotaObjects[name]; used == nil || used.Namespace == namespace {
+			c.useQuota(copies[0])
+		}
+		c.notify()
+		return
+	}
+	delete(c.quotaCopies, name)
 	c.quotas.remove(name)
 	delete(c.quotaObjects, name)
 	delete(c.quotaErrs, name)
@@ -549,6 +590,18 @@ func (c *Cache) RecentAdmissions() []api.AdmissionRecord {
 	out := make([]api.AdmissionRecord, len(c.recent))
 	for i, r := range c.recent {
 		out[len(out)-1-i] = r
+	}
+	return out
+}
+
+// duplicateQuotas are the ElasticQuotas not used because an older one has
+// their name.
+func (c *Cache) duplicateQuotas() []*elasticquotav1alpha1.ElasticQuota {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*elasticquotav1alpha1.ElasticQuota
+	for _, copies := range c.quotaCopies {
+		out = append(out, copies[1:]...)
 	}
 	return out
 }

@@ -3,10 +3,14 @@ package admission
 import (
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/metrics"
@@ -19,13 +23,68 @@ func TestQuotaMetricsGoWithTheirQuota(t *testing.T) {
 	c := NewCache()
 	c.UpsertElasticQuota(&elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gone"},
 		Spec: elasticquotav1alpha1.ElasticQuotaSpec{Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}})
-	(&StatusWriter{cache: c, lastQuotaErrs: map[string]string{}}).reportQuotas()
+	(&StatusWriter{cache: c, lastQuotaErrs: map[string]string{}, warnedDuplicates: map[types.UID]bool{}}).reportQuotas()
 	before := testutil.CollectAndCount(metrics.QuotaResource)
 	if before == 0 {
 		t.Fatal("no quota_resource series for quota gone")
 	}
-	c.DeleteElasticQuota("gone")
+	c.DeleteElasticQuota("ns", "gone")
 	if after := testutil.CollectAndCount(metrics.QuotaResource); after != 0 {
 		t.Errorf("%d quota_resource series left after the quota was deleted (%d before)", after, before)
+	}
+}
+
+// TestDuplicateQuotaNames: quota names are global in Koordinator. Of two
+// ElasticQuotas with one name in two namespaces, whatever order they arrive
+// in, the older is used, the other is reported (a Warning event on it, once,
+// and in the visibility API), and deleting the one used uses the other.
+func TestDuplicateQuotaNames(t *testing.T) {
+	at := func(ns string, sec int64, max string) *elasticquotav1alpha1.ElasticQuota {
+		return &elasticquotav1alpha1.ElasticQuota{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team", UID: types.UID(ns), CreationTimestamp: metav1.Unix(sec, 0)},
+			Spec:       elasticquotav1alpha1.ElasticQuotaSpec{Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(max)}},
+		}
+	}
+	older, newer := at("first", 100, "4"), at("second", 200, "8")
+	type seen struct {
+		Namespace, Max string
+		Ignored        []string
+		Events         []string
+	}
+	for name, order := range map[string][]*elasticquotav1alpha1.ElasticQuota{
+		"older first": {older, newer},
+		"newer first": {newer, older},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := NewCache()
+			recorder := record.NewFakeRecorder(10)
+			sw := &StatusWriter{cache: c, recorder: recorder, lastQuotaErrs: map[string]string{}, warnedDuplicates: map[types.UID]bool{}}
+			for _, eq := range order {
+				c.UpsertElasticQuota(eq)
+				sw.reportQuotas()
+			}
+			sw.reportQuotas() // once only
+			look := func() seen {
+				v := c.quotaView("team")
+				s := seen{Namespace: v.Namespace, Max: v.Max.Cpu().String(), Ignored: v.IgnoredDuplicates}
+				for len(recorder.Events) > 0 {
+					s.Events = append(s.Events, <-recorder.Events)
+				}
+				return s
+			}
+			want := seen{Namespace: "first", Max: "4", Ignored: []string{"second/team"},
+				Events: []string{"Warning DuplicateQuotaName Not used: ElasticQuota names are global in Koordinator and first/team, older, has this name; rename or delete this one"}}
+			if diff := cmp.Diff(want, look()); diff != "" {
+				t.Errorf("with both (-want +got):\n%s", diff)
+			}
+			c.DeleteElasticQuota("first", "team")
+			if diff := cmp.Diff(seen{Namespace: "second", Max: "8"}, look()); diff != "" {
+				t.Errorf("after the one used is deleted (-want +got):\n%s", diff)
+			}
+			e := c.core.Quotas()
+			if why := e.NeverFits("team", e.Vector(corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")})); why != "" {
+				t.Errorf("6 cpu can never fit team after second/team (max 8) took over: %s", why)
+			}
+		})
 	}
 }

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/clock"
@@ -34,6 +35,9 @@ const (
 	ReasonQuotaNotFound   = "QuotaNotFound"
 	ReasonInvalidSettings = "InvalidSettings"
 	EventQuotaInvalid     = "QuotaInvalid"
+	// EventDuplicateQuotaName is raised on an ElasticQuota not used because
+	// an older one in another namespace has its name.
+	EventDuplicateQuotaName = "DuplicateQuotaName"
 )
 
 // StatusOptions tune the queue status writer.
@@ -60,6 +64,9 @@ type StatusWriter struct {
 
 	lastWrite     map[string]time.Time
 	lastQuotaErrs map[string]string
+	// warnedDuplicates are the duplicate ElasticQuotas (by UID) already
+	// given their Warning event.
+	warnedDuplicates map[types.UID]bool
 }
 
 var _ manager.LeaderElectionRunnable = (*StatusWriter)(nil)
@@ -75,7 +82,7 @@ func (s *StatusWriter) Start(ctx context.Context) error {
 	if s.opts.TopN <= 0 {
 		s.opts.TopN = 20
 	}
-	s.lastWrite, s.lastQuotaErrs = map[string]time.Time{}, map[string]string{}
+	s.lastWrite, s.lastQuotaErrs, s.warnedDuplicates = map[string]time.Time{}, map[string]string{}, map[types.UID]bool{}
 	log := logr.FromContextOrDiscard(ctx).WithName("queue-status")
 	if err := waitSynced(ctx, s.synced); err != nil {
 		return fmt.Errorf("waiting for the cache: %w", err)
@@ -168,8 +175,22 @@ func stripTimes(st schedulingv1alpha1.QueueStatus) schedulingv1alpha1.QueueStatu
 }
 
 // reportQuotas updates the quota metrics and raises a Warning event on an
-// ElasticQuota whose error changed.
+// ElasticQuota whose error changed, and once on each ElasticQuota not used
+// because an older one in another namespace has its name.
 func (s *StatusWriter) reportQuotas() {
+	for _, dup := range s.cache.duplicateQuotas() {
+		if s.warnedDuplicates[dup.UID] {
+			continue
+		}
+		s.warnedDuplicates[dup.UID] = true
+		used := s.cache.quotaObject(dup.Name)
+		usedAt := "another namespace"
+		if used != nil {
+			usedAt = used.Namespace + "/" + used.Name
+		}
+		s.recorder.Eventf(dup, corev1.EventTypeWarning, EventDuplicateQuotaName,
+			"Not used: ElasticQuota names are global in Koordinator and %s, older, has this name; rename or delete this one", usedAt)
+	}
 	for _, q := range s.cache.Quotas() {
 		for kind, list := range map[string]corev1.ResourceList{metrics.KindMin: q.Min, metrics.KindMax: q.Max, metrics.KindUsed: q.Used, metrics.KindRuntime: q.Runtime} {
 			for name, amount := range list {

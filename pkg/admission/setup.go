@@ -70,7 +70,7 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 			},
 			func(o any) {
 				if eq, ok := o.(*elasticquotav1alpha1.ElasticQuota); ok {
-					c.DeleteElasticQuota(eq.Name)
+					c.DeleteElasticQuota(eq.Namespace, eq.Name)
 				}
 			}},
 		{&schedulingv1alpha1.Queue{},

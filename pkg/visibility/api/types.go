@@ -22,6 +22,10 @@ type QuotaView struct {
 	// Runtime is the quota's fair share of what it may use now.
 	Runtime corev1.ResourceList `json:"runtime,omitempty"`
 	Error   string              `json:"error,omitempty"`
+	// IgnoredDuplicates are the ElasticQuotas (namespace/name) of the same
+	// name in other namespaces, not used: quota names are global in
+	// Koordinator, so the oldest is used.
+	IgnoredDuplicates []string `json:"ignoredDuplicates,omitempty"`
 }
 
 // QueueView is one queue as the visibility API shows it.

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
@@ -143,4 +144,34 @@ func waitQueue(t *testing.T, ns, name, queue string) {
 		}
 		return nil
 	})
+}
+
+// TestDuplicateQuotaNames: quota names are global in Koordinator. Of two
+// ElasticQuotas with one name in two namespaces the older is used, the
+// other gets a Warning event, and when the one used goes, the other is used.
+func TestDuplicateQuotaNames(t *testing.T) {
+	startKoordQueue(t, fastOptions())
+	ns := namespace(t)
+	other := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns + "-b"}}
+	create(t, other)
+	t.Cleanup(func() { _ = env.Client.Delete(context.Background(), other) })
+	quota := ns + "-dup"
+	used := wrappers.MakeElasticQuota(quota, ns).Max(corev1.ResourceCPU, "4").Obj()
+	create(t, used)
+	// Created in the same second at worst: then the namespace that sorts
+	// first (ns) is used, as when it is older.
+	create(t, wrappers.MakeElasticQuota(quota, other.Name).Max(corev1.ResourceCPU, "8").Obj())
+	create(t, wrappers.MakeQueueUnit("big", ns).Quota(quota).Request(corev1.ResourceCPU, "6").Obj())
+	waitMessage(t, ns, "big", "exceeds max 4")
+	testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
+		n, err := countEvents(ctx, other.Name, quota, "DuplicateQuotaName")
+		if err != nil || n != 1 {
+			return fmt.Errorf("%d DuplicateQuotaName events on %s/%s (err %v), want 1", n, other.Name, quota, err)
+		}
+		return nil
+	})
+	if err := env.Client.Delete(context.Background(), used); err != nil {
+		t.Fatal(err)
+	}
+	waitPhase(t, ns, "big", schedulingv1alpha1.Dequeued)
 }
