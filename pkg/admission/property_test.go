@@ -75,7 +75,9 @@ type propWorld struct {
 
 	nextUnit int
 	// seen counts what happened, to show what a seed exercised.
-	seen    map[string]int
+	seen map[string]int
+	// recent steps, for a failure's report.
+	recent  []string
 	writes  map[string]int // koord-queue's writes per unit
 	changes map[string]int // the world's changes per unit
 	// last step's view, for the invariants.
@@ -418,6 +420,14 @@ func quotaOf(u *schedulingv1alpha1.QueueUnit) string {
 	return u.Spec.Queue
 }
 
+// remember keeps the last steps taken.
+func (w *propWorld) remember(what string) {
+	w.recent = append(w.recent, what)
+	if len(w.recent) > 30 {
+		w.recent = w.recent[1:]
+	}
+}
+
 // check checks the invariants on what the API server holds.
 func (w *propWorld) check(stepNo int, what string) {
 	w.t.Helper()
@@ -484,7 +494,7 @@ func (w *propWorld) settle(limit int) bool {
 	for i := range limit {
 		var what string
 		switch {
-		case len(w.pending) > 0:
+		case len(w.pending) > 0 && (len(w.undelivered) == 0 || w.rng.Intn(2) == 0):
 			what = w.writeOne()
 		case len(w.undelivered) > 0:
 			what = w.deliverOne()
@@ -504,6 +514,7 @@ func (w *propWorld) settle(limit int) bool {
 			what = "cycle"
 		}
 		w.check(i, "settling: "+what)
+		w.remember("settling: " + what)
 	}
 	return false
 }
@@ -534,12 +545,13 @@ func runWorld(t testing.TB, seed int64, steps int) {
 	for i := range steps {
 		what := w.step()
 		w.check(i, what)
+		w.remember(what)
 	}
 	// Settling takes about one write and one delivery per unit and change,
 	// whatever the number of chaotic steps.
 	limit := 2000 + 20*steps
 	if !w.settle(limit) {
-		t.Fatalf("seed %d: not settled after %d steps: %d writes pending, %d units undelivered", seed, limit, len(w.pending), len(w.undelivered))
+		t.Fatalf("seed %d: not settled after %d steps: %d writes pending, %d units undelivered; the last steps:\n%s", seed, limit, len(w.pending), len(w.undelivered), strings.Join(w.recent, "\n"))
 	}
 	w.fixedPoint()
 	t.Logf("seed %d: %v", seed, w.seen)

@@ -278,6 +278,12 @@ func (w *Writer) writeEviction(ctx context.Context, key string) error {
 			return fmt.Errorf("reading %s to evict it: %w", key, err)
 		}
 		if !queueunit.HoldsQuota(u) {
+			if d.admission == nil {
+				// Written, and given back since (finished, or evicted and
+				// its pods gone): nothing left to evict.
+				w.cache.evictionWritten(key, e)
+				return nil
+			}
 			// Its admission is yet to be written: retried until it is (then
 			// evicted) or until it is forgotten (then nothing to evict).
 			return fmt.Errorf("evicting %s: %w", key, errAdmissionNotWritten)

@@ -170,6 +170,30 @@ func TestEvictionOfAnAdmissionNotSeenYet(t *testing.T) {
 		}
 	})
 
+	t.Run("the admission was written and given back before the cache saw it: nothing to evict", func(t *testing.T) {
+		u := victim()
+		u.Labels = map[string]string{elasticquotav1alpha1.LabelQuotaName: "q"}
+		ww := newWriterWorld(t, u)
+		ww.admitInCore(t, u)
+		if err := ww.writer.writeAdmission(ctx, key); err != nil {
+			t.Fatalf("writeAdmission: %v", err)
+		}
+		released := ww.inAPI(t)
+		queueunit.FollowJob(released, queueunit.JobState{Finished: true, Succeeded: true}, metav1.Now())
+		if err := ww.client.Status().Update(ctx, released); err != nil {
+			t.Fatal(err)
+		}
+		ww.recordEviction(key, evict)
+		// Waiting for an admission that is written would wait until the
+		// informer caught up, retried with backoff meanwhile.
+		if err := ww.writer.writeEviction(ctx, key); err != nil {
+			t.Fatalf("writeEviction: %v", err)
+		}
+		if u := ww.inAPI(t); u.Status.Phase != schedulingv1alpha1.Succeed || queueunit.Evicted(u) {
+			t.Errorf("in the API server: phase %s, Evicted %v; want Succeed, not evicted", u.Status.Phase, queueunit.Evicted(u))
+		}
+	})
+
 	t.Run("the admission was forgotten: nothing to evict", func(t *testing.T) {
 		ww := newWriterWorld(t, victim())
 		ww.cache.UpsertUnit(victim())
