@@ -164,9 +164,12 @@ func TestDuplicateQuotaNames(t *testing.T) {
 	create(t, wrappers.MakeQueueUnit("big", ns).Quota(quota).Request(corev1.ResourceCPU, "6").Obj())
 	waitMessage(t, ns, "big", "exceeds max 4")
 	testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
+		// At least one: every koord-queue the package's tests run sees every
+		// quota (that each raises it once is TestDuplicateQuotaNames in
+		// pkg/admission).
 		n, err := countEvents(ctx, other.Name, quota, "DuplicateQuotaName")
-		if err != nil || n != 1 {
-			return fmt.Errorf("%d DuplicateQuotaName events on %s/%s (err %v), want 1", n, other.Name, quota, err)
+		if err != nil || n < 1 {
+			return fmt.Errorf("%d DuplicateQuotaName events on %s/%s (err %v), want one", n, other.Name, quota, err)
 		}
 		return nil
 	})
