@@ -3,6 +3,7 @@ package quota
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -120,7 +121,7 @@ func (e *Engine) SetClusterCapacity(capacity corev1.ResourceList) {
 // involve several quotas and heal when another quota changes.
 func (e *Engine) UpsertQuota(s Spec) {
 	e.specs[s.Name] = Spec{
-		Name: s.Name, Parent: s.Parent, DisallowLending: s.DisallowLending,
+		Name: s.Name, Parent: s.Parent, DisallowLending: s.DisallowLending, Created: s.Created,
 		Min: s.Min.DeepCopy(), Max: s.Max.DeepCopy(), SharedWeight: s.SharedWeight.DeepCopy(),
 	}
 	e.intern(s.Min)
@@ -175,6 +176,45 @@ func (e *Engine) intern(list corev1.ResourceList) {
 	}
 	if grew && e.root != nil {
 		e.rebuild()
+	}
+}
+
+// checkChildrenMins confines a breach of "the children's mins add up to no
+// more than the parent's min" to the children that breach it, as
+// Koordinator's webhook refuses the quota that would breach it rather than
+// its parent: children are taken oldest first (then by name), and one whose
+// min no longer fits beside its older siblings' is invalid. The parent and
+// the siblings that fit keep admitting.
+func (e *Engine) checkChildrenMins(n *node) {
+	kids := slices.Clone(n.kids)
+	slices.SortStableFunc(kids, func(a, b *node) int {
+		if a.spec == nil || b.spec == nil {
+			return strings.Compare(a.name, b.name)
+		}
+		if c := a.spec.Created.Compare(b.spec.Created); c != 0 {
+			return c
+		}
+		return strings.Compare(a.name, b.name)
+	})
+	sum := make(Vector, len(e.names))
+	for _, k := range kids {
+		if k.spec == nil || k.err != nil {
+			continue // not a quota of its own, or invalid already: charges nothing to the parent's min
+		}
+		over := -1
+		for i := range sum {
+			if sum[i]+k.min[i] > n.min[i] {
+				over = i
+				break
+			}
+		}
+		if over < 0 {
+			addTo(sum, k.min)
+			continue
+		}
+		k.err = fmt.Errorf("quota %q: its %s min %s takes its siblings' mins to %s, over the min %s of its parent %q: %w", k.name,
+			e.names[over], format(e.names[over], k.min[over]), format(e.names[over], sum[over]+k.min[over]),
+			format(e.names[over], n.min[over]), n.name, ErrChildrenMinAboveMin)
 	}
 }
 
@@ -345,22 +385,7 @@ func (e *Engine) rebuild() {
 		if n == e.root || len(n.kids) == 0 {
 			continue
 		}
-		sum := make(Vector, r)
-		for _, k := range n.kids {
-			addTo(sum, k.min)
-		}
-		for i := range sum {
-			if sum[i] > n.min[i] {
-				err := fmt.Errorf("children of quota %q: %s mins add up to %s, its min is %s: %w", name,
-					e.names[i], format(e.names[i], sum[i]), format(e.names[i], n.min[i]), ErrChildrenMinAboveMin)
-				for _, k := range append([]*node{n}, n.kids...) {
-					if k.err == nil {
-						k.err = err
-					}
-				}
-				break
-			}
-		}
+		e.checkChildrenMins(n)
 	}
 
 	// Order: parents before children for inheritance, reversed for sums.

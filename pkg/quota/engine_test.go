@@ -316,8 +316,38 @@ func TestTreeErrors(t *testing.T) {
 				qt.MakeSpec("b").Parent("p").Min("cpu", "1").Obj(),
 				qt.MakeSpec("c").Parent("a").Obj(),
 			},
-			want: map[string]error{"p": quota.ErrChildrenMinAboveMin, "a": quota.ErrChildrenMinAboveMin,
-				"b": quota.ErrChildrenMinAboveMin, "c": quota.ErrInvalidAncestor},
+			want: map[string]error{"b": quota.ErrChildrenMinAboveMin},
+		},
+		{
+			name: "the newest child whose min breaches the parent's is the one refused",
+			specs: []quota.Spec{
+				qt.MakeSpec("p").Min("cpu", "4").Obj(),
+				func() quota.Spec {
+					s := qt.MakeSpec("z-old").Parent("p").Min("cpu", "3").Obj()
+					s.Created = time.Unix(100, 0)
+					return s
+				}(),
+				func() quota.Spec {
+					s := qt.MakeSpec("a-new").Parent("p").Min("cpu", "3").Obj()
+					s.Created = time.Unix(200, 0)
+					return s
+				}(),
+				func() quota.Spec {
+					s := qt.MakeSpec("small").Parent("p").Min("cpu", "1").Obj()
+					s.Created = time.Unix(300, 0)
+					return s
+				}(),
+			},
+			want: map[string]error{"a-new": quota.ErrChildrenMinAboveMin},
+		},
+		{
+			name: "a parent with no min: each child with a min is refused, the parent and the others admit",
+			specs: []quota.Spec{
+				qt.MakeSpec("org").Max("cpu", "20").Obj(),
+				qt.MakeSpec("team-x").Parent("org").Min("cpu", "4").Obj(),
+				qt.MakeSpec("team-y").Parent("org").Max("cpu", "10").Obj(),
+			},
+			want: map[string]error{"team-x": quota.ErrChildrenMinAboveMin},
 		},
 	}
 	for _, tc := range cases {

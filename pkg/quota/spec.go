@@ -3,6 +3,7 @@ package quota
 import (
 	"encoding/json"
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -26,6 +27,9 @@ type Spec struct {
 	// DisallowLending keeps the quota's unused min from its siblings
 	// (allow-lent-resource: "false"). The zero value lends, as in Koordinator.
 	DisallowLending bool
+	// Created orders siblings when their mins breach their parent's: the
+	// newest are the ones refused, as Koordinator's webhook would have.
+	Created time.Time
 }
 
 // SpecFromElasticQuota reads a Spec from an ElasticQuota's spec, labels and
@@ -39,6 +43,7 @@ func SpecFromElasticQuota(eq *elasticquotav1alpha1.ElasticQuota) (Spec, error) {
 		Min:             eq.Spec.Min,
 		Max:             eq.Spec.Max,
 		DisallowLending: eq.Labels[elasticquotav1alpha1.LabelAllowLentResource] == "false",
+		Created:         eq.CreationTimestamp.Time,
 	}
 	raw, ok := eq.Annotations[elasticquotav1alpha1.AnnotationSharedWeight]
 	if !ok || raw == "" {

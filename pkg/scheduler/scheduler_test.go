@@ -648,13 +648,13 @@ func TestQuotaErrorsMakeUnitsWait(t *testing.T) {
 			wantReason: `quota "q": cpu min 5, max 4: min is above max`,
 		},
 		{
-			name: "children's mins above the parent's min",
+			name: "a child whose min takes its siblings' past the parent's min",
 			quotas: []quota.Spec{
 				qt.MakeSpec("p").Min("cpu", "4").Obj(),
+				qt.MakeSpec("a").Parent("p").Min("cpu", "3").Obj(),
 				qt.MakeSpec("q").Parent("p").Min("cpu", "3").Obj(),
-				qt.MakeSpec("r").Parent("p").Min("cpu", "3").Obj(),
 			},
-			wantReason: `children of quota "p": cpu mins add up to 6, its min is 4: children's mins add up to more than the parent's min`,
+			wantReason: `quota "q": its cpu min 3 takes its siblings' mins to 6, over the min 4 of its parent "p": children's mins add up to more than the parent's min`,
 		},
 	}
 	for _, tc := range cases {

@@ -79,6 +79,14 @@ func TestBadElasticQuotas(t *testing.T) {
 			unitQuota:   ns + "-x",
 			wantMessage: "cycle",
 		},
+		"a child whose min its parent's cannot hold": {
+			quotas: []*elasticquotav1alpha1.ElasticQuota{
+				wrappers.MakeElasticQuota(ns+"-org", ns).Max(corev1.ResourceCPU, "20").Label(elasticquotav1alpha1.LabelQuotaIsParent, "true").Obj(),
+				wrappers.MakeElasticQuota(ns+"-team-x", ns).Min(corev1.ResourceCPU, "4").Max(corev1.ResourceCPU, "10").Parent(ns + "-org").Obj(),
+			},
+			unitQuota:   ns + "-team-x",
+			wantMessage: "over the min 0 of its parent",
+		},
 		"missing parent": {
 			quotas:      []*elasticquotav1alpha1.ElasticQuota{wrappers.MakeElasticQuota(ns+"-orphan", ns).Max(corev1.ResourceCPU, "4").Parent(ns + "-nowhere").Obj()},
 			unitQuota:   ns + "-orphan",
@@ -177,4 +185,20 @@ func TestDuplicateQuotaNames(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitPhase(t, ns, "big", schedulingv1alpha1.Dequeued)
+}
+
+// TestInvalidChildLeavesItsParentAdmitting: a child quota whose min its
+// parent's cannot hold is refused, as Koordinator's webhook refuses it; its
+// parent and its siblings keep admitting (they all waited before).
+func TestInvalidChildLeavesItsParentAdmitting(t *testing.T) {
+	startKoordQueue(t, fastOptions())
+	ns := namespace(t)
+	org := ns + "-org"
+	create(t, wrappers.MakeElasticQuota(org, ns).Max(corev1.ResourceCPU, "20").Label(elasticquotav1alpha1.LabelQuotaIsParent, "true").Obj())
+	create(t, wrappers.MakeElasticQuota(ns+"-team-x", ns).Min(corev1.ResourceCPU, "4").Max(corev1.ResourceCPU, "10").Parent(org).Obj())
+	create(t, wrappers.MakeElasticQuota(ns+"-team-y", ns).Max(corev1.ResourceCPU, "10").Parent(org).Obj())
+	create(t, wrappers.MakeQueueUnit("in-y", ns).Quota(ns+"-team-y").Request(corev1.ResourceCPU, "2").Obj())
+	create(t, wrappers.MakeQueueUnit("in-x", ns).Quota(ns+"-team-x").Request(corev1.ResourceCPU, "2").Obj())
+	waitPhase(t, ns, "in-y", schedulingv1alpha1.Dequeued)
+	waitMessage(t, ns, "in-x", ns+"-team-x", "over the min 0 of its parent")
 }
