@@ -351,7 +351,22 @@ func (w *propWorld) followAJob(finish bool) string {
 	if len(candidates) == 0 {
 		return "follow: no job"
 	}
-	u := candidates[w.rng.Intn(len(candidates))]
+	return w.follow(candidates[w.rng.Intn(len(candidates))], finish)
+}
+
+// followEveryJob follows the first job, by name, that has news for its unit.
+func (w *propWorld) followEveryJob() string {
+	for _, u := range w.units() {
+		if queueunit.HoldsQuota(&u) {
+			if what := w.follow(u, false); !strings.HasPrefix(what, "follow:") {
+				return what
+			}
+		}
+	}
+	return "follow: nothing new"
+}
+
+func (w *propWorld) follow(u schedulingv1alpha1.QueueUnit, finish bool) string {
 	js := queueunit.JobState{Suspended: true} // evicted: its pods are gone
 	if queueunit.Admitted(u.EffectivePhase()) {
 		js = queueunit.JobState{Pods: map[string]queueunit.PodCount{schedulingv1alpha1.DefaultPodSetName: {Running: 1}}}
@@ -499,7 +514,7 @@ func (w *propWorld) settle(limit int) bool {
 		case len(w.undelivered) > 0:
 			what = w.deliverOne()
 		default:
-			if f := w.followAJob(false); !strings.HasPrefix(f, "follow:") {
+			if f := w.followEveryJob(); !strings.HasPrefix(f, "follow:") {
 				what = f
 				break
 			}
