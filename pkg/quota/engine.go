@@ -22,6 +22,8 @@ var (
 	ErrMissingParent = errors.New("parent quota does not exist")
 	// ErrCycle: following parents leads back to the quota.
 	ErrCycle = errors.New("quota parents form a cycle")
+	// ErrNegative: a min or max is negative (Koordinator's webhook refuses it).
+	ErrNegative = errors.New("min and max must not be negative")
 	// ErrMinAboveMax: min is above max for some resource.
 	ErrMinAboveMax = errors.New("min is above max")
 	// ErrChildrenMinAboveMin: the children's mins add up to more than the parent's min.
@@ -377,6 +379,10 @@ func (e *Engine) rebuild() {
 			continue
 		}
 		for i := range n.min {
+			if (n.min[i] < 0 || n.max[i] < 0) && n.err == nil {
+				n.err = fmt.Errorf("quota %q: %s min %s, max %s: %w", name, e.names[i],
+					format(e.names[i], n.min[i]), format(e.names[i], n.max[i]), ErrNegative)
+			}
 			if n.max[i] != Unlimited && n.min[i] > n.max[i] && n.err == nil {
 				n.err = fmt.Errorf("quota %q: %s min %s, max %s: %w", name, e.names[i],
 					format(e.names[i], n.min[i]), format(e.names[i], n.max[i]), ErrMinAboveMax)

@@ -304,6 +304,16 @@ func TestTreeErrors(t *testing.T) {
 			want:  map[string]error{"a": quota.ErrCycle},
 		},
 		{
+			name: "a negative max or min: that quota only",
+			specs: []quota.Spec{
+				qt.MakeSpec("p").Min("cpu", "4").Max("cpu", "8").Obj(),
+				qt.MakeSpec("neg-max").Parent("p").Max("cpu", "-1").Obj(),
+				qt.MakeSpec("neg-min").Parent("p").Min("memory", "-1Gi").Max("memory", "4Gi").Obj(),
+				qt.MakeSpec("fine").Parent("p").Min("cpu", "2").Max("cpu", "4").Obj(),
+			},
+			want: map[string]error{"neg-max": quota.ErrNegative, "neg-min": quota.ErrNegative},
+		},
+		{
 			name:  "min above max",
 			specs: []quota.Spec{qt.MakeSpec("a").Min("cpu", "2").Max("cpu", "1").Obj()},
 			want:  map[string]error{"a": quota.ErrMinAboveMax},

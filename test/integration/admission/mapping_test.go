@@ -79,6 +79,11 @@ func TestBadElasticQuotas(t *testing.T) {
 			unitQuota:   ns + "-x",
 			wantMessage: "cycle",
 		},
+		"a negative max": {
+			quotas:      []*elasticquotav1alpha1.ElasticQuota{wrappers.MakeElasticQuota(ns+"-negative", ns).Max(corev1.ResourceCPU, "-4").Obj()},
+			unitQuota:   ns + "-negative",
+			wantMessage: "must not be negative",
+		},
 		"a child whose min its parent's cannot hold": {
 			quotas: []*elasticquotav1alpha1.ElasticQuota{
 				wrappers.MakeElasticQuota(ns+"-org", ns).Max(corev1.ResourceCPU, "20").Label(elasticquotav1alpha1.LabelQuotaIsParent, "true").Obj(),
