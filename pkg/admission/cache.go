@@ -178,10 +178,9 @@ func maxLowered(before, after corev1.ResourceList) bool {
 // forgetUnwritten undoes every admission decided and not yet handed to the
 // API server, with c.mu held; the units are decided again.
 func (c *Cache) forgetUnwritten() {
-	for key, r := range c.units {
+	for _, r := range c.units {
 		if r.admission != nil && !r.admission.written {
-			c.dropAdmission(r)
-			c.core.ForgetAdmission(key)
+			c.undoAdmission(r)
 			c.place(r)
 		}
 	}
@@ -370,8 +369,7 @@ func (c *Cache) place(r *unitRecord) {
 		// the decision no longer holds (charging the new size would skip
 		// the fit check), so the writer skips it and the unit is decided
 		// again as it is now.
-		c.dropAdmission(r)
-		c.core.ForgetAdmission(key)
+		c.undoAdmission(r)
 	}
 	r.request = request
 	holds := queueunit.HoldsQuota(u) || r.admission != nil

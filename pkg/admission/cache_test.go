@@ -4,7 +4,6 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
-
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -13,6 +12,7 @@ import (
 	"k8s.io/client-go/tools/record"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/metrics"
 )
 
@@ -86,5 +86,31 @@ func TestDuplicateQuotaNames(t *testing.T) {
 				t.Errorf("6 cpu can never fit team after second/team (max 8) took over: %s", why)
 			}
 		})
+	}
+}
+
+// TestVisibilityShowsTheQuotaRule: the visibility API says which rule chose
+// a unit's quota, as docs/visibility-api.md promises.
+func TestVisibilityShowsTheQuotaRule(t *testing.T) {
+	c := NewCache()
+	c.UpsertElasticQuota(&elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "ml"},
+		Spec: elasticquotav1alpha1.ElasticQuotaSpec{Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}})
+	unit := func(name string, labels map[string]string) *schedulingv1alpha1.QueueUnit {
+		return &schedulingv1alpha1.QueueUnit{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: name, Labels: labels},
+			Spec: schedulingv1alpha1.QueueUnitSpec{Resource: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}}
+	}
+	c.UpsertUnit(unit("by-namespace", nil))
+	c.UpsertUnit(unit("by-label", map[string]string{elasticquotav1alpha1.LabelQuotaName: "ml"}))
+	got := map[string]string{}
+	for _, name := range []string{"by-namespace", "by-label"} {
+		v, ok := c.QueueUnit("ml", name)
+		if !ok {
+			t.Fatalf("unit %s not in the visibility API", name)
+		}
+		got[name] = v.Queue + " by " + v.QuotaRule
+	}
+	want := map[string]string{"by-namespace": "ml by namespace name", "by-label": "ml by label"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("queue and quota rule (-want +got):\n%s", diff)
 	}
 }

@@ -103,11 +103,17 @@ func (c *Cache) forget(key string, a *admission) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r, ok := c.units[key]; ok && r.admission == a {
-		c.dropAdmission(r)
-		c.core.ForgetAdmission(key)
+		c.undoAdmission(r)
 		c.place(r)
 	}
 	c.notify()
+}
+
+// undoAdmission takes back r's admission from the record and the core, with
+// c.mu held; the caller places the unit again.
+func (c *Cache) undoAdmission(r *unitRecord) {
+	c.dropAdmission(r)
+	c.core.ForgetAdmission(r.key())
 }
 
 // dropAdmission clears r's admission, with c.mu held.

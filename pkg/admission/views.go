@@ -29,8 +29,10 @@ func (c *Cache) quotaView(name string) api.QuotaView {
 		v.Namespace, v.Min, v.Max = eq.Namespace, eq.Spec.Min, eq.Spec.Max
 	}
 	v.Parent = e.Parent(name)
-	for _, dup := range c.quotaCopies[name][min(1, len(c.quotaCopies[name])):] {
-		v.IgnoredDuplicates = append(v.IgnoredDuplicates, dup.Namespace+"/"+dup.Name)
+	if copies := c.quotaCopies[name]; len(copies) > 1 {
+		for _, dup := range copies[1:] {
+			v.IgnoredDuplicates = append(v.IgnoredDuplicates, dup.Namespace+"/"+dup.Name)
+		}
 	}
 	var errs []string
 	if err := e.Err(name); err != nil {
