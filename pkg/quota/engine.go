@@ -26,6 +26,15 @@ var (
 	ErrNegative = errors.New("min and max must not be negative")
 	// ErrMinAboveMax: min is above max for some resource.
 	ErrMinAboveMax = errors.New("min is above max")
+	// ErrMinNotInMax: min names a resource that max does not (Koordinator's
+	// webhook refuses it: such a min would guarantee what nothing bounds).
+	ErrMinNotInMax = errors.New("every resource in min must also be in max")
+	// ErrParentNotMarked: the parent quota is not labelled
+	// quota.scheduling.koordinator.sh/is-parent: "true".
+	ErrParentNotMarked = errors.New(`parent quota is not labelled ` + elasticquotav1alpha1.LabelQuotaIsParent + `: "true"`)
+	// ErrMinNotInParent: a child's min names a resource its parent's min
+	// does not.
+	ErrMinNotInParent = errors.New("every resource in a child's min must also be in its parent's min")
 	// ErrChildrenMinAboveMin: the children's mins add up to more than the parent's min.
 	ErrChildrenMinAboveMin = errors.New("children's mins add up to more than the parent's min")
 	// ErrInvalidAncestor: an ancestor is in error, so this quota cannot be used.
@@ -122,10 +131,9 @@ func (e *Engine) SetClusterCapacity(capacity corev1.ResourceList) {
 // returned here: they are reported per quota by Err, because they often
 // involve several quotas and heal when another quota changes.
 func (e *Engine) UpsertQuota(s Spec) {
-	e.specs[s.Name] = Spec{
-		Name: s.Name, Parent: s.Parent, DisallowLending: s.DisallowLending, Created: s.Created,
-		Min: s.Min.DeepCopy(), Max: s.Max.DeepCopy(), SharedWeight: s.SharedWeight.DeepCopy(),
-	}
+	own := s // every field, and copies of the lists the caller may reuse
+	own.Min, own.Max, own.SharedWeight = s.Min.DeepCopy(), s.Max.DeepCopy(), s.SharedWeight.DeepCopy()
+	e.specs[s.Name] = own
 	e.intern(s.Min)
 	e.intern(s.Max)
 	e.intern(s.SharedWeight)
@@ -181,12 +189,33 @@ func (e *Engine) intern(list corev1.ResourceList) {
 	}
 }
 
+// checkKeys applies the webhook's rules on resource names: min names only
+// resources max names, and a child's min only resources its parent's min
+// names (the root has no min of its own, so its children are exempt).
+func (e *Engine) checkKeys(n *node) error {
+	for _, r := range sortedNames(n.spec.Min) {
+		if _, ok := n.spec.Max[r]; !ok {
+			return fmt.Errorf("quota %q: min names %s, max does not: %w", n.name, r, ErrMinNotInMax)
+		}
+	}
+	if n.parent == nil || n.parent == e.root || n.parent.spec == nil {
+		return nil
+	}
+	for _, r := range sortedNames(n.spec.Min) {
+		if _, ok := n.parent.spec.Min[r]; !ok {
+			return fmt.Errorf("quota %q: min names %s, the min of its parent %q does not: %w", n.name, r, n.parent.name, ErrMinNotInParent)
+		}
+	}
+	return nil
+}
+
 // checkChildrenMins confines a breach of "the children's mins add up to no
 // more than the parent's min" to the children that breach it, as
 // Koordinator's webhook refuses the quota that would breach it rather than
 // its parent: children are taken oldest first (then by name), and one whose
 // min no longer fits beside its older siblings' is invalid. The parent and
-// the siblings that fit keep admitting.
+// the siblings that fit keep admitting. A child labelled allow-force-update
+// is exempt, as at Koordinator's webhook, and its min still counts.
 func (e *Engine) checkChildrenMins(n *node) {
 	kids := slices.Clone(n.kids)
 	slices.SortStableFunc(kids, func(a, b *node) int {
@@ -210,7 +239,7 @@ func (e *Engine) checkChildrenMins(n *node) {
 				break
 			}
 		}
-		if over < 0 {
+		if over < 0 || k.spec.ForceUpdate {
 			addTo(sum, k.min)
 			continue
 		}
@@ -346,10 +375,20 @@ func (e *Engine) rebuild() {
 			if p == "" {
 				p = elasticquotav1alpha1.RootQuotaName
 			}
-			if _, ok := e.specs[p]; !ok && p != elasticquotav1alpha1.RootQuotaName {
-				n.err = fmt.Errorf("quota %q: parent %q: %w", name, p, ErrMissingParent)
-			} else {
+			ps, ok := e.specs[p]
+			switch {
+			case p == elasticquotav1alpha1.RootQuotaName:
 				declared[name] = p
+			case !ok:
+				n.err = fmt.Errorf("quota %q: parent %q: %w", name, p, ErrMissingParent)
+			default:
+				// A parent not marked as one still counts the child's usage
+				// (so it stays bounded), but only the child is refused, as
+				// Koordinator's webhook refuses the child.
+				declared[name] = p
+				if !ps.IsParent {
+					n.err = fmt.Errorf("quota %q: parent %q: %w", name, p, ErrParentNotMarked)
+				}
 			}
 		}
 	}
@@ -372,11 +411,14 @@ func (e *Engine) rebuild() {
 		n.parent.kids = append(n.parent.kids, n)
 	}
 
-	// Per-quota checks that need the children.
+	// Per-quota checks (the parent is resolved).
 	for _, name := range names {
 		n := e.nodes[name]
 		if n.spec == nil {
 			continue
+		}
+		if n.err == nil {
+			n.err = e.checkKeys(n)
 		}
 		for i := range n.min {
 			if (n.min[i] < 0 || n.max[i] < 0) && n.err == nil {
@@ -388,10 +430,13 @@ func (e *Engine) rebuild() {
 					format(e.names[i], n.min[i]), format(e.names[i], n.max[i]), ErrMinAboveMax)
 			}
 		}
-		if n == e.root || len(n.kids) == 0 {
-			continue
+	}
+	// Then the rule that weighs siblings against each other, among those
+	// valid on their own.
+	for _, name := range names {
+		if n := e.nodes[name]; n.spec != nil && n != e.root && len(n.kids) > 0 {
+			e.checkChildrenMins(n)
 		}
-		e.checkChildrenMins(n)
 	}
 
 	// Order: parents before children for inheritance, reversed for sums.

@@ -89,7 +89,7 @@ func TestExplain(t *testing.T) {
 		{
 			name:  "an ancestor's max",
 			cap:   qt.Res("cpu", "100"),
-			specs: []quota.Spec{qt.MakeSpec("org").Max("cpu", "6").Obj(), qt.MakeSpec("a").Parent("org").Max("cpu", "6").Obj(), qt.MakeSpec("b").Parent("org").Obj()},
+			specs: []quota.Spec{qt.MakeSpec("org").IsParent().Max("cpu", "6").Obj(), qt.MakeSpec("a").Parent("org").Max("cpu", "6").Obj(), qt.MakeSpec("b").Parent("org").Obj()},
 			charges: []charge{
 				{key: "u1", quota: "b", req: qt.Res("cpu", "5")},
 			},
@@ -126,7 +126,7 @@ func TestExplain(t *testing.T) {
 		{
 			name:  "more than an ancestor's max can never fit",
 			cap:   qt.Res("cpu", "100", "memory", "1Ti"),
-			specs: []quota.Spec{qt.MakeSpec("org").Max("cpu", "6", "memory", "8Gi").Obj(), qt.MakeSpec("a").Parent("org").Obj()},
+			specs: []quota.Spec{qt.MakeSpec("org").IsParent().Max("cpu", "6", "memory", "8Gi").Obj(), qt.MakeSpec("a").Parent("org").Obj()},
 			quota: "a",
 			req:   qt.Res("cpu", "8", "memory", "16Gi"),
 			want:  "request cpu 8 exceeds max 6 of org; memory 16Gi exceeds max 8Gi of org: it can never be admitted",
@@ -150,7 +150,7 @@ func TestExplain(t *testing.T) {
 			name: "a sibling's idle min that it does not lend",
 			cap:  qt.Res("cpu", "10"),
 			specs: []quota.Spec{
-				qt.MakeSpec("keeper").Min("cpu", "4").NoLending().Obj(),
+				qt.MakeSpec("keeper").Min("cpu", "4").Max("cpu", "10").NoLending().Obj(),
 				qt.MakeSpec("a").Obj(),
 			},
 			charges: []charge{{key: "u1", quota: "keeper", req: qt.Res("cpu", "1")}},
@@ -162,8 +162,8 @@ func TestExplain(t *testing.T) {
 			name: "an idle min that does not lend, deep in a lending parent, stays kept",
 			cap:  qt.Res("cpu", "10"),
 			specs: []quota.Spec{
-				qt.MakeSpec("p").Min("cpu", "4").Obj(),
-				qt.MakeSpec("keeper").Parent("p").Min("cpu", "4").NoLending().Obj(),
+				qt.MakeSpec("p").IsParent().Min("cpu", "4").Max("cpu", "10").Obj(),
+				qt.MakeSpec("keeper").Parent("p").Min("cpu", "4").Max("cpu", "10").NoLending().Obj(),
 				qt.MakeSpec("a").Obj(),
 			},
 			quota: "a",
@@ -201,7 +201,7 @@ func TestExplain(t *testing.T) {
 
 func TestHeadroomNamesTheBindingQuota(t *testing.T) {
 	e := newEngine(t, qt.Res("cpu", "10", "memory", "10Gi"), []quota.Spec{
-		qt.MakeSpec("org").Max("cpu", "6").Obj(),
+		qt.MakeSpec("org").IsParent().Max("cpu", "6").Obj(),
 		qt.MakeSpec("a").Parent("org").Max("memory", "1Gi").Obj(),
 	}, nil)
 	free, binding, err := e.Headroom("a", nil, nil)
@@ -225,7 +225,7 @@ func TestHeadroomNamesTheBindingQuota(t *testing.T) {
 
 func TestUsageCountsAlongTheChainUntilReleased(t *testing.T) {
 	e := newEngine(t, qt.Res("cpu", "10"), []quota.Spec{
-		qt.MakeSpec("org").Obj(),
+		qt.MakeSpec("org").IsParent().Obj(),
 		qt.MakeSpec("a").Parent("org").Obj(),
 	}, []charge{{key: "u1", quota: "a", req: qt.Res("cpu", "3")}})
 	want := map[string]string{"cpu": "3"}
@@ -247,7 +247,7 @@ func TestUsageCountsAlongTheChainUntilReleased(t *testing.T) {
 
 func TestResizeMovesUsageAlongTheChain(t *testing.T) {
 	e := newEngine(t, qt.Res("cpu", "10"), []quota.Spec{
-		qt.MakeSpec("org").Obj(),
+		qt.MakeSpec("org").IsParent().Obj(),
 		qt.MakeSpec("a").Parent("org").Obj(),
 	}, []charge{{key: "u1", quota: "a", req: qt.Res("cpu", "3"), priority: 4, admitted: time.Minute}})
 	before, _ := e.Charged("u1")
@@ -287,26 +287,26 @@ func TestTreeErrors(t *testing.T) {
 	}{
 		{
 			name:  "missing parent",
-			specs: []quota.Spec{qt.MakeSpec("a").Parent("ghost").Obj(), qt.MakeSpec("b").Parent("a").Obj()},
+			specs: []quota.Spec{qt.MakeSpec("a").IsParent().Parent("ghost").Obj(), qt.MakeSpec("b").Parent("a").Obj()},
 			want:  map[string]error{"a": quota.ErrMissingParent, "b": quota.ErrInvalidAncestor},
 		},
 		{
 			name: "cycle",
 			specs: []quota.Spec{
-				qt.MakeSpec("a").Parent("c").Obj(), qt.MakeSpec("b").Parent("a").Obj(), qt.MakeSpec("c").Parent("b").Obj(),
+				qt.MakeSpec("a").IsParent().Parent("c").Obj(), qt.MakeSpec("b").IsParent().Parent("a").Obj(), qt.MakeSpec("c").IsParent().Parent("b").Obj(),
 				qt.MakeSpec("ok").Obj(),
 			},
 			want: map[string]error{"a": quota.ErrCycle, "b": quota.ErrCycle, "c": quota.ErrCycle},
 		},
 		{
 			name:  "a quota that is its own parent",
-			specs: []quota.Spec{qt.MakeSpec("a").Parent("a").Obj()},
+			specs: []quota.Spec{qt.MakeSpec("a").IsParent().Parent("a").Obj()},
 			want:  map[string]error{"a": quota.ErrCycle},
 		},
 		{
 			name: "a negative max or min: that quota only",
 			specs: []quota.Spec{
-				qt.MakeSpec("p").Min("cpu", "4").Max("cpu", "8").Obj(),
+				qt.MakeSpec("p").IsParent().Min("cpu", "4", "memory", "4Gi").Max("cpu", "8", "memory", "8Gi").Obj(),
 				qt.MakeSpec("neg-max").Parent("p").Max("cpu", "-1").Obj(),
 				qt.MakeSpec("neg-min").Parent("p").Min("memory", "-1Gi").Max("memory", "4Gi").Obj(),
 				qt.MakeSpec("fine").Parent("p").Min("cpu", "2").Max("cpu", "4").Obj(),
@@ -321,9 +321,9 @@ func TestTreeErrors(t *testing.T) {
 		{
 			name: "children's mins above the parent's",
 			specs: []quota.Spec{
-				qt.MakeSpec("p").Min("cpu", "2").Obj(),
-				qt.MakeSpec("a").Parent("p").Min("cpu", "2").Obj(),
-				qt.MakeSpec("b").Parent("p").Min("cpu", "1").Obj(),
+				qt.MakeSpec("p").IsParent().Min("cpu", "2").Max("cpu", "10").Obj(),
+				qt.MakeSpec("a").IsParent().Parent("p").Min("cpu", "2").Max("cpu", "10").Obj(),
+				qt.MakeSpec("b").Parent("p").Min("cpu", "1").Max("cpu", "10").Obj(),
 				qt.MakeSpec("c").Parent("a").Obj(),
 			},
 			want: map[string]error{"b": quota.ErrChildrenMinAboveMin},
@@ -331,19 +331,19 @@ func TestTreeErrors(t *testing.T) {
 		{
 			name: "the newest child whose min breaches the parent's is the one refused",
 			specs: []quota.Spec{
-				qt.MakeSpec("p").Min("cpu", "4").Obj(),
+				qt.MakeSpec("p").IsParent().Min("cpu", "4").Max("cpu", "10").Obj(),
 				func() quota.Spec {
-					s := qt.MakeSpec("z-old").Parent("p").Min("cpu", "3").Obj()
+					s := qt.MakeSpec("z-old").Parent("p").Min("cpu", "3").Max("cpu", "10").Obj()
 					s.Created = time.Unix(100, 0)
 					return s
 				}(),
 				func() quota.Spec {
-					s := qt.MakeSpec("a-new").Parent("p").Min("cpu", "3").Obj()
+					s := qt.MakeSpec("a-new").Parent("p").Min("cpu", "3").Max("cpu", "10").Obj()
 					s.Created = time.Unix(200, 0)
 					return s
 				}(),
 				func() quota.Spec {
-					s := qt.MakeSpec("small").Parent("p").Min("cpu", "1").Obj()
+					s := qt.MakeSpec("small").Parent("p").Min("cpu", "1").Max("cpu", "10").Obj()
 					s.Created = time.Unix(300, 0)
 					return s
 				}(),
@@ -353,11 +353,58 @@ func TestTreeErrors(t *testing.T) {
 		{
 			name: "a parent with no min: each child with a min is refused, the parent and the others admit",
 			specs: []quota.Spec{
-				qt.MakeSpec("org").Max("cpu", "20").Obj(),
-				qt.MakeSpec("team-x").Parent("org").Min("cpu", "4").Obj(),
+				qt.MakeSpec("org").IsParent().Max("cpu", "20").Obj(),
+				qt.MakeSpec("team-x").Parent("org").Min("cpu", "4").Max("cpu", "20").Obj(),
 				qt.MakeSpec("team-y").Parent("org").Max("cpu", "10").Obj(),
 			},
-			want: map[string]error{"team-x": quota.ErrChildrenMinAboveMin},
+			want: map[string]error{"team-x": quota.ErrMinNotInParent},
+		},
+		{
+			name: "a child labelled allow-force-update is exempt from the children's mins rule, and its min counts",
+			specs: []quota.Spec{
+				qt.MakeSpec("p").IsParent().Min("cpu", "4").Max("cpu", "10").Obj(),
+				func() quota.Spec {
+					s := qt.MakeSpec("forced").Parent("p").Min("cpu", "5").Max("cpu", "10").ForceUpdate().Obj()
+					s.Created = time.Unix(100, 0)
+					return s
+				}(),
+				func() quota.Spec {
+					s := qt.MakeSpec("later").Parent("p").Min("cpu", "1").Max("cpu", "10").Obj()
+					s.Created = time.Unix(200, 0)
+					return s
+				}(),
+			},
+			want: map[string]error{"later": quota.ErrChildrenMinAboveMin},
+		},
+		{
+			name: "a parent not labelled is-parent: its children are refused, the parent admits",
+			specs: []quota.Spec{
+				qt.MakeSpec("org").Min("cpu", "8").Max("cpu", "20").Obj(),
+				qt.MakeSpec("team-x").Parent("org").Min("cpu", "4").Max("cpu", "10").Obj(),
+				qt.MakeSpec("team-y").Parent("org").Max("cpu", "10").Obj(),
+				qt.MakeSpec("elsewhere").Max("cpu", "10").Obj(),
+			},
+			want: map[string]error{"team-x": quota.ErrParentNotMarked, "team-y": quota.ErrParentNotMarked},
+		},
+		{
+			name: "a min naming a resource max does not: that quota only",
+			specs: []quota.Spec{
+				qt.MakeSpec("org").IsParent().Min("cpu", "8", "memory", "8Gi").Max("cpu", "20", "memory", "20Gi").Obj(),
+				qt.MakeSpec("team-x").Parent("org").Min("cpu", "4", "memory", "4Gi").Max("cpu", "10").Obj(),
+				qt.MakeSpec("team-y").Parent("org").Min("cpu", "4").Max("cpu", "10").Obj(),
+			},
+			want: map[string]error{"team-x": quota.ErrMinNotInMax},
+		},
+		{
+			name: "a child's min naming a resource its parent's min does not: that child only",
+			specs: []quota.Spec{
+				qt.MakeSpec("org").IsParent().Min("cpu", "8").Max("cpu", "20", "nvidia.com/gpu", "8").Obj(),
+				qt.MakeSpec("team-x").Parent("org").Min("cpu", "4", "nvidia.com/gpu", "2").Max("cpu", "10", "nvidia.com/gpu", "4").Obj(),
+				qt.MakeSpec("team-y").Parent("org").Min("cpu", "4").Max("cpu", "10", "nvidia.com/gpu", "4").Obj(),
+				// Under the root, a min is the quota's own business.
+				qt.MakeSpec("top").Min("nvidia.com/gpu", "1").Max("nvidia.com/gpu", "1").Obj(),
+			},
+			want: map[string]error{"team-x": quota.ErrMinNotInParent},
 		},
 	}
 	for _, tc := range cases {
@@ -382,8 +429,15 @@ func TestErrorsHealWhenTheTreeIsFixed(t *testing.T) {
 		t.Fatalf("Err(a) = %v, want ErrMissingParent", e.Err("a"))
 	}
 	e.UpsertQuota(qt.MakeSpec("p").Obj())
+	if !errors.Is(e.Err("a"), quota.ErrParentNotMarked) {
+		t.Fatalf("Err(a) after the parent appeared unlabelled = %v, want ErrParentNotMarked", e.Err("a"))
+	}
+	if err := e.Err("p"); err != nil {
+		t.Errorf("Err(p), a parent not labelled as one = %v, want nil: only its child is refused", err)
+	}
+	e.UpsertQuota(qt.MakeSpec("p").IsParent().Obj())
 	if err := e.Err("a"); err != nil {
-		t.Errorf("Err(a) after the parent appeared = %v", err)
+		t.Errorf("Err(a) after the parent was labelled is-parent = %v", err)
 	}
 }
 
@@ -450,7 +504,7 @@ func TestRuntime(t *testing.T) {
 			name: "a parent's runtime is split among its children",
 			cap:  qt.Res("cpu", "10"),
 			specs: []quota.Spec{
-				qt.MakeSpec("p").Max("cpu", "6").Obj(),
+				qt.MakeSpec("p").IsParent().Max("cpu", "6").Obj(),
 				qt.MakeSpec("c1").Parent("p").Max("cpu", "6").Obj(),
 				qt.MakeSpec("c2").Parent("p").Max("cpu", "6").Obj(),
 			},

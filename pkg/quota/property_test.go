@@ -27,13 +27,23 @@ func TestPropertyHeadroomIsSafeAndTight(t *testing.T) {
 			name := fmt.Sprintf("q%d", i)
 			w := qt.MakeSpec(name)
 			if len(names) > 0 && rng.IntN(2) == 0 {
-				w.Parent(names[rng.IntN(len(names))])
+				p := rng.IntN(len(names))
+				w.Parent(names[p])
+				specs[p].IsParent = true
 			}
+			maxCPU := ""
 			if rng.IntN(2) == 0 {
-				w.Max("cpu", fmt.Sprint(1+rng.IntN(10)))
+				maxCPU = fmt.Sprint(1 + rng.IntN(10))
+				w.Max("cpu", maxCPU)
 			}
 			if rng.IntN(3) == 0 {
+				// A min needs its resource in max (Koordinator's rule).
 				w.Min("memory", fmt.Sprintf("%dGi", rng.IntN(3))).NoLending()
+				if maxCPU != "" {
+					w.Max("cpu", maxCPU, "memory", "4Gi")
+				} else {
+					w.Max("memory", "4Gi")
+				}
 			}
 			specs = append(specs, w.Obj())
 			names = append(names, name)

@@ -24,6 +24,12 @@ type Spec struct {
 	// SharedWeight weighs the quota's part of its parent's idle capacity;
 	// a resource it does not name weighs the quota's max.
 	SharedWeight corev1.ResourceList
+	// IsParent: the quota is labelled is-parent "true", as Koordinator
+	// requires of a quota that has children.
+	IsParent bool
+	// ForceUpdate: labelled allow-force-update "true", which exempts the
+	// quota from the children's-mins rule, as Koordinator's webhook does.
+	ForceUpdate bool
 	// DisallowLending keeps the quota's unused min from its siblings
 	// (allow-lent-resource: "false"). The zero value lends, as in Koordinator.
 	DisallowLending bool
@@ -42,6 +48,8 @@ func SpecFromElasticQuota(eq *elasticquotav1alpha1.ElasticQuota) (Spec, error) {
 		Parent:          eq.Labels[elasticquotav1alpha1.LabelQuotaParent],
 		Min:             eq.Spec.Min,
 		Max:             eq.Spec.Max,
+		IsParent:        eq.Labels[elasticquotav1alpha1.LabelQuotaIsParent] == "true",
+		ForceUpdate:     eq.Labels[elasticquotav1alpha1.LabelAllowForceUpdate] == "true",
 		DisallowLending: eq.Labels[elasticquotav1alpha1.LabelAllowLentResource] == "false",
 		Created:         eq.CreationTimestamp.Time,
 	}

@@ -40,11 +40,13 @@ func randomTree(rng *rand.Rand) tree {
 			minCPU = rng.IntN(budget + 1)
 		}
 		w := qt.MakeSpec(name).Parent(parent).Min("cpu", fmt.Sprint(minCPU), "memory", fmt.Sprintf("%dGi", 4*minCPU))
+		// Max names every resource min does, as Koordinator requires.
 		switch rng.IntN(3) {
-		case 0: // no max: bounded by the parent and the cluster
+		case 0: // as large as the cluster: bounded by the parent and the cluster
+			w.Max("cpu", fmt.Sprint(capCPU), "memory", fmt.Sprintf("%dGi", 4*capCPU))
 		default:
-			mx := minCPU + rng.IntN(capCPU)
-			w.Max("cpu", fmt.Sprint(max(mx, 1)))
+			mx := max(minCPU+rng.IntN(capCPU), 1)
+			w.Max("cpu", fmt.Sprint(mx), "memory", fmt.Sprintf("%dGi", 4*mx))
 		}
 		if rng.IntN(5) == 0 {
 			w.NoLending()
@@ -58,6 +60,7 @@ func randomTree(rng *rand.Rand) tree {
 			t.leaves = append(t.leaves, name)
 			return
 		}
+		t.specs[len(t.specs)-1].IsParent = true
 		left := minCPU
 		for i := 0; i < kids; i++ {
 			share := 0

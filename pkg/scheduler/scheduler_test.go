@@ -337,7 +337,7 @@ func TestCycle(t *testing.T) {
 			world: world{
 				capacity: bigCluster,
 				quotas: []quota.Spec{
-					qt.MakeSpec("org").Max("cpu", "5").Obj(),
+					qt.MakeSpec("org").IsParent().Max("cpu", "5").Obj(),
 					qt.MakeSpec("team-x").Parent("org").Max("cpu", "4").Obj(),
 					qt.MakeSpec("team-y").Parent("org").Max("cpu", "4").Obj(),
 				},
@@ -637,8 +637,8 @@ func TestQuotaErrorsMakeUnitsWait(t *testing.T) {
 		{
 			name: "cycle",
 			quotas: []quota.Spec{
-				qt.MakeSpec("q").Parent("p").Obj(),
-				qt.MakeSpec("p").Parent("q").Obj(),
+				qt.MakeSpec("q").IsParent().Parent("p").Obj(),
+				qt.MakeSpec("p").IsParent().Parent("q").Obj(),
 			},
 			wantReason: `quota "q": p -> q: quota parents form a cycle`,
 		},
@@ -650,9 +650,9 @@ func TestQuotaErrorsMakeUnitsWait(t *testing.T) {
 		{
 			name: "a child whose min takes its siblings' past the parent's min",
 			quotas: []quota.Spec{
-				qt.MakeSpec("p").Min("cpu", "4").Obj(),
-				qt.MakeSpec("a").Parent("p").Min("cpu", "3").Obj(),
-				qt.MakeSpec("q").Parent("p").Min("cpu", "3").Obj(),
+				qt.MakeSpec("p").IsParent().Min("cpu", "4").Max("cpu", "10").Obj(),
+				qt.MakeSpec("a").Parent("p").Min("cpu", "3").Max("cpu", "10").Obj(),
+				qt.MakeSpec("q").Parent("p").Min("cpu", "3").Max("cpu", "10").Obj(),
 			},
 			wantReason: `quota "q": its cpu min 3 takes its siblings' mins to 6, over the min 4 of its parent "p": children's mins add up to more than the parent's min`,
 		},
@@ -786,7 +786,7 @@ func TestReclaimProtection(t *testing.T) {
 	tree := world{
 		capacity: bigCluster,
 		quotas: []quota.Spec{
-			qt.MakeSpec("p").Min("cpu", "8").Max("cpu", "8").Obj(),
+			qt.MakeSpec("p").IsParent().Min("cpu", "8").Max("cpu", "8").Obj(),
 			qt.MakeSpec("a").Parent("p").Min("cpu", "4").Max("cpu", "8").Obj(),
 			qt.MakeSpec("b").Parent("p").Min("cpu", "4").Max("cpu", "8").Obj(),
 		},

@@ -150,6 +150,13 @@ func (w *ElasticQuotaWrapper) Parent(name string) *ElasticQuotaWrapper {
 	return w
 }
 
+// IsParent labels the quota is-parent: "true", as Koordinator requires of a
+// quota with children.
+func (w *ElasticQuotaWrapper) IsParent() *ElasticQuotaWrapper {
+	w.Labels[elasticquotav1alpha1.LabelQuotaIsParent] = "true"
+	return w
+}
+
 // Policy sets the koord-queue/queue-policy label.
 func (w *ElasticQuotaWrapper) Policy(p schedulingv1alpha1.QueuePolicy) *ElasticQuotaWrapper {
 	w.Labels[schedulingv1alpha1.LabelQueuePolicy] = string(p)

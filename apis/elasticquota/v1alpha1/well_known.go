@@ -16,6 +16,9 @@ const (
 	LabelQuotaParent = "quota.scheduling.koordinator.sh/parent"
 	// LabelQuotaIsParent marks a quota that has children.
 	LabelQuotaIsParent = "quota.scheduling.koordinator.sh/is-parent"
+	// LabelAllowForceUpdate "true" exempts a quota from the rule that its
+	// siblings' mins and its own add up to no more than its parent's min.
+	LabelAllowForceUpdate = "quota.scheduling.koordinator.sh/allow-force-update"
 	// LabelAllowLentResource "false" keeps a quota's unused min from its siblings.
 	LabelAllowLentResource = "quota.scheduling.koordinator.sh/allow-lent-resource"
 	// AnnotationSharedWeight weighs a quota's part of idle capacity; default its max.

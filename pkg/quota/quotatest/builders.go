@@ -38,6 +38,13 @@ func MakeSpec(name string) *SpecWrapper { return &SpecWrapper{quota.Spec{Name: n
 // Parent sets the parent quota.
 func (w *SpecWrapper) Parent(p string) *SpecWrapper { w.Spec.Parent = p; return w }
 
+// IsParent labels the quota is-parent: "true", as a quota with children
+// must be.
+func (w *SpecWrapper) IsParent() *SpecWrapper { w.Spec.IsParent = true; return w }
+
+// ForceUpdate labels the quota allow-force-update: "true".
+func (w *SpecWrapper) ForceUpdate() *SpecWrapper { w.Spec.ForceUpdate = true; return w }
+
 // Min sets min from name, quantity pairs.
 func (w *SpecWrapper) Min(pairs ...string) *SpecWrapper { w.Spec.Min = Res(pairs...); return w }
 

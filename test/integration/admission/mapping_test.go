@@ -86,11 +86,32 @@ func TestBadElasticQuotas(t *testing.T) {
 		},
 		"a child whose min its parent's cannot hold": {
 			quotas: []*elasticquotav1alpha1.ElasticQuota{
-				wrappers.MakeElasticQuota(ns+"-org", ns).Max(corev1.ResourceCPU, "20").Label(elasticquotav1alpha1.LabelQuotaIsParent, "true").Obj(),
+				wrappers.MakeElasticQuota(ns+"-org", ns).Min(corev1.ResourceCPU, "2").Max(corev1.ResourceCPU, "20").IsParent().Obj(),
 				wrappers.MakeElasticQuota(ns+"-team-x", ns).Min(corev1.ResourceCPU, "4").Max(corev1.ResourceCPU, "10").Parent(ns + "-org").Obj(),
 			},
 			unitQuota:   ns + "-team-x",
-			wantMessage: "over the min 0 of its parent",
+			wantMessage: "over the min 2 of its parent",
+		},
+		"a parent not labelled is-parent": {
+			quotas: []*elasticquotav1alpha1.ElasticQuota{
+				wrappers.MakeElasticQuota(ns+"-unmarked", ns).Max(corev1.ResourceCPU, "20").Obj(),
+				wrappers.MakeElasticQuota(ns+"-kid", ns).Max(corev1.ResourceCPU, "10").Parent(ns + "-unmarked").Obj(),
+			},
+			unitQuota:   ns + "-kid",
+			wantMessage: `is-parent: "true"`,
+		},
+		"a min naming a resource its max does not": {
+			quotas:      []*elasticquotav1alpha1.ElasticQuota{wrappers.MakeElasticQuota(ns+"-minonly", ns).Min(corev1.ResourceMemory, "1Gi").Max(corev1.ResourceCPU, "4").Obj()},
+			unitQuota:   ns + "-minonly",
+			wantMessage: "min names memory, max does not",
+		},
+		"a child's min naming a resource its parent's min does not": {
+			quotas: []*elasticquotav1alpha1.ElasticQuota{
+				wrappers.MakeElasticQuota(ns+"-cpu-org", ns).Min(corev1.ResourceCPU, "8").Max(corev1.ResourceCPU, "20").Max(corev1.ResourceMemory, "20Gi").IsParent().Obj(),
+				wrappers.MakeElasticQuota(ns+"-mem-kid", ns).Min(corev1.ResourceMemory, "1Gi").Max(corev1.ResourceCPU, "10").Max(corev1.ResourceMemory, "10Gi").Parent(ns + "-cpu-org").Obj(),
+			},
+			unitQuota:   ns + "-mem-kid",
+			wantMessage: "the min of its parent",
 		},
 		"missing parent": {
 			quotas:      []*elasticquotav1alpha1.ElasticQuota{wrappers.MakeElasticQuota(ns+"-orphan", ns).Max(corev1.ResourceCPU, "4").Parent(ns + "-nowhere").Obj()},
@@ -193,17 +214,17 @@ func TestDuplicateQuotaNames(t *testing.T) {
 }
 
 // TestInvalidChildLeavesItsParentAdmitting: a child quota whose min its
-// parent's cannot hold is refused, as Koordinator's webhook refuses it; its
+// parent's cannot hold (the parent has no min at all) is refused, as Koordinator's webhook refuses it; its
 // parent and its siblings keep admitting (they all waited before).
 func TestInvalidChildLeavesItsParentAdmitting(t *testing.T) {
 	startKoordQueue(t, fastOptions())
 	ns := namespace(t)
 	org := ns + "-org"
-	create(t, wrappers.MakeElasticQuota(org, ns).Max(corev1.ResourceCPU, "20").Label(elasticquotav1alpha1.LabelQuotaIsParent, "true").Obj())
+	create(t, wrappers.MakeElasticQuota(org, ns).Max(corev1.ResourceCPU, "20").IsParent().Obj())
 	create(t, wrappers.MakeElasticQuota(ns+"-team-x", ns).Min(corev1.ResourceCPU, "4").Max(corev1.ResourceCPU, "10").Parent(org).Obj())
 	create(t, wrappers.MakeElasticQuota(ns+"-team-y", ns).Max(corev1.ResourceCPU, "10").Parent(org).Obj())
 	create(t, wrappers.MakeQueueUnit("in-y", ns).Quota(ns+"-team-y").Request(corev1.ResourceCPU, "2").Obj())
 	create(t, wrappers.MakeQueueUnit("in-x", ns).Quota(ns+"-team-x").Request(corev1.ResourceCPU, "2").Obj())
 	waitPhase(t, ns, "in-y", schedulingv1alpha1.Dequeued)
-	waitMessage(t, ns, "in-x", ns+"-team-x", "over the min 0 of its parent")
+	waitMessage(t, ns, "in-x", ns+"-team-x", "min names cpu, the min of its parent")
 }

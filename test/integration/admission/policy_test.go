@@ -68,7 +68,7 @@ func TestHierarchicalMax(t *testing.T) {
 	startKoordQueue(t, fastOptions())
 	ns := namespace(t)
 	create(t,
-		wrappers.MakeElasticQuota(ns+"-parent", ns).Max(corev1.ResourceCPU, "4").Label("quota.scheduling.koordinator.sh/is-parent", "true").Obj(),
+		wrappers.MakeElasticQuota(ns+"-parent", ns).Max(corev1.ResourceCPU, "4").IsParent().Obj(),
 		wrappers.MakeElasticQuota(ns+"-a", ns).Max(corev1.ResourceCPU, "4").Parent(ns+"-parent").Obj(),
 		wrappers.MakeElasticQuota(ns+"-b", ns).Max(corev1.ResourceCPU, "4").Parent(ns+"-parent").Obj(),
 	)

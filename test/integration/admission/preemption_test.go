@@ -20,7 +20,7 @@ func TestReclaimAcrossSiblings(t *testing.T) {
 	ns := namespace(t)
 	parent, a, b := ns+"-p", ns+"-a", ns+"-b"
 	create(t,
-		wrappers.MakeElasticQuota(parent, ns).Min(corev1.ResourceCPU, "8").Max(corev1.ResourceCPU, "8").Obj(),
+		wrappers.MakeElasticQuota(parent, ns).Min(corev1.ResourceCPU, "8").Max(corev1.ResourceCPU, "8").IsParent().Obj(),
 		wrappers.MakeElasticQuota(a, ns).Min(corev1.ResourceCPU, "4").Max(corev1.ResourceCPU, "8").Parent(parent).Obj(),
 		wrappers.MakeElasticQuota(b, ns).Min(corev1.ResourceCPU, "4").Max(corev1.ResourceCPU, "8").Parent(parent).Obj(),
 	)
