@@ -558,6 +558,7 @@ func TestVictims(t *testing.T) {
 	specs := []quota.Spec{
 		qt.MakeSpec("owner").Min("cpu", "6").Max("cpu", "10").Obj(),
 		qt.MakeSpec("borrower").Min("cpu", "2").Max("cpu", "10").Obj(),
+		qt.MakeSpec("third").Min("cpu", "2").Max("cpu", "10").Obj(),
 	}
 	cases := []struct {
 		name      string
@@ -592,9 +593,33 @@ func TestVictims(t *testing.T) {
 			want: []string{"big"}, wantFound: true,
 		},
 		{
-			name:    "reclaim never takes the victim's quota below its min",
+			name:    "reclaim takes a unit larger than what its quota borrows (Kueue's rule: the quota borrows before)",
 			charges: []charge{{key: "b", quota: "borrower", req: qt.Res("cpu", "9")}},
 			quota:   "owner", req: qt.Res("cpu", "2"),
+			want: []string{"b"}, wantFound: true,
+		},
+		{
+			name: "reclaim never takes a unit of a quota within its min",
+			charges: []charge{
+				{key: "b-within", quota: "borrower", req: qt.Res("cpu", "2"), priority: 0},
+				{key: "t-over", quota: "third", req: qt.Res("cpu", "8"), priority: 9},
+			},
+			quota: "owner", req: qt.Res("cpu", "2"),
+			want: []string{"t-over"}, wantFound: true,
+		},
+		{
+			name: "reclaim stops taking from a quota once it no longer borrows",
+			charges: []charge{
+				{key: "b1", quota: "borrower", req: qt.Res("cpu", "2"), priority: 0},
+				{key: "b2", quota: "borrower", req: qt.Res("cpu", "2"), priority: 0, admitted: time.Second},
+				{key: "b3", quota: "borrower", req: qt.Res("cpu", "2"), priority: 0, admitted: 2 * time.Second},
+				{key: "t", quota: "third", req: qt.Res("cpu", "4"), priority: 9},
+			},
+			quota: "owner", req: qt.Res("cpu", "6"),
+			// b3 and b2 go first (most recent) while borrower is above its
+			// min; at its min, b1 stays and third's t is taken; then b2,
+			// no longer needed, is spared.
+			want: []string{"b3", "t"}, wantFound: true,
 		},
 		{
 			name:    "reclaim is only for a quota within its min",

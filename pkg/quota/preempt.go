@@ -8,11 +8,16 @@ import (
 // quota is owed it: quota's usage plus the request stays within its min for
 // every resource asked, and the request does not fit only because quotas
 // elsewhere borrowed. Victims come from other quotas (not quota's ancestors
-// or descendants) whose usage, on the resources that are short, is above
-// their min; evicting never takes such a quota (or any ancestor of it below
-// the common ancestor) under its min. Candidates are taken lowest priority
-// first, then most recently admitted, and only as many as needed: after the
-// greedy pass, each victim that turns out unnecessary is spared.
+// or descendants) that borrow when the victim is taken, Kueue's rule: the
+// victim's quota, and each of its ancestors below the common ancestor, uses
+// more than its min of a short resource the victim holds. A unit larger than
+// what its quota borrows may be taken (its quota then drops below its min,
+// and is owed that back), but a unit of a quota within its min never is.
+// This cannot loop: the victim's quota was above its min, so the victim is
+// not owed to it, and the reclaiming quota stays within its min, so nothing
+// is reclaimed from it. Candidates are taken lowest priority first, then
+// most recently admitted, and only as many as needed: after the greedy
+// pass, each victim that turns out unnecessary is spared.
 //
 // canEvict filters candidates (the scheduler excludes units already being
 // evicted). ok is false when the quota is not owed the request or no set of
@@ -37,19 +42,25 @@ func (e *Engine) ReclaimVictims(quota string, request Vector, canEvict func(key 
 		}
 		cands = append(cands, c)
 	}
-	guard := func(c *Charge) bool {
+	// borrowing is judged on the usage left by the victims already taken.
+	borrowing := func(c *Charge) bool {
 		m := e.nodes[c.Quota]
 		top := commonAncestor(m, n)
 		for a := m; a != top && a != nil; a = a.parent {
+			above := false
 			for _, s := range short {
-				if s < len(c.Request) && c.Request[s] > 0 && a.used[s]-c.Request[s] < a.min[s] {
-					return false
+				if s < len(c.Request) && c.Request[s] > 0 && a.used[s] > a.min[s] {
+					above = true
+					break
 				}
+			}
+			if !above {
+				return false
 			}
 		}
 		return true
 	}
-	return e.selectVictims(n, request, short, cands, guard)
+	return e.selectVictims(n, request, short, cands, borrowing)
 }
 
 // LowerPriorityVictims picks units of the quota itself with priority below

@@ -181,20 +181,12 @@ func TestUpsertUnitRefusalsLeaveTheUnitOut(t *testing.T) {
 // bookkeeping is right again.
 func TestQuotaEngineRefusalsAreReported(t *testing.T) {
 	reclaim := func(claimCPU string) world {
-		return world{
-			capacity: qt.Res("cpu", "10"),
-			quotas: []quota.Spec{
-				qt.MakeSpec("owner").Min("cpu", "6").Max("cpu", "10").Obj(),
-				qt.MakeSpec("borrower").Min("cpu", "4").Max("cpu", "10").Obj(),
-			},
-			queues: []scheduler.QueueSpec{st.MakeQueue("owner").Obj(), st.MakeQueue("borrower").Obj()},
-			units: []scheduler.Unit{
-				st.MakeUnit("ns/old-low", "borrower").Priority(1).Request("cpu", "2").Admitted(time.Second).Running().Obj(),
-				st.MakeUnit("ns/new-low", "borrower").Priority(1).Request("cpu", "2").Admitted(2 * time.Second).Running().Obj(),
-				st.MakeUnit("ns/base", "borrower").Priority(3).Request("cpu", "6").Admitted(0).Running().Obj(),
-				st.MakeUnit("ns/claim", "owner").Request("cpu", claimCPU).Obj(),
-			},
-		}
+		return ownerAndBorrower("10",
+			st.MakeUnit("ns/old-low", "borrower").Priority(1).Request("cpu", "2").Admitted(time.Second).Running().Obj(),
+			st.MakeUnit("ns/new-low", "borrower").Priority(1).Request("cpu", "2").Admitted(2*time.Second).Running().Obj(),
+			st.MakeUnit("ns/base", "borrower").Priority(3).Request("cpu", "6").Admitted(0).Running().Obj(),
+			st.MakeUnit("ns/claim", "owner").Request("cpu", claimCPU).Obj(),
+		)
 	}
 	cycle := func(s *scheduler.Scheduler) { s.Cycle(st.T0) }
 	const refusedAdmission = `quota bookkeeping failed (a koord-queue bug): unit "ns/claim": unit already holds quota`

@@ -105,8 +105,11 @@ func (s *Scheduler) turn(qs *queueState, now time.Time, res *Result) bool {
 		return false // woken when a quota changes
 	}
 	if qs.gateShut() {
-		running := sortedKeys(qs.notRunning)[0]
 		off := qs.q.Offer(now, nil)
+		if qs.spec.Config.EnablePreemption && s.displace(qs, off.Head.Key, now, res) {
+			return false // woken when its victims are gone
+		}
+		running := sortedKeys(qs.notRunning)[0]
 		s.headWaits(qs, off.Head.Key, fmt.Sprintf("queue %s waits for %s to be running (wait-for-pods-running)", name, running), res)
 		return false // woken when that unit runs or leaves
 	}
@@ -115,6 +118,7 @@ func (s *Scheduler) turn(qs *queueState, now time.Time, res *Result) bool {
 	if err != nil {
 		return false
 	}
+	s.holdForPreemptor(qs.quota)
 	off := qs.q.Offer(now, s.free)
 	if !off.HasHead {
 		return false
@@ -153,6 +157,93 @@ func (s *Scheduler) turn(qs *queueState, now time.Time, res *Result) bool {
 	return false
 }
 
+// displace is Koord-Queue's preemption under wait-for-pods-running (with
+// enable-queueunit-preemption): a head of higher priority than every
+// admitted unit of its queue that does not run yet evicts them all, so
+// that the gate opens for it, unless one of them was admitted less than
+// defaultReclaimProtectTime ago, or the head would not fit even once they
+// are gone. It returns true while the head waits for such victims.
+func (s *Scheduler) displace(qs *queueState, key string, now time.Time, res *Result) bool {
+	us := s.units[key]
+	if len(us.victims) > 0 {
+		s.headWaits(qs, key, us.preemptReason, res)
+		return true
+	}
+	if us.victims != nil {
+		return false // its victims are gone: it holds its reservation and waits for the gate
+	}
+	if us.triedCycle == s.cycle || s.preemptionInFlight(qs.quota, key) != "" {
+		return false
+	}
+	us.triedCycle = s.cycle
+	var victims []string
+	freed := make(quota.Vector, len(us.req))
+	for _, k := range sortedKeys(qs.notRunning) {
+		v := s.units[k]
+		switch {
+		case v == nil || v.u.Priority >= us.u.Priority:
+			return false
+		case v.evicting:
+			continue // leaving already: the gate opens when it is gone
+		case s.reclaimProtected(v, now):
+			s.protectedUntil[qs.spec.Name] = s.protectionEnd(v) // tried again then
+			return false
+		}
+		victims = append(victims, k)
+		for i := range freed {
+			freed[i] += at(v.req, i)
+		}
+	}
+	if len(victims) == 0 {
+		return false
+	}
+	var err error
+	if s.free, s.binding, err = s.engine.Headroom(qs.quota, s.free, s.binding); err != nil {
+		return false
+	}
+	for i := range freed {
+		freed[i] += at(s.free, i)
+	}
+	if !quota.Fits(us.req, freed) {
+		return false // it would wait for quota once they are gone: evicting them would gain nothing
+	}
+	s.reserve(qs, us, now, res)
+	us.victims = map[string]struct{}{}
+	addKey(s.preempting, qs.quota, key)
+	for _, v := range victims {
+		vs := s.units[v]
+		vs.evicting, vs.evictedFor = true, key
+		us.victims[v] = struct{}{}
+	}
+	why := fmt.Sprintf("for higher-priority unit %s (priority %d), which waits in queue %s for units admitted but not yet running (wait-for-pods-running)", key, us.u.Priority, qs.spec.Name)
+	res.Preemptions = append(res.Preemptions, Preemption{
+		Preemptor: key, Queue: qs.spec.Name, Kind: InQueue, Victims: victims,
+		Reason: fmt.Sprintf("preempted by %s %s", key, why),
+	})
+	us.preemptReason = fmt.Sprintf("preempting %d unit(s) not yet running %s: %s", len(victims), why, strings.Join(victims, ", "))
+	s.headWaits(qs, key, us.preemptReason, res)
+	return true
+}
+
+// holdForPreemptor takes out of s.free what the quota's preemptor in flight
+// still needs beyond its reservation: its victims free it later, and a
+// queue-mate admitted meanwhile (a Priority queue lets units pass a head
+// that does not fit) would take the quota's room the preemptor was owed,
+// and it would not fit when its victims are gone.
+func (s *Scheduler) holdForPreemptor(quotaName string) {
+	key := s.preemptionInFlight(quotaName, "")
+	if key == "" {
+		return
+	}
+	p := s.units[key]
+	held, _ := s.engine.Charged(reservationKey(key))
+	for i, r := range p.req {
+		if i < len(s.free) {
+			s.free[i] = max(s.free[i]-max(r-at(held.Request, i), 0), 0)
+		}
+	}
+}
+
 // headPreempts: the policy's head does not fit. Once per cycle it may look
 // for victims. waiting is true while the head has victims still leaving;
 // reserved is true when it just preempted (and reserved what is free).
@@ -160,6 +251,14 @@ func (s *Scheduler) headPreempts(qs *queueState, key string, now time.Time, res 
 	us := s.units[key]
 	if len(us.victims) > 0 {
 		s.headWaits(qs, key, us.preemptReason, res)
+		return true, false
+	}
+	if other := s.preemptionInFlight(qs.quota, key); other != "" {
+		// One preemption per quota at a time: each preemptor is judged on
+		// what its quota holds, and the other's request is not all held
+		// yet, so two at once could each be owed and together not fit,
+		// evicting victims for a unit that then cannot be admitted.
+		s.headWaits(qs, key, fmt.Sprintf("waits for the preemption by %s in quota %s to end", other, qs.quota), res)
 		return true, false
 	}
 	if us.triedCycle == s.cycle {
@@ -245,6 +344,7 @@ func (s *Scheduler) preempt(qs *queueState, us *unitState, now time.Time, res *R
 	}
 	s.reserve(qs, us, now, res)
 	us.victims = map[string]struct{}{}
+	addKey(s.preempting, qs.quota, us.u.Key)
 	for _, v := range victims {
 		vs := s.units[v]
 		vs.evicting, vs.evictedFor = true, us.u.Key
@@ -267,14 +367,16 @@ func (s *Scheduler) preempt(qs *queueState, us *unitState, now time.Time, res *R
 // cannot be reclaimed (defaultReclaimProtectTime), so a borrower gets some
 // work done before its borrowed capacity is taken back.
 func (s *Scheduler) reclaimProtected(us *unitState, now time.Time) bool {
-	if s.reclaimProtect <= 0 {
-		return false
-	}
+	return s.reclaimProtect > 0 && now.Before(s.protectionEnd(us))
+}
+
+// protectionEnd is when an admitted unit's reclaim protection ends.
+func (s *Scheduler) protectionEnd(us *unitState) time.Time {
 	admitted := us.u.AdmitTime
 	if admitted.IsZero() {
 		admitted = us.u.EnqueueTime
 	}
-	return now.Sub(admitted) < s.reclaimProtect
+	return admitted.Add(s.reclaimProtect)
 }
 
 // reserve holds, for a preemptor, the part of its request that is free now
@@ -380,7 +482,9 @@ func (s *Scheduler) admitNominated(now time.Time, res *Result) {
 		if !ok || us.admitted || !us.inQueue || qs == nil {
 			continue
 		}
-		s.unreserve(us)
+		// Admitted or not, its preemption is over: if it no longer fits,
+		// its head may look for victims afresh.
+		s.endPreemption(us)
 		var err error
 		s.free, s.binding, err = s.engine.Headroom(qs.quota, s.free, s.binding)
 		if err != nil || !quota.Fits(us.req, s.free) {
@@ -403,11 +507,7 @@ func (s *Scheduler) protectionEnds(now time.Time) time.Time {
 		if !us.admitted || us.evicting || !s.reclaimProtected(us, now) {
 			continue
 		}
-		admitted := us.u.AdmitTime
-		if admitted.IsZero() {
-			admitted = us.u.EnqueueTime
-		}
-		if end := admitted.Add(s.reclaimProtect); next.IsZero() || end.Before(next) {
+		if end := s.protectionEnd(us); next.IsZero() || end.Before(next) {
 			next = end
 		}
 	}

@@ -80,6 +80,20 @@ func randomTree(rng *rand.Rand) tree {
 	return t
 }
 
+// lenderTree is 2 to 4 quotas under the root with equal mins that add up to
+// (nearly) the whole cluster, each free to borrow it all.
+func lenderTree(rng *rand.Rand) tree {
+	capCPU := 8 + rng.IntN(17)
+	t := tree{capacity: qt.Res("cpu", fmt.Sprint(capCPU))}
+	n := 2 + rng.IntN(3)
+	for i := 0; i < n; i++ {
+		name := fmt.Sprintf("q%d", i)
+		t.specs = append(t.specs, qt.MakeSpec(name).Min("cpu", fmt.Sprint(capCPU/n)).Max("cpu", fmt.Sprint(capCPU)).Obj())
+		t.leaves = append(t.leaves, name)
+	}
+	return t
+}
+
 type simUnit struct {
 	unit     scheduler.Unit
 	admitted bool
@@ -89,16 +103,19 @@ type simUnit struct {
 // sim is a controller that applies every decision at once and reports
 // evictions as done when the stream says so.
 type sim struct {
-	t        *testing.T
-	rng      *rand.Rand
-	s        *scheduler.Scheduler
-	tree     tree
-	units    map[string]*simUnit
-	next     int
-	now      time.Duration
-	unitSize bool // every unit asks for exactly 1 cpu
-	results  []scheduler.Result
-	// evictedBy[victim] = preemptors that evicted it, to catch loops.
+	t       *testing.T
+	rng     *rand.Rand
+	s       *scheduler.Scheduler
+	tree    tree
+	units   map[string]*simUnit
+	next    int
+	now     time.Duration
+	cfg     simConfig
+	results []scheduler.Result
+	// evictedBy[victim] = preemptors that evicted it since a unit last
+	// finished, to catch loops: two units evicting each other while no
+	// usage changed but their own. (Once a unit finishes, what each quota
+	// borrows changes, and reclaiming back what was reclaimed is right.)
 	evictedBy map[string]map[string]bool
 	// pendingPreemptor[victim] = the preemptor waiting for it to leave.
 	pendingPreemptor map[string]string
@@ -108,10 +125,27 @@ type sim struct {
 	failures []string
 }
 
-func newSim(t *testing.T, seed uint64, unitSize, priorityOnly bool) *sim {
+// simConfig shapes a simulation.
+type simConfig struct {
+	// unitSize: every unit asks for exactly 1 cpu.
+	unitSize bool
+	// priorityOnly: every queue uses the Priority policy, without
+	// wait-for-pods-running or starvation protection.
+	priorityOnly bool
+	// lenders: a flat tree of quotas whose mins add up to the whole
+	// cluster, and units up to 3 cpu larger than a quota's min, so that
+	// reclaim's victims are often larger than what their quota borrows.
+	lenders bool
+}
+
+func newSim(t *testing.T, seed uint64, cfg simConfig) *sim {
 	rng := rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
-	sm := &sim{t: t, rng: rng, s: scheduler.New(), tree: randomTree(rng), units: map[string]*simUnit{},
-		unitSize: unitSize, evictedBy: map[string]map[string]bool{}, gated: map[string]bool{}}
+	shape := randomTree
+	if cfg.lenders {
+		shape = lenderTree
+	}
+	sm := &sim{t: t, rng: rng, s: scheduler.New(), tree: shape(rng), units: map[string]*simUnit{},
+		cfg: cfg, evictedBy: map[string]map[string]bool{}, gated: map[string]bool{}}
 	sm.s.SetClusterCapacity(sm.tree.capacity)
 	for _, sp := range sm.tree.specs {
 		sm.s.UpsertQuota(sp)
@@ -119,7 +153,7 @@ func newSim(t *testing.T, seed uint64, unitSize, priorityOnly bool) *sim {
 	policies := []schedulingv1alpha1.QueuePolicy{schedulingv1alpha1.QueuePolicyPriority, schedulingv1alpha1.QueuePolicyBlock, schedulingv1alpha1.QueuePolicyIntelligent}
 	for _, leaf := range sm.tree.leaves {
 		q := st.MakeQueue(leaf).Priority(int32(rng.IntN(3)))
-		if !priorityOnly {
+		if !cfg.priorityOnly {
 			q.Policy(policies[rng.IntN(len(policies))])
 			if rng.IntN(4) == 0 {
 				q.WaitForPodsRunning()
@@ -149,6 +183,7 @@ func (sm *sim) step() {
 		if k := sm.pick(func(u *simUnit) bool { return u.admitted && !u.evicting }); k != "" {
 			sm.s.DeleteUnit(k) // finished
 			delete(sm.units, k)
+			clear(sm.evictedBy)
 		}
 	case r < 8:
 		if k := sm.pick(func(u *simUnit) bool { return u.admitted && !u.unit.Running }); k != "" {
@@ -170,7 +205,11 @@ func (sm *sim) step() {
 func (sm *sim) addUnit() {
 	sm.next++
 	req := qt.Res("cpu", "1")
-	if !sm.unitSize {
+	switch {
+	case sm.cfg.lenders:
+		mn := sm.tree.specs[0].Min[corev1.ResourceCPU]
+		req = qt.Res("cpu", fmt.Sprint(1+sm.rng.IntN(int(mn.Value())+3)))
+	case !sm.cfg.unitSize:
 		req = qt.Res("cpu", fmt.Sprint(1+sm.rng.IntN(4)), "memory", fmt.Sprintf("%dGi", sm.rng.IntN(9)))
 	}
 	u := &simUnit{unit: st.MakeUnit(fmt.Sprintf("ns/u%03d", sm.next), sm.tree.leaves[sm.rng.IntN(len(sm.tree.leaves))]).
@@ -243,6 +282,9 @@ func (sm *sim) cycle() scheduler.Result {
 		}
 	}
 	for _, p := range res.Preemptions {
+		if p.Kind == scheduler.Reclaim {
+			sm.checkVictimsBorrowed(p)
+		}
 		for _, v := range p.Victims {
 			if sm.evictedBy[p.Preemptor][v] {
 				sm.failures = append(sm.failures, fmt.Sprintf("loop: %s evicts %s, which evicted it", p.Preemptor, v))
@@ -257,6 +299,33 @@ func (sm *sim) cycle() scheduler.Result {
 	}
 	sm.checkLimits()
 	return res
+}
+
+// checkVictimsBorrowed: a reclaim takes units only from quotas above their
+// min (victims still hold their quota when the cycle returns), never from a
+// quota within its min, however large the victim.
+func (sm *sim) checkVictimsBorrowed(p scheduler.Preemption) {
+	e := sm.s.Quotas()
+	for _, v := range p.Victims {
+		q := sm.units[v].unit.Queue
+		used := e.Used(q)
+		var min corev1.ResourceList
+		for _, sp := range sm.tree.specs {
+			if sp.Name == q {
+				min = sp.Min
+			}
+		}
+		above := false
+		for name, want := range sm.units[v].unit.Request {
+			if u := used[name]; !want.IsZero() && u.Cmp(min[name]) > 0 {
+				above = true
+			}
+		}
+		if !above {
+			sm.failures = append(sm.failures, fmt.Sprintf("reclaim for %s took %s from quota %s, which is within its min (used %v, min %v)",
+				p.Preemptor, v, q, used, min))
+		}
+	}
 }
 
 // waitingForNoVictims: the unit preempted, and every victim is gone.
@@ -316,8 +385,8 @@ func (sm *sim) settle() {
 	sm.failures = append(sm.failures, "did not come to rest in 200 cycles")
 }
 
-func runSim(t *testing.T, seed uint64, unitSize, priorityOnly bool, steps int) *sim {
-	sm := newSim(t, seed, unitSize, priorityOnly)
+func runSim(t *testing.T, seed uint64, cfg simConfig, steps int) *sim {
+	sm := newSim(t, seed, cfg)
 	sm.pendingPreemptor = map[string]string{}
 	for i := 0; i < steps; i++ {
 		sm.step()
@@ -326,20 +395,22 @@ func runSim(t *testing.T, seed uint64, unitSize, priorityOnly bool, steps int) *
 	return sm
 }
 
-func checkSim(t *testing.T, seed uint64, unitSize, priorityOnly bool) {
+func checkSim(t *testing.T, seed uint64, cfg simConfig) {
 	t.Helper()
-	sm := runSim(t, seed, unitSize, priorityOnly, 150)
+	sm := runSim(t, seed, cfg, 150)
 	if len(sm.failures) > 0 {
 		t.Fatalf("seed %d: %d failures, first: %s", seed, len(sm.failures), sm.failures[0])
 	}
-	if !unitSize || !priorityOnly {
+	if !cfg.priorityOnly {
 		return
 	}
 	// At rest, no unit waits that its quota owes (its usage plus the unit
-	// within the quota's min): reclaim got it what it was lent away.
+	// within the quota's min): reclaim got it what it was lent away. Only a
+	// queue's head reclaims, so with units of mixed sizes a smaller owed
+	// unit may wait behind a head that is not owed: check heads then.
 	e := sm.s.Quotas()
 	for k, u := range sm.units {
-		if u.admitted {
+		if u.admitted || !cfg.unitSize && sm.s.Position(k) != 1 {
 			continue
 		}
 		q := u.unit.Queue
@@ -352,20 +423,31 @@ func checkSim(t *testing.T, seed uint64, unitSize, priorityOnly bool) {
 
 func TestPropertyInvariants(t *testing.T) {
 	for seed := uint64(1); seed <= 60; seed++ {
-		checkSim(t, seed, false, false)
+		checkSim(t, seed, simConfig{})
 	}
 }
 
 func TestPropertyOwedUnitsAreAdmittedOnceReclaimFinishes(t *testing.T) {
 	for seed := uint64(1); seed <= 60; seed++ {
-		checkSim(t, seed, true, true)
+		checkSim(t, seed, simConfig{unitSize: true, priorityOnly: true})
+	}
+}
+
+// TestPropertyOwedUnitsOfMixedSizes: the same for each queue's head, with
+// units of mixed sizes, on random trees and on quotas that lend their whole
+// min, where victims are often larger than what their quota borrows:
+// reclaim may take them (their quota borrows before), and nothing loops.
+func TestPropertyOwedUnitsOfMixedSizes(t *testing.T) {
+	for seed := uint64(1); seed <= 60; seed++ {
+		checkSim(t, seed, simConfig{priorityOnly: true})
+		checkSim(t, seed, simConfig{priorityOnly: true, lenders: true})
 	}
 }
 
 func TestPropertySameInputSameDecisions(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
-		a := runSim(t, seed, false, false, 120).results
-		b := runSim(t, seed, false, false, 120).results
+		a := runSim(t, seed, simConfig{}, 120).results
+		b := runSim(t, seed, simConfig{}, 120).results
 		if diff := cmp.Diff(a, b); diff != "" {
 			t.Fatalf("seed %d: two runs differ (-first +second):\n%s", seed, diff)
 		}
@@ -379,6 +461,7 @@ func FuzzScheduler(f *testing.F) {
 		f.Add(seed, true)
 	}
 	f.Fuzz(func(t *testing.T, seed uint64, unitSize bool) {
-		checkSim(t, seed, unitSize, unitSize)
+		checkSim(t, seed, simConfig{unitSize: unitSize, priorityOnly: unitSize})
+		checkSim(t, seed, simConfig{priorityOnly: true, lenders: !unitSize})
 	})
 }

@@ -100,6 +100,9 @@ type Scheduler struct {
 	reclaimWaiters map[string]struct{}
 	// nominated: preemptors whose victims are all gone.
 	nominated map[string]struct{}
+	// preempting: by quota, the units whose preemption is in flight (victims
+	// chosen, the unit not yet admitted).
+	preempting map[string]map[string]struct{}
 	// timed: queues with starvation protection, the only ones with a
 	// time-based rule.
 	timed map[string]struct{}
@@ -128,6 +131,7 @@ func New() *Scheduler {
 		wakeAt:          map[string]map[string]struct{}{},
 		reclaimWaiters:  map[string]struct{}{},
 		nominated:       map[string]struct{}{},
+		preempting:      map[string]map[string]struct{}{},
 		protectedUntil:  map[string]time.Time{},
 		timed:           map[string]struct{}{},
 	}
@@ -323,6 +327,9 @@ func (s *Scheduler) DeleteUnit(key string) {
 // or deleted). The victims still leave, but their departure no longer
 // concerns it.
 func (s *Scheduler) endPreemption(us *unitState) {
+	if us.victims == nil {
+		return
+	}
 	for v := range us.victims {
 		if vs, ok := s.units[v]; ok && vs.evictedFor == us.u.Key {
 			vs.evictedFor = ""
@@ -330,6 +337,37 @@ func (s *Scheduler) endPreemption(us *unitState) {
 	}
 	us.victims = nil
 	s.unreserve(us)
+	for q := range s.preempting {
+		if _, ok := s.preempting[q][us.u.Key]; ok {
+			dropKey(s.preempting, q, us.u.Key)
+			s.wakeQueuesOf(q) // their heads may preempt now
+		}
+	}
+}
+
+// preemptionInFlight names a unit other than key whose preemption in quota
+// is in flight, or "". Entries no longer true (the unit moved or left) are
+// dropped on the way.
+func (s *Scheduler) preemptionInFlight(quotaName, key string) string {
+	for _, other := range sortedKeys(s.preempting[quotaName]) {
+		if other == key {
+			continue
+		}
+		if os, ok := s.units[other]; ok && os.victims != nil && !os.admitted && os.quota == quotaName {
+			return other
+		}
+		dropKey(s.preempting, quotaName, other)
+	}
+	return ""
+}
+
+// wakeQueuesOf wakes every queue charged to quota.
+func (s *Scheduler) wakeQueuesOf(quotaName string) {
+	for name, qs := range s.queues {
+		if qs.quota == quotaName {
+			s.wake(name)
+		}
+	}
 }
 
 // ForgetAdmission undoes an admission the controller could not write: the
@@ -514,7 +552,9 @@ func (s *Scheduler) release(us *unitState) {
 }
 
 // growReservation adds what a departed victim held to its preemptor's
-// reservation (up to the preemptor's request), so other queues cannot take
+// reservation (up to the preemptor's request, and up to what the
+// preemptor's quota may still take: a victim elsewhere frees capacity its
+// quota's max, or an ancestor's, may not allow), so other queues cannot take
 // it while the preemptor's other victims are still leaving.
 //
 // p is reserved, so the engine holds its reservation. If it does not, that
@@ -523,9 +563,13 @@ func (s *Scheduler) release(us *unitState) {
 func (s *Scheduler) growReservation(p *unitState, freed quota.Vector) {
 	key := reservationKey(p.u.Key)
 	c, _ := s.engine.Charged(key) // held, or Resize says it is not
+	free, _, err := s.engine.Headroom(p.quota, nil, nil)
+	if err != nil {
+		return // the quota turned invalid: the reservation stays as it is
+	}
 	hold := make(quota.Vector, len(p.req))
 	for i, r := range p.req {
-		hold[i] = min(r, at(c.Request, i)+at(freed, i))
+		hold[i] = min(r, at(c.Request, i)+max(min(at(freed, i), at(free, i)), 0))
 	}
 	if err := s.engine.Resize(key, hold); err != nil {
 		p.reserved = false

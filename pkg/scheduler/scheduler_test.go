@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -120,6 +121,20 @@ func deleteUnits(keys ...string) func(*scheduler.Scheduler) {
 }
 
 var bigCluster = qt.Res("cpu", "100", "memory", "400Gi")
+
+// ownerAndBorrower is a cluster of capacityCPU cpu shared by quota owner
+// (min 6) and quota borrower (min 4), each free to use all 10, with units.
+func ownerAndBorrower(capacityCPU string, units ...scheduler.Unit) world {
+	return world{
+		capacity: qt.Res("cpu", capacityCPU),
+		quotas: []quota.Spec{
+			qt.MakeSpec("owner").Min("cpu", "6").Max("cpu", "10").Obj(),
+			qt.MakeSpec("borrower").Min("cpu", "4").Max("cpu", "10").Obj(),
+		},
+		queues: []scheduler.QueueSpec{st.MakeQueue("owner").Obj(), st.MakeQueue("borrower").Obj()},
+		units:  units,
+	}
+}
 
 func TestCycle(t *testing.T) {
 	teamA := qt.MakeSpec("team-a").Min("cpu", "4", "memory", "8Gi").Max("cpu", "4", "memory", "8Gi").Obj()
@@ -434,21 +449,13 @@ func TestCycle(t *testing.T) {
 		},
 		{
 			name: "reclaim: a quota below its min evicts the borrower's lowest-priority, most recent units, only as many as needed",
-			world: world{
-				capacity: qt.Res("cpu", "10"),
-				quotas: []quota.Spec{
-					qt.MakeSpec("owner").Min("cpu", "6").Max("cpu", "10").Obj(),
-					qt.MakeSpec("borrower").Min("cpu", "4").Max("cpu", "10").Obj(),
-				},
-				queues: []scheduler.QueueSpec{st.MakeQueue("owner").Obj(), st.MakeQueue("borrower").Obj()},
-				units: []scheduler.Unit{
-					st.MakeUnit("ns/old-low", "borrower").Priority(1).Request("cpu", "2").Admitted(time.Second).Running().Obj(),
-					st.MakeUnit("ns/new-low", "borrower").Priority(1).Request("cpu", "2").Admitted(2 * time.Second).Running().Obj(),
-					st.MakeUnit("ns/high", "borrower").Priority(5).Request("cpu", "2").Admitted(3 * time.Second).Running().Obj(),
-					st.MakeUnit("ns/base", "borrower").Priority(3).Request("cpu", "4").Admitted(0).Running().Obj(),
-					st.MakeUnit("ns/claim", "owner").Request("cpu", "2").Obj(),
-				},
-			},
+			world: ownerAndBorrower("10",
+				st.MakeUnit("ns/old-low", "borrower").Priority(1).Request("cpu", "2").Admitted(time.Second).Running().Obj(),
+				st.MakeUnit("ns/new-low", "borrower").Priority(1).Request("cpu", "2").Admitted(2*time.Second).Running().Obj(),
+				st.MakeUnit("ns/high", "borrower").Priority(5).Request("cpu", "2").Admitted(3*time.Second).Running().Obj(),
+				st.MakeUnit("ns/base", "borrower").Priority(3).Request("cpu", "4").Admitted(0).Running().Obj(),
+				st.MakeUnit("ns/claim", "owner").Request("cpu", "2").Obj(),
+			),
 			steps: []step{
 				{want: outcome{
 					Preempted: []string{"ns/claim <- ns/new-low"},
@@ -460,20 +467,44 @@ func TestCycle(t *testing.T) {
 			},
 		},
 		{
-			name: "reclaim never takes a victim's quota below its min",
-			world: world{
-				capacity: qt.Res("cpu", "10"),
-				quotas: []quota.Spec{
-					qt.MakeSpec("owner").Min("cpu", "6").Max("cpu", "10").Obj(),
-					qt.MakeSpec("borrower").Min("cpu", "4").Max("cpu", "10").Obj(),
-				},
-				queues: []scheduler.QueueSpec{st.MakeQueue("owner").Obj(), st.MakeQueue("borrower").Obj()},
-				units: []scheduler.Unit{
-					st.MakeUnit("ns/big", "borrower").Request("cpu", "9").Admitted(0).Running().Obj(),
-					st.MakeUnit("ns/claim", "owner").Request("cpu", "2").Obj(),
+			name: "reclaim takes a unit larger than what its quota borrows, since its quota borrows before (Kueue's rule)",
+			world: ownerAndBorrower("10",
+				st.MakeUnit("ns/big", "borrower").Request("cpu", "9").Admitted(0).Running().Obj(),
+				st.MakeUnit("ns/claim", "owner").Request("cpu", "2").Obj(),
+			),
+			steps: []step{{want: outcome{
+				Preempted: []string{"ns/claim <- ns/big"},
+				Waits:     map[string]string{"ns/claim": "preempting 1 unit(s) to reclaim the min of quota owner: ns/big"},
+			}}},
+		},
+		{
+			name: "reclaim never takes a unit of a quota within its min (a cluster smaller than the mins)",
+			world: ownerAndBorrower("8",
+				st.MakeUnit("ns/mine", "owner").Request("cpu", "3").Admitted(0).Running().Obj(),
+				st.MakeUnit("ns/within", "borrower").Request("cpu", "4").Admitted(0).Running().Obj(),
+				st.MakeUnit("ns/claim", "owner").Request("cpu", "2").Obj(),
+			),
+			steps: []step{{want: outcome{Waits: map[string]string{"ns/claim": "cluster: cpu 7 used of capacity 8, request 2"}}}},
+		},
+		{
+			name: "one preemption per quota at a time: a second owed head waits for the first's to end",
+			world: ownerAndBorrower("10",
+				st.MakeUnit("ns/b1", "borrower").Request("cpu", "5").Admitted(0).Running().Obj(),
+				st.MakeUnit("ns/b2", "borrower").Request("cpu", "5").Admitted(time.Second).Running().Obj(),
+				st.MakeUnit("ns/first", "owner").Priority(1).Request("cpu", "4").Obj(),
+			),
+			steps: []step{
+				{want: outcome{
+					Preempted: []string{"ns/first <- ns/b2"},
+					Waits:     map[string]string{"ns/first": "preempting 1 unit(s) to reclaim the min of quota owner: ns/b2"},
+				}},
+				{
+					// Owed on its own (0 + 4 of 6 held), not beside first's
+					// 4: it must not evict b1 for nothing.
+					do:   upsert(st.MakeUnit("ns/second", "owner").Priority(9).Request("cpu", "4").Obj()),
+					want: outcome{Waits: map[string]string{"ns/second": "waits for the preemption by ns/first in quota owner to end"}},
 				},
 			},
-			steps: []step{{want: outcome{Waits: map[string]string{"ns/claim": "cluster: cpu 9 used of capacity 10, request 2"}}}},
 		},
 		{
 			name: "in-queue preemption evicts lower-priority admitted units that do not run yet, and spares running ones",
@@ -673,6 +704,87 @@ func TestQuotaErrorsMakeUnitsWait(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lentCluster is a 10-cpu cluster where quota o (min 4) borrows 4 cpu
+// through eight 1-cpu units, o0 admitted first; q has min and max 4, t min
+// 2. t1 (2 cpu, in quota t1Quota) and p (priority 5, asking pCPU) complete
+// it: p is owed its request, and has to reclaim it.
+func lentCluster(t1Quota, pCPU string) world {
+	w := world{
+		capacity: qt.Res("cpu", "10"),
+		quotas: []quota.Spec{
+			qt.MakeSpec("q").Min("cpu", "4").Max("cpu", "4").Obj(),
+			qt.MakeSpec("o").Min("cpu", "4").Max("cpu", "10").Obj(),
+			qt.MakeSpec("t").Min("cpu", "2").Max("cpu", "10").Obj(),
+		},
+		queues: []scheduler.QueueSpec{st.MakeQueue("q").Obj(), st.MakeQueue("o").Obj(), st.MakeQueue("t").Obj()},
+		units: []scheduler.Unit{
+			st.MakeUnit("ns/t1", t1Quota).Request("cpu", "2").Admitted(0).Running().Obj(),
+			st.MakeUnit("ns/p", "q").Priority(5).Request("cpu", pCPU).Obj(),
+		},
+	}
+	for i := 0; i < 8; i++ {
+		w.units = append(w.units, st.MakeUnit(fmt.Sprintf("ns/o%d", i), "o").Request("cpu", "1").Admitted(time.Duration(i)*time.Second).Running().Obj())
+	}
+	return w
+}
+
+// TestReservationStaysWithinItsQuotaMax: a preemptor's reservation grows by
+// what each departing victim frees, but never past what its own quota may
+// still take: here the quota's max was lowered while the victims, in
+// another quota, were leaving, and they free cluster capacity the new max
+// does not allow.
+func TestReservationStaysWithinItsQuotaMax(t *testing.T) {
+	w := lentCluster("q", "2")
+	s := w.build(t)
+	used := func() int64 { q := s.Quotas().Used("q")[corev1.ResourceCPU]; return q.Value() }
+	got := summarise(s.Cycle(st.T0))
+	if diff := cmp.Diff([]string{"ns/p <- ns/o7, ns/o6"}, got.Preempted); diff != "" {
+		t.Fatalf("preempted (-want +got):\n%s", diff)
+	}
+	// The quota's max is lowered to what t1 holds: p no longer fits.
+	s.UpsertQuota(qt.MakeSpec("q").Min("cpu", "2").Max("cpu", "2").Obj())
+	for _, v := range []string{"ns/o7", "ns/o6"} {
+		s.DeleteUnit(v)
+		if u := used(); u > 2 {
+			t.Fatalf("after victim %s left, quota q uses %d cpu, over its max 2", v, u)
+		}
+	}
+	got = summarise(s.Cycle(st.T0))
+	if len(got.Admitted) != 0 {
+		t.Errorf("admitted %v over the lowered max", got.Admitted)
+	}
+	if u := used(); u > 2 {
+		t.Errorf("quota q uses %d cpu, over its max 2", u)
+	}
+}
+
+// TestQueueMatesDoNotTakeWhatAPreemptorIsOwed: while a preemptor waits for
+// its victims, capacity freed elsewhere does not go to a smaller unit of its
+// quota that would leave it no room once its victims are gone (they would
+// have been evicted for nothing).
+func TestQueueMatesDoNotTakeWhatAPreemptorIsOwed(t *testing.T) {
+	w := lentCluster("t", "4")
+	runSteps(t, w.build(t), []step{
+		{want: outcome{
+			Preempted: []string{"ns/p <- ns/o7, ns/o6, ns/o5, ns/o4"},
+			Waits:     map[string]string{"ns/p": "preempting 4 unit(s) to reclaim the min of quota q: ns/o7, ns/o6, ns/o5, ns/o4"},
+		}},
+		{
+			name: "t1 finished: 2 cpu free, but q's room is p's",
+			do: func(s *scheduler.Scheduler) {
+				s.DeleteUnit("ns/t1")
+				upsert(st.MakeUnit("ns/small", "q").Priority(1).Request("cpu", "2").Obj())(s)
+			},
+			want: outcome{}, skipWaits: true,
+		},
+		{
+			name: "the victims are gone: p is admitted",
+			do:   deleteUnits("ns/o7", "ns/o6", "ns/o5", "ns/o4"),
+			want: outcome{Admitted: []string{"ns/p"}}, skipWaits: true,
+		},
+	})
 }
 
 func TestVictimQuotaIsReleasedOnlyWhenGone(t *testing.T) {
@@ -957,6 +1069,74 @@ func TestAdmittedUnitKeepsItsQueue(t *testing.T) {
 		if pending != want[0] || admitted != want[1] {
 			t.Errorf("queue %s: %d pending, %d admitted; want %d, %d", q, pending, admitted, want[0], want[1])
 		}
+	}
+}
+
+// TestWaitForPodsRunningDisplacement is Koord-Queue's rule: under
+// wait-for-pods-running with enable-queueunit-preemption, a head of higher
+// priority evicts the admitted units that do not run yet, so the gate opens
+// for it; defaultReclaimProtectTime protects them after their admission.
+func TestWaitForPodsRunningDisplacement(t *testing.T) {
+	low := st.MakeUnit("ns/low", "q").Priority(1).Request("cpu", "2").Admitted(0).Obj()
+	high := st.MakeUnit("ns/high", "q").Priority(9).Request("cpu", "2").Enqueued(time.Minute).Obj()
+	gateMessage := "queue q waits for ns/low to be running (wait-for-pods-running)"
+	displaced := "preempting 1 unit(s) not yet running for higher-priority unit ns/high (priority 9), which waits in queue q for units admitted but not yet running (wait-for-pods-running): ns/low"
+	cases := []struct {
+		name    string
+		queue   scheduler.QueueSpec
+		protect time.Duration
+		units   []scheduler.Unit
+		steps   []step
+	}{
+		{
+			name:  "a higher-priority head evicts the unit that does not run yet, and is admitted once it is gone",
+			queue: st.MakeQueue("q").WaitForPodsRunning().Preemption().Obj(),
+			units: []scheduler.Unit{low, high},
+			steps: []step{
+				{at: time.Minute, want: outcome{Preempted: []string{"ns/high <- ns/low"}, Waits: map[string]string{"ns/high": displaced}}},
+				{name: "low is gone", at: time.Minute, do: deleteUnits("ns/low"), want: outcome{Admitted: []string{"ns/high"}}},
+			},
+		},
+		{
+			name:  "without enable-queueunit-preemption the head waits for the gate",
+			queue: st.MakeQueue("q").WaitForPodsRunning().Obj(),
+			units: []scheduler.Unit{low, high},
+			steps: []step{{at: time.Minute, want: outcome{Waits: map[string]string{"ns/high": gateMessage}}}},
+		},
+		{
+			name:  "a head of equal priority waits for the gate",
+			queue: st.MakeQueue("q").WaitForPodsRunning().Preemption().Obj(),
+			units: []scheduler.Unit{low, st.MakeUnit("ns/high", "q").Priority(1).Request("cpu", "2").Enqueued(time.Minute).Obj()},
+			steps: []step{{at: time.Minute, want: outcome{Waits: map[string]string{"ns/high": gateMessage}}}},
+		},
+		{
+			name:  "a head that would not fit once they are gone evicts nobody",
+			queue: st.MakeQueue("q").WaitForPodsRunning().Preemption().Obj(),
+			units: []scheduler.Unit{low, st.MakeUnit("ns/high", "q").Priority(9).Request("cpu", "5").Enqueued(time.Minute).Obj()},
+			steps: []step{{at: time.Minute, want: outcome{Waits: map[string]string{"ns/high": gateMessage}}}},
+		},
+		{
+			name:    "defaultReclaimProtectTime protects a unit admitted recently; the head is tried again when it ends",
+			queue:   st.MakeQueue("q").WaitForPodsRunning().Preemption().Obj(),
+			protect: 5 * time.Minute,
+			units:   []scheduler.Unit{low, high},
+			steps: []step{
+				{at: time.Minute, want: outcome{Waits: map[string]string{"ns/high": gateMessage}}},
+				{name: "protection over", at: 5 * time.Minute, want: outcome{Preempted: []string{"ns/high <- ns/low"}, Waits: map[string]string{"ns/high": displaced}}},
+			},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := world{
+				capacity: bigCluster,
+				quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
+				queues:   []scheduler.QueueSpec{tc.queue},
+				units:    tc.units,
+			}.build(t)
+			s.SetReclaimProtection(tc.protect)
+			runSteps(t, s, tc.steps)
+		})
 	}
 }
 

@@ -12,18 +12,26 @@ import (
 	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
+// siblings creates quotas a and b, each with min childMin cpu, under a
+// parent whose min and max are parentCPU, and each free to use all of it.
+func siblings(t *testing.T, ns, parentCPU, childMin string) (parent, a, b string) {
+	t.Helper()
+	parent, a, b = ns+"-p", ns+"-a", ns+"-b"
+	create(t,
+		wrappers.MakeElasticQuota(parent, ns).Min(corev1.ResourceCPU, parentCPU).Max(corev1.ResourceCPU, parentCPU).IsParent().Obj(),
+		wrappers.MakeElasticQuota(a, ns).Min(corev1.ResourceCPU, childMin).Max(corev1.ResourceCPU, parentCPU).Parent(parent).Obj(),
+		wrappers.MakeElasticQuota(b, ns).Min(corev1.ResourceCPU, childMin).Max(corev1.ResourceCPU, parentCPU).Parent(parent).Obj(),
+	)
+	return parent, a, b
+}
+
 // TestReclaimAcrossSiblings: b borrowed a's idle min; when a needs it back,
 // b's most recent unit is evicted, and a's unit is admitted once the
 // victim's pods are gone (not before: nothing is counted twice).
 func TestReclaimAcrossSiblings(t *testing.T) {
 	startKoordQueue(t, fastOptions())
 	ns := namespace(t)
-	parent, a, b := ns+"-p", ns+"-a", ns+"-b"
-	create(t,
-		wrappers.MakeElasticQuota(parent, ns).Min(corev1.ResourceCPU, "8").Max(corev1.ResourceCPU, "8").IsParent().Obj(),
-		wrappers.MakeElasticQuota(a, ns).Min(corev1.ResourceCPU, "4").Max(corev1.ResourceCPU, "8").Parent(parent).Obj(),
-		wrappers.MakeElasticQuota(b, ns).Min(corev1.ResourceCPU, "4").Max(corev1.ResourceCPU, "8").Parent(parent).Obj(),
-	)
+	parent, a, b := siblings(t, ns, "8", "4")
 	create(t, wrappers.MakeQueueUnit("b1", ns).Quota(b).Request(corev1.ResourceCPU, "4").Consumer().Obj())
 	waitPhase(t, ns, "b1", schedulingv1alpha1.Dequeued)
 	create(t, wrappers.MakeQueueUnit("b2", ns).Quota(b).Request(corev1.ResourceCPU, "4").Consumer().Obj())
@@ -52,6 +60,62 @@ func TestReclaimAcrossSiblings(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// TestReclaimAUnitLargerThanWhatItsQuotaBorrows is issue 12's example: b,
+// with min 5, runs one 8-CPU unit, so it borrows 3 of a's min. When a needs
+// 4 of its min back, that unit is reclaimed (Kueue's rule: b borrows before
+// the eviction), though b then drops below its min; the unit then waits,
+// not owed to b (8 is above b's min), so nothing loops.
+func TestReclaimAUnitLargerThanWhatItsQuotaBorrows(t *testing.T) {
+	startKoordQueue(t, fastOptions())
+	ns := namespace(t)
+	_, a, b := siblings(t, ns, "10", "5")
+	create(t, wrappers.MakeQueueUnit("big", ns).Quota(b).Request(corev1.ResourceCPU, "8").Consumer().Obj())
+	waitPhase(t, ns, "big", schedulingv1alpha1.Dequeued)
+
+	create(t, wrappers.MakeQueueUnit("owed", ns).Quota(a).Request(corev1.ResourceCPU, "4").Consumer().Obj())
+	victim := waitPhase(t, ns, "big", schedulingv1alpha1.Enqueued)
+	if got := conditionReason(victim, schedulingv1alpha1.QueueUnitEvicted); got != "True/Preempted" {
+		t.Errorf("victim's Evicted condition %q, want True/Preempted", got)
+	}
+	podsGone(t, ns, "big")
+	waitPhase(t, ns, "owed", schedulingv1alpha1.Dequeued)
+	waitMessage(t, ns, "big", "cpu")
+	staysEnqueued(t, ns, "big")
+	if u, _ := getUnit(context.Background(), ns, "owed"); u.EffectivePhase() != schedulingv1alpha1.Dequeued {
+		t.Errorf("the reclaiming unit's phase is %s: it must keep what was reclaimed for it", u.EffectivePhase())
+	}
+}
+
+// TestWaitForPodsRunningDisplacement: on a queue with wait-for-pods-running
+// and enable-queueunit-preemption, Koord-Queue's rule: a unit of higher
+// priority displaces a unit admitted but not yet running, which shuts the
+// gate; one of equal priority waits for the gate.
+func TestWaitForPodsRunningDisplacement(t *testing.T) {
+	startKoordQueue(t, fastOptions())
+	ns := namespace(t)
+	create(t, wrappers.MakeElasticQuota(ns, ns).Max(corev1.ResourceCPU, "4").
+		Annotation(schedulingv1alpha1.AnnotationWaitForPodsRunning, "true").
+		Annotation(schedulingv1alpha1.AnnotationEnableQueueUnitPreemption, "true").Obj())
+	create(t, wrappers.MakeQueueUnit("low", ns).Quota(ns).Priority(1).Request(corev1.ResourceCPU, "2").Consumer().Obj())
+	waitPhase(t, ns, "low", schedulingv1alpha1.Dequeued)
+
+	create(t, wrappers.MakeQueueUnit("peer", ns).Quota(ns).Priority(1).Request(corev1.ResourceCPU, "1").Consumer().Obj())
+	waitMessage(t, ns, "peer", "waits for "+ns+"/low to be running", "wait-for-pods-running")
+
+	create(t, wrappers.MakeQueueUnit("high", ns).Quota(ns).Priority(10).Request(corev1.ResourceCPU, "2").Consumer().Obj())
+	victim := waitPhase(t, ns, "low", schedulingv1alpha1.Enqueued)
+	if got := conditionReason(victim, schedulingv1alpha1.QueueUnitEvicted); got != "True/Preempted" {
+		t.Errorf("victim's Evicted condition %q, want True/Preempted", got)
+	}
+	waitMessage(t, ns, "high", "preempting 1 unit(s) not yet running")
+	podsGone(t, ns, "low")
+	waitPhase(t, ns, "high", schedulingv1alpha1.Dequeued)
+	// high does not run yet: the gate is shut again, for the queue's head
+	// (low, back in the queue, before peer) and everyone behind it.
+	waitMessage(t, ns, "low", "waits for "+ns+"/high to be running")
+	staysEnqueued(t, ns, "peer")
 }
 
 // TestQueuePreemption: with enable-queueunit-preemption, a higher-priority
