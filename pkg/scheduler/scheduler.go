@@ -349,7 +349,11 @@ func (s *Scheduler) endPreemption(us *unitState) {
 // is in flight, or "". Entries no longer true (the unit moved or left) are
 // dropped on the way.
 func (s *Scheduler) preemptionInFlight(quotaName, key string) string {
-	for _, other := range sortedKeys(s.preempting[quotaName]) {
+	set := s.preempting[quotaName]
+	if len(set) == 0 {
+		return "" // the common case, on every turn
+	}
+	for _, other := range sortedKeys(set) {
 		if other == key {
 			continue
 		}
