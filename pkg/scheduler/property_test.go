@@ -2,7 +2,9 @@ package scheduler_test
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -166,13 +168,22 @@ func (sm *sim) step() {
 
 func (sm *sim) addUnit() {
 	sm.next++
-	req := qt.Res("cpu", "1")
-	if !sm.unitSize {
-		req = qt.Res("cpu", fmt.Sprint(1+sm.rng.IntN(4)), "memory", fmt.Sprintf("%dGi", sm.rng.IntN(9)))
+	w := st.MakeUnit(fmt.Sprintf("ns/u%03d", sm.next), sm.tree.leaves[sm.rng.IntN(len(sm.tree.leaves))]).
+		Priority(int32(sm.rng.IntN(8))).Enqueued(sm.now)
+	switch {
+	case sm.unitSize:
+		w.Request("cpu", "1")
+	case sm.rng.IntN(3) == 0:
+		// Pod sets that may start with fewer pods (partial admission).
+		for i := range 1 + sm.rng.IntN(2) {
+			count := int32(1 + sm.rng.IntN(6))
+			w.PodSet(fmt.Sprintf("set-%d", i), count, int32(sm.rng.IntN(int(count)+1)),
+				"cpu", fmt.Sprintf("%dm", 500*(1+sm.rng.IntN(2))), "memory", fmt.Sprintf("%dGi", sm.rng.IntN(2)))
+		}
+	default:
+		w.Request("cpu", fmt.Sprint(1+sm.rng.IntN(4)), "memory", fmt.Sprintf("%dGi", sm.rng.IntN(9)))
 	}
-	u := &simUnit{unit: st.MakeUnit(fmt.Sprintf("ns/u%03d", sm.next), sm.tree.leaves[sm.rng.IntN(len(sm.tree.leaves))]).
-		Priority(int32(sm.rng.IntN(8))).Enqueued(sm.now).Obj()}
-	u.unit.Request = req
+	u := &simUnit{unit: w.Obj()}
 	sm.units[u.unit.Key] = u
 	sm.upsert(u)
 }
@@ -192,7 +203,7 @@ func (sm *sim) evictOne() bool {
 	}
 	u := sm.units[k]
 	u.admitted, u.evicting = false, false
-	u.unit.Admitted, u.unit.Running = false, false
+	u.unit.Admitted, u.unit.Running, u.unit.Partial = false, false, nil
 	sm.upsert(u)
 	return true
 }
@@ -227,6 +238,10 @@ func (sm *sim) cycle() scheduler.Result {
 	for _, a := range res.Admissions {
 		u := sm.units[a.Unit]
 		u.admitted, u.unit.Admitted, u.unit.AdmitTime = true, true, st.T0.Add(sm.now)
+		// The controller writes the partial counts, and reports them with
+		// every later change of the unit.
+		u.unit.Partial = a.Partial
+		sm.checkPartial(u.unit, a.Partial)
 		admitted[a.Unit] = true
 		for v, p := range sm.pendingPreemptor {
 			if p == a.Unit {
@@ -254,6 +269,42 @@ func (sm *sim) cycle() scheduler.Result {
 	}
 	sm.checkLimits()
 	return res
+}
+
+// checkPartial: a partial admission names only pod sets that may shrink,
+// each with a count from its MinCount to below its Count.
+func (sm *sim) checkPartial(u scheduler.Unit, partial map[string]int32) {
+	for name, n := range partial {
+		i := slices.IndexFunc(u.PodSets, func(ps scheduler.PodSet) bool { return ps.Name == name })
+		if i < 0 || n < u.PodSets[i].MinCount || n >= u.PodSets[i].Count {
+			sm.failures = append(sm.failures, fmt.Sprintf("%s admitted with %d pods of pod set %q: %+v", u.Key, n, name, u.PodSets))
+		}
+	}
+}
+
+// checkRestart: a scheduler restarted from the units as the controller
+// reports them (admitted ones with their partial counts) charges each
+// admitted unit exactly what this one does.
+func (sm *sim) checkRestart() {
+	fresh := scheduler.New()
+	fresh.SetClusterCapacity(sm.tree.capacity)
+	for _, sp := range sm.tree.specs {
+		fresh.UpsertQuota(sp)
+	}
+	for _, k := range slices.Sorted(maps.Keys(sm.units)) {
+		u := sm.units[k]
+		if !u.admitted {
+			continue
+		}
+		if err := fresh.UpsertUnit(u.unit); err != nil {
+			sm.t.Fatalf("restart: UpsertUnit(%s): %v", k, err)
+		}
+		was, _ := sm.s.Quotas().Charged(k)
+		now, _ := fresh.Quotas().Charged(k)
+		if !slices.Equal(was.Request, now.Request) {
+			sm.failures = append(sm.failures, fmt.Sprintf("restart: %s charged %v, was %v", k, now.Request, was.Request))
+		}
+	}
 }
 
 // waitingForNoVictims: the unit preempted, and every victim is gone.
@@ -326,6 +377,7 @@ func runSim(t *testing.T, seed uint64, unitSize, priorityOnly bool, steps int) *
 func checkSim(t *testing.T, seed uint64, unitSize, priorityOnly bool) {
 	t.Helper()
 	sm := runSim(t, seed, unitSize, priorityOnly, 150)
+	sm.checkRestart()
 	if len(sm.failures) > 0 {
 		t.Fatalf("seed %d: %d failures, first: %s", seed, len(sm.failures), sm.failures[0])
 	}
