@@ -19,6 +19,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/policy"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/quota"
+	"github.com/koord-queue/koord-queue/pkg/resources"
 	"github.com/koord-queue/koord-queue/pkg/scheduler"
 	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 )
@@ -364,7 +365,8 @@ func (c *Cache) place(r *unitRecord) {
 	r.queue, r.rule = c.quotas.quotaNameOf(u)
 	r.problem = ""
 	request := queueunit.Request(u)
-	if r.admission != nil && (r.queue != r.admission.queue || !equality.Semantic.DeepEqual(r.admission.request, request)) {
+	if a := r.admission; a != nil && (r.queue != a.queue || !equality.Semantic.DeepEqual(a.request, request) ||
+		a.partial != nil && !equality.Semantic.DeepEqual(queueunit.HeldWith(u, a.partial), a.charged)) {
 		// Admitted at another size or in another queue and not written yet:
 		// the decision no longer holds (charging the new size would skip
 		// the fit check), so the writer skips it and the unit is decided
@@ -410,6 +412,15 @@ func (c *Cache) place(r *unitRecord) {
 		Admitted:    holds,
 		Running:     u.Status.Phase == schedulingv1alpha1.Running,
 	}
+	switch {
+	case r.admission != nil:
+		su.Partial = r.admission.partial
+	case holds:
+		su.Partial = queueunit.PartialCounts(u) // what a restart finds written
+	}
+	if su.Partial != nil || queueunit.MayAdmitPartially(u) {
+		su.PodSets = corePodSets(u)
+	}
 	if u.Status.LastAllocateTime != nil {
 		su.AdmitTime = u.Status.LastAllocateTime.Time
 	}
@@ -422,6 +433,19 @@ func (c *Cache) place(r *unitRecord) {
 		return
 	}
 	r.inCore = true
+}
+
+// corePodSets are u's pod sets as the core needs them for partial admission.
+func corePodSets(u *schedulingv1alpha1.QueueUnit) []scheduler.PodSet {
+	out := make([]scheduler.PodSet, len(u.Spec.PodSets))
+	for i := range u.Spec.PodSets {
+		ps := &u.Spec.PodSets[i]
+		out[i] = scheduler.PodSet{Name: ps.Name, Count: ps.Count, PodRequest: resources.PodRequests(&ps.Template.Spec)}
+		if ps.MinCount != nil {
+			out[i].MinCount = *ps.MinCount
+		}
+	}
+	return out
 }
 
 // cycle runs one scheduling cycle of at most limit admissions (negative: no
@@ -438,7 +462,8 @@ func (c *Cache) cycle(now time.Time, limit int) scheduler.Result {
 	}
 	for _, a := range res.Admissions {
 		r := c.units[a.Unit]
-		r.admission = &admission{unit: r.unit, queue: r.queue, request: r.request}
+		r.admission = &admission{unit: r.unit, queue: r.queue, request: r.request,
+			partial: a.Partial, charged: queueunit.HeldWith(r.unit, a.Partial)}
 		c.unwritten++
 	}
 	for _, p := range res.Preemptions {

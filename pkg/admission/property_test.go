@@ -201,6 +201,14 @@ func (w *propWorld) newUnit() {
 			Labels: map[string]string{elasticquotav1alpha1.LabelQuotaName: leafQuotas[w.rng.Intn(len(leafQuotas))]}},
 		Spec: schedulingv1alpha1.QueueUnitSpec{Resource: cpu(1 + w.rng.Int63n(3)), Priority: ptr.To(int32(w.rng.Intn(3)))},
 	}
+	if w.rng.Intn(3) == 0 {
+		// Pods of one cpu, of which it may start with fewer (partial
+		// admission); its request is theirs.
+		count := int32(2 + w.rng.Intn(4))
+		u.Spec.Resource = nil
+		u.Spec.PodSets = []schedulingv1alpha1.PodSet{{Name: schedulingv1alpha1.DefaultPodSetName, Count: count, MinCount: ptr.To(int32(1 + w.rng.Intn(int(count)))),
+			Template: corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: cpu(1)}}}}}}}
+	}
 	if w.rng.Intn(2) == 0 {
 		u.Spec.ConsumerRef = &corev1.ObjectReference{Kind: "Job", Namespace: "ns", Name: u.Name}
 	}
@@ -412,6 +420,12 @@ func (w *propWorld) change() string {
 	case r == 1:
 		u.Spec.Active = ptr.To(!u.IsActive())
 		what = fmt.Sprintf("active=%v", u.IsActive())
+	case r == 2 && !queueunit.HoldsQuota(&u) && len(u.Spec.PodSets) > 0:
+		// As an extension resizes a unit: its pods, and so its request.
+		ps := &u.Spec.PodSets[0]
+		ps.Count = int32(2 + w.rng.Intn(4))
+		ps.MinCount = ptr.To(min(*ps.MinCount, ps.Count))
+		what = fmt.Sprintf("resize to %d pods", ps.Count)
 	case r == 2 && !queueunit.HoldsQuota(&u):
 		u.Spec.Resource = cpu(1 + w.rng.Int63n(3))
 		what = "resize to " + u.Spec.Resource.Cpu().String()
@@ -474,6 +488,9 @@ func (w *propWorld) check(stepNo int, what string) {
 				usage[q] += used
 			}
 		}
+		if holds && !w.holds[key] && queueunit.PartialCounts(&u) != nil {
+			w.seen["admitted partially"]++
+		}
 		if d := u.Status.Attempts - w.attempts[key]; d > 1 || (d == 1 && (w.holds[key] || !holds) && u.Spec.ConsumerRef != nil) {
 			fail("%s admitted again: attempts %d -> %d, holding quota before: %v, now: %v", key, w.attempts[key], u.Status.Attempts, w.holds[key], holds)
 		}
@@ -535,7 +552,8 @@ func (w *propWorld) settle(limit int) bool {
 }
 
 // fixedPoint checks that a fresh koord-queue, fed the settled state, would
-// change nothing: every unit owed quota has it.
+// change nothing: it charges every unit what the settled one did (partial
+// admissions included), and every unit owed quota has it.
 func (w *propWorld) fixedPoint() {
 	w.t.Helper()
 	var live []string
@@ -543,7 +561,9 @@ func (w *propWorld) fixedPoint() {
 		used := w.cache.core.Quotas().Used(q.name)
 		live = append(live, fmt.Sprintf("%s used %s (API: %d)", q.name, used.Cpu(), w.usage[q.name]))
 	}
+	w.chargedAsAdmitted("settled")
 	w.start()
+	w.chargedAsAdmitted("restarted")
 	res := w.cache.cycle(w.clock.Now(), -1)
 	if len(res.Admissions) > 0 || len(res.Preemptions) > 0 {
 		var lines []string
@@ -551,6 +571,26 @@ func (w *propWorld) fixedPoint() {
 			lines = append(lines, fmt.Sprintf("%s %s q=%s holds=%v %s", u.Name, u.Status.Phase, quotaOf(&u), queueunit.HoldsQuota(&u), u.Status.Message))
 		}
 		w.t.Fatalf("settled, yet a fresh koord-queue admits %v and preempts %v; the settled one counted %v:\n%s", res.Admissions, res.Preemptions, live, strings.Join(lines, "\n"))
+	}
+}
+
+// chargedAsAdmitted checks that the core charges every unit holding quota
+// what its admissions hold (partial admissions included), and nothing for
+// the others.
+func (w *propWorld) chargedAsAdmitted(when string) {
+	w.t.Helper()
+	e := w.cache.core.Quotas()
+	for _, u := range w.units() {
+		var admitted resource.Quantity
+		for _, a := range u.Status.Admissions {
+			admitted.Add(a.Resources[corev1.ResourceCPU])
+		}
+		c, ok := e.Charged("ns/" + u.Name)
+		charged := e.ResourceList(c.Request)[corev1.ResourceCPU]
+		if ok != queueunit.HoldsQuota(&u) || charged.Cmp(admitted) != 0 {
+			w.t.Fatalf("%s: %s is charged %s cpu (holds: %v), its admissions hold %s (holds: %v): %+v",
+				when, u.Name, charged.String(), ok, admitted.String(), queueunit.HoldsQuota(&u), u.Status.Admissions)
+		}
 	}
 }
 

@@ -20,6 +20,12 @@ type admission struct {
 	unit    *schedulingv1alpha1.QueueUnit
 	queue   string
 	request corev1.ResourceList
+	// partial, for a partial admission, is the pods each pod set that gives
+	// some up is admitted with (scheduler.Admission.Partial); nil: whole.
+	partial map[string]int32
+	// charged is what the core charged: request, or what the admitted pods
+	// of a partial admission ask for (queueunit.HeldWith).
+	charged corev1.ResourceList
 	// written: the write finished (the informer is yet to show it), so it
 	// no longer counts against the writer's budget.
 	written bool

@@ -150,8 +150,13 @@ func (c *Cache) unitView(r *unitRecord) api.UnitView {
 	if u.Spec.Priority != nil {
 		v.Priority = *u.Spec.Priority
 	}
-	if r.admission != nil && !queueunit.HoldsQuota(u) {
+	switch {
+	case r.admission != nil && !queueunit.HoldsQuota(u):
 		v.Phase = schedulingv1alpha1.Dequeued // admitted, the write in flight
+		v.Request, v.PartialAdmission = r.admission.charged, queueunit.PartialNote(u, r.admission.partial)
+	case queueunit.HoldsQuota(u):
+		partial := queueunit.PartialCounts(u)
+		v.Request, v.PartialAdmission = queueunit.HeldWith(u, partial), queueunit.PartialNote(u, partial)
 	}
 	if v.Phase == schedulingv1alpha1.Enqueued && r.inCore {
 		v.Reason = c.core.WaitReason(r.key())

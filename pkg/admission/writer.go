@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/go-logr/logr"
 	"golang.org/x/time/rate"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
@@ -182,10 +184,13 @@ func (w *Writer) writeAdmission(ctx context.Context, key string) error {
 	now := metav1.NewTime(w.clock.Now())
 	u := a.unit.DeepCopy()
 	changed, err := queueunit.Patch(ctx, w.client, w.apiReader, u, queueunit.Status, FieldOwner, func(cur *schedulingv1alpha1.QueueUnit) bool {
-		if !queueunit.Admissible(cur, a.queue, a.request) {
+		if !queueunit.Admissible(cur, a.queue, a.request, a.partial) {
 			return false
 		}
-		queueunit.Admit(cur, a.queue, a.request, d.checks.Names, now)
+		if a.partial != nil && !equality.Semantic.DeepEqual(queueunit.HeldWith(cur, a.partial), a.charged) {
+			return false // its pod sets changed: the counts decided charge something else now
+		}
+		queueunit.Admit(cur, a.queue, a.request, a.partial, d.checks.Names, now)
 		return true
 	})
 	if err != nil {
@@ -202,7 +207,7 @@ func (w *Writer) writeAdmission(ctx context.Context, key string) error {
 	w.cache.admissionWritten(key, a)
 	metrics.AdmissionAttempts.WithLabelValues(metrics.ResultAdmitted).Inc()
 	metrics.AdmissionWaitTime.WithLabelValues(a.queue).Observe(now.Sub(u.CreationTimestamp.Time).Seconds())
-	w.recorder.Eventf(u, corev1.EventTypeNormal, queueunit.EventScheduled, "Admitted by queue %s", a.queue)
+	w.recorder.Event(u, corev1.EventTypeNormal, queueunit.EventScheduled, capitalise(queueunit.AdmittedMessage(u, a.queue, a.partial)))
 	if u.Spec.Queue != a.queue {
 		if d.named {
 			w.deferred.Add(op{kind: opQueueName, key: key})
@@ -213,6 +218,14 @@ func (w *Writer) writeAdmission(ctx context.Context, key string) error {
 		}
 	}
 	return nil
+}
+
+// capitalise starts msg with a capital letter, as events do.
+func capitalise(msg string) string {
+	if msg == "" {
+		return msg
+	}
+	return strings.ToUpper(msg[:1]) + msg[1:]
 }
 
 // writeQueueName records the admitting queue in spec.queue, as Koord-Queue

@@ -70,7 +70,7 @@ func (ww writerWorld) admitInAPI(t *testing.T) *schedulingv1alpha1.QueueUnit {
 	if err := ww.client.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "victim"}, u); err != nil {
 		t.Fatal(err)
 	}
-	queueunit.Admit(u, "q", u.Spec.Resource, nil, metav1.Now())
+	queueunit.Admit(u, "q", u.Spec.Resource, nil, nil, metav1.Now())
 	if err := ww.client.Status().Update(context.Background(), u); err != nil {
 		t.Fatal(err)
 	}

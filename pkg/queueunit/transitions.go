@@ -24,23 +24,30 @@ import (
 
 // Admit writes an admission into a unit's status: Dequeued, or Reserved with
 // each of checks Pending while its queue's admission checks select it.
-func Admit(u *schedulingv1alpha1.QueueUnit, queue string, request corev1.ResourceList, checks []string, now metav1.Time) {
+// partial, for a partial admission, is the pods each pod set admitted with
+// fewer than its count holds, by name (nil: every pod); the admissions'
+// replicas record it, and the message says so.
+func Admit(u *schedulingv1alpha1.QueueUnit, queue string, request corev1.ResourceList, partial map[string]int32, checks []string, now metav1.Time) {
 	st := &u.Status
-	st.Admissions = admissionsOf(u, request)
+	st.Admissions = admissionsOf(u, request, partial)
 	st.LastAllocateTime = &now
 	st.LastUpdateTime = &now
 	st.Attempts++
 	if st.RequeueState != nil {
 		st.RequeueState.RequeueAt = nil
 	}
-	setCondition(u, schedulingv1alpha1.QueueUnitQuotaReserved, true, ReasonQuotaReserved, "quota reserved in queue "+queue, now)
+	reserved := "quota reserved in queue " + queue
+	if note := PartialNote(u, partial); note != "" {
+		reserved += fmt.Sprintf(" for %s (partial admission)", note)
+	}
+	setCondition(u, schedulingv1alpha1.QueueUnitQuotaReserved, true, ReasonQuotaReserved, reserved, now)
 	if meta.FindStatusCondition(st.Conditions, schedulingv1alpha1.QueueUnitEvicted) != nil {
 		setCondition(u, schedulingv1alpha1.QueueUnitEvicted, false, ReasonReadmitted, "admitted again", now)
 	}
 	st.AdmissionChecks = nil
 	if len(checks) > 0 {
 		st.Phase = schedulingv1alpha1.Reserved
-		st.Message = fmt.Sprintf("quota reserved in queue %s; waiting for admission checks %v", queue, checks)
+		st.Message = fmt.Sprintf("%s; waiting for admission checks %v", reserved, checks)
 		for _, name := range checks {
 			st.AdmissionChecks = append(st.AdmissionChecks, schedulingv1alpha1.AdmissionCheckState{
 				Name: name, State: schedulingv1alpha1.CheckStatePending, LastTransitionTime: now,
@@ -50,18 +57,31 @@ func Admit(u *schedulingv1alpha1.QueueUnit, queue string, request corev1.Resourc
 		return
 	}
 	st.Phase = schedulingv1alpha1.Dequeued
-	st.Message = "admitted by queue " + queue
-	setCondition(u, schedulingv1alpha1.QueueUnitAdmitted, true, ReasonAdmitted, "admitted by queue "+queue, now)
+	st.Message = AdmittedMessage(u, queue, partial)
+	setCondition(u, schedulingv1alpha1.QueueUnitAdmitted, true, ReasonAdmitted, st.Message, now)
 }
 
-// admissionsOf is the quota each pod set holds: count times its pod's
-// effective request. A unit without pod sets holds its whole request as "main".
-func admissionsOf(u *schedulingv1alpha1.QueueUnit, request corev1.ResourceList) []schedulingv1alpha1.Admission {
+// AdmittedMessage says that queue admitted u, and with how few pods when
+// partial admits fewer than it asks for: "admitted by queue q: 2 of 4 pods
+// of pod set main (partial admission)".
+func AdmittedMessage(u *schedulingv1alpha1.QueueUnit, queue string, partial map[string]int32) string {
+	msg := "admitted by queue " + queue
+	if note := PartialNote(u, partial); note != "" {
+		msg += ": " + note + " (partial admission)"
+	}
+	return msg
+}
+
+// admissionsOf is the quota each pod set holds: its admitted pods (its
+// count, or fewer as partial says) times its pod's effective request. A
+// unit without pod sets holds its whole request as "main".
+func admissionsOf(u *schedulingv1alpha1.QueueUnit, request corev1.ResourceList, partial map[string]int32) []schedulingv1alpha1.Admission {
 	if len(u.Spec.PodSets) == 0 {
 		return []schedulingv1alpha1.Admission{{Name: schedulingv1alpha1.DefaultPodSetName, Replicas: 1, Resources: request}}
 	}
 	out := make([]schedulingv1alpha1.Admission, 0, len(u.Spec.PodSets))
 	for _, ps := range u.Spec.PodSets {
+		ps.Count = admittedCount(&ps, partial)
 		out = append(out, schedulingv1alpha1.Admission{
 			Name:      ps.Name,
 			Replicas:  int64(ps.Count),
@@ -72,17 +92,19 @@ func admissionsOf(u *schedulingv1alpha1.QueueUnit, request corev1.ResourceList) 
 }
 
 // Admissible reports whether a unit may still be admitted as decided, in
-// queue for request: it waits, is active, is not being deleted, names no
-// other quota (label or spec.queue), and asks for what the decision charged.
+// queue for request, with the counts of a partial admission (nil: whole):
+// it waits, is active, is not being deleted, names no other quota (label or
+// spec.queue), asks for what the decision charged, and its pod sets still
+// allow the counts, so that its admissions read back as them (PartialCounts).
 // A unit resized or moved since must be decided again, or it would be
 // charged without a fit check, or to a quota its pods are not charged to.
-func Admissible(u *schedulingv1alpha1.QueueUnit, queue string, request corev1.ResourceList) bool {
+func Admissible(u *schedulingv1alpha1.QueueUnit, queue string, request corev1.ResourceList, partial map[string]int32) bool {
 	named := elasticquotav1alpha1.QuotaNameFromLabels(u.Labels)
 	if named == "" {
 		named = u.Spec.Queue
 	}
 	return Waiting(u.EffectivePhase()) && !HoldsQuota(u) && u.DeletionTimestamp == nil && u.IsActive() &&
-		(named == "" || named == queue) && equality.Semantic.DeepEqual(Request(u), request)
+		(named == "" || named == queue) && equality.Semantic.DeepEqual(Request(u), request) && allows(u, partial)
 }
 
 // Evict sends an admitted unit back to its queue. Its admissions stay until
@@ -162,6 +184,9 @@ func PassChecks(u *schedulingv1alpha1.QueueUnit, current Checks, queue string, n
 	}
 	st.Phase = schedulingv1alpha1.Dequeued
 	st.Message = "admitted: every admission check is Ready"
+	if note := PartialNote(u, PartialCounts(u)); note != "" {
+		st.Message += "; " + note + " (partial admission)"
+	}
 	if len(removed) > 0 {
 		st.Message += fmt.Sprintf(" (%v removed from queue %s, so counted as Ready)", removed, queue)
 	}

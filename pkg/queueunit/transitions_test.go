@@ -61,7 +61,7 @@ func unit(p schedulingv1alpha1.QueueUnitPhase, managed bool) *schedulingv1alpha1
 
 func admitted(managed bool, checks ...string) *schedulingv1alpha1.QueueUnit {
 	u := unit(schedulingv1alpha1.Enqueued, managed)
-	queueunit.Admit(u, "team-a", u.Spec.Resource, checks, now)
+	queueunit.Admit(u, "team-a", u.Spec.Resource, nil, checks, now)
 	return u
 }
 
@@ -95,7 +95,7 @@ func TestTransitions(t *testing.T) {
 		"admitted without checks: Dequeued": {
 			unit: unit(schedulingv1alpha1.Enqueued, true),
 			transition: func(u *schedulingv1alpha1.QueueUnit) bool {
-				queueunit.Admit(u, "team-a", u.Spec.Resource, nil, now)
+				queueunit.Admit(u, "team-a", u.Spec.Resource, nil, nil, now)
 				return true
 			},
 			want: after{Changed: true, Phase: schedulingv1alpha1.Dequeued, HoldsQuota: true, Message: "admitted by queue team-a",
@@ -104,7 +104,7 @@ func TestTransitions(t *testing.T) {
 		"admitted with checks: Reserved, each check Pending": {
 			unit: unit(schedulingv1alpha1.Enqueued, true),
 			transition: func(u *schedulingv1alpha1.QueueUnit) bool {
-				queueunit.Admit(u, "team-a", u.Spec.Resource, []string{"prov"}, now)
+				queueunit.Admit(u, "team-a", u.Spec.Resource, nil, []string{"prov"}, now)
 				return true
 			},
 			want: after{Changed: true, Phase: schedulingv1alpha1.Reserved, HoldsQuota: true, Message: "quota reserved in queue team-a; waiting for admission checks [prov]",
@@ -114,7 +114,7 @@ func TestTransitions(t *testing.T) {
 			unit: evicted(),
 			transition: func(u *schedulingv1alpha1.QueueUnit) bool {
 				u.Status.Admissions = nil // its pods went
-				queueunit.Admit(u, "team-a", u.Spec.Resource, nil, now)
+				queueunit.Admit(u, "team-a", u.Spec.Resource, nil, nil, now)
 				return true
 			},
 			want: after{Changed: true, Phase: schedulingv1alpha1.Dequeued, HoldsQuota: true, Message: "admitted by queue team-a",
@@ -319,7 +319,7 @@ func TestAdmissible(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := queueunit.Admissible(tc.unit, "team-a", oneCPU); got != tc.want {
+			if got := queueunit.Admissible(tc.unit, "team-a", oneCPU, nil); got != tc.want {
 				t.Errorf("Admissible = %v, want %v", got, tc.want)
 			}
 		})

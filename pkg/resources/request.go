@@ -65,18 +65,54 @@ func PodSetsRequests(podSets []schedulingv1alpha1.PodSet) corev1.ResourceList {
 	out := corev1.ResourceList{}
 	for i := range podSets {
 		ps := &podSets[i]
-		if ps.Count <= 0 {
-			continue
-		}
-		for name, q := range PodRequests(&ps.Template.Spec) {
-			total := Multiply(q, int64(ps.Count))
-			if cur, ok := out[name]; ok {
-				total.Add(cur)
-			}
-			out[name] = total
+		addPods(out, PodRequests(&ps.Template.Spec), ps.Count)
+	}
+	return out
+}
+
+// PodsRequests is what pods[i] pods asking podRequests[i] each ask for in
+// all. With each pod set's pod request and count it is PodSetsRequests; with
+// fewer pods, what a unit admitted partially holds. The decision core and
+// the rule that rebuilds a charge from a unit's admissions both count here,
+// so they agree to the last milli-unit.
+func PodsRequests(podRequests []corev1.ResourceList, pods []int32) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i, req := range podRequests {
+		if i < len(pods) {
+			addPods(out, req, pods[i])
 		}
 	}
 	return out
+}
+
+// addPods adds n pods asking podRequest each to into.
+func addPods(into, podRequest corev1.ResourceList, n int32) {
+	if n <= 0 {
+		return
+	}
+	for name, q := range podRequest {
+		total := Multiply(q, int64(n))
+		if cur, ok := into[name]; ok {
+			total.Add(cur)
+		}
+		into[name] = total
+	}
+}
+
+// Equal reports whether a and b ask for the same amount of every resource,
+// a resource one of them leaves out counting as zero.
+func Equal(a, b corev1.ResourceList) bool {
+	for name, q := range a {
+		if other := b[name]; q.Cmp(other) != 0 {
+			return false
+		}
+	}
+	for name, q := range b {
+		if _, ok := a[name]; !ok && !q.IsZero() {
+			return false
+		}
+	}
+	return true
 }
 
 // Multiply returns q times n, exact however large (in decimal arithmetic,

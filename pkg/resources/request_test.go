@@ -123,3 +123,55 @@ func TestMultiplyIsExact(t *testing.T) {
 		}
 	}
 }
+
+// TestPodsRequests: fewer pods ask for exactly their share, however the
+// amounts are written, so a decision and a charge rebuilt from a unit's
+// admissions agree.
+func TestPodsRequests(t *testing.T) {
+	cases := []struct {
+		name        string
+		podRequests []corev1.ResourceList
+		pods        []int32
+		want        map[string]string
+	}{
+		{
+			name:        "each set's pods times its pod's request, added up",
+			podRequests: []corev1.ResourceList{qt.Res("cpu", "500m", "memory", "1Gi"), qt.Res("cpu", "2")},
+			pods:        []int32{3, 2},
+			want:        map[string]string{"cpu": "5500m", "memory": "3Gi"},
+		},
+		{
+			name:        "a set of no pods asks for nothing",
+			podRequests: []corev1.ResourceList{qt.Res("cpu", "1"), qt.Res("nvidia.com/gpu", "1")},
+			pods:        []int32{2, 0},
+			want:        map[string]string{"cpu": "2"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, strs(resources.PodsRequests(tc.podRequests, tc.pods))); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestEqual(t *testing.T) {
+	cases := []struct {
+		name string
+		a, b corev1.ResourceList
+		want bool
+	}{
+		{name: "the same amounts written differently", a: qt.Res("cpu", "1", "memory", "1Gi"), b: qt.Res("cpu", "1000m", "memory", "1024Mi"), want: true},
+		{name: "a zero left out", a: qt.Res("cpu", "1", "nvidia.com/gpu", "0"), b: qt.Res("cpu", "1"), want: true},
+		{name: "a different amount", a: qt.Res("cpu", "1"), b: qt.Res("cpu", "2")},
+		{name: "a resource the other lacks", a: qt.Res("cpu", "1"), b: qt.Res("cpu", "1", "memory", "1Gi")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := resources.Equal(tc.a, tc.b); got != tc.want {
+				t.Errorf("Equal(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
+			}
+		})
+	}
+}

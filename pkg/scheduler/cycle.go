@@ -296,7 +296,8 @@ func equalStrings(a, b []string) bool {
 }
 
 func (s *Scheduler) explain(qs *queueState, off policy.Offer) string {
-	return s.engine.Explain(qs.quota, s.units[off.Head.Key].req) + bandNote(off.Band)
+	us := s.units[off.Head.Key]
+	return s.engine.Explain(qs.quota, us.need) + partialNote(us) + bandNote(off.Band)
 }
 
 func bandNote(b policy.Band) string {
@@ -432,14 +433,27 @@ func (s *Scheduler) headWaits(qs *queueState, key, reason string, res *Result) {
 	}
 }
 
-// admit charges a waiting unit and records its admission. The charge comes
-// first: if the engine refuses it, nothing has changed and the error (a
-// bug, wrapping ErrBookkeeping) is returned.
+// admit charges a waiting unit and records its admission: whole if it fits
+// the headroom s.free, otherwise partially (fit). The charge comes first: if
+// the engine refuses it, nothing has changed and the error (a bug, wrapping
+// ErrBookkeeping) is returned.
 func (s *Scheduler) admit(qs *queueState, key string, now time.Time, res *Result) error {
 	us := s.units[key]
-	if err := s.engine.Admit(quota.Charge{Key: key, Quota: qs.quota, Request: us.req, Priority: us.u.Priority, AdmitTime: now}); err != nil {
-		return bookkeeping(err)
+	held, partial := s.fit(us, s.free)
+	c := quota.Charge{Key: key, Quota: qs.quota, Request: held, Priority: us.u.Priority, AdmitTime: now}
+	if partial == nil {
+		if err := s.engine.Admit(c); err != nil {
+			return bookkeeping(err)
+		}
+	} else {
+		// Admit moves the whole request from pending to used; only part
+		// of it is used, and none of it waits any more.
+		if err := s.engine.Charge(c); err != nil {
+			return bookkeeping(err)
+		}
+		s.engine.RemovePending(qs.quota, us.req)
 	}
+	us.req, us.need = held, held
 	s.endPreemption(us)
 	qs.q.Take(key)
 	us.inQueue = false
@@ -451,7 +465,7 @@ func (s *Scheduler) admit(qs *queueState, key string, now time.Time, res *Result
 	if !us.u.Running {
 		qs.notRunning[key] = struct{}{}
 	}
-	res.Admissions = append(res.Admissions, Admission{Unit: key, Queue: qs.spec.Name, Quota: qs.quota})
+	res.Admissions = append(res.Admissions, Admission{Unit: key, Queue: qs.spec.Name, Quota: qs.quota, Partial: partial})
 	s.wakeReclaimWaiters(qs.quota)
 	return nil
 }

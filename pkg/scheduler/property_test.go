@@ -2,7 +2,9 @@ package scheduler_test
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -112,10 +114,11 @@ type sim struct {
 	now     time.Duration
 	cfg     simConfig
 	results []scheduler.Result
-	// evictedBy[victim] = preemptors that evicted it since a unit last
-	// finished, to catch loops: two units evicting each other while no
-	// usage changed but their own. (Once a unit finishes, what each quota
-	// borrows changes, and reclaiming back what was reclaimed is right.)
+	// evictedBy[victim] = preemptors that evicted it since usage last
+	// changed by a third party, to catch loops: two units evicting each
+	// other while no usage changed but theirs. (Once a unit finishes, or
+	// one that preempted nobody is admitted, what each quota borrows
+	// changes, and reclaiming back what was reclaimed is right.)
 	evictedBy map[string]map[string]bool
 	// pendingPreemptor[victim] = the preemptor waiting for it to leave.
 	pendingPreemptor map[string]string
@@ -204,17 +207,25 @@ func (sm *sim) step() {
 
 func (sm *sim) addUnit() {
 	sm.next++
-	req := qt.Res("cpu", "1")
+	w := st.MakeUnit(fmt.Sprintf("ns/u%03d", sm.next), sm.tree.leaves[sm.rng.IntN(len(sm.tree.leaves))]).
+		Priority(int32(sm.rng.IntN(8))).Enqueued(sm.now)
 	switch {
+	case sm.cfg.unitSize:
+		w.Request("cpu", "1")
 	case sm.cfg.lenders:
 		mn := sm.tree.specs[0].Min[corev1.ResourceCPU]
-		req = qt.Res("cpu", fmt.Sprint(1+sm.rng.IntN(int(mn.Value())+3)))
-	case !sm.cfg.unitSize:
-		req = qt.Res("cpu", fmt.Sprint(1+sm.rng.IntN(4)), "memory", fmt.Sprintf("%dGi", sm.rng.IntN(9)))
+		w.Request("cpu", fmt.Sprint(1+sm.rng.IntN(int(mn.Value())+3)))
+	case sm.rng.IntN(3) == 0:
+		// Pod sets that may start with fewer pods (partial admission).
+		for i := range 1 + sm.rng.IntN(2) {
+			count := int32(1 + sm.rng.IntN(6))
+			w.PodSet(fmt.Sprintf("set-%d", i), count, int32(sm.rng.IntN(int(count)+1)),
+				"cpu", fmt.Sprintf("%dm", 500*(1+sm.rng.IntN(2))), "memory", fmt.Sprintf("%dGi", sm.rng.IntN(2)))
+		}
+	default:
+		w.Request("cpu", fmt.Sprint(1+sm.rng.IntN(4)), "memory", fmt.Sprintf("%dGi", sm.rng.IntN(9)))
 	}
-	u := &simUnit{unit: st.MakeUnit(fmt.Sprintf("ns/u%03d", sm.next), sm.tree.leaves[sm.rng.IntN(len(sm.tree.leaves))]).
-		Priority(int32(sm.rng.IntN(8))).Enqueued(sm.now).Obj()}
-	u.unit.Request = req
+	u := &simUnit{unit: w.Obj()}
 	sm.units[u.unit.Key] = u
 	sm.upsert(u)
 }
@@ -234,7 +245,7 @@ func (sm *sim) evictOne() bool {
 	}
 	u := sm.units[k]
 	u.admitted, u.evicting = false, false
-	u.unit.Admitted, u.unit.Running = false, false
+	u.unit.Admitted, u.unit.Running, u.unit.Partial = false, false, nil
 	sm.upsert(u)
 	return true
 }
@@ -269,11 +280,20 @@ func (sm *sim) cycle() scheduler.Result {
 	for _, a := range res.Admissions {
 		u := sm.units[a.Unit]
 		u.admitted, u.unit.Admitted, u.unit.AdmitTime = true, true, st.T0.Add(sm.now)
+		// The controller writes the partial counts, and reports them with
+		// every later change of the unit.
+		u.unit.Partial = a.Partial
+		sm.checkPartial(u.unit, a.Partial)
 		admitted[a.Unit] = true
+		preempted := false
 		for v, p := range sm.pendingPreemptor {
 			if p == a.Unit {
 				delete(sm.pendingPreemptor, v) // its preemption is over
+				preempted = true
 			}
+		}
+		if !preempted {
+			clear(sm.evictedBy)
 		}
 	}
 	for k := range nominated {
@@ -324,6 +344,42 @@ func (sm *sim) checkVictimsBorrowed(p scheduler.Preemption) {
 		if !above {
 			sm.failures = append(sm.failures, fmt.Sprintf("reclaim for %s took %s from quota %s, which is within its min (used %v, min %v)",
 				p.Preemptor, v, q, used, min))
+		}
+	}
+}
+
+// checkPartial: a partial admission names only pod sets that may shrink,
+// each with a count from its MinCount to below its Count.
+func (sm *sim) checkPartial(u scheduler.Unit, partial map[string]int32) {
+	for name, n := range partial {
+		i := slices.IndexFunc(u.PodSets, func(ps scheduler.PodSet) bool { return ps.Name == name })
+		if i < 0 || n < u.PodSets[i].MinCount || n >= u.PodSets[i].Count {
+			sm.failures = append(sm.failures, fmt.Sprintf("%s admitted with %d pods of pod set %q: %+v", u.Key, n, name, u.PodSets))
+		}
+	}
+}
+
+// checkRestart: a scheduler restarted from the units as the controller
+// reports them (admitted ones with their partial counts) charges each
+// admitted unit exactly what this one does.
+func (sm *sim) checkRestart() {
+	fresh := scheduler.New()
+	fresh.SetClusterCapacity(sm.tree.capacity)
+	for _, sp := range sm.tree.specs {
+		fresh.UpsertQuota(sp)
+	}
+	for _, k := range slices.Sorted(maps.Keys(sm.units)) {
+		u := sm.units[k]
+		if !u.admitted {
+			continue
+		}
+		if err := fresh.UpsertUnit(u.unit); err != nil {
+			sm.t.Fatalf("restart: UpsertUnit(%s): %v", k, err)
+		}
+		was, _ := sm.s.Quotas().Charged(k)
+		now, _ := fresh.Quotas().Charged(k)
+		if !slices.Equal(was.Request, now.Request) {
+			sm.failures = append(sm.failures, fmt.Sprintf("restart: %s charged %v, was %v", k, now.Request, was.Request))
 		}
 	}
 }
@@ -398,6 +454,7 @@ func runSim(t *testing.T, seed uint64, cfg simConfig, steps int) *sim {
 func checkSim(t *testing.T, seed uint64, cfg simConfig) {
 	t.Helper()
 	sm := runSim(t, seed, cfg, 150)
+	sm.checkRestart()
 	if len(sm.failures) > 0 {
 		t.Fatalf("seed %d: %d failures, first: %s", seed, len(sm.failures), sm.failures[0])
 	}

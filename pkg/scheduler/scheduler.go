@@ -3,6 +3,8 @@ package scheduler
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -29,8 +31,13 @@ var (
 func bookkeeping(err error) error { return fmt.Errorf("%w: %w", ErrBookkeeping, err) }
 
 type unitState struct {
-	u        Unit
-	req      quota.Vector
+	u Unit
+	// req is what the unit asks for while it waits, and what it holds
+	// once admitted (less for a partial admission). need is the least it
+	// can be admitted with: its policy item's request (see partial.go).
+	req, need quota.Vector
+	// sets are its pod sets, nil when it has none that add up to its request.
+	sets     *podSets
 	admitted bool
 	// quota is where the unit is charged (admitted) or counted as pending.
 	quota string
@@ -266,10 +273,12 @@ func (s *Scheduler) upsertUnit(u Unit) error {
 		return err // it becomes the unit's own message: no need to name it
 	}
 	u.Request = u.Request.DeepCopy()
-	req := s.engine.Vector(u.Request)
+	u.PodSets = slices.Clone(u.PodSets)
+	u.Partial = maps.Clone(u.Partial)
+	req, need, sets := s.vectors(u)
 	us, ok := s.units[u.Key]
 	if !ok {
-		us = &unitState{u: u, req: req}
+		us = &unitState{u: u, req: req, need: need, sets: sets}
 		s.units[u.Key] = us
 		if u.Admitted {
 			return s.restoreAdmitted(us)
@@ -281,25 +290,27 @@ func (s *Scheduler) upsertUnit(u Unit) error {
 	switch {
 	case us.admitted && !u.Admitted:
 		s.release(us)
-		us.u, us.req = u, req
+		us.u, us.req, us.need, us.sets = u, req, need, sets
 		s.enqueue(us)
 	case us.admitted:
+		us.sets = sets
 		return s.updateAdmitted(us, old, u, req)
 	case u.Admitted:
 		// Admitted elsewhere (for example restored before its queue
 		// existed): count it.
 		s.dequeue(us)
 		s.orphanDrop(us)
-		us.u, us.req = u, req
+		us.u, us.req, us.need, us.sets = u, req, need, sets
 		return s.restoreAdmitted(us)
 	default:
-		if old.Queue != u.Queue || old.Priority != u.Priority || !old.EnqueueTime.Equal(u.EnqueueTime) || !equalVec(us.req, req) {
+		if old.Queue != u.Queue || old.Priority != u.Priority || !old.EnqueueTime.Equal(u.EnqueueTime) ||
+			!equalVec(us.req, req) || !equalVec(us.need, need) {
 			s.dequeue(us)
 			s.orphanDrop(us)
-			us.u, us.req = u, req
+			us.u, us.req, us.need, us.sets = u, req, need, sets
 			s.enqueue(us)
 		} else {
-			us.u = u
+			us.u, us.sets = u, sets
 		}
 	}
 	return nil
@@ -382,6 +393,9 @@ func (s *Scheduler) ForgetAdmission(key string) {
 		return
 	}
 	s.release(us)
+	waiting := us.u
+	waiting.Admitted, waiting.Partial = false, nil
+	us.req, us.need, us.sets = s.vectors(waiting)
 	s.enqueue(us)
 }
 
@@ -400,15 +414,15 @@ func (s *Scheduler) WaitReason(key string) string {
 		return err.Error()
 	}
 	if us.quotaWait && len(us.victims) == 0 {
-		if why := s.engine.Explain(qs.quota, us.req); why != "" {
-			return why + bandNote(us.band)
+		if why := s.engine.Explain(qs.quota, us.need); why != "" {
+			return why + partialNote(us) + bandNote(us.band)
 		}
 	}
 	if us.reason != "" {
 		return us.reason
 	}
-	if never := s.engine.NeverFits(qs.quota, us.req); never != "" {
-		return never
+	if never := s.engine.NeverFits(qs.quota, us.need); never != "" {
+		return never + partialNote(us)
 	}
 	return behind(qs, key)
 }
@@ -511,7 +525,7 @@ func (s *Scheduler) updateAdmitted(us *unitState, old, u Unit, req quota.Vector)
 		if err := s.engine.Resize(u.Key, req); err != nil {
 			return bookkeeping(err) // admitted, yet the engine held nothing for it
 		}
-		us.req = req
+		us.req, us.need = req, req
 		s.released(us.quota)
 	}
 	if qs := s.queues[old.Queue]; qs != nil && old.Running != u.Running {
@@ -606,7 +620,9 @@ func (s *Scheduler) enqueue(us *unitState) {
 	}
 	us.quota = qs.quota
 	us.inQueue = true
-	qs.q.Upsert(policy.Item{Key: us.u.Key, Priority: us.u.Priority, EnqueueTime: us.u.EnqueueTime, Request: us.req})
+	// The policy sees the least the unit can be admitted with: a unit that
+	// fits only partially is served like one that fits.
+	qs.q.Upsert(policy.Item{Key: us.u.Key, Priority: us.u.Priority, EnqueueTime: us.u.EnqueueTime, Request: us.need})
 	s.engine.AddPending(qs.quota, us.req)
 	s.wake(us.u.Queue)
 }

@@ -3,6 +3,7 @@ package scheduler_test
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +23,7 @@ import (
 
 // outcome is a Result reduced to what a case checks.
 type outcome struct {
+	// Admitted: "unit", or "unit set=n, ..." for a partial admission.
 	Admitted  []string
 	Preempted []string          // "preemptor <- victim, victim"
 	Waits     map[string]string // unit -> reason, as reported this cycle
@@ -31,7 +33,7 @@ type outcome struct {
 func summarise(r scheduler.Result) outcome {
 	var o outcome
 	for _, a := range r.Admissions {
-		o.Admitted = append(o.Admitted, a.Unit)
+		o.Admitted = append(o.Admitted, a.Unit+partialCounts(a.Partial))
 	}
 	for _, p := range r.Preemptions {
 		o.Preempted = append(o.Preempted, p.Preemptor+" <- "+strings.Join(p.Victims, ", "))
@@ -46,6 +48,18 @@ func summarise(r scheduler.Result) outcome {
 		o.Errors = append(o.Errors, e.Unit+" in "+e.Queue+": "+e.Err.Error())
 	}
 	return o
+}
+
+// partialCounts is " a=1, b=2" for a partial admission, "" for a whole one.
+func partialCounts(p map[string]int32) string {
+	var parts []string
+	for _, name := range slices.Sorted(maps.Keys(p)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", name, p[name]))
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " " + strings.Join(parts, ", ")
 }
 
 type step struct {

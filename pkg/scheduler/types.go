@@ -32,6 +32,17 @@ type Unit struct {
 	// Request is the unit's total request (resources.PodSetsRequests, or
 	// spec.resource).
 	Request corev1.ResourceList
+	// PodSets are the unit's groups of identical pods, needed only for
+	// partial admission: a unit with a pod set whose MinCount is below its
+	// Count may be admitted with fewer pods when it does not fit whole.
+	// They must add up to Request (count times pod request); if they do not,
+	// the unit is admitted whole. Empty: whole or not at all.
+	PodSets []PodSet
+	// Partial, for an admitted unit, is the pods each pod set holds that was
+	// admitted with fewer than its Count (Admission.Partial), by name; the
+	// unit holds what those pods and its other pod sets' ask for. nil: it
+	// holds its whole Request.
+	Partial map[string]int32
 	// EnqueueTime is when the unit first entered the queue (its creation).
 	EnqueueTime time.Time
 	// Admitted is true while the unit holds quota: from admission until it
@@ -42,6 +53,18 @@ type Unit struct {
 	// AdmitTime is when it was admitted, for units restored as Admitted;
 	// zero means EnqueueTime. Victims are taken most recently admitted first.
 	AdmitTime time.Time
+}
+
+// PodSet is a group of identical pods of a unit.
+type PodSet struct {
+	Name string
+	// Count is how many pods the set asks for.
+	Count int32
+	// MinCount, from 1 to Count-1, is the fewest pods the set can start
+	// with (partial admission); any other value: all of them.
+	MinCount int32
+	// PodRequest is what one of its pods asks for (resources.PodRequests).
+	PodRequest corev1.ResourceList
 }
 
 // Result is what one cycle decided.
@@ -83,6 +106,9 @@ type Admission struct {
 	Unit  string
 	Queue string
 	Quota string
+	// Partial: the unit did not fit whole and is admitted with fewer pods,
+	// this many of each pod set that gives some up, by name. nil: whole.
+	Partial map[string]int32
 }
 
 // Kind of a preemption.

@@ -68,6 +68,13 @@ func (w *QueueUnitWrapper) PodSet(name string, count int32, requests ...string) 
 	return w
 }
 
+// MinCount lets the last pod set added start with n of its pods (partial
+// admission).
+func (w *QueueUnitWrapper) MinCount(n int32) *QueueUnitWrapper {
+	w.Spec.PodSets[len(w.Spec.PodSets)-1].MinCount = ptr.To(n)
+	return w
+}
+
 // Consumer sets spec.consumerRef to a batch Job of the unit's name.
 func (w *QueueUnitWrapper) Consumer() *QueueUnitWrapper {
 	w.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: "batch/v1", Kind: "Job", Namespace: w.Namespace, Name: w.Name}

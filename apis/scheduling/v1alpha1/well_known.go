@@ -42,6 +42,22 @@ const (
 	// be put back when the job is suspended again. The unit's own copy of the
 	// templates cannot serve: the API server prunes a unit's template metadata.
 	AnnotationPodSetOriginals = "koord-queue/pod-set-originals"
+	// AnnotationJobMinParallelism on a batch Job is the fewest pods it can
+	// run at once: when the Job does not fit whole, its unit may be admitted
+	// with fewer pods, down to this many, and the Job released with that
+	// parallelism (partial admission; Kueue's
+	// kueue.x-k8s.io/job-min-parallelism).
+	AnnotationJobMinParallelism = "koord-queue/job-min-parallelism"
+	// AnnotationJobCompletionsEqualParallelism "true" on an Indexed batch Job
+	// whose completions equal its parallelism keeps them equal under partial
+	// admission: completions is lowered with parallelism (Kueue's
+	// kueue.x-k8s.io/job-completions-equal-parallelism).
+	AnnotationJobCompletionsEqualParallelism = "koord-queue/job-completions-equal-parallelism"
+	// AnnotationOriginalParallelism on a batch Job released by a partial
+	// admission is the parallelism it asked for; koord-queue-controllers
+	// writes it with the lowered parallelism and puts the parallelism back
+	// (removing it) when the Job is suspended again.
+	AnnotationOriginalParallelism = "koord-queue/original-parallelism"
 	// ArgoSuspendTemplate is the template that marks a Workflow as queued.
 	ArgoSuspendTemplate = "koord-queue-suspend"
 )

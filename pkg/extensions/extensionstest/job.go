@@ -44,6 +44,12 @@ func (w *JobWrapper) Parallelism(n int32) *JobWrapper { w.Spec.Parallelism = ptr
 // Completions sets spec.completions.
 func (w *JobWrapper) Completions(n int32) *JobWrapper { w.Spec.Completions = ptr.To(n); return w }
 
+// Indexed sets spec.completionMode to Indexed.
+func (w *JobWrapper) Indexed() *JobWrapper {
+	w.Spec.CompletionMode = ptr.To(batchv1.IndexedCompletion)
+	return w
+}
+
 // Request sets the container's requests from name, quantity pairs.
 func (w *JobWrapper) Request(pairs ...string) *JobWrapper {
 	w.Spec.Template.Spec.Containers[0].Resources.Requests = qt.Res(pairs...)

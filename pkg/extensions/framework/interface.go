@@ -43,6 +43,10 @@ type PodSet struct {
 	Template *corev1.PodTemplateSpec
 	// Count is how many pods the set runs.
 	Count int32
+	// MinCount, when set, is the fewest pods the set can start with: its
+	// unit may then be admitted with fewer pods than Count (partial
+	// admission). Only a job that implements JobWithPartialAdmission sets it.
+	MinCount *int32
 }
 
 // PodCount is how many pods of a pod set run and how many wait.
@@ -77,6 +81,21 @@ type Warning struct {
 	Reason string
 	// Message says what is wrong and how to fix it.
 	Message string
+}
+
+// JobWithPartialAdmission is a job that can run fewer pods than it asks for,
+// as Kueue's batch Job does: its unit may be admitted partially (PodSets set
+// MinCount), and the reconciler releases it with the counts admitted and
+// gives it back its own when it is suspended again.
+type JobWithPartialAdmission interface {
+	// RunWithCounts makes the job run counts[name] pods of each pod set
+	// counts names, fewer than it asks for, keeping on the job what it
+	// replaces (the first time), so that RestoreCounts can put it back.
+	// PodSets goes on reporting the counts the job asks for.
+	RunWithCounts(counts map[string]int32)
+	// RestoreCounts puts back what RunWithCounts replaced and forgets it;
+	// it reports whether the job changed.
+	RestoreCounts() bool
 }
 
 // JobWithTemplateLock is a job whose pod templates cannot change at times:

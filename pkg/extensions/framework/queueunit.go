@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
@@ -43,7 +44,10 @@ func unitPodSets(sets []PodSet) ([]schedulingv1alpha1.PodSet, error) {
 		if s.Count < 0 {
 			return nil, fmt.Errorf("pod set %q has a negative count %d", s.Name, s.Count)
 		}
-		ps := schedulingv1alpha1.PodSet{Name: s.Name, Count: s.Count}
+		if s.MinCount != nil && (*s.MinCount < 1 || *s.MinCount > s.Count) {
+			return nil, fmt.Errorf("pod set %q can start with at least %d of its %d pods: that must be from 1 to %d", s.Name, *s.MinCount, s.Count, s.Count)
+		}
+		ps := schedulingv1alpha1.PodSet{Name: s.Name, Count: s.Count, MinCount: s.MinCount}
 		if s.Template != nil {
 			ps.Template = *s.Template.DeepCopy()
 		}
@@ -146,12 +150,12 @@ func resizeUnit(u *schedulingv1alpha1.QueueUnit, sets []schedulingv1alpha1.PodSe
 }
 
 // samePodSets reports whether two lists of pod sets ask the queue for the
-// same thing: the same names, counts and per-pod requests. Templates are not
-// compared whole: the API server defaults a unit's copy differently from the
-// job's.
+// same thing: the same names, counts, minimum counts and per-pod requests.
+// Templates are not compared whole: the API server defaults a unit's copy
+// differently from the job's.
 func samePodSets(a, b []schedulingv1alpha1.PodSet) bool {
 	return slices.EqualFunc(a, b, func(x, y schedulingv1alpha1.PodSet) bool {
-		return x.Name == y.Name && x.Count == y.Count &&
+		return x.Name == y.Name && x.Count == y.Count && ptr.Equal(x.MinCount, y.MinCount) &&
 			equality.Semantic.DeepEqual(resources.PodRequests(&x.Template.Spec), resources.PodRequests(&y.Template.Spec))
 	})
 }

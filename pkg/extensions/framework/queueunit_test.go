@@ -44,6 +44,17 @@ func TestUnitPodSets(t *testing.T) {
 			sets:    []PodSet{{Name: "a", Count: 1}, {Name: "a", Count: 1}},
 			wantErr: `two pod sets are named "a"`,
 		},
+		"a minimum count from 1 to the count": {
+			sets: []PodSet{{Name: "a", Count: 4, MinCount: ptr.To[int32](1)}, {Name: "b", Count: 4, MinCount: ptr.To[int32](4)}},
+		},
+		"a minimum count above the count": {
+			sets:    []PodSet{{Name: "a", Count: 4, MinCount: ptr.To[int32](5)}},
+			wantErr: `pod set "a" can start with at least 5 of its 4 pods: that must be from 1 to 4`,
+		},
+		"a minimum count of zero": {
+			sets:    []PodSet{{Name: "a", Count: 4, MinCount: ptr.To[int32](0)}},
+			wantErr: `pod set "a" can start with at least 0 of its 4 pods: that must be from 1 to 4`,
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -120,6 +131,12 @@ func TestResizeUnit(t *testing.T) {
 			sets:        wrappers.MakeQueueUnit("u", "ns").PodSet("main", 3, "cpu", "1").Obj().Spec.PodSets,
 			wantChanged: true,
 			wantRequest: qt.Res("cpu", "3"),
+		},
+		"a new minimum count updates the unit": {
+			unit:        wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2, "cpu", "1").Obj(),
+			sets:        wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2, "cpu", "1").MinCount(1).Obj().Spec.PodSets,
+			wantChanged: true,
+			wantRequest: qt.Res("cpu", "2"),
 		},
 		"a bigger request resizes the unit": {
 			unit:        wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2, "cpu", "1").Obj(),

@@ -99,10 +99,10 @@ func (r *JobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 //  1. a job that is gone or going takes its unit with it;
 //  2. a managed job without a unit gets one;
 //  3. the unit's status follows the job's (running, finished);
-//  4. a job whose unit waits is suspended, its templates restored and, while
-//     it waits in the queue, its unit resized to match it;
-//  5. a job whose unit is admitted is released with its pod set updates, or
-//     queued again if it grew.
+//  4. a job whose unit waits is suspended, its pod counts and templates
+//     restored and, while it waits in the queue, its unit resized to match it;
+//  5. a job whose unit is admitted is released with its pod set updates and
+//     the pod counts admitted (partial admission), or queued again if it grew.
 func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	job := r.integ.NewJob()
 	obj := job.Object()
@@ -330,6 +330,9 @@ func (r *JobReconciler) hold(ctx context.Context, job GenericJob, unit *scheduli
 		r.recorder.Event(obj, corev1.EventTypeNormal, ReasonSuspended, suspendMessage(unit))
 		return nil
 	}
+	if restored, err := r.restoreCounts(ctx, job); err != nil || restored {
+		return err // its update brings it back, asking for its own counts again
+	}
 	if err := r.restore(ctx, job, unit, sets); err != nil {
 		return err
 	}
@@ -373,16 +376,25 @@ func (r *JobReconciler) hold(ctx context.Context, job GenericJob, unit *scheduli
 }
 
 // release runs the job of an admitted unit with the unit's pod set updates,
-// recording first on the unit what they replace. A job that grew past what
-// its unit holds is suspended and queued again at its new size: its unit is
-// deleted and the next pass creates a new one.
+// recording first on the unit what they replace, and with the pod counts
+// of a partial admission. A job that grew past what its unit holds, or one
+// admitted partially that cannot run fewer pods, is suspended and queued
+// again at its own size: its unit is deleted and the next pass creates a
+// new one.
 func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *schedulingv1alpha1.QueueUnit, sets []PodSet, unitSets []schedulingv1alpha1.PodSet, setsErr error) error {
 	obj := job.Object()
-	if setsErr == nil && grew(unit.Spec.PodSets, unitSets) {
-		// Suspend, restore the templates (a step of its own, see restore),
-		// then let the unit go; the next pass queues the job afresh.
+	partial := queueunit.PartialCounts(unit)
+	scaler, scales := job.(JobWithPartialAdmission)
+	cannotShrink := partial != nil && !scales
+	if cannotShrink || setsErr == nil && grew(unit.Spec.PodSets, unitSets) {
+		// Suspend, restore the counts and the templates (steps of their
+		// own, see restore), then let the unit go; the next pass queues the
+		// job afresh.
 		if !job.IsSuspended() {
 			return r.patchJob(ctx, job, job.Suspend)
+		}
+		if restored, err := r.restoreCounts(ctx, job); err != nil || restored {
+			return err
 		}
 		if err := r.restore(ctx, job, unit, sets); err != nil {
 			return err
@@ -390,11 +402,22 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 		if err := r.deleteUnit(ctx, unit); err != nil {
 			return err
 		}
+		if cannotShrink {
+			r.recorder.Eventf(obj, corev1.EventTypeWarning, ReasonRequeued,
+				"The QueueUnit was admitted with fewer pods than the job runs (%s), and a %s cannot run fewer; it is queued again whole",
+				queueunit.PartialNote(unit, partial), r.integ.GVK.Kind)
+			return nil
+		}
 		r.recorder.Event(obj, corev1.EventTypeNormal, ReasonRequeued,
 			"The job grew past what its QueueUnit was admitted with; it is suspended and queued again at its new size")
 		return nil
 	}
 	if !job.IsSuspended() {
+		if partial != nil {
+			// It runs the pods admitted, whatever its spec was changed to
+			// since (Kueue's webhook refuses such a change).
+			return r.patchJob(ctx, job, func() { scaler.RunWithCounts(partial) })
+		}
 		return nil
 	}
 	originals, err := originalsOf(unit)
@@ -424,6 +447,12 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 		if updates {
 			unknown = applyPodSetUpdates(sets, unit.Status.AdmissionChecks)
 		}
+		switch {
+		case partial != nil:
+			scaler.RunWithCounts(partial)
+		case scales:
+			scaler.RestoreCounts() // admitted whole before its counts came back
+		}
 		annotations := obj.GetAnnotations()
 		if annotations == nil {
 			annotations = map[string]string{}
@@ -444,12 +473,30 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 			return err
 		}
 	}
-	msg := "The QueueUnit was admitted; the job is released"
+	msg := "The QueueUnit was admitted"
 	if unit.Spec.Queue != "" {
-		msg = fmt.Sprintf("The QueueUnit was admitted by queue %s; the job is released", unit.Spec.Queue)
+		msg += " by queue " + unit.Spec.Queue
 	}
-	r.recorder.Event(obj, corev1.EventTypeNormal, ReasonStarted, msg)
+	if partial != nil {
+		msg += fmt.Sprintf(" with %s (partial admission)", queueunit.PartialNote(unit, partial))
+	}
+	r.recorder.Event(obj, corev1.EventTypeNormal, ReasonStarted, msg+"; the job is released")
 	return nil
+}
+
+// restoreCounts gives a suspended job back the pod counts a partial
+// admission replaced (JobWithPartialAdmission); restored reports whether
+// the job was written.
+func (r *JobReconciler) restoreCounts(ctx context.Context, job GenericJob) (restored bool, err error) {
+	s, ok := job.(JobWithPartialAdmission)
+	if !ok {
+		return false, nil
+	}
+	err = r.writeJob(ctx, job, queueunit.Main, func() bool {
+		restored = s.RestoreCounts()
+		return restored
+	})
+	return restored && err == nil, err
 }
 
 // restore puts a suspended job's templates back as they were before its
@@ -491,21 +538,21 @@ func (r *JobReconciler) templatesLocked(ctx context.Context, job GenericJob) (bo
 // patchJob applies change to the job and writes what changed (see
 // queueunit.Patch). Nothing is written when change changes nothing.
 func (r *JobReconciler) patchJob(ctx context.Context, job GenericJob, change func()) error {
-	return r.writeJob(ctx, job, queueunit.Main, change)
+	return r.writeJob(ctx, job, queueunit.Main, func() bool { change(); return true })
 }
 
 // patchJobStatus is patchJob for the job's status.
 func (r *JobReconciler) patchJobStatus(ctx context.Context, job GenericJob, change func()) error {
-	return r.writeJob(ctx, job, queueunit.Status, change)
+	return r.writeJob(ctx, job, queueunit.Status, func() bool { change(); return true })
 }
 
 // writeJob writes change to the job once, without reading it again on a
 // conflict: change was decided on this copy (pod sets point into it), so
 // the job's next event brings the reconciler back to decide afresh.
-func (r *JobReconciler) writeJob(ctx context.Context, job GenericJob, part queueunit.Part, change func()) error {
+// change reports false when it changed nothing.
+func (r *JobReconciler) writeJob(ctx context.Context, job GenericJob, part queueunit.Part, change func() bool) error {
 	_, err := queueunit.Patch(ctx, r.client, nil, job.Object(), part, FieldOwner, func(client.Object) bool {
-		change()
-		return true
+		return change()
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", r.integ.GVK.Kind, err)

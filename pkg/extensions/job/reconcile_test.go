@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,6 +21,8 @@ import (
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // TestReconcileRunningJobs: which jobs that run without a unit the
@@ -185,4 +188,144 @@ func testScheme(t *testing.T) *runtime.Scheme {
 		t.Fatal(err)
 	}
 	return scheme
+}
+
+// TestReconcilePartialAdmission: a Job whose unit is admitted with fewer
+// pods runs that many, keeps doing so whatever its spec is changed to, and
+// gets its own parallelism back when it is suspended again, its unit still
+// asking for all of it.
+func TestReconcilePartialAdmission(t *testing.T) {
+	ctx := context.Background()
+	scheme := testScheme(t)
+	j := extensionstest.MakeJob("j", "ns").Quota("team-a").Parallelism(4).Request("cpu", "1").
+		Annotation(schedulingv1alpha1.AnnotationJobMinParallelism, "2").Obj()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(j).
+		WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &batchv1.Job{}).
+		WithIndex(&elasticquotav1alpha1.ElasticQuota{}, framework.IndexQuotaNamespaces, framework.QuotaNamespacesIndex).Build()
+	recorder := record.NewFakeRecorder(100)
+	r := framework.NewJobReconciler(c, c, recorder, Integration())
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(j)}
+	reconcile := func() {
+		t.Helper()
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+	}
+	unitKey := client.ObjectKey{Namespace: "ns", Name: Integration().UnitName("j")}
+	setUnit := func(change func(u *schedulingv1alpha1.QueueUnit)) {
+		t.Helper()
+		u := &schedulingv1alpha1.QueueUnit{}
+		if err := c.Get(ctx, unitKey, u); err != nil {
+			t.Fatal(err)
+		}
+		change(u)
+		if err := c.Status().Update(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type jobState struct {
+		Suspended   bool
+		Parallelism int32
+		Original    string
+	}
+	job := func() jobState {
+		t.Helper()
+		var got batchv1.Job
+		if err := c.Get(ctx, req.NamespacedName, &got); err != nil {
+			t.Fatal(err)
+		}
+		return jobState{(*Job)(&got).IsSuspended(), ptr.Deref(got.Spec.Parallelism, 1), got.Annotations[schedulingv1alpha1.AnnotationOriginalParallelism]}
+	}
+	expect := func(step string, want jobState) {
+		t.Helper()
+		if diff := cmp.Diff(want, job()); diff != "" {
+			t.Errorf("%s: the Job (-want +got):\n%s", step, diff)
+		}
+	}
+	now := metav1.Now()
+
+	reconcile() // creates the unit
+	var u schedulingv1alpha1.QueueUnit
+	if err := c.Get(ctx, unitKey, &u); err != nil {
+		t.Fatal(err)
+	}
+	if got := u.Spec.PodSets[0].MinCount; got == nil || *got != 2 {
+		t.Fatalf("the unit's minCount is %v, want 2", got)
+	}
+
+	setUnit(func(u *schedulingv1alpha1.QueueUnit) {
+		queueunit.Admit(u, "team-a", queueunit.Request(u), map[string]int32{"main": 2}, nil, now)
+	})
+	reconcile()
+	expect("admitted with 2 of its 4 pods", jobState{Suspended: false, Parallelism: 2, Original: "4"})
+	if e := lastEvent(recorder); !strings.Contains(e, "Started The QueueUnit was admitted with 2 of 4 pods of pod set main (partial admission); the job is released") {
+		t.Errorf("last event %q, want it to say the job runs 2 of its 4 pods", e)
+	}
+
+	var running batchv1.Job
+	if err := c.Get(ctx, req.NamespacedName, &running); err != nil {
+		t.Fatal(err)
+	}
+	running.Spec.Parallelism = ptr.To[int32](3)
+	if err := c.Update(ctx, &running); err != nil {
+		t.Fatal(err)
+	}
+	reconcile()
+	expect("its parallelism raised while it runs", jobState{Suspended: false, Parallelism: 2, Original: "4"})
+
+	setUnit(func(u *schedulingv1alpha1.QueueUnit) {
+		queueunit.Evict(u, schedulingv1alpha1.EvictedByPreemption, "preempted", now)
+	})
+	reconcile()
+	expect("evicted: suspended first", jobState{Suspended: true, Parallelism: 2, Original: "4"})
+	reconcile()
+	expect("then given its own parallelism back", jobState{Suspended: true, Parallelism: 4})
+	reconcile()
+	if err := c.Get(ctx, unitKey, &u); err != nil {
+		t.Fatal(err)
+	}
+	if got := u.Spec.PodSets[0].Count; got != 4 {
+		t.Errorf("the waiting unit asks for %d pods, want the Job's 4", got)
+	}
+}
+
+// TestReconcileAdmittedWholeBeforeItsCountsCameBack: a Job suspended with
+// its parallelism still lowered, whose unit is admitted whole again, runs
+// all its pods.
+func TestReconcileAdmittedWholeBeforeItsCountsCameBack(t *testing.T) {
+	ctx := context.Background()
+	j := extensionstest.MakeJob("j", "ns").Quota("team-a").Parallelism(2).Request("cpu", "1").
+		Annotation(schedulingv1alpha1.AnnotationJobMinParallelism, "2").
+		Annotation(schedulingv1alpha1.AnnotationOriginalParallelism, "4").Obj()
+	u := wrappers.MakeQueueUnit(Integration().UnitName("j"), "ns").PodSet("main", 4, "cpu", "1").MinCount(2).Obj()
+	u.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(j, Integration().GVK)}
+	queueunit.Admit(u, "team-a", queueunit.Request(u), nil, nil, metav1.Now())
+	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(j, u).
+		WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &batchv1.Job{}).
+		WithIndex(&elasticquotav1alpha1.ElasticQuota{}, framework.IndexQuotaNamespaces, framework.QuotaNamespacesIndex).Build()
+	r := framework.NewJobReconciler(c, c, record.NewFakeRecorder(100), Integration())
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(j)}
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	var got batchv1.Job
+	if err := c.Get(ctx, req.NamespacedName, &got); err != nil {
+		t.Fatal(err)
+	}
+	if (*Job)(&got).IsSuspended() || ptr.Deref(got.Spec.Parallelism, 1) != 4 || got.Annotations[schedulingv1alpha1.AnnotationOriginalParallelism] != "" {
+		t.Errorf("released with suspend %v, parallelism %d, annotations %v; want running all 4 pods", ptr.Deref(got.Spec.Suspend, false), ptr.Deref(got.Spec.Parallelism, 1), got.Annotations)
+	}
+}
+
+// lastEvent is the last event recorded, empty if none.
+func lastEvent(r *record.FakeRecorder) string {
+	last := ""
+	for {
+		select {
+		case e := <-r.Events:
+			last = e
+		default:
+			return last
+		}
+	}
 }

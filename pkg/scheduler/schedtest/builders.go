@@ -6,9 +6,12 @@ package schedtest
 import (
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
+
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/policy"
 	"github.com/koord-queue/koord-queue/pkg/quota/quotatest"
+	"github.com/koord-queue/koord-queue/pkg/resources"
 	"github.com/koord-queue/koord-queue/pkg/scheduler"
 )
 
@@ -29,6 +32,30 @@ func (w *UnitWrapper) Priority(p int32) *UnitWrapper { w.Unit.Priority = p; retu
 // Request sets the request from name, quantity pairs.
 func (w *UnitWrapper) Request(pairs ...string) *UnitWrapper {
 	w.Unit.Request = quotatest.Res(pairs...)
+	return w
+}
+
+// PodSet adds a pod set of count pods asking pairs each, which can start
+// with as few as minCount of them (0: all); its pods are added to the
+// unit's request.
+func (w *UnitWrapper) PodSet(name string, count, minCount int32, pairs ...string) *UnitWrapper {
+	w.Unit.PodSets = append(w.Unit.PodSets, scheduler.PodSet{Name: name, Count: count, MinCount: minCount, PodRequest: quotatest.Res(pairs...)})
+	var podRequests []corev1.ResourceList
+	var counts []int32
+	for _, ps := range w.Unit.PodSets {
+		podRequests, counts = append(podRequests, ps.PodRequest), append(counts, ps.Count)
+	}
+	w.Unit.Request = resources.PodsRequests(podRequests, counts)
+	return w
+}
+
+// Partial marks an admitted unit as holding only n pods of pod set name
+// (Unit.Partial).
+func (w *UnitWrapper) Partial(name string, n int32) *UnitWrapper {
+	if w.Unit.Partial == nil {
+		w.Unit.Partial = map[string]int32{}
+	}
+	w.Unit.Partial[name] = n
 	return w
 }
 

@@ -50,7 +50,12 @@ type UnitView struct {
 	QuotaRule string                            `json:"quotaRule,omitempty"`
 	Phase     schedulingv1alpha1.QueueUnitPhase `json:"phase"`
 	Priority  int32                             `json:"priority"`
-	Request   corev1.ResourceList               `json:"request,omitempty"`
+	// Request is what the unit asks for; for a unit holding quota, what it
+	// holds (less than it asks for after a partial admission).
+	Request corev1.ResourceList `json:"request,omitempty"`
+	// PartialAdmission, for a unit admitted with fewer pods than it asks
+	// for, says how many: "2 of 4 pods of pod set main".
+	PartialAdmission string `json:"partialAdmission,omitempty"`
 	// Position is 1-based among the queue's waiting units; 0 when not waiting.
 	Position int `json:"position,omitempty"`
 	// Reason is why the unit waits.

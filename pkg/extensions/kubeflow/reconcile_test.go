@@ -1,0 +1,109 @@
+package kubeflow
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"testing"
+
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+
+	"github.com/koord-queue/koord-queue/apis"
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
+	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
+)
+
+// TestKubeflowJobsAreNotAdmittedPartially: a Kubeflow job cannot run fewer
+// replicas than it asks for, so its unit has no minCount, and a unit
+// admitted with fewer pods anyway (a minCount written on it by hand) does
+// not release the job: the unit is deleted and the job queued again whole.
+func TestKubeflowJobsAreNotAdmittedPartially(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	if err := apis.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := kftraining.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	integ := PyTorchJobIntegration()
+	j := extensionstest.MakePyTorchJob("py", "ns").Quota("team-a").
+		Replica(kftraining.PyTorchJobReplicaTypeMaster, 1, "cpu", "1").
+		Replica(kftraining.PyTorchJobReplicaTypeWorker, 3, "cpu", "1").Obj()
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(j).
+		WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &kftraining.PyTorchJob{}).
+		WithIndex(&elasticquotav1alpha1.ElasticQuota{}, framework.IndexQuotaNamespaces, framework.QuotaNamespacesIndex).Build()
+	recorder := record.NewFakeRecorder(100)
+	r := framework.NewJobReconciler(c, c, recorder, integ)
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(j)}
+	unitKey := client.ObjectKey{Namespace: "ns", Name: integ.UnitName("py")}
+	reconcile := func() {
+		t.Helper()
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+	}
+	unit := func() *schedulingv1alpha1.QueueUnit {
+		t.Helper()
+		u := &schedulingv1alpha1.QueueUnit{}
+		if err := c.Get(ctx, unitKey, u); err != nil {
+			t.Fatal(err)
+		}
+		return u
+	}
+	noMinCount := func(u *schedulingv1alpha1.QueueUnit) {
+		t.Helper()
+		for _, ps := range u.Spec.PodSets {
+			if ps.MinCount != nil {
+				t.Errorf("pod set %s of the unit has minCount %d, want none", ps.Name, *ps.MinCount)
+			}
+		}
+	}
+
+	reconcile()
+	u := unit()
+	noMinCount(u)
+
+	// By hand, and admitted with 1 of its 3 workers before the extension
+	// noticed.
+	u.Spec.PodSets[1].MinCount = new(int32)
+	*u.Spec.PodSets[1].MinCount = 1
+	if err := c.Update(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	queueunit.Admit(u, "team-a", queueunit.Request(u), map[string]int32{"worker": 1}, nil, metav1.Now())
+	if err := c.Status().Update(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	reconcile()
+	var got kftraining.PyTorchJob
+	if err := c.Get(ctx, req.NamespacedName, &got); err != nil {
+		t.Fatal(err)
+	}
+	if !NewPyTorchJob(&got).IsSuspended() {
+		t.Error("the job was released with fewer workers than it runs")
+	}
+	if err := c.Get(ctx, unitKey, &schedulingv1alpha1.QueueUnit{}); err == nil {
+		t.Error("the unit admitted with fewer pods is still there")
+	}
+	var events []string
+	for len(recorder.Events) > 0 {
+		events = append(events, <-recorder.Events)
+	}
+	want := "Warning Requeued The QueueUnit was admitted with fewer pods than the job runs (1 of 3 pods of pod set worker), and a PyTorchJob cannot run fewer"
+	if !slices.ContainsFunc(events, func(e string) bool { return strings.HasPrefix(e, want) }) {
+		t.Errorf("events %q, want one starting %q", events, want)
+	}
+
+	reconcile()
+	noMinCount(unit())
+}

@@ -1,0 +1,129 @@
+package queueunit
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/resources"
+)
+
+// Partial admission, as in Kueue: a pod set with a minCount may be admitted
+// with fewer pods than its count, down to minCount, when the whole unit does
+// not fit. status.admissions[].replicas records what each pod set was
+// admitted with; it is the one record of a partial admission, so that a
+// restart charges the unit what it was charged when admitted.
+
+// MayAdmitPartially reports whether u may be admitted with fewer pods than
+// it asks for: a pod set has a minCount below its count, and its pod sets
+// ask for its whole request (Request). A unit whose spec.resource says
+// otherwise is admitted whole: what fewer of its pods ask for is not known.
+func MayAdmitPartially(u *schedulingv1alpha1.QueueUnit) bool {
+	shrinks := false
+	for _, ps := range u.Spec.PodSets {
+		if ps.MinCount != nil && *ps.MinCount < ps.Count {
+			shrinks = true
+			break
+		}
+	}
+	return shrinks && podSetsAskRequest(u)
+}
+
+// podSetsAskRequest reports whether u's pod sets add up to its request, as
+// every extension's unit does.
+func podSetsAskRequest(u *schedulingv1alpha1.QueueUnit) bool {
+	return resources.Equal(Request(u), resources.PodSetsRequests(u.Spec.PodSets))
+}
+
+// PartialCounts is, for a unit admitted partially, the pods each pod set
+// that holds fewer than its count was admitted with, by name, as its
+// admissions say; nil when the unit holds all its pods or no quota. Only
+// pod sets with a minCount count: a unit without one that was resized while
+// admitted holds its new request, as it always did.
+func PartialCounts(u *schedulingv1alpha1.QueueUnit) map[string]int32 {
+	if len(u.Status.Admissions) == 0 {
+		return nil
+	}
+	var out map[string]int32
+	for _, ps := range u.Spec.PodSets {
+		if ps.MinCount == nil {
+			continue
+		}
+		for _, a := range u.Status.Admissions {
+			if a.Name == ps.Name && a.Replicas < int64(ps.Count) {
+				if out == nil {
+					out = map[string]int32{}
+				}
+				out[ps.Name] = int32(max(a.Replicas, 0))
+			}
+		}
+	}
+	if out != nil && !podSetsAskRequest(u) {
+		return nil // edited since: it holds what it reads
+	}
+	return out
+}
+
+// allows reports whether u's pod sets allow the counts of a partial
+// admission: each names a pod set with a minCount, below its count, and the
+// pod sets ask for u's request, as PartialCounts reads them back.
+func allows(u *schedulingv1alpha1.QueueUnit, partial map[string]int32) bool {
+	if len(partial) == 0 {
+		return true
+	}
+	for name, n := range partial {
+		i := slices.IndexFunc(u.Spec.PodSets, func(ps schedulingv1alpha1.PodSet) bool { return ps.Name == name })
+		if i < 0 || u.Spec.PodSets[i].MinCount == nil || n < 0 || n >= u.Spec.PodSets[i].Count {
+			return false
+		}
+	}
+	return podSetsAskRequest(u)
+}
+
+// Held is what a unit holding quota is charged: its Request, or, admitted
+// partially, what the pods it was admitted with ask for.
+func Held(u *schedulingv1alpha1.QueueUnit) corev1.ResourceList {
+	return HeldWith(u, PartialCounts(u))
+}
+
+// HeldWith is what u holds when admitted with counts: the pods of each pod
+// set counts names (fewer than its count), all pods of the others. Empty
+// counts: its whole Request.
+func HeldWith(u *schedulingv1alpha1.QueueUnit, counts map[string]int32) corev1.ResourceList {
+	if len(counts) == 0 {
+		return Request(u)
+	}
+	podRequests := make([]corev1.ResourceList, len(u.Spec.PodSets))
+	pods := make([]int32, len(u.Spec.PodSets))
+	for i := range u.Spec.PodSets {
+		ps := &u.Spec.PodSets[i]
+		podRequests[i], pods[i] = resources.PodRequests(&ps.Template.Spec), admittedCount(ps, counts)
+	}
+	return resources.PodsRequests(podRequests, pods)
+}
+
+// admittedCount is how many pods of ps counts admits: all of them unless
+// counts names fewer.
+func admittedCount(ps *schedulingv1alpha1.PodSet, counts map[string]int32) int32 {
+	if n, ok := counts[ps.Name]; ok && n < ps.Count {
+		return max(n, 0)
+	}
+	return ps.Count
+}
+
+// PartialNote says which pod sets counts admits with fewer pods than they
+// ask for, in words for a message or an event ("2 of 4 pods of pod set
+// main"); "" when counts admits every pod.
+func PartialNote(u *schedulingv1alpha1.QueueUnit, counts map[string]int32) string {
+	var parts []string
+	for i := range u.Spec.PodSets {
+		ps := &u.Spec.PodSets[i]
+		if n := admittedCount(ps, counts); n < ps.Count {
+			parts = append(parts, fmt.Sprintf("%d of %d pods of pod set %s", n, ps.Count, ps.Name))
+		}
+	}
+	return strings.Join(parts, ", ")
+}
