@@ -75,5 +75,5 @@ func (x *quotaIndex) Serving(ns string) string {
 // waits in (Queues are named after their quotas), and the rule that chose it
 // (queueunit.QuotaOf). Empty: no quota.
 func (x *quotaIndex) quotaNameOf(u *schedulingv1alpha1.QueueUnit) (string, queueunit.QuotaRule) {
-	return queueunit.QuotaOf(u.Labels, u.Spec.Queue, u.Namespace, x)
+	return queueunit.QuotaOfUnit(u, x)
 }

@@ -2,6 +2,7 @@ package queueunit
 
 import (
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 )
 
 // QuotaRule names the rule that chose the quota of a unit (or of a job).
@@ -52,6 +53,20 @@ type Quotas interface {
 	Serving(ns string) string
 	// Exists reports whether a quota of that name exists.
 	Exists(name string) bool
+}
+
+// QuotaOfUnit is QuotaOf for a unit. A quota label an extension set from
+// the job's namespace keeps the rule that chose it (AnnotationQuotaRule),
+// so that the unit says why it is in that queue.
+func QuotaOfUnit(u *schedulingv1alpha1.QueueUnit, quotas Quotas) (string, QuotaRule) {
+	quota, rule := QuotaOf(u.Labels, u.Spec.Queue, u.Namespace, quotas)
+	if rule == QuotaByLabel {
+		switch recorded := QuotaRule(u.Annotations[schedulingv1alpha1.AnnotationQuotaRule]); recorded {
+		case QuotaByNamespaceName, QuotaByNamespacesAnnotation:
+			rule = recorded
+		}
+	}
+	return quota, rule
 }
 
 // QuotaOf is the quota a unit in namespace ns with these labels and

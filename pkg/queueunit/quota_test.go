@@ -4,7 +4,9 @@ import (
 	"testing"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // fakeQuotas: quotas by name, each in a namespace, some serving namespaces.
@@ -56,6 +58,33 @@ func TestQuotaOf(t *testing.T) {
 			quota, rule := queueunit.QuotaOf(tc.labels, tc.queue, tc.ns, tc.quotas)
 			if quota != tc.wantQuota || rule != tc.wantRule {
 				t.Errorf("QuotaOf = %q by %q, want %q by %q", quota, rule, tc.wantQuota, tc.wantRule)
+			}
+		})
+	}
+}
+
+// TestQuotaOfUnit: a quota label an extension set from the job's namespace
+// keeps the rule that chose it; any other value of the annotation is ignored.
+func TestQuotaOfUnit(t *testing.T) {
+	quotas := fakeQuotas{at: map[string]string{"ml": "ml"}}
+	cases := map[string]struct {
+		rule     string
+		wantRule queueunit.QuotaRule
+	}{
+		"the namespace's quota":      {rule: "namespace name", wantRule: queueunit.QuotaByNamespaceName},
+		"the namespaces annotation":  {rule: "namespaces annotation", wantRule: queueunit.QuotaByNamespacesAnnotation},
+		"no annotation: the label":   {wantRule: queueunit.QuotaByLabel},
+		"a rule a label cannot hide": {rule: "default quota", wantRule: queueunit.QuotaByLabel},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			u := wrappers.MakeQueueUnit("u", "ml").Quota("ml").Obj()
+			if tc.rule != "" {
+				u.Annotations = map[string]string{schedulingv1alpha1.AnnotationQuotaRule: tc.rule}
+			}
+			quota, rule := queueunit.QuotaOfUnit(u, quotas)
+			if quota != "ml" || rule != tc.wantRule {
+				t.Errorf("QuotaOfUnit = %q by %q, want ml by %q", quota, rule, tc.wantRule)
 			}
 		})
 	}

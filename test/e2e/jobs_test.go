@@ -17,6 +17,7 @@ import (
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/test/seeds"
 	"github.com/koord-queue/koord-queue/test/testenv"
 	"github.com/koord-queue/koord-queue/test/wrappers"
@@ -31,7 +32,9 @@ type usageMonitor struct {
 	done chan struct{}
 }
 
-// monitorUsage samples the cpu that the units of quota in ns hold.
+// monitorUsage samples the cpu that the units of quota in ns hold; every
+// unit of ns when quota is empty (units of jobs that name no quota carry no
+// quota label).
 func monitorUsage(ns, quota string) *usageMonitor {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &usageMonitor{stop: cancel, done: make(chan struct{})}
@@ -41,7 +44,11 @@ func monitorUsage(ns, quota string) *usageMonitor {
 		defer ticker.Stop()
 		for {
 			list := &schedulingv1alpha1.QueueUnitList{}
-			if err := k8sClient.List(ctx, list, client.InNamespace(ns), client.MatchingLabels{elasticquotav1alpha1.LabelQuotaName: quota}); err == nil {
+			opts := []client.ListOption{client.InNamespace(ns)}
+			if quota != "" {
+				opts = append(opts, client.MatchingLabels{elasticquotav1alpha1.LabelQuotaName: quota})
+			}
+			if err := k8sClient.List(ctx, list, opts...); err == nil {
 				var used resource.Quantity
 				for _, u := range list.Items {
 					for _, a := range u.Status.Admissions {
@@ -179,6 +186,43 @@ func TestKoordQueueRestartMidRun(t *testing.T) {
 	waitJobsComplete(t, 3*time.Minute, ns, names...)
 	if peak := monitor.Peak(); peak.Cmp(resource.MustParse("3")) > 0 {
 		t.Errorf("restart-team held %s cpu at its peak, over its max of 3", peak.String())
+	}
+}
+
+// TestNamespaceNamedQuotaOnKwok: Jobs that name no quota, in a namespace
+// that has an ElasticQuota of its own name, are queued to that quota, as
+// koord-scheduler charges their pods: the second waits for the first, says
+// which rule chose its quota, and both run on kwok.
+func TestNamespaceNamedQuotaOnKwok(t *testing.T) {
+	ns := "ns-named"
+	create(t, namespaceObj(ns))
+	create(t, wrappers.MakeElasticQuota(ns, ns).Max(corev1.ResourceCPU, "1").Obj())
+	monitor := monitorUsage(ns, "")
+	for _, name := range []string{"first", "second"} {
+		job := batchJob(ns, name, "", "1")
+		delete(job.Labels, elasticquotav1alpha1.LabelQuotaName)
+		create(t, job)
+	}
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) error {
+		u, err := unitView(ctx, ns, "second")
+		if err != nil {
+			return err
+		}
+		if u.Queue != ns || u.QuotaRule != string(queueunit.QuotaByNamespaceName) {
+			return fmt.Errorf("second is in queue %q by rule %q, want queue %q by rule %q", u.Queue, u.QuotaRule, ns, queueunit.QuotaByNamespaceName)
+		}
+		return nil
+	})
+	jobs := waitJobsComplete(t, 2*time.Minute, ns, "first", "second")
+	if peak := monitor.Peak(); peak.Cmp(resource.MustParse("1")) > 0 {
+		t.Errorf("quota %s held %s cpu at its peak, over its max of 1", ns, peak.String())
+	}
+	a, b := jobs["first"], jobs["second"]
+	if a.Status.StartTime.After(b.Status.StartTime.Time) {
+		a, b = b, a
+	}
+	if b.Status.StartTime.Before(a.Status.CompletionTime) {
+		t.Errorf("%s started at %v, before %s completed at %v: both ran at once in a 1-cpu quota", b.Name, b.Status.StartTime, a.Name, a.Status.CompletionTime)
 	}
 }
 

@@ -58,6 +58,11 @@ const (
 	// writes it with the lowered parallelism and puts the parallelism back
 	// (removing it) when the Job is suspended again.
 	AnnotationOriginalParallelism = "koord-queue/original-parallelism"
+	// AnnotationQuotaRule on a QueueUnit says which rule chose the quota its
+	// quota label names, when an extension set that label from the job's
+	// namespace ("namespace name" or "namespaces annotation"): the label
+	// pins the unit to that quota, and the rule stays visible.
+	AnnotationQuotaRule = "koord-queue/quota-rule"
 	// ArgoSuspendTemplate is the template that marks a Workflow as queued.
 	ArgoSuspendTemplate = "koord-queue-suspend"
 )

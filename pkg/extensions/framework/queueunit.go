@@ -15,6 +15,7 @@ import (
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/resources"
 )
 
@@ -79,13 +80,17 @@ func unitMeta(obj client.Object) (labels, annotations map[string]string) {
 // newQueueUnit is the unit a job gets when it is first queued. quota, when
 // not empty, is a quota found for the job's namespace rather than on its
 // labels; the unit carries it as its quota label.
-func newQueueUnit(integ Integration, obj client.Object, sets []schedulingv1alpha1.PodSet, className string, priority *int32, quota string) *schedulingv1alpha1.QueueUnit {
+func newQueueUnit(integ Integration, obj client.Object, sets []schedulingv1alpha1.PodSet, className string, priority *int32, quota string, rule queueunit.QuotaRule) *schedulingv1alpha1.QueueUnit {
 	labels, annotations := unitMeta(obj)
 	if quota != "" {
 		if labels == nil {
 			labels = map[string]string{}
 		}
 		labels[elasticquotav1alpha1.LabelQuotaName] = quota
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[schedulingv1alpha1.AnnotationQuotaRule] = string(rule)
 	}
 	request := resources.PodSetsRequests(sets)
 	return &schedulingv1alpha1.QueueUnit{

@@ -12,6 +12,7 @@ import (
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
 	"github.com/koord-queue/koord-queue/test/wrappers"
 )
@@ -82,7 +83,7 @@ func TestNewQueueUnit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := newQueueUnit(integ, job, sets, "high", ptr.To[int32](100), "")
+	got := newQueueUnit(integ, job, sets, "high", ptr.To[int32](100), "", "")
 	want := &schedulingv1alpha1.QueueUnit{
 		ObjectMeta: metav1.ObjectMeta{
 			Name: "train-fake-qu", Namespace: "ns",
@@ -108,9 +109,12 @@ func TestNewQueueUnit(t *testing.T) {
 
 	t.Run("a namespace's quota labels the unit", func(t *testing.T) {
 		plain := extensionstest.MakeJob("plain", "ns").Obj()
-		got := newQueueUnit(integ, plain, sets, "", nil, "team-b")
+		got := newQueueUnit(integ, plain, sets, "", nil, "team-b", queueunit.QuotaByNamespacesAnnotation)
 		if q := got.Labels[elasticquotav1alpha1.LabelQuotaName]; q != "team-b" {
 			t.Errorf("quota label = %q, want team-b", q)
+		}
+		if r := got.Annotations[schedulingv1alpha1.AnnotationQuotaRule]; r != string(queueunit.QuotaByNamespacesAnnotation) {
+			t.Errorf("quota rule annotation = %q, want %q", r, queueunit.QuotaByNamespacesAnnotation)
 		}
 	})
 }

@@ -227,7 +227,7 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 	if err != nil {
 		return err
 	}
-	unit := newQueueUnit(r.integ, obj, unitSets, className, priority, verdict.NamespaceQuota)
+	unit := newQueueUnit(r.integ, obj, unitSets, className, priority, verdict.NamespaceQuota, verdict.NamespaceRule)
 
 	var warnings []Warning
 	switch {
