@@ -22,6 +22,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/resources"
 	"github.com/koord-queue/koord-queue/pkg/scheduler"
 	"github.com/koord-queue/koord-queue/pkg/visibility/api"
+	"github.com/koord-queue/koord-queue/pkg/watched"
 )
 
 // unitRecord is what the Cache keeps of a QueueUnit besides what the core keeps.
@@ -75,7 +76,8 @@ type Cache struct {
 	// backingOff are the units whose notBefore is set, so a cycle looks
 	// only at them, not at every unit.
 	backingOff map[string]*unitRecord
-	nodes      map[string]corev1.ResourceList
+	// nodes' capacity (watched.NodeCapacity; nil while unusable), by name.
+	nodes map[string]corev1.ResourceList
 	// wake has room for one signal: events coalesce while a cycle runs.
 	wake chan struct{}
 	// dirty units changed since the loop last looked at them.
@@ -120,10 +122,22 @@ func (c *Cache) notify() {
 }
 
 // UpsertElasticQuota records a quota and re-maps units that fell back to one.
+// An update that changes nothing koord-queue reads (koord-scheduler's
+// figures, rewritten about once a second) only replaces the object kept.
 func (c *Cache) UpsertElasticQuota(eq *elasticquotav1alpha1.ElasticQuota) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	copies := slices.DeleteFunc(c.quotaCopies[eq.Name], func(o *elasticquotav1alpha1.ElasticQuota) bool { return o.Namespace == eq.Namespace })
+	sameNamespace := func(o *elasticquotav1alpha1.ElasticQuota) bool { return o.Namespace == eq.Namespace }
+	if i := slices.IndexFunc(c.quotaCopies[eq.Name], sameNamespace); i >= 0 && !watched.ElasticQuotaChanged(c.quotaCopies[eq.Name][i], eq) {
+		if c.quotaObjects[eq.Name] == c.quotaCopies[eq.Name][i] {
+			c.quotaObjects[eq.Name] = eq
+		}
+		c.quotaCopies[eq.Name][i] = eq
+		metrics.WatchedUpdates.WithLabelValues(metrics.KindElasticQuota, metrics.UpdateIgnored).Inc()
+		return
+	}
+	metrics.WatchedUpdates.WithLabelValues(metrics.KindElasticQuota, metrics.UpdateApplied).Inc()
+	copies := slices.DeleteFunc(c.quotaCopies[eq.Name], sameNamespace)
 	copies = append(copies, eq)
 	slices.SortFunc(copies, olderFirst)
 	c.quotaCopies[eq.Name] = copies
@@ -244,15 +258,21 @@ func (c *Cache) DeleteQueue(name string) {
 	c.notify()
 }
 
-// UpsertNode counts a node's allocatable while it is Ready and schedulable.
+// UpsertNode counts a node's allocatable while it is Ready and schedulable
+// (watched.NodeCapacity). An update that leaves that as it was (a heartbeat,
+// a label) changes nothing.
 func (c *Cache) UpsertNode(n *corev1.Node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if nodeUsable(n) {
-		c.nodes[n.Name] = n.Status.Allocatable
-	} else {
-		delete(c.nodes, n.Name)
+	capacity := watched.NodeCapacity(n)
+	if before, known := c.nodes[n.Name]; known && !watched.CapacityChanged(before, capacity) {
+		metrics.WatchedUpdates.WithLabelValues(metrics.KindNode, metrics.UpdateIgnored).Inc()
+		return
 	}
+	metrics.WatchedUpdates.WithLabelValues(metrics.KindNode, metrics.UpdateApplied).Inc()
+	// Kept even when nil: the first node seen, usable or not, sets the
+	// cluster's capacity, so nodes none of which is Ready give nothing.
+	c.nodes[n.Name] = capacity
 	c.setCapacity()
 }
 
@@ -262,18 +282,6 @@ func (c *Cache) DeleteNode(name string) {
 	defer c.mu.Unlock()
 	delete(c.nodes, name)
 	c.setCapacity()
-}
-
-func nodeUsable(n *corev1.Node) bool {
-	if n.Spec.Unschedulable || n.DeletionTimestamp != nil {
-		return false
-	}
-	for _, cond := range n.Status.Conditions {
-		if cond.Type == corev1.NodeReady {
-			return cond.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }
 
 func (c *Cache) setCapacity() {

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -14,6 +15,7 @@ import (
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/metrics"
+	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // TestQuotaMetricsGoWithTheirQuota: a deleted ElasticQuota's
@@ -112,5 +114,99 @@ func TestVisibilityShowsTheQuotaRule(t *testing.T) {
 	want := map[string]string{"by-namespace": "ml by namespace name", "by-label": "ml by label"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("queue and quota rule (-want +got):\n%s", diff)
+	}
+}
+
+// TestUpdatesOfWhatIsNotReadCostNothing: koord-scheduler rewrites every
+// ElasticQuota's figures about once a second, and nodes report heartbeats.
+// Such an update neither wakes the loop nor re-places a unit; one that
+// changes a quota's limits or a node's capacity does both.
+func TestUpdatesOfWhatIsNotReadCostNothing(t *testing.T) {
+	quota := func() *elasticquotav1alpha1.ElasticQuota {
+		return wrappers.MakeElasticQuota("ml", "ml").Max(corev1.ResourceCPU, "4").
+			Annotation(elasticquotav1alpha1.AnnotationRuntime, `{"cpu":"1"}`).Obj()
+	}
+	node := func() *corev1.Node { return wrappers.Node("n1", "32", "64Gi") }
+	cases := map[string]struct {
+		quota func(*elasticquotav1alpha1.ElasticQuota)
+		node  func(*corev1.Node)
+		want  bool
+	}{
+		"koord-scheduler's figures and status.used": {
+			quota: func(eq *elasticquotav1alpha1.ElasticQuota) {
+				eq.Annotations[elasticquotav1alpha1.AnnotationRuntime] = `{"cpu":"3"}`
+				eq.Annotations[elasticquotav1alpha1.AnnotationRequest] = `{"cpu":"5"}`
+				eq.Status.Used = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}
+				eq.ResourceVersion = "2"
+			},
+		},
+		"a quota's max": {
+			quota: func(eq *elasticquotav1alpha1.ElasticQuota) {
+				eq.Spec.Max[corev1.ResourceCPU] = resource.MustParse("6")
+			},
+			want: true,
+		},
+		"a node's heartbeat": {
+			node: func(n *corev1.Node) {
+				n.Status.Conditions[0].LastHeartbeatTime = metav1.Unix(200, 0)
+				n.ResourceVersion = "2"
+			},
+		},
+		"a node cordoned": {
+			node: func(n *corev1.Node) { n.Spec.Unschedulable = true },
+			want: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := NewCache()
+			eq, n := quota(), node()
+			c.UpsertElasticQuota(eq)
+			c.UpsertNode(n)
+			// Served by namespace: re-placed whenever quotas are rebuilt.
+			c.UpsertUnit(&schedulingv1alpha1.QueueUnit{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "u"},
+				Spec: schedulingv1alpha1.QueueUnitSpec{Resource: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}}})
+			c.takeDirty()
+			<-c.Wake()
+
+			if tc.quota != nil {
+				eq = eq.DeepCopy()
+				tc.quota(eq)
+				c.UpsertElasticQuota(eq)
+			} else {
+				n = n.DeepCopy()
+				tc.node(n)
+				c.UpsertNode(n)
+			}
+			woken := len(c.Wake()) > 0
+			replaced := len(c.dirty) > 0
+			if woken != tc.want || (tc.quota != nil && replaced != tc.want) {
+				t.Errorf("woke the loop: %v, re-placed units: %v; want %v", woken, replaced, tc.want)
+			}
+			if got := c.quotaObject("ml"); got != eq {
+				t.Errorf("the Cache keeps resourceVersion %s of the quota, want the latest (%s)", got.ResourceVersion, eq.ResourceVersion)
+			}
+		})
+	}
+}
+
+// TestNodesNoneReadyGiveNothing: a cluster whose nodes are all seen, none
+// Ready, has no capacity; nothing is admitted until one is Ready.
+func TestNodesNoneReadyGiveNothing(t *testing.T) {
+	c := NewCache()
+	c.UpsertElasticQuota(wrappers.MakeElasticQuota("ml", "ml").Max(corev1.ResourceCPU, "4").Obj())
+	c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "ml"}})
+	node := wrappers.Node("n1", "32", "64Gi")
+	node.Status.Conditions[0].Status = corev1.ConditionFalse
+	c.UpsertNode(node)
+	c.UpsertUnit(wrappers.MakeQueueUnit("u", "ml").Quota("ml").Request(corev1.ResourceCPU, "1").Obj())
+	if res := c.cycle(time.Unix(100, 0), -1); len(res.Admissions) != 0 {
+		t.Fatalf("admitted %v with no Ready node", res.Admissions)
+	}
+	node = node.DeepCopy()
+	node.Status.Conditions[0].Status = corev1.ConditionTrue
+	c.UpsertNode(node)
+	if res := c.cycle(time.Unix(101, 0), -1); len(res.Admissions) != 1 {
+		t.Fatalf("admitted %v once the node is Ready, want the unit", res.Admissions)
 	}
 }

@@ -49,6 +49,15 @@ var (
 		Name: "koord_queue_evictions_total", Help: "Units evicted, by reason.",
 	}, []string{"reason"})
 
+	// WatchedUpdates counts the ElasticQuota and Node events the admission
+	// cache received, by kind and whether it applied them (the quota tree
+	// or the cluster's capacity changed, every queue is woken) or ignored
+	// them (nothing koord-queue reads changed: koord-scheduler's figures,
+	// a node's heartbeat).
+	WatchedUpdates = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "koord_queue_watched_updates_total", Help: "ElasticQuota and Node events by kind, applied or ignored (nothing koord-queue reads changed).",
+	}, []string{"kind", "result"})
+
 	// CycleDuration is how long one scheduling cycle takes.
 	CycleDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "koord_queue_scheduling_cycle_duration_seconds",
@@ -65,6 +74,14 @@ const (
 	KindRuntime = "runtime"
 )
 
+// Kinds and results of WatchedUpdates.
+const (
+	KindElasticQuota = "ElasticQuota"
+	KindNode         = "Node"
+	UpdateApplied    = "applied"
+	UpdateIgnored    = "ignored"
+)
+
 func init() {
-	metrics.Registry.MustRegister(PendingUnits, AdmittedUnits, AdmissionAttempts, AdmissionWaitTime, QuotaResource, Evictions, CycleDuration)
+	metrics.Registry.MustRegister(PendingUnits, AdmittedUnits, AdmissionAttempts, AdmissionWaitTime, QuotaResource, Evictions, WatchedUpdates, CycleDuration)
 }

@@ -21,6 +21,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
@@ -28,6 +29,7 @@ import (
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/watched"
 )
 
 const (
@@ -85,9 +87,21 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	})
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(controllerName).
-		Watches(&elasticquotav1alpha1.ElasticQuota{}, byName).
+		Watches(&elasticquotav1alpha1.ElasticQuota{}, byName, builder.WithPredicates(quotaReadChanged())).
 		Watches(&schedulingv1alpha1.Queue{}, byName, builder.WithPredicates(inQueueNamespace())).
 		Complete(r)
+}
+
+// quotaReadChanged lets through the updates that change what koord-queue
+// reads of an ElasticQuota: koord-scheduler rewrites every quota's figures
+// about once a second, and each would be a reconcile (a list, a get, and
+// again any Warning event the quota deserves) that changes nothing.
+func quotaReadChanged() predicate.Predicate {
+	return predicate.Funcs{UpdateFunc: func(e event.UpdateEvent) bool {
+		old, okOld := e.ObjectOld.(*elasticquotav1alpha1.ElasticQuota)
+		updated, okNew := e.ObjectNew.(*elasticquotav1alpha1.ElasticQuota)
+		return !okOld || !okNew || watched.ElasticQuotaChanged(old, updated)
+	}}
 }
 
 func inQueueNamespace() predicate.Predicate {

@@ -8,10 +8,15 @@
 package wrappers
 
 import (
+	"encoding/json"
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
@@ -197,4 +202,21 @@ func Node(name, cpu, memory string) *corev1.Node {
 			Conditions:  []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}},
 		},
 	}
+}
+
+// KoordSchedulerPatches are the writes koord-scheduler's elasticquota
+// plugin makes to a quota whose figures moved, about once a second: a JSON
+// merge patch of its annotations (every one of
+// elasticquotav1alpha1.KoordSchedulerFigures, here all cpu) and one of
+// status.used. koord-scheduler sends both in one patch of the object; the
+// CRD here has a status subresource, so status.used is its own patch.
+func KoordSchedulerPatches(cpu string) (annotations, status client.Patch) {
+	figure := fmt.Sprintf(`{"cpu":%q}`, cpu)
+	figures := map[string]string{}
+	for _, key := range elasticquotav1alpha1.KoordSchedulerFigures {
+		figures[key] = figure
+	}
+	meta, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": figures}})
+	used, _ := json.Marshal(map[string]any{"status": map[string]any{"used": map[string]string{"cpu": cpu}}})
+	return client.RawPatch(types.MergePatchType, meta), client.RawPatch(types.MergePatchType, used)
 }

@@ -23,10 +23,27 @@ const (
 	LabelAllowLentResource = "quota.scheduling.koordinator.sh/allow-lent-resource"
 	// AnnotationSharedWeight weighs a quota's part of idle capacity; default its max.
 	AnnotationSharedWeight = "quota.scheduling.koordinator.sh/shared-weight"
-	// AnnotationRuntime is the quota's runtime share as last computed.
-	AnnotationRuntime = "quota.scheduling.koordinator.sh/runtime"
 	// AnnotationQuotaNamespaces is a JSON list of namespaces the quota serves.
 	AnnotationQuotaNamespaces = "quota.scheduling.koordinator.sh/namespaces"
+
+	// koord-scheduler's figures of a quota, JSON resource lists it rewrites
+	// (with status.used) about once a second whenever they moved.
+	// koord-queue computes its own and reads none of them.
+
+	// AnnotationRuntime is the quota's runtime share as last computed.
+	AnnotationRuntime = "quota.scheduling.koordinator.sh/runtime"
+	// AnnotationRequest is what the quota's pods request, capped by its max.
+	AnnotationRequest = "quota.scheduling.koordinator.sh/request"
+	// AnnotationChildRequest is what its children request.
+	AnnotationChildRequest = "quota.scheduling.koordinator.sh/child-request"
+	// AnnotationGuaranteed is the part of its min it is guaranteed.
+	AnnotationGuaranteed = "quota.scheduling.koordinator.sh/guaranteed"
+	// AnnotationAllocated is what its pods were allocated.
+	AnnotationAllocated = "quota.scheduling.koordinator.sh/allocated"
+	// AnnotationNonPreemptibleRequest is what its non-preemptible pods request.
+	AnnotationNonPreemptibleRequest = "quota.scheduling.koordinator.sh/non-preemptible-request"
+	// AnnotationNonPreemptibleUsed is what its non-preemptible pods use.
+	AnnotationNonPreemptibleUsed = "quota.scheduling.koordinator.sh/non-preemptible-used"
 
 	// RootQuotaName is the root of the tree; its capacity is the cluster's.
 	RootQuotaName = "koordinator-root-quota"
@@ -35,6 +52,12 @@ const (
 	// DefaultQuotaName serves jobs that name no quota.
 	DefaultQuotaName = "koordinator-default-quota"
 )
+
+// KoordSchedulerFigures are the annotations koord-scheduler rewrites.
+var KoordSchedulerFigures = []string{
+	AnnotationRuntime, AnnotationRequest, AnnotationChildRequest, AnnotationGuaranteed,
+	AnnotationAllocated, AnnotationNonPreemptibleRequest, AnnotationNonPreemptibleUsed,
+}
 
 // QuotaNameFromLabels is the ElasticQuota an object's labels name:
 // LabelQuotaName, else the older LabelQuotaNameAlibabaCloud; empty when

@@ -115,6 +115,12 @@ func (p *Process) Err() error { return p.proc.Err() }
 // valid after Done.
 func (p *Process) Crashed() bool { return !p.stopping.Load() }
 
+// CPUSeconds is the CPU time the process has used so far.
+func (p *Process) CPUSeconds() (float64, error) {
+	cpu, _, err := ProcSample(p.proc.Pid())
+	return cpu, err
+}
+
 // Stop asks the process to shut down (SIGTERM, then SIGKILL after 10s)
 // and returns what it used until then.
 func (p *Process) Stop() Stats {

@@ -112,6 +112,49 @@ func CreateQuotas(ctx context.Context, c client.Client, s *scenario.Scenario) er
 	return nil
 }
 
+// CreateChurnQuotas creates the extra ElasticQuotas the scenario's churn
+// patches (scenario.ChurnQuotas: 1 cpu each, under the root, no units) and
+// waits until koord-queue has made their Queues and written their first
+// status, so that work is done before the first unit arrives.
+func CreateChurnQuotas(ctx context.Context, c client.Client, s *scenario.Scenario) error {
+	names := s.ChurnQuotas()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(burstWorkers)
+	for _, name := range names {
+		g.Go(func() error {
+			if err := c.Create(gctx, wrappers.MakeElasticQuota(name, QuotaNamespace).Max(corev1.ResourceCPU, "1").Obj()); err != nil {
+				return fmt.Errorf("creating ElasticQuota %s: %w", name, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return err
+	}
+	var waiting int
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+		queues := &schedulingv1alpha1.QueueList{}
+		if err := c.List(ctx, queues, client.InNamespace(schedulingv1alpha1.QueueNamespace)); err != nil {
+			return false, err
+		}
+		ready := map[string]bool{}
+		for _, q := range queues.Items {
+			ready[q.Name] = len(q.Status.Conditions) > 0
+		}
+		waiting = 0
+		for _, name := range names {
+			if !ready[name] {
+				waiting++
+			}
+		}
+		return waiting == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for koord-queue to make and report the churned quotas' Queues (%d of %d missing): %w", waiting, len(names), err)
+	}
+	return nil
+}
+
 // ElasticQuota is the object that stands for q.
 func ElasticQuota(s *scenario.Scenario, q scenario.Quota) *elasticquotav1alpha1.ElasticQuota {
 	eq := wrappers.MakeElasticQuota(q.Name, QuotaNamespace).

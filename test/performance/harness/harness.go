@@ -14,6 +14,9 @@ import (
 	"os"
 	"path/filepath"
 	"runtime/pprof"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -23,6 +26,7 @@ import (
 
 	"github.com/koord-queue/koord-queue/test/cluster"
 	"github.com/koord-queue/koord-queue/test/performance/checker"
+	"github.com/koord-queue/koord-queue/test/performance/churn"
 	"github.com/koord-queue/koord-queue/test/performance/controller"
 	"github.com/koord-queue/koord-queue/test/performance/generator"
 	"github.com/koord-queue/koord-queue/test/performance/kube"
@@ -69,7 +73,7 @@ func Run(ctx context.Context, s scenario.Scenario, opts Options) (*checker.Resul
 	}
 	defer os.Remove(kubeconfig)
 
-	r := &run{s: &s, opts: opts, cfg: cfg, kubeconfig: kubeconfig, crashed: make(chan error, 1)}
+	r := &run{s: &s, opts: opts, cfg: cfg, kubeconfig: kubeconfig, crashed: make(chan error, 1), servers: serverProcesses(env)}
 	res, err := r.run(ctx)
 	if err != nil {
 		return nil, err
@@ -109,6 +113,8 @@ type run struct {
 	opts       Options
 	cfg        *rest.Config
 	kubeconfig string
+	// servers are the API server's and etcd's process ids, by name.
+	servers map[string]int
 
 	recorder *checker.Recorder
 	// crashed receives why koord-queue exited when nobody stopped it.
@@ -158,22 +164,154 @@ func (r *run) run(ctx context.Context) (*checker.Result, error) {
 		return nil, err
 	}
 	defer r.stopController(true)
+	if r.s.Churn.Quotas > 0 {
+		if err := generator.CreateChurnQuotas(ctx, genClient, r.s); err != nil {
+			return nil, err
+		}
+	}
 	if err := generator.CreateQuotas(ctx, genClient, r.s); err != nil {
 		return nil, err
 	}
+	stopChurn, err := r.startChurn(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cpuBeforeUnits, cpuKnown := r.controllerCPU()
+	serversBeforeUnits := r.serverCPU()
 	genErr := make(chan error, 1)
 	go func() { genErr <- generator.Generate(ctx, genClient, r.s) }()
 	restartErr := make(chan error, 1)
 	go func() { restartErr <- r.restarts(ctx) }()
 	if err := r.waitFinished(ctx, start, genErr, restartErr); err != nil {
+		stopChurn()
 		return nil, err
 	}
+	churned := stopChurn()
+	serversAfterUnits := r.serverCPU()
 	r.stopController(true)
 	res := r.recorder.Summarize(r.s)
 	res.Short, res.Command = r.opts.Short, r.opts.Command
 	res.Controller = r.controllerStats(res.WallSeconds)
+	if cpuKnown && r.s.Restarts == 0 && res.WorkloadSeconds > 0 {
+		// Wall includes the setup (the churn's extra quotas): this is
+		// what koord-queue used while the units ran, comparable between
+		// scenarios of one workload.
+		cpu := res.Controller.CPUSeconds - cpuBeforeUnits
+		addExtra(res, "koord-queue CPU seconds from the first unit created", cpu)
+		addExtra(res, "koord-queue cores from the first unit created", cpu/res.WorkloadSeconds)
+	}
+	for name, after := range serversAfterUnits {
+		if before, ok := serversBeforeUnits[name]; ok && res.WorkloadSeconds > 0 {
+			// The machine's cores are shared: what the API server spent
+			// is what the run's requests cost everyone.
+			addExtra(res, name+" cores from the first unit created", (after-before)/res.WorkloadSeconds)
+		}
+	}
+	if r.s.Churn.Quotas > 0 {
+		addExtra(res, "churn: ElasticQuotas patched", float64(len(r.churnNames())))
+		addExtra(res, "churn: rounds", float64(churned.Rounds))
+		addExtra(res, "churn: rounds slower than the interval", float64(churned.LateRounds))
+		addExtra(res, "churn: patches per second", churned.PatchesPerSecond())
+		addExtra(res, "churn: failed patches", float64(churned.Failed))
+		if churned.LastError != nil && r.opts.Progress != nil {
+			fmt.Fprintf(r.opts.Progress, "  %s: the last of %d failed churn patches: %v\n", r.s.Name, churned.Failed, churned.LastError)
+		}
+	}
 	res.Check(r.s.Bounds)
 	return res, nil
+}
+
+func addExtra(res *checker.Result, name string, value float64) {
+	if res.Extra == nil {
+		res.Extra = map[string]float64{}
+	}
+	res.Extra[name] = value
+}
+
+// churnNames are the ElasticQuotas the scenario's churn patches: its own,
+// then the extra ones.
+func (r *run) churnNames() []string {
+	var names []string
+	for _, q := range r.s.Quotas {
+		names = append(names, q.Name)
+	}
+	names = append(names, r.s.ChurnQuotas()...)
+	return names[:min(len(names), r.s.Churn.Quotas)]
+}
+
+// startChurn plays koord-scheduler, if the scenario says so, until stop is
+// called, through a client whose rate limiter allows the churn's rate (and
+// a tenth more, so a round ends within its interval while the API server
+// keeps up) and nothing else.
+func (r *run) startChurn(ctx context.Context) (stop func() churn.Stats, err error) {
+	if r.s.Churn.Quotas == 0 {
+		return func() churn.Stats { return churn.Stats{} }, nil
+	}
+	names := r.churnNames()
+	rate := 1.1 * float64(churn.PatchesPerQuota*len(names)) / r.s.Churn.Interval.Seconds()
+	c, err := kube.ClientWithBudget(r.cfg, "perf-churn", float32(rate), max(int(rate/10), 1))
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan churn.Stats, 1)
+	churner := &churn.Churner{Client: c, Namespace: generator.QuotaNamespace, Names: names}
+	go func() { done <- churner.Run(ctx, r.s.Churn.Interval) }()
+	return func() churn.Stats {
+		cancel()
+		return <-done
+	}, nil
+}
+
+// serverProcesses finds the API server's and etcd's processes by the
+// directories envtest started them with; a process not found is left out.
+func serverProcesses(env *envtest.Environment) map[string]int {
+	want := map[string]string{
+		"kube-apiserver": "--cert-dir=" + env.ControlPlane.APIServer.CertDir,
+		"etcd":           "--data-dir=" + env.ControlPlane.Etcd.DataDir,
+	}
+	found := map[string]int{}
+	cmdlines, _ := filepath.Glob("/proc/[0-9]*/cmdline")
+	for _, path := range cmdlines {
+		data, err := os.ReadFile(path)
+		if err != nil {
+			continue
+		}
+		pid, err := strconv.Atoi(filepath.Base(filepath.Dir(path)))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(data), "\x00")
+		for name, arg := range want {
+			if slices.Contains(args, arg) {
+				found[name] = pid
+			}
+		}
+	}
+	return found
+}
+
+// serverCPU is the CPU seconds the API server and etcd have used so far.
+func (r *run) serverCPU() map[string]float64 {
+	out := map[string]float64{}
+	for name, pid := range r.servers {
+		if cpu, _, err := controller.ProcSample(pid); err == nil {
+			out[name] = cpu
+		}
+	}
+	return out
+}
+
+// controllerCPU is the CPU koord-queue's process has used so far; false
+// when it runs in-process or cannot be read.
+func (r *run) controllerCPU() (float64, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.process == nil {
+		return 0, false
+	}
+	cpu, err := r.process.CPUSeconds()
+	return cpu, err == nil
 }
 
 // watch starts the checker's and the runner's informers, each through a

@@ -30,8 +30,13 @@ const (
 // limiter) for one part of the harness, named in the API server's logs by
 // userAgent.
 func Client(cfg *rest.Config, userAgent string) (client.WithWatch, error) {
+	return ClientWithBudget(cfg, userAgent, HarnessQPS, HarnessBurst)
+}
+
+// ClientWithBudget is Client with its rate limiter set to qps and burst.
+func ClientWithBudget(cfg *rest.Config, userAgent string, qps float32, burst int) (client.WithWatch, error) {
 	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst, cfg.UserAgent = HarnessQPS, HarnessBurst, userAgent
+	cfg.QPS, cfg.Burst, cfg.UserAgent = qps, burst, userAgent
 	scheme, err := testenv.NewScheme()
 	if err != nil {
 		return nil, fmt.Errorf("building scheme: %w", err)

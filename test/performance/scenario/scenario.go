@@ -30,6 +30,8 @@ type Scenario struct {
 	// Restarts kills (SIGKILL) and restarts koord-queue this many times,
 	// spread evenly over the admissions.
 	Restarts int
+	// Churn plays koord-scheduler while the units run; zero: it is not there.
+	Churn KoordSchedulerChurn
 	// Timeout bounds the whole run; a run that has not finished by then fails.
 	Timeout time.Duration
 	// Bounds the checker holds the run to.
@@ -56,6 +58,26 @@ func (q Quota) Nominal() int64 {
 		return q.Min
 	}
 	return q.Max
+}
+
+// KoordSchedulerChurn is koord-scheduler rewriting ElasticQuotas' figures:
+// every Interval, Quotas ElasticQuotas (the scenario's own first, then
+// ChurnQuotas, extra ones without units) are merge-patched as its
+// elasticquota plugin patches them: the runtime, request, ... annotations
+// and status.used, with values that change every round.
+type KoordSchedulerChurn struct {
+	Quotas   int
+	Interval time.Duration
+}
+
+// ChurnQuotas names the extra ElasticQuotas the churn needs beyond the
+// scenario's own: they hold no units.
+func (s *Scenario) ChurnQuotas() []string {
+	var names []string
+	for i := range s.Churn.Quotas - len(s.Quotas) {
+		names = append(names, fmt.Sprintf("churn-%04d", i))
+	}
+	return names
 }
 
 // Class is a kind of unit.
@@ -173,6 +195,9 @@ func (s *Scenario) Validate() error {
 				errs = append(errs, fmt.Sprintf("class %s asks %d cpu, more than quota %s's max %d", set.Class.Name, set.Class.CPU, leaf.Name, leaf.Max))
 			}
 		}
+	}
+	if s.Churn.Quotas > 0 && s.Churn.Interval <= 0 {
+		errs = append(errs, "churn needs an interval")
 	}
 	if s.QPS <= 0 || s.Burst <= 0 {
 		errs = append(errs, "QPS and burst must be positive")

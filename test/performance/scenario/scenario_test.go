@@ -17,6 +17,8 @@ func TestCatalog(t *testing.T) {
 		wantCPU               int64
 		wantRestarts          int
 		wantGeneration        time.Duration
+		// wantChurned: the scenario's quotas and the extra ones.
+		wantChurned int
 	}{
 		"baseline is Kueue's shape: 30 queues, 15,000 units, QPS 50": {
 			name: "baseline", wantUnits: 15000, wantLeaves: 30, wantQPS: 50, wantCPU: 600, wantGeneration: 60 * time.Second,
@@ -36,6 +38,12 @@ func TestCatalog(t *testing.T) {
 		"restart is the baseline killed three times": {
 			name: "restart", wantUnits: 15000, wantLeaves: 30, wantQPS: 50, wantCPU: 600, wantRestarts: 3, wantGeneration: 60 * time.Second,
 		},
+		"churn is the baseline while 1,000 quotas are patched": {
+			name: "churn", wantUnits: 15000, wantLeaves: 30, wantQPS: 50, wantCPU: 600, wantGeneration: 60 * time.Second, wantChurned: 1000,
+		},
+		"short churn: the short baseline while 200 quotas are patched": {
+			name: "churn", short: true, wantUnits: 1200, wantLeaves: 12, wantQPS: 50, wantCPU: 240, wantGeneration: 12 * time.Second, wantChurned: 200,
+		},
 	}
 	for desc, tc := range cases {
 		t.Run(desc, func(t *testing.T) {
@@ -43,10 +51,14 @@ func TestCatalog(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got := []any{s.Units(), len(s.Leaves()), s.QPS, s.ClusterCPU, s.Restarts, s.GenerationTime()}
-			want := []any{tc.wantUnits, tc.wantLeaves, tc.wantQPS, tc.wantCPU, tc.wantRestarts, tc.wantGeneration}
+			churned := 0
+			if s.Churn.Quotas > 0 {
+				churned = len(s.Quotas) + len(s.ChurnQuotas())
+			}
+			got := []any{s.Units(), len(s.Leaves()), s.QPS, s.ClusterCPU, s.Restarts, s.GenerationTime(), churned}
+			want := []any{tc.wantUnits, tc.wantLeaves, tc.wantQPS, tc.wantCPU, tc.wantRestarts, tc.wantGeneration, tc.wantChurned}
 			if diff := cmp.Diff(want, got); diff != "" {
-				t.Errorf("units, leaves, QPS, cluster cpu, restarts, generation time (-want +got):\n%s", diff)
+				t.Errorf("units, leaves, QPS, cluster cpu, restarts, generation time, quotas churned (-want +got):\n%s", diff)
 			}
 		})
 	}
