@@ -60,3 +60,37 @@ func TestWaitForPodsRunningCountsScheduledPods(t *testing.T) {
 		t.Errorf("both of first's pods scheduled (-want +got):\n%s", diff)
 	}
 }
+
+// TestInQueuePreemptionTakesUnitsNotFullyRunning: in-queue preemption reads
+// "not running" as the gate does: a lower-priority unit one of whose pods no
+// node took is a victim, though its phase says Running; one whose pods are
+// all on nodes is not.
+func TestInQueuePreemptionTakesUnitsNotFullyRunning(t *testing.T) {
+	for name, tc := range map[string]struct {
+		scheduled   int64
+		wantVictims []string
+	}{
+		"one of its two pods on a node": {scheduled: 1, wantVictims: []string{"ns/low"}},
+		"both its pods on nodes":        {scheduled: 2},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := NewCache()
+			c.UpsertNode(wrappers.Node("n", "32", "64Gi"))
+			c.UpsertElasticQuota(wrappers.MakeElasticQuota("team-a", "quotas").Max(corev1.ResourceCPU, "2").Obj())
+			c.UpsertQueue(&schedulingv1alpha1.Queue{
+				ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team-a",
+					Annotations: map[string]string{schedulingv1alpha1.AnnotationEnableQueueUnitPreemption: "true"}},
+			})
+			c.UpsertUnit(wrappers.MakeQueueUnit("low", "ns").Quota("team-a").Priority(1).PodSet("main", 2, "cpu", "1").
+				Phase(schedulingv1alpha1.Running).RunningAdmission("main", 2, tc.scheduled).Obj())
+			c.UpsertUnit(wrappers.MakeQueueUnit("high", "ns").Quota("team-a").Priority(10).PodSet("main", 2, "cpu", "1").Obj())
+			var victims []string
+			for _, p := range c.cycle(time.Unix(200, 0), -1).Preemptions {
+				victims = append(victims, p.Victims...)
+			}
+			if diff := cmp.Diff(tc.wantVictims, victims); diff != "" {
+				t.Errorf("victims (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
