@@ -12,17 +12,20 @@ import (
 	"os"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/koord-queue/koord-queue/apis"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/integrations"
 	"github.com/koord-queue/koord-queue/pkg/extensions/webhook"
 	"github.com/koord-queue/koord-queue/pkg/probes"
@@ -99,8 +102,12 @@ func run() error {
 		LeaderElectionReleaseOnCancel: true,
 		WebhookServer:                 ctrlwebhook.NewServer(ctrlwebhook.Options{Port: *webhookPort, CertDir: *certDir}),
 		// Nothing here reads managedFields, and the API server keeps them
-		// on writes that leave them out.
-		Cache: cache.Options{DefaultTransform: cache.TransformStripManagedFields()},
+		// on writes that leave them out. Every pod of the cluster is
+		// watched, to count the jobs' pods on nodes: each is kept stripped.
+		Cache: cache.Options{
+			DefaultTransform: cache.TransformStripManagedFields(),
+			ByObject:         map[client.Object]cache.ByObject{&corev1.Pod{}: framework.PodCache()},
+		},
 	})
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)

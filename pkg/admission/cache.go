@@ -418,7 +418,14 @@ func (c *Cache) place(r *unitRecord) {
 		Request:     r.request,
 		EnqueueTime: u.CreationTimestamp.Time,
 		Admitted:    holds,
-		Running:     u.Status.Phase == schedulingv1alpha1.Running,
+		// Running as wait-for-pods-running means it: every admitted pod
+		// set's pods on nodes, not the phase (which says one pod runs).
+		Running: queueunit.FullyRunning(u),
+	}
+	if holds && !su.Running && queueunit.Admitted(u.EffectivePhase()) {
+		// Not for a unit reserved for its checks or evicted: pods are not
+		// what it waits for.
+		su.NotRunning = queueunit.RunningShortfall(u)
 	}
 	switch {
 	case r.admission != nil:

@@ -14,8 +14,9 @@ import (
 
 var t0 = metav1.NewTime(time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC))
 
+// running is n pods of pod set main that run, on nodes.
 func running(n int32) map[string]queueunit.PodCount {
-	return map[string]queueunit.PodCount{"main": {Running: n}}
+	return map[string]queueunit.PodCount{"main": {Running: n, Scheduled: n}}
 }
 
 // TestFollowJob: the extensions' transitions in detail (TestTransitions has
@@ -41,14 +42,42 @@ func TestFollowJob(t *testing.T) {
 		"an admitted unit whose job runs pods is Running": {
 			unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2).
 				Phase(schedulingv1alpha1.Dequeued).Admission("main", 2).Obj(),
-			job:         queueunit.JobState{Pods: map[string]queueunit.PodCount{"main": {Running: 1, Pending: 1}}},
+			job:         queueunit.JobState{Pods: map[string]queueunit.PodCount{"main": {Running: 1, Pending: 1, Scheduled: 1}}},
 			wantChanged: true,
 			wantStatus: schedulingv1alpha1.QueueUnitStatus{
 				Phase: schedulingv1alpha1.Running, LastUpdateTime: &t0,
 				PodState:   schedulingv1alpha1.PodState{Running: 1, Pending: 1},
 				Admissions: []schedulingv1alpha1.Admission{{Name: "main", Replicas: 2, Running: 1}},
 				Conditions: []metav1.Condition{{Type: schedulingv1alpha1.QueueUnitPodsReady, Status: metav1.ConditionFalse,
-					Reason: queueunit.ReasonWaitingForPods, Message: "1 of 2 pods of the job run", LastTransitionTime: t0}},
+					Reason: queueunit.ReasonWaitingForPods, Message: "pod set main has 1 of 2 pods scheduled", LastTransitionTime: t0}},
+			},
+		},
+		"pods on nodes count in admissions before they run; the phase waits for one to run": {
+			unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2).
+				Phase(schedulingv1alpha1.Dequeued).Admission("main", 2).Obj(),
+			job:         queueunit.JobState{Pods: map[string]queueunit.PodCount{"main": {Pending: 2, Scheduled: 2}}},
+			wantChanged: true,
+			wantStatus: schedulingv1alpha1.QueueUnitStatus{
+				Phase:      schedulingv1alpha1.Dequeued,
+				PodState:   schedulingv1alpha1.PodState{Pending: 2},
+				Admissions: []schedulingv1alpha1.Admission{{Name: "main", Replicas: 2, Running: 2}},
+				Conditions: []metav1.Condition{{Type: schedulingv1alpha1.QueueUnitPodsReady, Status: metav1.ConditionTrue,
+					Reason: queueunit.ReasonPodsReady, Message: "All 2 pods of the job are scheduled", LastTransitionTime: t0}},
+			},
+		},
+		"a running job one of whose pod sets is not all scheduled is not PodsReady, and says which": {
+			unit: wrappers.MakeQueueUnit("u", "ns").PodSet("master", 1).PodSet("worker", 2).
+				Phase(schedulingv1alpha1.Running).Admission("master", 1).Admission("worker", 2).Obj(),
+			job: queueunit.JobState{Pods: map[string]queueunit.PodCount{
+				"master": {Running: 1, Scheduled: 1}, "worker": {Running: 1, Pending: 1, Scheduled: 1}}},
+			wantChanged: true,
+			wantStatus: schedulingv1alpha1.QueueUnitStatus{
+				Phase:    schedulingv1alpha1.Running,
+				PodState: schedulingv1alpha1.PodState{Running: 2, Pending: 1},
+				Admissions: []schedulingv1alpha1.Admission{
+					{Name: "master", Replicas: 1, Running: 1}, {Name: "worker", Replicas: 2, Running: 1}},
+				Conditions: []metav1.Condition{{Type: schedulingv1alpha1.QueueUnitPodsReady, Status: metav1.ConditionFalse,
+					Reason: queueunit.ReasonWaitingForPods, Message: "pod set worker has 1 of 2 pods scheduled", LastTransitionTime: t0}},
 			},
 		},
 		"an admitted unit whose job is still suspended stays Dequeued": {
@@ -60,7 +89,7 @@ func TestFollowJob(t *testing.T) {
 				Phase:      schedulingv1alpha1.Dequeued,
 				Admissions: []schedulingv1alpha1.Admission{{Name: "main", Replicas: 1}},
 				Conditions: []metav1.Condition{{Type: schedulingv1alpha1.QueueUnitPodsReady, Status: metav1.ConditionFalse,
-					Reason: queueunit.ReasonWaitingForPods, Message: "0 of 1 pods of the job run", LastTransitionTime: t0}},
+					Reason: queueunit.ReasonWaitingForPods, Message: "pod set main has 0 of 1 pods scheduled", LastTransitionTime: t0}},
 			},
 		},
 		"all pods running make PodsReady true and running never exceeds replicas": {
@@ -73,7 +102,7 @@ func TestFollowJob(t *testing.T) {
 				PodState:   schedulingv1alpha1.PodState{Running: 3},
 				Admissions: []schedulingv1alpha1.Admission{{Name: "main", Replicas: 2, Running: 2}},
 				Conditions: []metav1.Condition{{Type: schedulingv1alpha1.QueueUnitPodsReady, Status: metav1.ConditionTrue,
-					Reason: queueunit.ReasonPodsReady, Message: "All 2 pods of the job run", LastTransitionTime: t0}},
+					Reason: queueunit.ReasonPodsReady, Message: "All 2 pods of the job are scheduled", LastTransitionTime: t0}},
 			},
 		},
 		"a finished job's unit Succeeds and gives its quota back": {
@@ -105,6 +134,16 @@ func TestFollowJob(t *testing.T) {
 			wantStatus: schedulingv1alpha1.QueueUnitStatus{
 				Phase:      schedulingv1alpha1.Enqueued,
 				PodState:   schedulingv1alpha1.PodState{Running: 1},
+				Admissions: []schedulingv1alpha1.Admission{{Name: "main", Replicas: 2, Running: 1}},
+			},
+		},
+		"an evicted unit keeps its admissions while a pod holds a node that its job's status no longer counts": {
+			unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2).
+				Phase(schedulingv1alpha1.Enqueued).Admission("main", 2).Obj(),
+			job:         queueunit.JobState{Suspended: true, Pods: map[string]queueunit.PodCount{"main": {Scheduled: 1}}},
+			wantChanged: true,
+			wantStatus: schedulingv1alpha1.QueueUnitStatus{
+				Phase:      schedulingv1alpha1.Enqueued,
 				Admissions: []schedulingv1alpha1.Admission{{Name: "main", Replicas: 2, Running: 1}},
 			},
 		},

@@ -258,10 +258,16 @@ func Enqueue(u *schedulingv1alpha1.QueueUnit, message string, now metav1.Time) b
 	return true
 }
 
-// PodCount is how many pods of a pod set run and how many wait.
+// PodCount is how many pods of a pod set run, wait, and hold a node.
 type PodCount struct {
+	// Running and Pending are as the job's framework reports them in the
+	// job's status (ready, active, ...): podState and the phase Running.
 	Running int32
 	Pending int32
+	// Scheduled counts the pods with a node assigned that have neither
+	// finished nor are being deleted: admissions[].running, as Koord-Queue
+	// counts it, and what wait-for-pods-running waits for (FullyRunning).
+	Scheduled int32
 }
 
 // JobState is what an extension observed of a unit's job.
@@ -310,33 +316,39 @@ func FollowJob(u *schedulingv1alpha1.QueueUnit, js JobState, now metav1.Time) bo
 		return !equality.Semantic.DeepEqual(before, &u.Status)
 	}
 
-	var running, pending int32
+	var running, pending, scheduled int32
 	for _, c := range js.Pods {
 		running += c.Running
 		pending += c.Pending
+		scheduled += c.Scheduled
 	}
 	st.PodState = schedulingv1alpha1.PodState{Running: int(running), Pending: int(pending)}
 	for i := range st.Admissions {
 		a := &st.Admissions[i]
-		a.Running = min(int64(js.Pods[a.Name].Running), a.Replicas)
+		a.Running = min(int64(js.Pods[a.Name].Scheduled), a.Replicas)
 	}
 
 	// An evicted unit keeps its admissions until its job's pods are gone,
 	// so that their quota is not handed out twice; then they go.
-	if st.Phase == schedulingv1alpha1.Enqueued && js.Suspended && running == 0 && pending == 0 {
+	if st.Phase == schedulingv1alpha1.Enqueued && js.Suspended && running == 0 && pending == 0 && scheduled == 0 {
 		st.Admissions = nil
 	}
 
+	// The phase says that the job runs pods; PodsReady, as the queue's
+	// wait-for-pods-running, that all its pods are on nodes (FullyRunning).
 	isAdmitted := Admitted(st.Phase)
 	if isAdmitted && !js.Suspended && running > 0 {
 		setPhase(schedulingv1alpha1.Running)
 	}
 	if isAdmitted || meta.FindStatusCondition(st.Conditions, schedulingv1alpha1.QueueUnitPodsReady) != nil {
 		want := podsWanted(u)
-		ready := isAdmitted && !js.Suspended && running >= want
-		reason, msg := ReasonPodsReady, fmt.Sprintf("All %d pods of the job run", want)
+		ready := isAdmitted && !js.Suspended && FullyRunning(u)
+		reason, msg := ReasonPodsReady, fmt.Sprintf("All %d pods of the job are scheduled", want)
 		if !ready {
-			reason, msg = ReasonWaitingForPods, fmt.Sprintf("%d of %d pods of the job run", running, want)
+			reason, msg = ReasonWaitingForPods, RunningShortfall(u)
+			if msg == "" {
+				msg = fmt.Sprintf("%d of %d pods of the job are scheduled", min(scheduled, want), want)
+			}
 		}
 		setCondition(u, schedulingv1alpha1.QueueUnitPodsReady, ready, reason, msg, now)
 	}

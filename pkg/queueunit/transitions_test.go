@@ -230,7 +230,7 @@ func TestTransitions(t *testing.T) {
 		"its released job runs all its pods: Running, PodsReady": {
 			unit: admitted(true),
 			transition: func(u *schedulingv1alpha1.QueueUnit) bool {
-				return queueunit.FollowJob(u, queueunit.JobState{Pods: map[string]queueunit.PodCount{"main": {Running: 1}}}, now)
+				return queueunit.FollowJob(u, queueunit.JobState{Pods: map[string]queueunit.PodCount{"main": {Running: 1, Scheduled: 1}}}, now)
 			},
 			want: after{Changed: true, Phase: schedulingv1alpha1.Running, HoldsQuota: true, Message: "admitted by queue team-a",
 				Conditions: []string{admittedOK, "PodsReady=True/PodsReady", reserved}, Admissions: 1},
@@ -254,7 +254,7 @@ func TestTransitions(t *testing.T) {
 		"evicted, its job's pods still run: the quota is kept": {
 			unit: evicted(),
 			transition: func(u *schedulingv1alpha1.QueueUnit) bool {
-				return queueunit.FollowJob(u, queueunit.JobState{Suspended: true, Pods: map[string]queueunit.PodCount{"main": {Running: 1}}}, now)
+				return queueunit.FollowJob(u, queueunit.JobState{Suspended: true, Pods: map[string]queueunit.PodCount{"main": {Running: 1, Scheduled: 1}}}, now)
 			},
 			want: after{Changed: true, Phase: schedulingv1alpha1.Enqueued, HoldsQuota: true, Message: "preempted",
 				Conditions: []string{"Admitted=False/Preempted", "Evicted=True/Preempted", reserved}, Admissions: 1},

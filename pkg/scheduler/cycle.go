@@ -110,8 +110,12 @@ func (s *Scheduler) turn(qs *queueState, now time.Time, res *Result) bool {
 			return false // woken when its victims are gone
 		}
 		running := sortedKeys(qs.notRunning)[0]
-		s.headWaits(qs, off.Head.Key, fmt.Sprintf("queue %s waits for %s to be running (wait-for-pods-running)", name, running), res)
-		return false // woken when that unit runs or leaves
+		reason := fmt.Sprintf("queue %s waits for %s to be running (wait-for-pods-running)", name, running)
+		if us := s.units[running]; us != nil && us.u.NotRunning != "" {
+			reason += ": " + us.u.NotRunning
+		}
+		s.headWaits(qs, off.Head.Key, reason, res)
+		return false // woken when that unit runs, leaves or says it lacks less
 	}
 	var err error
 	s.free, s.binding, err = s.engine.Headroom(qs.quota, s.free, s.binding)

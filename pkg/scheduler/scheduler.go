@@ -537,6 +537,8 @@ func (s *Scheduler) updateAdmitted(us *unitState, old, u Unit, req quota.Vector)
 		} else {
 			qs.notRunning[u.Key] = struct{}{}
 		}
+	} else if qs != nil && !u.Running && old.NotRunning != u.NotRunning && qs.spec.Config.WaitForPodsRunning {
+		s.wake(old.Queue) // its head's wait reason quotes NotRunning
 	}
 	return nil
 }

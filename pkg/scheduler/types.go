@@ -48,8 +48,13 @@ type Unit struct {
 	// Admitted is true while the unit holds quota: from admission until it
 	// finishes, fails, is deleted, or is evicted and its pods are gone.
 	Admitted bool
-	// Running is true once the unit's pods run.
+	// Running is true once the unit's pods run: all of them, on nodes
+	// (queueunit.FullyRunning), for wait-for-pods-running.
 	Running bool
+	// NotRunning says what an admitted unit that is not Running lacks, such
+	// as "pod set main has 1 of 2 pods scheduled", for the wait reason of
+	// the queue it holds shut.
+	NotRunning string
 	// AdmitTime is when it was admitted, for units restored as Admitted;
 	// zero means EnqueueTime. Victims are taken most recently admitted first.
 	AdmitTime time.Time

@@ -104,6 +104,13 @@ func (w *QueueUnitWrapper) Admission(name string, replicas int64) *QueueUnitWrap
 	return w
 }
 
+// RunningAdmission adds an admission of replicas to a pod set, running
+// of whose pods are scheduled.
+func (w *QueueUnitWrapper) RunningAdmission(name string, replicas, running int64) *QueueUnitWrapper {
+	w.Status.Admissions = append(w.Status.Admissions, schedulingv1alpha1.Admission{Name: name, Replicas: replicas, Running: running})
+	return w
+}
+
 // Condition adds a condition.
 func (w *QueueUnitWrapper) Condition(typ string, status metav1.ConditionStatus, reason string) *QueueUnitWrapper {
 	w.Status.Conditions = append(w.Status.Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason})

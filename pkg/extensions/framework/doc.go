@@ -16,10 +16,12 @@
 //   - phase: Enqueued on a unit with no phase; Running once an admitted
 //     unit's job runs pods; Succeed or Failed when the job ends;
 //   - lastUpdateTime, when it changes the phase;
-//   - podState and admissions[].running, from the job's status;
+//   - podState, from the job's status; admissions[].running, the job's
+//     pods with a node assigned, read from the pods themselves (pods.go);
 //   - admissions, cleared when the job ends, and when an evicted unit (phase
 //     Enqueued) has its job suspended with no pods left;
-//   - conditions PodsReady and Finished;
+//   - conditions PodsReady (every pod set has all its pods on nodes) and
+//     Finished;
 //   - message, at creation and when the job ends, and, while the job cannot
 //     be queued as it is (AnnotationInvalidJob), why, cleared once it is fixed.
 //

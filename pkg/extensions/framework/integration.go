@@ -1,8 +1,10 @@
 package framework
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 )
 
 // Integration is one framework the extensions can run: its kind, how its
@@ -18,6 +20,13 @@ type Integration struct {
 	NewJob func() GenericJob
 	// AddToScheme registers the kind's Go types.
 	AddToScheme func(*runtime.Scheme) error
+	// PodSetOf names the pod set a pod of the job belongs to, as its
+	// framework's controller labels it; nil: the one pod set "main".
+	PodSetOf func(*corev1.Pod) string
+	// PodOwners lists the controllers of a job's pods when the job does not
+	// control them itself (a RayJob's are its RayCluster's and its
+	// submitter Job's); nil: the job.
+	PodOwners func(job client.Object) []PodOwner
 }
 
 // UnitName is the name of the unit of the job called jobName.

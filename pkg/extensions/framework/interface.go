@@ -30,8 +30,9 @@ type GenericJob interface {
 	// Finished reports whether the job has ended, whether it succeeded, and
 	// why, as its framework's controller says.
 	Finished() (message string, success, finished bool)
-	// Pods counts the job's pods by pod set name, as its framework's
-	// controller reports them in the job's status.
+	// Pods counts the job's running and pending pods by pod set name, as
+	// its framework's controller reports them in the job's status. (Its pods
+	// on nodes are counted from the pods: Integration.PodSetOf.)
 	Pods() map[string]PodCount
 }
 

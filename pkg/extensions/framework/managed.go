@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -20,11 +21,23 @@ import (
 // quota.scheduling.koordinator.sh/namespaces annotation lists.
 const IndexQuotaNamespaces = "elasticquota.quotaNamespaces"
 
-// SetupIndexes registers the field indexes the reconcilers use. Call it once
-// per manager, before the manager starts.
-func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
+// SetupIndexes registers the field indexes the reconcilers of integs use
+// (those with PodOwners need one of their own). Call it once per manager,
+// before the manager starts.
+func SetupIndexes(ctx context.Context, indexer client.FieldIndexer, integs ...Integration) error {
 	if err := indexer.IndexField(ctx, &elasticquotav1alpha1.ElasticQuota{}, IndexQuotaNamespaces, QuotaNamespacesIndex); err != nil {
 		return fmt.Errorf("indexing ElasticQuotas by namespace: %w", err)
+	}
+	if err := indexer.IndexField(ctx, &corev1.Pod{}, IndexPodOwner, PodOwnerIndex); err != nil {
+		return fmt.Errorf("indexing pods by controller: %w", err)
+	}
+	for _, i := range integs {
+		if i.PodOwners == nil {
+			continue
+		}
+		if err := indexer.IndexField(ctx, i.NewJob().Object(), IndexJobPodOwners, i.JobPodOwnersIndex); err != nil {
+			return fmt.Errorf("indexing %ss by the owners of their pods: %w", i.GVK.Kind, err)
+		}
 	}
 	return nil
 }
@@ -89,15 +102,8 @@ func (namespaceQuotas) Exists(string) bool { return false }
 // as the RayCluster of a RayJob or the submitter Job of a RayJob: the parent
 // is queued, not the child.
 func hasParentJob(obj metav1.Object, parents []schema.GroupKind) bool {
-	ref := metav1.GetControllerOf(obj)
-	if ref == nil {
-		return false
-	}
-	gv, err := schema.ParseGroupVersion(ref.APIVersion)
-	if err != nil {
-		return false
-	}
-	return slices.Contains(parents, schema.GroupKind{Group: gv.Group, Kind: ref.Kind})
+	parent, ok := controllerOf(obj)
+	return ok && slices.Contains(parents, parent.Kind)
 }
 
 // Scope says which jobs the queue manages. The reconcilers and the webhook

@@ -15,7 +15,9 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
@@ -80,12 +82,14 @@ func NewJobReconciler(c client.Client, reader client.Reader, recorder record.Eve
 }
 
 // SetupWithManager runs the reconciler in mgr, woken by the framework's
-// jobs and the units they own.
+// jobs, the units they own and their pods taking or leaving a node. Call
+// SetupIndexes first.
 func (r *JobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	err := ctrl.NewControllerManagedBy(mgr).
 		Named(r.integ.Name).
 		For(r.integ.NewJob().Object()).
 		Owns(&schedulingv1alpha1.QueueUnit{}).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfPod), builder.WithPredicates(podCountChanged)).
 		Complete(r)
 	if err != nil {
 		return fmt.Errorf("setting up the %s extension: %w", r.integ.Name, err)
@@ -293,7 +297,11 @@ func submittedRunningWarning(quota, unitName string) Warning {
 
 // follow keeps a job and its unit in step.
 func (r *JobReconciler) follow(ctx context.Context, job GenericJob, unit *schedulingv1alpha1.QueueUnit) error {
-	js := observe(job)
+	scheduled, err := r.scheduledPods(ctx, job.Object())
+	if err != nil {
+		return err
+	}
+	js := observe(job, scheduled)
 	now := metav1.NewTime(r.clock.Now())
 	if err := r.patchUnit(ctx, unit, true, func(u *schedulingv1alpha1.QueueUnit) bool {
 		return queueunit.FollowJob(u, js, now)

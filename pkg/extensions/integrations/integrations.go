@@ -95,7 +95,7 @@ func Scope(manageAllJobs, leaveJobsSubmittedRunning bool) (framework.Scope, erro
 
 // Setup adds a reconciler for each of integs to mgr, sharing scope.
 func Setup(ctx context.Context, mgr ctrl.Manager, integs []framework.Integration, scope framework.Scope) error {
-	if err := framework.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
+	if err := framework.SetupIndexes(ctx, mgr.GetFieldIndexer(), integs...); err != nil {
 		return err
 	}
 	recorder := mgr.GetEventRecorderFor(EventSource)

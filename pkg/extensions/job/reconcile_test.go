@@ -14,13 +14,13 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/koord-queue/koord-queue/apis"
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
+	"github.com/koord-queue/koord-queue/pkg/extensions/framework/frameworktest"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/test/wrappers"
 )
@@ -77,9 +77,8 @@ func TestReconcileRunningJobs(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.job, served).
-				WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &batchv1.Job{}).
-				WithIndex(&elasticquotav1alpha1.ElasticQuota{}, framework.IndexQuotaNamespaces, framework.QuotaNamespacesIndex).Build()
+			c := frameworktest.ClientBuilder(t, scheme).WithObjects(tc.job, served).
+				WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &batchv1.Job{}).Build()
 			recorder := record.NewFakeRecorder(100)
 			r := framework.NewJobReconciler(c, c, recorder, Integration(), framework.WithScope(tc.scope))
 			req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tc.job)}
@@ -139,9 +138,8 @@ func TestReconcileFollowsEveryPhase(t *testing.T) {
 		t.Run(string(phase), func(t *testing.T) {
 			ctx := context.Background()
 			j := extensionstest.MakeJob("j", "ns").Quota("team-a").Request("cpu", "1").Obj()
-			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(j).
-				WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &batchv1.Job{}).
-				WithIndex(&elasticquotav1alpha1.ElasticQuota{}, framework.IndexQuotaNamespaces, framework.QuotaNamespacesIndex).Build()
+			c := frameworktest.ClientBuilder(t, scheme).WithObjects(j).
+				WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &batchv1.Job{}).Build()
 			r := framework.NewJobReconciler(c, c, record.NewFakeRecorder(100), Integration())
 			req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(j)}
 			if _, err := r.Reconcile(ctx, req); err != nil { // creates the unit
@@ -199,9 +197,8 @@ func TestReconcilePartialAdmission(t *testing.T) {
 	scheme := testScheme(t)
 	j := extensionstest.MakeJob("j", "ns").Quota("team-a").Parallelism(4).Request("cpu", "1").
 		Annotation(schedulingv1alpha1.AnnotationJobMinParallelism, "2").Obj()
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(j).
-		WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &batchv1.Job{}).
-		WithIndex(&elasticquotav1alpha1.ElasticQuota{}, framework.IndexQuotaNamespaces, framework.QuotaNamespacesIndex).Build()
+	c := frameworktest.ClientBuilder(t, scheme).WithObjects(j).
+		WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &batchv1.Job{}).Build()
 	recorder := record.NewFakeRecorder(100)
 	r := framework.NewJobReconciler(c, c, recorder, Integration())
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(j)}
@@ -300,9 +297,8 @@ func TestReconcileAdmittedWholeBeforeItsCountsCameBack(t *testing.T) {
 	u := wrappers.MakeQueueUnit(Integration().UnitName("j"), "ns").PodSet("main", 4, "cpu", "1").MinCount(2).Obj()
 	u.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(j, Integration().GVK)}
 	queueunit.Admit(u, "team-a", queueunit.Request(u), nil, nil, metav1.Now())
-	c := fake.NewClientBuilder().WithScheme(testScheme(t)).WithObjects(j, u).
-		WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &batchv1.Job{}).
-		WithIndex(&elasticquotav1alpha1.ElasticQuota{}, framework.IndexQuotaNamespaces, framework.QuotaNamespacesIndex).Build()
+	c := frameworktest.ClientBuilder(t, testScheme(t)).WithObjects(j, u).
+		WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &batchv1.Job{}).Build()
 	r := framework.NewJobReconciler(c, c, record.NewFakeRecorder(100), Integration())
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(j)}
 	if _, err := r.Reconcile(ctx, req); err != nil {

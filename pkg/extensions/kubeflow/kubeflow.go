@@ -79,6 +79,12 @@ func (j *trainingJob) PodSets() ([]framework.PodSet, error) {
 
 func podSetName(rt kftraining.ReplicaType) string { return strings.ToLower(string(rt)) }
 
+// podSetOfPod is the pod set of a pod of the job: the replica type the
+// training operator labels it with, in lower case like the pod set names.
+func podSetOfPod(pod *corev1.Pod) string {
+	return podSetName(kftraining.ReplicaType(pod.Labels[kftraining.ReplicaTypeLabel]))
+}
+
 // Priority is the gang scheduling policy's priority class, when set.
 func (j *trainingJob) Priority() (string, *int32) {
 	if p := j.runPolicy.SchedulingPolicy; p != nil {

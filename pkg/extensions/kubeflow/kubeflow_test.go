@@ -91,3 +91,30 @@ func TestSuspendResumeKeepTheAnnotationInStep(t *testing.T) {
 		t.Errorf("Resume added the annotation to a job that did not use it")
 	}
 }
+
+// TestPodSetOfPod: a pod of a training job counts for the pod set of its
+// replica type, named as the unit names its pod sets.
+func TestPodSetOfPod(t *testing.T) {
+	cases := map[string]struct {
+		label string
+		want  string
+	}{
+		"the training operator's lower-case label": {label: "worker", want: "worker"},
+		"a replica type as the spec spells it":     {label: "Master", want: "master"},
+		"the MPIJob launcher":                      {label: "launcher", want: "launcher"},
+		"no label: no pod set of the job":          {want: ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			pod := extensionstest.MakePod("p", "ns")
+			if tc.label != "" {
+				pod.Label(kftraining.ReplicaTypeLabel, tc.label)
+			}
+			for _, integ := range []framework.Integration{TFJobIntegration(), PyTorchJobIntegration(), MPIJobIntegration()} {
+				if got := integ.PodSetOf(pod.Obj()); got != tc.want {
+					t.Errorf("%s: pod set %q, want %q", integ.Name, got, tc.want)
+				}
+			}
+		})
+	}
+}

@@ -15,6 +15,7 @@ func MPIJobIntegration() framework.Integration {
 		UnitSuffix:  "-mpi-qu",
 		NewJob:      func() framework.GenericJob { return NewMPIJob(&kftraining.MPIJob{}) },
 		AddToScheme: kftraining.AddToScheme,
+		PodSetOf:    podSetOfPod,
 	}
 }
 

@@ -15,6 +15,7 @@ func PyTorchJobIntegration() framework.Integration {
 		UnitSuffix:  "-py-qu",
 		NewJob:      func() framework.GenericJob { return NewPyTorchJob(&kftraining.PyTorchJob{}) },
 		AddToScheme: kftraining.AddToScheme,
+		PodSetOf:    podSetOfPod,
 	}
 }
 

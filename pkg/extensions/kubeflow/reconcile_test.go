@@ -12,13 +12,12 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	"github.com/koord-queue/koord-queue/apis"
-	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
+	"github.com/koord-queue/koord-queue/pkg/extensions/framework/frameworktest"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 )
 
@@ -39,9 +38,8 @@ func TestKubeflowJobsAreNotAdmittedPartially(t *testing.T) {
 	j := extensionstest.MakePyTorchJob("py", "ns").Quota("team-a").
 		Replica(kftraining.PyTorchJobReplicaTypeMaster, 1, "cpu", "1").
 		Replica(kftraining.PyTorchJobReplicaTypeWorker, 3, "cpu", "1").Obj()
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(j).
-		WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &kftraining.PyTorchJob{}).
-		WithIndex(&elasticquotav1alpha1.ElasticQuota{}, framework.IndexQuotaNamespaces, framework.QuotaNamespacesIndex).Build()
+	c := frameworktest.ClientBuilder(t, scheme).WithObjects(j).
+		WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &kftraining.PyTorchJob{}).Build()
 	recorder := record.NewFakeRecorder(100)
 	r := framework.NewJobReconciler(c, c, recorder, integ)
 	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(j)}

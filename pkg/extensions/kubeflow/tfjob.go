@@ -15,6 +15,7 @@ func TFJobIntegration() framework.Integration {
 		UnitSuffix:  "-tf-qu",
 		NewJob:      func() framework.GenericJob { return NewTFJob(&kftraining.TFJob{}) },
 		AddToScheme: kftraining.AddToScheme,
+		PodSetOf:    podSetOfPod,
 	}
 }
 

@@ -23,6 +23,22 @@ const (
 	SubmitterPodSet = "submitter"
 )
 
+// Labels KubeRay puts on a cluster's pods, which a user cannot override
+// (KubeRay v1.5, labelPod).
+const (
+	labelNodeType = "ray.io/node-type"
+	labelGroup    = "ray.io/group"
+)
+
+// clusterPodSet is the pod set of a pod of a Ray cluster: the head, or its
+// worker group.
+func clusterPodSet(pod *corev1.Pod) string {
+	if pod.Labels[labelNodeType] == string(rayv1.HeadNode) {
+		return HeadPodSet
+	}
+	return pod.Labels[labelGroup]
+}
+
 // clusterPodSets are the head and worker groups of a cluster spec.
 func clusterPodSets(spec *rayv1.RayClusterSpec) []framework.PodSet {
 	sets := []framework.PodSet{{Name: HeadPodSet, Template: &spec.HeadGroupSpec.Template, Count: 1}}

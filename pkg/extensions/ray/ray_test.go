@@ -6,6 +6,10 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
@@ -76,5 +80,84 @@ func TestDefaultSubmitterRequest(t *testing.T) {
 	got := resources.PodRequests(&submitter.Template.Spec)
 	if diff := cmp.Diff(qt.Res("cpu", "500m", "memory", "200Mi"), got); diff != "" {
 		t.Errorf("submitter request (-want +got):\n%s", diff)
+	}
+}
+
+// TestPodSetOfPod: a pod of a Ray cluster counts for the head or for its
+// worker group, by the labels KubeRay sets; a RayJob's submitter pod, which
+// its submitter Job controls, for the submitter.
+func TestPodSetOfPod(t *testing.T) {
+	submitterJob := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: "rj", Namespace: "ns", UID: "uid-submitter"}}
+	cases := map[string]struct {
+		pod           *corev1.Pod
+		wantCluster   string
+		wantRayJob    string
+		wantCountable bool
+	}{
+		"the head, whose group label is headgroup": {
+			pod:         extensionstest.MakePod("h", "ns").Label(labelNodeType, "head").Label(labelGroup, "headgroup").Obj(),
+			wantCluster: "head", wantRayJob: "head",
+		},
+		"a worker counts for its group": {
+			pod:         extensionstest.MakePod("w", "ns").Label(labelNodeType, "worker").Label(labelGroup, "small").Obj(),
+			wantCluster: "small", wantRayJob: "small",
+		},
+		"the submitter pod of a RayJob": {
+			pod:         extensionstest.MakePod("s", "ns").ControlledBy(submitterJob, batchv1.SchemeGroupVersion.WithKind("Job")).Obj(),
+			wantCluster: "", wantRayJob: "submitter",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := RayClusterIntegration().PodSetOf(tc.pod); got != tc.wantCluster {
+				t.Errorf("RayCluster: pod set %q, want %q", got, tc.wantCluster)
+			}
+			if got := RayJobIntegration().PodSetOf(tc.pod); got != tc.wantRayJob {
+				t.Errorf("RayJob: pod set %q, want %q", got, tc.wantRayJob)
+			}
+		})
+	}
+}
+
+// TestRayJobPodOwners: a RayJob's pods are those of the cluster KubeRay made
+// for it and of its submitter Job, named after it.
+func TestRayJobPodOwners(t *testing.T) {
+	clusterKind := schema.GroupKind{Group: "ray.io", Kind: "RayCluster"}
+	submitter := schema.GroupKind{Group: "batch", Kind: "Job"}
+	withCluster := func(w *extensionstest.RayJobWrapper) *extensionstest.RayJobWrapper {
+		w.Status.RayClusterName = "rj-x7k2p"
+		return w
+	}
+	cases := map[string]struct {
+		job  *rayv1.RayJob
+		want []framework.PodOwner
+	}{
+		"before KubeRay made its cluster: only its submitter": {
+			job:  extensionstest.MakeRayJob("rj", "ns", cluster()).Obj(),
+			want: []framework.PodOwner{{Kind: submitter, Name: "rj"}},
+		},
+		"its cluster and its submitter": {
+			job:  withCluster(extensionstest.MakeRayJob("rj", "ns", cluster())).Obj(),
+			want: []framework.PodOwner{{Kind: clusterKind, Name: "rj-x7k2p"}, {Kind: submitter, Name: "rj"}},
+		},
+		"in HTTPMode, no submitter": {
+			job:  withCluster(extensionstest.MakeRayJob("rj", "ns", cluster()).SubmissionMode(rayv1.HTTPMode)).Obj(),
+			want: []framework.PodOwner{{Kind: clusterKind, Name: "rj-x7k2p"}},
+		},
+		"on a cluster it selected, not made: only its submitter": {
+			job: func() *rayv1.RayJob {
+				j := withCluster(extensionstest.MakeRayJob("rj", "ns", cluster())).Obj()
+				j.Spec.ClusterSelector = map[string]string{"ray.io/cluster": "shared"}
+				return j
+			}(),
+			want: []framework.PodOwner{{Kind: submitter, Name: "rj"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, RayJobIntegration().PodOwners(tc.job)); diff != "" {
+				t.Errorf("pod owners (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

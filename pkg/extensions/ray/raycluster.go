@@ -19,6 +19,7 @@ func RayClusterIntegration() framework.Integration {
 		UnitSuffix:  "-raycluster-qu",
 		NewJob:      func() framework.GenericJob { return &RayCluster{} },
 		AddToScheme: rayv1.AddToScheme,
+		PodSetOf:    clusterPodSet,
 	}
 }
 

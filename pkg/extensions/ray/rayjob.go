@@ -1,6 +1,9 @@
 package ray
 
 import (
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -17,7 +20,32 @@ func RayJobIntegration() framework.Integration {
 		UnitSuffix:  "-ray-qu",
 		NewJob:      func() framework.GenericJob { return &RayJob{} },
 		AddToScheme: rayv1.AddToScheme,
+		PodSetOf:    rayJobPodSet,
+		PodOwners:   func(o client.Object) []framework.PodOwner { return (*RayJob)(o.(*rayv1.RayJob)).podOwners() },
 	}
+}
+
+// podOwners are what controls the RayJob's pods: the cluster KubeRay made
+// for it (not one it runs on by clusterSelector, whose pods are not its
+// own), and the submitter Job, which KubeRay names after the RayJob.
+func (j *RayJob) podOwners() []framework.PodOwner {
+	var out []framework.PodOwner
+	if j.Status.RayClusterName != "" && len(j.Spec.ClusterSelector) == 0 {
+		out = append(out, framework.PodOwner{Kind: rayv1.GroupVersion.WithKind("RayCluster").GroupKind(), Name: j.Status.RayClusterName})
+	}
+	if j.submits() {
+		out = append(out, framework.PodOwner{Kind: batchv1.SchemeGroupVersion.WithKind("Job").GroupKind(), Name: j.Name})
+	}
+	return out
+}
+
+// rayJobPodSet is the pod set of a pod of a RayJob: the submitter, whose
+// pod a batch Job controls, or its cluster's.
+func rayJobPodSet(pod *corev1.Pod) string {
+	if ref := metav1.GetControllerOf(pod); ref != nil && ref.Kind == "Job" && ref.APIVersion == batchv1.SchemeGroupVersion.String() {
+		return SubmitterPodSet
+	}
+	return clusterPodSet(pod)
 }
 
 // RayJob is a RayJob as the queue sees it.

@@ -71,6 +71,9 @@ func (w *UnitWrapper) Admitted(d time.Duration) *UnitWrapper {
 // Running marks the unit's pods as running.
 func (w *UnitWrapper) Running() *UnitWrapper { w.Unit.Running = true; return w }
 
+// NotRunning says what the admitted unit lacks to be running.
+func (w *UnitWrapper) NotRunning(why string) *UnitWrapper { w.Unit.NotRunning = why; return w }
+
 // Obj returns the Unit.
 func (w *UnitWrapper) Obj() scheduler.Unit { return w.Unit }
 

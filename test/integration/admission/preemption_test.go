@@ -137,7 +137,13 @@ func TestQueuePreemption(t *testing.T) {
 	staysEnqueued(t, ns, "low")
 
 	t.Run("running units are not preempted by default", func(t *testing.T) {
-		setStatus(t, ns, "high", func(u *schedulingv1alpha1.QueueUnit) { u.Status.Phase = schedulingv1alpha1.Running })
+		// Running as the extensions report it: every pod on a node.
+		setStatus(t, ns, "high", func(u *schedulingv1alpha1.QueueUnit) {
+			u.Status.Phase = schedulingv1alpha1.Running
+			for i := range u.Status.Admissions {
+				u.Status.Admissions[i].Running = u.Status.Admissions[i].Replicas
+			}
+		})
 		create(t, wrappers.MakeQueueUnit("higher", ns).Quota(ns).Priority(100).Request(corev1.ResourceCPU, "4").Consumer().Obj())
 		waitMessage(t, ns, "higher", "cpu")
 		if u, _ := getUnit(context.Background(), ns, "high"); u.EffectivePhase() != schedulingv1alpha1.Running {

@@ -16,12 +16,14 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
+	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/integrations"
 	"github.com/koord-queue/koord-queue/pkg/extensions/webhook"
 	"github.com/koord-queue/koord-queue/test/cluster"
@@ -75,6 +77,8 @@ func startControllers(ctx context.Context) (stop func(), err error) {
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		WebhookServer:          ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir}),
+		// Pods as cmd/extensions caches them.
+		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: framework.PodCache()}},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)

@@ -2,6 +2,7 @@ package extensions
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -13,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -50,7 +52,29 @@ type driver struct {
 	// finished is nil for a kind that never finishes (RayCluster).
 	finished  func(client.Object)
 	succeeded bool
+	// pod makes the i-th pod of a pod set of a running job, on no node, as
+	// the framework's controller makes it (its controller and labels).
+	pod func(job client.Object, podSet string, i int) *corev1.Pod
 }
+
+// podOf is the i-th pod of a pod set, on no node, controlled by owner.
+func podOf(job client.Object, podSet string, i int, owner client.Object, gvk schema.GroupVersionKind) *extensionstest.PodWrapper {
+	return extensionstest.MakePod(fmt.Sprintf("%s-%s-%d", job.GetName(), podSet, i), job.GetNamespace()).ControlledBy(owner, gvk)
+}
+
+// rayPod is the i-th pod of a pod set of a Ray cluster owner, as KubeRay
+// labels it.
+func rayPod(job client.Object, podSet string, i int, owner client.Object) *corev1.Pod {
+	w := podOf(job, podSet, i, owner, rayv1.GroupVersion.WithKind("RayCluster"))
+	if podSet == ray.HeadPodSet {
+		return w.Label("ray.io/node-type", "head").Label("ray.io/group", "headgroup").Obj()
+	}
+	return w.Label("ray.io/node-type", "worker").Label("ray.io/group", podSet).Obj()
+}
+
+// rayJobCluster is the name of the cluster KubeRay makes for a RayJob, as
+// the RayJob's driver reports it.
+func rayJobCluster(job client.Object) string { return job.GetName() + "-x7k2p" }
 
 func drivers() []driver {
 	now := metav1.Now()
@@ -76,6 +100,9 @@ func drivers() []driver {
 		}
 		return driver{
 			integ: integ, newJob: newJob, hasTemplates: true, succeeded: succeeded,
+			pod: func(job client.Object, podSet string, i int) *corev1.Pod {
+				return podOf(job, podSet, i, job, integ.GVK).Label(kftraining.ReplicaTypeLabel, podSet).Obj()
+			},
 			wantPodSets: []podSetWant{{"master", 1}, {"worker", 2}},
 			wantRequest: qt.Res("cpu", "3"),
 			running: func(o client.Object) {
@@ -105,6 +132,9 @@ func drivers() []driver {
 	return []driver{
 		{
 			integ: job.Integration(), hasTemplates: true, succeeded: true,
+			pod: func(j client.Object, podSet string, i int) *corev1.Pod {
+				return podOf(j, podSet, i, j, batchv1.SchemeGroupVersion.WithKind("Job")).Obj()
+			},
 			newJob: func(ns string) client.Object {
 				return extensionstest.MakeJob("train", ns).Quota("team-a").Parallelism(2).Completions(2).
 					Request("cpu", "1", "memory", "1Gi").PriorityClass("high").Obj()
@@ -149,6 +179,9 @@ func drivers() []driver {
 		}(),
 		{
 			integ: argo.Integration(), succeeded: true,
+			pod: func(job client.Object, podSet string, i int) *corev1.Pod {
+				return podOf(job, podSet, i, job, wfv1.SchemeGroupVersion.WithKind("Workflow")).Obj()
+			},
 			newJob: func(ns string) client.Object {
 				return extensionstest.MakeWorkflow("train", ns).QueueTemplate().Quota("team-a").PriorityClass("high").
 					MinResources("cpu: 5\nmemory: 5Gi").Suspend(true).Phase(wfv1.WorkflowRunning).
@@ -176,6 +209,16 @@ func drivers() []driver {
 		},
 		{
 			integ: ray.RayJobIntegration(), hasTemplates: true, succeeded: false,
+			// KubeRay runs the cluster's pods in a RayCluster it makes and the
+			// submitter's in a batch Job named after the RayJob.
+			pod: func(job client.Object, podSet string, i int) *corev1.Pod {
+				if podSet == ray.SubmitterPodSet {
+					submitter := &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Name: job.GetName(), UID: job.GetUID() + "-submitter"}}
+					return podOf(job, podSet, i, submitter, batchv1.SchemeGroupVersion.WithKind("Job")).Obj()
+				}
+				cluster := &rayv1.RayCluster{ObjectMeta: metav1.ObjectMeta{Name: rayJobCluster(job), UID: job.GetUID() + "-cluster"}}
+				return rayPod(job, podSet, i, cluster)
+			},
 			newJob: func(ns string) client.Object {
 				return extensionstest.MakeRayJob("train", ns, rayCluster()).Quota("team-a").Obj()
 			},
@@ -184,6 +227,7 @@ func drivers() []driver {
 			running: func(o client.Object) {
 				j := o.(*rayv1.RayJob)
 				j.Status.JobDeploymentStatus, j.Status.JobStatus = rayv1.JobDeploymentStatusRunning, rayv1.JobStatusRunning
+				j.Status.RayClusterName = rayJobCluster(j)
 				j.Status.RayClusterStatus = rayv1.RayClusterStatus{ReadyWorkerReplicas: 2, Conditions: []metav1.Condition{{
 					Type: string(rayv1.HeadPodReady), Status: metav1.ConditionTrue, Reason: rayv1.HeadPodRunningAndReady, LastTransitionTime: now}}}
 			},
@@ -200,6 +244,9 @@ func drivers() []driver {
 		},
 		{
 			integ: ray.RayClusterIntegration(), hasTemplates: true,
+			pod: func(job client.Object, podSet string, i int) *corev1.Pod {
+				return rayPod(job, podSet, i, job)
+			},
 			newJob: func(ns string) client.Object {
 				return extensionstest.MakeRayCluster("train", ns, rayCluster()).Quota("team-a").Obj()
 			},
@@ -290,11 +337,11 @@ func testLifecycle(t *testing.T, d driver) {
 	}
 	eventRecorded(t, ns, obj.GetName(), corev1.EventTypeNormal, framework.ReasonStarted, "admitted")
 
-	// Its pods run: so does its unit.
+	// Its pods run: so does its unit. (admissions[].running counts pods on
+	// nodes: TestPodsOnNodesAreCounted.)
 	updateJobStatus(t, obj, func() { d.running(obj) })
 	unitWhere(t, unitKey, "Running with its pods counted", func(u *schedulingv1alpha1.QueueUnit) bool {
-		return u.Status.Phase == schedulingv1alpha1.Running && u.Status.PodState.Running > 0 &&
-			len(u.Status.Admissions) > 0 && u.Status.Admissions[0].Running > 0
+		return u.Status.Phase == schedulingv1alpha1.Running && u.Status.PodState.Running > 0
 	})
 
 	// Evicted: suspended again; once its pods are gone, its templates are as

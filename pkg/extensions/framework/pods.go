@@ -1,0 +1,237 @@
+package framework
+
+import (
+	"context"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/klog/v2"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+)
+
+// A job's pods are counted from the pods themselves, not from its status:
+// admissions[].running is the number of its pods with a node assigned, as in
+// Koord-Queue, which no framework's status reports (a batch Job counts ready
+// pods, KubeRay ready workers, Kubeflow active ones).
+
+// Field indexes of the pod count.
+const (
+	// IndexPodOwner indexes pods by their controller (PodOwner.key).
+	IndexPodOwner = "pod.controller"
+	// IndexJobPodOwners indexes the jobs of an Integration with PodOwners
+	// by the owners of their pods, to find a job from its pod.
+	IndexJobPodOwners = "job.podOwners"
+)
+
+// PodOwner is the controller of some of a job's pods: the job itself, or
+// what it made to run them (a RayJob's RayCluster and submitter Job).
+type PodOwner struct {
+	Kind schema.GroupKind
+	Name string
+	// UID, when known, is the owner's: pods of an earlier owner of the same
+	// name, still being deleted, are not counted.
+	UID types.UID
+}
+
+// key is the owner's value in IndexPodOwner and IndexJobPodOwners, such as
+// "Job.batch/train"; the cache keeps each namespace's apart.
+func (o PodOwner) key() string { return o.Kind.String() + "/" + o.Name }
+
+// owns reports whether o controls pod.
+func (o PodOwner) owns(pod *corev1.Pod) bool {
+	c, ok := controllerOf(pod)
+	return ok && c.key() == o.key() && (o.UID == "" || c.UID == o.UID)
+}
+
+// controllerOf is obj's controller, from its controller reference.
+func controllerOf(obj metav1.Object) (PodOwner, bool) {
+	ref := metav1.GetControllerOf(obj)
+	if ref == nil {
+		return PodOwner{}, false
+	}
+	gv, err := schema.ParseGroupVersion(ref.APIVersion)
+	if err != nil {
+		return PodOwner{}, false
+	}
+	return PodOwner{Kind: schema.GroupKind{Group: gv.Group, Kind: ref.Kind}, Name: ref.Name, UID: ref.UID}, true
+}
+
+// PodOwnerIndex is the index function of IndexPodOwner.
+func PodOwnerIndex(o client.Object) []string {
+	if c, ok := controllerOf(o); ok {
+		return []string{c.key()}
+	}
+	return nil
+}
+
+// JobPodOwnersIndex is the index function of IndexJobPodOwners for the
+// integration's jobs.
+func (i Integration) JobPodOwnersIndex(o client.Object) []string {
+	var keys []string
+	for _, owner := range i.podOwners(o) {
+		keys = append(keys, owner.key())
+	}
+	return keys
+}
+
+// podOwners are the controllers of the pods of job obj: PodOwners, or by
+// default the job itself.
+func (i Integration) podOwners(obj client.Object) []PodOwner {
+	if i.PodOwners != nil {
+		return i.PodOwners(obj)
+	}
+	return []PodOwner{{Kind: i.GVK.GroupKind(), Name: obj.GetName(), UID: obj.GetUID()}}
+}
+
+// podSetOf names the pod set pod belongs to: PodSetOf, or by default the
+// one pod set "main".
+func (i Integration) podSetOf(pod *corev1.Pod) string {
+	if i.PodSetOf != nil {
+		return i.PodSetOf(pod)
+	}
+	return schedulingv1alpha1.DefaultPodSetName
+}
+
+// onNode reports whether pod counts as running for its unit: it has a
+// node assigned, has not failed and is not being deleted. A pod that
+// succeeded still counts: it ran its course, and a Job left with fewer
+// completions than pods, or an Argo Workflow between two steps, is not to
+// be taken for a job whose pods cannot be scheduled.
+func onNode(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodFailed
+}
+
+// countScheduled counts, by pod set, the pods that hold a node.
+func countScheduled(integ Integration, pods []corev1.Pod) map[string]int32 {
+	out := map[string]int32{}
+	for i := range pods {
+		if onNode(&pods[i]) {
+			out[integ.podSetOf(&pods[i])]++
+		}
+	}
+	return out
+}
+
+// scheduledPods counts, by pod set, the pods of job obj that hold a node,
+// as the cache has them (IndexPodOwner).
+func (r *JobReconciler) scheduledPods(ctx context.Context, obj client.Object) (map[string]int32, error) {
+	var pods []corev1.Pod
+	for _, owner := range r.integ.podOwners(obj) {
+		var list corev1.PodList
+		if err := r.client.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{IndexPodOwner: owner.key()}); err != nil {
+			return nil, fmt.Errorf("listing the pods of %s %s/%s: %w", owner.Kind, obj.GetNamespace(), owner.Name, err)
+		}
+		for _, p := range list.Items {
+			if owner.owns(&p) {
+				pods = append(pods, p)
+			}
+		}
+	}
+	return countScheduled(r.integ, pods), nil
+}
+
+// jobsOfPod names the jobs pod belongs to: its controller when it is of
+// the integration's kind, else, for an integration with PodOwners, the jobs
+// that list its controller (IndexJobPodOwners).
+func (r *JobReconciler) jobsOfPod(ctx context.Context, pod client.Object) []reconcile.Request {
+	owner, ok := controllerOf(pod)
+	if !ok {
+		return nil
+	}
+	if r.integ.PodOwners == nil {
+		if owner.Kind != r.integ.GVK.GroupKind() {
+			return nil
+		}
+		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pod.GetNamespace(), Name: owner.Name}}}
+	}
+	list, err := r.newJobList()
+	if err == nil {
+		err = r.client.List(ctx, list, client.InNamespace(pod.GetNamespace()), client.MatchingFields{IndexJobPodOwners: owner.key()})
+	}
+	if err != nil {
+		// The cache does not fail a list it has an index for; a pod
+		// missed here is counted at its job's next event.
+		ctrl.LoggerFrom(ctx).Error(err, "Cannot find the jobs of a pod", "pod", klog.KObj(pod), "kind", r.integ.GVK.Kind)
+		return nil
+	}
+	var out []reconcile.Request
+	_ = apimeta.EachListItem(list, func(o runtime.Object) error {
+		if job, ok := o.(client.Object); ok {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(job)})
+		}
+		return nil
+	})
+	return out
+}
+
+// newJobList is an empty list of the integration's kind.
+func (r *JobReconciler) newJobList() (client.ObjectList, error) {
+	gvk := r.integ.GVK.GroupVersion().WithKind(r.integ.GVK.Kind + "List")
+	o, err := r.client.Scheme().New(gvk)
+	if err != nil {
+		return nil, fmt.Errorf("making a %s: %w", gvk.Kind, err)
+	}
+	list, ok := o.(client.ObjectList)
+	if !ok {
+		return nil, fmt.Errorf("%s is not a list", gvk.Kind)
+	}
+	return list, nil
+}
+
+// podCountChanged lets through the pod events that can change a job's
+// count: a pod that comes or goes holding a node, or starts or stops
+// holding one.
+var podCountChanged = predicate.Funcs{
+	CreateFunc:  func(e event.CreateEvent) bool { return holdsNode(e.Object) },
+	UpdateFunc:  func(e event.UpdateEvent) bool { return holdsNode(e.ObjectOld) != holdsNode(e.ObjectNew) },
+	DeleteFunc:  func(e event.DeleteEvent) bool { return holdsNode(e.Object) },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
+
+func holdsNode(o client.Object) bool {
+	pod, ok := o.(*corev1.Pod)
+	return ok && onNode(pod)
+}
+
+// PodCache is how the manager's cache should keep pods (cache.Options
+// ByObject): every pod of the cluster is watched, so each is stripped to
+// what counting reads (identity, labels, controller, deletion, node, phase).
+func PodCache() cache.ByObject {
+	return cache.ByObject{Transform: StripPod}
+}
+
+// StripPod keeps of a pod what counting it reads: its name, namespace, UID,
+// resourceVersion, labels, owner references, deletion timestamp, node and
+// phase. Anything else passes unchanged.
+func StripPod(obj any) (any, error) {
+	p, ok := obj.(*corev1.Pod)
+	if !ok {
+		return obj, nil
+	}
+	return &corev1.Pod{
+		TypeMeta: p.TypeMeta,
+		ObjectMeta: metav1.ObjectMeta{
+			Name:              p.Name,
+			Namespace:         p.Namespace,
+			UID:               p.UID,
+			ResourceVersion:   p.ResourceVersion,
+			Labels:            p.Labels,
+			OwnerReferences:   p.OwnerReferences,
+			DeletionTimestamp: p.DeletionTimestamp,
+		},
+		Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName},
+		Status: corev1.PodStatus{Phase: p.Status.Phase},
+	}, nil
+}
