@@ -364,16 +364,26 @@ func (s *Scheduler) preemptionInFlight(quotaName, key string) string {
 	if len(set) == 0 {
 		return "" // the common case, on every turn
 	}
-	for _, other := range sortedKeys(set) {
+	// Usually one entry: no sorting (no allocation) on the hot path; the
+	// smallest key when there are more, so the answer does not depend on
+	// the map's order.
+	found := ""
+	for other := range set {
 		if other == key {
 			continue
 		}
 		if os, ok := s.units[other]; ok && os.victims != nil && !os.admitted && os.quota == quotaName {
-			return other
+			if found == "" || other < found {
+				found = other
+			}
+			continue
 		}
-		dropKey(s.preempting, quotaName, other)
+		delete(set, other) // deleting the current entry while ranging is safe
 	}
-	return ""
+	if len(set) == 0 {
+		delete(s.preempting, quotaName)
+	}
+	return found
 }
 
 // wakeQueuesOf wakes every queue charged to quota.
