@@ -12,18 +12,25 @@ import (
 	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
+// teamACache is a Cache with a 32-cpu node and quota team-a of max maxCPU,
+// whose Queue has the annotation switchAnnotation set to "true".
+func teamACache(maxCPU, switchAnnotation string) *Cache {
+	c := NewCache()
+	c.UpsertNode(wrappers.Node("n", "32", "64Gi"))
+	c.UpsertElasticQuota(wrappers.MakeElasticQuota("team-a", "quotas").Max(corev1.ResourceCPU, maxCPU).Obj())
+	c.UpsertQueue(&schedulingv1alpha1.Queue{
+		ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team-a",
+			Annotations: map[string]string{switchAnnotation: "true"}},
+	})
+	return c
+}
+
 // TestWaitForPodsRunningCountsScheduledPods: a wait-for-pods-running queue
 // stays shut while a unit it admitted has a pod set not all of whose pods
 // are on nodes, though its phase says Running (one pod runs), and its head
 // says which pod set is short; once all are scheduled it admits the next.
 func TestWaitForPodsRunningCountsScheduledPods(t *testing.T) {
-	c := NewCache()
-	c.UpsertNode(wrappers.Node("n", "32", "64Gi"))
-	c.UpsertElasticQuota(wrappers.MakeElasticQuota("team-a", "quotas").Max(corev1.ResourceCPU, "10").Obj())
-	c.UpsertQueue(&schedulingv1alpha1.Queue{
-		ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team-a",
-			Annotations: map[string]string{schedulingv1alpha1.AnnotationWaitForPodsRunning: "true"}},
-	})
+	c := teamACache("10", schedulingv1alpha1.AnnotationWaitForPodsRunning)
 	first := func(scheduled int64) *schedulingv1alpha1.QueueUnit {
 		return wrappers.MakeQueueUnit("first", "ns").Quota("team-a").PodSet("main", 2, "cpu", "1").
 			Phase(schedulingv1alpha1.Running).RunningAdmission("main", 2, scheduled).Obj()
@@ -74,13 +81,7 @@ func TestInQueuePreemptionTakesUnitsNotFullyRunning(t *testing.T) {
 		"both its pods on nodes":        {scheduled: 2},
 	} {
 		t.Run(name, func(t *testing.T) {
-			c := NewCache()
-			c.UpsertNode(wrappers.Node("n", "32", "64Gi"))
-			c.UpsertElasticQuota(wrappers.MakeElasticQuota("team-a", "quotas").Max(corev1.ResourceCPU, "2").Obj())
-			c.UpsertQueue(&schedulingv1alpha1.Queue{
-				ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team-a",
-					Annotations: map[string]string{schedulingv1alpha1.AnnotationEnableQueueUnitPreemption: "true"}},
-			})
+			c := teamACache("2", schedulingv1alpha1.AnnotationEnableQueueUnitPreemption)
 			c.UpsertUnit(wrappers.MakeQueueUnit("low", "ns").Quota("team-a").Priority(1).PodSet("main", 2, "cpu", "1").
 				Phase(schedulingv1alpha1.Running).RunningAdmission("main", 2, tc.scheduled).Obj())
 			c.UpsertUnit(wrappers.MakeQueueUnit("high", "ns").Quota("team-a").Priority(10).PodSet("main", 2, "cpu", "1").Obj())

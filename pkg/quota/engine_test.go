@@ -377,6 +377,14 @@ func TestTreeErrors(t *testing.T) {
 			want: map[string]error{"later": quota.ErrChildrenMinAboveMin},
 		},
 		{
+			name: "a child's max naming other resources than its parent's is accepted (a difference from Koordinator's webhook)",
+			specs: []quota.Spec{
+				qt.MakeSpec("org").IsParent().Min("cpu", "8").Max("cpu", "20", "nvidia.com/gpu", "4").Obj(),
+				qt.MakeSpec("team-x").Parent("org").Min("cpu", "4").Max("cpu", "10", "memory", "8Gi").Obj(),
+			},
+			want: map[string]error{},
+		},
+		{
 			name: "a parent not labelled is-parent: its children are refused, the parent admits",
 			specs: []quota.Spec{
 				qt.MakeSpec("org").Min("cpu", "8").Max("cpu", "20").Obj(),

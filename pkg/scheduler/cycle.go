@@ -211,21 +211,8 @@ func (s *Scheduler) displace(qs *queueState, key string, now time.Time, res *Res
 	if !quota.Fits(us.req, freed) {
 		return false // it would wait for quota once they are gone: evicting them would gain nothing
 	}
-	s.reserve(qs, us, now, res)
-	us.victims = map[string]struct{}{}
-	addKey(s.preempting, qs.quota, key)
-	for _, v := range victims {
-		vs := s.units[v]
-		vs.evicting, vs.evictedFor = true, key
-		us.victims[v] = struct{}{}
-	}
 	why := fmt.Sprintf("for higher-priority unit %s (priority %d), which waits in queue %s for units admitted but not yet running (wait-for-pods-running)", key, us.u.Priority, qs.spec.Name)
-	res.Preemptions = append(res.Preemptions, Preemption{
-		Preemptor: key, Queue: qs.spec.Name, Kind: InQueue, Victims: victims,
-		Reason: fmt.Sprintf("preempted by %s %s", key, why),
-	})
-	us.preemptReason = fmt.Sprintf("preempting %d unit(s) not yet running %s: %s", len(victims), why, strings.Join(victims, ", "))
-	s.headWaits(qs, key, us.preemptReason, res)
+	s.startPreemption(qs, us, InQueue, victims, "unit(s) not yet running", why, now, res)
 	return true
 }
 
@@ -347,6 +334,19 @@ func (s *Scheduler) preempt(qs *queueState, us *unitState, now time.Time, res *R
 		}
 		return false
 	}
+	why := "to reclaim the min of quota " + qs.quota
+	if kind == InQueue {
+		why = fmt.Sprintf("for higher-priority unit %s (priority %d) of quota %s", us.u.Key, us.u.Priority, qs.quota)
+	}
+	s.startPreemption(qs, us, kind, victims, "unit(s)", why, now, res)
+	return true
+}
+
+// startPreemption records that us evicts victims, the one preemption in
+// flight in its quota: it reserves what is free for us, marks the victims,
+// reports the Preemption and says why us waits ("preempting 2 unit(s) why:
+// victims"; what names the victims).
+func (s *Scheduler) startPreemption(qs *queueState, us *unitState, kind PreemptionKind, victims []string, what, why string, now time.Time, res *Result) {
 	s.reserve(qs, us, now, res)
 	us.victims = map[string]struct{}{}
 	addKey(s.preempting, qs.quota, us.u.Key)
@@ -355,17 +355,12 @@ func (s *Scheduler) preempt(qs *queueState, us *unitState, now time.Time, res *R
 		vs.evicting, vs.evictedFor = true, us.u.Key
 		us.victims[v] = struct{}{}
 	}
-	why := "to reclaim the min of quota " + qs.quota
-	if kind == InQueue {
-		why = fmt.Sprintf("for higher-priority unit %s (priority %d) of quota %s", us.u.Key, us.u.Priority, qs.quota)
-	}
 	res.Preemptions = append(res.Preemptions, Preemption{
 		Preemptor: us.u.Key, Queue: qs.spec.Name, Kind: kind, Victims: victims,
 		Reason: fmt.Sprintf("preempted by %s %s", us.u.Key, why),
 	})
-	us.preemptReason = fmt.Sprintf("preempting %d unit(s) %s: %s", len(victims), why, strings.Join(victims, ", "))
+	us.preemptReason = fmt.Sprintf("preempting %d %s %s: %s", len(victims), what, why, strings.Join(victims, ", "))
 	s.headWaits(qs, us.u.Key, us.preemptReason, res)
-	return true
 }
 
 // reclaimProtected: a unit admitted less than the reclaim protection ago

@@ -35,9 +35,9 @@ type podSets struct {
 	total int64
 }
 
-// podSetsOf reads u's pod sets; nil when it has none or they do not add up
-// to req (its request as a vector), since then what fewer pods ask for is
-// not known.
+// podSetsOf reads u's pod sets; nil when none can shrink (and u holds no
+// partial admission), or when they do not add up to req (its request as a
+// vector), since then what fewer pods ask for is not known.
 func (s *Scheduler) podSetsOf(u Unit, req quota.Vector) *podSets {
 	if len(u.PodSets) == 0 {
 		return nil
@@ -55,6 +55,9 @@ func (s *Scheduler) podSetsOf(u Unit, req quota.Vector) *podSets {
 			ps.gives[i] = count - set.MinCount
 			ps.total += int64(ps.gives[i])
 		}
+	}
+	if ps.total == 0 && len(u.Partial) == 0 {
+		return nil // whole or not at all: nothing to keep
 	}
 	if !equalVec(s.request(ps, ps.counts), req) {
 		return nil

@@ -167,10 +167,7 @@ func (j *Job) RunWithCounts(counts map[string]int32) {
 		}
 		j.Annotations[schedulingv1alpha1.AnnotationOriginalParallelism] = strconv.Itoa(int(ptr.Deref(j.Spec.Parallelism, 1)))
 	}
-	j.Spec.Parallelism = ptr.To(n)
-	if j.completionsFollowParallelism() {
-		j.Spec.Completions = ptr.To(n)
-	}
+	j.setParallelism(n)
 }
 
 // RestoreCounts puts back the parallelism (and completions, when they are
@@ -182,12 +179,18 @@ func (j *Job) RestoreCounts() bool {
 	n, ok := j.original()
 	delete(j.Annotations, schedulingv1alpha1.AnnotationOriginalParallelism)
 	if ok {
-		j.Spec.Parallelism = ptr.To(n)
-		if j.completionsFollowParallelism() {
-			j.Spec.Completions = ptr.To(n)
-		}
+		j.setParallelism(n)
 	}
 	return true
+}
+
+// setParallelism sets parallelism, and completions with it when they are
+// kept equal.
+func (j *Job) setParallelism(n int32) {
+	j.Spec.Parallelism = ptr.To(n)
+	if j.completionsFollowParallelism() {
+		j.Spec.Completions = ptr.To(n)
+	}
 }
 
 // Finished reports the Job's Complete or Failed condition.

@@ -83,33 +83,14 @@ func Node(s *scenario.Scenario) *corev1.Node {
 // CreateQuotas creates the quota tree and waits until koord-queue has made
 // a Queue for every quota, so no unit waits for its queue.
 func CreateQuotas(ctx context.Context, c client.Client, s *scenario.Scenario) error {
+	names := make([]string, 0, len(s.Quotas))
 	for _, q := range s.Quotas {
 		if err := c.Create(ctx, ElasticQuota(s, q)); err != nil {
 			return fmt.Errorf("creating ElasticQuota %s: %w", q.Name, err)
 		}
+		names = append(names, q.Name)
 	}
-	var missing []string
-	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		queues := &schedulingv1alpha1.QueueList{}
-		if err := c.List(ctx, queues, client.InNamespace(schedulingv1alpha1.QueueNamespace)); err != nil {
-			return false, err
-		}
-		have := map[string]bool{}
-		for _, q := range queues.Items {
-			have[q.Name] = true
-		}
-		missing = missing[:0]
-		for _, q := range s.Quotas {
-			if !have[q.Name] {
-				missing = append(missing, q.Name)
-			}
-		}
-		return len(missing) == 0, nil
-	})
-	if err != nil {
-		return fmt.Errorf("waiting for koord-queue to create Queues (missing %v): %w", missing, err)
-	}
-	return nil
+	return waitForQueues(ctx, c, names, time.Minute, func(schedulingv1alpha1.Queue) bool { return true })
 }
 
 // CreateChurnQuotas creates the extra ElasticQuotas the scenario's churn
@@ -131,26 +112,33 @@ func CreateChurnQuotas(ctx context.Context, c client.Client, s *scenario.Scenari
 	if err := g.Wait(); err != nil {
 		return err
 	}
-	var waiting int
-	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
+	return waitForQueues(ctx, c, names, 5*time.Minute, func(q schedulingv1alpha1.Queue) bool { return len(q.Status.Conditions) > 0 })
+}
+
+// waitForQueues waits until koord-queue has made a Queue of each name, each
+// as done says.
+func waitForQueues(ctx context.Context, c client.Client, names []string, timeout time.Duration, done func(schedulingv1alpha1.Queue) bool) error {
+	var missing []string
+	err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
 		queues := &schedulingv1alpha1.QueueList{}
 		if err := c.List(ctx, queues, client.InNamespace(schedulingv1alpha1.QueueNamespace)); err != nil {
 			return false, err
 		}
-		ready := map[string]bool{}
+		have := map[string]bool{}
 		for _, q := range queues.Items {
-			ready[q.Name] = len(q.Status.Conditions) > 0
+			have[q.Name] = done(q)
 		}
-		waiting = 0
+		missing = missing[:0]
 		for _, name := range names {
-			if !ready[name] {
-				waiting++
+			if !have[name] {
+				missing = append(missing, name)
 			}
 		}
-		return waiting == 0, nil
+		return len(missing) == 0, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for koord-queue to make and report the churned quotas' Queues (%d of %d missing): %w", waiting, len(names), err)
+		return fmt.Errorf("waiting for koord-queue to make and report Queues (%d of %d missing, first %v): %w",
+			len(missing), len(names), missing[:min(len(missing), 5)], err)
 	}
 	return nil
 }
