@@ -9,6 +9,8 @@ bin=$(bash hack/ensure-tools.sh codegen | tail -n 1)
 cg=$bin/controller-gen
 
 $cg object paths=./apis/...
+# The part of the spark-operator's API that the Spark extension declares itself.
+$cg object paths=./pkg/extensions/spark/v1beta2/...
 # generateEmbeddedObjectMeta keeps pod templates' labels and annotations in QueueUnits.
 $cg crd:maxDescLen=0,generateEmbeddedObjectMeta=true paths=./apis/... output:crd:dir=config/crd/bases
 

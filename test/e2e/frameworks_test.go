@@ -74,6 +74,8 @@ func TestFrameworksAreQueuedAndReleased(t *testing.T) {
 			Quota("frameworks-team").Suspend(true).Obj(),
 		"raycluster": extensionstest.MakeRayCluster("raycluster", ns, extensionstest.MakeRayClusterSpec("cpu", "1").WorkerGroup("workers", 2, "cpu", "1").Obj()).
 			Quota("frameworks-team").Suspend(true).Obj(),
+		"sparkapplication": extensionstest.MakeSparkApplication("spark", ns).Quota("frameworks-team").SuspendAnnotation().
+			Driver(1, "1g").Executors(2, 1, "1g").Obj(),
 	}
 	for name, job := range cases {
 		t.Run(name, func(t *testing.T) {

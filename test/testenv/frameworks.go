@@ -1,6 +1,7 @@
 package testenv
 
 import (
+	_ "embed"
 	"fmt"
 	"os"
 	"os/exec"
@@ -21,9 +22,16 @@ var frameworkCRDFiles = []frameworkCRD{
 	{"github.com/ray-project/kuberay/ray-operator", "config/crd/bases/ray.io_rayclusters.yaml"},
 }
 
+// sparkApplicationCRD is the spark-operator's CRD, whose module is not
+// served to this project: written from its public schema (see the file).
+//
+//go:embed crds/sparkoperator.k8s.io_sparkapplications.yaml
+var sparkApplicationCRD []byte
+
 // FrameworkCRDDir copies the job frameworks' CRDs (TFJob, PyTorchJob, MPIJob,
 // Workflow, RayJob, RayCluster) from the Go module cache, from the very
-// module versions go.mod pins, into a new directory. Nothing is downloaded.
+// module versions go.mod pins, into a new directory, with the
+// SparkApplication CRD this package carries. Nothing is downloaded.
 func FrameworkCRDDir() (string, error) {
 	dir, err := os.MkdirTemp("", "koord-queue-framework-crds-")
 	if err != nil {
@@ -41,6 +49,9 @@ func FrameworkCRDDir() (string, error) {
 		if err := os.WriteFile(filepath.Join(dir, filepath.Base(f.path)), data, 0o644); err != nil {
 			return "", err
 		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sparkoperator.k8s.io_sparkapplications.yaml"), sparkApplicationCRD, 0o644); err != nil {
+		return "", err
 	}
 	return dir, nil
 }

@@ -14,7 +14,6 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{/* The extensions koord-queue-controllers runs, as --enabled-extensions takes them. */}}
 {{- define "koord-queue.extensions" -}}
 {{- $ext := .Values.extension -}}
-{{- if $ext.spark.enable }}{{ fail "extension.spark.enable: Spark is not supported by koord-queue yet; set it to false" }}{{ end -}}
 {{- $names := list -}}
 {{- if $ext.batchjob.enable }}{{ $names = append $names "job" }}{{ end -}}
 {{- if $ext.tf.enable }}{{ $names = append $names "tfjob" }}{{ end -}}
@@ -22,5 +21,6 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- if $ext.mpi.enable }}{{ $names = append $names "mpijob" }}{{ end -}}
 {{- if $ext.argo.enable }}{{ $names = append $names "workflow" }}{{ end -}}
 {{- if $ext.ray.enable }}{{ $names = append (append $names "rayjob") "raycluster" }}{{ end -}}
+{{- if $ext.spark.enable }}{{ $names = append $names "sparkapplication" }}{{ end -}}
 {{- join "," $names -}}
 {{- end }}

@@ -18,6 +18,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/job"
 	"github.com/koord-queue/koord-queue/pkg/extensions/kubeflow"
 	"github.com/koord-queue/koord-queue/pkg/extensions/ray"
+	"github.com/koord-queue/koord-queue/pkg/extensions/spark"
 )
 
 // EventSource is the component name on the events the extensions record.
@@ -33,6 +34,7 @@ func All() []framework.Integration {
 		argo.Integration(),
 		ray.RayJobIntegration(),
 		ray.RayClusterIntegration(),
+		spark.Integration(),
 	}
 }
 

@@ -60,7 +60,7 @@ func run(m *testing.M) int {
 // everything turns on every extension, the webhook, the ServiceMonitor and the ElasticQuota CRD.
 func everything() map[string]any {
 	ext := map[string]any{}
-	for _, name := range []string{"batchjob", "tf", "pytorch", "argo", "ray", "mpi"} {
+	for _, name := range []string{"batchjob", "tf", "pytorch", "argo", "ray", "mpi", "spark"} {
 		ext[name] = map[string]any{"enable": true}
 	}
 	return map[string]any{
@@ -213,11 +213,11 @@ func TestRender(t *testing.T) {
 			t.Fatal(err)
 		}
 		args := containerArgs(t, objs, "koord-queue-controllers")
-		if !slices.Contains(args, "--enabled-extensions=job,tfjob,pytorchjob,mpijob,workflow,rayjob,raycluster") || !slices.Contains(args, "--enable-webhook=true") {
+		if !slices.Contains(args, "--enabled-extensions=job,tfjob,pytorchjob,mpijob,workflow,rayjob,raycluster,sparkapplication") || !slices.Contains(args, "--enable-webhook=true") {
 			t.Errorf("controllers args %v", args)
 		}
 		rules := ruleResources(t, objs, "ClusterRole", "koord-queue-controllers")
-		for _, want := range []string{"batch/jobs", "kubeflow.org/tfjobs", "kubeflow.org/pytorchjobs", "kubeflow.org/mpijobs", "argoproj.io/workflows", "ray.io/rayjobs", "ray.io/rayclusters", "admissionregistration.k8s.io/mutatingwebhookconfigurations"} {
+		for _, want := range []string{"batch/jobs", "kubeflow.org/tfjobs", "kubeflow.org/pytorchjobs", "kubeflow.org/mpijobs", "argoproj.io/workflows", "ray.io/rayjobs", "ray.io/rayclusters", "sparkoperator.k8s.io/sparkapplications", "admissionregistration.k8s.io/mutatingwebhookconfigurations"} {
 			if !slices.Contains(rules, want) {
 				t.Errorf("controllers' ClusterRole lacks %s", want)
 			}
@@ -230,8 +230,8 @@ func TestRender(t *testing.T) {
 			t.Fatal("no MutatingWebhookConfiguration")
 		}
 		hooks, _, _ := unstructured.NestedSlice(webhook.Object, "webhooks")
-		if len(hooks) != 7 {
-			t.Errorf("%d webhooks, want one per kind (7)", len(hooks))
+		if len(hooks) != 8 {
+			t.Errorf("%d webhooks, want one per kind (8)", len(hooks))
 		}
 		if find(objs, "CustomResourceDefinition", "elasticquotas.scheduling.sigs.k8s.io") == nil {
 			t.Errorf("no ElasticQuota CRD with installElasticQuotaCRD")
@@ -264,10 +264,17 @@ func TestRender(t *testing.T) {
 		}
 	})
 
-	t.Run("spark is refused with a message", func(t *testing.T) {
-		_, err := render(t, map[string]any{"extension": map[string]any{"spark": map[string]any{"enable": true}}})
-		if err == nil || !strings.Contains(err.Error(), "Spark is not supported") {
-			t.Errorf("error %v, want one saying Spark is not supported", err)
+	t.Run("extension.spark.enable, as Koord-Queue names it, runs the SparkApplication extension with its rules only", func(t *testing.T) {
+		objs, err := render(t, map[string]any{"extension": map[string]any{"spark": map[string]any{"enable": true}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if args := containerArgs(t, objs, "koord-queue-controllers"); !slices.Contains(args, "--enabled-extensions=job,sparkapplication") {
+			t.Errorf("controllers args %v, want --enabled-extensions=job,sparkapplication", args)
+		}
+		rules := ruleResources(t, objs, "ClusterRole", "koord-queue-controllers")
+		if !slices.Contains(rules, "sparkoperator.k8s.io/sparkapplications") || !slices.Contains(rules, "sparkoperator.k8s.io/sparkapplications/finalizers") || slices.Contains(rules, "ray.io/rayjobs") {
+			t.Errorf("controllers' rules %v: want SparkApplications and their finalizers, and no RayJobs while Ray is off", rules)
 		}
 	})
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/integrations"
 	batchjob "github.com/koord-queue/koord-queue/pkg/extensions/job"
 	"github.com/koord-queue/koord-queue/pkg/extensions/kubeflow"
+	"github.com/koord-queue/koord-queue/pkg/extensions/spark"
 	"github.com/koord-queue/koord-queue/test/testenv"
 )
 
@@ -81,6 +82,9 @@ func TestRejectJobsSubmittedRunning(t *testing.T) {
 		"raycluster": func() client.Object {
 			return extensionstest.MakeRayCluster("j", ns.Name, extensionstest.MakeRayClusterSpec("cpu", "1").Obj()).Quota("team-a").Obj()
 		},
+		"sparkapplication": func() client.Object {
+			return extensionstest.MakeSparkApplication("j", ns.Name).Quota("team-a").Obj()
+		},
 	}
 	// The policies take effect once the API server has read them.
 	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) error {
@@ -131,6 +135,14 @@ func TestRejectJobsSubmittedRunning(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("Koord-Queue's suspend annotation counts as suspended for a SparkApplication", func(t *testing.T) {
+		a := frameworktest.SubmittedRunning(t, spark.Integration(), labelled["sparkapplication"]()).Object()
+		a.SetAnnotations(map[string]string{schedulingv1alpha1.AnnotationSuspend: "true"})
+		if err := dryRun(c, a); err != nil {
+			t.Errorf("a SparkApplication with %s: \"true\": %v, want it let in", schedulingv1alpha1.AnnotationSuspend, err)
+		}
+	})
 
 	t.Run("Kubeflow's suspend annotation counts as suspended", func(t *testing.T) {
 		j := frameworktest.SubmittedRunning(t, kubeflow.TFJobIntegration(), labelled["tfjob"]()).Object()

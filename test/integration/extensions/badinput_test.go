@@ -73,6 +73,22 @@ func TestBadInput(t *testing.T) {
 		})
 	})
 
+	t.Run("a Spark size Spark would refuse holds the unit, saying which field, until it is fixed", func(t *testing.T) {
+		a := extensionstest.MakeSparkApplication("bad-memory", ns).Quota("team-a").Driver(1, "1.5g").Executors(2, 1, "1g").Obj()
+		create(t, a)
+		key := client.ObjectKey{Namespace: ns, Name: "bad-memory-spark-qu"}
+		unitWhere(t, key, "held inactive with a message", func(u *schedulingv1alpha1.QueueUnit) bool {
+			return !u.IsActive() && strings.Contains(u.Status.Message, `spec.driver: memory: "1.5g"`)
+		})
+		eventRecorded(t, ns, a.Name, corev1.EventTypeWarning, framework.ReasonInvalidJob, "1536m")
+
+		updateJob(t, a, func() { a.Spec.Driver.Memory = ptr.To("1536m") })
+		unitWhere(t, key, "active with the fixed request", func(u *schedulingv1alpha1.QueueUnit) bool {
+			// 1536 + 384 for the driver, 2 × (1024 + 384) for the executors.
+			return u.IsActive() && u.Status.Message == "" && u.Spec.Request.Memory().String() == "4736Mi"
+		})
+	})
+
 	t.Run("more than eight pod sets hold the unit", func(t *testing.T) {
 		spec := extensionstest.MakeRayClusterSpec("cpu", "1")
 		for _, g := range []string{"a", "b", "c", "d", "e", "f", "g", "h"} {

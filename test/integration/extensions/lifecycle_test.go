@@ -26,6 +26,8 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/job"
 	"github.com/koord-queue/koord-queue/pkg/extensions/kubeflow"
 	"github.com/koord-queue/koord-queue/pkg/extensions/ray"
+	"github.com/koord-queue/koord-queue/pkg/extensions/spark"
+	sparkv1beta2 "github.com/koord-queue/koord-queue/pkg/extensions/spark/v1beta2"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
 )
@@ -70,6 +72,23 @@ func rayPod(job client.Object, podSet string, i int, owner client.Object) *corev
 		return w.Label("ray.io/node-type", "head").Label("ray.io/group", "headgroup").Obj()
 	}
 	return w.Label("ray.io/node-type", "worker").Label("ray.io/group", podSet).Obj()
+}
+
+// sparkPod is the i-th pod of a pod set of a Spark application, as Spark
+// makes it: the driver, named as the operator names it, controlled by the
+// application (the operator's pod webhook sets that), and the executors
+// controlled by the driver pod.
+func sparkPod(job client.Object, podSet string, i int) *corev1.Pod {
+	driver := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: job.GetName() + "-driver", UID: job.GetUID() + "-driver"}}
+	if podSet == spark.DriverPodSet {
+		w := podOf(job, podSet, i, job, sparkv1beta2.GroupVersion.WithKind("SparkApplication"))
+		p := w.Label("spark-role", "driver").Obj()
+		if i == 0 {
+			p.Name = driver.Name
+		}
+		return p
+	}
+	return podOf(job, podSet, i, driver, corev1.SchemeGroupVersion.WithKind("Pod")).Label("spark-role", "executor").Obj()
 }
 
 // rayJobCluster is the name of the cluster KubeRay makes for a RayJob, as
@@ -240,6 +259,38 @@ func drivers() []driver {
 				j := o.(*rayv1.RayJob)
 				j.Status.JobDeploymentStatus, j.Status.JobStatus, j.Status.Message = rayv1.JobDeploymentStatusComplete, rayv1.JobStatusFailed, "exit 1"
 				j.Status.RayClusterStatus = rayv1.RayClusterStatus{}
+			},
+		},
+		{
+			// Spark's pod sets are made up from the application's sizes:
+			// pod set updates do not reach its pods.
+			integ: spark.Integration(), succeeded: true,
+			pod: func(job client.Object, podSet string, i int) *corev1.Pod {
+				return sparkPod(job, podSet, i)
+			},
+			newJob: func(ns string) client.Object {
+				return extensionstest.MakeSparkApplication("train", ns).Quota("team-a").PriorityClass("high").
+					Driver(1, "1g").Executors(2, 1, "2g").Obj()
+			},
+			wantPodSets: []podSetWant{{"driver", 1}, {"executor", 2}},
+			// Spark's default memory overhead, 384 MiB, is added to each pod:
+			// 1408Mi for the driver, 2432Mi for each executor.
+			wantRequest: qt.Res("cpu", "3", "memory", "6272Mi"),
+			running: func(o client.Object) {
+				a := o.(*sparkv1beta2.SparkApplication)
+				a.Status.AppState.State = sparkv1beta2.ApplicationStateRunning
+				a.Status.DriverInfo.PodName = a.Name + "-driver"
+				a.Status.ExecutorState = map[string]sparkv1beta2.ExecutorState{"train-exec-1": sparkv1beta2.ExecutorStateRunning, "train-exec-2": sparkv1beta2.ExecutorStateRunning}
+			},
+			stopped: func(o client.Object) {
+				a := o.(*sparkv1beta2.SparkApplication)
+				a.Status.AppState.State = sparkv1beta2.ApplicationStateSuspended
+				a.Status.ExecutorState = nil
+			},
+			finished: func(o client.Object) {
+				a := o.(*sparkv1beta2.SparkApplication)
+				a.Status.AppState.State = sparkv1beta2.ApplicationStateCompleted
+				a.Status.ExecutorState = map[string]sparkv1beta2.ExecutorState{"train-exec-1": sparkv1beta2.ExecutorStateCompleted, "train-exec-2": sparkv1beta2.ExecutorStateCompleted}
 			},
 		},
 		{

@@ -1,14 +1,18 @@
 package extensions
 
 import (
+	"context"
 	"testing"
 
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
+	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
+	"github.com/koord-queue/koord-queue/pkg/extensions/spark"
 )
 
 // TestWebhook: no job skips the queue by being submitted running. The
@@ -34,6 +38,37 @@ func TestWebhook(t *testing.T) {
 		create(t, j)
 		if !ptr.Deref(j.Spec.RunPolicy.Suspend, false) {
 			t.Fatalf("the TFJob was created running")
+		}
+	})
+
+	t.Run("a labelled SparkApplication submitted running is suspended, keeping the fields koord-queue does not declare", func(t *testing.T) {
+		// Written as JSON with fields the extension's Go types leave out:
+		// the webhook's patch and the release must keep them.
+		a := &unstructured.Unstructured{}
+		if err := a.UnmarshalJSON([]byte(`{
+			"apiVersion": "sparkoperator.k8s.io/v1beta2", "kind": "SparkApplication",
+			"metadata": {"name": "running", "namespace": "` + ns + `", "labels": {"quota.scheduling.koordinator.sh/name": "team-a"}},
+			"spec": {"type": "Scala", "sparkVersion": "3.5.3", "mode": "cluster", "image": "spark:3.5.3",
+				"mainClass": "org.apache.spark.examples.SparkPi", "mainApplicationFile": "local:///opt/spark/examples/jars/spark-examples.jar",
+				"driver": {"cores": 1, "memory": "512m", "serviceAccount": "spark"},
+				"executor": {"instances": 2, "cores": 1, "memory": "512m", "labels": {"version": "3.5.3"}}}}`)); err != nil {
+			t.Fatal(err)
+		}
+		create(t, a)
+		if suspend, _, _ := unstructured.NestedBool(a.Object, "spec", "suspend"); !suspend {
+			t.Fatalf("the SparkApplication was created running: %v", a.Object["spec"])
+		}
+		unitKey := client.ObjectKey{Namespace: ns, Name: "running-spark-qu"}
+		unitWhere(t, unitKey, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.Status.Phase == schedulingv1alpha1.Enqueued })
+		admit(t, unitKey)
+		jobWhere(t, spark.Integration(), client.ObjectKeyFromObject(a), "released", func(j framework.GenericJob) bool { return !j.IsSuspended() })
+		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(a), a); err != nil {
+			t.Fatal(err)
+		}
+		for _, path := range [][]string{{"spec", "image"}, {"spec", "mainApplicationFile"}, {"spec", "driver", "serviceAccount"}, {"spec", "executor", "labels", "version"}} {
+			if _, found, _ := unstructured.NestedFieldNoCopy(a.Object, path...); !found {
+				t.Errorf("after the webhook and the release, %v is gone from the application: %v", path, a.Object["spec"])
+			}
 		}
 	})
 

@@ -1,0 +1,410 @@
+// Package spark queues the kubeflow spark-operator's SparkApplications
+// (sparkoperator.k8s.io/v1beta2). An application is held back two ways, as
+// Koord-Queue does it: spec.suspend, which the spark-operator honours since
+// v2.2, and the annotation scheduling.x-k8s.io/suspend: "true", for operators
+// patched to honour it; the queue keeps both in step when the application
+// uses the annotation.
+//
+// Its pod sets are "driver" (one pod, in cluster mode) and "executor" (its
+// executors at start). Their requests are those of the pods Spark makes, read
+// from the application without changing it: cpu is coreRequest, else cores,
+// else 1; memory is memory (default 1g) plus memoryOverhead, whose default is
+// Spark's: the overhead factor (memoryOverheadFactor, else 0.1, or 0.4 for
+// Python and R) times memory, at least 384 MiB; a gpu adds its resource. Spark
+// properties in sparkConf stand in for the fields they mirror. The executors
+// at start are executor.instances (default 1) or, with dynamic allocation,
+// the largest of its initial and minimum executors and instances, at least
+// one; executors dynamic allocation adds later are not queued.
+//
+// The templates of the pod sets are made up from these requests: admission
+// checks' pod set updates do not reach a Spark application's pods.
+package spark
+
+import (
+	"fmt"
+	"math"
+	"strconv"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
+	sparkv1beta2 "github.com/koord-queue/koord-queue/pkg/extensions/spark/v1beta2"
+)
+
+// Pod set names, as Spark's spark-role label names its pods.
+const (
+	DriverPodSet   = "driver"
+	ExecutorPodSet = "executor"
+)
+
+// labelRole is the label Spark puts on its pods: driver or executor.
+const labelRole = "spark-role"
+
+// Spark's defaults (Spark 3, and the spark-operator's defaulting).
+const (
+	defaultCores          = 1
+	defaultMemory         = "1g"
+	defaultInstances      = 1
+	minMemoryOverheadMiB  = 384
+	jvmOverheadFactor     = 0.1
+	nonJVMOverheadFactor  = 0.4
+	driverPodNameSuffix   = "-driver"
+	driverPodNameConf     = "spark.kubernetes.driver.pod.name"
+	kubernetesFactorConf  = "spark.kubernetes.memoryOverheadFactor"
+	dynamicAllocationConf = "spark.dynamicAllocation.enabled"
+)
+
+// Integration is the SparkApplication extension, enabled by the name
+// "sparkapplication". An application's unit is named after it with the
+// suffix "-spark-qu", as Koord-Queue names it.
+func Integration() framework.Integration {
+	return framework.Integration{
+		Name:        "sparkapplication",
+		GVK:         sparkv1beta2.GroupVersion.WithKind("SparkApplication"),
+		UnitSuffix:  "-spark-qu",
+		NewJob:      func() framework.GenericJob { return &Application{} },
+		AddToScheme: sparkv1beta2.AddToScheme,
+		PodSetOf:    func(p *corev1.Pod) string { return p.Labels[labelRole] },
+		PodOwners: func(o client.Object) []framework.PodOwner {
+			return (*Application)(o.(*sparkv1beta2.SparkApplication)).podOwners()
+		},
+	}
+}
+
+// Application is a SparkApplication as the queue sees it.
+type Application sparkv1beta2.SparkApplication
+
+var (
+	_ framework.GenericJob      = (*Application)(nil)
+	_ framework.JobWithPriority = (*Application)(nil)
+)
+
+// Object is the SparkApplication.
+func (a *Application) Object() client.Object { return (*sparkv1beta2.SparkApplication)(a) }
+
+// IsSuspended reports spec.suspend or the suspend annotation.
+func (a *Application) IsSuspended() bool {
+	return ptr.Deref(a.Spec.Suspend, false) || a.Annotations[schedulingv1alpha1.AnnotationSuspend] == "true"
+}
+
+// Suspend sets spec.suspend, and the annotation when the application uses it.
+func (a *Application) Suspend() { a.setSuspend(true) }
+
+// Resume clears spec.suspend, and the annotation when the application uses
+// it.
+func (a *Application) Resume() { a.setSuspend(false) }
+
+func (a *Application) setSuspend(s bool) {
+	a.Spec.Suspend = ptr.To(s)
+	if _, ok := a.Annotations[schedulingv1alpha1.AnnotationSuspend]; ok {
+		a.Annotations[schedulingv1alpha1.AnnotationSuspend] = strconv.FormatBool(s)
+	}
+}
+
+// clusterMode reports whether the driver runs in a pod of its own.
+func (a *Application) clusterMode() bool {
+	return a.Spec.Mode == "" || a.Spec.Mode == sparkv1beta2.DeployModeCluster
+}
+
+// PodSets are the driver, in cluster mode, and the executors at start.
+func (a *Application) PodSets() ([]framework.PodSet, error) {
+	var sets []framework.PodSet
+	if a.clusterMode() {
+		d := &a.Spec.Driver
+		request, err := a.podRequest("driver", &d.SparkPodSpec, d.CoreRequest)
+		if err != nil {
+			return nil, fmt.Errorf("spec.driver: %w", err)
+		}
+		sets = append(sets, podSet(DriverPodSet, request, 1))
+	}
+	e := &a.Spec.Executor
+	request, err := a.podRequest("executor", &e.SparkPodSpec, e.CoreRequest)
+	if err != nil {
+		return nil, fmt.Errorf("spec.executor: %w", err)
+	}
+	n, err := a.initialExecutors()
+	if err != nil {
+		return nil, err
+	}
+	return append(sets, podSet(ExecutorPodSet, request, n)), nil
+}
+
+func podSet(name string, request corev1.ResourceList, count int32) framework.PodSet {
+	return framework.PodSet{
+		Name:  name,
+		Count: count,
+		Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name:      "spark-kubernetes-" + name,
+			Resources: corev1.ResourceRequirements{Requests: request},
+		}}}},
+	}
+}
+
+// podRequest is what a driver or executor pod requests. role is "driver"
+// or "executor", as Spark's properties name them.
+func (a *Application) podRequest(role string, spec *sparkv1beta2.SparkPodSpec, coreRequest *string) (corev1.ResourceList, error) {
+	cpu, err := a.cpuRequest(role, spec, coreRequest)
+	if err != nil {
+		return nil, err
+	}
+	memory, err := a.memoryRequest(role, spec)
+	if err != nil {
+		return nil, err
+	}
+	request := corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory}
+	if g := spec.GPU; g != nil {
+		if g.Name == "" || g.Quantity < 0 {
+			return nil, fmt.Errorf("gpu: want a resource name and a quantity of at least 0, got %q and %d", g.Name, g.Quantity)
+		}
+		request[corev1.ResourceName(g.Name)] = *resource.NewQuantity(g.Quantity, resource.DecimalSI)
+	}
+	return request, nil
+}
+
+// cpuRequest is coreRequest, else cores, else 1, each from its field or
+// else from the Spark property it mirrors. (Koord-Queue falls back to
+// coreLimit; Spark requests the cores, and Koordinator charges the request.)
+func (a *Application) cpuRequest(role string, spec *sparkv1beta2.SparkPodSpec, coreRequest *string) (resource.Quantity, error) {
+	raw, field := ptr.Deref(coreRequest, ""), "coreRequest"
+	if raw == "" {
+		raw, field = a.Spec.SparkConf["spark.kubernetes."+role+".request.cores"], "sparkConf spark.kubernetes."+role+".request.cores"
+	}
+	if raw == "" && spec.Cores != nil {
+		raw, field = spec.Cores.String(), "cores"
+		if spec.Cores.Type == intstr.Int && spec.Cores.IntVal < 1 {
+			return resource.Quantity{}, fmt.Errorf("cores %d: want at least 1", spec.Cores.IntVal)
+		}
+	}
+	if raw == "" {
+		raw, field = a.Spec.SparkConf["spark."+role+".cores"], "sparkConf spark."+role+".cores"
+	}
+	if raw == "" {
+		return *resource.NewQuantity(defaultCores, resource.DecimalSI), nil
+	}
+	q, err := resource.ParseQuantity(raw)
+	if err != nil {
+		return resource.Quantity{}, fmt.Errorf("%s %q is not a CPU quantity such as 1 or 500m: %w", field, raw, err)
+	}
+	if q.Sign() <= 0 {
+		return resource.Quantity{}, fmt.Errorf("%s %q: want more than 0", field, raw)
+	}
+	return q, nil
+}
+
+// memoryRequest is memory plus its overhead, in whole MiB as Spark sizes
+// the pod.
+func (a *Application) memoryRequest(role string, spec *sparkv1beta2.SparkPodSpec) (resource.Quantity, error) {
+	raw, field := ptr.Deref(spec.Memory, ""), "memory"
+	if raw == "" {
+		raw, field = a.Spec.SparkConf["spark."+role+".memory"], "sparkConf spark."+role+".memory"
+	}
+	if raw == "" {
+		raw = defaultMemory
+	}
+	memory, err := mebibytes(raw)
+	if err != nil {
+		return resource.Quantity{}, fmt.Errorf("%s: %w", field, err)
+	}
+	overhead, err := a.memoryOverhead(role, spec, memory)
+	if err != nil {
+		return resource.Quantity{}, err
+	}
+	return *resource.NewQuantity((memory+overhead)<<20, resource.BinarySI), nil
+}
+
+// memoryOverhead is memoryOverhead, else the overhead factor times memory,
+// at least 384 MiB.
+func (a *Application) memoryOverhead(role string, spec *sparkv1beta2.SparkPodSpec, memoryMiB int64) (int64, error) {
+	raw, field := ptr.Deref(spec.MemoryOverhead, ""), "memoryOverhead"
+	if raw == "" {
+		raw, field = a.Spec.SparkConf["spark."+role+".memoryOverhead"], "sparkConf spark."+role+".memoryOverhead"
+	}
+	if raw != "" {
+		mib, err := mebibytes(raw)
+		if err != nil {
+			return 0, fmt.Errorf("%s: %w", field, err)
+		}
+		return mib, nil
+	}
+	factor, err := a.overheadFactor(role)
+	if err != nil {
+		return 0, err
+	}
+	return max(int64(factor*float64(memoryMiB)), minMemoryOverheadMiB), nil
+}
+
+// overheadFactor is the role's memory overhead factor: its Spark property,
+// else spec.memoryOverheadFactor, else Spark's older property, else 0.1
+// for a JVM application and 0.4 for Python and R.
+func (a *Application) overheadFactor(role string) (float64, error) {
+	for _, c := range []struct{ field, raw string }{
+		{"sparkConf spark." + role + ".memoryOverheadFactor", a.Spec.SparkConf["spark."+role+".memoryOverheadFactor"]},
+		{"memoryOverheadFactor", ptr.Deref(a.Spec.MemoryOverheadFactor, "")},
+		{"sparkConf " + kubernetesFactorConf, a.Spec.SparkConf[kubernetesFactorConf]},
+	} {
+		if c.raw == "" {
+			continue
+		}
+		f, err := strconv.ParseFloat(c.raw, 64)
+		if err != nil || f < 0 || math.IsNaN(f) || math.IsInf(f, 0) {
+			return 0, fmt.Errorf("%s %q is not a factor such as 0.1", c.field, c.raw)
+		}
+		return f, nil
+	}
+	switch a.Spec.Type {
+	case sparkv1beta2.SparkApplicationTypePython, sparkv1beta2.SparkApplicationTypeR:
+		return nonJVMOverheadFactor, nil
+	}
+	return jvmOverheadFactor, nil
+}
+
+// initialExecutors is how many executors the application starts with.
+func (a *Application) initialExecutors() (int32, error) {
+	instances, err := a.count(a.Spec.Executor.Instances, "executor.instances", "spark.executor.instances")
+	if err != nil {
+		return 0, err
+	}
+	if !a.dynamicAllocation() {
+		if instances == nil {
+			return defaultInstances, nil
+		}
+		return *instances, nil
+	}
+	var initial, minimum *int32
+	if d := a.Spec.DynamicAllocation; d != nil {
+		initial, minimum = d.InitialExecutors, d.MinExecutors
+	}
+	if initial, err = a.count(initial, "dynamicAllocation.initialExecutors", "spark.dynamicAllocation.initialExecutors"); err != nil {
+		return 0, err
+	}
+	if minimum, err = a.count(minimum, "dynamicAllocation.minExecutors", "spark.dynamicAllocation.minExecutors"); err != nil {
+		return 0, err
+	}
+	return max(ptr.Deref(initial, 0), ptr.Deref(minimum, 0), ptr.Deref(instances, 0), 1), nil
+}
+
+// count is a field's executor count, else the Spark property's; nil when
+// neither is set.
+func (a *Application) count(field *int32, fieldName, conf string) (*int32, error) {
+	if field != nil {
+		if *field < 0 {
+			return nil, fmt.Errorf("%s %d: want at least 0", fieldName, *field)
+		}
+		return field, nil
+	}
+	raw, ok := a.Spec.SparkConf[conf]
+	if !ok {
+		return nil, nil
+	}
+	n, err := strconv.ParseInt(raw, 10, 32)
+	if err != nil || n < 0 {
+		return nil, fmt.Errorf("sparkConf %s %q: want a whole number of executors", conf, raw)
+	}
+	return ptr.To(int32(n)), nil
+}
+
+// dynamicAllocation reports whether the application may change its
+// executors: spec.dynamicAllocation.enabled, else the Spark property.
+func (a *Application) dynamicAllocation() bool {
+	if d := a.Spec.DynamicAllocation; d != nil {
+		return d.Enabled
+	}
+	on, _ := strconv.ParseBool(a.Spec.SparkConf[dynamicAllocationConf])
+	return on
+}
+
+// Priority is batchSchedulerOptions.priorityClassName, else the driver's
+// priority class.
+func (a *Application) Priority() (string, *int32) {
+	if o := a.Spec.BatchSchedulerOptions; o != nil && ptr.Deref(o.PriorityClassName, "") != "" {
+		return *o.PriorityClassName, nil
+	}
+	return ptr.Deref(a.Spec.Driver.PriorityClassName, ""), nil
+}
+
+// Finished reports the COMPLETED and FAILED states, which the operator
+// reaches only when it will not run the application again.
+func (a *Application) Finished() (string, bool, bool) {
+	s := a.Status.AppState
+	switch s.State {
+	case sparkv1beta2.ApplicationStateCompleted:
+		return "the Spark application completed", true, true
+	case sparkv1beta2.ApplicationStateFailed:
+		msg := s.ErrorMessage
+		if msg == "" {
+			msg = "the Spark application failed"
+		}
+		return msg, false, true
+	}
+	return "", false, false
+}
+
+// Pods counts the driver from the application's state and the executors
+// from their states.
+func (a *Application) Pods() map[string]framework.PodCount {
+	out := map[string]framework.PodCount{}
+	if a.clusterMode() {
+		var d framework.PodCount
+		switch a.Status.AppState.State {
+		case sparkv1beta2.ApplicationStateRunning:
+			d.Running = 1
+		case sparkv1beta2.ApplicationStateSubmitted, sparkv1beta2.ApplicationStatePendingRerun, sparkv1beta2.ApplicationStateResuming:
+			if !a.IsSuspended() {
+				d.Pending = 1
+			}
+		}
+		out[DriverPodSet] = d
+	}
+	var e framework.PodCount
+	if stopped(a.Status.AppState.State) {
+		// The operator no longer follows the executors of a stopped
+		// application, so their states may be stale; pods that are still
+		// on nodes are counted from the pods themselves.
+		out[ExecutorPodSet] = e
+		return out
+	}
+	for _, s := range a.Status.ExecutorState {
+		switch s {
+		case sparkv1beta2.ExecutorStateRunning:
+			e.Running++
+		case sparkv1beta2.ExecutorStatePending:
+			e.Pending++
+		}
+	}
+	out[ExecutorPodSet] = e
+	return out
+}
+
+// stopped reports the states in which the operator runs nothing of the
+// application: not yet submitted, suspended, or over.
+func stopped(s sparkv1beta2.ApplicationStateType) bool {
+	switch s {
+	case sparkv1beta2.ApplicationStateNew, sparkv1beta2.ApplicationStateSuspended, sparkv1beta2.ApplicationStateCompleted,
+		sparkv1beta2.ApplicationStateFailed, sparkv1beta2.ApplicationStateFailedSubmission:
+		return true
+	}
+	return false
+}
+
+// podOwners are what controls the application's pods: the application
+// controls its driver (the operator's pod webhook sets that reference), and
+// the driver its executors (Spark sets it). The driver is named as the
+// operator names it: <application>-driver unless Spark's property says.
+func (a *Application) podOwners() []framework.PodOwner {
+	driver := a.Status.DriverInfo.PodName
+	if driver == "" {
+		driver = a.Spec.SparkConf[driverPodNameConf]
+	}
+	if driver == "" {
+		driver = a.Name + driverPodNameSuffix
+	}
+	return []framework.PodOwner{
+		{Kind: sparkv1beta2.GroupVersion.WithKind("SparkApplication").GroupKind(), Name: a.Name, UID: a.UID},
+		{Kind: corev1.SchemeGroupVersion.WithKind("Pod").GroupKind(), Name: driver},
+	}
+}

@@ -1,0 +1,358 @@
+package spark
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/utils/ptr"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
+	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
+	sparkv1beta2 "github.com/koord-queue/koord-queue/pkg/extensions/spark/v1beta2"
+	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
+	"github.com/koord-queue/koord-queue/pkg/resources"
+)
+
+// podSetWant is a pod set's count and the request of each of its pods.
+type podSetWant struct {
+	Count   int32
+	Request corev1.ResourceList
+}
+
+func TestPodSets(t *testing.T) {
+	app := func() *extensionstest.SparkApplicationWrapper { return extensionstest.MakeSparkApplication("pi", "ns") }
+	with := func(w *extensionstest.SparkApplicationWrapper, f func(*sparkv1beta2.SparkApplicationSpec)) *sparkv1beta2.SparkApplication {
+		a := w.Obj()
+		f(&a.Spec)
+		return a
+	}
+	cases := map[string]struct {
+		app     *sparkv1beta2.SparkApplication
+		want    map[string]podSetWant
+		wantErr string
+	}{
+		"nothing set: Spark's defaults, 1 core and 1g plus 384 MiB, one executor": {
+			app: app().Obj(),
+			want: map[string]podSetWant{
+				"driver":   {1, qt.Res("cpu", "1", "memory", "1408Mi")},
+				"executor": {1, qt.Res("cpu", "1", "memory", "1408Mi")},
+			},
+		},
+		"the default overhead is a tenth of memory when that is more than 384 MiB": {
+			app: app().Driver(2, "4g").Executors(3, 2, "8g").Obj(),
+			want: map[string]podSetWant{
+				"driver":   {1, qt.Res("cpu", "2", "memory", "4505Mi")}, // 4096 + 409
+				"executor": {3, qt.Res("cpu", "2", "memory", "9011Mi")}, // 8192 + 819
+			},
+		},
+		"Python's default overhead is four tenths": {
+			app: app().Type(sparkv1beta2.SparkApplicationTypePython).Driver(1, "2g").Executors(1, 1, "512m").Obj(),
+			want: map[string]podSetWant{
+				"driver":   {1, qt.Res("cpu", "1", "memory", "2867Mi")}, // 2048 + 819
+				"executor": {1, qt.Res("cpu", "1", "memory", "896Mi")},  // 512 + 384
+			},
+		},
+		"memoryOverhead, in MiB without a unit, and memoryOverheadFactor": {
+			app: with(app().Driver(1, "2g").Executors(2, 1, "2g"), func(s *sparkv1beta2.SparkApplicationSpec) {
+				s.Driver.MemoryOverhead = ptr.To("1024")
+				s.MemoryOverheadFactor = ptr.To("0.5")
+			}),
+			want: map[string]podSetWant{
+				"driver":   {1, qt.Res("cpu", "1", "memory", "3Gi")},
+				"executor": {2, qt.Res("cpu", "1", "memory", "3Gi")},
+			},
+		},
+		"coreRequest wins over cores; a gpu is requested as named": {
+			app: with(app().Driver(2, "1g").Executors(4, 2, "1g"), func(s *sparkv1beta2.SparkApplicationSpec) {
+				s.Driver.CoreRequest = ptr.To("500m")
+				s.Executor.CoreRequest = ptr.To("1.5")
+				s.Executor.GPU = &sparkv1beta2.GPUSpec{Name: "nvidia.com/gpu", Quantity: 1}
+				s.Executor.CoreLimit = ptr.To("4")
+			}),
+			want: map[string]podSetWant{
+				"driver":   {1, qt.Res("cpu", "500m", "memory", "1408Mi")},
+				"executor": {4, qt.Res("cpu", "1500m", "memory", "1408Mi", "nvidia.com/gpu", "1")},
+			},
+		},
+		"cores given as a string, as the operator's newer schema allows": {
+			app: with(app(), func(s *sparkv1beta2.SparkApplicationSpec) { s.Driver.Cores = ptr.To(intstr.FromString("0.5")) }),
+			want: map[string]podSetWant{
+				"driver":   {1, qt.Res("cpu", "500m", "memory", "1408Mi")},
+				"executor": {1, qt.Res("cpu", "1", "memory", "1408Mi")},
+			},
+		},
+		"sparkConf stands in for unset fields": {
+			app: with(app(), func(s *sparkv1beta2.SparkApplicationSpec) {
+				s.SparkConf = map[string]string{
+					"spark.driver.cores": "2", "spark.driver.memory": "2g", "spark.driver.memoryOverhead": "512m",
+					"spark.executor.instances": "5", "spark.kubernetes.executor.request.cores": "250m", "spark.executor.memory": "4096m",
+				}
+			}),
+			want: map[string]podSetWant{
+				"driver":   {1, qt.Res("cpu", "2", "memory", "2560Mi")},
+				"executor": {5, qt.Res("cpu", "250m", "memory", "4505Mi")},
+			},
+		},
+		"a field wins over its Spark property": {
+			app: with(app().Executors(2, 1, "1g"), func(s *sparkv1beta2.SparkApplicationSpec) {
+				s.SparkConf = map[string]string{"spark.executor.instances": "5", "spark.executor.memory": "8g"}
+			}),
+			want: map[string]podSetWant{
+				"driver":   {1, qt.Res("cpu", "1", "memory", "1408Mi")},
+				"executor": {2, qt.Res("cpu", "1", "memory", "1408Mi")},
+			},
+		},
+		"dynamic allocation starts with the most of initial, minimum and instances": {
+			app: with(app().Executors(2, 1, "1g"), func(s *sparkv1beta2.SparkApplicationSpec) {
+				s.DynamicAllocation = &sparkv1beta2.DynamicAllocation{Enabled: true, InitialExecutors: ptr.To[int32](3), MinExecutors: ptr.To[int32](1), MaxExecutors: ptr.To[int32](10)}
+			}),
+			want: map[string]podSetWant{
+				"driver":   {1, qt.Res("cpu", "1", "memory", "1408Mi")},
+				"executor": {3, qt.Res("cpu", "1", "memory", "1408Mi")},
+			},
+		},
+		"dynamic allocation with nothing to start with starts one executor": {
+			app: with(app(), func(s *sparkv1beta2.SparkApplicationSpec) {
+				s.SparkConf = map[string]string{"spark.dynamicAllocation.enabled": "true"}
+			}),
+			want: map[string]podSetWant{
+				"driver":   {1, qt.Res("cpu", "1", "memory", "1408Mi")},
+				"executor": {1, qt.Res("cpu", "1", "memory", "1408Mi")},
+			},
+		},
+		"client mode has no driver pod": {
+			app: app().Mode(sparkv1beta2.DeployModeClient).Executors(2, 1, "1g").Obj(),
+			want: map[string]podSetWant{
+				"executor": {2, qt.Res("cpu", "1", "memory", "1408Mi")},
+			},
+		},
+		"a fractional memory is refused, naming the field": {
+			app:     app().Driver(1, "1.5g").Obj(),
+			wantErr: `spec.driver: memory: "1.5g": Spark takes no fractions here`,
+		},
+		"an unknown unit is refused": {
+			app:     app().Executors(1, 1, "2Gi").Obj(),
+			wantErr: `spec.executor: memory: "2Gi": unknown unit "gi"`,
+		},
+		"a malformed coreRequest is refused": {
+			app:     with(app(), func(s *sparkv1beta2.SparkApplicationSpec) { s.Executor.CoreRequest = ptr.To("lots") }),
+			wantErr: `spec.executor: coreRequest "lots" is not a CPU quantity`,
+		},
+		"no cores is refused": {
+			app:     app().Driver(0, "1g").Obj(),
+			wantErr: "spec.driver: cores 0: want at least 1",
+		},
+		"a malformed overhead factor is refused": {
+			app:     with(app(), func(s *sparkv1beta2.SparkApplicationSpec) { s.MemoryOverheadFactor = ptr.To("a lot") }),
+			wantErr: `memoryOverheadFactor "a lot" is not a factor`,
+		},
+		"a malformed executor count in sparkConf is refused": {
+			app: with(app(), func(s *sparkv1beta2.SparkApplicationSpec) {
+				s.SparkConf = map[string]string{"spark.executor.instances": "many"}
+			}),
+			wantErr: `sparkConf spark.executor.instances "many": want a whole number`,
+		},
+		"a gpu without a name is refused": {
+			app: with(app(), func(s *sparkv1beta2.SparkApplicationSpec) {
+				s.Executor.GPU = &sparkv1beta2.GPUSpec{Quantity: 1}
+			}),
+			wantErr: "spec.executor: gpu: want a resource name",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			before := tc.app.DeepCopy()
+			sets, err := (*Application)(tc.app).PodSets()
+			if diff := cmp.Diff(before, tc.app); diff != "" {
+				t.Errorf("PodSets changed the application (-before +after):\n%s", diff)
+			}
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("PodSets error %v, want one saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]podSetWant{}
+			for _, s := range sets {
+				got[s.Name] = podSetWant{s.Count, resources.PodRequests(&s.Template.Spec)}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("pod sets (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestSuspendAndResume(t *testing.T) {
+	t.Run("spec.suspend", func(t *testing.T) {
+		a := (*Application)(extensionstest.MakeSparkApplication("pi", "ns").Suspend(false).Obj())
+		if a.IsSuspended() {
+			t.Fatal("an application with spec.suspend false is suspended")
+		}
+		a.Suspend()
+		if !a.IsSuspended() || !ptr.Deref(a.Spec.Suspend, false) {
+			t.Errorf("after Suspend: suspended %v, spec.suspend %v", a.IsSuspended(), a.Spec.Suspend)
+		}
+		if _, ok := a.Annotations[schedulingv1alpha1.AnnotationSuspend]; ok {
+			t.Errorf("Suspend added the annotation to an application that does not use it: %v", a.Annotations)
+		}
+		a.Resume()
+		if a.IsSuspended() {
+			t.Error("suspended after Resume")
+		}
+	})
+	t.Run("Koord-Queue's annotation is kept in step", func(t *testing.T) {
+		a := (*Application)(extensionstest.MakeSparkApplication("pi", "ns").SuspendAnnotation().Obj())
+		if !a.IsSuspended() {
+			t.Fatal("an application with the suspend annotation is not suspended")
+		}
+		a.Resume()
+		if a.IsSuspended() || a.Annotations[schedulingv1alpha1.AnnotationSuspend] != "false" || ptr.Deref(a.Spec.Suspend, true) {
+			t.Errorf("after Resume: suspended %v, annotations %v, spec.suspend %v; want the annotation \"false\" and spec.suspend false",
+				a.IsSuspended(), a.Annotations, a.Spec.Suspend)
+		}
+		a.Suspend()
+		if a.Annotations[schedulingv1alpha1.AnnotationSuspend] != "true" || !ptr.Deref(a.Spec.Suspend, false) {
+			t.Errorf("after Suspend: annotations %v, spec.suspend %v; want both set", a.Annotations, a.Spec.Suspend)
+		}
+	})
+}
+
+func TestStatus(t *testing.T) {
+	executors := func(states ...sparkv1beta2.ExecutorState) map[string]sparkv1beta2.ExecutorState {
+		m := map[string]sparkv1beta2.ExecutorState{}
+		for i, s := range states {
+			m["exec-"+string(rune('a'+i))] = s
+		}
+		return m
+	}
+	cases := map[string]struct {
+		app           *sparkv1beta2.SparkApplication
+		wantPods      map[string]framework.PodCount
+		wantFinished  bool
+		wantSucceeded bool
+		wantMessage   string
+	}{
+		"new and suspended: nothing runs or waits": {
+			app:      extensionstest.MakeSparkApplication("pi", "ns").Obj(),
+			wantPods: map[string]framework.PodCount{"driver": {}, "executor": {}},
+		},
+		"submitted: the driver waits": {
+			app:      extensionstest.MakeSparkApplication("pi", "ns").Suspend(false).State(sparkv1beta2.ApplicationStateSubmitted).Obj(),
+			wantPods: map[string]framework.PodCount{"driver": {Pending: 1}, "executor": {}},
+		},
+		"running, with executors running and waiting": {
+			app: func() *sparkv1beta2.SparkApplication {
+				a := extensionstest.MakeSparkApplication("pi", "ns").Suspend(false).State(sparkv1beta2.ApplicationStateRunning).Obj()
+				a.Status.ExecutorState = executors(sparkv1beta2.ExecutorStateRunning, sparkv1beta2.ExecutorStateRunning, sparkv1beta2.ExecutorStatePending, sparkv1beta2.ExecutorStateCompleted)
+				return a
+			}(),
+			wantPods: map[string]framework.PodCount{"driver": {Running: 1}, "executor": {Running: 2, Pending: 1}},
+		},
+		"suspended: executor states the operator left behind are not counted": {
+			app: func() *sparkv1beta2.SparkApplication {
+				a := extensionstest.MakeSparkApplication("pi", "ns").State(sparkv1beta2.ApplicationStateSuspended).Obj()
+				a.Status.ExecutorState = executors(sparkv1beta2.ExecutorStateRunning, sparkv1beta2.ExecutorStatePending)
+				return a
+			}(),
+			wantPods: map[string]framework.PodCount{"driver": {}, "executor": {}},
+		},
+		"suspending: the executors still count until the operator has stopped them": {
+			app: func() *sparkv1beta2.SparkApplication {
+				a := extensionstest.MakeSparkApplication("pi", "ns").State(sparkv1beta2.ApplicationStateSuspending).Obj()
+				a.Status.ExecutorState = executors(sparkv1beta2.ExecutorStateRunning)
+				return a
+			}(),
+			wantPods: map[string]framework.PodCount{"driver": {}, "executor": {Running: 1}},
+		},
+		"completed": {
+			app:           extensionstest.MakeSparkApplication("pi", "ns").State(sparkv1beta2.ApplicationStateCompleted).Obj(),
+			wantPods:      map[string]framework.PodCount{"driver": {}, "executor": {}},
+			wantFinished:  true,
+			wantSucceeded: true,
+			wantMessage:   "the Spark application completed",
+		},
+		"failed, with the operator's message": {
+			app: func() *sparkv1beta2.SparkApplication {
+				a := extensionstest.MakeSparkApplication("pi", "ns").State(sparkv1beta2.ApplicationStateFailed).Obj()
+				a.Status.AppState.ErrorMessage = "driver container failed with ExitCode: 1"
+				return a
+			}(),
+			wantPods:     map[string]framework.PodCount{"driver": {}, "executor": {}},
+			wantFinished: true,
+			wantMessage:  "driver container failed with ExitCode: 1",
+		},
+		"a failed submission the operator may retry has not finished": {
+			app:      extensionstest.MakeSparkApplication("pi", "ns").Suspend(false).State(sparkv1beta2.ApplicationStateFailedSubmission).Obj(),
+			wantPods: map[string]framework.PodCount{"driver": {}, "executor": {}},
+		},
+		"failing, before the operator decides whether to run it again, has not finished": {
+			app:      extensionstest.MakeSparkApplication("pi", "ns").Suspend(false).State(sparkv1beta2.ApplicationStateFailing).Obj(),
+			wantPods: map[string]framework.PodCount{"driver": {}, "executor": {}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			a := (*Application)(tc.app)
+			if diff := cmp.Diff(tc.wantPods, a.Pods()); diff != "" {
+				t.Errorf("Pods (-want +got):\n%s", diff)
+			}
+			msg, ok, finished := a.Finished()
+			if finished != tc.wantFinished || ok != tc.wantSucceeded || msg != tc.wantMessage {
+				t.Errorf("Finished = (%q, %v, %v), want (%q, %v, %v)", msg, ok, finished, tc.wantMessage, tc.wantSucceeded, tc.wantFinished)
+			}
+		})
+	}
+}
+
+func TestPriority(t *testing.T) {
+	a := extensionstest.MakeSparkApplication("pi", "ns").Obj()
+	a.Spec.Driver.PriorityClassName = ptr.To("driver-class")
+	if got, _ := (*Application)(a).Priority(); got != "driver-class" {
+		t.Errorf("priority class %q, want the driver's without batchSchedulerOptions", got)
+	}
+	a.Spec.BatchSchedulerOptions = &sparkv1beta2.BatchSchedulerConfiguration{PriorityClassName: ptr.To("high")}
+	if got, _ := (*Application)(a).Priority(); got != "high" {
+		t.Errorf("priority class %q, want batchSchedulerOptions' high", got)
+	}
+}
+
+func TestPods(t *testing.T) {
+	integ := Integration()
+	a := extensionstest.MakeSparkApplication("pi", "ns").Obj()
+	a.UID = "app-uid"
+	appRef := metav1.OwnerReference{APIVersion: "sparkoperator.k8s.io/v1beta2", Kind: "SparkApplication", Name: "pi", UID: "app-uid", Controller: ptr.To(true)}
+	driverRef := metav1.OwnerReference{APIVersion: "v1", Kind: "Pod", Name: "pi-driver", UID: "driver-uid", Controller: ptr.To(true)}
+	driver := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pi-driver", Labels: map[string]string{"spark-role": "driver"}, OwnerReferences: []metav1.OwnerReference{appRef}}}
+	executor := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "pi-exec-1", Labels: map[string]string{"spark-role": "executor"}, OwnerReferences: []metav1.OwnerReference{driverRef}}}
+
+	if got := integ.PodSetOf(driver); got != DriverPodSet {
+		t.Errorf("the driver pod is in pod set %q, want driver", got)
+	}
+	if got := integ.PodSetOf(executor); got != ExecutorPodSet {
+		t.Errorf("an executor pod is in pod set %q, want executor", got)
+	}
+	want := []string{"SparkApplication.sparkoperator.k8s.io/pi", "Pod/pi-driver"}
+	if diff := cmp.Diff(want, integ.JobPodOwnersIndex(a)); diff != "" {
+		t.Errorf("pod owners (-want +got):\n%s", diff)
+	}
+	for _, p := range []*corev1.Pod{driver, executor} {
+		if got := framework.PodOwnerIndex(p); len(got) != 1 || !slices.Contains(want, got[0]) {
+			t.Errorf("pod %s is indexed under %v, which is not among the application's %v", p.Name, got, want)
+		}
+	}
+
+	a.Status.DriverInfo.PodName = "pi-7f9c-driver"
+	if got := integ.JobPodOwnersIndex(a); got[1] != "Pod/pi-7f9c-driver" {
+		t.Errorf("with the operator's driver pod name the owners are %v, want that pod", got)
+	}
+}
