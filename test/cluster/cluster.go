@@ -417,12 +417,18 @@ func (c *Cluster) waitForHealthz(ctx context.Context, name string, port int) err
 
 var errNotReady = errors.New("not ready")
 
-// waitFor polls check until it succeeds, a process dies, or ctx ends; the
-// error names what was awaited and the last reason it was not there yet.
+// waitFor polls check until it succeeds, a process of the cluster dies, or
+// ctx ends; the error names what was awaited and the last reason it was not
+// there yet.
 func (c *Cluster) waitFor(ctx context.Context, what string, check func(context.Context) error) error {
+	return waitFor(ctx, what, c.checkRunning, check)
+}
+
+// waitFor polls check until it succeeds, alive fails, or ctx ends.
+func waitFor(ctx context.Context, what string, alive func() error, check func(context.Context) error) error {
 	var last error
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		if err := c.checkRunning(); err != nil {
+		if err := alive(); err != nil {
 			return false, err
 		}
 		last = check(ctx)

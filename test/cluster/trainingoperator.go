@@ -117,8 +117,9 @@ func (c *Cluster) StartTrainingOperator(ctx context.Context, opts TrainingOperat
 		return nil, err
 	}
 	// /readyz answers once the certificates are ready and the webhook
-	// server listens: the controllers are set up by then.
-	if err := c.waitForHTTP(ctx, "training-operator /readyz", "http://"+Loopback(ports[1])+"/readyz"); err != nil {
+	// server listens: the controllers are set up by then. Only this
+	// process is watched: a test may have stopped others on purpose.
+	if err := waitForHTTP(ctx, "training-operator /readyz", "http://"+Loopback(ports[1])+"/readyz", p.Err); err != nil {
 		return nil, fmt.Errorf("%w (log in %s)", err, filepath.Join(c.logDir, "training-operator.log"))
 	}
 	return p, nil
@@ -192,10 +193,10 @@ func ensureFile(path, from string) error {
 	return nil
 }
 
-// waitForHTTP waits until url answers 200 OK.
-func (c *Cluster) waitForHTTP(ctx context.Context, what, url string) error {
+// waitForHTTP waits until url answers 200 OK, while alive does not fail.
+func waitForHTTP(ctx context.Context, what, url string, alive func() error) error {
 	httpClient := &http.Client{Timeout: 5 * time.Second}
-	return c.waitFor(ctx, what, func(ctx context.Context) error {
+	return waitFor(ctx, what, alive, func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return err
