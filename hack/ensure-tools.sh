@@ -16,6 +16,15 @@ STATICCHECK_VERSION=v0.6.1
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${KOORD_QUEUE_CACHE:-$HOME/.cache/koord-queue}
 
+# The framework operators the end-to-end tests run are each pinned by a Go
+# module of their own under hack/tools (their Kubernetes libraries are older
+# than the control plane's); the version is read from there.
+module_version() { # DIR MODULE
+  awk -v m="$2" '$1 == m || ($1 == "require" && $2 == m) { print ($1 == m ? $2 : $3); exit }' "$root/hack/tools/$1/go.mod"
+}
+TRAINING_OPERATOR_VERSION=$(module_version training-operator github.com/kubeflow/training-operator)
+[[ -n $TRAINING_OPERATOR_VERSION ]] || { echo "no github.com/kubeflow/training-operator in hack/tools/training-operator/go.mod" >&2; exit 1; }
+
 log() { printf '[ensure-tools] %s\n' "$*" >&2; }
 
 # build_once DIR NAME... CMD: runs CMD (which writes into DIR/bin) unless every
@@ -59,6 +68,13 @@ build_kwok() {
   GOBIN="$cache/kwok-$KWOK_VERSION/bin" GOFLAGS=-trimpath go install -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 }
 
+build_training_operator() {
+  log "building the Kubeflow training-operator $TRAINING_OPERATOR_VERSION (first time: a few minutes)"
+  (cd "$root/hack/tools/training-operator" && go build -trimpath -ldflags "-s -w" \
+    -o "$cache/training-operator-$TRAINING_OPERATOR_VERSION/bin/training-operator" \
+    github.com/kubeflow/training-operator/cmd/training-operator.v1)
+}
+
 build_controller_gen() {
   GOBIN="$cache/controller-gen-$CONTROLLER_GEN_VERSION/bin" go install "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_GEN_VERSION"
 }
@@ -74,21 +90,24 @@ case $want in
     build_once "$cache/k8s-$K8S_VERSION" build_k8s
     build_once "$cache/kwok-$KWOK_VERSION" build_kwok
     ;;&
+  all|operators)
+    build_once "$cache/training-operator-$TRAINING_OPERATOR_VERSION" build_training_operator
+    ;;&
   all|codegen)
     build_once "$cache/controller-gen-$CONTROLLER_GEN_VERSION" build_controller_gen
     ;;&
   all|lint)
     build_once "$cache/staticcheck-$STATICCHECK_VERSION" build_staticcheck
     ;;
-  cluster|codegen) ;;
-  *) echo "usage: $0 [all|cluster|codegen|lint]" >&2; exit 2 ;;
+  cluster|operators|codegen) ;;
+  *) echo "usage: $0 [all|cluster|operators|codegen|lint]" >&2; exit 2 ;;
 esac
 
 # One directory on PATH holds every tool, by symlink, so callers need one path.
 bin=$cache/bin
 mkdir -p "$bin"
 for d in "$cache/etcd-$ETCD_VERSION" "$cache/k8s-$K8S_VERSION" "$cache/kwok-$KWOK_VERSION" \
-         "$cache/controller-gen-$CONTROLLER_GEN_VERSION" "$cache/staticcheck-$STATICCHECK_VERSION"; do
+         "$cache/training-operator-$TRAINING_OPERATOR_VERSION" "$cache/controller-gen-$CONTROLLER_GEN_VERSION" "$cache/staticcheck-$STATICCHECK_VERSION"; do
   [[ -f $d/.complete ]] || continue
   for f in "$d"/bin/*; do ln -sf "$f" "$bin/$(basename "$f")"; done
 done

@@ -12,6 +12,15 @@ if [[ -n $unformatted ]]; then
   echo "gofmt would change:"; echo "$unformatted"; status=1
 fi
 
+# The training-operator the end-to-end tests run is the release whose API
+# koord-queue builds against.
+api=$(awk '$1 == "github.com/kubeflow/training-operator" { print $2; exit }' go.mod)
+operator=$(awk '$1 == "require" && $2 == "github.com/kubeflow/training-operator" { print $3; exit }
+  $1 == "github.com/kubeflow/training-operator" { print $2; exit }' hack/tools/training-operator/go.mod)
+if [[ $api != "$operator" ]]; then
+  echo "go.mod pins github.com/kubeflow/training-operator $api but hack/tools/training-operator/go.mod builds $operator: make them the same"; status=1
+fi
+
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 git ls-files --cached --others --exclude-standard -z | xargs -0 cp --parents -t "$scratch"

@@ -53,8 +53,9 @@ type Options struct {
 	// StartTimeout bounds how long the control plane may take to come up
 	// (default 2 minutes).
 	StartTimeout time.Duration
-	// PodRunTime is how long a Job's pod runs when it has no
-	// PodRunTimeAnnotation (default 1s).
+	// PodRunTime is how long a pod of a Job, TFJob, PyTorchJob or MPIJob
+	// runs before it succeeds when it has no PodRunTimeAnnotation (default
+	// 1s). Other pods run until deleted.
 	PodRunTime time.Duration
 }
 
@@ -157,7 +158,12 @@ func (c *Cluster) start(name string, args ...string) error {
 // logging beside the cluster's own processes; Stop stops it first. Its name
 // must be unique among the cluster's processes (it names the log file).
 func (c *Cluster) StartProcess(name, binary string, args ...string) (*Process, error) {
-	p, err := RunProcess(filepath.Join(c.logDir, name+".log"), binary, args...)
+	return c.startProcessEnv(name, nil, binary, args...)
+}
+
+// startProcessEnv is StartProcess with env added to the process's environment.
+func (c *Cluster) startProcessEnv(name string, env []string, binary string, args ...string) (*Process, error) {
+	p, err := RunProcessEnv(filepath.Join(c.logDir, name+".log"), env, binary, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -330,10 +336,13 @@ func (c *Cluster) createNodes(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("building client: %w", err)
 	}
+	// Ephemeral storage, as a real node reports it: some operators' pods
+	// ask for it (the MPIJob launcher's init container does).
 	allocatable := corev1.ResourceList{
-		corev1.ResourceCPU:    resource.MustParse(c.opts.NodeCPU),
-		corev1.ResourceMemory: resource.MustParse(c.opts.NodeMemory),
-		corev1.ResourcePods:   resource.MustParse("110"),
+		corev1.ResourceCPU:              resource.MustParse(c.opts.NodeCPU),
+		corev1.ResourceMemory:           resource.MustParse(c.opts.NodeMemory),
+		corev1.ResourceEphemeralStorage: resource.MustParse("1Ti"),
+		corev1.ResourcePods:             resource.MustParse("110"),
 	}
 	for i := range c.opts.Nodes {
 		name := fmt.Sprintf("kwok-node-%d", i)
@@ -408,12 +417,18 @@ func (c *Cluster) waitForHealthz(ctx context.Context, name string, port int) err
 
 var errNotReady = errors.New("not ready")
 
-// waitFor polls check until it succeeds, a process dies, or ctx ends; the
-// error names what was awaited and the last reason it was not there yet.
+// waitFor polls check until it succeeds, a process of the cluster dies, or
+// ctx ends; the error names what was awaited and the last reason it was not
+// there yet.
 func (c *Cluster) waitFor(ctx context.Context, what string, check func(context.Context) error) error {
+	return waitFor(ctx, what, c.checkRunning, check)
+}
+
+// waitFor polls check until it succeeds, alive fails, or ctx ends.
+func waitFor(ctx context.Context, what string, alive func() error, check func(context.Context) error) error {
 	var last error
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
-		if err := c.checkRunning(); err != nil {
+		if err := alive(); err != nil {
 			return false, err
 		}
 		last = check(ctx)

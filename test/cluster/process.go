@@ -24,6 +24,12 @@ type Process struct {
 // RunProcess starts binary with args, its output appended to logPath. The
 // log file's name, without ".log", names the process in errors.
 func RunProcess(logPath, binary string, args ...string) (*Process, error) {
+	return RunProcessEnv(logPath, nil, binary, args...)
+}
+
+// RunProcessEnv is RunProcess with env ("KEY=value", each overriding the
+// same key) added to the environment the process inherits.
+func RunProcessEnv(logPath string, env []string, binary string, args ...string) (*Process, error) {
 	name := strings.TrimSuffix(filepath.Base(logPath), ".log")
 	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -32,6 +38,9 @@ func RunProcess(logPath, binary string, args ...string) (*Process, error) {
 	cmd := exec.Command(binary, args...)
 	cmd.Stdout = logFile
 	cmd.Stderr = logFile
+	if len(env) > 0 {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	// Pdeathsig stops the process with its parent even when the parent dies
 	// without cleaning up (a killed test binary), so nothing is left behind.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}

@@ -1,8 +1,10 @@
 // Package cluster runs a real Kubernetes control plane on loopback, without
 // Docker: etcd, kube-apiserver (TLS, RBAC, service-account keys),
 // kube-controller-manager, kube-scheduler and kwok with fake nodes, so Jobs
-// really create Pods that are scheduled, run and finish. The binaries are the
-// pinned ones hack/ensure-tools.sh builds into a cache outside the checkout.
+// really create Pods that are scheduled, run and finish; on request, the
+// Kubeflow training-operator too (StartTrainingOperator), so TFJobs,
+// PyTorchJobs and MPIJobs do. The binaries are the pinned ones
+// hack/ensure-tools.sh builds into a cache outside the checkout.
 package cluster
 
 import (

@@ -1,7 +1,8 @@
 // Package e2e runs koord-queue's end-to-end tests on a whole local cluster:
 // etcd, kube-apiserver, kube-controller-manager, kube-scheduler and kwok fake
 // nodes, so Jobs really create Pods that are scheduled, run and finish, with
-// the koord-queue binary running against it as users run it.
+// the koord-queue binary running against it as users run it. The Kubeflow
+// training jobs are run by the real training-operator (kubeflow_test.go).
 package e2e
 
 import (

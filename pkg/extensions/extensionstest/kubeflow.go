@@ -72,6 +72,23 @@ func (w *TrainingJobWrapper[T]) Replica(rt kftraining.ReplicaType, n int32, requ
 	return w
 }
 
+// Container names the container of every replica type added so far, as
+// the training operator wants it ("tensorflow", "pytorch", "mpi").
+func (w *TrainingJobWrapper[T]) Container(name string) *TrainingJobWrapper[T] {
+	for _, spec := range *w.replicas {
+		spec.Template.Spec.Containers[0].Name = name
+	}
+	return w
+}
+
+// PodAnnotation annotates the pod template of every replica type added so far.
+func (w *TrainingJobWrapper[T]) PodAnnotation(key, value string) *TrainingJobWrapper[T] {
+	for _, spec := range *w.replicas {
+		setAnnotation(&spec.Template.ObjectMeta, key, value)
+	}
+	return w
+}
+
 // PriorityClass sets the gang scheduling policy's priority class.
 func (w *TrainingJobWrapper[T]) PriorityClass(name string) *TrainingJobWrapper[T] {
 	w.runPolicy.SchedulingPolicy = &kftraining.SchedulingPolicy{PriorityClass: name}
