@@ -18,12 +18,9 @@ cache=${KOORD_QUEUE_CACHE:-$HOME/.cache/koord-queue}
 
 # The framework operators the end-to-end tests run are each pinned by a Go
 # module of their own under hack/tools (their Kubernetes libraries are older
-# than the control plane's); the version is read from there.
-module_version() { # DIR MODULE
-  awk -v m="$2" '$1 == m || ($1 == "require" && $2 == m) { print ($1 == m ? $2 : $3); exit }' "$root/hack/tools/$1/go.mod"
-}
-TRAINING_OPERATOR_VERSION=$(module_version training-operator github.com/kubeflow/training-operator)
-[[ -n $TRAINING_OPERATOR_VERSION ]] || { echo "no github.com/kubeflow/training-operator in hack/tools/training-operator/go.mod" >&2; exit 1; }
+# than the control plane's); the version is read from there
+# (hack/verify.sh checks it is the one koord-queue's go.mod pins).
+TRAINING_OPERATOR_VERSION=$(go -C "$root/hack/tools/training-operator" list -m -f '{{.Version}}' github.com/kubeflow/training-operator)
 
 log() { printf '[ensure-tools] %s\n' "$*" >&2; }
 

@@ -14,9 +14,9 @@ fi
 
 # The training-operator the end-to-end tests run is the release whose API
 # koord-queue builds against.
-api=$(awk '$1 == "github.com/kubeflow/training-operator" { print $2; exit }' go.mod)
-operator=$(awk '$1 == "require" && $2 == "github.com/kubeflow/training-operator" { print $3; exit }
-  $1 == "github.com/kubeflow/training-operator" { print $2; exit }' hack/tools/training-operator/go.mod)
+version_of() { go -C "$1" list -m -f '{{.Version}}' github.com/kubeflow/training-operator; }
+api=$(version_of .)
+operator=$(version_of hack/tools/training-operator)
 if [[ $api != "$operator" ]]; then
   echo "go.mod pins github.com/kubeflow/training-operator $api but hack/tools/training-operator/go.mod builds $operator: make them the same"; status=1
 fi

@@ -397,8 +397,12 @@ func (c *Cluster) waitForHealthz(ctx context.Context, name string, port int) err
 		Timeout:   5 * time.Second,
 		Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}, //nolint:gosec
 	}
-	url := "https://" + Loopback(port) + "/healthz"
-	return c.waitFor(ctx, name+" /healthz", func(ctx context.Context) error {
+	return waitForHTTP(ctx, name+" /healthz", httpClient, "https://"+Loopback(port)+"/healthz", c.checkRunning)
+}
+
+// waitForHTTP waits until url answers 200 OK, while alive does not fail.
+func waitForHTTP(ctx context.Context, what string, httpClient *http.Client, url string, alive func() error) error {
+	return waitFor(ctx, what, alive, func(ctx context.Context) error {
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
 			return err

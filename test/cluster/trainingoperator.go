@@ -119,7 +119,7 @@ func (c *Cluster) StartTrainingOperator(ctx context.Context, opts TrainingOperat
 	// /readyz answers once the certificates are ready and the webhook
 	// server listens: the controllers are set up by then. Only this
 	// process is watched: a test may have stopped others on purpose.
-	if err := waitForHTTP(ctx, "training-operator /readyz", "http://"+Loopback(ports[1])+"/readyz", p.Err); err != nil {
+	if err := waitForHTTP(ctx, "training-operator /readyz", &http.Client{Timeout: 5 * time.Second}, "http://"+Loopback(ports[1])+"/readyz", p.Err); err != nil {
 		return nil, fmt.Errorf("%w (log in %s)", err, filepath.Join(c.logDir, "training-operator.log"))
 	}
 	return p, nil
@@ -191,24 +191,4 @@ func ensureFile(path, from string) error {
 		return fmt.Errorf("writing %s: %w", path, err)
 	}
 	return nil
-}
-
-// waitForHTTP waits until url answers 200 OK, while alive does not fail.
-func waitForHTTP(ctx context.Context, what, url string, alive func() error) error {
-	httpClient := &http.Client{Timeout: 5 * time.Second}
-	return waitFor(ctx, what, alive, func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-		if err != nil {
-			return err
-		}
-		resp, err := httpClient.Do(req)
-		if err != nil {
-			return err
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("status %d: %w", resp.StatusCode, errNotReady)
-		}
-		return nil
-	})
 }

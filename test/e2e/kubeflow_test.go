@@ -87,17 +87,6 @@ func operatorPods(ctx context.Context, ns, kind, name string) ([]corev1.Pod, err
 	return pods, nil
 }
 
-// live counts the pods that run on a node: bound, not ended, not being deleted.
-func live(pods []corev1.Pod) int {
-	n := 0
-	for _, p := range pods {
-		if p.Spec.NodeName != "" && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-			n++
-		}
-	}
-	return n
-}
-
 // getJob reads a job of integ as the extension sees it.
 func getJob(ctx context.Context, integ framework.Integration, ns, name string) (framework.GenericJob, error) {
 	job := integ.NewJob()
@@ -131,7 +120,7 @@ func waitSucceeded(t *testing.T, integ framework.Integration, ns, name string) {
 				return err
 			}
 			return fmt.Errorf("%s %s finished %v (suspended %v, %d of its pods live); its unit: phase %s with %d admissions (%q); want the job Succeeded, its unit Succeed with its quota given back",
-				integ.GVK.Kind, name, finished, job.IsSuspended(), live(pods), u.EffectivePhase(), len(u.Status.Admissions), u.Status.Message)
+				integ.GVK.Kind, name, finished, job.IsSuspended(), countLive(pods, true), u.EffectivePhase(), len(u.Status.Admissions), u.Status.Message)
 		}
 		return nil
 	})
@@ -201,13 +190,13 @@ func TestKubeflowJobsRunWithTheTrainingOperator(t *testing.T) {
 				if err != nil {
 					return err
 				}
-				sawFirstRun = sawFirstRun || live(firstPods) == 3
+				sawFirstRun = sawFirstRun || countLive(firstPods, true) == 3
 				if u.Status.Phase != schedulingv1alpha1.Succeed {
 					if view, err := unitView(ctx, ns, integ.UnitName(second)); err == nil {
 						sawSecondWait = sawSecondWait || view.Phase == schedulingv1alpha1.Enqueued && view.Reason != ""
 					}
 					return fmt.Errorf("%s: unit phase %s, %d pods of it made by the operator (%d live); waiting for it to succeed",
-						first, u.EffectivePhase(), len(firstPods), live(firstPods))
+						first, u.EffectivePhase(), len(firstPods), countLive(firstPods, true))
 				}
 				return nil
 			})
@@ -281,8 +270,8 @@ func TestPyTorchJobPreemptedWhileRunning(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if u.Status.Phase != schedulingv1alpha1.Running || live(pods) != 2 {
-			return fmt.Errorf("%s: unit phase %s, %d of its 2 pods run", low, u.EffectivePhase(), live(pods))
+		if u.Status.Phase != schedulingv1alpha1.Running || countLive(pods, true) != 2 {
+			return fmt.Errorf("%s: unit phase %s, %d of its 2 pods run", low, u.EffectivePhase(), countLive(pods, true))
 		}
 		for _, p := range pods {
 			firstRun[p.UID] = true
@@ -302,8 +291,8 @@ func TestPyTorchJobPreemptedWhileRunning(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if len(u.Status.Admissions) == 0 && live(pods) > 0 {
-			t.Fatalf("%s's unit gave its quota back while %d of its pods still run", low, live(pods))
+		if len(u.Status.Admissions) == 0 && countLive(pods, true) > 0 {
+			t.Fatalf("%s's unit gave its quota back while %d of its pods still run", low, countLive(pods, true))
 		}
 		j, err := getJob(ctx, integ, ns, low)
 		if err != nil {
@@ -311,7 +300,7 @@ func TestPyTorchJobPreemptedWhileRunning(t *testing.T) {
 		}
 		if !j.IsSuspended() || len(pods) > 0 || len(u.Status.Admissions) > 0 {
 			return fmt.Errorf("%s: suspended %v, %d pods (%d live), unit phase %s with %d admissions; want it suspended, its pods gone and its quota given back",
-				low, j.IsSuspended(), len(pods), live(pods), u.EffectivePhase(), len(u.Status.Admissions))
+				low, j.IsSuspended(), len(pods), countLive(pods, true), u.EffectivePhase(), len(u.Status.Admissions))
 		}
 		return nil
 	})
@@ -334,14 +323,7 @@ func TestPyTorchJobPreemptedWhileRunning(t *testing.T) {
 	if peak := monitor.Peak(); peak.Cmp(resource.MustParse("4")) > 0 {
 		t.Errorf("%s held %s cpu at its peak, over its max of 4", quota, peak.String())
 	}
-	events := &corev1.EventList{}
-	if err := k8sClient.List(context.Background(), events, client.InNamespace(ns),
-		client.MatchingFields{"involvedObject.name": integ.UnitName(low), "reason": queueunit.EventPreempted}); err != nil {
-		t.Fatal(err)
-	}
-	if len(events.Items) == 0 {
-		t.Errorf("no %s event on %s's unit", queueunit.EventPreempted, low)
-	}
+	eventOn(t, ns, integ.UnitName(low), corev1.EventTypeNormal, queueunit.EventPreempted)
 }
 
 // overlapWatch samples, until stopped, whether a unit holds quota while
@@ -370,8 +352,8 @@ func watchOverlap(ns, unit, kind, name string) *overlapWatch {
 		for {
 			before := holds()
 			pods, err := operatorPods(ctx, ns, kind, name)
-			if err == nil && before && live(pods) > 0 && holds() {
-				w.err = fmt.Errorf("%s held quota while %d pods of %s ran", unit, live(pods), name)
+			if err == nil && before && countLive(pods, true) > 0 && holds() {
+				w.err = fmt.Errorf("%s held quota while %d pods of %s ran", unit, countLive(pods, true), name)
 				return
 			}
 			select {

@@ -157,12 +157,5 @@ func TestPreemptionOfRunningJob(t *testing.T) {
 	if high, low := jobs["high"].Status.CompletionTime, jobs["low"].Status.CompletionTime; !high.Before(low) {
 		t.Errorf("high completed at %v, low at %v; want high first, having preempted low", high, low)
 	}
-	events := &corev1.EventList{}
-	if err := k8sClient.List(context.Background(), events, client.InNamespace(ns),
-		client.MatchingFields{"involvedObject.name": "low", "reason": queueunit.EventPreempted}); err != nil {
-		t.Fatal(err)
-	}
-	if len(events.Items) == 0 {
-		t.Errorf("no %s event on low's unit", queueunit.EventPreempted)
-	}
+	eventOn(t, ns, "low", corev1.EventTypeNormal, queueunit.EventPreempted)
 }

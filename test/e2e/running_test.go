@@ -43,8 +43,14 @@ func livePods(ctx context.Context, t *testing.T, ns, job string, bound bool) int
 	if err := k8sClient.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{batchv1.JobNameLabel: job}); err != nil {
 		t.Fatalf("listing the pods of %s: %v", job, err)
 	}
+	return countLive(pods.Items, bound)
+}
+
+// countLive counts the pods that have not ended and are not being deleted
+// (bound to a node only, with bound).
+func countLive(pods []corev1.Pod, bound bool) int {
 	n := 0
-	for _, p := range pods.Items {
+	for _, p := range pods {
 		ended := p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed
 		if !ended && p.DeletionTimestamp == nil && (!bound || p.Spec.NodeName != "") {
 			n++

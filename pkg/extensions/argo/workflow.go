@@ -127,14 +127,7 @@ func (w *Workflow) PodSets() ([]framework.PodSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []framework.PodSet{{
-		Name:  schedulingv1alpha1.DefaultPodSetName,
-		Count: 1,
-		Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name:      "workflow",
-			Resources: corev1.ResourceRequirements{Requests: request},
-		}}}},
-	}}, nil
+	return []framework.PodSet{framework.MadeUpPodSet(schedulingv1alpha1.DefaultPodSetName, 1, "workflow", request)}, nil
 }
 
 // minResources parses the koord-queue/min-resources annotation; a missing

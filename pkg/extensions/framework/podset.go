@@ -12,6 +12,22 @@ import (
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 )
 
+// MadeUpPodSet is a pod set of count pods of one container, named
+// container, requesting request: the pod set of a job that keeps no pod
+// template the queue could point into (an Argo Workflow, a Spark
+// application). Pod set updates change only this made-up template, never
+// the job's pods.
+func MadeUpPodSet(name string, count int32, container string, request corev1.ResourceList) PodSet {
+	return PodSet{
+		Name:  name,
+		Count: count,
+		Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
+			Name:      container,
+			Resources: corev1.ResourceRequirements{Requests: request},
+		}}}},
+	}
+}
+
 // applyPodSetUpdates merges the pod set updates of a unit's admission checks
 // into the job's templates, as Kueue does with its mutable scheduling
 // directives: labels, annotations and node selectors are merged, an update's

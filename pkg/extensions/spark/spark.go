@@ -1,9 +1,9 @@
 // Package spark queues the kubeflow spark-operator's SparkApplications
 // (sparkoperator.k8s.io/v1beta2). An application is held back two ways, as
 // Koord-Queue does it: spec.suspend, which the spark-operator honours since
-// v2.2, and the annotation scheduling.x-k8s.io/suspend: "true", for operators
-// patched to honour it; the queue keeps both in step when the application
-// uses the annotation.
+// kubeflow/spark-operator#2387, and the annotation
+// scheduling.x-k8s.io/suspend: "true", for operators patched to honour it;
+// the queue keeps both in step when the application uses the annotation.
 //
 // Its pod sets are "driver" (one pod, in cluster mode) and "executor" (its
 // executors at start). Their requests are those of the pods Spark makes, read
@@ -120,7 +120,7 @@ func (a *Application) PodSets() ([]framework.PodSet, error) {
 		if err != nil {
 			return nil, fmt.Errorf("spec.driver: %w", err)
 		}
-		sets = append(sets, podSet(DriverPodSet, request, 1))
+		sets = append(sets, framework.MadeUpPodSet(DriverPodSet, 1, "spark-kubernetes-driver", request))
 	}
 	e := &a.Spec.Executor
 	request, err := a.podRequest("executor", &e.SparkPodSpec, e.CoreRequest)
@@ -131,18 +131,7 @@ func (a *Application) PodSets() ([]framework.PodSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(sets, podSet(ExecutorPodSet, request, n)), nil
-}
-
-func podSet(name string, request corev1.ResourceList, count int32) framework.PodSet {
-	return framework.PodSet{
-		Name:  name,
-		Count: count,
-		Template: &corev1.PodTemplateSpec{Spec: corev1.PodSpec{Containers: []corev1.Container{{
-			Name:      "spark-kubernetes-" + name,
-			Resources: corev1.ResourceRequirements{Requests: request},
-		}}}},
-	}
+	return append(sets, framework.MadeUpPodSet(ExecutorPodSet, n, "spark-kubernetes-executor", request)), nil
 }
 
 // podRequest is what a driver or executor pod requests. role is "driver"
@@ -392,7 +381,7 @@ func stopped(s sparkv1beta2.ApplicationStateType) bool {
 }
 
 // podOwners are what controls the application's pods: the application
-// controls its driver (the operator's pod webhook sets that reference), and
+// controls its driver (when the operator sets that owner reference), and
 // the driver its executors (Spark sets it). The driver is named as the
 // operator names it: <application>-driver unless Spark's property says.
 func (a *Application) podOwners() []framework.PodOwner {

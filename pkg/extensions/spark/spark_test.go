@@ -44,6 +44,13 @@ func TestPodSets(t *testing.T) {
 				"executor": {1, qt.Res("cpu", "1", "memory", "1408Mi")},
 			},
 		},
+		"docs/extensions.md's spark-pi": {
+			app: app().Driver(1, "512m").Executors(2, 1, "2g").Obj(),
+			want: map[string]podSetWant{
+				"driver":   {1, qt.Res("cpu", "1", "memory", "896Mi")},  // 512 + 384
+				"executor": {2, qt.Res("cpu", "1", "memory", "2432Mi")}, // 2048 + 384
+			},
+		},
 		"the default overhead is a tenth of memory when that is more than 384 MiB": {
 			app: app().Driver(2, "4g").Executors(3, 2, "8g").Obj(),
 			want: map[string]podSetWant{

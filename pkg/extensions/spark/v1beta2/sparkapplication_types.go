@@ -38,7 +38,7 @@ type SparkApplicationSpec struct {
 	// Mode is cluster (the default: the driver runs in a pod) or client.
 	Mode DeployMode `json:"mode,omitempty"`
 	// Suspend holds the application back: the operator submits nothing and
-	// removes the pods of a running application (spark-operator v2.2+).
+	// removes the pods of a running application (kubeflow/spark-operator#2387).
 	Suspend *bool `json:"suspend,omitempty"`
 	// SparkConf are Spark properties, as spark-submit's --conf takes them.
 	SparkConf map[string]string `json:"sparkConf,omitempty"`
