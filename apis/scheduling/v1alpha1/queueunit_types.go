@@ -259,6 +259,10 @@ const (
 	QueueUnitPodsReady     = "PodsReady"
 	QueueUnitFinished      = "Finished"
 	QueueUnitEvicted       = "Evicted"
+	// QueueUnitPodSetUpdatesApplied says, on a unit released with its
+	// admission checks' pod set updates, whether the job's templates took
+	// them all: False names the pod sets whose pods they cannot reach.
+	QueueUnitPodSetUpdatesApplied = "PodSetUpdatesApplied"
 )
 
 // Reasons of the Evicted condition.

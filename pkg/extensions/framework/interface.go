@@ -44,6 +44,10 @@ type PodSet struct {
 	Template *corev1.PodTemplateSpec
 	// Count is how many pods the set runs.
 	Count int32
+	// MadeUp marks a Template that is not the job's own: the framework
+	// makes these pods from elsewhere (MadeUpPodSet), so changes to the
+	// template reach none of them.
+	MadeUp bool
 	// MinCount, when set, is the fewest pods the set can start with: its
 	// unit may then be admitted with fewer pods than Count (partial
 	// admission). Only a job that implements JobWithPartialAdmission sets it.

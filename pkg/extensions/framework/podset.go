@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -15,8 +16,8 @@ import (
 // MadeUpPodSet is a pod set of count pods of one container, named
 // container, requesting request: the pod set of a job that keeps no pod
 // template the queue could point into (an Argo Workflow, a Spark
-// application). Pod set updates change only this made-up template, never
-// the job's pods.
+// application). Pod set updates aimed at it reach none of the job's pods,
+// so they are not applied but reported (missedUpdates).
 func MadeUpPodSet(name string, count int32, container string, request corev1.ResourceList) PodSet {
 	return PodSet{
 		Name:  name,
@@ -25,28 +26,60 @@ func MadeUpPodSet(name string, count int32, container string, request corev1.Res
 			Name:      container,
 			Resources: corev1.ResourceRequirements{Requests: request},
 		}}}},
+		MadeUp: true,
 	}
+}
+
+// missedUpdates are the pod set updates a release could not apply, by the
+// pod set they name.
+type missedUpdates struct {
+	// Unknown pod sets are not the job's at all.
+	Unknown []string
+	// MadeUp pod sets have no template in the job (MadeUpPodSet).
+	MadeUp []string
+}
+
+func (m missedUpdates) empty() bool { return len(m.Unknown) == 0 && len(m.MadeUp) == 0 }
+
+// String says what was missed, for an event and the unit's condition.
+func (m missedUpdates) String() string {
+	var parts []string
+	if len(m.Unknown) > 0 {
+		parts = append(parts, "the job has no pod set "+strings.Join(m.Unknown, ", "))
+	}
+	if len(m.MadeUp) > 0 {
+		parts = append(parts, "the pods of "+strings.Join(m.MadeUp, ", ")+" are made by the framework from templates the job does not hold")
+	}
+	return "Admission checks' pod set updates were not applied: " + strings.Join(parts, "; ")
 }
 
 // applyPodSetUpdates merges the pod set updates of a unit's admission checks
 // into the job's templates, as Kueue does with its mutable scheduling
 // directives: labels, annotations and node selectors are merged, an update's
 // value winning over the template's; tolerations are added unless present.
-// It returns the names of pod sets the updates name but the job lacks.
-func applyPodSetUpdates(sets []PodSet, checks []schedulingv1alpha1.AdmissionCheckState) (unknown []string) {
-	byName := map[string]*corev1.PodTemplateSpec{}
+// It returns the updates it could not apply: those naming pod sets the job
+// lacks, or whose template is made up.
+func applyPodSetUpdates(sets []PodSet, checks []schedulingv1alpha1.AdmissionCheckState) (missed missedUpdates) {
+	byName := map[string]PodSet{}
 	for _, s := range sets {
 		if s.Template != nil {
-			byName[s.Name] = s.Template
+			byName[s.Name] = s
 		}
 	}
 	for _, check := range checks {
 		for _, u := range check.PodSetUpdates {
-			t, ok := byName[u.Name]
-			if !ok {
-				unknown = append(unknown, u.Name)
+			s, ok := byName[u.Name]
+			if !ok || s.MadeUp {
+				into := &missed.Unknown
+				if ok {
+					into = &missed.MadeUp
+				}
+				if !slices.Contains(*into, u.Name) {
+					*into = append(*into, u.Name)
+				}
 				continue
 			}
+			t := s.Template
 			t.Labels = mergeInto(t.Labels, u.Labels)
 			t.Annotations = mergeInto(t.Annotations, u.Annotations)
 			t.Spec.NodeSelector = mergeInto(t.Spec.NodeSelector, u.NodeSelector)
@@ -57,7 +90,7 @@ func applyPodSetUpdates(sets []PodSet, checks []schedulingv1alpha1.AdmissionChec
 			}
 		}
 	}
-	return unknown
+	return missed
 }
 
 // directives are the parts of a pod template pod set updates change.

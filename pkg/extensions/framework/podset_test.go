@@ -22,10 +22,11 @@ var gpuToleration = corev1.Toleration{Key: "gpu", Operator: corev1.TolerationOpE
 
 func TestApplyPodSetUpdates(t *testing.T) {
 	cases := map[string]struct {
-		template    corev1.PodTemplateSpec
-		updates     []schedulingv1alpha1.PodSetUpdate
-		want        corev1.PodTemplateSpec
-		wantUnknown []string
+		template   corev1.PodTemplateSpec
+		updates    []schedulingv1alpha1.PodSetUpdate
+		madeUp     bool
+		want       corev1.PodTemplateSpec
+		wantMissed missedUpdates
 	}{
 		"node selectors and labels merge, the update winning": {
 			template: templateWith(map[string]string{"app": "a", "tier": "x"}, map[string]string{"zone": "a"}),
@@ -38,25 +39,44 @@ func TestApplyPodSetUpdates(t *testing.T) {
 			updates:  []schedulingv1alpha1.PodSetUpdate{{Name: "main", Tolerations: []corev1.Toleration{gpuToleration}}},
 			want:     templateWith(nil, nil, gpuToleration),
 		},
-		"an update for a pod set the job lacks is reported": {
-			template:    templateWith(nil, nil),
-			updates:     []schedulingv1alpha1.PodSetUpdate{{Name: "workers", NodeSelector: map[string]string{"zone": "b"}}},
-			want:        templateWith(nil, nil),
-			wantUnknown: []string{"workers"},
+		"an update for a pod set the job lacks is reported, once": {
+			template: templateWith(nil, nil),
+			updates: []schedulingv1alpha1.PodSetUpdate{
+				{Name: "workers", NodeSelector: map[string]string{"zone": "b"}},
+				{Name: "workers", Labels: map[string]string{"tier": "y"}},
+			},
+			want:       templateWith(nil, nil),
+			wantMissed: missedUpdates{Unknown: []string{"workers"}},
+		},
+		"an update for a made-up template is reported, not applied": {
+			template:   templateWith(nil, nil),
+			madeUp:     true,
+			updates:    []schedulingv1alpha1.PodSetUpdate{{Name: "main", NodeSelector: map[string]string{"zone": "b"}}},
+			want:       templateWith(nil, nil),
+			wantMissed: missedUpdates{MadeUp: []string{"main"}},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			tmpl := tc.template.DeepCopy()
-			unknown := applyPodSetUpdates([]PodSet{{Name: "main", Template: tmpl}},
+			missed := applyPodSetUpdates([]PodSet{{Name: "main", Template: tmpl, MadeUp: tc.madeUp}},
 				[]schedulingv1alpha1.AdmissionCheckState{{Name: "check", PodSetUpdates: tc.updates}})
 			if diff := cmp.Diff(tc.want, *tmpl); diff != "" {
 				t.Errorf("template (-want +got):\n%s", diff)
 			}
-			if diff := cmp.Diff(tc.wantUnknown, unknown); diff != "" {
-				t.Errorf("unknown pod sets (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tc.wantMissed, missed); diff != "" {
+				t.Errorf("updates not applied (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestMissedUpdatesSayWhy(t *testing.T) {
+	got := missedUpdates{Unknown: []string{"workers"}, MadeUp: []string{"driver", "executor"}}.String()
+	want := "Admission checks' pod set updates were not applied: the job has no pod set workers; " +
+		"the pods of driver, executor are made by the framework from templates the job does not hold"
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("message (-want +got):\n%s", diff)
 	}
 }
 

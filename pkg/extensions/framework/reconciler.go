@@ -34,8 +34,14 @@ const (
 	ReasonInvalidJob    = "InvalidJob"
 	ReasonNoRequests    = "NoResourceRequests"
 	ReasonUnitNameTaken = "QueueUnitNameTaken"
-	ReasonUnknownPodSet = "UnknownPodSet"
-	ReasonUnitDeleted   = "QueueUnitDeleted"
+	// ReasonPodSetUpdatesNotApplied: admission checks sent pod set updates
+	// the job cannot take (see missedUpdates); also the reason of the
+	// unit's PodSetUpdatesApplied condition then.
+	ReasonPodSetUpdatesNotApplied = "PodSetUpdatesNotApplied"
+	// ReasonPodSetUpdatesApplied is the reason of a True
+	// PodSetUpdatesApplied condition.
+	ReasonPodSetUpdatesApplied = "PodSetUpdatesApplied"
+	ReasonUnitDeleted          = "QueueUnitDeleted"
 	// ReasonSubmittedRunning: a job the queue manages was found running
 	// without a unit and was suspended until its unit is admitted.
 	ReasonSubmittedRunning = "SubmittedRunning"
@@ -344,6 +350,12 @@ func (r *JobReconciler) hold(ctx context.Context, job GenericJob, unit *scheduli
 	if err := r.restore(ctx, job, unit, sets); err != nil {
 		return err
 	}
+	// What the last release's updates did is moot once the job is held.
+	if err := r.patchUnit(ctx, unit, true, func(u *schedulingv1alpha1.QueueUnit) bool {
+		return apimeta.RemoveStatusCondition(&u.Status.Conditions, schedulingv1alpha1.QueueUnitPodSetUpdatesApplied)
+	}); err != nil {
+		return err
+	}
 	if unit.EffectivePhase() != schedulingv1alpha1.Enqueued {
 		return nil // the queue controller is working on it
 	}
@@ -449,11 +461,11 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 			return err
 		}
 	}
-	var unknown []string
+	var missed missedUpdates
 	err = r.patchJob(ctx, job, func() {
 		restorePodSets(sets, originals)
 		if updates {
-			unknown = applyPodSetUpdates(sets, unit.Status.AdmissionChecks)
+			missed = applyPodSetUpdates(sets, unit.Status.AdmissionChecks)
 		}
 		switch {
 		case partial != nil:
@@ -472,9 +484,8 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 	if err != nil {
 		return err
 	}
-	if len(unknown) > 0 {
-		r.recorder.Eventf(obj, corev1.EventTypeWarning, ReasonUnknownPodSet,
-			"Admission checks sent updates for pod sets the job does not have: %s", strings.Join(unknown, ", "))
+	if err := r.reportPodSetUpdates(ctx, obj, unit, updates, missed); err != nil {
+		return err
 	}
 	if !updates && originals != nil {
 		if err := r.patchUnit(ctx, unit, false, func(u *schedulingv1alpha1.QueueUnit) bool { return keepOriginals(u, nil) }); err != nil {
@@ -490,6 +501,31 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 	}
 	r.recorder.Event(obj, corev1.EventTypeNormal, ReasonStarted, msg+"; the job is released")
 	return nil
+}
+
+// reportPodSetUpdates says on the unit, by its PodSetUpdatesApplied
+// condition, whether the job took its admission checks' pod set updates,
+// and warns on the job and the unit of those it could not apply. A unit
+// released without updates keeps no such condition.
+func (r *JobReconciler) reportPodSetUpdates(ctx context.Context, obj client.Object, unit *schedulingv1alpha1.QueueUnit, updates bool, missed missedUpdates) error {
+	cond := metav1.Condition{
+		Type:    schedulingv1alpha1.QueueUnitPodSetUpdatesApplied,
+		Status:  metav1.ConditionTrue,
+		Reason:  ReasonPodSetUpdatesApplied,
+		Message: "The job's templates took every pod set update of the admission checks",
+	}
+	if !missed.empty() {
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonPodSetUpdatesNotApplied, missed.String()
+		r.recorder.Event(obj, corev1.EventTypeWarning, ReasonPodSetUpdatesNotApplied, cond.Message)
+		r.recorder.Event(unit, corev1.EventTypeWarning, ReasonPodSetUpdatesNotApplied, cond.Message)
+	}
+	return r.patchUnit(ctx, unit, true, func(u *schedulingv1alpha1.QueueUnit) bool {
+		if !updates {
+			return apimeta.RemoveStatusCondition(&u.Status.Conditions, cond.Type)
+		}
+		cond.ObservedGeneration = u.Generation
+		return apimeta.SetStatusCondition(&u.Status.Conditions, cond)
+	})
 }
 
 // restoreCounts gives a suspended job back the pod counts a partial

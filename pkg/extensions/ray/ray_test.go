@@ -24,7 +24,8 @@ func cluster() *rayv1.RayClusterSpec {
 
 func TestRayJobsAndClusters(t *testing.T) {
 	clusterSets := []framework.PodSet{{Name: "head", Count: 1}, {Name: "small", Count: 2}, {Name: "large", Count: 3}}
-	withSubmitter := append(slices.Clone(clusterSets), framework.PodSet{Name: "submitter", Count: 1})
+	// KubeRay makes the default submitter from its own template.
+	withSubmitter := append(slices.Clone(clusterSets), framework.PodSet{Name: "submitter", Count: 1, MadeUp: true})
 	cases := map[string]struct {
 		job  framework.GenericJob
 		want frameworktest.Want

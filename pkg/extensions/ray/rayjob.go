@@ -74,11 +74,13 @@ func (j *RayJob) PodSets() ([]framework.PodSet, error) {
 		sets = clusterPodSets(j.Spec.RayClusterSpec)
 	}
 	if j.submits() {
-		t := j.Spec.SubmitterPodTemplate
-		if t == nil {
-			t = defaultSubmitterTemplate()
+		submitter := framework.PodSet{Name: SubmitterPodSet, Template: j.Spec.SubmitterPodTemplate, Count: 1}
+		if submitter.Template == nil {
+			// KubeRay makes this pod from its own default, which pod set
+			// updates cannot reach.
+			submitter.Template, submitter.MadeUp = defaultSubmitterTemplate(), true
 		}
-		sets = append(sets, framework.PodSet{Name: SubmitterPodSet, Template: t, Count: 1})
+		sets = append(sets, submitter)
 	}
 	return sets, nil
 }

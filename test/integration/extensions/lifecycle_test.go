@@ -47,7 +47,8 @@ type driver struct {
 	newJob      func(namespace string) client.Object
 	wantPodSets []podSetWant
 	wantRequest corev1.ResourceList
-	// hasTemplates is false for a workflow: its pod set is made up.
+	// hasTemplates is false for a workflow and a Spark application: their
+	// pod sets are made up.
 	hasTemplates bool
 	// running, stopped and finished change the job's status.
 	running, stopped func(client.Object)
@@ -380,6 +381,18 @@ func testLifecycle(t *testing.T, d driver) {
 	jobWhere(t, d.integ, jobKey, "released with the pod set update", func(j framework.GenericJob) bool {
 		return !j.IsSuspended() && (!d.hasTemplates || templateOf(t, j, firstPodSet).Spec.NodeSelector["zone"] == "z1")
 	})
+	// The unit says whether the update reached the job's pods: a made-up
+	// template's pods are the framework's own.
+	wantApplied := metav1.ConditionTrue
+	if !d.hasTemplates {
+		wantApplied = metav1.ConditionFalse
+		eventRecorded(t, ns, obj.GetName(), corev1.EventTypeWarning, framework.ReasonPodSetUpdatesNotApplied, firstPodSet)
+		eventRecorded(t, ns, unitKey.Name, corev1.EventTypeWarning, framework.ReasonPodSetUpdatesNotApplied, firstPodSet)
+	}
+	unitWhere(t, unitKey, "PodSetUpdatesApplied "+string(wantApplied), func(u *schedulingv1alpha1.QueueUnit) bool {
+		c := apimeta.FindStatusCondition(u.Status.Conditions, schedulingv1alpha1.QueueUnitPodSetUpdatesApplied)
+		return c != nil && c.Status == wantApplied
+	})
 	if w, ok := obj.(*wfv1.Workflow); ok {
 		_ = k8s.Get(ctx, jobKey, w)
 		if n := w.Status.Nodes["train-queue"]; n.Phase != wfv1.NodeSucceeded {
@@ -410,8 +423,9 @@ func testLifecycle(t *testing.T, d driver) {
 			t.Errorf("after eviction the template keeps the update: tolerations %v, labels %v", tmpl.Spec.Tolerations, tmpl.Labels)
 		}
 	}
-	unitWhere(t, unitKey, "Enqueued without admissions", func(u *schedulingv1alpha1.QueueUnit) bool {
-		return u.Status.Phase == schedulingv1alpha1.Enqueued && len(u.Status.Admissions) == 0
+	unitWhere(t, unitKey, "Enqueued without admissions, nor a say on the last updates", func(u *schedulingv1alpha1.QueueUnit) bool {
+		return u.Status.Phase == schedulingv1alpha1.Enqueued && len(u.Status.Admissions) == 0 &&
+			apimeta.FindStatusCondition(u.Status.Conditions, schedulingv1alpha1.QueueUnitPodSetUpdatesApplied) == nil
 	})
 
 	// Admitted again, with another update: it runs with that one; finished,
