@@ -66,12 +66,16 @@ type QueueStatus struct {
 	// +optional
 	QueueItemDetails map[string][]QueueItemDetail `json:"queueItemDetails,omitempty"`
 
-	// pending is how many units wait in the queue.
+	// pending is how many units wait in the queue. The default makes
+	// `kubectl get queues` show 0 rather than a blank: a zero count is
+	// omitted when written.
 	// +optional
+	// +kubebuilder:default=0
 	Pending int32 `json:"pending,omitempty"`
 
 	// admitted is how many units of the queue currently hold quota.
 	// +optional
+	// +kubebuilder:default=0
 	Admitted int32 `json:"admitted,omitempty"`
 
 	// conditions of the queue, such as whether its quota is valid.
