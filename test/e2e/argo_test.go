@@ -105,8 +105,9 @@ func waitWorkflowHeld(t *testing.T, ns, name string) *wfv1.Workflow {
 }
 
 // checkWorkflowRan checks that the workflow's main step ran as one pod,
-// bound to a node, with Argo's wait and main containers, that succeeded,
-// and that the step's node Succeeded.
+// bound to a node, with Argo's wait and main containers, that succeeded
+// (kwok's stage terminated both with exit code 0), and that the step's node
+// Succeeded.
 func checkWorkflowRan(t *testing.T, ns, name string) {
 	t.Helper()
 	ctx := context.Background()
@@ -139,6 +140,11 @@ func checkWorkflowRan(t *testing.T, ns, name string) {
 	if p.Spec.NodeName == "" || p.Status.Phase != corev1.PodSucceeded || !slices.Equal(containers, []string{"main", "wait"}) {
 		t.Errorf("pod %s of workflow %s: node %q, phase %s, containers %q; want bound, Succeeded, containers main and wait",
 			p.Name, name, p.Spec.NodeName, p.Status.Phase, containers)
+	}
+	for _, c := range p.Status.ContainerStatuses {
+		if c.State.Terminated == nil || c.State.Terminated.ExitCode != 0 {
+			t.Errorf("pod %s of workflow %s: container %s state %+v, want terminated with exit code 0", p.Name, name, c.Name, c.State)
+		}
 	}
 }
 
