@@ -52,9 +52,11 @@ type WorkflowControllerOptions struct {
 // provides it: its (nearly empty) ConfigMap in opts.Namespace, leader
 // election off (LEADER_ELECTION_DISABLE), and an executor image name (no
 // image is ever pulled on kwok, and the executor never runs). Its metrics
-// server listens on a free port, without TLS; its /healthz has a fixed port
-// (6060) that every controller on the machine shares, so it is not what
-// readiness is judged by.
+// server listens on a port free on loopback, without TLS (Argo takes no bind
+// address: it listens on every interface); its /healthz is on a fixed port,
+// :6060, that every controller on the machine would share (the second to
+// start only logs that it is taken), so it is not what readiness is judged
+// by.
 func (c *Cluster) StartWorkflowController(ctx context.Context, opts WorkflowControllerOptions) (*Process, error) {
 	if opts.Namespace == "" {
 		return nil, fmt.Errorf("starting the workflow-controller: no namespace to manage")
