@@ -20,7 +20,10 @@ cache=${KOORD_QUEUE_CACHE:-$HOME/.cache/koord-queue}
 # module of their own under hack/tools (their Kubernetes libraries are older
 # than the control plane's); the version is read from there
 # (hack/verify.sh checks it is the one koord-queue's go.mod pins).
-TRAINING_OPERATOR_VERSION=$(go -C "$root/hack/tools/training-operator" list -m -f '{{.Version}}' github.com/kubeflow/training-operator)
+# module_version DIR MODULE: the version of MODULE the Go module in DIR requires.
+module_version() { go -C "$1" list -m -f '{{.Version}}' "$2"; }
+TRAINING_OPERATOR_VERSION=$(module_version "$root/hack/tools/training-operator" github.com/kubeflow/training-operator)
+ARGO_WORKFLOWS_VERSION=$(module_version "$root/hack/tools/argo-workflows" github.com/argoproj/argo-workflows/v3)
 
 log() { printf '[ensure-tools] %s\n' "$*" >&2; }
 
@@ -65,11 +68,11 @@ build_kwok() {
   GOBIN="$cache/kwok-$KWOK_VERSION/bin" GOFLAGS=-trimpath go install -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
 }
 
-build_training_operator() {
-  log "building the Kubeflow training-operator $TRAINING_OPERATOR_VERSION (first time: a few minutes)"
-  (cd "$root/hack/tools/training-operator" && go build -trimpath -ldflags "-s -w" \
-    -o "$cache/training-operator-$TRAINING_OPERATOR_VERSION/bin/training-operator" \
-    github.com/kubeflow/training-operator/cmd/training-operator.v1)
+# build_operator DIR VERSION BINARY PACKAGE: builds PACKAGE in the tools module
+# hack/tools/DIR into $cache/DIR-VERSION/bin/BINARY.
+build_operator() {
+  log "building $3 $2 from hack/tools/$1 (first time: a few minutes)"
+  (cd "$root/hack/tools/$1" && go build -trimpath -ldflags "-s -w" -o "$cache/$1-$2/bin/$3" "$4")
 }
 
 build_controller_gen() {
@@ -88,7 +91,10 @@ case $want in
     build_once "$cache/kwok-$KWOK_VERSION" build_kwok
     ;;&
   all|operators)
-    build_once "$cache/training-operator-$TRAINING_OPERATOR_VERSION" build_training_operator
+    build_once "$cache/training-operator-$TRAINING_OPERATOR_VERSION" build_operator training-operator "$TRAINING_OPERATOR_VERSION" \
+      training-operator github.com/kubeflow/training-operator/cmd/training-operator.v1
+    build_once "$cache/argo-workflows-$ARGO_WORKFLOWS_VERSION" build_operator argo-workflows "$ARGO_WORKFLOWS_VERSION" \
+      workflow-controller github.com/argoproj/argo-workflows/v3/cmd/workflow-controller
     ;;&
   all|codegen)
     build_once "$cache/controller-gen-$CONTROLLER_GEN_VERSION" build_controller_gen
@@ -104,7 +110,8 @@ esac
 bin=$cache/bin
 mkdir -p "$bin"
 for d in "$cache/etcd-$ETCD_VERSION" "$cache/k8s-$K8S_VERSION" "$cache/kwok-$KWOK_VERSION" \
-         "$cache/training-operator-$TRAINING_OPERATOR_VERSION" "$cache/controller-gen-$CONTROLLER_GEN_VERSION" "$cache/staticcheck-$STATICCHECK_VERSION"; do
+         "$cache/training-operator-$TRAINING_OPERATOR_VERSION" "$cache/argo-workflows-$ARGO_WORKFLOWS_VERSION" \
+         "$cache/controller-gen-$CONTROLLER_GEN_VERSION" "$cache/staticcheck-$STATICCHECK_VERSION"; do
   [[ -f $d/.complete ]] || continue
   for f in "$d"/bin/*; do ln -sf "$f" "$bin/$(basename "$f")"; done
 done

@@ -12,14 +12,19 @@ if [[ -n $unformatted ]]; then
   echo "gofmt would change:"; echo "$unformatted"; status=1
 fi
 
-# The training-operator the end-to-end tests run is the release whose API
+# The framework operators the end-to-end tests run are the releases whose API
 # koord-queue builds against.
-version_of() { go -C "$1" list -m -f '{{.Version}}' github.com/kubeflow/training-operator; }
-api=$(version_of .)
-operator=$(version_of hack/tools/training-operator)
-if [[ $api != "$operator" ]]; then
-  echo "go.mod pins github.com/kubeflow/training-operator $api but hack/tools/training-operator/go.mod builds $operator: make them the same"; status=1
-fi
+# check_operator DIR MODULE: hack/tools/DIR builds the MODULE that go.mod pins.
+check_operator() {
+  local api operator
+  api=$(go list -m -f '{{.Version}}' "$2")
+  operator=$(go -C "hack/tools/$1" list -m -f '{{.Version}}' "$2")
+  if [[ $api != "$operator" ]]; then
+    echo "go.mod pins $2 $api but hack/tools/$1/go.mod builds $operator: make them the same"; status=1
+  fi
+}
+check_operator training-operator github.com/kubeflow/training-operator
+check_operator argo-workflows github.com/argoproj/argo-workflows/v3
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT

@@ -53,9 +53,9 @@ type Options struct {
 	// StartTimeout bounds how long the control plane may take to come up
 	// (default 2 minutes).
 	StartTimeout time.Duration
-	// PodRunTime is how long a pod of a Job, TFJob, PyTorchJob or MPIJob
-	// runs before it succeeds when it has no PodRunTimeAnnotation (default
-	// 1s). Other pods run until deleted.
+	// PodRunTime is how long a pod of a Job, TFJob, PyTorchJob, MPIJob or
+	// Argo Workflow runs before it succeeds when it has no
+	// PodRunTimeAnnotation (default 1s). Other pods run until deleted.
 	PodRunTime time.Duration
 }
 

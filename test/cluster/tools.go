@@ -3,7 +3,8 @@
 // kube-controller-manager, kube-scheduler and kwok with fake nodes, so Jobs
 // really create Pods that are scheduled, run and finish; on request, the
 // Kubeflow training-operator too (StartTrainingOperator), so TFJobs,
-// PyTorchJobs and MPIJobs do. The binaries are the pinned ones
+// PyTorchJobs and MPIJobs do, and the Argo Workflows workflow-controller
+// (StartWorkflowController), so Workflows do. The binaries are the pinned ones
 // hack/ensure-tools.sh builds into a cache outside the checkout.
 package cluster
 

@@ -40,35 +40,43 @@ const (
 	skipOperatorsEnv = "KOORD_QUEUE_E2E_SKIP_OPERATORS"
 )
 
-// trainingOperator is started once, by the first test that needs it.
-var trainingOperator struct {
+// operatorStart starts a framework's operator once, for the first test that
+// needs it.
+type operatorStart struct {
 	once sync.Once
 	err  error
 }
 
-// needTrainingOperator starts the training-operator for kubeflowNamespace
-// the first time a test needs it, and fails the test if it cannot (a
-// binary not built says to run `make tools`). It skips the test only when
-// KOORD_QUEUE_E2E_SKIP_OPERATORS=1.
-func needTrainingOperator(t *testing.T) {
+// need starts the operator (what names it) with start the first time a test
+// needs it, and fails the test if it cannot (a binary not built says to run
+// `make tools`). It skips the test only when KOORD_QUEUE_E2E_SKIP_OPERATORS=1.
+func (o *operatorStart) need(t *testing.T, what string, start func(context.Context) error) {
 	t.Helper()
 	if os.Getenv(skipOperatorsEnv) == "1" {
 		t.Skipf("%s=1: the tests that run a framework's operator are skipped", skipOperatorsEnv)
 	}
-	trainingOperator.once.Do(func() {
-		ctx := context.Background()
+	o.once.Do(func() { o.err = start(context.Background()) })
+	if o.err != nil {
+		t.Fatalf("starting %s (%s=1 skips the tests that need it): %v", what, skipOperatorsEnv, o.err)
+	}
+}
+
+var trainingOperator operatorStart
+
+// needTrainingOperator starts the training-operator for kubeflowNamespace
+// the first time a test needs it.
+func needTrainingOperator(t *testing.T) {
+	t.Helper()
+	trainingOperator.need(t, "the Kubeflow training-operator", func(ctx context.Context) error {
 		if err := k8sClient.Create(ctx, namespaceObj(kubeflowNamespace)); err != nil && !isAlreadyExists(err) {
-			trainingOperator.err = err
-			return
+			return err
 		}
-		_, trainingOperator.err = localCluster.StartTrainingOperator(ctx, cluster.TrainingOperatorOptions{
+		_, err := localCluster.StartTrainingOperator(ctx, cluster.TrainingOperatorOptions{
 			Namespace: kubeflowNamespace,
 			Schemes:   []string{"tfjob", "pytorchjob", "mpijob"},
 		})
+		return err
 	})
-	if trainingOperator.err != nil {
-		t.Fatalf("starting the Kubeflow training-operator (%s=1 skips the tests that need it): %v", skipOperatorsEnv, trainingOperator.err)
-	}
 }
 
 // operatorPods lists the pods a job's operator made for it: those the job

@@ -16,8 +16,16 @@ var frameworkCRDFiles = []frameworkCRD{
 	{"github.com/kubeflow/training-operator", "manifests/base/crds/kubeflow.org_tfjobs.yaml"},
 	{"github.com/kubeflow/training-operator", "manifests/base/crds/kubeflow.org_pytorchjobs.yaml"},
 	{"github.com/kubeflow/training-operator", "manifests/base/crds/kubeflow.org_mpijobs.yaml"},
-	// The minimal CRD is the one Argo installs by default.
+	// The minimal CRDs are the ones Argo installs by default: the Workflow,
+	// and those its workflow-controller also watches
+	// (cluster.StartWorkflowController), from the same release.
 	{"github.com/argoproj/argo-workflows/v3", "manifests/base/crds/minimal/argoproj.io_workflows.yaml"},
+	{"github.com/argoproj/argo-workflows/v3", "manifests/base/crds/minimal/argoproj.io_workflowtemplates.yaml"},
+	{"github.com/argoproj/argo-workflows/v3", "manifests/base/crds/minimal/argoproj.io_clusterworkflowtemplates.yaml"},
+	{"github.com/argoproj/argo-workflows/v3", "manifests/base/crds/minimal/argoproj.io_cronworkflows.yaml"},
+	{"github.com/argoproj/argo-workflows/v3", "manifests/base/crds/minimal/argoproj.io_workflowtasksets.yaml"},
+	{"github.com/argoproj/argo-workflows/v3", "manifests/base/crds/minimal/argoproj.io_workflowtaskresults.yaml"},
+	{"github.com/argoproj/argo-workflows/v3", "manifests/base/crds/minimal/argoproj.io_workflowartifactgctasks.yaml"},
 	{"github.com/ray-project/kuberay/ray-operator", "config/crd/bases/ray.io_rayjobs.yaml"},
 	{"github.com/ray-project/kuberay/ray-operator", "config/crd/bases/ray.io_rayclusters.yaml"},
 }
@@ -29,7 +37,8 @@ var frameworkCRDFiles = []frameworkCRD{
 var sparkApplicationCRD []byte
 
 // FrameworkCRDDir copies the job frameworks' CRDs (TFJob, PyTorchJob, MPIJob,
-// Workflow, RayJob, RayCluster) from the Go module cache, from the very
+// Workflow and the other Argo kinds its controller watches, RayJob,
+// RayCluster) from the Go module cache, from the very
 // module versions go.mod pins, into a new directory, with the
 // SparkApplication CRD this package carries. Nothing is downloaded.
 func FrameworkCRDDir() (string, error) {

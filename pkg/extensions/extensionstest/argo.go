@@ -32,6 +32,31 @@ func (w *WorkflowWrapper) QueueTemplate() *WorkflowWrapper {
 	return w
 }
 
+// Command sets main's command. A real workflow-controller needs one for an
+// image it cannot look up in a registry (Argo's emissary executor runs the
+// command itself).
+func (w *WorkflowWrapper) Command(cmd ...string) *WorkflowWrapper {
+	for i := range w.Spec.Templates {
+		if w.Spec.Templates[i].Name == "main" {
+			w.Spec.Templates[i].Container.Command = cmd
+		}
+	}
+	return w
+}
+
+// QueueStepFirst adds the koord-queue-suspend template and makes the
+// entrypoint a steps template that runs it first, then main: submitted
+// running, the workflow waits at its first step.
+func (w *WorkflowWrapper) QueueStepFirst() *WorkflowWrapper {
+	w.QueueTemplate()
+	w.Spec.Templates = append(w.Spec.Templates, wfv1.Template{Name: "queue-then-main", Steps: []wfv1.ParallelSteps{
+		{Steps: []wfv1.WorkflowStep{{Name: "queue", Template: schedulingv1alpha1.ArgoSuspendTemplate}}},
+		{Steps: []wfv1.WorkflowStep{{Name: "main", Template: "main"}}},
+	}})
+	w.Spec.Entrypoint = "queue-then-main"
+	return w
+}
+
 // MinResources sets the koord-queue/min-resources annotation.
 func (w *WorkflowWrapper) MinResources(v string) *WorkflowWrapper {
 	setAnnotation(&w.ObjectMeta, schedulingv1alpha1.AnnotationMinResources, v)
