@@ -16,11 +16,11 @@ STATICCHECK_VERSION=v0.6.1
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${KOORD_QUEUE_CACHE:-$HOME/.cache/koord-queue}
 
-# The framework operators the end-to-end tests run are each pinned by a Go
-# module of their own under hack/tools (their Kubernetes libraries are older
-# than the control plane's); the version is read from there
-# (hack/verify.sh checks it is the one koord-queue's go.mod pins).
-TRAINING_OPERATOR_VERSION=$(go -C "$root/hack/tools/training-operator" list -m -f '{{.Version}}' github.com/kubeflow/training-operator)
+# The framework operators' versions are read from their tools modules
+# (hack/operators.sh).
+source "$root/hack/operators.sh"
+TRAINING_OPERATOR_VERSION=$(module_version "$root/hack/tools/training-operator" github.com/kubeflow/training-operator)
+KUBERAY_VERSION=$(module_version "$root/hack/tools/kuberay" github.com/ray-project/kuberay/ray-operator)
 
 log() { printf '[ensure-tools] %s\n' "$*" >&2; }
 
@@ -72,6 +72,14 @@ build_training_operator() {
     github.com/kubeflow/training-operator/cmd/training-operator.v1)
 }
 
+build_kuberay() {
+  log "building KubeRay's ray-operator $KUBERAY_VERSION (first time: a few minutes)"
+  # The module's root is the operator's main package.
+  (cd "$root/hack/tools/kuberay" && go build -trimpath -ldflags "-s -w" \
+    -o "$cache/kuberay-$KUBERAY_VERSION/bin/ray-operator" \
+    github.com/ray-project/kuberay/ray-operator)
+}
+
 build_controller_gen() {
   GOBIN="$cache/controller-gen-$CONTROLLER_GEN_VERSION/bin" go install "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_GEN_VERSION"
 }
@@ -89,6 +97,7 @@ case $want in
     ;;&
   all|operators)
     build_once "$cache/training-operator-$TRAINING_OPERATOR_VERSION" build_training_operator
+    build_once "$cache/kuberay-$KUBERAY_VERSION" build_kuberay
     ;;&
   all|codegen)
     build_once "$cache/controller-gen-$CONTROLLER_GEN_VERSION" build_controller_gen
@@ -104,7 +113,8 @@ esac
 bin=$cache/bin
 mkdir -p "$bin"
 for d in "$cache/etcd-$ETCD_VERSION" "$cache/k8s-$K8S_VERSION" "$cache/kwok-$KWOK_VERSION" \
-         "$cache/training-operator-$TRAINING_OPERATOR_VERSION" "$cache/controller-gen-$CONTROLLER_GEN_VERSION" "$cache/staticcheck-$STATICCHECK_VERSION"; do
+         "$cache/training-operator-$TRAINING_OPERATOR_VERSION" "$cache/kuberay-$KUBERAY_VERSION" \
+         "$cache/controller-gen-$CONTROLLER_GEN_VERSION" "$cache/staticcheck-$STATICCHECK_VERSION"; do
   [[ -f $d/.complete ]] || continue
   for f in "$d"/bin/*; do ln -sf "$f" "$bin/$(basename "$f")"; done
 done

@@ -12,14 +12,17 @@ if [[ -n $unformatted ]]; then
   echo "gofmt would change:"; echo "$unformatted"; status=1
 fi
 
-# The training-operator the end-to-end tests run is the release whose API
+# Each operator the end-to-end tests run is the release whose API
 # koord-queue builds against.
-version_of() { go -C "$1" list -m -f '{{.Version}}' github.com/kubeflow/training-operator; }
-api=$(version_of .)
-operator=$(version_of hack/tools/training-operator)
-if [[ $api != "$operator" ]]; then
-  echo "go.mod pins github.com/kubeflow/training-operator $api but hack/tools/training-operator/go.mod builds $operator: make them the same"; status=1
-fi
+source hack/operators.sh
+for op in "${operators[@]}"; do
+  read -r dir module <<<"$op"
+  api=$(module_version . "$module")
+  built=$(module_version "hack/tools/$dir" "$module")
+  if [[ $api != "$built" ]]; then
+    echo "go.mod pins $module $api but hack/tools/$dir/go.mod builds $built: make them the same"; status=1
+  fi
+done
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
