@@ -33,6 +33,26 @@ func (w *RayClusterSpecWrapper) WorkerGroup(name string, n int32, requests ...st
 	return w
 }
 
+// Scale sets the last worker group's minReplicas, replicas and maxReplicas.
+func (w *RayClusterSpecWrapper) Scale(lo, n, hi int32) *RayClusterSpecWrapper {
+	g := &w.WorkerGroupSpecs[len(w.WorkerGroupSpecs)-1]
+	g.MinReplicas, g.Replicas, g.MaxReplicas = ptr.To(lo), ptr.To(n), ptr.To(hi)
+	return w
+}
+
+// Hosts sets the last worker group's numOfHosts.
+func (w *RayClusterSpecWrapper) Hosts(n int32) *RayClusterSpecWrapper {
+	w.WorkerGroupSpecs[len(w.WorkerGroupSpecs)-1].NumOfHosts = n
+	return w
+}
+
+// Autoscaling sets enableInTreeAutoscaling: the Ray autoscaler sets the
+// worker groups' replicas.
+func (w *RayClusterSpecWrapper) Autoscaling() *RayClusterSpecWrapper {
+	w.EnableInTreeAutoscaling = ptr.To(true)
+	return w
+}
+
 // Obj returns the spec.
 func (w *RayClusterSpecWrapper) Obj() *rayv1.RayClusterSpec { return &w.RayClusterSpec }
 
