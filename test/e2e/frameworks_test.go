@@ -57,8 +57,9 @@ func waitReleased(t *testing.T, integ framework.Integration, namespace, name str
 // framework besides batch Job (whose pods really run, see jobs_test.go) on
 // the local cluster with its CRD installed, and watches koord-queue admit its
 // unit and the extension resume it. No framework controller runs in this
-// namespace (kubeflow_test.go runs the training-operator in another): the
-// resume is what koord-queue owes these jobs.
+// namespace (kubeflow_test.go and ray_test.go run the training-operator and
+// the ray-operator in others): the resume is what koord-queue owes these
+// jobs.
 func TestFrameworksAreQueuedAndReleased(t *testing.T) {
 	ns := "frameworks"
 	create(t, namespaceObj(ns))

@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,44 +29,27 @@ import (
 // creates its pods, kwok runs them to success, and the operator marks the
 // job Succeeded.
 
-const (
-	// kubeflowNamespace is the only namespace whose jobs the
-	// training-operator manages; elsewhere (TestFrameworksAreQueuedAndReleased)
-	// no operator runs them.
-	kubeflowNamespace = "kubeflow-jobs"
-	// skipOperatorsEnv set to 1 skips the tests that run a framework's operator.
-	skipOperatorsEnv = "KOORD_QUEUE_E2E_SKIP_OPERATORS"
-)
+// kubeflowNamespace is the only namespace whose jobs the training-operator
+// manages; elsewhere (TestFrameworksAreQueuedAndReleased) no operator runs
+// them.
+const kubeflowNamespace = "kubeflow-jobs"
 
-// trainingOperator is started once, by the first test that needs it.
-var trainingOperator struct {
-	once sync.Once
-	err  error
-}
+var trainingOperator operator
 
 // needTrainingOperator starts the training-operator for kubeflowNamespace
-// the first time a test needs it, and fails the test if it cannot (a
-// binary not built says to run `make tools`). It skips the test only when
-// KOORD_QUEUE_E2E_SKIP_OPERATORS=1.
+// the first time a test needs it (see operator.need).
 func needTrainingOperator(t *testing.T) {
 	t.Helper()
-	if os.Getenv(skipOperatorsEnv) == "1" {
-		t.Skipf("%s=1: the tests that run a framework's operator are skipped", skipOperatorsEnv)
-	}
-	trainingOperator.once.Do(func() {
-		ctx := context.Background()
+	trainingOperator.need(t, "the Kubeflow training-operator", func(ctx context.Context) error {
 		if err := k8sClient.Create(ctx, namespaceObj(kubeflowNamespace)); err != nil && !isAlreadyExists(err) {
-			trainingOperator.err = err
-			return
+			return err
 		}
-		_, trainingOperator.err = localCluster.StartTrainingOperator(ctx, cluster.TrainingOperatorOptions{
+		_, err := localCluster.StartTrainingOperator(ctx, cluster.TrainingOperatorOptions{
 			Namespace: kubeflowNamespace,
 			Schemes:   []string{"tfjob", "pytorchjob", "mpijob"},
 		})
+		return err
 	})
-	if trainingOperator.err != nil {
-		t.Fatalf("starting the Kubeflow training-operator (%s=1 skips the tests that need it): %v", skipOperatorsEnv, trainingOperator.err)
-	}
 }
 
 // operatorPods lists the pods a job's operator made for it: those the job

@@ -59,17 +59,26 @@ func (w *RayClusterSpecWrapper) Obj() *rayv1.RayClusterSpec { return &w.RayClust
 // RayJobWrapper builds a RayJob.
 type RayJobWrapper struct{ rayv1.RayJob }
 
-// MakeRayJob starts a suspended RayJob on cluster, submitted in K8sJobMode.
+// MakeRayJob starts a suspended RayJob on cluster, submitted in K8sJobMode,
+// with shutdownAfterJobFinishes, without which KubeRay refuses to suspend it
+// (its status turns ValidationFailed).
 func MakeRayJob(name, namespace string, cluster *rayv1.RayClusterSpec) *RayJobWrapper {
 	return &RayJobWrapper{rayv1.RayJob{
 		ObjectMeta: meta(name, namespace),
 		Spec: rayv1.RayJobSpec{
-			Suspend:        true,
-			Entrypoint:     "python -c 'print(1)'",
-			SubmissionMode: rayv1.K8sJobMode,
-			RayClusterSpec: cluster,
+			Suspend:                  true,
+			Entrypoint:               "python -c 'print(1)'",
+			SubmissionMode:           rayv1.K8sJobMode,
+			ShutdownAfterJobFinishes: true,
+			RayClusterSpec:           cluster,
 		},
 	}}
+}
+
+// ShutdownAfterJobFinishes sets spec.shutdownAfterJobFinishes.
+func (w *RayJobWrapper) ShutdownAfterJobFinishes(b bool) *RayJobWrapper {
+	w.Spec.ShutdownAfterJobFinishes = b
+	return w
 }
 
 // Quota labels the RayJob with a quota.
