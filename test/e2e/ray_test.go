@@ -259,7 +259,7 @@ func TestRayClusterAutoscaledWithinItsRange(t *testing.T) {
 //
 // Not exercised: a Ray job that runs and succeeds, and the RayJob's copy of
 // its cluster's status (KubeRay writes it only with an answer from the
-// dashboard), so the unit's status counts only the submitter as running,
+// dashboard), so the unit's podState counts only the submitter as running,
 // while its admissions count every pod on a node.
 func TestRayJobWithTheRayOperator(t *testing.T) {
 	needRayOperator(t)
@@ -340,6 +340,12 @@ func TestRayJobWithTheRayOperator(t *testing.T) {
 		}
 		if diff := cmp.Diff(qt.Res("cpu", "500m", "memory", "200Mi"), resources.PodRequests(&submitter[0].Spec)); diff != "" {
 			t.Errorf("submitter pod requests (-want +got):\n%s", diff)
+		}
+		// KubeRay copies the cluster's status into the RayJob only with an
+		// answer from the dashboard: the unit's status sees the head and
+		// workers pending, the submitter running.
+		if diff := cmp.Diff(schedulingv1alpha1.PodState{Running: 1, Pending: 3}, u.Status.PodState); diff != "" {
+			t.Errorf("unit podState (-want +got):\n%s", diff)
 		}
 		return nil
 	})
@@ -433,7 +439,7 @@ func TestRayJobSuspendedWithoutShutdownFails(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		if u.Status.Phase != schedulingv1alpha1.Failed || !strings.Contains(u.Status.Message, "shutdownAfterJobFinishes") {
+		if u.Status.Phase != schedulingv1alpha1.Failed || !strings.Contains(u.Status.Message, "ValidationFailed") || !strings.Contains(u.Status.Message, "shutdownAfterJobFinishes") {
 			return fmt.Errorf("unit phase %s (%q); want Failed, saying why", u.EffectivePhase(), u.Status.Message)
 		}
 		return nil
