@@ -13,6 +13,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/util/retry"
@@ -64,7 +65,8 @@ func rayClusterSpec(n int32) *extensionstest.RayClusterSpecWrapper {
 
 // waitRayClusterReady waits until the operator runs the head and workers
 // pods of the RayCluster name (its group "workers") on kwok's nodes, reports
-// the cluster ready with that many workers ready, and the RayCluster's unit
+// the cluster provisioned with its head and that many workers ready, and the
+// RayCluster's unit
 // is Running and counts those pods on nodes. Each round, during (when set)
 // checks what must hold meanwhile.
 func waitRayClusterReady(t *testing.T, ns, name, unit string, workers int, during func(context.Context)) {
@@ -89,10 +91,14 @@ func waitRayClusterReady(t *testing.T, ns, name, unit string, workers int, durin
 		for _, a := range u.Status.Admissions {
 			onNodes[a.Name] = a.Running
 		}
-		if countLive(pods, true) != 1+workers || c.Status.State != rayv1.Ready || c.Status.ReadyWorkerReplicas != int32(workers) ||
+		// Provisioned: every pod was ready once (the deprecated state
+		// "ready" says the same).
+		provisioned := apimeta.IsStatusConditionTrue(c.Status.Conditions, string(rayv1.RayClusterProvisioned))
+		headReady := apimeta.IsStatusConditionTrue(c.Status.Conditions, string(rayv1.HeadPodReady))
+		if countLive(pods, true) != 1+workers || !provisioned || !headReady || c.Status.ReadyWorkerReplicas != int32(workers) ||
 			u.Status.Phase != schedulingv1alpha1.Running || !maps.Equal(onNodes, map[string]int64{"head": 1, "workers": int64(workers)}) {
-			return fmt.Errorf("RayCluster %s: %d of its pods run on nodes (want %d), state %q with %d workers ready; its unit: phase %s, pods on nodes by pod set %v (%q); want the cluster ready, its unit Running and counting them",
-				name, countLive(pods, true), 1+workers, c.Status.State, c.Status.ReadyWorkerReplicas, u.EffectivePhase(), onNodes, u.Status.Message)
+			return fmt.Errorf("RayCluster %s: %d of its pods run on nodes (want %d), provisioned %v, head ready %v, %d workers ready; its unit: phase %s, pods on nodes by pod set %v (%q); want the cluster ready, its unit Running and counting them",
+				name, countLive(pods, true), 1+workers, provisioned, headReady, c.Status.ReadyWorkerReplicas, u.EffectivePhase(), onNodes, u.Status.Message)
 		}
 		return nil
 	})
