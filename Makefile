@@ -17,7 +17,7 @@ help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
 
 .PHONY: tools
-tools: ## Build the pinned etcd, Kubernetes, kwok, Kubeflow training-operator, Argo workflow-controller, controller-gen and staticcheck into the cache (once per version).
+tools: ## Build the pinned etcd, Kubernetes, kwok, the framework operators (Kubeflow training-operator, KubeRay ray-operator, Argo workflow-controller), controller-gen and staticcheck into the cache (once per version).
 	@bash hack/ensure-tools.sh all >/dev/null
 
 .PHONY: generate

@@ -17,12 +17,12 @@ root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cache=${KOORD_QUEUE_CACHE:-$HOME/.cache/koord-queue}
 
 # The framework operators the end-to-end tests run are each pinned by a Go
-# module of their own under hack/tools (their Kubernetes libraries are older
-# than the control plane's); the version is read from there
-# (hack/verify.sh checks it is the one koord-queue's go.mod pins).
-# module_version DIR MODULE: the version of MODULE the Go module in DIR requires.
-module_version() { go -C "$1" list -m -f '{{.Version}}' "$2"; }
+# module of their own under hack/tools (hack/operators.sh); their versions
+# are read from there (hack/verify.sh checks each is the one koord-queue's
+# go.mod pins).
+source "$root/hack/operators.sh"
 TRAINING_OPERATOR_VERSION=$(module_version "$root/hack/tools/training-operator" github.com/kubeflow/training-operator)
+KUBERAY_VERSION=$(module_version "$root/hack/tools/kuberay" github.com/ray-project/kuberay/ray-operator)
 ARGO_WORKFLOWS_VERSION=$(module_version "$root/hack/tools/argo-workflows" github.com/argoproj/argo-workflows/v3)
 
 log() { printf '[ensure-tools] %s\n' "$*" >&2; }
@@ -93,6 +93,9 @@ case $want in
   all|operators)
     build_once "$cache/training-operator-$TRAINING_OPERATOR_VERSION" build_operator training-operator "$TRAINING_OPERATOR_VERSION" \
       training-operator github.com/kubeflow/training-operator/cmd/training-operator.v1
+    # KubeRay's module root is the operator's main package.
+    build_once "$cache/kuberay-$KUBERAY_VERSION" build_operator kuberay "$KUBERAY_VERSION" \
+      ray-operator github.com/ray-project/kuberay/ray-operator
     build_once "$cache/argo-workflows-$ARGO_WORKFLOWS_VERSION" build_operator argo-workflows "$ARGO_WORKFLOWS_VERSION" \
       workflow-controller github.com/argoproj/argo-workflows/v3/cmd/workflow-controller
     ;;&
@@ -110,7 +113,7 @@ esac
 bin=$cache/bin
 mkdir -p "$bin"
 for d in "$cache/etcd-$ETCD_VERSION" "$cache/k8s-$K8S_VERSION" "$cache/kwok-$KWOK_VERSION" \
-         "$cache/training-operator-$TRAINING_OPERATOR_VERSION" "$cache/argo-workflows-$ARGO_WORKFLOWS_VERSION" \
+         "$cache/training-operator-$TRAINING_OPERATOR_VERSION" "$cache/kuberay-$KUBERAY_VERSION" "$cache/argo-workflows-$ARGO_WORKFLOWS_VERSION" \
          "$cache/controller-gen-$CONTROLLER_GEN_VERSION" "$cache/staticcheck-$STATICCHECK_VERSION"; do
   [[ -f $d/.complete ]] || continue
   for f in "$d"/bin/*; do ln -sf "$f" "$bin/$(basename "$f")"; done

@@ -12,19 +12,17 @@ if [[ -n $unformatted ]]; then
   echo "gofmt would change:"; echo "$unformatted"; status=1
 fi
 
-# The framework operators the end-to-end tests run are the releases whose API
+# Each operator the end-to-end tests run is the release whose API
 # koord-queue builds against.
-# check_operator DIR MODULE: hack/tools/DIR builds the MODULE that go.mod pins.
-check_operator() {
-  local api operator
-  api=$(go list -m -f '{{.Version}}' "$2")
-  operator=$(go -C "hack/tools/$1" list -m -f '{{.Version}}' "$2")
-  if [[ $api != "$operator" ]]; then
-    echo "go.mod pins $2 $api but hack/tools/$1/go.mod builds $operator: make them the same"; status=1
+source hack/operators.sh
+for op in "${operators[@]}"; do
+  read -r dir module <<<"$op"
+  api=$(module_version . "$module")
+  built=$(module_version "hack/tools/$dir" "$module")
+  if [[ $api != "$built" ]]; then
+    echo "go.mod pins $module $api but hack/tools/$dir/go.mod builds $built: make them the same"; status=1
   fi
-}
-check_operator training-operator github.com/kubeflow/training-operator
-check_operator argo-workflows github.com/argoproj/argo-workflows/v3
+done
 
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT

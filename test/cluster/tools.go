@@ -3,9 +3,11 @@
 // kube-controller-manager, kube-scheduler and kwok with fake nodes, so Jobs
 // really create Pods that are scheduled, run and finish; on request, the
 // Kubeflow training-operator too (StartTrainingOperator), so TFJobs,
-// PyTorchJobs and MPIJobs do, and the Argo Workflows workflow-controller
-// (StartWorkflowController), so Workflows do. The binaries are the pinned ones
-// hack/ensure-tools.sh builds into a cache outside the checkout.
+// PyTorchJobs and MPIJobs do; KubeRay's ray-operator (StartRayOperator), so
+// RayClusters and RayJobs get their pods; and the Argo Workflows
+// workflow-controller (StartWorkflowController), so Workflows do. The
+// binaries are the pinned ones hack/ensure-tools.sh builds into a cache
+// outside the checkout.
 package cluster
 
 import (

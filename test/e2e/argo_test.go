@@ -35,7 +35,7 @@ import (
 // TestSeedArgoWorkflow) no controller runs them.
 const argoNamespace = "argo-workflows"
 
-var workflowController operatorStart
+var workflowController operator
 
 // needWorkflowController starts the workflow-controller for argoNamespace
 // the first time a test needs it.

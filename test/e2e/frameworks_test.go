@@ -57,9 +57,9 @@ func waitReleased(t *testing.T, integ framework.Integration, namespace, name str
 // framework besides batch Job (whose pods really run, see jobs_test.go) on
 // the local cluster with its CRD installed, and watches koord-queue admit its
 // unit and the extension resume it. No framework controller runs in this
-// namespace (kubeflow_test.go runs the training-operator in another,
-// argo_test.go the workflow-controller in a third): the resume is what
-// koord-queue owes these jobs.
+// namespace (kubeflow_test.go, ray_test.go and argo_test.go run the
+// training-operator, the ray-operator and the workflow-controller in
+// others): the resume is what koord-queue owes these jobs.
 func TestFrameworksAreQueuedAndReleased(t *testing.T) {
 	ns := "frameworks"
 	create(t, namespaceObj(ns))

@@ -3,8 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,40 +29,15 @@ import (
 // creates its pods, kwok runs them to success, and the operator marks the
 // job Succeeded.
 
-const (
-	// kubeflowNamespace is the only namespace whose jobs the
-	// training-operator manages; elsewhere (TestFrameworksAreQueuedAndReleased)
-	// no operator runs them.
-	kubeflowNamespace = "kubeflow-jobs"
-	// skipOperatorsEnv set to 1 skips the tests that run a framework's operator.
-	skipOperatorsEnv = "KOORD_QUEUE_E2E_SKIP_OPERATORS"
-)
+// kubeflowNamespace is the only namespace whose jobs the training-operator
+// manages; elsewhere (TestFrameworksAreQueuedAndReleased) no operator runs
+// them.
+const kubeflowNamespace = "kubeflow-jobs"
 
-// operatorStart starts a framework's operator once, for the first test that
-// needs it.
-type operatorStart struct {
-	once sync.Once
-	err  error
-}
-
-// need starts the operator (what names it) with start the first time a test
-// needs it, and fails the test if it cannot (a binary not built says to run
-// `make tools`). It skips the test only when KOORD_QUEUE_E2E_SKIP_OPERATORS=1.
-func (o *operatorStart) need(t *testing.T, what string, start func(context.Context) error) {
-	t.Helper()
-	if os.Getenv(skipOperatorsEnv) == "1" {
-		t.Skipf("%s=1: the tests that run a framework's operator are skipped", skipOperatorsEnv)
-	}
-	o.once.Do(func() { o.err = start(context.Background()) })
-	if o.err != nil {
-		t.Fatalf("starting %s (%s=1 skips the tests that need it): %v", what, skipOperatorsEnv, o.err)
-	}
-}
-
-var trainingOperator operatorStart
+var trainingOperator operator
 
 // needTrainingOperator starts the training-operator for kubeflowNamespace
-// the first time a test needs it.
+// the first time a test needs it (see operator.need).
 func needTrainingOperator(t *testing.T) {
 	t.Helper()
 	trainingOperator.need(t, "the Kubeflow training-operator", func(ctx context.Context) error {

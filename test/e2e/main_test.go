@@ -3,7 +3,8 @@
 // nodes, so Jobs really create Pods that are scheduled, run and finish, with
 // the koord-queue binary running against it as users run it. The Kubeflow
 // training jobs are run by the real training-operator (kubeflow_test.go),
-// Argo Workflows by the real workflow-controller (argo_test.go).
+// RayClusters and RayJobs by KubeRay's ray-operator (ray_test.go), Argo
+// Workflows by the real workflow-controller (argo_test.go).
 package e2e
 
 import (

@@ -28,6 +28,10 @@ var frameworkCRDFiles = []frameworkCRD{
 	{"github.com/argoproj/argo-workflows/v3", "manifests/base/crds/minimal/argoproj.io_workflowartifactgctasks.yaml"},
 	{"github.com/ray-project/kuberay/ray-operator", "config/crd/bases/ray.io_rayjobs.yaml"},
 	{"github.com/ray-project/kuberay/ray-operator", "config/crd/bases/ray.io_rayclusters.yaml"},
+	// Not queued, but the ray-operator the e2e tests run exits without it
+	// (its RayService controller's cache never syncs; 2 minutes, then it
+	// stops).
+	{"github.com/ray-project/kuberay/ray-operator", "config/crd/bases/ray.io_rayservices.yaml"},
 }
 
 // sparkApplicationCRD is the spark-operator's CRD, whose module is not
@@ -38,9 +42,10 @@ var sparkApplicationCRD []byte
 
 // FrameworkCRDDir copies the job frameworks' CRDs (TFJob, PyTorchJob, MPIJob,
 // Workflow and the other Argo kinds its controller watches, RayJob,
-// RayCluster) from the Go module cache, from the very
-// module versions go.mod pins, into a new directory, with the
-// SparkApplication CRD this package carries. Nothing is downloaded.
+// RayCluster, and RayService) from the Go module cache, from the very
+// module versions go.mod pins (the operators the e2e tests run are built
+// from the same versions: hack/verify.sh checks it), into a new directory,
+// with the SparkApplication CRD this package carries. Nothing is downloaded.
 func FrameworkCRDDir() (string, error) {
 	dir, err := os.MkdirTemp("", "koord-queue-framework-crds-")
 	if err != nil {

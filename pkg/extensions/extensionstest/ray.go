@@ -33,23 +33,52 @@ func (w *RayClusterSpecWrapper) WorkerGroup(name string, n int32, requests ...st
 	return w
 }
 
+// Scale sets the last worker group's minReplicas, replicas and maxReplicas.
+func (w *RayClusterSpecWrapper) Scale(lo, n, hi int32) *RayClusterSpecWrapper {
+	g := &w.WorkerGroupSpecs[len(w.WorkerGroupSpecs)-1]
+	g.MinReplicas, g.Replicas, g.MaxReplicas = ptr.To(lo), ptr.To(n), ptr.To(hi)
+	return w
+}
+
+// Hosts sets the last worker group's numOfHosts.
+func (w *RayClusterSpecWrapper) Hosts(n int32) *RayClusterSpecWrapper {
+	w.WorkerGroupSpecs[len(w.WorkerGroupSpecs)-1].NumOfHosts = n
+	return w
+}
+
+// Autoscaling sets enableInTreeAutoscaling: the Ray autoscaler sets the
+// worker groups' replicas.
+func (w *RayClusterSpecWrapper) Autoscaling() *RayClusterSpecWrapper {
+	w.EnableInTreeAutoscaling = ptr.To(true)
+	return w
+}
+
 // Obj returns the spec.
 func (w *RayClusterSpecWrapper) Obj() *rayv1.RayClusterSpec { return &w.RayClusterSpec }
 
 // RayJobWrapper builds a RayJob.
 type RayJobWrapper struct{ rayv1.RayJob }
 
-// MakeRayJob starts a suspended RayJob on cluster, submitted in K8sJobMode.
+// MakeRayJob starts a suspended RayJob on cluster, submitted in K8sJobMode,
+// with shutdownAfterJobFinishes, without which KubeRay refuses to suspend it
+// (its status turns ValidationFailed).
 func MakeRayJob(name, namespace string, cluster *rayv1.RayClusterSpec) *RayJobWrapper {
 	return &RayJobWrapper{rayv1.RayJob{
 		ObjectMeta: meta(name, namespace),
 		Spec: rayv1.RayJobSpec{
-			Suspend:        true,
-			Entrypoint:     "python -c 'print(1)'",
-			SubmissionMode: rayv1.K8sJobMode,
-			RayClusterSpec: cluster,
+			Suspend:                  true,
+			Entrypoint:               "python -c 'print(1)'",
+			SubmissionMode:           rayv1.K8sJobMode,
+			ShutdownAfterJobFinishes: true,
+			RayClusterSpec:           cluster,
 		},
 	}}
+}
+
+// ShutdownAfterJobFinishes sets spec.shutdownAfterJobFinishes.
+func (w *RayJobWrapper) ShutdownAfterJobFinishes(b bool) *RayJobWrapper {
+	w.Spec.ShutdownAfterJobFinishes = b
+	return w
 }
 
 // Quota labels the RayJob with a quota.

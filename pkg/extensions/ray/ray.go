@@ -1,12 +1,18 @@
 // Package ray queues KubeRay's RayJobs and RayClusters (ray.io/v1).
 // spec.suspend holds either back. A Ray cluster's pod sets are its head
-// ("head", one pod) and one per worker group, named after the group, of
-// replicas × numOfHosts pods. A RayJob submitted in K8sJobMode (the default)
+// ("head", one pod) and one per worker group, named after the group, of as
+// many pods as KubeRay runs for the group (replicas within [minReplicas,
+// maxReplicas], times numOfHosts) or, in a cluster whose autoscaler sets
+// replicas (enableInTreeAutoscaling), as many as it may scale the group to
+// (maxReplicas × numOfHosts). A RayJob submitted in K8sJobMode (the default)
 // adds a "submitter" pod set for the pod that submits the job. A RayCluster
 // made by a RayJob is queued as part of the RayJob, never by itself.
 package ray
 
 import (
+	"fmt"
+	"math"
+
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -40,21 +46,66 @@ func clusterPodSet(pod *corev1.Pod) string {
 }
 
 // clusterPodSets are the head and worker groups of a cluster spec.
-func clusterPodSets(spec *rayv1.RayClusterSpec) []framework.PodSet {
+func clusterPodSets(spec *rayv1.RayClusterSpec) ([]framework.PodSet, error) {
 	sets := []framework.PodSet{{Name: HeadPodSet, Template: &spec.HeadGroupSpec.Template, Count: 1}}
 	for i := range spec.WorkerGroupSpecs {
 		g := &spec.WorkerGroupSpecs[i]
-		sets = append(sets, framework.PodSet{Name: g.GroupName, Template: &g.Template, Count: workerCount(g)})
+		n, err := workersAsked(spec, g)
+		if err != nil {
+			return nil, err
+		}
+		sets = append(sets, framework.PodSet{Name: g.GroupName, Template: &g.Template, Count: n})
 	}
-	return sets
+	return sets, nil
 }
 
-func workerCount(g *rayv1.WorkerGroupSpec) int32 {
+// autoscales reports whether the cluster's Ray autoscaler sets its worker
+// groups' replicas (KubeRay v1.5, IsAutoscalingEnabled).
+func autoscales(spec *rayv1.RayClusterSpec) bool {
+	return ptr.Deref(spec.EnableInTreeAutoscaling, false)
+}
+
+// workersAsked is how many pods a worker group asks the queue for: as many
+// as KubeRay runs for it now or, when the cluster autoscales, the most the
+// autoscaler may scale it to, so that its changes of replicas within
+// [minReplicas, maxReplicas] neither resize the unit nor, once admitted,
+// count as growing (which queues the job again). A raised maxReplicas does
+// grow the job: its unit is admitted for the old maximum only.
+func workersAsked(spec *rayv1.RayClusterSpec, g *rayv1.WorkerGroupSpec) (int32, error) {
+	if !autoscales(spec) || ptr.Deref(g.Suspend, false) {
+		return workersRun(g), nil
+	}
+	// The API server defaults an unset maxReplicas to the largest int32:
+	// a quota can cover no such group.
+	if g.MaxReplicas == nil || *g.MaxReplicas == math.MaxInt32 {
+		return 0, fmt.Errorf("worker group %s of an autoscaling cluster (enableInTreeAutoscaling) sets no maxReplicas: set it, the queue asks for the most workers the autoscaler may start", g.GroupName)
+	}
+	return *g.MaxReplicas * hosts(g), nil
+}
+
+// workersRun is how many pods KubeRay runs for a worker group: none when
+// the group is suspended, else replicas held within [minReplicas,
+// maxReplicas] (maxReplicas when they cross), times numOfHosts (KubeRay
+// v1.5, GetWorkerGroupDesiredReplicas).
+func workersRun(g *rayv1.WorkerGroupSpec) int32 {
 	if ptr.Deref(g.Suspend, false) {
 		return 0
 	}
-	return ptr.Deref(g.Replicas, 0) * max(g.NumOfHosts, 1)
+	lo, hi := ptr.Deref(g.MinReplicas, 0), ptr.Deref(g.MaxReplicas, math.MaxInt32)
+	n := ptr.Deref(g.Replicas, lo)
+	switch {
+	case lo > hi:
+		n = hi
+	case n < lo:
+		n = lo
+	case n > hi:
+		n = hi
+	}
+	return n * hosts(g)
 }
+
+// hosts is numOfHosts, whose default is 1.
+func hosts(g *rayv1.WorkerGroupSpec) int32 { return max(g.NumOfHosts, 1) }
 
 // clusterPods counts a cluster's pods from its status: the head runs when its
 // HeadPodReady condition holds; the ready workers, which the status counts
@@ -72,7 +123,9 @@ func clusterPods(spec *rayv1.RayClusterSpec, status *rayv1.RayClusterStatus, sus
 	ready := status.ReadyWorkerReplicas
 	for i := range spec.WorkerGroupSpecs {
 		g := &spec.WorkerGroupSpecs[i]
-		want := workerCount(g)
+		// Pending are the pods KubeRay is to run now, not those an
+		// autoscaling cluster may add.
+		want := workersRun(g)
 		c := framework.PodCount{Running: min(ready, want)}
 		ready -= c.Running
 		if !suspended {

@@ -1,10 +1,13 @@
 package ray
 
 import (
+	"math"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -71,6 +74,89 @@ func TestRayJobsAndClusters(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) { frameworktest.Check(t, tc.job, tc.want) })
+	}
+}
+
+// TestWorkerGroupSize: a worker group asks for as many pods as KubeRay runs
+// for it or, in an autoscaling cluster, for the most the autoscaler may
+// scale it to, so that the autoscaler changing replicas within
+// [minReplicas, maxReplicas] changes nothing the queue sees; its pending
+// pods are those KubeRay is to run now.
+func TestWorkerGroupSize(t *testing.T) {
+	group := func(lo, n, hi int32) *extensionstest.RayClusterSpecWrapper {
+		return extensionstest.MakeRayClusterSpec("cpu", "1").WorkerGroup("workers", n, "cpu", "1").Scale(lo, n, hi)
+	}
+	cases := map[string]struct {
+		spec      *extensionstest.RayClusterSpecWrapper
+		wantCount int32
+		// wantPods of the group, released with one worker ready.
+		wantPods framework.PodCount
+		wantErr  string
+	}{
+		"replicas × numOfHosts": {
+			spec:      group(0, 2, 4).Hosts(2),
+			wantCount: 4, wantPods: framework.PodCount{Running: 1, Pending: 3},
+		},
+		"replicas under minReplicas: KubeRay runs minReplicas": {
+			spec:      group(3, 1, 4),
+			wantCount: 3, wantPods: framework.PodCount{Running: 1, Pending: 2},
+		},
+		"replicas over maxReplicas: KubeRay runs maxReplicas": {
+			spec:      group(0, 5, 4),
+			wantCount: 4, wantPods: framework.PodCount{Running: 1, Pending: 3},
+		},
+		"minReplicas over maxReplicas: KubeRay runs maxReplicas": {
+			spec:      group(5, 1, 4),
+			wantCount: 4, wantPods: framework.PodCount{Running: 1, Pending: 3},
+		},
+		"autoscaling: maxReplicas × numOfHosts": {
+			spec:      group(1, 2, 4).Hosts(2).Autoscaling(),
+			wantCount: 8, wantPods: framework.PodCount{Running: 1, Pending: 3},
+		},
+		"autoscaling, scaled up within its range: the same": {
+			spec:      group(1, 3, 4).Hosts(2).Autoscaling(),
+			wantCount: 8, wantPods: framework.PodCount{Running: 1, Pending: 5},
+		},
+		"autoscaling, scaled down to none: the same": {
+			spec:      group(0, 0, 4).Hosts(2).Autoscaling(),
+			wantCount: 8, wantPods: framework.PodCount{},
+		},
+		"autoscaling, maxReplicas raised: the new maximum": {
+			spec:      group(1, 3, 6).Hosts(2).Autoscaling(),
+			wantCount: 12, wantPods: framework.PodCount{Running: 1, Pending: 5},
+		},
+		"autoscaling without maxReplicas (the API server's default): cannot be queued": {
+			spec:    group(1, 2, math.MaxInt32).Autoscaling(),
+			wantErr: "worker group workers of an autoscaling cluster (enableInTreeAutoscaling) sets no maxReplicas",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			rc := (*RayCluster)(extensionstest.MakeRayCluster("rc", "ns", tc.spec.Obj()).Suspend(false).Ready(1).Obj())
+			rj := (*RayJob)(extensionstest.MakeRayJob("rj", "ns", tc.spec.Obj()).SubmissionMode(rayv1.HTTPMode).Obj())
+			for _, job := range []framework.GenericJob{rc, rj} {
+				sets, err := job.PodSets()
+				if tc.wantErr != "" {
+					if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+						t.Errorf("%T: PodSets error %v, want one saying %q", job, err, tc.wantErr)
+					}
+					continue
+				}
+				if err != nil {
+					t.Fatalf("%T: PodSets: %v", job, err)
+				}
+				want := []framework.PodSet{{Name: "head", Count: 1}, {Name: "workers", Count: tc.wantCount}}
+				if diff := cmp.Diff(want, sets, cmpopts.IgnoreFields(framework.PodSet{}, "Template")); diff != "" {
+					t.Errorf("%T: pod sets (-want +got):\n%s", job, diff)
+				}
+			}
+			if tc.wantErr != "" {
+				return
+			}
+			if diff := cmp.Diff(tc.wantPods, rc.Pods()["workers"]); diff != "" {
+				t.Errorf("RayCluster: the group's pods (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

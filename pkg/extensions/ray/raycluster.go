@@ -42,7 +42,7 @@ func (c *RayCluster) Suspend() { c.Spec.Suspend = ptr.To(true) }
 func (c *RayCluster) Resume() { c.Spec.Suspend = ptr.To(false) }
 
 // PodSets are the head and the worker groups.
-func (c *RayCluster) PodSets() ([]framework.PodSet, error) { return clusterPodSets(&c.Spec), nil }
+func (c *RayCluster) PodSets() ([]framework.PodSet, error) { return clusterPodSets(&c.Spec) }
 
 // Finished is never true.
 func (c *RayCluster) Finished() (string, bool, bool) { return "", false, false }

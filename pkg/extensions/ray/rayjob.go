@@ -71,7 +71,10 @@ func (j *RayJob) Resume() { j.Spec.Suspend = false }
 func (j *RayJob) PodSets() ([]framework.PodSet, error) {
 	var sets []framework.PodSet
 	if j.Spec.RayClusterSpec != nil && len(j.Spec.ClusterSelector) == 0 {
-		sets = clusterPodSets(j.Spec.RayClusterSpec)
+		var err error
+		if sets, err = clusterPodSets(j.Spec.RayClusterSpec); err != nil {
+			return nil, err
+		}
 	}
 	if j.submits() {
 		submitter := framework.PodSet{Name: SubmitterPodSet, Template: j.Spec.SubmitterPodTemplate, Count: 1}

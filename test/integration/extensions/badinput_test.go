@@ -105,6 +105,17 @@ func TestBadInput(t *testing.T) {
 		eventRecorded(t, ns, c.Name, corev1.EventTypeWarning, framework.ReasonInvalidJob, "at most 8")
 	})
 
+	t.Run("an autoscaling RayCluster with no maxReplicas holds the unit", func(t *testing.T) {
+		spec := extensionstest.MakeRayClusterSpec("cpu", "1").WorkerGroup("workers", 1, "cpu", "1").Autoscaling().Obj()
+		spec.WorkerGroupSpecs[0].MaxReplicas = nil // the API server's default is the largest int32
+		c := extensionstest.MakeRayCluster("unbounded", ns, spec).Quota("team-a").Obj()
+		create(t, c)
+		unitWhere(t, client.ObjectKey{Namespace: ns, Name: "unbounded-raycluster-qu"}, "held inactive", func(u *schedulingv1alpha1.QueueUnit) bool {
+			return !u.IsActive() && strings.Contains(u.Status.Message, "sets no maxReplicas")
+		})
+		eventRecorded(t, ns, c.Name, corev1.EventTypeWarning, framework.ReasonInvalidJob, "maxReplicas")
+	})
+
 	t.Run("a unit of the job's name that is not the job's is left alone", func(t *testing.T) {
 		taken := wrappers.MakeQueueUnit("taken", ns).PodSet("main", 1, "cpu", "1").Obj()
 		create(t, taken)

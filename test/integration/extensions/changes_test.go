@@ -8,6 +8,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -17,6 +18,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/job"
+	"github.com/koord-queue/koord-queue/pkg/extensions/ray"
 	"github.com/koord-queue/koord-queue/test/testenv"
 )
 
@@ -102,6 +104,56 @@ func TestChanges(t *testing.T) {
 			}
 			return nil
 		})
+	})
+
+	t.Run("an admitted autoscaling RayCluster scaled within its range stays released and admitted", func(t *testing.T) {
+		c := extensionstest.MakeRayCluster("autoscaled", ns, extensionstest.MakeRayClusterSpec("cpu", "1").
+			WorkerGroup("workers", 2, "cpu", "1").Scale(1, 2, 4).Autoscaling().Obj()).Quota("team-a").Obj()
+		create(t, c)
+		key := client.ObjectKey{Namespace: ns, Name: "autoscaled-raycluster-qu"}
+		first := unitWhere(t, key, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.Status.Phase == schedulingv1alpha1.Enqueued })
+		if cpu := first.Spec.Request.Cpu().String(); cpu != "5" {
+			t.Errorf("unit asks for %s cpu, want 5: the head and the most workers the autoscaler may start", cpu)
+		}
+		admit(t, key)
+		rayCluster := ray.RayClusterIntegration()
+		jobWhere(t, rayCluster, client.ObjectKeyFromObject(c), "released", func(j framework.GenericJob) bool { return !j.IsSuspended() })
+
+		// The autoscaler scales the group up, and KubeRay reports the
+		// workers ready. Once the unit counts them, the reconciler has seen
+		// the new replicas.
+		updateJob(t, c, func() { c.Spec.WorkerGroupSpecs[0].Replicas = ptr.To[int32](3) })
+		setRayClusterReady := func(workers int32) {
+			updateJobStatus(t, c, func() {
+				c.Status.ReadyWorkerReplicas = workers
+				apimeta.SetStatusCondition(&c.Status.Conditions, metav1.Condition{Type: string(rayv1.HeadPodReady), Status: metav1.ConditionTrue, Reason: rayv1.HeadPodRunningAndReady})
+			})
+		}
+		setRayClusterReady(3)
+		unitWhere(t, key, "counting the head and 3 workers running", func(u *schedulingv1alpha1.QueueUnit) bool {
+			return u.Status.PodState.Running == 4
+		})
+		// A job that grew is suspended in the pass that saw it: a later
+		// pass's count is the barrier after which it would be.
+		setRayClusterReady(2)
+		u := unitWhere(t, key, "counting 3 running and 1 pending", func(u *schedulingv1alpha1.QueueUnit) bool {
+			return u.Status.PodState.Running == 3 && u.Status.PodState.Pending == 1
+		})
+		if u.UID != first.UID || u.Status.Phase != schedulingv1alpha1.Running || len(u.Status.Admissions) == 0 || u.Spec.Request.Cpu().String() != "5" {
+			t.Errorf("after the autoscaler scaled the group 2 → 3 (max 4): unit %s (uid %s, first %s) request cpu %s; want the first unit, Running, admitted, asking for 5 cpu",
+				describeUnit(u), u.UID, first.UID, u.Spec.Request.Cpu())
+		}
+		if j := jobWhere(t, rayCluster, client.ObjectKeyFromObject(c), "read", func(framework.GenericJob) bool { return true }); j.IsSuspended() {
+			t.Error("the RayCluster was suspended after the autoscaler scaled it within its range")
+		}
+
+		// Raising maxReplicas asks for more than was admitted: queued again.
+		updateJob(t, c, func() { c.Spec.WorkerGroupSpecs[0].MaxReplicas = ptr.To[int32](5) })
+		unitWhere(t, key, "a new unit asking for 1 + 5 cpu", func(u *schedulingv1alpha1.QueueUnit) bool {
+			return u.UID != first.UID && u.Status.Phase == schedulingv1alpha1.Enqueued && u.Spec.Request.Cpu().String() == "6"
+		})
+		jobWhere(t, rayCluster, client.ObjectKeyFromObject(c), "suspended", func(j framework.GenericJob) bool { return j.IsSuspended() })
+		eventRecorded(t, ns, c.Name, corev1.EventTypeNormal, framework.ReasonRequeued, "grew")
 	})
 
 	t.Run("a RayCluster made by a RayJob is not queued by itself", func(t *testing.T) {
