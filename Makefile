@@ -65,5 +65,10 @@ perf-full: tools ## Full performance scenarios, Jobs on kwok included (about 17 
 	$(GO) run ./test/performance/cmd/perf -scenarios all -out _output/perf/full
 
 .PHONY: run-local
-run-local: tools ## Start a local cluster, run koord-queue on it with the documentation's example, stay up until Ctrl-C.
-	$(GO) run ./hack/run-local
+run-local: ## Start a local cluster with the framework operators, run koord-queue on it with the documentation's example, stay up until Ctrl-C.
+	@bash hack/ensure-tools.sh cluster >/dev/null
+	@bash hack/ensure-tools.sh operators >/dev/null
+	@# Built, then run in make's place: `go run` exits 1 when interrupted,
+	@# even when the program it runs stops cleanly and exits 0.
+	@$(GO) build -o bin/run-local ./hack/run-local
+	@exec bin/run-local

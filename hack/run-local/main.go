@@ -1,10 +1,14 @@
 // Command run-local shows koord-queue working on a local cluster it starts
 // itself: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
 // kwok fake nodes on loopback, with koord-queue and koord-queue-controllers
-// running as local processes. It applies the Koord-Queue documentation's
-// example (ElasticQuota team-a, max 4 CPU / 8Gi, and two 4-CPU Jobs), shows
-// the second Job waiting and then running after the first through the
-// visibility API, and stays up until Ctrl-C, when it stops everything.
+// running as local processes, every extension on, and the framework
+// operators the tests run (the Kubeflow training-operator, KubeRay's
+// ray-operator, the Argo workflow-controller) with their CRDs, so a TFJob,
+// a RayCluster or a Workflow can be tried on it too (examples/). It applies
+// the Koord-Queue documentation's example (ElasticQuota team-a, max 4 CPU /
+// 8Gi, and two 4-CPU Jobs), shows the second Job waiting and then running
+// after the first through the visibility API, and stays up until Ctrl-C,
+// when it stops everything and exits 0.
 package main
 
 import (
@@ -25,6 +29,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/extensions/integrations"
 	"github.com/koord-queue/koord-queue/pkg/visibility"
 	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 	"github.com/koord-queue/koord-queue/test/cluster"
@@ -33,6 +38,9 @@ import (
 )
 
 const (
+	// examplesDir holds a job of each framework, relative to the
+	// repository's root, where `make run-local` runs.
+	examplesDir    = "hack/run-local/examples"
 	visibilityAddr = "127.0.0.1:8090"
 	metricsAddr    = "127.0.0.1:10259"
 )
@@ -76,7 +84,12 @@ func run(dir string, nodes int, podRunTime time.Duration) error {
 		step("Stopping everything")
 		c.Stop(true)
 	}()
-	if err := c.InstallCRDs(testenv.CRDDir()); err != nil {
+	frameworkCRDs, err := testenv.FrameworkCRDDir()
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(frameworkCRDs)
+	if err := c.InstallCRDs(testenv.CRDDir(), frameworkCRDs); err != nil {
 		return err
 	}
 	scheme, err := testenv.NewScheme()
@@ -100,10 +113,12 @@ func run(dir string, nodes int, podRunTime time.Duration) error {
 		return err
 	}
 	extProc, err := c.StartProcess("koord-queue-controllers", extBin, "--kubeconfig="+c.Kubeconfig, "--leader-elect=false",
-		"--enabled-extensions=job", "--metrics-bind-address=127.0.0.1:8080", "--health-probe-bind-address=127.0.0.1:8081")
+		"--enabled-extensions="+strings.Join(integrations.Names(), ","), "--metrics-bind-address=127.0.0.1:8080", "--health-probe-bind-address=127.0.0.1:8081")
 	if err != nil {
 		return err
 	}
+	step("Starting the framework operators: Kubeflow training-operator, KubeRay ray-operator, Argo workflow-controller")
+	operators := startOperators(ctx, c)
 
 	step("Applying the Koord-Queue example: ElasticQuota team-a (max 4 CPU / 8Gi) and two 4-CPU Jobs")
 	for _, file := range []string{"004-elastic-quota.yaml", "004-jobs.yaml"} {
@@ -131,10 +146,63 @@ koord-queue is running. Try it:
   visibility API:  http://%s/api/queues
   metrics:         http://%s/metrics
   logs:            %s
+%s
 Press Ctrl-C to stop everything.
-`, c.Kubeconfig, filepath.Join(cluster.BinDir(), "kubectl"), visibilityAddr, visibilityAddr, metricsAddr, c.LogDir())
+`, c.Kubeconfig, filepath.Join(cluster.BinDir(), "kubectl"), visibilityAddr, visibilityAddr, metricsAddr, c.LogDir(), examples(operators))
 	<-ctx.Done()
 	return nil
+}
+
+// operator is a framework operator run-local starts, and the example it runs.
+type operator struct {
+	name     string
+	examples []string // under hack/run-local/examples
+	start    func(context.Context, *cluster.Cluster) error
+	err      error
+}
+
+// startOperators starts each operator on c. One that fails to start is
+// reported and left out: the queue itself works without it.
+func startOperators(ctx context.Context, c *cluster.Cluster) []*operator {
+	ops := startableOperators()
+	for _, op := range ops {
+		if op.err = op.start(ctx, c); op.err != nil {
+			fmt.Fprintf(os.Stderr, "    %s not started (its jobs are queued and released, but nothing runs their pods): %v\n", op.name, op.err)
+		}
+	}
+	return ops
+}
+
+// startableOperators are the operators run-local runs, not yet started.
+func startableOperators() []*operator {
+	return []*operator{
+		{name: "Kubeflow training-operator", examples: []string{"tfjob.yaml", "pytorchjob.yaml"}, start: func(ctx context.Context, c *cluster.Cluster) error {
+			_, err := c.StartTrainingOperator(ctx, cluster.TrainingOperatorOptions{Schemes: []string{"tfjob", "pytorchjob", "mpijob"}})
+			return err
+		}},
+		{name: "KubeRay ray-operator", examples: []string{"raycluster.yaml"}, start: func(ctx context.Context, c *cluster.Cluster) error {
+			_, err := c.StartRayOperator(ctx, cluster.RayOperatorOptions{})
+			return err
+		}},
+		{name: "Argo workflow-controller", examples: []string{"workflow.yaml"}, start: func(ctx context.Context, c *cluster.Cluster) error {
+			_, err := c.StartWorkflowController(ctx, cluster.WorkflowControllerOptions{Namespace: metav1.NamespaceDefault})
+			return err
+		}},
+	}
+}
+
+// examples are the lines that show how to try each framework.
+func examples(ops []*operator) string {
+	var b strings.Builder
+	b.WriteString("Try a framework (in quota team-a, namespace default):\n")
+	for _, op := range ops {
+		for _, e := range op.examples {
+			if op.err == nil {
+				fmt.Fprintf(&b, "  kubectl create -f %-40s (%s)\n", filepath.Join(examplesDir, e), op.name)
+			}
+		}
+	}
+	return strings.TrimSuffix(b.String(), "\n")
 }
 
 // watchExample prints the example's units as their place changes, until
