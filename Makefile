@@ -12,6 +12,13 @@ UNIT_PKGS        = $$($(GO) list ./... | grep -v /test/) ./test/performance/...
 INTEGRATION_PKGS = ./test/integration/...
 E2E_PKGS         = ./test/e2e/...
 
+# What the binaries report (--version, koord_queue_build_info): set here
+# only, for `make build` and `make images` alike.
+VERSION  ?= $(shell git describe --tags --always --dirty)
+REVISION ?= $(shell git rev-parse HEAD)
+VERSION_PKG      = github.com/koord-queue/koord-queue/pkg/version
+VERSION_LDFLAGS  = -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$(REVISION)
+
 .PHONY: help
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -35,7 +42,7 @@ lint: ## go vet and staticcheck.
 
 .PHONY: build
 build: ## Build the binaries into bin/.
-	$(GO) build -o bin/ ./cmd/...
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o bin/ ./cmd/...
 
 .PHONY: test
 test: tools verify lint test-unit test-integration test-e2e ## Checks, then unit, integration and end-to-end tests, all with -race.
