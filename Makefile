@@ -12,6 +12,16 @@ UNIT_PKGS        = $$($(GO) list ./... | grep -v /test/) ./test/performance/...
 INTEGRATION_PKGS = ./test/integration/...
 E2E_PKGS         = ./test/e2e/...
 
+# What the binaries report (--version, koord_queue_build_info): set here
+# only, for `make build` and `make images` alike.
+VERSION  ?= $(shell git describe --tags --always --dirty)
+REVISION ?= $(shell git rev-parse HEAD)
+VERSION_PKG      = github.com/koord-queue/koord-queue/pkg/version
+VERSION_LDFLAGS  = -X $(VERSION_PKG).Version=$(VERSION) -X $(VERSION_PKG).Revision=$(REVISION)
+# Every time inside the images is the commit's, so a commit gives one digest.
+SOURCE_DATE_EPOCH ?= $(shell git log -1 --format=%ct)
+IMAGES_DIR ?= _output/images
+
 .PHONY: help
 help: ## Show this help.
 	@awk 'BEGIN {FS = ":.*## "} /^[a-zA-Z_-]+:.*## / {printf "  %-16s %s\n", $$1, $$2}' $(MAKEFILE_LIST)
@@ -35,7 +45,18 @@ lint: ## go vet and staticcheck.
 
 .PHONY: build
 build: ## Build the binaries into bin/.
-	$(GO) build -o bin/ ./cmd/...
+	$(GO) build -ldflags "$(VERSION_LDFLAGS)" -o bin/ ./cmd/...
+
+.PHONY: images
+images: ## Build both images (linux/amd64, linux/arm64) from scratch, without Docker, into the OCI image layout _output/images.
+	$(GO) run ./hack/images build -out $(IMAGES_DIR) -bin _output/images-bin -version "$(VERSION)" -revision "$(REVISION)" \
+		-source-date-epoch "$(SOURCE_DATE_EPOCH)" -ldflags "$(VERSION_LDFLAGS)"
+
+.PHONY: push
+push: ## Build the images, then push them to $(REGISTRY)/koord-queue and $(REGISTRY)/koord-queue-controllers, tagged with the version (REGISTRY=host/prefix).
+	@if [[ -z "$(REGISTRY)" ]]; then echo "make push needs REGISTRY=host/prefix" >&2; exit 2; fi
+	@$(MAKE) --no-print-directory images
+	$(GO) run ./hack/images push -layout $(IMAGES_DIR) -registry "$(REGISTRY)"
 
 .PHONY: test
 test: tools verify lint test-unit test-integration test-e2e ## Checks, then unit, integration and end-to-end tests, all with -race.

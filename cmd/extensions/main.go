@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -29,6 +30,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/integrations"
 	"github.com/koord-queue/koord-queue/pkg/extensions/webhook"
 	"github.com/koord-queue/koord-queue/pkg/probes"
+	"github.com/koord-queue/koord-queue/pkg/version"
 )
 
 func main() {
@@ -61,9 +63,14 @@ func run() error {
 	)
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
+	showVersion := version.Flag(flag.CommandLine)
 	flag.Parse()
+	if version.PrintIfRequested(os.Stdout, showVersion, "koord-queue-controllers") {
+		return nil
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("koord-queue-controllers")
+	ctrlmetrics.Registry.MustRegister(version.BuildInfo())
 
 	integs, err := integrations.Lookup(splitList(*enabled))
 	if err != nil {
@@ -131,7 +138,7 @@ func run() error {
 	if err := probes.Add(mgr); err != nil {
 		return err
 	}
-	log.Info("Starting", "extensions", integrations.NamesOf(integs), "manageAllJobs", *manageAll, "leaveJobsSubmittedRunning", *leaveRunning,
+	log.Info("Starting", "version", version.Version, "extensions", integrations.NamesOf(integs), "manageAllJobs", *manageAll, "leaveJobsSubmittedRunning", *leaveRunning,
 		"webhook", *enableWebhook, "metrics", *metricsAddr, "leaderElection", *leaderElect)
 	return mgr.Start(ctx)
 }

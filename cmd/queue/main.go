@@ -13,6 +13,7 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/koord-queue/koord-queue/apis"
@@ -21,6 +22,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/admission"
 	"github.com/koord-queue/koord-queue/pkg/probes"
 	"github.com/koord-queue/koord-queue/pkg/queuemanager"
+	"github.com/koord-queue/koord-queue/pkg/version"
 )
 
 func main() {
@@ -49,9 +51,14 @@ func run() error {
 	)
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
+	showVersion := version.Flag(flag.CommandLine)
 	flag.Parse()
+	if version.PrintIfRequested(os.Stdout, showVersion, "koord-queue") {
+		return nil
+	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
 	log := ctrl.Log.WithName("koord-queue")
+	ctrlmetrics.Registry.MustRegister(version.BuildInfo())
 
 	cfg, err := configv1.Load(*configFile)
 	if err != nil {
@@ -102,6 +109,6 @@ func run() error {
 	if err := probes.Add(mgr); err != nil {
 		return err
 	}
-	log.Info("Starting", "metrics", *metricsAddr, "visibility", *visibilityAddr, "leaderElection", *leaderElect)
+	log.Info("Starting", "version", version.Version, "metrics", *metricsAddr, "visibility", *visibilityAddr, "leaderElection", *leaderElect)
 	return mgr.Start(ctx)
 }
