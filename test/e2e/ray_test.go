@@ -176,8 +176,9 @@ func TestRayClustersRunWithTheRayOperator(t *testing.T) {
 }
 
 // TestRayClusterAutoscaledWithinItsRange: a RayCluster with the Ray
-// autoscaler on and a group of 1 to 2 workers asks for the head and 2
-// workers, which its quota of 3 cpu fits. Released with 1 worker, it is
+// autoscaler on and a group of 1 to 2 workers asks for the head with the
+// autoscaler KubeRay adds to it and 2 workers, which its quota of 3500m cpu
+// fits. Released with 1 worker, it is
 // scaled to 2 the way the autoscaler does it (nothing runs the autoscaler on
 // kwok: the test writes replicas): the operator adds the worker and the
 // cluster keeps its unit, admitted and Running, neither suspended nor queued
@@ -186,7 +187,7 @@ func TestRayClusterAutoscaledWithinItsRange(t *testing.T) {
 	needRayOperator(t)
 	ns, quota := rayNamespace, "autoscaled-team"
 	integ := integration(t, "raycluster")
-	create(t, wrappers.MakeElasticQuota(quota, ns).Max(corev1.ResourceCPU, "3").Obj())
+	create(t, wrappers.MakeElasticQuota(quota, ns).Max(corev1.ResourceCPU, "3500m").Obj())
 	c := extensionstest.MakeRayCluster("autoscaled", ns, rayClusterSpec(1).Scale(1, 1, 2).Autoscaling().Obj()).Quota(quota).Obj()
 	create(t, c)
 	waitReleased(t, integ, ns, c.Name)
@@ -197,16 +198,15 @@ func TestRayClusterAutoscaledWithinItsRange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if cpu := admitted.Spec.Request.Cpu().String(); cpu != "3" {
-		t.Errorf("unit asks for %s cpu, want 3: the head and the group's maxReplicas", cpu)
+	if cpu := admitted.Spec.Request.Cpu().String(); cpu != "3500m" {
+		t.Errorf("unit asks for %s cpu, want 3500m: the head, its autoscaler and the group's maxReplicas", cpu)
 	}
 	// Running below its maximum it is not fully running: a queue with
 	// wait-for-pods-running would admit nothing else meanwhile.
 	if got, want := queueunit.RunningShortfall(admitted), "pod set workers has 1 of 2 pods scheduled"; got != want {
 		t.Errorf("running shortfall %q, want %q", got, want)
 	}
-	// The operator adds its autoscaler to the head pod, which the unit does
-	// not count (see docs/extensions.md).
+	// The operator adds its autoscaler to the head pod: the unit counts it.
 	pods, err := operatorPods(ctx, ns, "RayCluster", c.Name)
 	if err != nil {
 		t.Fatal(err)
@@ -217,6 +217,9 @@ func TestRayClusterAutoscaledWithinItsRange(t *testing.T) {
 		}
 		if diff := cmp.Diff(qt.Res("cpu", "1500m", "memory", "512Mi"), resources.PodRequests(&p.Spec)); diff != "" {
 			t.Errorf("head pod %s requests (-want +got): want the head's 1 cpu and the autoscaler's 500m and 512Mi\n%s", p.Name, diff)
+		}
+		if diff := cmp.Diff(resources.PodRequests(&admitted.Spec.PodSets[0].Template.Spec), resources.PodRequests(&p.Spec)); diff != "" {
+			t.Errorf("head pod %s requests (-want the unit's head +got the pod's):\n%s", p.Name, diff)
 		}
 	}
 
@@ -328,20 +331,18 @@ func TestRayJobWithTheRayOperator(t *testing.T) {
 			return fmt.Errorf("RayJob %s: deployment %q, cluster %q with %d of its 3 pods on nodes, %d submitter pods; its unit: phase %s, %s; want it Running with every pod on a node, its unit Running",
 				rj.Name, j.Status.JobDeploymentStatus, j.Status.RayClusterName, countLive(clusterPods, true), len(submitter), u.EffectivePhase(), queueunit.RunningShortfall(u))
 		}
-		// The pods KubeRay made ask for what the unit does, but for the
-		// init container it adds to each worker (wait-gcs-ready, 200m and
-		// 256Mi), which weighs here for memory only: the workers' containers
-		// ask for more cpu and no memory.
+		// The pods KubeRay made ask for what the unit does, the init
+		// container it adds to each worker (wait-gcs-ready, 200m and 256Mi)
+		// included, which weighs here for memory only: the workers'
+		// containers ask for more cpu and no memory.
 		var cpu, memory resource.Quantity
 		for _, p := range append(clusterPods, submitter...) {
 			r := resources.PodRequests(&p.Spec)
 			cpu.Add(*r.Cpu())
 			memory.Add(*r.Memory())
 		}
-		wantMemory := u.Spec.Request.Memory().DeepCopy()
-		wantMemory.Add(resources.Multiply(resource.MustParse("256Mi"), 2))
-		if cpu.Cmp(*u.Spec.Request.Cpu()) != 0 || memory.Cmp(wantMemory) != 0 {
-			t.Errorf("the pods KubeRay made ask for cpu %s, memory %s; want the unit's cpu %s and its memory %s with 2 × 256Mi for the workers' init containers",
+		if cpu.Cmp(*u.Spec.Request.Cpu()) != 0 || memory.Cmp(*u.Spec.Request.Memory()) != 0 {
+			t.Errorf("the pods KubeRay made ask for cpu %s, memory %s; want the unit's cpu %s and memory %s",
 				&cpu, &memory, u.Spec.Request.Cpu(), u.Spec.Request.Memory())
 		}
 		if diff := cmp.Diff(qt.Res("cpu", "500m", "memory", "200Mi"), resources.PodRequests(&submitter[0].Spec)); diff != "" {

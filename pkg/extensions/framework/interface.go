@@ -44,6 +44,12 @@ type PodSet struct {
 	Template *corev1.PodTemplateSpec
 	// Count is how many pods the set runs.
 	Count int32
+	// Added are containers the framework's operator adds to each pod it
+	// makes from Template (KubeRay's autoscaler on a Ray head, its
+	// wait-gcs-ready init container on a worker). The unit's template
+	// carries them, so the unit asks for what the pods will and what
+	// Koordinator charges; the job's own template is left as it is.
+	Added AddedContainers
 	// MadeUp marks a Template that is not the job's own: the framework
 	// makes these pods from elsewhere (MadeUpPodSet), so changes to the
 	// template reach none of them.
@@ -52,6 +58,11 @@ type PodSet struct {
 	// unit may then be admitted with fewer pods than Count (partial
 	// admission). Only a job that implements JobWithPartialAdmission sets it.
 	MinCount *int32
+}
+
+// AddedContainers are containers an operator adds to a pod template.
+type AddedContainers struct {
+	Containers, InitContainers []corev1.Container
 }
 
 // PodCount is how many pods of a pod set run and how many wait.

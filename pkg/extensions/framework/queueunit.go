@@ -51,6 +51,8 @@ func unitPodSets(sets []PodSet) ([]schedulingv1alpha1.PodSet, error) {
 		ps := schedulingv1alpha1.PodSet{Name: s.Name, Count: s.Count, MinCount: s.MinCount}
 		if s.Template != nil {
 			ps.Template = *s.Template.DeepCopy()
+			ps.Template.Spec.Containers = append(ps.Template.Spec.Containers, s.Added.Containers...)
+			ps.Template.Spec.InitContainers = append(ps.Template.Spec.InitContainers, s.Added.InitContainers...)
 		}
 		out = append(out, ps)
 	}

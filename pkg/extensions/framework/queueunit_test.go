@@ -14,6 +14,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
+	"github.com/koord-queue/koord-queue/pkg/resources"
 	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
@@ -71,6 +72,28 @@ func TestUnitPodSets(t *testing.T) {
 				t.Errorf("got %d pod sets, want %d", len(got), len(tc.sets))
 			}
 		})
+	}
+}
+
+// TestUnitPodSetsCarryWhatTheOperatorAdds: a unit's template has the
+// containers the operator adds to the pods, so the unit asks for what the
+// pods will (init containers by their largest); the job's template keeps
+// only its own.
+func TestUnitPodSetsCarryWhatTheOperatorAdds(t *testing.T) {
+	job := wrappers.PodTemplate("cpu", "100m", "memory", "128Mi")
+	added := AddedContainers{
+		Containers:     []corev1.Container{{Name: "sidecar", Resources: corev1.ResourceRequirements{Requests: qt.Res("cpu", "500m", "memory", "512Mi")}}},
+		InitContainers: []corev1.Container{{Name: "wait", Resources: corev1.ResourceRequirements{Requests: qt.Res("cpu", "1", "memory", "256Mi")}}},
+	}
+	got, err := unitPodSets([]PodSet{{Name: "main", Template: &job, Count: 2, Added: added}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(qt.Res("cpu", "2", "memory", "1280Mi"), resources.PodSetsRequests(got)); diff != "" {
+		t.Errorf("the unit's request (-want +got):\n%s", diff)
+	}
+	if len(job.Spec.Containers) != 1 || len(job.Spec.InitContainers) != 0 {
+		t.Errorf("the job's template changed: %+v", job.Spec)
 	}
 }
 

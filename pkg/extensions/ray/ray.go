@@ -47,16 +47,48 @@ func clusterPodSet(pod *corev1.Pod) string {
 
 // clusterPodSets are the head and worker groups of a cluster spec.
 func clusterPodSets(spec *rayv1.RayClusterSpec) ([]framework.PodSet, error) {
-	sets := []framework.PodSet{{Name: HeadPodSet, Template: &spec.HeadGroupSpec.Template, Count: 1}}
+	head := framework.PodSet{Name: HeadPodSet, Template: &spec.HeadGroupSpec.Template, Count: 1}
+	if autoscales(spec) {
+		head.Added.Containers = []corev1.Container{autoscalerContainer(spec.AutoscalerOptions)}
+	}
+	sets := []framework.PodSet{head}
 	for i := range spec.WorkerGroupSpecs {
 		g := &spec.WorkerGroupSpecs[i]
 		n, err := workersAsked(spec, g)
 		if err != nil {
 			return nil, err
 		}
-		sets = append(sets, framework.PodSet{Name: g.GroupName, Template: &g.Template, Count: n})
+		sets = append(sets, framework.PodSet{Name: g.GroupName, Template: &g.Template, Count: n,
+			Added: framework.AddedContainers{InitContainers: []corev1.Container{waitGCSReadyContainer()}}})
 	}
 	return sets, nil
+}
+
+// autoscalerContainer is the container KubeRay adds to the head of an
+// autoscaling cluster, with its requests: 500m CPU and 512Mi, unless
+// autoscalerOptions.resources replaces them (KubeRay v1.5,
+// BuildAutoscalerContainer and mergeAutoscalerOverrides).
+func autoscalerContainer(opts *rayv1.AutoscalerOptions) corev1.Container {
+	c := corev1.Container{Name: "autoscaler", Resources: fixedResources("500m", "512Mi")}
+	if opts != nil && opts.Resources != nil {
+		c.Resources = *opts.Resources.DeepCopy()
+	}
+	return c
+}
+
+// waitGCSReadyContainer is the init container KubeRay adds to every worker
+// pod, asking for 200m CPU and 256Mi (KubeRay v1.5,
+// DefaultWorkerPodTemplate). An operator run with
+// ENABLE_INIT_CONTAINER_INJECTION=false adds none; counting it anyway asks
+// for more only for a worker whose own containers ask for less.
+func waitGCSReadyContainer() corev1.Container {
+	return corev1.Container{Name: "wait-gcs-ready", Resources: fixedResources("200m", "256Mi")}
+}
+
+// fixedResources requests and limits cpu and memory alike.
+func fixedResources(cpu, memory string) corev1.ResourceRequirements {
+	rl := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu), corev1.ResourceMemory: resource.MustParse(memory)}
+	return corev1.ResourceRequirements{Requests: rl, Limits: rl.DeepCopy()}
 }
 
 // autoscales reports whether the cluster's Ray autoscaler sets its worker

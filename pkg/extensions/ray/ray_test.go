@@ -146,7 +146,7 @@ func TestWorkerGroupSize(t *testing.T) {
 					t.Fatalf("%T: PodSets: %v", job, err)
 				}
 				want := []framework.PodSet{{Name: "head", Count: 1}, {Name: "workers", Count: tc.wantCount}}
-				if diff := cmp.Diff(want, sets, cmpopts.IgnoreFields(framework.PodSet{}, "Template")); diff != "" {
+				if diff := cmp.Diff(want, sets, cmpopts.IgnoreFields(framework.PodSet{}, "Template", "Added")); diff != "" {
 					t.Errorf("%T: pod sets (-want +got):\n%s", job, diff)
 				}
 			}
@@ -244,6 +244,62 @@ func TestRayJobPodOwners(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, RayJobIntegration().PodOwners(tc.job)); diff != "" {
 				t.Errorf("pod owners (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestWhatKubeRayAdds: the containers KubeRay adds to a cluster's pods are
+// what the unit asks for beyond the templates: the wait-gcs-ready init
+// container of every worker, and the autoscaler of an autoscaling head,
+// with its default requests or those of autoscalerOptions.resources.
+func TestWhatKubeRayAdds(t *testing.T) {
+	initContainer := []corev1.Container{{Name: "wait-gcs-ready", Resources: fixedResources("200m", "256Mi")}}
+	ownResources := corev1.ResourceRequirements{Requests: qt.Res("cpu", "2", "memory", "1Gi")}
+	cases := map[string]struct {
+		spec *rayv1.RayClusterSpec
+		want []framework.AddedContainers
+	}{
+		"not autoscaling: the workers' init container": {
+			spec: extensionstest.MakeRayClusterSpec("cpu", "1").WorkerGroup("workers", 2, "cpu", "1").Obj(),
+			want: []framework.AddedContainers{{}, {InitContainers: initContainer}},
+		},
+		"autoscaling: the head's autoscaler too, with KubeRay's default requests": {
+			spec: extensionstest.MakeRayClusterSpec("cpu", "1").WorkerGroup("workers", 2, "cpu", "1").Autoscaling().Obj(),
+			want: []framework.AddedContainers{
+				{Containers: []corev1.Container{{Name: "autoscaler", Resources: fixedResources("500m", "512Mi")}}},
+				{InitContainers: initContainer},
+			},
+		},
+		"autoscaling with autoscalerOptions.resources: those": {
+			spec: func() *rayv1.RayClusterSpec {
+				s := extensionstest.MakeRayClusterSpec("cpu", "1").WorkerGroup("workers", 2, "cpu", "1").Autoscaling().Obj()
+				s.AutoscalerOptions = &rayv1.AutoscalerOptions{Resources: &ownResources}
+				return s
+			}(),
+			want: []framework.AddedContainers{
+				{Containers: []corev1.Container{{Name: "autoscaler", Resources: ownResources}}},
+				{InitContainers: initContainer},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sets, err := clusterPodSets(tc.spec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got []framework.AddedContainers
+			for _, s := range sets {
+				got = append(got, s.Added)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("added containers by pod set (-want +got):\n%s", diff)
+			}
+			for _, s := range sets {
+				if len(s.Template.Spec.InitContainers) != 0 || len(s.Template.Spec.Containers) != 1 {
+					t.Errorf("pod set %s: the cluster's own template changed: %+v", s.Name, s.Template.Spec)
+				}
 			}
 		})
 	}

@@ -112,8 +112,8 @@ func TestChanges(t *testing.T) {
 		create(t, c)
 		key := client.ObjectKey{Namespace: ns, Name: "autoscaled-raycluster-qu"}
 		first := unitWhere(t, key, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.Status.Phase == schedulingv1alpha1.Enqueued })
-		if cpu := first.Spec.Request.Cpu().String(); cpu != "5" {
-			t.Errorf("unit asks for %s cpu, want 5: the head and the most workers the autoscaler may start", cpu)
+		if cpu := first.Spec.Request.Cpu().String(); cpu != "5500m" {
+			t.Errorf("unit asks for %s cpu, want 5500m: the head, the autoscaler KubeRay adds to it and the most workers the autoscaler may start", cpu)
 		}
 		admit(t, key)
 		rayCluster := ray.RayClusterIntegration()
@@ -139,8 +139,8 @@ func TestChanges(t *testing.T) {
 		u := unitWhere(t, key, "counting 3 running and 1 pending", func(u *schedulingv1alpha1.QueueUnit) bool {
 			return u.Status.PodState.Running == 3 && u.Status.PodState.Pending == 1
 		})
-		if u.UID != first.UID || u.Status.Phase != schedulingv1alpha1.Running || len(u.Status.Admissions) == 0 || u.Spec.Request.Cpu().String() != "5" {
-			t.Errorf("after the autoscaler scaled the group 2 → 3 (max 4): unit %s (uid %s, first %s) request cpu %s; want the first unit, Running, admitted, asking for 5 cpu",
+		if u.UID != first.UID || u.Status.Phase != schedulingv1alpha1.Running || len(u.Status.Admissions) == 0 || u.Spec.Request.Cpu().String() != "5500m" {
+			t.Errorf("after the autoscaler scaled the group 2 → 3 (max 4): unit %s (uid %s, first %s) request cpu %s; want the first unit, Running, admitted, asking for 5500m cpu",
 				describeUnit(u), u.UID, first.UID, u.Spec.Request.Cpu())
 		}
 		if j := jobWhere(t, rayCluster, client.ObjectKeyFromObject(c), "read", func(framework.GenericJob) bool { return true }); j.IsSuspended() {
@@ -149,8 +149,8 @@ func TestChanges(t *testing.T) {
 
 		// Raising maxReplicas asks for more than was admitted: queued again.
 		updateJob(t, c, func() { c.Spec.WorkerGroupSpecs[0].MaxReplicas = ptr.To[int32](5) })
-		unitWhere(t, key, "a new unit asking for 1 + 5 cpu", func(u *schedulingv1alpha1.QueueUnit) bool {
-			return u.UID != first.UID && u.Status.Phase == schedulingv1alpha1.Enqueued && u.Spec.Request.Cpu().String() == "6"
+		unitWhere(t, key, "a new unit asking for 1.5 + 5 cpu", func(u *schedulingv1alpha1.QueueUnit) bool {
+			return u.UID != first.UID && u.Status.Phase == schedulingv1alpha1.Enqueued && u.Spec.Request.Cpu().String() == "6500m"
 		})
 		jobWhere(t, rayCluster, client.ObjectKeyFromObject(c), "suspended", func(j framework.GenericJob) bool { return j.IsSuspended() })
 		eventRecorded(t, ns, c.Name, corev1.EventTypeNormal, framework.ReasonRequeued, "grew")

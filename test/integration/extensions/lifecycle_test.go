@@ -243,7 +243,9 @@ func drivers() []driver {
 				return extensionstest.MakeRayJob("train", ns, rayCluster()).Quota("team-a").Obj()
 			},
 			wantPodSets: []podSetWant{{"head", 1}, {"workers", 2}, {"submitter", 1}},
-			wantRequest: qt.Res("cpu", "5500m", "memory", "200Mi"),
+			// The submitter asks for 500m and 200Mi; each of the two workers'
+			// wait-gcs-ready init containers (which KubeRay adds) for 256Mi.
+			wantRequest: qt.Res("cpu", "5500m", "memory", "712Mi"),
 			running: func(o client.Object) {
 				j := o.(*rayv1.RayJob)
 				j.Status.JobDeploymentStatus, j.Status.JobStatus = rayv1.JobDeploymentStatusRunning, rayv1.JobStatusRunning
@@ -303,7 +305,8 @@ func drivers() []driver {
 				return extensionstest.MakeRayCluster("train", ns, rayCluster()).Quota("team-a").Obj()
 			},
 			wantPodSets: []podSetWant{{"head", 1}, {"workers", 2}},
-			wantRequest: qt.Res("cpu", "5"),
+			// The workers' wait-gcs-ready init containers ask for 256Mi each.
+			wantRequest: qt.Res("cpu", "5", "memory", "512Mi"),
 			running: func(o client.Object) {
 				c := o.(*rayv1.RayCluster)
 				c.Status.ReadyWorkerReplicas = 2

@@ -14,7 +14,8 @@ import (
 // Want is what a job should say of itself.
 type Want struct {
 	Suspended bool
-	// PodSets are compared by name and count only.
+	// PodSets are compared by name, count and MadeUp (not by their
+	// templates, nor what an operator adds to them).
 	PodSets   []framework.PodSet
 	Finished  bool
 	Succeeded bool
@@ -34,7 +35,7 @@ func Check(t *testing.T, job framework.GenericJob, want Want) {
 	if err != nil {
 		t.Fatalf("PodSets: %v", err)
 	}
-	if diff := cmp.Diff(want.PodSets, sets, cmpopts.IgnoreFields(framework.PodSet{}, "Template")); diff != "" {
+	if diff := cmp.Diff(want.PodSets, sets, cmpopts.IgnoreFields(framework.PodSet{}, "Template", "Added")); diff != "" {
 		t.Errorf("PodSets (-want +got):\n%s", diff)
 	}
 	msg, ok, finished := job.Finished()
