@@ -41,10 +41,7 @@ var workflowController operator
 // the first time a test needs it.
 func needWorkflowController(t *testing.T) {
 	t.Helper()
-	workflowController.need(t, "the Argo workflow-controller", func(ctx context.Context) error {
-		if err := k8sClient.Create(ctx, namespaceObj(argoNamespace)); err != nil && !isAlreadyExists(err) {
-			return err
-		}
+	workflowController.need(t, "the Argo workflow-controller", argoNamespace, func(ctx context.Context) error {
 		_, err := localCluster.StartWorkflowController(ctx, cluster.WorkflowControllerOptions{Namespace: argoNamespace})
 		return err
 	})

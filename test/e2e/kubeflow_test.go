@@ -40,10 +40,7 @@ var trainingOperator operator
 // the first time a test needs it (see operator.need).
 func needTrainingOperator(t *testing.T) {
 	t.Helper()
-	trainingOperator.need(t, "the Kubeflow training-operator", func(ctx context.Context) error {
-		if err := k8sClient.Create(ctx, namespaceObj(kubeflowNamespace)); err != nil && !isAlreadyExists(err) {
-			return err
-		}
+	trainingOperator.need(t, "the Kubeflow training-operator", kubeflowNamespace, func(ctx context.Context) error {
 		_, err := localCluster.StartTrainingOperator(ctx, cluster.TrainingOperatorOptions{
 			Namespace: kubeflowNamespace,
 			Schemes:   []string{"tfjob", "pytorchjob", "mpijob"},

@@ -33,9 +33,10 @@ import (
 // The tests in this file run KubeRay's ray-operator (the release whose API
 // go.mod pins, built by `make tools`) on the local cluster: koord-queue
 // releases a RayCluster or RayJob, the operator creates the cluster's head
-// and worker pods, and kwok runs them (they never end: only pods of a batch
-// Job or a Kubeflow job do). Nothing serves a Ray dashboard on kwok, so a
-// RayJob gets as far as its cluster and its submitter pod, then fails: see
+// and worker pods, and kwok runs them (they never end: only pods of a
+// batch Job, a Kubeflow job or a Workflow do). Nothing serves a Ray
+// dashboard on kwok, so a RayJob gets as far as its cluster and its
+// submitter pod, then fails: see
 // TestRayJobWithTheRayOperator.
 
 // rayNamespace is the only namespace the ray-operator watches; elsewhere
@@ -48,10 +49,7 @@ var rayOperator operator
 // test needs it (see operator.need).
 func needRayOperator(t *testing.T) {
 	t.Helper()
-	rayOperator.need(t, "KubeRay's ray-operator", func(ctx context.Context) error {
-		if err := k8sClient.Create(ctx, namespaceObj(rayNamespace)); err != nil && !isAlreadyExists(err) {
-			return err
-		}
+	rayOperator.need(t, "KubeRay's ray-operator", rayNamespace, func(ctx context.Context) error {
 		_, err := localCluster.StartRayOperator(ctx, cluster.RayOperatorOptions{Namespace: rayNamespace})
 		return err
 	})
