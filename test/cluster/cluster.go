@@ -225,6 +225,19 @@ func (c *Cluster) startEtcdAndAPIServer(ctx context.Context) error {
 		"--allow-privileged=true",
 		"--enable-priority-and-fairness=false",
 		"--storage-media-type=application/json",
+		// The aggregation layer, as a kubeadm cluster has it, so aggregated
+		// APIs can be served by local processes. With aggregator routing the
+		// API server resolves a Service to its endpoints itself (webhooks
+		// too), so an EndpointSlice pointing at 127.0.0.1 reaches a local
+		// process through the chart's Service.
+		"--enable-aggregator-routing=true",
+		"--requestheader-client-ca-file="+p.FrontProxyCACert,
+		"--requestheader-allowed-names="+frontProxyClientName,
+		"--requestheader-username-headers=X-Remote-User",
+		"--requestheader-group-headers=X-Remote-Group",
+		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
+		"--proxy-client-cert-file="+p.ProxyClientCert,
+		"--proxy-client-key-file="+p.ProxyClientKey,
 		"--v=1",
 	); err != nil {
 		return err

@@ -18,13 +18,22 @@ import (
 )
 
 // pki holds the files of the cluster's certificate authority, its serving
-// and client certificates, and the service-account signing key.
+// and client certificates, the service-account signing key, and the
+// front-proxy authority and client certificate the API server's aggregation
+// layer uses to tell an aggregated API server who is asking.
 type pki struct {
-	CACert, CAKey           string
-	ServingCert, ServingKey string
-	AdminCert, AdminKey     string
-	SAKey, SAPub            string
+	CACert, CAKey                     string
+	ServingCert, ServingKey           string
+	AdminCert, AdminKey               string
+	SAKey, SAPub                      string
+	FrontProxyCACert, FrontProxyCAKey string
+	ProxyClientCert, ProxyClientKey   string
 }
+
+// frontProxyClientName is the common name of the aggregation layer's client
+// certificate, the one name aggregated API servers accept request headers
+// from (--requestheader-allowed-names).
+const frontProxyClientName = "front-proxy-client"
 
 type certAuthority struct {
 	cert *x509.Certificate
@@ -37,8 +46,10 @@ func writePKI(dir string) (*pki, error) {
 		ServingCert: filepath.Join(dir, "apiserver.crt"), ServingKey: filepath.Join(dir, "apiserver.key"),
 		AdminCert: filepath.Join(dir, "admin.crt"), AdminKey: filepath.Join(dir, "admin.key"),
 		SAKey: filepath.Join(dir, "sa.key"), SAPub: filepath.Join(dir, "sa.pub"),
+		FrontProxyCACert: filepath.Join(dir, "front-proxy-ca.crt"), FrontProxyCAKey: filepath.Join(dir, "front-proxy-ca.key"),
+		ProxyClientCert: filepath.Join(dir, "front-proxy-client.crt"), ProxyClientKey: filepath.Join(dir, "front-proxy-client.key"),
 	}
-	ca, err := newCA()
+	ca, err := newCA("koord-queue-local-ca")
 	if err != nil {
 		return nil, err
 	}
@@ -75,17 +86,33 @@ func writePKI(dir string) (*pki, error) {
 	if err := writePEM(p.SAPub, "PUBLIC KEY", pub); err != nil {
 		return nil, err
 	}
+	// A CA of its own, as kubeadm does: a client certificate of the cluster
+	// CA must not be able to pass request headers to aggregated API servers.
+	frontProxyCA, err := newCA("koord-queue-local-front-proxy-ca")
+	if err != nil {
+		return nil, err
+	}
+	if err := writeCert(p.FrontProxyCACert, p.FrontProxyCAKey, frontProxyCA.cert, frontProxyCA.key); err != nil {
+		return nil, err
+	}
+	proxyClient := &x509.Certificate{
+		Subject:     pkix.Name{CommonName: frontProxyClientName},
+		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	}
+	if err := frontProxyCA.issue(proxyClient, p.ProxyClientCert, p.ProxyClientKey); err != nil {
+		return nil, err
+	}
 	return p, nil
 }
 
-func newCA() (*certAuthority, error) {
+func newCA(commonName string) (*certAuthority, error) {
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, fmt.Errorf("generating CA key: %w", err)
 	}
 	tmpl := &x509.Certificate{
 		SerialNumber:          big.NewInt(1),
-		Subject:               pkix.Name{CommonName: "koord-queue-local-ca"},
+		Subject:               pkix.Name{CommonName: commonName},
 		NotBefore:             time.Now().Add(-time.Hour),
 		NotAfter:              time.Now().Add(10 * 365 * 24 * time.Hour),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
@@ -155,7 +182,7 @@ func writePEM(path, blockType string, der []byte) error {
 // It is what a webhook served on loopback needs for the API server to call
 // it by URL.
 func WriteServingCert(dir string) (caPEM []byte, err error) {
-	ca, err := newCA()
+	ca, err := newCA("koord-queue-local-webhook-ca")
 	if err != nil {
 		return nil, err
 	}
