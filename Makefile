@@ -12,8 +12,12 @@ UNIT_PKGS        = $$($(GO) list ./... | grep -v /test/) ./test/performance/...
 INTEGRATION_PKGS = ./test/integration/...
 E2E_PKGS         = ./test/e2e/...
 
-# What the binaries report (--version, koord_queue_build_info): set here
-# only, for `make build` and `make images` alike.
+# The release this tree is of: the chart's appVersion and version (make
+# generate writes them), so the chart's default image tag. A release commit
+# is tagged with it, so that its VERSION is the same.
+export RELEASE_VERSION := v0.1.0
+# What the binaries report (--version, koord_queue_build_info) and the
+# images' tag: set here only, for `make build` and `make images` alike.
 VERSION  ?= $(shell git describe --tags --always --dirty)
 REVISION ?= $(shell git rev-parse HEAD)
 VERSION_PKG      = github.com/koord-queue/koord-queue/pkg/version
@@ -55,6 +59,8 @@ images: ## Build both images (linux/amd64, linux/arm64) from scratch, without Do
 .PHONY: push
 push: ## Build the images, then push them to $(REGISTRY)/koord-queue and $(REGISTRY)/koord-queue-controllers, tagged with the version (REGISTRY=host/prefix).
 	@if [[ -z "$(REGISTRY)" ]]; then echo "make push needs REGISTRY=host/prefix" >&2; exit 2; fi
+	@if [[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+$$ && "$(VERSION)" != "$(RELEASE_VERSION)" ]]; then \
+		echo "make push: the tag $(VERSION) is not RELEASE_VERSION $(RELEASE_VERSION), the chart's appVersion: set RELEASE_VERSION in the Makefile, make generate, commit and tag again" >&2; exit 2; fi
 	@$(MAKE) --no-print-directory images
 	$(GO) run ./hack/images push -layout $(IMAGES_DIR) -registry "$(REGISTRY)"
 
@@ -66,7 +72,7 @@ test-unit: ## Unit tests (no API server).
 	$(GO) test -race $(GO_TEST_FLAGS) $(UNIT_PKGS)
 
 .PHONY: test-integration
-test-integration: tools ## Integration tests against a real kube-apiserver and etcd.
+test-integration: tools images ## Integration tests against a real kube-apiserver and etcd (the chart's test pushes the images to an in-process registry).
 	$(GO) test -race -p $(TEST_PARALLEL_PACKAGES) $(GO_TEST_FLAGS) $(INTEGRATION_PKGS)
 
 .PHONY: test-e2e

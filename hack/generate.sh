@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # generate.sh regenerates everything derived from the code's markers:
 # deepcopy functions, CRDs (config/crd/bases, copied into the Helm chart),
-# and the chart's RBAC rules, one file per binary and per extension.
+# the chart's RBAC rules, one file per binary and per extension, and the
+# chart's version and appVersion from the Makefile's RELEASE_VERSION.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$root"
@@ -39,3 +40,8 @@ for dir in pkg/extensions/rbac/*/; do
   [[ -d $dir ]] || continue
   rbac "extensions/$(basename "$dir")" "./$dir"
 done
+
+# The chart is of the release: appVersion is RELEASE_VERSION (the images' tag
+# by default), version the same without its "v".
+release=${RELEASE_VERSION:?generate.sh needs RELEASE_VERSION: run it through make generate}
+sed -i -E "s/^version: .*/version: ${release#v}/; s/^appVersion: .*/appVersion: \"$release\"/" "$chart/Chart.yaml"

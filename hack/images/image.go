@@ -16,6 +16,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/koord-queue/koord-queue/hack/images/ocilayout"
 )
 
 // An image is one binary, run as its entrypoint.
@@ -50,9 +52,7 @@ const (
 
 // Annotations and labels of the OCI image spec.
 const (
-	annotationRefName  = "org.opencontainers.image.ref.name"
 	annotationSource   = "org.opencontainers.image.source"
-	annotationVersion  = "org.opencontainers.image.version"
 	annotationRevision = "org.opencontainers.image.revision"
 )
 
@@ -67,7 +67,7 @@ type metadata struct {
 }
 
 func (m metadata) labels() map[string]string {
-	return map[string]string{annotationSource: m.Source, annotationVersion: m.Version, annotationRevision: m.Revision}
+	return map[string]string{annotationSource: m.Source, ocilayout.AnnotationVersion: m.Version, annotationRevision: m.Revision}
 }
 
 // binaryPath is where the binary of img for p is under binDir.
@@ -87,7 +87,7 @@ func writeLayout(dir, binDir string, meta metadata) error {
 		}
 		top = mutate.AppendManifests(top, mutate.IndexAddendum{
 			Add:        idx,
-			Descriptor: v1.Descriptor{Annotations: map[string]string{annotationRefName: img.Name}},
+			Descriptor: v1.Descriptor{Annotations: map[string]string{ocilayout.AnnotationRefName: img.Name}},
 		})
 	}
 	// A fresh directory: layout.Write adds blobs and never removes any.

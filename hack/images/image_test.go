@@ -12,6 +12,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/koord-queue/koord-queue/hack/images/ocilayout"
 )
 
 var testMeta = metadata{
@@ -48,7 +50,7 @@ func fakeBinary(img image, p v1.Platform) []byte {
 // digests is every digest of a layout: each index and each platform's image.
 func digests(t *testing.T, dir string) map[string]string {
 	t.Helper()
-	entries, err := readLayout(dir)
+	entries, err := ocilayout.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +140,7 @@ func TestImageConfigAndFiles(t *testing.T) {
 	if err := writeLayout(dir, fakeBinaries(t), testMeta); err != nil {
 		t.Fatal(err)
 	}
-	entries, err := readLayout(dir)
+	entries, err := ocilayout.Read(dir)
 	if err != nil {
 		t.Fatal(err)
 	}

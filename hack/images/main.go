@@ -29,6 +29,8 @@ import (
 	"time"
 
 	v1 "github.com/google/go-containerregistry/pkg/v1"
+
+	"github.com/koord-queue/koord-queue/hack/images/ocilayout"
 )
 
 func main() {
@@ -109,7 +111,7 @@ func runPush(ctx context.Context, args []string) error {
 	if *registry == "" {
 		return errors.New("push needs -registry host/prefix")
 	}
-	pushed, err := push(ctx, *dir, *registry)
+	pushed, err := ocilayout.Push(ctx, *dir, *registry, "")
 	for _, p := range pushed {
 		fmt.Printf("pushed %s@%s\n", p.Ref, p.Digest)
 	}
@@ -118,7 +120,7 @@ func runPush(ctx context.Context, args []string) error {
 
 // printLayout lists the layout's images with their digests and sizes.
 func printLayout(dir string) error {
-	entries, err := readLayout(dir)
+	entries, err := ocilayout.Read(dir)
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+
+	"github.com/koord-queue/koord-queue/hack/images/ocilayout"
 )
 
 func TestPushToRegistry(t *testing.T) {
@@ -25,7 +27,7 @@ func TestPushToRegistry(t *testing.T) {
 	if err := writeLayout(dir, fakeBinaries(t), testMeta); err != nil {
 		t.Fatal(err)
 	}
-	pushed, err := push(context.Background(), dir, host+"/team/")
+	pushed, err := ocilayout.Push(context.Background(), dir, host+"/team/", "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +82,7 @@ func TestPushNeedsAVersion(t *testing.T) {
 	if err := writeLayout(dir, fakeBinaries(t), noVersion); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := push(context.Background(), dir, "127.0.0.1:1/team"); err == nil || !strings.Contains(err.Error(), "no org.opencontainers.image.version") {
+	if _, err := ocilayout.Push(context.Background(), dir, "127.0.0.1:1/team", ""); err == nil || !strings.Contains(err.Error(), "no org.opencontainers.image.version") {
 		t.Errorf("push of a layout without a version: %v, want an error naming the missing annotation", err)
 	}
 }

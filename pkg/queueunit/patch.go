@@ -8,6 +8,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 )
 
 // Part is the part of an object a patch writes.
@@ -44,6 +46,9 @@ var ErrOutcomeUnknown = errors.New("the write's outcome is unknown")
 //     do. If obj cannot be read, the error wraps ErrOutcomeUnknown.
 //   - Any other failure (not found, invalid, forbidden) is returned as it is.
 //
+// A QueueUnit's status is written with its admissionsSummary made anew from
+// its admissions.
+//
 // With a nil reader nothing is read again: a conflict is returned as it is,
 // for a caller whose change was decided on obj and must be decided afresh.
 //
@@ -54,6 +59,11 @@ func Patch[T client.Object](ctx context.Context, c client.Client, reader client.
 		orig := obj.DeepCopyObject().(client.Object)
 		if !mutate(obj) {
 			return false, nil
+		}
+		if u, ok := any(obj).(*schedulingv1alpha1.QueueUnit); ok && part == Status {
+			// Every writer of admissions writes through here: the summary
+			// goes with them in the same write.
+			u.Status.AdmissionsSummary = AdmissionsSummary(u.Status.Admissions)
 		}
 		if data, err := client.MergeFrom(orig).Data(obj); err != nil {
 			return false, fmt.Errorf("computing the patch of %s: %w", klog.KObj(obj), err)

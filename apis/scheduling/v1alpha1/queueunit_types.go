@@ -235,6 +235,12 @@ type QueueUnitStatus struct {
 	// +listMapKey=name
 	// +kubebuilder:validation:MaxItems=8
 	Admissions []Admission `json:"admissions,omitempty"`
+	// admissionsSummary is admissions in a few words, for kubectl's
+	// ADMISSIONS column: each pod set's running/admitted replicas, such as
+	// "master 1/1, worker 2/3". Written with admissions; empty when they are.
+	// +optional
+	// +kubebuilder:validation:MaxLength=256
+	AdmissionsSummary string `json:"admissionsSummary,omitempty"`
 	// +optional
 	LastAllocateTime *metav1.Time `json:"lastAllocateTime,omitempty"`
 	// conditions: QuotaReserved, Admitted, PodsReady, Finished, Evicted.
@@ -280,7 +286,7 @@ const (
 // +kubebuilder:resource:shortName={qu,qus}
 // +kubebuilder:printcolumn:name="PHASE",type=string,JSONPath=`.status.phase`
 // +kubebuilder:printcolumn:name="PRIORITY",type=integer,JSONPath=`.spec.priority`
-// +kubebuilder:printcolumn:name="ADMISSIONS",type=string,JSONPath=`.status.admissions`
+// +kubebuilder:printcolumn:name="ADMISSIONS",type=string,JSONPath=`.status.admissionsSummary`,description="Running/admitted replicas of each pod set"
 // +kubebuilder:printcolumn:name="JOBTYPE",type=string,JSONPath=`.spec.consumerRef.kind`
 type QueueUnit struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -6,9 +6,11 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end }}
 
+{{/* An image: [imagePrefix/]repository:tag, the tag the chart's appVersion unless set. */}}
 {{- define "koord-queue.image" -}}
 {{- $prefix := .global.imagePrefix -}}
-{{- if $prefix }}{{ printf "%s/%s:%s" $prefix .image.repository .image.tag }}{{ else }}{{ printf "%s:%s" .image.repository .image.tag }}{{ end }}
+{{- $tag := .image.tag | default .appVersion -}}
+{{- if $prefix }}{{ printf "%s/%s:%s" $prefix .image.repository $tag }}{{ else }}{{ printf "%s:%s" .image.repository $tag }}{{ end }}
 {{- end }}
 
 {{/* The extensions koord-queue-controllers runs, as --enabled-extensions takes them. */}}

@@ -17,6 +17,7 @@ import (
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/admission"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/test/testenv"
 	"github.com/koord-queue/koord-queue/test/wrappers"
 )
@@ -57,42 +58,93 @@ func TestQueueStatus(t *testing.T) {
 }
 
 // TestQueueColumnsShowZero: `kubectl get queues` shows 0, not a blank, in
-// the Pending and Admitted columns of a queue with no units (the API
-// server's table of a Queue is what kubectl prints).
+// the Pending and Admitted columns of a queue with nothing in it.
 func TestQueueColumnsShowZero(t *testing.T) {
 	startKoordQueue(t, fastOptions())
 	ns := namespace(t)
 	create(t, wrappers.MakeElasticQuota(ns, ns).Max(corev1.ResourceCPU, "2").Obj())
-	httpClient, err := rest.HTTPClientFor(env.Config)
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := fmt.Sprintf("%s/apis/%s/namespaces/%s/queues/%s", strings.TrimSuffix(env.Config.Host, "/"), schedulingv1alpha1.GroupVersion, schedulingv1alpha1.QueueNamespace, ns)
+	path := fmt.Sprintf("/apis/%s/namespaces/%s/queues/%s", schedulingv1alpha1.GroupVersion, schedulingv1alpha1.QueueNamespace, ns)
 	testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		got, err := tableRow(ctx, path)
 		if err != nil {
 			return err
-		}
-		req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
-		resp, err := httpClient.Do(req)
-		if err != nil {
-			return err
-		}
-		defer resp.Body.Close()
-		var table metav1.Table
-		if err := json.NewDecoder(resp.Body).Decode(&table); err != nil {
-			return fmt.Errorf("reading the table at %s (%s): %w", url, resp.Status, err)
-		}
-		if len(table.Rows) != 1 {
-			return fmt.Errorf("table rows %v, want the queue's", table.Rows)
-		}
-		got := map[string]any{}
-		for i, col := range table.ColumnDefinitions {
-			got[col.Name] = table.Rows[0].Cells[i]
 		}
 		if got["Pending"] != float64(0) || got["Admitted"] != float64(0) {
 			return fmt.Errorf("columns %v, want Pending and Admitted 0", got)
 		}
 		return nil
 	})
+}
+
+// TestQueueUnitColumnsSummarizeAdmissions: `kubectl get queueunits` shows a
+// unit's admissions as each pod set's running/admitted replicas, not as the
+// raw JSON list.
+func TestQueueUnitColumnsSummarizeAdmissions(t *testing.T) {
+	startKoordQueue(t, fastOptions())
+	ns := namespace(t)
+	create(t, wrappers.MakeElasticQuota(ns, ns).Max(corev1.ResourceCPU, "8").Obj())
+	create(t, wrappers.MakeQueueUnit("unit", ns).Quota(ns).PodSet("master", 1, "cpu", "1").PodSet("worker", 3, "cpu", "1").Obj())
+	waitPhase(t, ns, "unit", schedulingv1alpha1.Dequeued)
+	path := fmt.Sprintf("/apis/%s/namespaces/%s/queueunits/unit", schedulingv1alpha1.GroupVersion, ns)
+	wantColumn := func(want string) {
+		t.Helper()
+		testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
+			got, err := tableRow(ctx, path)
+			if err != nil {
+				return err
+			}
+			if got["ADMISSIONS"] != want {
+				return fmt.Errorf("ADMISSIONS %q, want %q", got["ADMISSIONS"], want)
+			}
+			return nil
+		})
+	}
+	wantColumn("master 0/1, worker 0/3")
+
+	// The job's extension counts the running pods (the same write path).
+	u := &schedulingv1alpha1.QueueUnit{}
+	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "unit"}, u); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := queueunit.Patch(context.Background(), env.Client, env.Client, u, queueunit.Status, "test", func(u *schedulingv1alpha1.QueueUnit) bool {
+		for i := range u.Status.Admissions {
+			u.Status.Admissions[i].Running = u.Status.Admissions[i].Replicas - 1
+		}
+		return true
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wantColumn("master 0/1, worker 2/3")
+}
+
+// tableRow reads the object at path as kubectl get does (a server-side
+// Table) and returns its one row, by column name.
+func tableRow(ctx context.Context, path string) (map[string]any, error) {
+	httpClient, err := rest.HTTPClientFor(env.Config)
+	if err != nil {
+		return nil, err
+	}
+	url := strings.TrimSuffix(env.Config.Host, "/") + path
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Accept", "application/json;as=Table;v=v1;g=meta.k8s.io")
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var table metav1.Table
+	if err := json.NewDecoder(resp.Body).Decode(&table); err != nil {
+		return nil, fmt.Errorf("reading the table at %s (%s): %w", url, resp.Status, err)
+	}
+	if len(table.Rows) != 1 {
+		return nil, fmt.Errorf("table rows %v, want one", table.Rows)
+	}
+	row := map[string]any{}
+	for i, col := range table.ColumnDefinitions {
+		row[col.Name] = table.Rows[0].Cells[i]
+	}
+	return row, nil
 }
