@@ -57,6 +57,9 @@ type Options struct {
 	// Argo Workflow runs before it succeeds when it has no
 	// PodRunTimeAnnotation (default 1s). Other pods run until deleted.
 	PodRunTime time.Duration
+	// AuditWrites has the API server log every write to AuditLog, for
+	// WritesBy to count who wrote what.
+	AuditWrites bool
 }
 
 // Cluster is a running local cluster.
@@ -209,19 +212,23 @@ func (c *Cluster) startEtcdAndAPIServer(ctx context.Context) error {
 		return err
 	}
 	c.pki = p
-	if err := c.start("kube-apiserver",
-		"--etcd-servers=http://"+etcdClient,
+	audit, err := c.auditFlags(pkiDir)
+	if err != nil {
+		return err
+	}
+	if err := c.start("kube-apiserver", append([]string{
+		"--etcd-servers=http://" + etcdClient,
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		"--secure-port="+strconv.Itoa(apiPort),
-		"--tls-cert-file="+p.ServingCert,
-		"--tls-private-key-file="+p.ServingKey,
-		"--client-ca-file="+p.CACert,
+		"--secure-port=" + strconv.Itoa(apiPort),
+		"--tls-cert-file=" + p.ServingCert,
+		"--tls-private-key-file=" + p.ServingKey,
+		"--client-ca-file=" + p.CACert,
 		"--authorization-mode=RBAC",
-		"--service-account-key-file="+p.SAPub,
-		"--service-account-signing-key-file="+p.SAKey,
+		"--service-account-key-file=" + p.SAPub,
+		"--service-account-signing-key-file=" + p.SAKey,
 		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
-		"--service-cluster-ip-range="+serviceCIDR,
+		"--service-cluster-ip-range=" + serviceCIDR,
 		"--allow-privileged=true",
 		"--enable-priority-and-fairness=false",
 		"--storage-media-type=application/json",
@@ -231,15 +238,15 @@ func (c *Cluster) startEtcdAndAPIServer(ctx context.Context) error {
 		// too), so an EndpointSlice pointing at 127.0.0.1 reaches a local
 		// process through the chart's Service.
 		"--enable-aggregator-routing=true",
-		"--requestheader-client-ca-file="+p.FrontProxyCACert,
-		"--requestheader-allowed-names="+frontProxyClientName,
+		"--requestheader-client-ca-file=" + p.FrontProxyCACert,
+		"--requestheader-allowed-names=" + frontProxyClientName,
 		"--requestheader-username-headers=X-Remote-User",
 		"--requestheader-group-headers=X-Remote-Group",
 		"--requestheader-extra-headers-prefix=X-Remote-Extra-",
-		"--proxy-client-cert-file="+p.ProxyClientCert,
-		"--proxy-client-key-file="+p.ProxyClientKey,
+		"--proxy-client-cert-file=" + p.ProxyClientCert,
+		"--proxy-client-key-file=" + p.ProxyClientKey,
 		"--v=1",
-	); err != nil {
+	}, audit...)...); err != nil {
 		return err
 	}
 	c.Kubeconfig = filepath.Join(c.Dir, "kubeconfig")

@@ -83,7 +83,7 @@ func Run(ctx context.Context, opts Options) (*checker.Result, error) {
 	if err := os.MkdirAll(clusterDir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", clusterDir, err)
 	}
-	c, err := cluster.Start(ctx, cluster.Options{Dir: clusterDir, Nodes: 4, NodeCPU: "32", PodRunTime: time.Second})
+	c, err := cluster.Start(ctx, cluster.Options{Dir: clusterDir, Nodes: 4, NodeCPU: "32", PodRunTime: time.Second, AuditWrites: true})
 	if err != nil {
 		return nil, fmt.Errorf("starting the local cluster: %w", err)
 	}
@@ -95,7 +95,7 @@ func Run(ctx context.Context, opts Options) (*checker.Result, error) {
 		return nil, err
 	}
 
-	r := &run{s: &s, opts: opts, cfg: c.Config, kubeconfig: c.Kubeconfig, logDir: c.LogDir()}
+	r := &run{s: &s, opts: opts, cfg: c.Config, kubeconfig: c.Kubeconfig, logDir: c.LogDir(), auditLog: c.AuditLog()}
 	res, err := r.run(ctx, queue, extensions)
 	if err != nil {
 		return nil, fmt.Errorf("%w (logs in %s)", err, c.LogDir())
@@ -109,6 +109,7 @@ type run struct {
 	cfg        *rest.Config
 	kubeconfig string
 	logDir     string
+	auditLog   string
 	recorder   *checker.Recorder
 }
 
@@ -226,6 +227,20 @@ func (r *run) run(ctx context.Context, queueBinary, extensionsBinary string) (*c
 	}
 	for k, v := range extStats.Requests {
 		res.Extra["extensions' API requests, "+k] = v
+	}
+	// What each write is for, from the API server's audit log: every
+	// write of each binary, events included, by verb, resource and answer.
+	for _, program := range []string{"koord-queue-controllers", "koord-queue"} {
+		writes, err := cluster.WritesBy(r.auditLog, program)
+		if err != nil {
+			return nil, err
+		}
+		total := 0
+		for w, n := range writes {
+			res.Extra[program+" writes per Job, "+w.String()] = float64(n) / float64(jobsDone.want)
+			total += n
+		}
+		res.Extra[program+" writes per Job, all"] = float64(total) / float64(jobsDone.want)
 	}
 	res.Check(r.s.Bounds)
 	return res, nil
