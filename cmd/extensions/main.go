@@ -60,6 +60,7 @@ func run() error {
 		secretNamespace = flag.String("webhook-secret-namespace", namespace, "namespace of --webhook-secret-name and of the webhook Service")
 		serviceName     = flag.String("webhook-service-name", "koord-queue-controllers-webhook", "Service the API server calls the webhook through")
 		configName      = flag.String("webhook-config-name", "koord-queue-controllers", "MutatingWebhookConfiguration to write the CA into")
+		statusDelay     = flag.Duration("unit-status-delay", framework.DefaultStatusDelay, "how long a QueueUnit's pod counts may lag its job's, so that a burst of pod changes is one write; phase changes and quota given back are written at once; 0 writes every change")
 	)
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
@@ -120,7 +121,7 @@ func run() error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := integrations.Setup(ctx, mgr, integs, scope); err != nil {
+	if err := integrations.Setup(ctx, mgr, integs, scope, framework.WithStatusDelay(*statusDelay)); err != nil {
 		return err
 	}
 	if *enableWebhook {

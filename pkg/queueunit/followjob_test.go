@@ -28,11 +28,9 @@ func TestFollowJob(t *testing.T) {
 		wantChanged bool
 		wantStatus  schedulingv1alpha1.QueueUnitStatus
 	}{
-		"a new unit is Enqueued": {
-			unit:        wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2).Obj(),
-			job:         queueunit.JobState{Suspended: true},
-			wantChanged: true,
-			wantStatus:  schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Enqueued, LastUpdateTime: &t0},
+		"a new unit is left Enqueued by its empty phase, not written": {
+			unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2).Obj(),
+			job:  queueunit.JobState{Suspended: true},
 		},
 		"a waiting unit with nothing new is left alone": {
 			unit:       wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2).Phase(schedulingv1alpha1.Enqueued).Obj(),

@@ -248,9 +248,10 @@ func Explain(u *schedulingv1alpha1.QueueUnit, reason string) bool {
 
 // Enqueue gives a new unit its first phase, Enqueued, with the warnings its
 // extension raised about the job as message. It reports false for a unit
-// that has a phase already.
+// that has a phase already, and for one with nothing to say: its empty
+// phase is Enqueued already (EffectivePhase).
 func Enqueue(u *schedulingv1alpha1.QueueUnit, message string, now metav1.Time) bool {
-	if u.Status.Phase != "" {
+	if u.Status.Phase != "" || message == "" {
 		return false
 	}
 	u.Status.Phase, u.Status.LastUpdateTime = schedulingv1alpha1.Enqueued, &now
@@ -293,9 +294,9 @@ func FollowJob(u *schedulingv1alpha1.QueueUnit, js JobState, now metav1.Time) bo
 			st.Phase, st.LastUpdateTime = p, &now
 		}
 	}
-	if st.Phase == "" {
-		setPhase(schedulingv1alpha1.Enqueued)
-	}
+	// An empty phase is Enqueued (EffectivePhase): writing it would be a
+	// write per unit that tells no reader anything, and races with
+	// koord-queue's admission of the unit.
 
 	if js.Finished {
 		phase, reason, msg := schedulingv1alpha1.Failed, ReasonFailed, "The job failed"
@@ -375,6 +376,13 @@ func setCondition(u *schedulingv1alpha1.QueueUnit, typ string, status bool, reas
 	s := metav1.ConditionFalse
 	if status {
 		s = metav1.ConditionTrue
+	}
+	// A condition that still says the same is left as it is, observed
+	// generation included: koord-queue's own spec writes (spec.queue) bump
+	// the generation without changing what the condition means, and
+	// rewriting it for that is a write per unit no reader needs.
+	if c := meta.FindStatusCondition(u.Status.Conditions, typ); c != nil && c.Status == s && c.Reason == reason && c.Message == msg {
+		return
 	}
 	meta.SetStatusCondition(&u.Status.Conditions, metav1.Condition{
 		Type:               typ,

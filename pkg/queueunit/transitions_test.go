@@ -221,9 +221,14 @@ func TestTransitions(t *testing.T) {
 			transition: func(u *schedulingv1alpha1.QueueUnit) bool { return queueunit.Enqueue(u, "no requests", now) },
 			want:       after{Changed: true, Phase: schedulingv1alpha1.Enqueued, Message: "no requests"},
 		},
+		"a new unit without warnings is not written: its empty phase is Enqueued": {
+			unit:       unit("", true),
+			transition: func(u *schedulingv1alpha1.QueueUnit) bool { return queueunit.Enqueue(u, "", now) },
+			want:       after{},
+		},
 		"a unit with a phase is not enqueued again": {
 			unit:       admitted(true),
-			transition: func(u *schedulingv1alpha1.QueueUnit) bool { return queueunit.Enqueue(u, "", now) },
+			transition: func(u *schedulingv1alpha1.QueueUnit) bool { return queueunit.Enqueue(u, "no requests", now) },
 			want: after{Phase: schedulingv1alpha1.Dequeued, HoldsQuota: true, Message: "admitted by queue team-a",
 				Conditions: []string{admittedOK, reserved}, Admissions: 1},
 		},

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -58,7 +60,22 @@ type JobReconciler struct {
 	integ    Integration
 	scope    Scope
 	clock    clock.PassiveClock
+
+	// statusDelay is how long a unit status change no reader needs at once
+	// (queueunit.NeededNow) may wait to go with the next one.
+	statusDelay time.Duration
+	// deferredSince is when each unit's deferred status change was first
+	// seen. It only saves writes: lost on a restart, the change waits once
+	// more.
+	deferredMu    sync.Mutex
+	deferredSince map[client.ObjectKey]time.Time
 }
+
+// DefaultStatusDelay is how long a unit's pod counts may lag its job's.
+// One second folds the steps of a job's pods starting (created, scheduled,
+// running) and stopping into one write or none, and keeps the counts no more
+// than a second behind.
+const DefaultStatusDelay = time.Second
 
 var _ reconcile.Reconciler = (*JobReconciler)(nil)
 
@@ -71,6 +88,13 @@ func WithScope(s Scope) Option {
 	return func(r *JobReconciler) { r.scope = s }
 }
 
+// WithStatusDelay sets how long a unit status change that no reader needs at
+// once may wait to go with the next one (DefaultStatusDelay); 0 writes every
+// change at once.
+func WithStatusDelay(d time.Duration) Option {
+	return func(r *JobReconciler) { r.statusDelay = d }
+}
+
 // WithClock sets the clock status times are read from.
 func WithClock(c clock.PassiveClock) Option {
 	return func(r *JobReconciler) { r.clock = c }
@@ -80,7 +104,8 @@ func WithClock(c clock.PassiveClock) Option {
 // manager's cached client; reader reads around the cache when a write
 // conflicts.
 func NewJobReconciler(c client.Client, reader client.Reader, recorder record.EventRecorder, integ Integration, opts ...Option) *JobReconciler {
-	r := &JobReconciler{client: c, reader: reader, recorder: recorder, integ: integ, clock: clock.RealClock{}}
+	r := &JobReconciler{client: c, reader: reader, recorder: recorder, integ: integ, clock: clock.RealClock{},
+		statusDelay: DefaultStatusDelay, deferredSince: map[client.ObjectKey]time.Time{}}
 	for _, o := range opts {
 		o(r)
 	}
@@ -126,22 +151,24 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	if err != nil || !ok {
 		return ctrl.Result{}, err
 	}
+	var result ctrl.Result
 	switch {
 	case !obj.GetDeletionTimestamp().IsZero():
 		if unit != nil {
+			r.forgetDeferred(client.ObjectKeyFromObject(unit))
 			err = r.deleteUnit(ctx, unit)
 		}
 	case unit == nil:
 		err = r.queue(ctx, job)
 	default:
-		err = r.follow(ctx, job, unit)
+		result.RequeueAfter, err = r.follow(ctx, job, unit)
 	}
 	if apierrors.IsConflict(err) {
 		// The cache is behind; the newer object's event brings us back.
 		ctrl.LoggerFrom(ctx).V(3).Info("Write conflicted; waiting for the newer object", "err", err)
 		return ctrl.Result{}, nil
 	}
-	return ctrl.Result{}, err
+	return result, err
 }
 
 // unitOf is the job's unit, nil when it has none. A unit left by an earlier
@@ -187,6 +214,7 @@ func (r *JobReconciler) ownedByOurKind(u *schedulingv1alpha1.QueueUnit, name str
 func (r *JobReconciler) deleteUnitOfGoneJob(ctx context.Context, job client.ObjectKey) error {
 	var u schedulingv1alpha1.QueueUnit
 	key := client.ObjectKey{Namespace: job.Namespace, Name: r.integ.UnitName(job.Name)}
+	r.forgetDeferred(key)
 	if err := r.client.Get(ctx, key, &u); err != nil {
 		return client.IgnoreNotFound(err)
 	}
@@ -301,22 +329,33 @@ func submittedRunningWarning(quota, unitName string) Warning {
 		". Submit queued jobs suspended (spec.suspend: true, or the framework's equivalent) so that none of their pods starts before admission"}
 }
 
-// follow keeps a job and its unit in step.
-func (r *JobReconciler) follow(ctx context.Context, job GenericJob, unit *schedulingv1alpha1.QueueUnit) error {
+// follow keeps a job and its unit in step. It returns when to look again
+// at a status change it deferred.
+func (r *JobReconciler) follow(ctx context.Context, job GenericJob, unit *schedulingv1alpha1.QueueUnit) (time.Duration, error) {
 	scheduled, err := r.scheduledPods(ctx, job.Object())
 	if err != nil {
-		return err
+		return 0, err
 	}
 	js := observe(job, scheduled)
 	now := metav1.NewTime(r.clock.Now())
-	if err := r.patchUnit(ctx, unit, true, func(u *schedulingv1alpha1.QueueUnit) bool {
-		return queueunit.FollowJob(u, js, now)
-	}); err != nil {
-		return client.IgnoreNotFound(err)
+	followed := unit.DeepCopy()
+	var wait time.Duration
+	if queueunit.FollowJob(followed, js, now) {
+		wait = r.statusWait(client.ObjectKeyFromObject(unit), queueunit.NeededNow(&unit.Status, &followed.Status), now.Time)
+	} else {
+		r.forgetDeferred(client.ObjectKeyFromObject(unit))
+	}
+	if wait == 0 {
+		if err := r.patchUnit(ctx, unit, true, func(u *schedulingv1alpha1.QueueUnit) bool {
+			return queueunit.FollowJob(u, js, now)
+		}); err != nil {
+			return 0, client.IgnoreNotFound(err)
+		}
 	}
 	phase := unit.EffectivePhase()
 	if js.Finished || queueunit.Finished(phase) {
-		return nil
+		r.forgetDeferred(client.ObjectKeyFromObject(unit))
+		return 0, nil
 	}
 
 	sets, setsErr := job.PodSets()
@@ -326,11 +365,11 @@ func (r *JobReconciler) follow(ctx context.Context, job GenericJob, unit *schedu
 	}
 	switch {
 	case queueunit.Waiting(phase):
-		return r.hold(ctx, job, unit, sets, unitSets, setsErr)
+		return wait, r.hold(ctx, job, unit, sets, unitSets, setsErr)
 	case queueunit.Admitted(phase):
-		return r.release(ctx, job, unit, sets, unitSets, setsErr)
+		return wait, r.release(ctx, job, unit, sets, unitSets, setsErr)
 	}
-	return nil
+	return wait, nil
 }
 
 // hold keeps the job of a waiting unit suspended with its templates as they
@@ -613,6 +652,34 @@ func (r *JobReconciler) patchUnit(ctx context.Context, u *schedulingv1alpha1.Que
 	}
 	_, err := queueunit.Patch(ctx, r.client, r.reader, u, part, FieldOwner, mutate)
 	return err
+}
+
+// statusWait is how long the status change of the unit at key may still
+// wait to be written: 0 when a reader needs it now, or once it has waited
+// statusDelay since first seen.
+func (r *JobReconciler) statusWait(key client.ObjectKey, neededNow bool, now time.Time) time.Duration {
+	r.deferredMu.Lock()
+	defer r.deferredMu.Unlock()
+	since, deferred := r.deferredSince[key]
+	if neededNow || r.statusDelay <= 0 {
+		delete(r.deferredSince, key)
+		return 0
+	}
+	if !deferred {
+		r.deferredSince[key] = now
+		return r.statusDelay
+	}
+	if left := r.statusDelay - now.Sub(since); left > 0 {
+		return left
+	}
+	delete(r.deferredSince, key)
+	return 0
+}
+
+func (r *JobReconciler) forgetDeferred(key client.ObjectKey) {
+	r.deferredMu.Lock()
+	defer r.deferredMu.Unlock()
+	delete(r.deferredSince, key)
 }
 
 func suspendMessage(u *schedulingv1alpha1.QueueUnit) string {

@@ -95,14 +95,14 @@ func Scope(manageAllJobs, leaveJobsSubmittedRunning bool) (framework.Scope, erro
 	return s, s.Validate()
 }
 
-// Setup adds a reconciler for each of integs to mgr, sharing scope.
-func Setup(ctx context.Context, mgr ctrl.Manager, integs []framework.Integration, scope framework.Scope) error {
+// Setup adds a reconciler for each of integs to mgr, sharing scope and opts.
+func Setup(ctx context.Context, mgr ctrl.Manager, integs []framework.Integration, scope framework.Scope, opts ...framework.Option) error {
 	if err := framework.SetupIndexes(ctx, mgr.GetFieldIndexer(), integs...); err != nil {
 		return err
 	}
 	recorder := mgr.GetEventRecorderFor(EventSource)
 	for _, i := range integs {
-		r := framework.NewJobReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, i, framework.WithScope(scope))
+		r := framework.NewJobReconciler(mgr.GetClient(), mgr.GetAPIReader(), recorder, i, append([]framework.Option{framework.WithScope(scope)}, opts...)...)
 		if err := r.SetupWithManager(mgr); err != nil {
 			return err
 		}
