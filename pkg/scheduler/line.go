@@ -166,6 +166,8 @@ func (s *Scheduler) settleable(qs *queueState, head string, preempting bool) (st
 
 // settle parks qs on quota b as a settled queue.
 func (s *Scheduler) settle(qs *queueState, b string) {
+	// Changes so far are in the state qs parks with: they must not evict it.
+	s.evictChanged()
 	gen := s.engine.RuntimeGeneration()
 	if s.settledCount == 0 {
 		s.keyedGen = gen
