@@ -163,15 +163,16 @@ func (e *Engine) touchDP(n *node) {
 	}
 }
 
-// DrainChanged calls fn for each quota whose own usage (what units charged
-// to it directly hold) changed since the last call, and forgets them. Its
-// ancestors' usage changed too; fn is not called for them.
-func (e *Engine) DrainChanged(fn func(quota string)) {
+// DrainChanged appends to buf each quota whose own usage (what units
+// charged to it directly hold) changed since the last call, and forgets
+// them. Its ancestors' usage changed too; they are not listed for it.
+func (e *Engine) DrainChanged(buf []string) []string {
 	for _, n := range e.changed {
 		n.changed = false
-		fn(n.name)
+		buf = append(buf, n.name)
 	}
 	e.changed = e.changed[:0]
+	return buf
 }
 
 // ChainState appends to buf what Headroom, for a child of quota whose own

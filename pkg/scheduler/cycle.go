@@ -47,34 +47,37 @@ func (s *Scheduler) CycleLimited(now time.Time, limit int) Result {
 	s.wakePromoted(now)
 	s.wakeProtected(now)
 	s.admitNominated(now, &res)
-	line := s.lineUp()
-	s.line = &line
+	s.lineBuf = s.lineUp()
+	line := &s.lineBuf
+	s.line = line
 	for line.Len() > 0 {
 		if limit >= 0 && len(res.Admissions) >= limit {
-			s.cutShort(line) // their turn comes next call
+			s.cutShort(*line) // their turn comes next call
 			break
 		}
-		if line[0].g != nil {
+		if (*line)[0].g != nil {
 			if !s.evictChanged() {
-				s.groupTurn(&line)
+				s.groupTurn(line)
 			}
 			continue
 		}
-		qs := line[0].qs
+		qs := (*line)[0].qs
 		if s.turn(qs, now, &res) {
-			if len(line) > 1 {
+			if line.Len() > 1 {
 				qs.share = s.engine.DominantShare(qs.quota)
 			}
-			heap.Fix(&line, 0)
+			heap.Fix(line, 0)
 		} else {
-			heap.Pop(&line)
+			heap.Pop(line)
 		}
 	}
-	for _, e := range line {
+	for i, e := range *line {
 		if e.g != nil {
 			e.g.entry = nil
 		}
+		(*line)[i] = nil
 	}
+	s.lineBuf = (*line)[:0]
 	s.line = nil
 	res.NextWakeup = s.nextWakeup()
 	res.More = len(s.dirty) > 0 || len(s.activeGroups) > 0

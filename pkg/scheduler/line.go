@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"container/heap"
-	"hash/fnv"
 	"sort"
 )
 
@@ -129,9 +128,9 @@ func (e *lineEntry) next() *queueState {
 // settleable says on which quota a queue that just parked can settle: its
 // turn depends only on its units and its headroom (no preemption it could
 // start, no gate, no time-based rule, no preemption in flight in its
-// quota), and one quota holds it back, its own or its parent, so that only
-// a change of its own quota's usage (which the engine reports) or of that
-// quota's chain (ChainState) could change its headroom.
+// quota), and one quota holds it back, its parent, so that only a change of
+// its own quota's usage (which the engine reports) or of its parent's chain
+// (ChainState) could change its headroom.
 func (s *Scheduler) settleable(qs *queueState, head string, preempting bool) (string, bool) {
 	cfg := qs.spec.Config
 	if s.noSettle || preempting || cfg.EnablePreemption || cfg.WaitForPodsRunning || len(qs.parkedAt) > 0 {
@@ -158,7 +157,9 @@ func (s *Scheduler) settleable(qs *queueState, head string, preempting bool) (st
 			return "", false
 		}
 	}
-	if b == "" || b != qs.quota && b != s.engine.Parent(qs.quota) {
+	// Held back by its own quota, only its own quota's releases wake it:
+	// nothing to gain, as it has that quota to itself but for shared quotas.
+	if b == "" || b == qs.quota || b != s.engine.Parent(qs.quota) {
 		return "", false
 	}
 	return b, true
@@ -223,7 +224,8 @@ func (s *Scheduler) unsettle(qs *queueState) {
 	}
 	if e := g.entry; e != nil && s.line != nil && e.holds(qs) {
 		qs.share = qs.key.share
-		heap.Push(s.line, &lineEntry{qs: qs})
+		qs.entry = lineEntry{qs: qs}
+		heap.Push(s.line, &qs.entry)
 	}
 }
 
@@ -256,12 +258,13 @@ func (s *Scheduler) wakeSettled(b string) {
 // quota's usage changed: their headroom no longer follows from their
 // group's. It returns whether there were any.
 func (s *Scheduler) evictChanged() bool {
+	s.changedBuf = s.engine.DrainChanged(s.changedBuf[:0])
 	var evicted []*queueState
-	s.engine.DrainChanged(func(q string) {
+	for _, q := range s.changedBuf {
 		for m := range s.settledBy[q] {
 			evicted = append(evicted, m)
 		}
-	})
+	}
 	if len(evicted) == 0 {
 		return false
 	}
@@ -327,7 +330,7 @@ func (s *Scheduler) lineUp() queueLine {
 	}
 	// No need to sort: the line's order is total (share, priority, name),
 	// so it pops the same way whatever order the map gives.
-	line := make(queueLine, 0, len(s.dirty)+len(s.activeGroups))
+	line := s.lineBuf[:0]
 	shares := len(s.dirty) > 1 || len(s.activeGroups) > 0 // shares only matter when queues compete
 	for name := range s.dirty {
 		qs := s.queues[name]
@@ -338,7 +341,8 @@ func (s *Scheduler) lineUp() queueLine {
 		if shares {
 			qs.share = s.engine.DominantShare(qs.quota)
 		}
-		line = append(line, &lineEntry{qs: qs})
+		qs.entry = lineEntry{qs: qs}
+		line = append(line, &qs.entry)
 	}
 	if len(s.dirty) > 64 {
 		// A map keeps its size: ranging over and clearing a map that once
@@ -443,9 +447,11 @@ type memberNode struct {
 }
 
 func (t *memberTree) insert(qs *queueState) {
-	h := fnv.New64a()
-	h.Write([]byte(qs.spec.Name))
-	t.root = insertMember(t.root, &memberNode{qs: qs, prio: h.Sum64()})
+	prio := uint64(14695981039346656037) // FNV-1a of the name
+	for i := 0; i < len(qs.spec.Name); i++ {
+		prio = (prio ^ uint64(qs.spec.Name[i])) * 1099511628211
+	}
+	t.root = insertMember(t.root, &memberNode{qs: qs, prio: prio})
 }
 
 func insertMember(n, x *memberNode) *memberNode {

@@ -76,6 +76,7 @@ type queueState struct {
 	nextPromo  time.Time
 	// cycle scheduling
 	share float64
+	entry lineEntry // its entry in the line, kept to spare an allocation
 	// settledIn is the group the queue is settled in (line.go), with its
 	// key there, the quota it was charged to and the cycle it parked in.
 	settledIn    *settledGroup
@@ -137,8 +138,10 @@ type Scheduler struct {
 	// noSettle turns settling off (tests compare both ways).
 	noSettle bool
 	// line is the running cycle's line, nil between cycles.
-	line     *queueLine
-	stateBuf []byte
+	line       *queueLine
+	lineBuf    queueLine
+	stateBuf   []byte
+	changedBuf []string
 
 	free    quota.Vector
 	binding []string
