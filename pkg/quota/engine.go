@@ -80,6 +80,13 @@ type node struct {
 	// pending is what this quota's waiting units ask for.
 	pending         Vector
 	demand, runtime Vector
+	// dp is direct+pending as of the last runtime computation; runtime
+	// depends on usage only through it.
+	dp Vector
+	// changed: the node's direct usage changed since the owner last
+	// drained the list (Engine.DrainChanged); dpTouched: direct or pending
+	// changed since the last runtime computation.
+	changed, dpTouched bool
 }
 
 // Engine is the quota tree with its usage. The zero value is not usable;
@@ -98,6 +105,13 @@ type Engine struct {
 	charges map[string]*Charge
 
 	runtimeStale bool
+	// runtimeTree: the tree changed, so the next refresh recomputes every
+	// runtime; otherwise it does only if some dpTouched node's direct+pending
+	// differs from dp. runtimeGen counts the refreshes that recomputed.
+	runtimeTree bool
+	runtimeGen  int
+	dpTouched   []*node
+	changed     []*node
 	// scratch vectors for the hot paths, so they do not allocate.
 	sumBase, maxFloor, delta Vector
 	bind                     []*node
@@ -130,13 +144,23 @@ func (e *Engine) SetClusterCapacity(capacity corev1.ResourceList) {
 // UpsertQuota adds or replaces a quota. Problems with the tree are not
 // returned here: they are reported per quota by Err, because they often
 // involve several quotas and heal when another quota changes.
-func (e *Engine) UpsertQuota(s Spec) {
-	own := s // every field, and copies of the lists the caller may reuse
-	own.Min, own.Max, own.SharedWeight = s.Min.DeepCopy(), s.Max.DeepCopy(), s.SharedWeight.DeepCopy()
-	e.specs[s.Name] = own
-	e.intern(s.Min)
-	e.intern(s.Max)
-	e.intern(s.SharedWeight)
+func (e *Engine) UpsertQuota(s Spec) { e.UpsertQuotas([]Spec{s}) }
+
+// UpsertQuotas is UpsertQuota for many quotas, rebuilding the tree once.
+func (e *Engine) UpsertQuotas(specs []Spec) {
+	for _, s := range specs {
+		own := s // every field, and copies of the lists the caller may reuse
+		own.Min, own.Max, own.SharedWeight = s.Min.DeepCopy(), s.Max.DeepCopy(), s.SharedWeight.DeepCopy()
+		e.specs[s.Name] = own
+	}
+	root := e.root
+	e.root = nil // intern rebuilds only once the specs are in
+	for _, s := range specs {
+		e.intern(s.Min)
+		e.intern(s.Max)
+		e.intern(s.SharedWeight)
+	}
+	e.root = root
 	e.rebuild()
 }
 
@@ -481,7 +505,7 @@ func (e *Engine) rebuild() {
 	}
 	e.sumBase, e.maxFloor, e.delta = make(Vector, r), make(Vector, r), make(Vector, r)
 	e.bind = make([]*node, r)
-	e.runtimeStale = true
+	e.runtimeStale, e.runtimeTree = true, true
 }
 
 func (e *Engine) setRootCapacity() {

@@ -562,6 +562,65 @@ func TestAdmitLeavesRuntimesAlone(t *testing.T) {
 	}
 }
 
+// TestRuntimeFollowsDemand: runtimes are recomputed when some quota's
+// demand changed, and only then (a unit finishing while another of the same
+// size arrives in its quota leaves every runtime as it was).
+func TestRuntimeFollowsDemand(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		change      func(e *quota.Engine)
+		wantRuntime map[string]string
+		wantNewGen  bool
+	}{{
+		name:        "nothing changes",
+		change:      func(e *quota.Engine) {},
+		wantRuntime: map[string]string{"cpu": "5"},
+	}, {
+		name: "a unit finishes, one of the same size arrives in its quota",
+		change: func(e *quota.Engine) {
+			e.Release("u")
+			e.AddPending("a", e.Vector(qt.Res("cpu", "2")))
+		},
+		wantRuntime: map[string]string{"cpu": "5"},
+	}, {
+		name: "a unit finishes and nothing arrives",
+		change: func(e *quota.Engine) {
+			e.Release("u")
+		},
+		wantRuntime: map[string]string{"cpu": "3"},
+		wantNewGen:  true,
+	}, {
+		name: "more waits in the other quota",
+		change: func(e *quota.Engine) {
+			e.AddPending("b", e.Vector(qt.Res("cpu", "4")))
+		},
+		wantRuntime: map[string]string{"cpu": "4"},
+		wantNewGen:  true,
+	}, {
+		name: "a pending unit leaves and comes back",
+		change: func(e *quota.Engine) {
+			e.RemovePending("b", e.Vector(qt.Res("cpu", "3")))
+			e.AddPending("b", e.Vector(qt.Res("cpu", "3")))
+		},
+		wantRuntime: map[string]string{"cpu": "5"},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEngine(t, qt.Res("cpu", "8"), []quota.Spec{qt.MakeSpec("a").Obj(), qt.MakeSpec("b").Obj()},
+				[]charge{{key: "u", quota: "a", req: qt.Res("cpu", "2")}})
+			e.AddPending("a", e.Vector(qt.Res("cpu", "3")))
+			e.AddPending("b", e.Vector(qt.Res("cpu", "3")))
+			gen := e.RuntimeGeneration()
+			tc.change(e)
+			if diff := cmp.Diff(tc.wantRuntime, str(e.Runtime("a"))); diff != "" {
+				t.Errorf("Runtime(a) (-want +got):\n%s", diff)
+			}
+			if got := e.RuntimeGeneration() != gen; got != tc.wantNewGen {
+				t.Errorf("runtime generation changed: %v, want %v", got, tc.wantNewGen)
+			}
+		})
+	}
+}
+
 func TestVictims(t *testing.T) {
 	specs := []quota.Spec{
 		qt.MakeSpec("owner").Min("cpu", "6").Max("cpu", "10").Obj(),

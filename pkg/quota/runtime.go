@@ -45,9 +45,16 @@ func (e *Engine) DominantShare(quota string) float64 {
 	return share
 }
 
-// RuntimeStale reports whether the next Runtime or DominantShare call will
+// RuntimeStale reports whether the next Runtime or DominantShare call may
 // recompute every share (because usage, demand or the tree changed).
 func (e *Engine) RuntimeStale() bool { return e.runtimeStale }
+
+// RuntimeGeneration changes whenever runtimes (and so dominant shares of
+// quotas whose usage did not change) may have changed.
+func (e *Engine) RuntimeGeneration() int {
+	e.refreshRuntime()
+	return e.runtimeGen
+}
 
 // refreshRuntime recomputes demand bottom-up and runtime top-down. It is
 // O(quotas × resources × log siblings) and runs at most once per change
@@ -58,6 +65,19 @@ func (e *Engine) refreshRuntime() {
 		return
 	}
 	e.runtimeStale = false
+	if !e.runtimeTree && e.sameDemand() {
+		return // a unit finished and another arrived in its quota, say
+	}
+	e.runtimeTree = false
+	e.runtimeGen++
+	for _, n := range e.order {
+		n.dp = grow(n.dp, len(n.direct))
+		for i := range n.dp {
+			n.dp[i] = n.direct[i] + n.pending[i]
+		}
+		n.dpTouched = false
+	}
+	e.dpTouched = e.dpTouched[:0]
 	for _, n := range e.order { // children first
 		for i := range n.demand {
 			d := n.direct[i] + n.pending[i]
@@ -86,6 +106,28 @@ func (e *Engine) refreshRuntime() {
 			}
 		}
 	}
+}
+
+// sameDemand reports whether every quota's direct usage plus pending demand,
+// all that runtime depends on besides the tree, is as at the last
+// computation, and forgets which quotas were touched. O(touched quotas).
+func (e *Engine) sameDemand() bool {
+	same := true
+	for _, n := range e.dpTouched {
+		n.dpTouched = false
+		if !same || len(n.dp) != len(n.direct) {
+			same = false
+			continue
+		}
+		for i := range n.dp {
+			if n.dp[i] != n.direct[i]+n.pending[i] {
+				same = false
+				break
+			}
+		}
+	}
+	e.dpTouched = e.dpTouched[:0]
+	return same
 }
 
 type claim struct {

@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sort"
 	"strings"
@@ -135,7 +136,7 @@ func (e *Engine) AddPending(quota string, request Vector) {
 	for i, a := range request {
 		n.pending[i] += a
 	}
-	e.runtimeStale = true
+	e.touchDP(n)
 }
 
 // RemovePending undoes AddPending.
@@ -147,10 +148,49 @@ func (e *Engine) RemovePending(quota string, request Vector) {
 	for i, a := range request {
 		n.pending[i] -= a
 	}
-	e.runtimeStale = true
+	e.touchDP(n)
 	if n.spec == nil && n != e.root && len(n.charges) == 0 && isZero(n.pending) {
 		e.rebuild()
 	}
+}
+
+// touchDP records that n's direct usage or pending demand changed.
+func (e *Engine) touchDP(n *node) {
+	e.runtimeStale = true
+	if !n.dpTouched {
+		n.dpTouched = true
+		e.dpTouched = append(e.dpTouched, n)
+	}
+}
+
+// DrainChanged appends to buf each quota whose own usage (what units
+// charged to it directly hold) changed since the last call, and forgets
+// them. Its ancestors' usage changed too; they are not listed for it.
+func (e *Engine) DrainChanged(buf []string) []string {
+	for _, n := range e.changed {
+		n.changed = false
+		buf = append(buf, n.name)
+	}
+	e.changed = e.changed[:0]
+	return buf
+}
+
+// ChainState appends to buf what Headroom, for a child of quota whose own
+// usage did not change, reads of quota and its ancestors. Two equal results
+// mean such a child's headroom (and binding) is the same.
+func (e *Engine) ChainState(quota string, buf []byte) []byte {
+	n, ok := e.nodes[quota]
+	if !ok {
+		return buf
+	}
+	for ; n != nil; n = n.parent {
+		for _, v := range [...]Vector{n.direct, n.kidsEff, n.eff} {
+			for _, a := range v {
+				buf = binary.LittleEndian.AppendUint64(buf, uint64(a))
+			}
+		}
+	}
+	return buf
 }
 
 func (e *Engine) nodeFor(quota string) *node {
@@ -168,6 +208,11 @@ func (e *Engine) nodeFor(quota string) *node {
 // apply adds sign*req to n's direct usage and updates used and eff up the
 // chain: O(depth × resources), no allocation.
 func (e *Engine) apply(n *node, req Vector, sign int64) {
+	e.touchDP(n)
+	if !n.changed {
+		n.changed = true
+		e.changed = append(e.changed, n)
+	}
 	d := e.delta
 	for i := range d {
 		var a int64

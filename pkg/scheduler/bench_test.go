@@ -2,6 +2,7 @@ package scheduler_test
 
 import (
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -33,11 +34,14 @@ func newBenchWorld(b *testing.B, queues, pending, perQuota, clusterCPU int) *ben
 		clusterCPU = queues*perQuota + 1000
 	}
 	w.s.SetClusterCapacity(qt.Res("cpu", fmt.Sprint(clusterCPU), "memory", "100Ti"))
-	for i := 0; i < queues; i++ {
-		name := fmt.Sprintf("team-%04d", i)
-		w.s.UpsertQuota(quota.Spec{Name: name, Max: qt.Res("cpu", fmt.Sprint(perQuota))})
-		w.s.UpsertQueue(st.MakeQueue(name).Obj())
-		w.queues = append(w.queues, name)
+	specs := make([]quota.Spec, queues)
+	for i := range specs {
+		specs[i] = quota.Spec{Name: fmt.Sprintf("team-%05d", i), Max: qt.Res("cpu", fmt.Sprint(perQuota))}
+	}
+	w.s.UpsertQuotas(specs)
+	for _, sp := range specs {
+		w.s.UpsertQueue(st.MakeQueue(sp.Name).Obj())
+		w.queues = append(w.queues, sp.Name)
 	}
 	w.admitted = make([][]string, queues)
 	for i := 0; i < queues; i++ {
@@ -105,6 +109,25 @@ func BenchmarkAdmission1000Queues100Pending(b *testing.B) {
 					b.Fatalf("queue %d has nothing admitted", q)
 				}
 				w.decide(b, q, true)
+			}
+		})
+	}
+}
+
+// BenchmarkContendedQueues: 1,000 and 10,000 queues of 5 pending units
+// compete for a cluster that holds 5 units of each: every release wakes them
+// all, and the one furthest below its fair share takes the freed unit. A
+// decision must stay O(log queues): each of those queues would replay its
+// last turn unchanged (line.go).
+func BenchmarkContendedQueues(b *testing.B) {
+	for _, queues := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("queues=%d", queues), func(b *testing.B) {
+			w := newBenchWorld(b, queues, 5, 10, queues*5)
+			runtime.GC() // the setup's garbage is not the decisions' cost
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				w.decide(b, i%len(w.queues), true)
 			}
 		})
 	}

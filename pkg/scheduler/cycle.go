@@ -47,50 +47,41 @@ func (s *Scheduler) CycleLimited(now time.Time, limit int) Result {
 	s.wakePromoted(now)
 	s.wakeProtected(now)
 	s.admitNominated(now, &res)
-	line := s.lineUp()
+	s.lineBuf = s.lineUp()
+	line := &s.lineBuf
+	s.line = line
 	for line.Len() > 0 {
 		if limit >= 0 && len(res.Admissions) >= limit {
-			for _, qs := range line {
-				if qs.q.Len() > 0 {
-					s.dirty[qs.spec.Name] = struct{}{} // their turn comes next call
-				}
-			}
+			s.cutShort(*line) // their turn comes next call
 			break
 		}
-		qs := line[0]
-		if s.turn(qs, now, &res) {
-			if len(line) > 1 {
-				qs.share = s.engine.DominantShare(qs.quota)
+		if (*line)[0].g != nil {
+			if !s.evictChanged() {
+				s.groupTurn(line)
 			}
-			heap.Fix(&line, 0)
-		} else {
-			heap.Pop(&line)
-		}
-	}
-	res.NextWakeup = s.nextWakeup()
-	res.More = len(s.dirty) > 0
-	return res
-}
-
-// lineUp takes the dirty queues, in serving order.
-func (s *Scheduler) lineUp() queueLine {
-	// No need to sort: the line's order is total (share, priority, name),
-	// so it pops the same way whatever order the map gives.
-	line := make(queueLine, 0, len(s.dirty))
-	for name := range s.dirty {
-		qs := s.queues[name]
-		if qs == nil {
 			continue
 		}
-		qs.share = 0
-		if len(s.dirty) > 1 { // shares only matter when queues compete
-			qs.share = s.engine.DominantShare(qs.quota)
+		qs := (*line)[0].qs
+		if s.turn(qs, now, &res) {
+			if line.Len() > 1 {
+				qs.share = s.engine.DominantShare(qs.quota)
+			}
+			heap.Fix(line, 0)
+		} else {
+			heap.Pop(line)
 		}
-		line = append(line, qs)
 	}
-	clear(s.dirty)
-	heap.Init(&line)
-	return line
+	for i, e := range *line {
+		if e.g != nil {
+			e.g.entry = nil
+		}
+		(*line)[i] = nil
+	}
+	s.lineBuf = (*line)[:0]
+	s.line = nil
+	res.NextWakeup = s.nextWakeup()
+	res.More = len(s.dirty) > 0 || len(s.activeGroups) > 0
+	return res
 }
 
 // turn gives one queue one admission attempt. It returns true if a unit was
@@ -154,7 +145,11 @@ func (s *Scheduler) turn(qs *queueState, now time.Time, res *Result) bool {
 	if !preempting {
 		s.headWaitsForQuota(qs, off, res)
 	}
-	s.park(qs, s.binding)
+	if b, ok := s.settleable(qs, off.Head.Key, preempting); ok {
+		s.settle(qs, b)
+	} else {
+		s.park(qs, s.binding)
+	}
 	if p, ok := qs.q.NextPromotion(now); ok {
 		qs.nextPromo = p
 	}
@@ -561,35 +556,4 @@ func (s *Scheduler) nextWakeup() time.Time {
 		}
 	}
 	return next
-}
-
-// queueLine is a min-heap of queues: smallest dominant share, then highest
-// priority, then name.
-type queueLine []*queueState
-
-func (l queueLine) Len() int { return len(l) }
-func (l queueLine) Less(i, j int) bool {
-	a, b := l[i], l[j]
-	if a.share != b.share {
-		return a.share < b.share
-	}
-	if a.spec.Priority != b.spec.Priority {
-		return a.spec.Priority > b.spec.Priority
-	}
-	return a.spec.Name < b.spec.Name
-}
-func (l queueLine) Swap(i, j int) {
-	l[i], l[j] = l[j], l[i]
-	l[i].index, l[j].index = i, j
-}
-func (l *queueLine) Push(x any) {
-	qs := x.(*queueState)
-	qs.index = len(*l)
-	*l = append(*l, qs)
-}
-func (l *queueLine) Pop() any {
-	old := *l
-	qs := old[len(old)-1]
-	*l = old[:len(old)-1]
-	return qs
 }

@@ -76,7 +76,13 @@ type queueState struct {
 	nextPromo  time.Time
 	// cycle scheduling
 	share float64
-	index int
+	entry lineEntry // its entry in the line, kept to spare an allocation
+	// settledIn is the group the queue is settled in (line.go), with its
+	// key there, the quota it was charged to and the cycle it parked in.
+	settledIn    *settledGroup
+	key          lineKey
+	settledQuota string
+	parkCycle    int
 }
 
 // Scheduler is the decision core. Create it with New.
@@ -120,6 +126,23 @@ type Scheduler struct {
 	// and when the first protection ends.
 	protectedUntil map[string]time.Time
 
+	// settledAt: settled groups by the quota that holds them back, then by
+	// that quota's ChainState; settledBy: settled queues by their own quota;
+	// activeGroups: groups woken for the next cycle; keyedGen: the runtime
+	// generation members' keys were computed in (-1: mixed).
+	settledAt    map[string]map[string]*settledGroup
+	settledBy    map[string]map[*queueState]struct{}
+	activeGroups map[*settledGroup]struct{}
+	settledCount int
+	keyedGen     int
+	// noSettle turns settling off (tests compare both ways).
+	noSettle bool
+	// line is the running cycle's line, nil between cycles.
+	line       *queueLine
+	lineBuf    queueLine
+	stateBuf   []byte
+	changedBuf []string
+
 	free    quota.Vector
 	binding []string
 	// errs are bookkeeping errors met outside a cycle, for the next Result.
@@ -141,6 +164,9 @@ func New() *Scheduler {
 		preempting:      map[string]map[string]struct{}{},
 		protectedUntil:  map[string]time.Time{},
 		timed:           map[string]struct{}{},
+		settledAt:       map[string]map[string]*settledGroup{},
+		settledBy:       map[string]map[*queueState]struct{}{},
+		activeGroups:    map[*settledGroup]struct{}{},
 	}
 }
 
@@ -159,6 +185,13 @@ func (s *Scheduler) Quotas() *quota.Engine { return s.engine }
 // UpsertQuota adds or changes an ElasticQuota.
 func (s *Scheduler) UpsertQuota(spec quota.Spec) {
 	s.engine.UpsertQuota(spec)
+	s.wakeAll()
+}
+
+// UpsertQuotas is UpsertQuota for many quotas at once, rebuilding the tree
+// once (a restart, or a benchmark, with thousands of quotas).
+func (s *Scheduler) UpsertQuotas(specs []quota.Spec) {
+	s.engine.UpsertQuotas(specs)
 	s.wakeAll()
 }
 
@@ -620,6 +653,7 @@ func (s *Scheduler) released(quotaName string) {
 		for q := range s.wakeAt[name] {
 			s.wake(q)
 		}
+		s.wakeSettled(name)
 	})
 }
 
@@ -729,6 +763,7 @@ func (s *Scheduler) park(qs *queueState, binding []string) {
 }
 
 func (s *Scheduler) unpark(qs *queueState, name string) {
+	s.unsettle(qs)
 	for _, b := range qs.parkedAt {
 		// Empty sets are kept: a busy quota's set would otherwise be
 		// rebuilt (and regrown) on every release.

@@ -1,0 +1,187 @@
+package scheduler_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
+	"github.com/koord-queue/koord-queue/pkg/scheduler"
+	st "github.com/koord-queue/koord-queue/pkg/scheduler/schedtest"
+)
+
+// twins are two schedulers fed the same events: one settles queues
+// (line.go), the reference gives every woken queue its turn.
+type twins struct {
+	t        *testing.T
+	seed     uint64
+	rng      *rand.Rand
+	a, ref   *scheduler.Scheduler
+	queues   []string
+	specs    map[string]scheduler.QueueSpec
+	admitted []string
+	waiting  []string
+	next     int
+	now      time.Time
+}
+
+func (w *twins) both(f func(s *scheduler.Scheduler)) { f(w.a); f(w.ref) }
+
+// TestSettledQueuesDecideAsEveryQueueTakingItsTurn drives both schedulers
+// with random, seeded sequences of events on many queues competing for a
+// cluster (flat, and under parents), and checks that every cycle decides
+// the same: admissions in the same order, preemptions, waits and their
+// reasons, and at the end every unit's place and wait reason.
+func TestSettledQueuesDecideAsEveryQueueTakingItsTurn(t *testing.T) {
+	for seed := uint64(1); seed <= 40; seed++ {
+		w := newTwins(t, seed)
+		for step := 0; step < 400; step++ {
+			w.step()
+		}
+		w.compareState()
+	}
+}
+
+func newTwins(t *testing.T, seed uint64) *twins {
+	rng := rand.New(rand.NewPCG(seed, seed*7919))
+	w := &twins{t: t, seed: seed, rng: rng, a: scheduler.New(), ref: scheduler.New(), now: st.T0,
+		specs: map[string]scheduler.QueueSpec{}}
+	scheduler.NoSettle(w.ref)
+	nq := 3 + rng.IntN(40)
+	parents := rng.IntN(4) // 0: flat
+	cluster := 2 + rng.IntN(3*nq)
+	w.both(func(s *scheduler.Scheduler) {
+		s.SetClusterCapacity(qt.Res("cpu", fmt.Sprint(cluster), "memory", fmt.Sprintf("%dGi", 4*cluster)))
+	})
+	for p := 0; p < parents; p++ {
+		mx := 1 + rng.IntN(cluster)
+		sp := qt.MakeSpec(fmt.Sprintf("p%d", p)).Max("cpu", fmt.Sprint(mx), "memory", fmt.Sprintf("%dGi", 4*mx)).Obj()
+		sp.IsParent = true
+		w.both(func(s *scheduler.Scheduler) { s.UpsertQuota(sp) })
+	}
+	policies := []schedulingv1alpha1.QueuePolicy{schedulingv1alpha1.QueuePolicyPriority, schedulingv1alpha1.QueuePolicyBlock, schedulingv1alpha1.QueuePolicyIntelligent}
+	for i := 0; i < nq; i++ {
+		name := fmt.Sprintf("team-%02d", i)
+		sb := qt.MakeSpec(name)
+		if parents > 0 {
+			sb.Parent(fmt.Sprintf("p%d", rng.IntN(parents)))
+		}
+		if rng.IntN(3) == 0 {
+			mx := 1 + rng.IntN(6)
+			sb.Max("cpu", fmt.Sprint(mx), "memory", fmt.Sprintf("%dGi", 4*mx))
+		} else {
+			sb.Max("cpu", fmt.Sprint(cluster), "memory", fmt.Sprintf("%dGi", 4*cluster))
+		}
+		if rng.IntN(6) == 0 {
+			sb.Min("cpu", "1", "memory", "4Gi") // owed: reclaims
+		}
+		sp := sb.Obj()
+		q := st.MakeQueue(name).Priority(int32(rng.IntN(3))).Policy(policies[rng.IntN(len(policies))])
+		if i > 0 && rng.IntN(4) == 0 {
+			// Shares the previous queue's quota: one's admissions change
+			// the other's headroom.
+			q.Quota(w.specs[w.queues[i-1]].Quota)
+			if q.Obj().Quota == "" {
+				q.Quota(w.queues[i-1])
+			}
+		}
+		if rng.IntN(8) == 0 {
+			q.Preemption()
+		}
+		if rng.IntN(10) == 0 {
+			q.WaitForPodsRunning()
+		}
+		if rng.IntN(10) == 0 {
+			q.LowMaxWait(time.Duration(1+rng.IntN(20)) * time.Minute)
+		}
+		qo := q.Obj()
+		w.both(func(s *scheduler.Scheduler) {
+			if qo.Quota == "" {
+				s.UpsertQuota(sp)
+			}
+			s.UpsertQueue(qo)
+		})
+		w.specs[name] = qo
+		w.queues = append(w.queues, name)
+	}
+	return w
+}
+
+func (w *twins) step() {
+	w.now = w.now.Add(time.Duration(w.rng.IntN(40)) * time.Second)
+	switch r := w.rng.IntN(20); {
+	case r < 9:
+		w.next++
+		b := st.MakeUnit(fmt.Sprintf("ns/u%04d", w.next), w.queues[w.rng.IntN(len(w.queues))]).
+			Priority(int32(w.rng.IntN(8))).Enqueued(w.now.Sub(st.T0)).
+			Request("cpu", fmt.Sprint(1+w.rng.IntN(3)), "memory", fmt.Sprintf("%dGi", w.rng.IntN(5)))
+		u := b.Obj()
+		w.both(func(s *scheduler.Scheduler) {
+			if err := s.UpsertUnit(u); err != nil {
+				w.t.Fatalf("seed %d: UpsertUnit: %v", w.seed, err)
+			}
+		})
+		w.waiting = append(w.waiting, u.Key)
+	case r < 15:
+		if len(w.admitted) > 0 {
+			i := w.rng.IntN(len(w.admitted))
+			k := w.admitted[i]
+			w.admitted = slices.Delete(w.admitted, i, i+1)
+			w.both(func(s *scheduler.Scheduler) { s.DeleteUnit(k) }) // finished, or an evicted victim gone
+		}
+	case r < 16:
+		if len(w.waiting) > 0 {
+			k := w.waiting[w.rng.IntN(len(w.waiting))]
+			w.both(func(s *scheduler.Scheduler) { s.DeleteUnit(k) })
+		}
+	case r < 17:
+		name := w.queues[w.rng.IntN(len(w.queues))]
+		q := w.specs[name]
+		q.Priority = int32(w.rng.IntN(3))
+		w.specs[name] = q
+		w.both(func(s *scheduler.Scheduler) { s.UpsertQueue(q) })
+	case r < 18:
+		if len(w.admitted) > 0 {
+			k := w.admitted[w.rng.IntN(len(w.admitted))]
+			w.both(func(s *scheduler.Scheduler) { s.ForgetAdmission(k) })
+			w.admitted = slices.DeleteFunc(w.admitted, func(x string) bool { return x == k })
+		}
+	}
+	limit := -1
+	if w.rng.IntN(2) == 0 {
+		limit = w.rng.IntN(3)
+	}
+	got := w.a.CycleLimited(w.now, limit)
+	want := w.ref.CycleLimited(w.now, limit)
+	if diff := cmp.Diff(want, got); diff != "" {
+		w.t.Fatalf("seed %d, unit %d: cycles differ (-every queue's turn +settled):\n%s", w.seed, w.next, diff)
+	}
+	for _, a := range got.Admissions {
+		w.admitted = append(w.admitted, a.Unit)
+	}
+	for _, p := range got.Preemptions {
+		// Victims leave at once: their unit is gone.
+		for _, v := range p.Victims {
+			w.both(func(s *scheduler.Scheduler) { s.DeleteUnit(v) })
+			w.admitted = slices.DeleteFunc(w.admitted, func(x string) bool { return x == v })
+		}
+	}
+}
+
+func (w *twins) compareState() {
+	for _, q := range w.queues {
+		if diff := cmp.Diff(w.ref.Pending(q, 0), w.a.Pending(q, 0)); diff != "" {
+			w.t.Fatalf("seed %d: queue %s pending differs (-want +got):\n%s", w.seed, q, diff)
+		}
+	}
+	for _, k := range w.waiting {
+		if diff := cmp.Diff(w.ref.WaitReason(k), w.a.WaitReason(k)); diff != "" {
+			w.t.Fatalf("seed %d: %s's wait reason differs (-want +got):\n%s", w.seed, k, diff)
+		}
+	}
+}
