@@ -42,6 +42,7 @@ func run() error {
 		metricsAddr     = flag.String("metrics-bind-address", ":10259", "address of /metrics; 0 turns it off")
 		probeAddr       = flag.String("health-probe-bind-address", ":10258", "address of /healthz and /readyz")
 		visibilityAddr  = flag.String("visibility-bind-address", ":8090", "address of the visibility API; empty turns it off")
+		visibilityOpen  = flag.Bool("visibility-insecure-allow-unauthenticated", false, "serve the visibility API to anyone, without a bearer token, every namespace named (by default a token is required, checked with TokenReview, and units are named only where its user may list QueueUnits)")
 		writeWorkers    = flag.Int("admission-write-workers", 8, "admissions and evictions written in parallel")
 		messageQPS      = flag.Float64("wait-message-qps", 5, "how many 'why this unit waits' status writes per second at most")
 		requeueBase     = flag.Duration("admission-check-requeue-base-delay", 10*time.Second, "first backoff after an admission check says Retry or Rejected; doubles each time")
@@ -96,7 +97,8 @@ func run() error {
 	}
 	ctx := ctrl.SetupSignalHandler()
 	_, err = queuemanager.Setup(ctx, mgr, queuemanager.Options{
-		VisibilityAddress: *visibilityAddr,
+		VisibilityAddress:                      *visibilityAddr,
+		VisibilityInsecureAllowUnauthenticated: *visibilityOpen,
 		Admission: admission.Options{
 			ReclaimProtection: cfg.ReclaimProtectTime(),
 			Writer:            admission.WriterOptions{Workers: *writeWorkers, MessageQPS: *messageQPS, RequeueBaseDelay: *requeueBase, RequeueMaxDelay: *requeueMax},

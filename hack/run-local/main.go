@@ -107,7 +107,7 @@ func run(dir string, nodes int, podRunTime time.Duration) error {
 
 	step("Starting koord-queue and koord-queue-controllers")
 	queueProc, err := c.StartProcess("koord-queue", queueBin, "--kubeconfig="+c.Kubeconfig, "--leader-elect=false",
-		"--visibility-bind-address="+visibilityAddr, "--metrics-bind-address="+metricsAddr,
+		"--visibility-bind-address="+visibilityAddr, "--visibility-insecure-allow-unauthenticated", "--metrics-bind-address="+metricsAddr,
 		"--health-probe-bind-address=127.0.0.1:10258", "--queue-status-refresh-interval=2s")
 	if err != nil {
 		return err

@@ -180,7 +180,7 @@ func startKoordQueue() (*cluster.Process, error) {
 	restarts++
 	return localCluster.StartProcess(fmt.Sprintf("koord-queue-%d", restarts), koordQueueBin, append([]string{
 		"--kubeconfig=" + localCluster.Kubeconfig, "--leader-elect=false",
-		"--visibility-bind-address=" + visibilityURL[len("http://"):],
+		"--visibility-bind-address=" + visibilityURL[len("http://"):], "--visibility-insecure-allow-unauthenticated",
 		"--queue-status-refresh-interval=1s"}, endpoints...)...)
 }
 

@@ -175,7 +175,9 @@ func TestRender(t *testing.T) {
 		if !slices.Contains(rules, "batch/jobs") || slices.Contains(rules, "kubeflow.org/tfjobs") || slices.Contains(rules, "/secrets") {
 			t.Errorf("controllers' rules %v: want batch jobs, and no TFJobs or Secrets while those are off", rules)
 		}
-		for _, want := range []string{"scheduling.x-k8s.io/queueunits", "scheduling.sigs.k8s.io/elasticquotas"} {
+		// TokenReviews and SubjectAccessReviews: the visibility API checks
+		// who asks.
+		for _, want := range []string{"scheduling.x-k8s.io/queueunits", "scheduling.sigs.k8s.io/elasticquotas", "authentication.k8s.io/tokenreviews", "authorization.k8s.io/subjectaccessreviews"} {
 			if !slices.Contains(ruleResources(t, objs, "ClusterRole", "koord-queue"), want) {
 				t.Errorf("koord-queue's rules lack %s", want)
 			}
@@ -202,8 +204,21 @@ func TestRender(t *testing.T) {
 		if find(objs, "Service", "koord-queue-visibility") == nil {
 			t.Errorf("no Service koord-queue-visibility")
 		}
+		if args := containerArgs(t, objs, "koord-queue"); slices.Contains(args, "--visibility-insecure-allow-unauthenticated") {
+			t.Errorf("koord-queue args %v: the visibility API open to anyone by default", args)
+		}
 		if find(objs, "CustomResourceDefinition", "elasticquotas.scheduling.sigs.k8s.io") != nil {
 			t.Errorf("the ElasticQuota CRD is rendered while installElasticQuotaCRD is false")
+		}
+	})
+
+	t.Run("visibility.insecureAllowUnauthenticated opens the visibility API", func(t *testing.T) {
+		objs, err := render(t, map[string]any{"visibility": map[string]any{"insecureAllowUnauthenticated": true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if args := containerArgs(t, objs, "koord-queue"); !slices.Contains(args, "--visibility-insecure-allow-unauthenticated") {
+			t.Errorf("koord-queue args %v, want --visibility-insecure-allow-unauthenticated", args)
 		}
 	})
 

@@ -60,7 +60,7 @@ func Start(ctx context.Context, binary, kubeconfig string, qps float64, burst in
 		"--leader-elect=false",
 		"--metrics-bind-address=" + metricsAddr,
 		"--health-probe-bind-address=" + probeAddr,
-		"--visibility-bind-address=" + cluster.Loopback(ports[2]),
+		"--visibility-bind-address=" + cluster.Loopback(ports[2]), "--visibility-insecure-allow-unauthenticated",
 	}
 	return StartBinary(ctx, binary, logPath, metricsAddr, probeAddr, append(args, extraArgs...)...)
 }
