@@ -11,7 +11,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/visibility"
@@ -46,8 +45,9 @@ func TestVisibilityAPIAuthorization(t *testing.T) {
 	waitMessage(t, mine, "mine", "position 2")
 	waitMessage(t, theirs, "ahead", "cpu")
 
-	tenant := serviceAccountToken(t, mine, "tenant", rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "queueunit-reader"}, mine)
-	admin := serviceAccountToken(t, mine, "admin", rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "queueunit-reader"}, "")
+	reader := clusterRole(t, "queueunit-reader-"+mine, queueUnitReader)
+	tenant := serviceAccountToken(t, mine, "tenant", reader, mine)
+	admin := serviceAccountToken(t, mine, "admin", reader, "")
 	ctx := context.Background()
 
 	t.Run("no token or a bad one: 401", func(t *testing.T) {
@@ -105,18 +105,21 @@ func cmpUnitWhere() cmp.Option {
 	})
 }
 
+// queueUnitReader is the rule the visibility API asks about.
+var queueUnitReader = rbacv1.PolicyRule{APIGroups: []string{schedulingv1alpha1.GroupVersion.Group}, Resources: []string{"queueunits"}, Verbs: []string{"get", "list"}}
+
+// clusterRole creates a ClusterRole of rules, deleted when the test ends.
+func clusterRole(t *testing.T, name string, rules ...rbacv1.PolicyRule) rbacv1.RoleRef {
+	t.Helper()
+	create(t, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules})
+	return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}
+}
+
 // serviceAccountToken creates ServiceAccount name in ns, bound to role in
 // bindNamespace ("" for a ClusterRoleBinding), and returns a token of it.
 func serviceAccountToken(t *testing.T, ns, name string, role rbacv1.RoleRef, bindNamespace string) string {
 	t.Helper()
 	ctx := context.Background()
-	reader := &rbacv1.ClusterRole{
-		ObjectMeta: metav1.ObjectMeta{Name: role.Name},
-		Rules:      []rbacv1.PolicyRule{{APIGroups: []string{schedulingv1alpha1.GroupVersion.Group}, Resources: []string{"queueunits"}, Verbs: []string{"get", "list"}}},
-	}
-	if err := env.Client.Get(ctx, client.ObjectKeyFromObject(reader), reader); err != nil {
-		create(t, reader)
-	}
 	create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
 	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}
 	if bindNamespace == "" {
