@@ -21,7 +21,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/koord-queue/koord-queue/apis"
@@ -29,6 +28,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/integrations"
 	"github.com/koord-queue/koord-queue/pkg/extensions/webhook"
+	kqmetrics "github.com/koord-queue/koord-queue/pkg/metrics"
 	"github.com/koord-queue/koord-queue/pkg/probes"
 	"github.com/koord-queue/koord-queue/pkg/version"
 )
@@ -51,6 +51,8 @@ func run() error {
 		leaderElect     = flag.Bool("leader-elect", true, "elect a leader (Lease koord-queue-controllers); only the leader reconciles")
 		leaderNamespace = flag.String("leader-elect-namespace", namespace, "namespace of the leader election Lease")
 		metricsAddr     = flag.String("metrics-bind-address", ":8080", "address of /metrics; 0 turns it off")
+		metricsSecure   = flag.Bool("metrics-secure", true, "serve /metrics over HTTPS to callers the API server authenticates and authorizes (get on the non-resource URL /metrics); false serves plain HTTP to anyone")
+		metricsCertDir  = flag.String("metrics-cert-dir", "", "directory with tls.crt and tls.key for /metrics over HTTPS; empty uses a self-signed certificate")
 		probeAddr       = flag.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 		enableWebhook   = flag.Bool("enable-webhook", false, "serve the mutating webhook that suspends managed jobs submitted running")
 		webhookPort     = flag.Int("webhook-port", 9443, "port of the webhook server")
@@ -102,7 +104,7 @@ func run() error {
 	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                        scheme,
-		Metrics:                       metricsserver.Options{BindAddress: *metricsAddr},
+		Metrics:                       kqmetrics.ServerOptions(*metricsAddr, *metricsSecure, *metricsCertDir),
 		HealthProbeBindAddress:        *probeAddr,
 		LeaderElection:                *leaderElect,
 		LeaderElectionID:              "koord-queue-controllers",

@@ -14,12 +14,12 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
-	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
 	"github.com/koord-queue/koord-queue/apis"
 	configv1 "github.com/koord-queue/koord-queue/apis/config/v1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/admission"
+	kqmetrics "github.com/koord-queue/koord-queue/pkg/metrics"
 	"github.com/koord-queue/koord-queue/pkg/probes"
 	"github.com/koord-queue/koord-queue/pkg/queuemanager"
 	"github.com/koord-queue/koord-queue/pkg/version"
@@ -40,8 +40,11 @@ func run() error {
 		leaderElect     = flag.Bool("leader-elect", true, "elect a leader (Lease koord-queue in namespace koord-queue); only the leader admits")
 		leaderNamespace = flag.String("leader-elect-namespace", schedulingv1alpha1.QueueNamespace, "namespace of the leader election Lease")
 		metricsAddr     = flag.String("metrics-bind-address", ":10259", "address of /metrics; 0 turns it off")
+		metricsSecure   = flag.Bool("metrics-secure", true, "serve /metrics over HTTPS to callers the API server authenticates and authorizes (get on the non-resource URL /metrics); false serves plain HTTP to anyone")
+		metricsCertDir  = flag.String("metrics-cert-dir", "", "directory with tls.crt and tls.key for /metrics over HTTPS; empty uses a self-signed certificate")
 		probeAddr       = flag.String("health-probe-bind-address", ":10258", "address of /healthz and /readyz")
 		visibilityAddr  = flag.String("visibility-bind-address", ":8090", "address of the visibility API; empty turns it off")
+		visibilityOpen  = flag.Bool("visibility-insecure-allow-unauthenticated", false, "serve the visibility API to anyone, without a bearer token, every namespace named (by default a token is required, checked with TokenReview, and units are named only where its user may list QueueUnits)")
 		writeWorkers    = flag.Int("admission-write-workers", 8, "admissions and evictions written in parallel")
 		messageQPS      = flag.Float64("wait-message-qps", 5, "how many 'why this unit waits' status writes per second at most")
 		requeueBase     = flag.Duration("admission-check-requeue-base-delay", 10*time.Second, "first backoff after an admission check says Retry or Rejected; doubles each time")
@@ -83,7 +86,7 @@ func run() error {
 	}
 	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
 		Scheme:                        scheme,
-		Metrics:                       metricsserver.Options{BindAddress: *metricsAddr},
+		Metrics:                       kqmetrics.ServerOptions(*metricsAddr, *metricsSecure, *metricsCertDir),
 		HealthProbeBindAddress:        *probeAddr,
 		LeaderElection:                *leaderElect,
 		LeaderElectionID:              "koord-queue",
@@ -96,7 +99,8 @@ func run() error {
 	}
 	ctx := ctrl.SetupSignalHandler()
 	_, err = queuemanager.Setup(ctx, mgr, queuemanager.Options{
-		VisibilityAddress: *visibilityAddr,
+		VisibilityAddress:                      *visibilityAddr,
+		VisibilityInsecureAllowUnauthenticated: *visibilityOpen,
 		Admission: admission.Options{
 			ReclaimProtection: cfg.ReclaimProtectTime(),
 			Writer:            admission.WriterOptions{Workers: *writeWorkers, MessageQPS: *messageQPS, RequeueBaseDelay: *requeueBase, RequeueMaxDelay: *requeueMax},

@@ -24,6 +24,10 @@ type Options struct {
 	Admission admission.Options
 	// VisibilityAddress serves the visibility API; empty turns it off.
 	VisibilityAddress string
+	// VisibilityInsecureAllowUnauthenticated serves the visibility API to
+	// anyone, without a token; by default a caller needs a bearer token and
+	// sees only the namespaces where it may list QueueUnits.
+	VisibilityInsecureAllowUnauthenticated bool
 }
 
 // Setup adds every koord-queue controller to mgr and returns the admission
@@ -40,7 +44,11 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*admission.C
 		return nil, err
 	}
 	if opts.VisibilityAddress != "" {
-		if err := mgr.Add(&httpServer{addr: opts.VisibilityAddress, handler: visibility.NewHandler(cache)}); err != nil {
+		var auth *visibility.Auth
+		if !opts.VisibilityInsecureAllowUnauthenticated {
+			auth = visibility.NewAuth(visibility.KubeReviewer{Client: mgr.GetClient()})
+		}
+		if err := mgr.Add(&httpServer{addr: opts.VisibilityAddress, handler: visibility.NewHandler(cache, auth)}); err != nil {
 			return nil, fmt.Errorf("adding the visibility server: %w", err)
 		}
 	}

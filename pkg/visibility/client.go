@@ -19,6 +19,8 @@ type Client struct {
 	BaseURL string
 	// HTTP is the client to use; nil means http.DefaultClient.
 	HTTP *http.Client
+	// Token, when set, is sent as a bearer token.
+	Token string
 }
 
 // StatusError is an answer other than 200, with the API's message.
@@ -34,6 +36,9 @@ func (c *Client) Get(ctx context.Context, path string, into any) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.BaseURL+path, nil)
 	if err != nil {
 		return err
+	}
+	if c.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.Token)
 	}
 	httpClient := c.HTTP
 	if httpClient == nil {

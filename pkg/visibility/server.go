@@ -9,17 +9,29 @@
 //	GET /api/elasticquotas
 //	GET /api/admissions            the latest admissions, newest first
 //	GET /                          a read-only dashboard of all of the above
+//
+// Every /api/ request needs a bearer token the API server accepts
+// (TokenReview), unless the handler is built without an Auth (the open
+// mode, --visibility-insecure-allow-unauthenticated). Units are named only
+// in the namespaces where the token's user may list QueueUnits
+// (SubjectAccessReview); others are redacted (authz.Redact). Queues and
+// quotas, cluster-wide settings, are shown to every authenticated user.
 package visibility
 
 import (
+	"context"
 	_ "embed"
 	"encoding/json"
 	"fmt"
 	"net/http"
 	"strconv"
+	"strings"
+
+	ctrl "sigs.k8s.io/controller-runtime"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/visibility/api"
+	"github.com/koord-queue/koord-queue/pkg/visibility/authz"
 )
 
 const (
@@ -42,8 +54,65 @@ type Source interface {
 //go:embed dashboard/index.html
 var dashboard []byte
 
-// NewHandler returns the API's routes on a new mux.
-func NewHandler(src Source) *http.ServeMux {
+// Auth is who may read what: Authenticator names the bearer token's user,
+// Authorizer decides per namespace.
+type Auth struct {
+	Authenticator *authz.Authenticator
+	Authorizer    *authz.Authorizer
+}
+
+// NewAuth returns the Auth asking r, with answers cached for authz.DefaultTTL.
+func NewAuth(r KubeReviewer) *Auth {
+	return &Auth{Authenticator: authz.NewAuthenticator(r), Authorizer: authz.NewAuthorizer(r)}
+}
+
+type visibleKey struct{}
+
+// visibleOf is the request's authz.Visible, set by the authentication
+// wrapper; without one (the open mode) every namespace is visible.
+func visibleOf(ctx context.Context) authz.Visible {
+	if v, ok := ctx.Value(visibleKey{}).(authz.Visible); ok {
+		return v
+	}
+	return authz.Everyone
+}
+
+// NewHandler returns the API's routes; a nil auth serves everyone.
+func NewHandler(src Source, auth *Auth) http.Handler {
+	mux := newMux(src)
+	if auth == nil {
+		return mux
+	}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// The dashboard's page holds no data: it asks for a token and
+		// sends it with every /api/ call.
+		if r.URL.Path == "/" {
+			mux.ServeHTTP(w, r)
+			return
+		}
+		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+		if !ok || token == "" {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="koord-queue"`)
+			writeError(w, http.StatusUnauthorized, "a bearer token is required")
+			return
+		}
+		user, ok, err := auth.Authenticator.Authenticate(r.Context(), token)
+		if err != nil {
+			ctrl.LoggerFrom(r.Context()).Error(err, "Authenticating a visibility API request")
+			writeError(w, http.StatusInternalServerError, "authenticating: %v", err)
+			return
+		}
+		if !ok {
+			w.Header().Set("WWW-Authenticate", `Bearer realm="koord-queue"`)
+			writeError(w, http.StatusUnauthorized, "the token is not valid")
+			return
+		}
+		visible := auth.Authorizer.ForUser(r.Context(), user)
+		mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), visibleKey{}, visible)))
+	})
+}
+
+func newMux(src Source) *http.ServeMux {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /api/queues", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, src.Queues())
@@ -79,9 +148,25 @@ func NewHandler(src Source) *http.ServeMux {
 			return
 		}
 		items, total := src.QueueUnits(name, phase, offset, limit)
+		items, err = authz.RedactUnits(items, visibleOf(r.Context()))
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "authorizing: %v", err)
+			return
+		}
 		writeJSON(w, http.StatusOK, api.QueueUnitList{Queue: name, Total: total, Offset: offset, Limit: limit, Items: items})
 	})
 	mux.HandleFunc("GET /api/queueunits/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) {
+		// Asked before the unit is looked up, so that a 404 does not tell
+		// who may not look which units exist.
+		allowed, err := visibleOf(r.Context())(r.PathValue("namespace"))
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "authorizing: %v", err)
+			return
+		}
+		if !allowed {
+			writeError(w, http.StatusForbidden, "may not list queueunits in namespace %q", r.PathValue("namespace"))
+			return
+		}
 		u, ok := src.QueueUnit(r.PathValue("namespace"), r.PathValue("name"))
 		if !ok {
 			writeError(w, http.StatusNotFound, "queue unit %s/%s not found", r.PathValue("namespace"), r.PathValue("name"))
@@ -92,8 +177,13 @@ func NewHandler(src Source) *http.ServeMux {
 	mux.HandleFunc("GET /api/elasticquotas", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, src.Quotas())
 	})
-	mux.HandleFunc("GET /api/admissions", func(w http.ResponseWriter, _ *http.Request) {
-		writeJSON(w, http.StatusOK, src.RecentAdmissions())
+	mux.HandleFunc("GET /api/admissions", func(w http.ResponseWriter, r *http.Request) {
+		records, err := authz.FilterAdmissions(src.RecentAdmissions(), visibleOf(r.Context()))
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "authorizing: %v", err)
+			return
+		}
+		writeJSON(w, http.StatusOK, records)
 	})
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")

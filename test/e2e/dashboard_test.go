@@ -67,7 +67,7 @@ func TestDashboardInBrowser(t *testing.T) {
 	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--user-data-dir=" + t.TempDir(), "--window-size=1400,1000", "--virtual-time-budget=8000"}
-	dom, err := exec.CommandContext(ctx, browser, append(args, "--dump-dom", visibilityURL+"/")...).Output()
+	dom, err := exec.CommandContext(ctx, browser, append(args, "--dump-dom", visibilityURL+"/#token="+visibilityToken)...).Output()
 	if err != nil {
 		t.Fatalf("chromium --dump-dom: %v", err)
 	}
@@ -88,7 +88,16 @@ func TestDashboardInBrowser(t *testing.T) {
 	if first, second := strings.Index(page, `data-unit="dashboard/dash-first"`), strings.Index(page, `data-unit="dashboard/dash-second"`); first > second {
 		t.Errorf("dash-first (priority 5) is listed after dash-second (priority 1)")
 	}
-	if err := exec.CommandContext(ctx, browser, append(args, "--screenshot="+shot, visibilityURL+"/")...).Run(); err != nil {
+	// Without a token the page loads but the API refuses it: the page asks
+	// to sign in and shows no unit.
+	anonymous, err := exec.CommandContext(ctx, browser, append(args, "--dump-dom", visibilityURL+"/")...).Output()
+	if err != nil {
+		t.Fatalf("chromium --dump-dom without a token: %v", err)
+	}
+	if page := string(anonymous); !strings.Contains(page, "sign in with a bearer token") || strings.Contains(page, "dash-first") {
+		t.Errorf("the dashboard without a token does not ask to sign in, or shows units:\n%s", page)
+	}
+	if err := exec.CommandContext(ctx, browser, append(args, "--screenshot="+shot, visibilityURL+"/#token="+visibilityToken)...).Run(); err != nil {
 		t.Fatalf("chromium --screenshot: %v", err)
 	}
 	if info, err := os.Stat(shot); err != nil || info.Size() < 10_000 {

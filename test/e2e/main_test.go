@@ -16,8 +16,11 @@ import (
 	"testing"
 	"time"
 
+	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
@@ -33,6 +36,9 @@ var (
 	koordQueue    *cluster.Process
 	koordQueueBin string
 	visibilityURL string
+	// visibilityToken is a bearer token of a ServiceAccount that may list
+	// QueueUnits everywhere, for the visibility API.
+	visibilityToken string
 	// extensions is the running koord-queue-controllers.
 	extensions    *cluster.Process
 	extensionsBin string
@@ -90,6 +96,9 @@ func setUp(ctx context.Context, c *cluster.Cluster) error {
 	}
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: schedulingv1alpha1.QueueNamespace}}
 	if err := k8sClient.Create(ctx, ns); err != nil {
+		return err
+	}
+	if visibilityToken, err = queueUnitReaderToken(ctx, c); err != nil {
 		return err
 	}
 	if koordQueueBin, err = cluster.BuildBinary(ctx, "./cmd/queue", filepath.Join(c.Dir, "bin"), "koord-queue"); err != nil {
@@ -186,3 +195,37 @@ func startKoordQueue() (*cluster.Process, error) {
 
 // restarts counts koord-queue starts, so each process logs to its own file.
 var restarts int
+
+// queueUnitReaderToken creates a ServiceAccount that may list QueueUnits in
+// every namespace and returns a token of it: koord-queue's visibility API
+// checks it with TokenReview and SubjectAccessReview, as in a cluster.
+func queueUnitReaderToken(ctx context.Context, c *cluster.Cluster) (string, error) {
+	const name = "e2e-queueunit-reader"
+	objs := []client.Object{
+		&rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: []rbacv1.PolicyRule{{
+			APIGroups: []string{schedulingv1alpha1.GroupVersion.Group}, Resources: []string{"queueunits"}, Verbs: []string{"get", "list"},
+		}}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: name}},
+		&rbacv1.ClusterRoleBinding{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name},
+			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: schedulingv1alpha1.QueueNamespace, Name: name}},
+		},
+	}
+	for _, o := range objs {
+		if err := k8sClient.Create(ctx, o); err != nil {
+			return "", fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
+		}
+	}
+	cs, err := kubernetes.NewForConfig(c.Config)
+	if err != nil {
+		return "", err
+	}
+	day := int64(24 * 3600)
+	tr, err := cs.CoreV1().ServiceAccounts(schedulingv1alpha1.QueueNamespace).CreateToken(ctx, name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &day}}, metav1.CreateOptions{})
+	if err != nil {
+		return "", fmt.Errorf("creating a token of %s: %w", name, err)
+	}
+	return tr.Status.Token, nil
+}

@@ -60,6 +60,9 @@ type UnitView struct {
 	Position int `json:"position,omitempty"`
 	// Reason is why the unit waits.
 	Reason string `json:"reason,omitempty"`
+	// Redacted marks a unit of a namespace the caller may not list
+	// QueueUnits in: only Queue, Phase, Priority and Position are shown.
+	Redacted bool `json:"redacted,omitempty"`
 }
 
 // AdmissionRecord is one admission as seen on the API server.

@@ -29,6 +29,8 @@ func TestVisibilityAPIAndMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts.VisibilityAddress = cluster.Loopback(ports[0])
+	// What is shown; who may see it is TestVisibilityAPIAuthorization's.
+	opts.VisibilityInsecureAllowUnauthenticated = true
 	startKoordQueue(t, opts)
 	api := &visibility.Client{BaseURL: "http://" + opts.VisibilityAddress}
 	ns := namespace(t)

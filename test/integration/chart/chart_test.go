@@ -175,7 +175,9 @@ func TestRender(t *testing.T) {
 		if !slices.Contains(rules, "batch/jobs") || slices.Contains(rules, "kubeflow.org/tfjobs") || slices.Contains(rules, "/secrets") {
 			t.Errorf("controllers' rules %v: want batch jobs, and no TFJobs or Secrets while those are off", rules)
 		}
-		for _, want := range []string{"scheduling.x-k8s.io/queueunits", "scheduling.sigs.k8s.io/elasticquotas"} {
+		// TokenReviews and SubjectAccessReviews: the visibility API checks
+		// who asks.
+		for _, want := range []string{"scheduling.x-k8s.io/queueunits", "scheduling.sigs.k8s.io/elasticquotas", "authentication.k8s.io/tokenreviews", "authorization.k8s.io/subjectaccessreviews"} {
 			if !slices.Contains(ruleResources(t, objs, "ClusterRole", "koord-queue"), want) {
 				t.Errorf("koord-queue's rules lack %s", want)
 			}
@@ -202,8 +204,65 @@ func TestRender(t *testing.T) {
 		if find(objs, "Service", "koord-queue-visibility") == nil {
 			t.Errorf("no Service koord-queue-visibility")
 		}
+		if args := containerArgs(t, objs, "koord-queue"); slices.Contains(args, "--visibility-insecure-allow-unauthenticated") {
+			t.Errorf("koord-queue args %v: the visibility API open to anyone by default", args)
+		}
 		if find(objs, "CustomResourceDefinition", "elasticquotas.scheduling.sigs.k8s.io") != nil {
 			t.Errorf("the ElasticQuota CRD is rendered while installElasticQuotaCRD is false")
+		}
+	})
+
+	t.Run("visibility.insecureAllowUnauthenticated opens the visibility API", func(t *testing.T) {
+		objs, err := render(t, map[string]any{"visibility": map[string]any{"insecureAllowUnauthenticated": true}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if args := containerArgs(t, objs, "koord-queue"); !slices.Contains(args, "--visibility-insecure-allow-unauthenticated") {
+			t.Errorf("koord-queue args %v, want --visibility-insecure-allow-unauthenticated", args)
+		}
+	})
+
+	t.Run("metrics over HTTPS by default, plain HTTP with metrics.secure false", func(t *testing.T) {
+		objs, err := render(t, map[string]any{"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, name := range []string{"koord-queue", "koord-queue-controllers"} {
+			if args := containerArgs(t, objs, name); !slices.Contains(args, "--metrics-secure=true") {
+				t.Errorf("%s args %v, want --metrics-secure=true", name, args)
+			}
+			monitor := find(objs, "ServiceMonitor", name)
+			if monitor == nil {
+				t.Fatalf("no ServiceMonitor %s", name)
+			}
+			endpoints, _, _ := unstructured.NestedSlice(monitor.Object, "spec", "endpoints")
+			scheme, _, _ := unstructured.NestedString(endpoints[0].(map[string]any), "scheme")
+			token, _, _ := unstructured.NestedString(endpoints[0].(map[string]any), "bearerTokenFile")
+			if scheme != "https" || token == "" {
+				t.Errorf("ServiceMonitor %s endpoint %v, want https with a bearer token", name, endpoints[0])
+			}
+		}
+		// TokenReviews and SubjectAccessReviews: the metrics filter checks who scrapes.
+		for _, role := range []string{"koord-queue", "koord-queue-controllers"} {
+			rules := ruleResources(t, objs, "ClusterRole", role)
+			if !slices.Contains(rules, "authentication.k8s.io/tokenreviews") || !slices.Contains(rules, "authorization.k8s.io/subjectaccessreviews") {
+				t.Errorf("%s's rules %v lack tokenreviews or subjectaccessreviews", role, rules)
+			}
+		}
+		if find(objs, "ClusterRole", "koord-queue-metrics-reader") == nil {
+			t.Error("no ClusterRole koord-queue-metrics-reader")
+		}
+
+		objs, err = render(t, map[string]any{"metrics": map[string]any{"secure": false, "serviceMonitor": map[string]any{"enabled": true}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if args := containerArgs(t, objs, "koord-queue"); !slices.Contains(args, "--metrics-secure=false") {
+			t.Errorf("koord-queue args %v, want --metrics-secure=false", args)
+		}
+		endpoints, _, _ := unstructured.NestedSlice(find(objs, "ServiceMonitor", "koord-queue").Object, "spec", "endpoints")
+		if scheme, _, _ := unstructured.NestedString(endpoints[0].(map[string]any), "scheme"); scheme != "" {
+			t.Errorf("ServiceMonitor scheme %q with metrics.secure false, want plain HTTP", scheme)
 		}
 	})
 

@@ -59,8 +59,9 @@ func Start(ctx context.Context, binary, kubeconfig string, qps float64, burst in
 		"--burst=" + strconv.Itoa(burst),
 		"--leader-elect=false",
 		"--metrics-bind-address=" + metricsAddr,
+		"--metrics-secure=false", // scraped over plain HTTP below
 		"--health-probe-bind-address=" + probeAddr,
-		"--visibility-bind-address=" + cluster.Loopback(ports[2]),
+		"--visibility-bind-address=" + cluster.Loopback(ports[2]), "--visibility-insecure-allow-unauthenticated",
 	}
 	return StartBinary(ctx, binary, logPath, metricsAddr, probeAddr, append(args, extraArgs...)...)
 }

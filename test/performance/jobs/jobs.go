@@ -170,6 +170,7 @@ func (r *run) run(ctx context.Context, queueBinary, extensionsBinary string) (*c
 		"--kubeconfig="+r.kubeconfig,
 		"--leader-elect=false",
 		"--metrics-bind-address="+metricsAddr,
+		"--metrics-secure=false", // scraped over plain HTTP by the harness
 		"--health-probe-bind-address="+probeAddr,
 		"--webhook-port="+strconv.Itoa(ports[2]),
 	)

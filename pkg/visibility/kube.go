@@ -1,0 +1,62 @@
+package visibility
+
+import (
+	"context"
+	"fmt"
+
+	authenticationv1 "k8s.io/api/authentication/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/visibility/authz"
+)
+
+// KubeReviewer asks the API server: TokenReview for who a token is,
+// SubjectAccessReview for whether they may list QueueUnits.
+type KubeReviewer struct {
+	Client client.Client
+}
+
+var (
+	_ authz.TokenReviewer = KubeReviewer{}
+	_ authz.Reviewer      = KubeReviewer{}
+)
+
+// ReviewToken implements authz.TokenReviewer.
+func (k KubeReviewer) ReviewToken(ctx context.Context, token string) (authz.User, bool, error) {
+	review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}
+	if err := k.Client.Create(ctx, review); err != nil {
+		return authz.User{}, false, fmt.Errorf("creating a TokenReview: %w", err)
+	}
+	if !review.Status.Authenticated {
+		return authz.User{}, false, nil
+	}
+	u := review.Status.User
+	extra := make(map[string][]string, len(u.Extra))
+	for k, v := range u.Extra {
+		extra[k] = v
+	}
+	return authz.User{Name: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra}, true, nil
+}
+
+// CanListQueueUnits implements authz.Reviewer.
+func (k KubeReviewer) CanListQueueUnits(ctx context.Context, user authz.User, namespace string) (bool, error) {
+	extra := make(map[string]authorizationv1.ExtraValue, len(user.Extra))
+	for k, v := range user.Extra {
+		extra[k] = v
+	}
+	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+		User: user.Name, UID: user.UID, Groups: user.Groups, Extra: extra,
+		ResourceAttributes: &authorizationv1.ResourceAttributes{
+			Namespace: namespace,
+			Verb:      "list",
+			Group:     schedulingv1alpha1.GroupVersion.Group,
+			Resource:  "queueunits",
+		},
+	}}
+	if err := k.Client.Create(ctx, review); err != nil {
+		return false, fmt.Errorf("creating a SubjectAccessReview: %w", err)
+	}
+	return review.Status.Allowed, nil
+}

@@ -1,0 +1,91 @@
+package admission
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	rbacv1 "k8s.io/api/rbac/v1"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
+
+	"github.com/koord-queue/koord-queue/pkg/metrics"
+	"github.com/koord-queue/koord-queue/pkg/queuemanager"
+	"github.com/koord-queue/koord-queue/test/cluster"
+	"github.com/koord-queue/koord-queue/test/testenv"
+)
+
+// TestSecureMetrics reads /metrics served as the binaries serve it by
+// default (metrics.ServerOptions, secure): HTTPS, and only for a token the
+// API server accepts whose user may get /metrics.
+func TestSecureMetrics(t *testing.T) {
+	ports, err := cluster.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := cluster.Loopback(ports[0])
+	stop, err := env.StartManager(context.Background(), func(mgr manager.Manager) error {
+		_, err := queuemanager.Setup(context.Background(), mgr, fastOptions())
+		return err
+	}, func(o *manager.Options) { o.Metrics = metrics.ServerOptions(addr, true, "") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+
+	ns := namespace(t)
+	reader := clusterRole(t, "metrics-reader-"+ns, rbacv1.PolicyRule{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}})
+	allowed := serviceAccountToken(t, ns, "prometheus", reader, "")
+	denied := serviceAccountToken(t, ns, "tenant", clusterRole(t, "queueunit-reader-"+ns, queueUnitReader), ns)
+
+	// The certificate is self-signed: what is tested is who may read.
+	httpClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	get := func(ctx context.Context, token string) (int, string, error) {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics", nil)
+		if err != nil {
+			return 0, "", err
+		}
+		if token != "" {
+			req.Header.Set("Authorization", "Bearer "+token)
+		}
+		resp, err := httpClient.Do(req)
+		if err != nil {
+			return 0, "", err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(body), err
+	}
+	cases := map[string]struct {
+		token      string
+		wantStatus int
+	}{
+		"no token": {wantStatus: http.StatusUnauthorized},
+		// controller-runtime's filter answers 500, not 401: the API
+		// server's TokenReview of a bad token carries an error, and the
+		// filter reports every authentication error so. Still no metrics.
+		"a token the server rejects":  {token: "not-a-token", wantStatus: http.StatusInternalServerError},
+		"a user without /metrics":     {token: denied, wantStatus: http.StatusForbidden},
+		"a user who may get /metrics": {token: allowed, wantStatus: http.StatusOK},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
+				status, body, err := get(ctx, tc.token)
+				if err != nil {
+					return err
+				}
+				if status != tc.wantStatus {
+					return fmt.Errorf("status %d, want %d", status, tc.wantStatus)
+				}
+				if status == http.StatusOK && !strings.Contains(body, "koord_queue_") {
+					return fmt.Errorf("no koord_queue_ metric in %d bytes", len(body))
+				}
+				return nil
+			})
+		})
+	}
+}

@@ -1,0 +1,139 @@
+package admission
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	authenticationv1 "k8s.io/api/authentication/v1"
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/visibility"
+	"github.com/koord-queue/koord-queue/pkg/visibility/api"
+	"github.com/koord-queue/koord-queue/test/cluster"
+	"github.com/koord-queue/koord-queue/test/wrappers"
+)
+
+// TestVisibilityAPIAuthorization reads the REST API as two users the real
+// API server authenticates (ServiceAccount tokens) and authorizes (RBAC): a
+// tenant who may list QueueUnits in its namespace only, and an admin who
+// may everywhere.
+func TestVisibilityAPIAuthorization(t *testing.T) {
+	opts := fastOptions()
+	ports, err := cluster.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.VisibilityAddress = cluster.Loopback(ports[0])
+	startKoordQueue(t, opts)
+	base := "http://" + opts.VisibilityAddress
+
+	mine := namespace(t)
+	theirs := "other-" + mine
+	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: theirs}})
+	// One queue (the quota's), units from both namespaces in it.
+	create(t, wrappers.MakeElasticQuota(mine, mine).Min(corev1.ResourceCPU, "1").Max(corev1.ResourceCPU, "1").Obj())
+	create(t, wrappers.MakeQueueUnit("holder", theirs).Quota(mine).Priority(9).Request(corev1.ResourceCPU, "1").Obj())
+	waitPhase(t, theirs, "holder", schedulingv1alpha1.Dequeued)
+	create(t, wrappers.MakeQueueUnit("ahead", theirs).Quota(mine).Priority(5).Request(corev1.ResourceCPU, "1").Obj())
+	create(t, wrappers.MakeQueueUnit("mine", mine).Quota(mine).Priority(1).Request(corev1.ResourceCPU, "1").Obj())
+	waitMessage(t, mine, "mine", "position 2")
+	waitMessage(t, theirs, "ahead", "cpu")
+
+	reader := clusterRole(t, "queueunit-reader-"+mine, queueUnitReader)
+	tenant := serviceAccountToken(t, mine, "tenant", reader, mine)
+	admin := serviceAccountToken(t, mine, "admin", reader, "")
+	ctx := context.Background()
+
+	t.Run("no token or a bad one: 401", func(t *testing.T) {
+		for name, token := range map[string]string{"none": "", "bad": "not-a-token"} {
+			_, err := (&visibility.Client{BaseURL: base, Token: token}).Queues(ctx)
+			var status *visibility.StatusError
+			if !errors.As(err, &status) || status.Code != 401 {
+				t.Errorf("token %s: %v, want 401", name, err)
+			}
+		}
+	})
+
+	t.Run("the tenant sees its unit named, the other namespace's redacted", func(t *testing.T) {
+		list, err := (&visibility.Client{BaseURL: base, Token: tenant}).QueueUnits(ctx, mine, schedulingv1alpha1.Enqueued, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []api.UnitView{
+			{Queue: mine, Phase: schedulingv1alpha1.Enqueued, Priority: 5, Position: 1, Redacted: true},
+			{Namespace: mine, Name: "mine", Queue: mine, Phase: schedulingv1alpha1.Enqueued, Priority: 1, Position: 2},
+		}
+		if diff := cmp.Diff(want, list.Items, cmpUnitWhere()); diff != "" || list.Total != 2 {
+			t.Errorf("total %d (want 2), units (-want +got):\n%s", list.Total, diff)
+		}
+	})
+
+	t.Run("the tenant asking for a unit of another namespace: 403", func(t *testing.T) {
+		_, err := (&visibility.Client{BaseURL: base, Token: tenant}).QueueUnit(ctx, theirs, "ahead")
+		var status *visibility.StatusError
+		if !errors.As(err, &status) || status.Code != 403 {
+			t.Errorf("%v, want 403", err)
+		}
+	})
+
+	t.Run("the admin sees every unit named", func(t *testing.T) {
+		list, err := (&visibility.Client{BaseURL: base, Token: admin}).QueueUnits(ctx, mine, schedulingv1alpha1.Enqueued, 0, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := []api.UnitView{
+			{Namespace: theirs, Name: "ahead", Queue: mine, Phase: schedulingv1alpha1.Enqueued, Priority: 5, Position: 1},
+			{Namespace: mine, Name: "mine", Queue: mine, Phase: schedulingv1alpha1.Enqueued, Priority: 1, Position: 2},
+		}
+		if diff := cmp.Diff(want, list.Items, cmpUnitWhere()); diff != "" {
+			t.Errorf("units (-want +got):\n%s", diff)
+		}
+	})
+}
+
+// cmpUnitWhere compares where units are and whose they are, not what
+// they ask for or why they wait (TestVisibilityAPIAndMetrics's).
+func cmpUnitWhere() cmp.Option {
+	return cmp.Transformer("where", func(u api.UnitView) api.UnitView {
+		return api.UnitView{Namespace: u.Namespace, Name: u.Name, Queue: u.Queue, Phase: u.Phase, Priority: u.Priority, Position: u.Position, Redacted: u.Redacted}
+	})
+}
+
+// queueUnitReader is the rule the visibility API asks about.
+var queueUnitReader = rbacv1.PolicyRule{APIGroups: []string{schedulingv1alpha1.GroupVersion.Group}, Resources: []string{"queueunits"}, Verbs: []string{"get", "list"}}
+
+// clusterRole creates a ClusterRole of rules, deleted when the test ends.
+func clusterRole(t *testing.T, name string, rules ...rbacv1.PolicyRule) rbacv1.RoleRef {
+	t.Helper()
+	create(t, &rbacv1.ClusterRole{ObjectMeta: metav1.ObjectMeta{Name: name}, Rules: rules})
+	return rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: name}
+}
+
+// serviceAccountToken creates ServiceAccount name in ns, bound to role in
+// bindNamespace ("" for a ClusterRoleBinding), and returns a token of it.
+func serviceAccountToken(t *testing.T, ns, name string, role rbacv1.RoleRef, bindNamespace string) string {
+	t.Helper()
+	ctx := context.Background()
+	create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
+	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}
+	if bindNamespace == "" {
+		create(t, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: ns + "-" + name}, RoleRef: role, Subjects: subject})
+	} else {
+		create(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: bindNamespace, Name: name}, RoleRef: role, Subjects: subject})
+	}
+	cs, err := kubernetes.NewForConfig(env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("creating a token of %s/%s: %v", ns, name, err)
+	}
+	return tr.Status.Token
+}
