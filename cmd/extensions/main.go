@@ -28,6 +28,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/integrations"
 	"github.com/koord-queue/koord-queue/pkg/extensions/webhook"
+	"github.com/koord-queue/koord-queue/pkg/leaderelection"
 	kqmetrics "github.com/koord-queue/koord-queue/pkg/metrics"
 	"github.com/koord-queue/koord-queue/pkg/probes"
 	"github.com/koord-queue/koord-queue/pkg/version"
@@ -64,6 +65,7 @@ func run() error {
 		configName      = flag.String("webhook-config-name", "koord-queue-controllers", "MutatingWebhookConfiguration to write the CA into")
 		statusDelay     = flag.Duration("unit-status-delay", framework.DefaultStatusDelay, "how long a QueueUnit's pod counts may lag its job's, so that a burst of pod changes is one write; phase changes and quota given back are written at once; 0 writes every change")
 	)
+	leaderSettings := leaderelection.BindFlags(flag.CommandLine)
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	showVersion := version.Flag(flag.CommandLine)
@@ -102,7 +104,10 @@ func run() error {
 	if err := integrations.AddToScheme(scheme, integs); err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+	if err := leaderSettings.Validate(); err != nil {
+		return err
+	}
+	mgrOpts := ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       kqmetrics.ServerOptions(*metricsAddr, *metricsSecure, *metricsCertDir),
 		HealthProbeBindAddress:        *probeAddr,
@@ -118,7 +123,9 @@ func run() error {
 			DefaultTransform: cache.TransformStripManagedFields(),
 			ByObject:         map[client.Object]cache.ByObject{&corev1.Pod{}: framework.PodCache()},
 		},
-	})
+	}
+	leaderSettings.Apply(&mgrOpts)
+	mgr, err := ctrl.NewManager(restConfig, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}

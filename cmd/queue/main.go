@@ -19,6 +19,7 @@ import (
 	configv1 "github.com/koord-queue/koord-queue/apis/config/v1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/admission"
+	"github.com/koord-queue/koord-queue/pkg/leaderelection"
 	kqmetrics "github.com/koord-queue/koord-queue/pkg/metrics"
 	"github.com/koord-queue/koord-queue/pkg/probes"
 	"github.com/koord-queue/koord-queue/pkg/queuemanager"
@@ -52,6 +53,7 @@ func run() error {
 		statusRefresh   = flag.Duration("queue-status-refresh-interval", 15*time.Second, "default time between two writes of a Queue's status (annotation koord-queue/queue-items-refresh-interval overrides)")
 		statusTopN      = flag.Int("queue-status-top-n", 20, "how many pending units a Queue's status lists")
 	)
+	leaderSettings := leaderelection.BindFlags(flag.CommandLine)
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	showVersion := version.Flag(flag.CommandLine)
@@ -84,7 +86,10 @@ func run() error {
 	if err := apis.AddToScheme(scheme); err != nil {
 		return err
 	}
-	mgr, err := ctrl.NewManager(restConfig, ctrl.Options{
+	if err := leaderSettings.Validate(); err != nil {
+		return err
+	}
+	mgrOpts := ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       kqmetrics.ServerOptions(*metricsAddr, *metricsSecure, *metricsCertDir),
 		HealthProbeBindAddress:        *probeAddr,
@@ -93,7 +98,9 @@ func run() error {
 		LeaderElectionNamespace:       *leaderNamespace,
 		LeaderElectionReleaseOnCancel: true,
 		Cache:                         queuemanager.CacheOptions(),
-	})
+	}
+	leaderSettings.Apply(&mgrOpts)
+	mgr, err := ctrl.NewManager(restConfig, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
 	}
