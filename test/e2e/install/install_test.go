@@ -163,10 +163,11 @@ func TestChartInstall(t *testing.T) {
 	})
 
 	t.Run("the follower takes over when the leader is killed", func(t *testing.T) {
+		rounds := failoverRounds(t)
 		createQuota(t, "failover", "100")
 		for _, deployment := range []string{"koord-queue", "koord-queue-controllers"} {
 			var times []time.Duration
-			for round := range 3 {
+			for round := range rounds {
 				leader := waitLeader(t, byDeployment[deployment], deployment)
 				name := fmt.Sprintf("failover-%s-%d", deployment, round)
 				leader.proc.Kill()
@@ -198,9 +199,26 @@ func TestChartInstall(t *testing.T) {
 				}
 			}
 			sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
-			t.Logf("%s: leader failover, median of 3: %v (all: %v)", deployment, times[1].Round(100*time.Millisecond), times)
+			t.Logf("%s: leader failover, median of %d: %v (all: %v)", deployment, rounds, times[rounds/2].Round(100*time.Millisecond), times)
 		}
 	})
+}
+
+// failoverRoundsEnv sets how many times each leader is killed. Each round
+// waits out a Lease (about 17 s), so make test kills each leader once; 3
+// gives the median that docs/install.md reports.
+const failoverRoundsEnv = "KOORD_QUEUE_E2E_FAILOVER_ROUNDS"
+
+func failoverRounds(t *testing.T) int {
+	v := os.Getenv(failoverRoundsEnv)
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 {
+		t.Fatalf("%s=%q: want a whole number of at least 1", failoverRoundsEnv, v)
+	}
+	return n
 }
 
 // apply creates every rendered object, the Deployments with zero replicas
