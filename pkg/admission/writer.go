@@ -406,8 +406,14 @@ func (w *Writer) writeMessage(ctx context.Context, key string) {
 		return queueunit.Explain(cur, reason)
 	})
 	if err != nil {
-		if client.IgnoreNotFound(err) != nil {
+		switch {
+		case apierrors.IsNotFound(err):
+		case apierrors.IsConflict(err):
+			// The unit keeps changing; the next change explains it again.
 			w.log.V(2).Info("Writing why a unit waits", "queueUnit", key, "error", err.Error())
+		default:
+			// Such as forbidden: a missing RBAC rule must not be silent.
+			w.log.Error(err, "Writing why a unit waits", "queueUnit", key)
 		}
 		return
 	}

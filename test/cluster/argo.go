@@ -77,7 +77,7 @@ func (c *Cluster) StartWorkflowController(ctx context.Context, opts WorkflowCont
 	if err := c.createWorkflowControllerConfigMap(ctx, opts.Namespace, ports[0]); err != nil {
 		return nil, err
 	}
-	p, err := c.startProcessEnv("workflow-controller", []string{"LEADER_ELECTION_DISABLE=true"}, bin,
+	p, err := c.StartProcessEnv("workflow-controller", []string{"LEADER_ELECTION_DISABLE=true"}, bin,
 		"--kubeconfig="+c.Kubeconfig,
 		"--namespace="+opts.Namespace,
 		"--namespaced",

@@ -161,11 +161,12 @@ func (c *Cluster) start(name string, args ...string) error {
 // logging beside the cluster's own processes; Stop stops it first. Its name
 // must be unique among the cluster's processes (it names the log file).
 func (c *Cluster) StartProcess(name, binary string, args ...string) (*Process, error) {
-	return c.startProcessEnv(name, nil, binary, args...)
+	return c.StartProcessEnv(name, nil, binary, args...)
 }
 
-// startProcessEnv is StartProcess with env added to the process's environment.
-func (c *Cluster) startProcessEnv(name string, env []string, binary string, args ...string) (*Process, error) {
+// StartProcessEnv is StartProcess with env ("KEY=value") added to the
+// process's environment.
+func (c *Cluster) StartProcessEnv(name string, env []string, binary string, args ...string) (*Process, error) {
 	p, err := RunProcessEnv(filepath.Join(c.logDir, name+".log"), env, binary, args...)
 	if err != nil {
 		return nil, err

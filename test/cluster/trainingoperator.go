@@ -111,7 +111,7 @@ func (c *Cluster) StartTrainingOperator(ctx context.Context, opts TrainingOperat
 	for _, s := range opts.Schemes {
 		args = append(args, "--enable-scheme="+s)
 	}
-	p, err := c.startProcessEnv("training-operator",
+	p, err := c.StartProcessEnv("training-operator",
 		[]string{"TMPDIR=" + tmp, "MY_POD_NAMESPACE=" + TrainingOperatorNamespace}, bin, args...)
 	if err != nil {
 		return nil, err

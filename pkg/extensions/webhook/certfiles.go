@@ -15,6 +15,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
 // certFiles are the files of the certificate Secret the webhook server reads.
@@ -58,8 +59,18 @@ func syncCertFiles(mgr ctrl.Manager, secret types.NamespacedName, dir string) er
 	}); err != nil {
 		return fmt.Errorf("watching the certificate Secret: %w", err)
 	}
-	return mgr.Add(c)
+	return mgr.Add(everyReplica{c})
 }
+
+// everyReplica runs the cache on every replica. The manager would otherwise
+// start it on the leader only: a cache with both DefaultNamespaces and
+// ByObject does not say it needs no leader election, so a follower would
+// never get its certificate files and its webhook would never start.
+type everyReplica struct{ cache.Cache }
+
+var _ manager.LeaderElectionRunnable = everyReplica{}
+
+func (everyReplica) NeedLeaderElection() bool { return false }
 
 // writeCertFiles writes each certificate file whose content differs, each
 // through a temporary file renamed into place so that no reader sees half a

@@ -29,6 +29,10 @@ type Options struct {
 	// DNSName is the name the API server calls the webhook by, such as
 	// koord-queue-controllers-webhook.koord-queue.svc.
 	DNSName string
+	// RotatorName names the rotator's controller; empty is cert-rotator.
+	// Controller names are unique in a process, so two replicas run in one
+	// (a test) need two names.
+	RotatorName string
 }
 
 // Setup adds the webhook of each integration to mgr. With Rotate, the
@@ -39,6 +43,7 @@ func Setup(mgr ctrl.Manager, opts Options, integs []framework.Integration, scope
 	if opts.Rotate {
 		err := rotator.AddRotator(mgr, &rotator.CertRotator{
 			SecretKey:      opts.Secret,
+			ControllerName: opts.RotatorName,
 			CertDir:        opts.CertDir,
 			CAName:         "koord-queue-ca",
 			CAOrganization: "koord-queue",

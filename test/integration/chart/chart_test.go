@@ -5,9 +5,7 @@ package chart
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,20 +14,17 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
-	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 	appsv1 "k8s.io/api/apps/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	"github.com/koord-queue/koord-queue/test/cluster"
+	"github.com/koord-queue/koord-queue/test/helmchart"
 	"github.com/koord-queue/koord-queue/test/testenv"
 )
 
@@ -37,7 +32,7 @@ const namespace = "koord-queue"
 
 var (
 	env      *testenv.Env
-	chartDir = filepath.Join(cluster.RepoRoot(), "charts", "koord-queue")
+	chartDir = helmchart.Dir
 )
 
 func TestMain(m *testing.M) {
@@ -57,24 +52,14 @@ func run(m *testing.M) int {
 	return testenv.MainWithCRDs(m, func(e *testenv.Env) { env = e }, []string{frameworkCRDs})
 }
 
-// everything turns on every extension, the webhook, the ServiceMonitor and the ElasticQuota CRD.
-func everything() map[string]any {
-	ext := map[string]any{}
-	for _, name := range []string{"batchjob", "tf", "pytorch", "argo", "ray", "mpi", "spark"} {
-		ext[name] = map[string]any{"enable": true}
-	}
-	return map[string]any{
-		"extension":              ext,
-		"webhook":                map[string]any{"enable": true},
-		"installElasticQuotaCRD": true,
-	}
-}
+// everything turns on every extension, the webhook and the ElasticQuota CRD.
+func everything() map[string]any { return helmchart.Everything() }
 
 func loadChart(t *testing.T) *chart.Chart {
 	t.Helper()
-	c, err := loader.Load(chartDir)
+	c, err := helmchart.Load()
 	if err != nil {
-		t.Fatalf("loading the chart: %v", err)
+		t.Fatal(err)
 	}
 	return c
 }
@@ -95,37 +80,11 @@ func TestLint(t *testing.T) {
 // render renders the chart as `helm template` does and decodes every object.
 func render(t *testing.T, values map[string]any) ([]*unstructured.Unstructured, error) {
 	t.Helper()
-	install := action.NewInstall(&action.Configuration{})
-	install.ReleaseName, install.Namespace = "koord-queue", namespace
-	install.DryRun, install.ClientOnly, install.IncludeCRDs = true, true, true
-	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.34.4", Major: "1", Minor: "34"}
-	rel, err := install.Run(loadChart(t), values)
-	if err != nil {
-		return nil, err
-	}
-	var objs []*unstructured.Unstructured
-	decoder := yaml.NewYAMLOrJSONDecoder(strings.NewReader(rel.Manifest), 4096)
-	for {
-		obj := &unstructured.Unstructured{}
-		if err := decoder.Decode(&obj.Object); errors.Is(err, io.EOF) {
-			break
-		} else if err != nil {
-			return nil, fmt.Errorf("decoding the rendered manifest: %w", err)
-		}
-		if len(obj.Object) > 0 {
-			objs = append(objs, obj)
-		}
-	}
-	return objs, nil
+	return helmchart.Render(values)
 }
 
 func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
-	for _, o := range objs {
-		if o.GetKind() == kind && o.GetName() == name {
-			return o
-		}
-	}
-	return nil
+	return helmchart.Find(objs, kind, name)
 }
 
 func containerArgs(t *testing.T, objs []*unstructured.Unstructured, deployment string) []string {
