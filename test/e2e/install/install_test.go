@@ -3,6 +3,7 @@ package install
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"fmt"
 	"io"
 	"net"
@@ -24,6 +25,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -164,11 +166,12 @@ func TestChartInstall(t *testing.T) {
 
 	t.Run("the follower takes over when the leader is killed", func(t *testing.T) {
 		rounds := failoverRounds(t)
+		scraper := metricsScraperToken(t)
 		createQuota(t, "failover", "100")
 		for _, deployment := range []string{"koord-queue", "koord-queue-controllers"} {
 			var times []time.Duration
 			for round := range rounds {
-				leader := waitLeader(t, byDeployment[deployment], deployment)
+				leader := waitLeader(t, byDeployment[deployment], deployment, scraper)
 				name := fmt.Sprintf("failover-%s-%d", deployment, round)
 				leader.proc.Kill()
 				killed := time.Now()
@@ -599,8 +602,11 @@ func waitComplete(t *testing.T, all []*replica, name string) *batchv1.Job {
 
 // waitLeader is the replica of deployment whose /metrics says it leads,
 // once the chart's Lease names a holder.
-func waitLeader(t *testing.T, rs []*replica, lease string) *replica {
+func waitLeader(t *testing.T, rs []*replica, lease, token string) *replica {
 	t.Helper()
+	// The chart serves /metrics over HTTPS with a self-signed certificate,
+	// as its ServiceMonitor expects, to callers allowed to get /metrics.
+	httpClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
 	var leader *replica
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) error {
 		l := &coordinationv1.Lease{}
@@ -610,10 +616,19 @@ func waitLeader(t *testing.T, rs []*replica, lease string) *replica {
 		leader = nil
 		for _, r := range rs {
 			c := r.spec.Containers[0]
-			url := fmt.Sprintf("http://%s/metrics", cluster.Loopback(r.ports[namedPort(t, c, "metrics")]))
-			resp, err := http.Get(url)
+			url := fmt.Sprintf("https://%s/metrics", cluster.Loopback(r.ports[namedPort(t, c, "metrics")]))
+			req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 			if err != nil {
 				return err
+			}
+			req.Header.Set("Authorization", "Bearer "+token)
+			resp, err := httpClient.Do(req)
+			if err != nil {
+				return err
+			}
+			if resp.StatusCode != http.StatusOK {
+				resp.Body.Close()
+				return fmt.Errorf("GET %s: %s", url, resp.Status)
 			}
 			body, err := io.ReadAll(resp.Body)
 			resp.Body.Close()
@@ -630,6 +645,30 @@ func waitLeader(t *testing.T, rs []*replica, lease string) *replica {
 		return nil
 	})
 	return leader
+}
+
+// metricsScraperToken is a token of a ServiceAccount bound to the chart's
+// metrics-reader ClusterRole, as a Prometheus would be.
+func metricsScraperToken(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: helmchart.Namespace, Name: "prometheus"}}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-reads-koord-queue-metrics"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "koord-queue-metrics-reader"},
+		Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: sa.Namespace, Name: sa.Name}},
+	}
+	for _, o := range []client.Object{sa, binding} {
+		if err := k8sClient.Create(ctx, o); err != nil {
+			t.Fatal(err)
+		}
+	}
+	tr, err := clientset.CoreV1().ServiceAccounts(sa.Namespace).CreateToken(ctx, sa.Name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("TokenRequest for ServiceAccount %s: %v", sa.Name, err)
+	}
+	return tr.Status.Token
 }
 
 // anyExited fails a wait at once when a replica other than the killed one

@@ -26,7 +26,7 @@ func TestBadInput(t *testing.T) {
 		j := extensionstest.MakeJob("no-requests", ns).Quota("team-a").Obj()
 		create(t, j)
 		u := unitWhere(t, client.ObjectKeyFromObject(j), "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool {
-			return u.Status.Phase == schedulingv1alpha1.Enqueued
+			return u.EffectivePhase() == schedulingv1alpha1.Enqueued
 		})
 		if !strings.Contains(u.Status.Message, "requests any resource") || len(u.Spec.Request) != 0 {
 			t.Errorf("message %q and request %v, want a message about the missing requests and no request", u.Status.Message, u.Spec.Request)
@@ -39,7 +39,7 @@ func TestBadInput(t *testing.T) {
 		j.Spec.Template.Spec.Priority = ptr.To[int32](7)
 		create(t, j)
 		u := unitWhere(t, client.ObjectKeyFromObject(j), "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool {
-			return u.Status.Phase == schedulingv1alpha1.Enqueued
+			return u.EffectivePhase() == schedulingv1alpha1.Enqueued
 		})
 		if ptr.Deref(u.Spec.Priority, -1) != 7 || u.Spec.PriorityClassName != "nope" || !strings.Contains(u.Status.Message, `"nope" does not exist`) {
 			t.Errorf("priority %v of class %q, message %q; want 7 of class nope and a message", u.Spec.Priority, u.Spec.PriorityClassName, u.Status.Message)

@@ -31,7 +31,7 @@ func TestChanges(t *testing.T) {
 		j := extensionstest.MakeJob("resized", ns).Quota("team-a").Parallelism(2).Request("cpu", "1").Obj()
 		create(t, j)
 		key := client.ObjectKeyFromObject(j)
-		unitWhere(t, key, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.Status.Phase == schedulingv1alpha1.Enqueued })
+		unitWhere(t, key, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.EffectivePhase() == schedulingv1alpha1.Enqueued })
 		updateJob(t, j, func() { j.Spec.Parallelism = ptr.To[int32](3) })
 		unitWhere(t, key, "resized to 3 pods", func(u *schedulingv1alpha1.QueueUnit) bool {
 			return u.Spec.PodSets[0].Count == 3 && u.Spec.Request.Cpu().String() == "3" && u.Spec.Resource.Cpu().String() == "3"
@@ -43,12 +43,12 @@ func TestChanges(t *testing.T) {
 		j := extensionstest.MakeJob("grown", ns).Quota("team-a").Parallelism(2).Request("cpu", "1").Obj()
 		create(t, j)
 		key := client.ObjectKeyFromObject(j)
-		first := unitWhere(t, key, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.Status.Phase == schedulingv1alpha1.Enqueued })
+		first := unitWhere(t, key, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.EffectivePhase() == schedulingv1alpha1.Enqueued })
 		admit(t, key)
 		jobWhere(t, job.Integration(), key, "released", func(j framework.GenericJob) bool { return !j.IsSuspended() })
 		updateJob(t, j, func() { j.Spec.Parallelism = ptr.To[int32](4) })
 		unitWhere(t, key, "a new unit of 4 pods", func(u *schedulingv1alpha1.QueueUnit) bool {
-			return u.UID != first.UID && u.Spec.PodSets[0].Count == 4 && u.Status.Phase == schedulingv1alpha1.Enqueued
+			return u.UID != first.UID && u.Spec.PodSets[0].Count == 4 && u.EffectivePhase() == schedulingv1alpha1.Enqueued
 		})
 		jobWhere(t, job.Integration(), key, "suspended", func(j framework.GenericJob) bool { return j.IsSuspended() })
 		eventRecorded(t, ns, j.Name, corev1.EventTypeNormal, framework.ReasonRequeued, "grew")
@@ -58,7 +58,7 @@ func TestChanges(t *testing.T) {
 		j := extensionstest.MakeJob("lost", ns).Quota("team-a").Request("cpu", "1").Obj()
 		create(t, j)
 		key := client.ObjectKeyFromObject(j)
-		first := unitWhere(t, key, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.Status.Phase == schedulingv1alpha1.Enqueued })
+		first := unitWhere(t, key, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.EffectivePhase() == schedulingv1alpha1.Enqueued })
 		admit(t, key)
 		jobWhere(t, job.Integration(), key, "released", func(j framework.GenericJob) bool {
 			return !j.IsSuspended() && j.Object().GetAnnotations()[schedulingv1alpha1.AnnotationReleasedBy] == string(first.UID)
@@ -67,7 +67,7 @@ func TestChanges(t *testing.T) {
 			t.Fatal(err)
 		}
 		second := unitWhere(t, key, "a new unit, Enqueued, saying why", func(u *schedulingv1alpha1.QueueUnit) bool {
-			return u.UID != first.UID && u.Status.Phase == schedulingv1alpha1.Enqueued && strings.Contains(u.Status.Message, "deleted while the job ran")
+			return u.UID != first.UID && u.EffectivePhase() == schedulingv1alpha1.Enqueued && strings.Contains(u.Status.Message, "deleted while the job ran")
 		})
 		jobWhere(t, job.Integration(), key, "suspended", func(j framework.GenericJob) bool { return j.IsSuspended() })
 		eventRecorded(t, ns, j.Name, corev1.EventTypeWarning, framework.ReasonUnitDeleted, second.Name)
@@ -111,7 +111,7 @@ func TestChanges(t *testing.T) {
 			WorkerGroup("workers", 2, "cpu", "1").Scale(1, 2, 4).Autoscaling().Obj()).Quota("team-a").Obj()
 		create(t, c)
 		key := client.ObjectKey{Namespace: ns, Name: "autoscaled-raycluster-qu"}
-		first := unitWhere(t, key, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.Status.Phase == schedulingv1alpha1.Enqueued })
+		first := unitWhere(t, key, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.EffectivePhase() == schedulingv1alpha1.Enqueued })
 		if cpu := first.Spec.Request.Cpu().String(); cpu != "5500m" {
 			t.Errorf("unit asks for %s cpu, want 5500m: the head, the autoscaler KubeRay adds to it and the most workers the autoscaler may start", cpu)
 		}
@@ -150,7 +150,7 @@ func TestChanges(t *testing.T) {
 		// Raising maxReplicas asks for more than was admitted: queued again.
 		updateJob(t, c, func() { c.Spec.WorkerGroupSpecs[0].MaxReplicas = ptr.To[int32](5) })
 		unitWhere(t, key, "a new unit asking for 1.5 + 5 cpu", func(u *schedulingv1alpha1.QueueUnit) bool {
-			return u.UID != first.UID && u.Status.Phase == schedulingv1alpha1.Enqueued && u.Spec.Request.Cpu().String() == "6500m"
+			return u.UID != first.UID && u.EffectivePhase() == schedulingv1alpha1.Enqueued && u.Spec.Request.Cpu().String() == "6500m"
 		})
 		jobWhere(t, rayCluster, client.ObjectKeyFromObject(c), "suspended", func(j framework.GenericJob) bool { return j.IsSuspended() })
 		eventRecorded(t, ns, c.Name, corev1.EventTypeNormal, framework.ReasonRequeued, "grew")

@@ -343,7 +343,7 @@ func testLifecycle(t *testing.T, d driver) {
 	firstPodSet := d.wantPodSets[0].Name
 
 	// Submitted suspended: a unit of the job's pod sets, request and priority.
-	u := unitWhere(t, unitKey, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.Status.Phase == schedulingv1alpha1.Enqueued })
+	u := unitWhere(t, unitKey, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.EffectivePhase() == schedulingv1alpha1.Enqueued })
 	var gotSets []podSetWant
 	for _, ps := range u.Spec.PodSets {
 		gotSets = append(gotSets, podSetWant{ps.Name, ps.Count})
@@ -427,7 +427,7 @@ func testLifecycle(t *testing.T, d driver) {
 		}
 	}
 	unitWhere(t, unitKey, "Enqueued without admissions, nor a say on the last updates", func(u *schedulingv1alpha1.QueueUnit) bool {
-		return u.Status.Phase == schedulingv1alpha1.Enqueued && len(u.Status.Admissions) == 0 &&
+		return u.EffectivePhase() == schedulingv1alpha1.Enqueued && len(u.Status.Admissions) == 0 &&
 			apimeta.FindStatusCondition(u.Status.Conditions, schedulingv1alpha1.QueueUnitPodSetUpdatesApplied) == nil
 	})
 

@@ -35,7 +35,7 @@ func testPodsOnNodesAreCounted(t *testing.T, d driver) {
 	create(t, obj)
 	jobKey := client.ObjectKeyFromObject(obj)
 	unitKey := client.ObjectKey{Namespace: ns, Name: d.integ.UnitName(obj.GetName())}
-	unitWhere(t, unitKey, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.Status.Phase == schedulingv1alpha1.Enqueued })
+	unitWhere(t, unitKey, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.EffectivePhase() == schedulingv1alpha1.Enqueued })
 	admit(t, unitKey)
 	jobWhere(t, d.integ, jobKey, "released", func(j framework.GenericJob) bool { return !j.IsSuspended() })
 	updateJobStatus(t, obj, func() { d.running(obj) })

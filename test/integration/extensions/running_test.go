@@ -48,7 +48,7 @@ func testSubmittedRunning(t *testing.T, d driver) {
 	_, heldByItself := d.integ.NewJob().(framework.JobWithManagedCheck)
 	unitWhere(t, unitKey, "Enqueued, saying why the job was suspended", func(u *schedulingv1alpha1.QueueUnit) bool {
 		said := strings.Contains(u.Status.Message, "Submitted running: suspended until quota team-a admits it")
-		return u.Status.Phase == schedulingv1alpha1.Enqueued && said != heldByItself
+		return u.EffectivePhase() == schedulingv1alpha1.Enqueued && said != heldByItself
 	})
 	if !heldByItself {
 		eventRecorded(t, ns, obj.GetName(), corev1.EventTypeWarning, framework.ReasonSubmittedRunning, "until quota team-a admits it")
@@ -98,7 +98,7 @@ func TestSubmittedRunningInServedNamespace(t *testing.T) {
 	create(t, j)
 	jobWhere(t, integ, client.ObjectKeyFromObject(j), "suspended", func(g framework.GenericJob) bool { return g.IsSuspended() })
 	u := unitWhere(t, client.ObjectKey{Namespace: ns, Name: integ.UnitName(j.Name)}, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool {
-		return u.Status.Phase == schedulingv1alpha1.Enqueued
+		return u.EffectivePhase() == schedulingv1alpha1.Enqueued
 	})
 	if got := u.Labels[elasticquotav1alpha1.LabelQuotaName]; got != quota.Name {
 		t.Errorf("unit labelled with quota %q, want %q", got, quota.Name)

@@ -29,7 +29,7 @@ func TestWebhook(t *testing.T) {
 			t.Fatalf("the Job was created running")
 		}
 		unitWhere(t, client.ObjectKeyFromObject(j), "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool {
-			return u.Status.Phase == schedulingv1alpha1.Enqueued
+			return u.EffectivePhase() == schedulingv1alpha1.Enqueued
 		})
 	})
 
@@ -59,7 +59,7 @@ func TestWebhook(t *testing.T) {
 			t.Fatalf("the SparkApplication was created running: %v", a.Object["spec"])
 		}
 		unitKey := client.ObjectKey{Namespace: ns, Name: "running-spark-qu"}
-		unitWhere(t, unitKey, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.Status.Phase == schedulingv1alpha1.Enqueued })
+		unitWhere(t, unitKey, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.EffectivePhase() == schedulingv1alpha1.Enqueued })
 		admit(t, unitKey)
 		jobWhere(t, spark.Integration(), client.ObjectKeyFromObject(a), "released", func(j framework.GenericJob) bool { return !j.IsSuspended() })
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(a), a); err != nil {
