@@ -50,6 +50,27 @@ func TestFollowJob(t *testing.T) {
 					Reason: queueunit.ReasonWaitingForPods, Message: "pod set main has 1 of 2 pods scheduled", LastTransitionTime: t0}},
 			},
 		},
+		"a new generation of a unit whose status still holds is not rewritten": {
+			// koord-queue's spec.queue write bumps the generation; the
+			// condition it observed still says the same.
+			unit: func() *schedulingv1alpha1.QueueUnit {
+				u := wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2).
+					Phase(schedulingv1alpha1.Running).RunningAdmission("main", 2, 2).Obj()
+				u.Generation = 2
+				u.Status.PodState = schedulingv1alpha1.PodState{Running: 2}
+				u.Status.Conditions = []metav1.Condition{{Type: schedulingv1alpha1.QueueUnitPodsReady, Status: metav1.ConditionTrue,
+					Reason: queueunit.ReasonPodsReady, Message: "All 2 pods of the job are scheduled", ObservedGeneration: 1}}
+				return u
+			}(),
+			job: queueunit.JobState{Pods: map[string]queueunit.PodCount{"main": {Running: 2, Scheduled: 2}}},
+			wantStatus: schedulingv1alpha1.QueueUnitStatus{
+				Phase:      schedulingv1alpha1.Running,
+				PodState:   schedulingv1alpha1.PodState{Running: 2},
+				Admissions: []schedulingv1alpha1.Admission{{Name: "main", Replicas: 2, Running: 2}},
+				Conditions: []metav1.Condition{{Type: schedulingv1alpha1.QueueUnitPodsReady, Status: metav1.ConditionTrue,
+					Reason: queueunit.ReasonPodsReady, Message: "All 2 pods of the job are scheduled", ObservedGeneration: 1}},
+			},
+		},
 		"pods on nodes count in admissions before they run; the phase waits for one to run": {
 			unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2).
 				Phase(schedulingv1alpha1.Dequeued).Admission("main", 2).Obj(),
