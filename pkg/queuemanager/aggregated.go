@@ -49,23 +49,16 @@ type AggregatedAPIOptions struct {
 // setupAggregatedAPI adds the aggregated API's server to mgr, and a
 // readiness check that passes once it serves.
 func setupAggregatedAPI(mgr manager.Manager, cache *admission.Cache, auth *visibility.Auth, opts AggregatedAPIOptions) error {
-	var ready <-chan struct{}
-	if opts.Rotate {
-		var err error
-		ready, err = servingcert.Setup(mgr, servingcert.Options{
-			CertDir:     opts.CertDir,
-			Secret:      opts.Secret,
-			DNSName:     opts.DNSName,
-			Targets:     []rotator.WebhookInfo{{Name: v1alpha1.APIServiceName, Type: rotator.APIService}},
-			RotatorName: opts.RotatorName,
-		})
-		if err != nil {
-			return fmt.Errorf("the aggregated API's certificate: %w", err)
-		}
-	} else {
-		closed := make(chan struct{})
-		close(closed)
-		ready = closed
+	ready, err := servingcert.Setup(mgr, servingcert.Options{
+		CertDir:     opts.CertDir,
+		Rotate:      opts.Rotate,
+		Secret:      opts.Secret,
+		DNSName:     opts.DNSName,
+		Targets:     []rotator.WebhookInfo{{Name: v1alpha1.APIServiceName, Type: rotator.APIService}},
+		RotatorName: opts.RotatorName,
+	})
+	if err != nil {
+		return fmt.Errorf("the aggregated API's certificate: %w", err)
 	}
 	clientset, err := kubernetes.NewForConfig(mgr.GetConfig())
 	if err != nil {

@@ -20,6 +20,10 @@ type Options struct {
 	// CertDir receives tls.crt and tls.key: an emptyDir (or the Secret
 	// mounted) will do.
 	CertDir string
+	// Rotate makes and rotates the certificate in Secret and writes its CA
+	// into Targets. Without it, the certificate in CertDir is someone
+	// else's to provide, and the other fields are not used.
+	Rotate bool
 	// Secret holds the certificate; it must exist, even empty.
 	Secret types.NamespacedName
 	// DNSName is the name the API server calls the server by, such as
@@ -35,9 +39,14 @@ type Options struct {
 
 // Setup adds the rotator of opts' certificate and the copy of its files to
 // mgr, both on every replica. The returned channel is closed once the
-// files are in CertDir and the CA is in every target: start serving then.
+// files are in CertDir and the CA is in every target (at once without
+// Rotate): start serving then.
 func Setup(mgr ctrl.Manager, opts Options) (<-chan struct{}, error) {
 	ready := make(chan struct{})
+	if !opts.Rotate {
+		close(ready)
+		return ready, nil
+	}
 	err := rotator.AddRotator(mgr, &rotator.CertRotator{
 		SecretKey:      opts.Secret,
 		ControllerName: opts.RotatorName,

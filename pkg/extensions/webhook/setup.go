@@ -40,23 +40,16 @@ type Options struct {
 // webhook server starts once the certificate is ready. The manager's
 // readiness check waits for the webhook server to start.
 func Setup(mgr ctrl.Manager, opts Options, integs []framework.Integration, scope framework.Scope) error {
-	var ready <-chan struct{}
-	if opts.Rotate {
-		var err error
-		ready, err = servingcert.Setup(mgr, servingcert.Options{
-			CertDir:     opts.CertDir,
-			Secret:      opts.Secret,
-			DNSName:     opts.DNSName,
-			Targets:     []rotator.WebhookInfo{{Name: opts.ConfigName, Type: rotator.Mutating}},
-			RotatorName: opts.RotatorName,
-		})
-		if err != nil {
-			return fmt.Errorf("the webhook certificate: %w", err)
-		}
-	} else {
-		closed := make(chan struct{})
-		close(closed)
-		ready = closed
+	ready, err := servingcert.Setup(mgr, servingcert.Options{
+		CertDir:     opts.CertDir,
+		Rotate:      opts.Rotate,
+		Secret:      opts.Secret,
+		DNSName:     opts.DNSName,
+		Targets:     []rotator.WebhookInfo{{Name: opts.ConfigName, Type: rotator.Mutating}},
+		RotatorName: opts.RotatorName,
+	})
+	if err != nil {
+		return fmt.Errorf("the webhook certificate: %w", err)
 	}
 
 	decoder := admission.NewDecoder(mgr.GetScheme())

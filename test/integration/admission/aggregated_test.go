@@ -24,7 +24,6 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/visibility/api/v1alpha1"
 	"github.com/koord-queue/koord-queue/test/cluster"
 	"github.com/koord-queue/koord-queue/test/testenv"
-	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // TestAggregatedAPIAuthorization reads the aggregated visibility API
@@ -37,11 +36,7 @@ import (
 // may everywhere. Through the API server's aggregation layer: the install
 // e2e test.
 func TestAggregatedAPIAuthorization(t *testing.T) {
-	mine := namespace(t)
-	theirs := "other-" + mine
-	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: theirs}})
-
-	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "visibility-api-cert-" + mine}}
+	secret := &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "visibility-api-cert"}}
 	create(t, secret)
 	// The APIService the rotator writes the CA into; no Service behind it
 	// here, so the API server finds it unavailable, which does not matter.
@@ -64,22 +59,11 @@ func TestAggregatedAPIAuthorization(t *testing.T) {
 	opts.AggregatedAPI = queuemanager.AggregatedAPIOptions{
 		Address: cluster.Loopback(ports[0]), CertDir: t.TempDir(), Rotate: true,
 		Secret: types.NamespacedName{Namespace: secret.Namespace, Name: secret.Name}, DNSName: "localhost",
-		RotatorName: "visibility-api-rotator-" + mine,
+		RotatorName: "visibility-api-rotator",
 	}
 	startKoordQueue(t, opts)
 
-	// One queue (the quota's), units from both namespaces in it.
-	create(t, wrappers.MakeElasticQuota(mine, mine).Min(corev1.ResourceCPU, "1").Max(corev1.ResourceCPU, "1").Obj())
-	create(t, wrappers.MakeQueueUnit("holder", theirs).Quota(mine).Priority(9).Request(corev1.ResourceCPU, "1").Obj())
-	waitPhase(t, theirs, "holder", schedulingv1alpha1.Dequeued)
-	create(t, wrappers.MakeQueueUnit("ahead", theirs).Quota(mine).Priority(5).Request(corev1.ResourceCPU, "1").Obj())
-	create(t, wrappers.MakeQueueUnit("mine", mine).Quota(mine).Priority(1).Request(corev1.ResourceCPU, "1").Obj())
-	waitMessage(t, mine, "mine", "position 2")
-	waitMessage(t, theirs, "ahead", "cpu")
-
-	reader := clusterRole(t, "queueunit-reader-"+mine, queueUnitReader)
-	tenant := serviceAccountToken(t, mine, "tenant", reader, mine)
-	admin := serviceAccountToken(t, mine, "admin", reader, "")
+	mine, theirs, tenant, admin := twoTenantsInOneQueue(t)
 
 	// The rotator wrote the certificate and its CA into the APIService.
 	var caBundle []byte
