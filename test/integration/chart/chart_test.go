@@ -199,7 +199,7 @@ func TestRender(t *testing.T) {
 		spec, _, _ := unstructured.NestedMap(apiService.Object, "spec")
 		service, _, _ := unstructured.NestedMap(spec, "service")
 		if spec["group"] != "visibility.koord-queue.x-k8s.io" || spec["version"] != "v1alpha1" || service["name"] != "koord-queue-visibility-api" ||
-			service["namespace"] != namespace || service["port"] != int64(443) {
+			service["namespace"] != namespace || fmt.Sprint(service["port"]) != "443" {
 			t.Errorf("APIService spec %v", spec)
 		}
 		if _, ok := spec["insecureSkipTLSVerify"]; ok {
@@ -210,14 +210,14 @@ func TestRender(t *testing.T) {
 			t.Fatal("no Service koord-queue-visibility-api")
 		}
 		ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
-		if p := ports[0].(map[string]any); p["port"] != int64(443) || p["targetPort"] != "visibility-api" {
+		if p := ports[0].(map[string]any); fmt.Sprint(p["port"]) != "443" || p["targetPort"] != "visibility-api" {
 			t.Errorf("Service port %v, want 443 to the container's visibility-api port", p)
 		}
 		d := find(objs, "Deployment", "koord-queue")
 		containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
 		containerPorts, _, _ := unstructured.NestedSlice(containers[0].(map[string]any), "ports")
 		if !slices.ContainsFunc(containerPorts, func(p any) bool {
-			return p.(map[string]any)["name"] == "visibility-api" && p.(map[string]any)["containerPort"] == int64(8443)
+			return p.(map[string]any)["name"] == "visibility-api" && fmt.Sprint(p.(map[string]any)["containerPort"]) == "8443"
 		}) {
 			t.Errorf("koord-queue's container ports %v lack visibility-api 8443", containerPorts)
 		}
