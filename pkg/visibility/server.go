@@ -16,6 +16,10 @@
 // in the namespaces where the token's user may list QueueUnits
 // (SubjectAccessReview); others are redacted (authz.Redact). Queues and
 // quotas, cluster-wide settings, are shown to every authenticated user.
+//
+// NewAggregatedHandler serves the same units, with the same paging and
+// redaction, as Koord-Queue v1.8's aggregated API
+// (visibility.koord-queue.x-k8s.io/v1alpha1) behind the API server.
 package visibility
 
 import (
