@@ -33,6 +33,11 @@ rbac() {
   rm -rf "$tmp"
 }
 rbac koord-queue ./pkg/queuemanager/...
+# koord-queue's aggregated visibility API, granted only when it is enabled.
+for dir in pkg/visibility/rbac/*/; do
+  [[ -d $dir ]] || continue
+  rbac "visibility-api/$(basename "$dir")" "./$dir"
+done
 # koord-queue-controllers: the rules all extensions share (common), each
 # extension's own (named as --enabled-extensions names it), and the webhook's,
 # so the chart grants only what is enabled.

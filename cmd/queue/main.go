@@ -10,6 +10,7 @@ import (
 	"time"
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -24,6 +25,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/probes"
 	"github.com/koord-queue/koord-queue/pkg/queuemanager"
 	"github.com/koord-queue/koord-queue/pkg/version"
+	"github.com/koord-queue/koord-queue/pkg/visibility/api/v1alpha1"
 )
 
 func main() {
@@ -46,6 +48,12 @@ func run() error {
 		probeAddr       = flag.String("health-probe-bind-address", ":10258", "address of /healthz and /readyz")
 		visibilityAddr  = flag.String("visibility-bind-address", ":8090", "address of the visibility API; empty turns it off")
 		visibilityOpen  = flag.Bool("visibility-insecure-allow-unauthenticated", false, "serve the visibility API to anyone, without a bearer token, every namespace named (by default a token is required, checked with TokenReview, and units are named only where its user may list QueueUnits)")
+		aggAddr         = flag.String("aggregated-api-bind-address", "", "address of the aggregated visibility API (visibility.koord-queue.x-k8s.io/v1alpha1, HTTPS, for the APIService "+v1alpha1.APIServiceName+"); empty turns it off (the chart serves it on :8443)")
+		aggCertDir      = flag.String("aggregated-api-cert-dir", "/tmp/koord-queue-aggregated-api/serving-certs", "directory of the aggregated API's tls.crt and tls.key")
+		aggRotate       = flag.Bool("aggregated-api-cert-rotation", true, "make and rotate the aggregated API's certificate in --aggregated-api-secret-name, and write its CA into the APIService")
+		aggSecretName   = flag.String("aggregated-api-secret-name", "koord-queue-visibility-api-cert", "Secret holding the aggregated API's certificate; it must exist, even empty")
+		aggNamespace    = flag.String("aggregated-api-secret-namespace", schedulingv1alpha1.QueueNamespace, "namespace of --aggregated-api-secret-name and of the aggregated API's Service")
+		aggServiceName  = flag.String("aggregated-api-service-name", "koord-queue-visibility-api", "Service the APIService sends the aggregated API's requests to")
 		writeWorkers    = flag.Int("admission-write-workers", 8, "admissions and evictions written in parallel")
 		messageQPS      = flag.Float64("wait-message-qps", 5, "how many 'why this unit waits' status writes per second at most")
 		requeueBase     = flag.Duration("admission-check-requeue-base-delay", 10*time.Second, "first backoff after an admission check says Retry or Rejected; doubles each time")
@@ -108,6 +116,13 @@ func run() error {
 	_, err = queuemanager.Setup(ctx, mgr, queuemanager.Options{
 		VisibilityAddress:                      *visibilityAddr,
 		VisibilityInsecureAllowUnauthenticated: *visibilityOpen,
+		AggregatedAPI: queuemanager.AggregatedAPIOptions{
+			Address: *aggAddr,
+			CertDir: *aggCertDir,
+			Rotate:  *aggRotate,
+			Secret:  types.NamespacedName{Namespace: *aggNamespace, Name: *aggSecretName},
+			DNSName: fmt.Sprintf("%s.%s.svc", *aggServiceName, *aggNamespace),
+		},
 		Admission: admission.Options{
 			ReclaimProtection: cfg.ReclaimProtectTime(),
 			Writer:            admission.WriterOptions{Workers: *writeWorkers, MessageQPS: *messageQPS, RequeueBaseDelay: *requeueBase, RequeueMaxDelay: *requeueMax},
@@ -120,6 +135,6 @@ func run() error {
 	if err := probes.Add(mgr); err != nil {
 		return err
 	}
-	log.Info("Starting", "version", version.Version, "metrics", *metricsAddr, "visibility", *visibilityAddr, "leaderElection", *leaderElect)
+	log.Info("Starting", "version", version.Version, "metrics", *metricsAddr, "visibility", *visibilityAddr, "aggregatedAPI", *aggAddr, "leaderElection", *leaderElect)
 	return mgr.Start(ctx)
 }

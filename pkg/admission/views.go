@@ -45,6 +45,16 @@ func (c *Cache) quotaView(name string) api.QuotaView {
 	return v
 }
 
+// Quota is one quota of the tree, and whether it exists.
+func (c *Cache) Quota(name string) (api.QuotaView, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.quotaObjects[name]; !ok {
+		return api.QuotaView{}, false
+	}
+	return c.quotaView(name), true
+}
+
 // Queues lists the queues, by name.
 func (c *Cache) Queues() []api.QueueView {
 	c.mu.Lock()
@@ -146,7 +156,8 @@ func (c *Cache) QueueUnit(namespace, name string) (api.UnitView, bool) {
 
 func (c *Cache) unitView(r *unitRecord) api.UnitView {
 	u := r.unit
-	v := api.UnitView{Namespace: u.Namespace, Name: u.Name, Queue: r.queue, QuotaRule: string(r.rule), Phase: u.EffectivePhase(), Request: r.request}
+	v := api.UnitView{Namespace: u.Namespace, Name: u.Name, Queue: r.queue, QuotaRule: string(r.rule), Phase: u.EffectivePhase(),
+		Request: r.request, Resource: u.Spec.Resource, PodState: u.Status.PodState}
 	if u.Spec.Priority != nil {
 		v.Priority = *u.Spec.Priority
 	}

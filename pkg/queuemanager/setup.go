@@ -1,6 +1,6 @@
 // Package queuemanager assembles the koord-queue binary's controllers on a
 // controller-runtime manager: Queues from ElasticQuotas, the admission loop,
-// and the visibility API. cmd/queue parses flags and calls Setup; integration
+// the visibility REST API and the aggregated visibility API. cmd/queue parses flags and calls Setup; integration
 // tests call the same Setup on their own API server.
 package queuemanager
 
@@ -28,6 +28,9 @@ type Options struct {
 	// anyone, without a token; by default a caller needs a bearer token and
 	// sees only the namespaces where it may list QueueUnits.
 	VisibilityInsecureAllowUnauthenticated bool
+	// AggregatedAPI serves visibility.koord-queue.x-k8s.io/v1alpha1 for
+	// the API server's aggregation layer; always authenticated.
+	AggregatedAPI AggregatedAPIOptions
 }
 
 // Setup adds every koord-queue controller to mgr and returns the admission
@@ -43,13 +46,21 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*admission.C
 	if err != nil {
 		return nil, err
 	}
+	// Both visibility APIs share one cache of TokenReview and
+	// SubjectAccessReview answers.
+	auth := visibility.NewAuth(visibility.KubeReviewer{Client: mgr.GetClient()})
 	if opts.VisibilityAddress != "" {
-		var auth *visibility.Auth
-		if !opts.VisibilityInsecureAllowUnauthenticated {
-			auth = visibility.NewAuth(visibility.KubeReviewer{Client: mgr.GetClient()})
+		restAuth := auth
+		if opts.VisibilityInsecureAllowUnauthenticated {
+			restAuth = nil
 		}
-		if err := mgr.Add(&httpServer{addr: opts.VisibilityAddress, handler: visibility.NewHandler(cache, auth)}); err != nil {
+		if err := mgr.Add(&httpServer{addr: opts.VisibilityAddress, handler: visibility.NewHandler(cache, restAuth)}); err != nil {
 			return nil, fmt.Errorf("adding the visibility server: %w", err)
+		}
+	}
+	if opts.AggregatedAPI.Address != "" {
+		if err := setupAggregatedAPI(mgr, cache, auth, opts.AggregatedAPI); err != nil {
+			return nil, err
 		}
 	}
 	return cache, nil

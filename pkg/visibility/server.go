@@ -16,6 +16,10 @@
 // in the namespaces where the token's user may list QueueUnits
 // (SubjectAccessReview); others are redacted (authz.Redact). Queues and
 // quotas, cluster-wide settings, are shown to every authenticated user.
+//
+// NewAggregatedHandler serves the same units, with the same paging and
+// redaction, as Koord-Queue v1.8's aggregated API
+// (visibility.koord-queue.x-k8s.io/v1alpha1) behind the API server.
 package visibility
 
 import (
@@ -24,7 +28,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -45,9 +48,12 @@ const (
 type Source interface {
 	Queues() []api.QueueView
 	Queue(name string) (api.QueueView, bool)
+	// QueueUnits is a page of queue's units with their positions and
+	// reasons, and how many there are on every page.
 	QueueUnits(queue string, phase schedulingv1alpha1.QueueUnitPhase, offset, limit int) ([]api.UnitView, int)
 	QueueUnit(namespace, name string) (api.UnitView, bool)
 	Quotas() []api.QuotaView
+	Quota(name string) (api.QuotaView, bool)
 	RecentAdmissions() []api.AdmissionRecord
 }
 
@@ -108,7 +114,7 @@ func NewHandler(src Source, auth *Auth) http.Handler {
 			return
 		}
 		visible := auth.Authorizer.ForUser(r.Context(), user)
-		mux.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), visibleKey{}, visible)))
+		mux.ServeHTTP(w, r.WithContext(withVisible(r.Context(), visible)))
 	})
 }
 
@@ -131,29 +137,17 @@ func newMux(src Source) *http.ServeMux {
 			writeError(w, http.StatusNotFound, "queue %q not found", name)
 			return
 		}
-		query := r.URL.Query()
-		limit, err := intParam(query.Get("limit"), DefaultLimit, 1, MaxLimit)
+		p, err := parsePage(r.URL.Query())
 		if err != nil {
-			writeError(w, http.StatusBadRequest, "limit: %v", err)
+			writeError(w, http.StatusBadRequest, "%v", err)
 			return
 		}
-		offset, err := intParam(query.Get("offset"), 0, 0, int(^uint(0)>>1))
-		if err != nil {
-			writeError(w, http.StatusBadRequest, "offset: %v", err)
-			return
-		}
-		phase := schedulingv1alpha1.QueueUnitPhase(query.Get("phase"))
-		if phase != "" && !knownPhase(phase) {
-			writeError(w, http.StatusBadRequest, "phase %q is not a QueueUnit phase", phase)
-			return
-		}
-		items, total := src.QueueUnits(name, phase, offset, limit)
-		items, err = authz.RedactUnits(items, visibleOf(r.Context()))
+		items, total, err := p.units(r.Context(), src, name)
 		if err != nil {
 			writeError(w, http.StatusInternalServerError, "authorizing: %v", err)
 			return
 		}
-		writeJSON(w, http.StatusOK, api.QueueUnitList{Queue: name, Total: total, Offset: offset, Limit: limit, Items: items})
+		writeJSON(w, http.StatusOK, api.QueueUnitList{Queue: name, Total: total, Offset: p.offset, Limit: p.limit, Items: items})
 	})
 	mux.HandleFunc("GET /api/queueunits/{namespace}/{name}", func(w http.ResponseWriter, r *http.Request) {
 		// Asked before the unit is looked up, so that a 404 does not tell
@@ -190,30 +184,6 @@ func newMux(src Source) *http.ServeMux {
 		_, _ = w.Write(dashboard)
 	})
 	return mux
-}
-
-func knownPhase(p schedulingv1alpha1.QueueUnitPhase) bool {
-	switch p {
-	case schedulingv1alpha1.Enqueued, schedulingv1alpha1.Reserved, schedulingv1alpha1.Dequeued, schedulingv1alpha1.Running,
-		schedulingv1alpha1.Succeed, schedulingv1alpha1.Failed, schedulingv1alpha1.SchedReady, schedulingv1alpha1.SchedSucceed,
-		schedulingv1alpha1.SchedFailed, schedulingv1alpha1.TimeoutBackoff:
-		return true
-	}
-	return false
-}
-
-func intParam(raw string, def, lo, hi int) (int, error) {
-	if raw == "" {
-		return def, nil
-	}
-	n, err := strconv.Atoi(raw)
-	if err != nil {
-		return 0, fmt.Errorf("%q is not a whole number", raw)
-	}
-	if n < lo || n > hi {
-		return 0, fmt.Errorf("%d is outside [%d, %d]", n, lo, hi)
-	}
-	return n, nil
 }
 
 func writeJSON(w http.ResponseWriter, status int, v any) {

@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
+	"github.com/koord-queue/koord-queue/pkg/servingcert"
 )
 
 // Options configures the webhook.
@@ -39,29 +40,16 @@ type Options struct {
 // webhook server starts once the certificate is ready. The manager's
 // readiness check waits for the webhook server to start.
 func Setup(mgr ctrl.Manager, opts Options, integs []framework.Integration, scope framework.Scope) error {
-	ready := make(chan struct{})
-	if opts.Rotate {
-		err := rotator.AddRotator(mgr, &rotator.CertRotator{
-			SecretKey:      opts.Secret,
-			ControllerName: opts.RotatorName,
-			CertDir:        opts.CertDir,
-			CAName:         "koord-queue-ca",
-			CAOrganization: "koord-queue",
-			DNSName:        opts.DNSName,
-			IsReady:        ready,
-			Webhooks:       []rotator.WebhookInfo{{Name: opts.ConfigName, Type: rotator.Mutating}},
-			// Every replica serves the webhook, so every replica needs the
-			// certificate, leader or not.
-			RequireLeaderElection: false,
-		})
-		if err != nil {
-			return fmt.Errorf("adding the webhook certificate rotator: %w", err)
-		}
-		if err := syncCertFiles(mgr, opts.Secret, opts.CertDir); err != nil {
-			return err
-		}
-	} else {
-		close(ready)
+	ready, err := servingcert.Setup(mgr, servingcert.Options{
+		CertDir:     opts.CertDir,
+		Rotate:      opts.Rotate,
+		Secret:      opts.Secret,
+		DNSName:     opts.DNSName,
+		Targets:     []rotator.WebhookInfo{{Name: opts.ConfigName, Type: rotator.Mutating}},
+		RotatorName: opts.RotatorName,
+	})
+	if err != nil {
+		return fmt.Errorf("the webhook certificate: %w", err)
 	}
 
 	decoder := admission.NewDecoder(mgr.GetScheme())

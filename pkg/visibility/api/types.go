@@ -53,6 +53,11 @@ type UnitView struct {
 	// Request is what the unit asks for; for a unit holding quota, what it
 	// holds (less than it asks for after a partial admission).
 	Request corev1.ResourceList `json:"request,omitempty"`
+	// Resource is the job's total request as its QueueUnit gives it
+	// (spec.resource).
+	Resource corev1.ResourceList `json:"resource,omitempty"`
+	// PodState counts the unit's pods, as its extension last wrote them.
+	PodState schedulingv1alpha1.PodState `json:"podState,omitzero"`
 	// PartialAdmission, for a unit admitted with fewer pods than it asks
 	// for, says how many: "2 of 4 pods of pod set main".
 	PartialAdmission string `json:"partialAdmission,omitempty"`

@@ -100,7 +100,7 @@ func TestChartInstall(t *testing.T) {
 	})
 
 	t.Run("a labelled Job submitted running is suspended by the webhook through the chart's Service", func(t *testing.T) {
-		pointWebhookService(t, byDeployment["koord-queue-controllers"])
+		pointService(t, "koord-queue-controllers-webhook", byDeployment["koord-queue-controllers"])
 		// The certificate rotation of the replicas writes the CA into the
 		// chart's MutatingWebhookConfiguration.
 		testenv.Eventually(t, time.Minute, func(ctx context.Context) error {
@@ -133,6 +133,10 @@ func TestChartInstall(t *testing.T) {
 			}
 			return nil
 		})
+	})
+
+	t.Run("the aggregated visibility API through the API server, on each replica, as a tenant and as an admin", func(t *testing.T) {
+		testAggregatedAPI(t, byDeployment["koord-queue"])
 	})
 
 	t.Run("the seed's second Job waits with its reason and runs after the first", func(t *testing.T) {
@@ -507,25 +511,27 @@ func namedPort(t *testing.T, c corev1.Container, name string) int32 {
 	return 0
 }
 
-// pointWebhookService gives the chart's webhook Service an EndpointSlice per
-// replica at this host's address and the replica's webhook port: the API
-// server, with --enable-aggregator-routing, resolves the Service to these
-// itself. The API refuses loopback addresses in an EndpointSlice, so it is
-// the host's first non-loopback IPv4 address (the processes listen on every
-// address, as the chart's ":port" flags say). A slice carries one port for
-// all its endpoints, hence one per replica.
-func pointWebhookService(t *testing.T, rs []*replica) {
+// pointService gives the chart's Service service an EndpointSlice per
+// replica at this host's address and the replica's port of the Service's
+// target port: the API server, with --enable-aggregator-routing, resolves
+// the Service to these itself (for webhooks and APIServices). The API
+// refuses loopback addresses in an EndpointSlice, so it is the host's first
+// non-loopback IPv4 address (the processes listen on every address, as the
+// chart's ":port" flags say). A slice carries one port for all its
+// endpoints, hence one per replica. It returns the slices.
+func pointService(t *testing.T, service string, rs []*replica) []*discoveryv1.EndpointSlice {
 	t.Helper()
 	host := hostAddress(t)
 	svc := &corev1.Service{}
-	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: helmchart.Namespace, Name: "koord-queue-controllers-webhook"}, svc); err != nil {
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: helmchart.Namespace, Name: service}, svc); err != nil {
 		t.Fatal(err)
 	}
 	target := svc.Spec.Ports[0].TargetPort.String()
+	var slices []*discoveryv1.EndpointSlice
 	for _, r := range rs {
 		port := int32(r.ports[namedPort(t, r.spec.Containers[0], target)])
 		slice := &discoveryv1.EndpointSlice{
-			ObjectMeta: metav1.ObjectMeta{Namespace: helmchart.Namespace, Name: r.name,
+			ObjectMeta: metav1.ObjectMeta{Namespace: helmchart.Namespace, Name: service + "-" + r.name,
 				Labels: map[string]string{discoveryv1.LabelServiceName: svc.Name}},
 			AddressType: discoveryv1.AddressTypeIPv4,
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{host}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
@@ -534,7 +540,9 @@ func pointWebhookService(t *testing.T, rs []*replica) {
 		if err := k8sClient.Create(context.Background(), slice); err != nil {
 			t.Fatal(err)
 		}
+		slices = append(slices, slice)
 	}
+	return slices
 }
 
 func createQuota(t *testing.T, name, cpu string) {

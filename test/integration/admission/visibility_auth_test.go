@@ -33,21 +33,7 @@ func TestVisibilityAPIAuthorization(t *testing.T) {
 	startKoordQueue(t, opts)
 	base := "http://" + opts.VisibilityAddress
 
-	mine := namespace(t)
-	theirs := "other-" + mine
-	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: theirs}})
-	// One queue (the quota's), units from both namespaces in it.
-	create(t, wrappers.MakeElasticQuota(mine, mine).Min(corev1.ResourceCPU, "1").Max(corev1.ResourceCPU, "1").Obj())
-	create(t, wrappers.MakeQueueUnit("holder", theirs).Quota(mine).Priority(9).Request(corev1.ResourceCPU, "1").Obj())
-	waitPhase(t, theirs, "holder", schedulingv1alpha1.Dequeued)
-	create(t, wrappers.MakeQueueUnit("ahead", theirs).Quota(mine).Priority(5).Request(corev1.ResourceCPU, "1").Obj())
-	create(t, wrappers.MakeQueueUnit("mine", mine).Quota(mine).Priority(1).Request(corev1.ResourceCPU, "1").Obj())
-	waitMessage(t, mine, "mine", "position 2")
-	waitMessage(t, theirs, "ahead", "cpu")
-
-	reader := clusterRole(t, "queueunit-reader-"+mine, queueUnitReader)
-	tenant := serviceAccountToken(t, mine, "tenant", reader, mine)
-	admin := serviceAccountToken(t, mine, "admin", reader, "")
+	mine, theirs, tenant, admin := twoTenantsInOneQueue(t)
 	ctx := context.Background()
 
 	t.Run("no token or a bad one: 401", func(t *testing.T) {
@@ -95,6 +81,30 @@ func TestVisibilityAPIAuthorization(t *testing.T) {
 			t.Errorf("units (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// twoTenantsInOneQueue fills the queue of quota mine (a new namespace's
+// name) with units of two namespaces: "holder" (theirs) admitted, "ahead"
+// (theirs) waiting first, "mine" (mine) waiting second. It returns the
+// namespaces and tokens of a tenant who may list QueueUnits in mine only
+// and of an admin who may everywhere.
+func twoTenantsInOneQueue(t *testing.T) (mine, theirs, tenant, admin string) {
+	t.Helper()
+	mine = namespace(t)
+	theirs = "other-" + mine
+	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: theirs}})
+	create(t, wrappers.MakeElasticQuota(mine, mine).Min(corev1.ResourceCPU, "1").Max(corev1.ResourceCPU, "1").Obj())
+	create(t, wrappers.MakeQueueUnit("holder", theirs).Quota(mine).Priority(9).Request(corev1.ResourceCPU, "1").Obj())
+	waitPhase(t, theirs, "holder", schedulingv1alpha1.Dequeued)
+	create(t, wrappers.MakeQueueUnit("ahead", theirs).Quota(mine).Priority(5).Request(corev1.ResourceCPU, "1").Obj())
+	create(t, wrappers.MakeQueueUnit("mine", mine).Quota(mine).Priority(1).Request(corev1.ResourceCPU, "1").Obj())
+	waitMessage(t, mine, "mine", "position 2")
+	waitMessage(t, theirs, "ahead", "cpu")
+
+	reader := clusterRole(t, "queueunit-reader-"+mine, queueUnitReader)
+	tenant = serviceAccountToken(t, mine, "tenant", reader, mine)
+	admin = serviceAccountToken(t, mine, "admin", reader, "")
+	return mine, theirs, tenant, admin
 }
 
 // cmpUnitWhere compares where units are and whose they are, not what

@@ -181,6 +181,91 @@ func TestRender(t *testing.T) {
 		}
 	})
 
+	t.Run("the aggregated visibility API by default: APIService, Service, certificate Secret and RBAC; off with its value", func(t *testing.T) {
+		objs, err := render(t, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		args := containerArgs(t, objs, "koord-queue")
+		for _, want := range []string{"--aggregated-api-bind-address=:8443", "--aggregated-api-secret-namespace=" + namespace} {
+			if !slices.Contains(args, want) {
+				t.Errorf("koord-queue args %v, want %s", args, want)
+			}
+		}
+		apiService := find(objs, "APIService", "v1alpha1.visibility.koord-queue.x-k8s.io")
+		if apiService == nil {
+			t.Fatal("no APIService v1alpha1.visibility.koord-queue.x-k8s.io")
+		}
+		spec, _, _ := unstructured.NestedMap(apiService.Object, "spec")
+		service, _, _ := unstructured.NestedMap(spec, "service")
+		if spec["group"] != "visibility.koord-queue.x-k8s.io" || spec["version"] != "v1alpha1" || service["name"] != "koord-queue-visibility-api" ||
+			service["namespace"] != namespace || fmt.Sprint(service["port"]) != "443" {
+			t.Errorf("APIService spec %v", spec)
+		}
+		if _, ok := spec["insecureSkipTLSVerify"]; ok {
+			t.Errorf("APIService spec %v: insecureSkipTLSVerify, want the caBundle koord-queue writes", spec)
+		}
+		svc := find(objs, "Service", "koord-queue-visibility-api")
+		if svc == nil {
+			t.Fatal("no Service koord-queue-visibility-api")
+		}
+		ports, _, _ := unstructured.NestedSlice(svc.Object, "spec", "ports")
+		if p := ports[0].(map[string]any); fmt.Sprint(p["port"]) != "443" || p["targetPort"] != "visibility-api" {
+			t.Errorf("Service port %v, want 443 to the container's visibility-api port", p)
+		}
+		d := find(objs, "Deployment", "koord-queue")
+		containers, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+		containerPorts, _, _ := unstructured.NestedSlice(containers[0].(map[string]any), "ports")
+		if !slices.ContainsFunc(containerPorts, func(p any) bool {
+			return p.(map[string]any)["name"] == "visibility-api" && fmt.Sprint(p.(map[string]any)["containerPort"]) == "8443"
+		}) {
+			t.Errorf("koord-queue's container ports %v lack visibility-api 8443", containerPorts)
+		}
+		if find(objs, "Secret", "koord-queue-visibility-api-cert") == nil {
+			t.Error("no certificate Secret koord-queue-visibility-api-cert")
+		}
+		if rules := ruleResources(t, objs, "ClusterRole", "koord-queue-visibility-api"); !slices.Contains(rules, "apiregistration.k8s.io/apiservices") {
+			t.Errorf("rules %v: the rotator cannot write the APIService's caBundle", rules)
+		}
+		if rules := ruleResources(t, objs, "Role", "koord-queue-visibility-api"); !slices.Contains(rules, "/secrets") {
+			t.Errorf("rules %v: the certificate Secret is not granted", rules)
+		}
+		for _, want := range []string{"authentication.k8s.io/tokenreviews", "authorization.k8s.io/subjectaccessreviews"} {
+			if !slices.Contains(ruleResources(t, objs, "ClusterRole", "koord-queue"), want) {
+				t.Errorf("koord-queue's rules lack %s", want)
+			}
+		}
+		reader := find(objs, "RoleBinding", "koord-queue-koord-queue-auth-reader")
+		if reader == nil {
+			t.Fatal("no RoleBinding to extension-apiserver-authentication-reader")
+		}
+		role, _, _ := unstructured.NestedString(reader.Object, "roleRef", "name")
+		if reader.GetNamespace() != "kube-system" || role != "extension-apiserver-authentication-reader" {
+			t.Errorf("RoleBinding %s/%s to %s, want kube-system's extension-apiserver-authentication-reader", reader.GetNamespace(), reader.GetName(), role)
+		}
+		if rules := ruleResources(t, objs, "ClusterRole", "koord-queue-visibility-reader"); !slices.Contains(rules, "visibility.koord-queue.x-k8s.io/queues/queueunits") {
+			t.Errorf("the readers' rules %v lack queues/queueunits", rules)
+		}
+		if find(objs, "ClusterRoleBinding", "koord-queue-visibility-reader") == nil {
+			t.Error("no ClusterRoleBinding of the readers' role to authenticated users")
+		}
+
+		objs, err = render(t, map[string]any{"visibility": map[string]any{"aggregatedAPI": map[string]any{"enable": false}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, kind := range []string{"APIService", "Secret", "Service"} {
+			for _, o := range objs {
+				if o.GetKind() == kind && (kind == "APIService" || strings.Contains(o.GetName(), "visibility-api")) {
+					t.Errorf("%s %s rendered with the aggregated API off", kind, o.GetName())
+				}
+			}
+		}
+		if args := containerArgs(t, objs, "koord-queue"); slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--aggregated-api") }) {
+			t.Errorf("koord-queue args %v with the aggregated API off", args)
+		}
+	})
+
 	t.Run("metrics over HTTPS by default, plain HTTP with metrics.secure false", func(t *testing.T) {
 		objs, err := render(t, map[string]any{"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}}})
 		if err != nil {

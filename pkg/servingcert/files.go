@@ -1,4 +1,4 @@
-package webhook
+package servingcert
 
 import (
 	"bytes"
@@ -18,16 +18,16 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 )
 
-// certFiles are the files of the certificate Secret the webhook server reads.
+// certFiles are the files of the certificate Secret a server reads.
 var certFiles = []string{corev1.TLSCertKey, corev1.TLSPrivateKeyKey}
 
-// syncCertFiles keeps the certificate files in dir equal to the Secret's
-// data, so that the webhook serves the rotator's certificate as soon as it
+// syncFiles keeps the certificate files in dir equal to the Secret's
+// data, so that the server serves the rotator's certificate as soon as it
 // is made or renewed: without a Secret volume (an emptyDir is enough), and
 // without waiting the minute or more the kubelet takes to refresh one. It
 // watches that one Secret only. Where the Secret is mounted read-only the
 // files already match, and nothing is written.
-func syncCertFiles(mgr ctrl.Manager, secret types.NamespacedName, dir string) error {
+func syncFiles(mgr ctrl.Manager, secret types.NamespacedName, dir string) error {
 	c, err := cache.New(mgr.GetConfig(), cache.Options{
 		Scheme:            mgr.GetScheme(),
 		Mapper:            mgr.GetRESTMapper(),
@@ -43,14 +43,14 @@ func syncCertFiles(mgr ctrl.Manager, secret types.NamespacedName, dir string) er
 	if err != nil {
 		return fmt.Errorf("watching the certificate Secret: %w", err)
 	}
-	log := mgr.GetLogger().WithName("webhook-cert-files")
+	log := mgr.GetLogger().WithName("cert-files").WithValues("secret", secret)
 	write := func(obj any) {
 		s, ok := obj.(*corev1.Secret)
 		if !ok || s.Name != secret.Name {
 			return
 		}
 		if err := writeCertFiles(dir, s.Data); err != nil {
-			log.Error(err, "Writing the webhook certificate files", "dir", dir)
+			log.Error(err, "Writing the certificate files", "dir", dir)
 		}
 	}
 	if _, err := informer.AddEventHandler(toolscache.ResourceEventHandlerFuncs{
@@ -65,7 +65,7 @@ func syncCertFiles(mgr ctrl.Manager, secret types.NamespacedName, dir string) er
 // everyReplica runs the cache on every replica. The manager would otherwise
 // start it on the leader only: a cache with both DefaultNamespaces and
 // ByObject does not say it needs no leader election, so a follower would
-// never get its certificate files and its webhook would never start.
+// never get its certificate files and its server would never start.
 type everyReplica struct{ cache.Cache }
 
 var _ manager.LeaderElectionRunnable = everyReplica{}
