@@ -472,13 +472,27 @@ func (s *Scheduler) WaitReason(key string) string {
 
 // behind says where a unit waits because others come first, naming the one
 // just ahead of it: "waiting in queue q at position 3 of 7, behind ns/b".
+// The message lands in the unit's status, which its own namespace's users
+// read, so a unit of another namespace is not named: "behind a unit of
+// another namespace".
 func behind(qs *queueState, key string) string {
 	pos := qs.q.Position(key)
 	msg := fmt.Sprintf("waiting in queue %s at position %d of %d", qs.spec.Name, pos, qs.q.Len())
 	if ahead, ok := qs.q.At(pos - 1); ok {
-		msg += ", behind " + ahead.Key
+		if sameNamespace(ahead.Key, key) {
+			msg += ", behind " + ahead.Key
+		} else {
+			msg += ", behind a unit of another namespace"
+		}
 	}
 	return msg
+}
+
+// sameNamespace says whether two unit keys ("namespace/name") share a namespace.
+func sameNamespace(a, b string) bool {
+	nsA, _, _ := strings.Cut(a, "/")
+	nsB, _, _ := strings.Cut(b, "/")
+	return nsA == nsB
 }
 
 // Pending lists up to limit waiting units of a queue in order (all when

@@ -849,22 +849,26 @@ func TestWaitReasonAndPending(t *testing.T) {
 			st.MakeUnit("ns/head", "q").Request("cpu", "1").Priority(1).Enqueued(time.Second).Obj(),
 			st.MakeUnit("ns/behind", "q").Request("cpu", "1").Priority(1).Enqueued(2 * time.Second).Obj(),
 			st.MakeUnit("ns/never-too", "q").Request("cpu", "3").Priority(0).Obj(),
+			st.MakeUnit("other/behind-too", "q").Request("cpu", "1").Priority(0).Enqueued(time.Second).Obj(),
 			st.MakeUnit("ns/lost", "x").Request("cpu", "1").Obj(),
 		},
 	}.build(t)
 	s.Cycle(st.T0)
 	got := map[string]string{}
-	for _, k := range []string{"ns/never", "ns/admitted", "ns/head", "ns/behind", "ns/never-too", "ns/lost"} {
+	for _, k := range []string{"ns/never", "ns/admitted", "ns/head", "ns/behind", "ns/never-too", "other/behind-too", "ns/lost"} {
 		got[k] = s.WaitReason(k)
 	}
 	want := map[string]string{
 		"ns/never":    "request cpu 2 exceeds max 1 of q: it can never be admitted",
 		"ns/admitted": "",
 		// Only the policy's head records why the quota turned it away.
-		"ns/head":      "waiting in queue q at position 2 of 4, behind ns/never",
-		"ns/behind":    "waiting in queue q at position 3 of 4, behind ns/head",
+		"ns/head":      "waiting in queue q at position 2 of 5, behind ns/never",
+		"ns/behind":    "waiting in queue q at position 3 of 5, behind ns/head",
 		"ns/never-too": "request cpu 3 exceeds max 1 of q: it can never be admitted",
-		"ns/lost":      `queue "x" does not exist`,
+		// The unit ahead is another namespace's: its name stays out of
+		// a status its namespace's users do not read.
+		"other/behind-too": "waiting in queue q at position 5 of 5, behind a unit of another namespace",
+		"ns/lost":          `queue "x" does not exist`,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("WaitReason (-want +got):\n%s", diff)
@@ -872,6 +876,7 @@ func TestWaitReasonAndPending(t *testing.T) {
 	wantPending := []scheduler.PendingUnit{
 		{Key: "ns/never", Priority: 3, Position: 1}, {Key: "ns/head", Priority: 1, Position: 2},
 		{Key: "ns/behind", Priority: 1, Position: 3}, {Key: "ns/never-too", Priority: 0, Position: 4},
+		{Key: "other/behind-too", Priority: 0, Position: 5},
 	}
 	if diff := cmp.Diff(wantPending, s.Pending("q", 0)); diff != "" {
 		t.Errorf("Pending (-want +got):\n%s", diff)
