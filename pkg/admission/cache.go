@@ -47,6 +47,9 @@ type unitRecord struct {
 	warnedNoQueue bool
 	// problem is why the unit cannot be queued at all, for its status.
 	problem string
+	// jobType is what the unit is counted under in Cache.jobTypes; zero:
+	// not counted.
+	jobType jobType
 }
 
 func (r *unitRecord) key() string { return r.unit.Namespace + "/" + r.unit.Name }
@@ -86,6 +89,9 @@ type Cache struct {
 	recent []api.AdmissionRecord
 	// unwritten counts the admissions decided whose write has not finished.
 	unwritten int
+	// jobTypes counts the units by namespace and job kind, for
+	// queueunits_by_job_type; a pair no unit has has no entry.
+	jobTypes map[jobType]int
 	// log reports what only a bug causes: the core's books disagreeing with
 	// its quota engine (scheduler.ErrBookkeeping). The zero Logger discards.
 	log logr.Logger
@@ -108,6 +114,7 @@ func NewCache() *Cache {
 		nodes:        map[string]corev1.ResourceList{},
 		wake:         make(chan struct{}, 1),
 		dirty:        map[string]struct{}{},
+		jobTypes:     map[jobType]int{},
 	}
 }
 
@@ -317,6 +324,7 @@ func (c *Cache) UpsertUnit(u *schedulingv1alpha1.QueueUnit) {
 		}
 	}
 	r.unit = u
+	c.countJobType(r, jobTypeOf(u))
 	if queueunit.HoldsQuota(u) || (r.admission != nil && u.Status.Attempts > r.admission.unit.Status.Attempts) {
 		// The admission was written and seen back. Attempts tells it even
 		// when the informer skipped the admitted state (a relist shows only
@@ -349,6 +357,7 @@ func (c *Cache) DeleteUnit(namespace, name string) {
 			c.core.DeleteUnit(key)
 		}
 		c.dropAdmission(r)
+		c.countJobType(r, jobType{})
 	}
 	delete(c.units, key)
 	delete(c.backingOff, key)

@@ -19,6 +19,8 @@
 //     write whose turn comes while urgent writes wait checks again every
 //     250 ms (deferredRetry), on the injected clock.
 //   - Queue status and admission checks, kept level-based.
+//   - Koord-Queue v1.8's metrics (v18metrics.go): read from the Cache when
+//     scraped, on the leader.
 //
 // Every replica keeps a warm Cache, so followers serve the visibility API.
 package admission

@@ -80,7 +80,7 @@ func (l *Loop) runOnce() (next time.Time, more bool) {
 	budget := max(l.writer.admissionBudget(), 0)
 	start := l.clock.Now()
 	res := l.cache.cycle(start, budget)
-	metrics.CycleDuration.Observe(l.clock.Since(start).Seconds())
+	metrics.ObserveCycle(l.clock.Since(start))
 
 	for _, a := range res.Admissions {
 		l.writer.admit(a.Unit)

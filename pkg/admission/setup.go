@@ -10,6 +10,7 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
+	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
@@ -116,6 +117,9 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 	writer := NewWriter(mgr.GetClient(), mgr.GetAPIReader(), recorder, c, opts.Clock, opts.Writer)
 	if err := mgr.Add(&Loop{cache: c, writer: writer, clock: opts.Clock, synced: synced}); err != nil {
 		return nil, fmt.Errorf("adding the scheduling loop: %w", err)
+	}
+	if err := mgr.Add(&v18Exporter{registry: ctrlmetrics.Registry, collector: &v18Collector{cache: c}, synced: synced}); err != nil {
+		return nil, fmt.Errorf("adding Koord-Queue v1.8's metrics: %w", err)
 	}
 	status := &StatusWriter{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: recorder, cache: c, clock: opts.Clock, opts: opts.Status, synced: synced}
 	if err := mgr.Add(status); err != nil {

@@ -4,6 +4,8 @@
 package metrics
 
 import (
+	"time"
+
 	"github.com/prometheus/client_golang/prometheus"
 	"sigs.k8s.io/controller-runtime/pkg/metrics"
 )
@@ -66,6 +68,57 @@ var (
 	})
 )
 
+// Koord-Queue v1.8's metrics, under its names, labels and units, so its
+// users' dashboards keep working (docs/metrics.md). The gauges and the
+// counter are read at scrape time from the state the admission cache keeps,
+// and only on the leader (pkg/admission's v18Collector): descriptors here,
+// values there. The histogram is observed with CycleDuration (ObserveCycle).
+var (
+	// DequeuedQuotaUsageByQuota is what admitted units hold in a quota and
+	// its descendants: cpu in millicores, other resources in their units.
+	DequeuedQuotaUsageByQuota = prometheus.NewDesc("dequeued_quota_usage_by_quota",
+		"Resources held by admitted (dequeued) units in the quota and its descendants: cpu in millicores, memory in bytes, other resources in their units.",
+		[]string{"quota", "resource"}, nil)
+
+	// DequeuedQuotaUsageByNamespace is what admitted units of a namespace
+	// hold, whatever their quotas: cpu in cores, other resources in their units.
+	DequeuedQuotaUsageByNamespace = prometheus.NewDesc("dequeued_quota_usage_by_namespace",
+		"Resources held by admitted (dequeued) units of the namespace: cpu in cores, memory in bytes, other resources in their units.",
+		[]string{"namespace", "resource"}, nil)
+
+	// JobScheduleAttempts counts each queue's turns by result.
+	JobScheduleAttempts = prometheus.NewDesc("job_schedule_attempts",
+		"Turns of each queue in the scheduling cycles: scheduled (a unit was admitted) or unschedulable (its head waits).",
+		[]string{"queue", "result"}, nil)
+
+	// QueueUnitsByJobType counts the QueueUnits that exist, by namespace
+	// and job kind (spec.consumerRef.kind).
+	QueueUnitsByJobType = prometheus.NewDesc("queueunits_by_job_type",
+		"QueueUnits that exist, by namespace and job kind (spec.consumerRef.kind), whatever their phase.",
+		[]string{"namespace", "type"}, nil)
+
+	// JobSchedulingAlgorithmLatency is CycleDuration in milliseconds, with
+	// Koord-Queue v1.8's buckets (0.01 ms to 164 ms).
+	JobSchedulingAlgorithmLatency = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "job_scheduling_algorithm_latency",
+		Help:    "Duration of one scheduling cycle, in milliseconds.",
+		Buckets: prometheus.ExponentialBuckets(0.01, 2, 15),
+	})
+)
+
+// Results of JobScheduleAttempts.
+const (
+	ResultScheduled     = "scheduled"
+	ResultUnschedulable = "unschedulable"
+)
+
+// ObserveCycle records how long one scheduling cycle took, in seconds
+// (CycleDuration) and in milliseconds (JobSchedulingAlgorithmLatency).
+func ObserveCycle(d time.Duration) {
+	CycleDuration.Observe(d.Seconds())
+	JobSchedulingAlgorithmLatency.Observe(float64(d) / float64(time.Millisecond))
+}
+
 // Kinds of QuotaResource.
 const (
 	KindMin     = "min"
@@ -83,5 +136,6 @@ const (
 )
 
 func init() {
-	metrics.Registry.MustRegister(PendingUnits, AdmittedUnits, AdmissionAttempts, AdmissionWaitTime, QuotaResource, Evictions, WatchedUpdates, CycleDuration)
+	metrics.Registry.MustRegister(PendingUnits, AdmittedUnits, AdmissionAttempts, AdmissionWaitTime, QuotaResource, Evictions, WatchedUpdates, CycleDuration,
+		JobSchedulingAlgorithmLatency)
 }

@@ -57,6 +57,9 @@ type Charge struct {
 	// the most recently admitted.
 	Priority  int32
 	AdmitTime time.Time
+	// Namespace, when set, is the unit's namespace: the charge also counts
+	// in what that namespace holds (NamespaceUsed), whatever its quota.
+	Namespace string
 }
 
 type node struct {
@@ -103,6 +106,9 @@ type Engine struct {
 	root    *node
 	order   []*node // children before parents
 	charges map[string]*Charge
+	// nsUsed is what the charges of each namespace hold (Charge.Namespace);
+	// a namespace whose charges hold nothing has no entry.
+	nsUsed map[string]Vector
 
 	runtimeStale bool
 	// runtimeTree: the tree changed, so the next refresh recomputes every
@@ -126,6 +132,7 @@ func NewEngine() *Engine {
 		specs:   map[string]Spec{},
 		nodes:   map[string]*node{},
 		charges: map[string]*Charge{},
+		nsUsed:  map[string]Vector{},
 	}
 	e.rebuild()
 	return e
@@ -332,6 +339,15 @@ func (e *Engine) Used(quota string) corev1.ResourceList {
 		return corev1.ResourceList{}
 	}
 	return e.ResourceList(n.used)
+}
+
+// NamespaceUsed calls fn with each namespace whose charges hold something
+// (Charge.Namespace) and what they hold, whatever their quotas, in no
+// particular order.
+func (e *Engine) NamespaceUsed(fn func(namespace string, used corev1.ResourceList)) {
+	for ns, v := range e.nsUsed {
+		fn(ns, e.ResourceList(v))
+	}
 }
 
 // UsedVector is Used as a Vector; callers must not modify it.

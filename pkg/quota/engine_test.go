@@ -782,3 +782,77 @@ func TestCheckRequest(t *testing.T) {
 		})
 	}
 }
+
+func TestNamespaceUsedFollowsChargesAcrossQuotas(t *testing.T) {
+	e := newEngine(t, qt.Res("cpu", "100"), []quota.Spec{
+		qt.MakeSpec("org").IsParent().Obj(),
+		qt.MakeSpec("a").Parent("org").Obj(),
+		qt.MakeSpec("b").Obj(),
+	}, nil)
+	namespaceUsed := func() map[string]map[string]string {
+		out := map[string]map[string]string{}
+		e.NamespaceUsed(func(ns string, used corev1.ResourceList) { out[ns] = str(used) })
+		return out
+	}
+	charge := func(key, quotaName, ns string, req corev1.ResourceList) {
+		t.Helper()
+		if err := e.Charge(quota.Charge{Key: key, Quota: quotaName, Request: e.Vector(req), Namespace: ns}); err != nil {
+			t.Fatalf("Charge(%s): %v", key, err)
+		}
+	}
+	charge("team-a/u1", "a", "team-a", qt.Res("cpu", "1500m", "memory", "1Gi"))
+	charge("team-a/u2", "b", "team-a", qt.Res("cpu", "2"))
+	charge("team-b/u3", "a", "team-b", qt.Res("nvidia.com/gpu", "1"))
+	charge("no-namespace", "a", "", qt.Res("cpu", "7"))
+
+	steps := []struct {
+		name string
+		do   func()
+		want map[string]map[string]string
+	}{
+		{
+			name: "a namespace adds up its charges in every quota; a charge without one counts nowhere",
+			do:   func() {},
+			want: map[string]map[string]string{
+				"team-a": {"cpu": "3500m", "memory": "1Gi"},
+				"team-b": {"nvidia.com/gpu": "1"},
+			},
+		},
+		{
+			name: "a resize counts the new request",
+			do: func() {
+				if err := e.Resize("team-a/u2", e.Vector(qt.Res("cpu", "4", "memory", "2Gi"))); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: map[string]map[string]string{
+				"team-a": {"cpu": "5500m", "memory": "3Gi"},
+				"team-b": {"nvidia.com/gpu": "1"},
+			},
+		},
+		{
+			name: "a namespace whose last charge is released is forgotten",
+			do:   func() { e.Release("team-b/u3") },
+			want: map[string]map[string]string{
+				"team-a": {"cpu": "5500m", "memory": "3Gi"},
+			},
+		},
+		{
+			name: "a resource no longer held is left out",
+			do: func() {
+				e.Release("team-a/u1")
+				e.Release("team-a/u2")
+				charge("team-a/u4", "b", "team-a", qt.Res("cpu", "1"))
+			},
+			want: map[string]map[string]string{
+				"team-a": {"cpu": "1"},
+			},
+		},
+	}
+	for _, step := range steps {
+		step.do()
+		if diff := cmp.Diff(step.want, namespaceUsed()); diff != "" {
+			t.Errorf("%s: NamespaceUsed (-want +got):\n%s", step.name, diff)
+		}
+	}
+}

@@ -21,6 +21,7 @@ func (e *Engine) Charge(c Charge) error {
 	e.charges[c.Key] = &c
 	n.charges[c.Key] = &c
 	e.apply(n, c.Request, 1)
+	e.tally(c.Namespace, c.Request, 1)
 	e.runtimeStale = true
 	return nil
 }
@@ -56,9 +57,11 @@ func (e *Engine) Resize(key string, request Vector) error {
 	}
 	n := e.nodes[c.Quota]
 	e.apply(n, c.Request, -1)
+	e.tally(c.Namespace, c.Request, -1)
 	// A new slice: a Charge returned by Charged keeps the old request.
 	c.Request = append(Vector(nil), request...)
 	e.apply(n, c.Request, 1)
+	e.tally(c.Namespace, c.Request, 1)
 	e.runtimeStale = true
 	return nil
 }
@@ -106,6 +109,7 @@ func (e *Engine) Release(key string) bool {
 	delete(e.charges, key)
 	delete(n.charges, key)
 	e.apply(n, c.Request, -1)
+	e.tally(c.Namespace, c.Request, -1)
 	e.runtimeStale = true
 	if n.spec == nil && n != e.root && len(n.charges) == 0 && isZero(n.pending) {
 		e.rebuild() // drop the placeholder of an unknown quota
@@ -236,6 +240,24 @@ func (e *Engine) apply(n *node, req Vector, sign int64) {
 			p.eff[i] = eff
 		}
 	}
+}
+
+// tally adds sign*req to what namespace holds, and forgets a namespace that
+// holds nothing: O(resources), no allocation but for a namespace's first
+// charge.
+func (e *Engine) tally(namespace string, req Vector, sign int64) {
+	if namespace == "" {
+		return
+	}
+	v := grow(e.nsUsed[namespace], max(len(req), len(e.nsUsed[namespace])))
+	for i, a := range req {
+		v[i] += sign * a
+	}
+	if isZero(v) {
+		delete(e.nsUsed, namespace)
+		return
+	}
+	e.nsUsed[namespace] = v
 }
 
 // Headroom is how much more the quota may admit now, per resource: the

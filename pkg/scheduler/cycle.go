@@ -85,11 +85,22 @@ func (s *Scheduler) CycleLimited(now time.Time, limit int) Result {
 }
 
 // turn gives one queue one admission attempt. It returns true if a unit was
-// admitted (the queue may admit more), false when the queue is done and parked.
+// admitted (the queue may admit more) or its head just preempted (offer
+// again), false when the queue is done and parked; that attempt counts as
+// unschedulable in the queue's Attempts (an admission counts in admit).
 func (s *Scheduler) turn(qs *queueState, now time.Time, res *Result) bool {
 	if qs.q.Len() == 0 {
 		return false
 	}
+	again := s.tryHead(qs, now, res)
+	if !again {
+		qs.unschedulable++
+	}
+	return again
+}
+
+// tryHead is turn's attempt on a queue that has a head.
+func (s *Scheduler) tryHead(qs *queueState, now time.Time, res *Result) bool {
 	name := qs.spec.Name
 	if err := s.engine.Err(qs.quota); err != nil {
 		s.headWaits(qs, qs.q.Offer(now, nil).Head.Key, err.Error(), res)
@@ -386,7 +397,7 @@ func (s *Scheduler) reserve(qs *queueState, us *unitState, now time.Time, res *R
 		}
 	}
 	if err := s.engine.Charge(quota.Charge{Key: reservationKey(us.u.Key), Quota: qs.quota, Request: hold,
-		Priority: us.u.Priority, AdmitTime: now}); err != nil {
+		Priority: us.u.Priority, AdmitTime: now, Namespace: namespaceOf(us.u.Key)}); err != nil {
 		res.Errors = append(res.Errors, UnitError{Unit: us.u.Key, Queue: qs.spec.Name, Err: bookkeeping(err)})
 		return
 	}
@@ -412,6 +423,14 @@ const reservationPrefix = "reservation:"
 
 func reservationKey(unit string) string { return reservationPrefix + unit }
 
+// namespaceOf is the namespace of a unit's key (namespace/name): the engine
+// counts what the unit holds, or what is reserved for it, there too
+// (Engine.NamespaceUsed).
+func namespaceOf(key string) string {
+	ns, _, _ := strings.Cut(key, "/")
+	return ns
+}
+
 func (s *Scheduler) headWaits(qs *queueState, key, reason string, res *Result) {
 	us, ok := s.units[key]
 	if !ok {
@@ -434,7 +453,7 @@ func (s *Scheduler) headWaits(qs *queueState, key, reason string, res *Result) {
 func (s *Scheduler) admit(qs *queueState, key string, now time.Time, res *Result) error {
 	us := s.units[key]
 	held, partial := s.fit(us, s.free)
-	c := quota.Charge{Key: key, Quota: qs.quota, Request: held, Priority: us.u.Priority, AdmitTime: now}
+	c := quota.Charge{Key: key, Quota: qs.quota, Request: held, Priority: us.u.Priority, AdmitTime: now, Namespace: namespaceOf(key)}
 	if partial == nil {
 		if err := s.engine.Admit(c); err != nil {
 			return bookkeeping(err)
@@ -456,6 +475,7 @@ func (s *Scheduler) admit(qs *queueState, key string, now time.Time, res *Result
 	us.reason, us.reported, us.quotaWait = "", "", false
 	delete(s.nominated, key)
 	qs.admitted++
+	qs.scheduled++
 	if !us.u.Running {
 		qs.notRunning[key] = struct{}{}
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/quota"
@@ -422,6 +423,19 @@ func (sm *sim) checkLimits() {
 		if u := used[name]; u.Cmp(c) > 0 {
 			sm.failures = append(sm.failures, fmt.Sprintf("cluster: %s used %s, capacity %s", name, u.String(), c.String()))
 		}
+	}
+	// Every charge counts in its unit's namespace too: the namespaces
+	// together hold what the cluster does.
+	byNamespace := corev1.ResourceList{}
+	e.NamespaceUsed(func(_ string, used corev1.ResourceList) {
+		for name, q := range used {
+			sum := byNamespace[name]
+			sum.Add(q)
+			byNamespace[name] = sum
+		}
+	})
+	if !equality.Semantic.DeepEqual(byNamespace, used) {
+		sm.failures = append(sm.failures, fmt.Sprintf("namespaces hold %v in all, the cluster %v", byNamespace, used))
 	}
 }
 

@@ -83,6 +83,9 @@ type queueState struct {
 	key          lineKey
 	settledQuota string
 	parkCycle    int
+	// scheduled and unschedulable count the queue's turns that admitted a
+	// unit and those that ended without (Attempts).
+	scheduled, unschedulable uint64
 }
 
 // Scheduler is the decision core. Create it with New.
@@ -532,6 +535,19 @@ func (s *Scheduler) QueueCounts(queue string) (pending, admitted int) {
 	return qs.q.Len(), qs.admitted
 }
 
+// Attempts counts the queue's turns since it was added: those that
+// admitted a unit (scheduled), and those that ended without, its head
+// waiting (unschedulable: it does not fit, waits for victims or for the
+// queue's admitted units to run, or its quota is invalid). A queue parked
+// until an event is not tried meanwhile, so it adds nothing while it waits.
+// A queue that does not exist has none.
+func (s *Scheduler) Attempts(queue string) (scheduled, unschedulable uint64) {
+	if qs, ok := s.queues[queue]; ok {
+		return qs.scheduled, qs.unschedulable
+	}
+	return 0, 0
+}
+
 // IsAdmitted reports whether the unit holds quota.
 func (s *Scheduler) IsAdmitted(key string) bool {
 	us, ok := s.units[key]
@@ -551,7 +567,7 @@ func (s *Scheduler) restoreAdmitted(us *unitState) error {
 		us.u.AdmitTime = us.u.EnqueueTime
 	}
 	if err := s.engine.Charge(quota.Charge{Key: us.u.Key, Quota: quotaName, Request: us.req,
-		Priority: us.u.Priority, AdmitTime: us.u.AdmitTime}); err != nil {
+		Priority: us.u.Priority, AdmitTime: us.u.AdmitTime, Namespace: namespaceOf(us.u.Key)}); err != nil {
 		return bookkeeping(err)
 	}
 	us.admitted, us.quota = true, quotaName

@@ -82,7 +82,12 @@ func (w *QueueUnitWrapper) MinCount(n int32) *QueueUnitWrapper {
 
 // Consumer sets spec.consumerRef to a batch Job of the unit's name.
 func (w *QueueUnitWrapper) Consumer() *QueueUnitWrapper {
-	w.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: "batch/v1", Kind: "Job", Namespace: w.Namespace, Name: w.Name}
+	return w.ConsumerOf("batch/v1", "Job")
+}
+
+// ConsumerOf sets spec.consumerRef to a job of that kind and the unit's name.
+func (w *QueueUnitWrapper) ConsumerOf(apiVersion, kind string) *QueueUnitWrapper {
+	w.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: apiVersion, Kind: kind, Namespace: w.Namespace, Name: w.Name}
 	return w
 }
 

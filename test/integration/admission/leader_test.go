@@ -81,12 +81,18 @@ func TestLeaderElection(t *testing.T) {
 	default:
 	}
 
+	// Koord-Queue v1.8's metrics are exported by the leader alone (a second
+	// replica registering them in this process would have failed to start).
+	waitV18Usage(t, "le-team", 1000)
+
 	leader.stop()
 	select {
 	case <-follower.mgr.Elected():
 	case <-time.After(testenv.DefaultTimeout):
 		t.Fatal("the follower did not take over after the leader stopped")
 	}
+	// The new leader exports them, from its own cache.
+	waitV18Usage(t, "le-team", 1000)
 	finish(t, ns, admitted)
 	waitPhase(t, ns, waiting, schedulingv1alpha1.Dequeued)
 }

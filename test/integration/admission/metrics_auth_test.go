@@ -41,24 +41,6 @@ func TestSecureMetrics(t *testing.T) {
 	allowed := serviceAccountToken(t, ns, "prometheus", reader, "")
 	denied := serviceAccountToken(t, ns, "tenant", clusterRole(t, "queueunit-reader-"+ns, queueUnitReader), ns)
 
-	// The certificate is self-signed: what is tested is who may read.
-	httpClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
-	get := func(ctx context.Context, token string) (int, string, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics", nil)
-		if err != nil {
-			return 0, "", err
-		}
-		if token != "" {
-			req.Header.Set("Authorization", "Bearer "+token)
-		}
-		resp, err := httpClient.Do(req)
-		if err != nil {
-			return 0, "", err
-		}
-		defer resp.Body.Close()
-		body, err := io.ReadAll(resp.Body)
-		return resp.StatusCode, string(body), err
-	}
 	cases := map[string]struct {
 		token      string
 		wantStatus int
@@ -74,7 +56,7 @@ func TestSecureMetrics(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
-				status, body, err := get(ctx, tc.token)
+				status, body, err := getMetrics(ctx, addr, tc.token)
 				if err != nil {
 					return err
 				}
@@ -88,4 +70,25 @@ func TestSecureMetrics(t *testing.T) {
 			})
 		})
 	}
+}
+
+// getMetrics reads https://addr/metrics with a bearer token ("" for none).
+// The certificate is self-signed: what the tests check is who may read and
+// what is served.
+func getMetrics(ctx context.Context, addr, token string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://"+addr+"/metrics", nil)
+	if err != nil {
+		return 0, "", err
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	httpClient := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+	resp, err := httpClient.Do(req)
+	if err != nil {
+		return 0, "", err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body), err
 }
