@@ -27,7 +27,8 @@ func CacheOptions() cache.Options {
 // koord-queue reads. Of each pod set's template that is only what the pod's
 // request is made of (resources.PodRequests reads each container's and init
 // container's resources, an init container's restart policy, the pod's
-// resources and overhead); the rest of the template (images, commands,
+// resources and overhead), and nothing when the unit states its request and
+// cannot be admitted partially; the rest of the template (images, commands,
 // environment, volumes, scheduling constraints, its metadata), the managed
 // fields and kubectl's last-applied copy of the object are dropped.
 // Everything else is kept as it is. Anything but a QueueUnit passes
@@ -44,8 +45,20 @@ func StripUnit(obj any) (any, error) {
 	}
 	u.ManagedFields = nil
 	delete(u.Annotations, corev1.LastAppliedConfigAnnotation)
+	// A unit that states its request (spec.resource or spec.request, as
+	// every extension's unit does) and cannot be admitted partially (no pod
+	// set has a minCount) is charged what it states: nothing reads its
+	// templates at all.
+	unread := len(u.Spec.Resource) > 0 || len(u.Spec.Request) > 0
+	for _, ps := range u.Spec.PodSets {
+		unread = unread && ps.MinCount == nil
+	}
 	for i := range u.Spec.PodSets {
-		u.Spec.PodSets[i].Template = requestsOnly(&u.Spec.PodSets[i].Template.Spec)
+		if unread {
+			u.Spec.PodSets[i].Template = corev1.PodTemplateSpec{}
+		} else {
+			u.Spec.PodSets[i].Template = requestsOnly(&u.Spec.PodSets[i].Template.Spec)
+		}
 	}
 	return u, nil
 }

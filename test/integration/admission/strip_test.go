@@ -20,9 +20,9 @@ import (
 )
 
 // TestStrippedUnitsAreNotWrittenBack runs koord-queue with the binary's
-// cache, which keeps of a unit's pod templates only their requests: units
-// whose request is their templates' are admitted (one partially), wait
-// with a reason, and have spec.queue written, and the API server still
+// cache, which keeps of a unit's pod templates only their requests (none
+// of a unit that states its request): units are admitted (one partially),
+// wait with a reason, and have spec.queue written, and the API server still
 // holds every unit's templates and annotations as they were created.
 func TestStrippedUnitsAreNotWrittenBack(t *testing.T) {
 	ctx := context.Background()
@@ -38,7 +38,7 @@ func TestStrippedUnitsAreNotWrittenBack(t *testing.T) {
 	t.Cleanup(stop)
 
 	ns := namespace(t)
-	create(t, wrappers.MakeElasticQuota(ns, ns).Max(corev1.ResourceCPU, "3").Obj())
+	create(t, wrappers.MakeElasticQuota(ns, ns).Max(corev1.ResourceCPU, "4").Obj())
 	template := func(cpu string) corev1.PodTemplateSpec {
 		return corev1.PodTemplateSpec{
 			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"job-name": "train"}},
@@ -62,19 +62,24 @@ func TestStrippedUnitsAreNotWrittenBack(t *testing.T) {
 		}
 		return u
 	}
-	// whole asks 1 cpu, partial 4 of which 2 fit, waiting 2 that do not fit then.
+	// whole asks 1 cpu; stated 1, which it states (spec.request), so its
+	// templates are not cached at all; partial 4, of which 2 fit; waiting
+	// 2 that do not fit then.
 	whole, partial, waiting := unit("whole", 10, 1, 0), unit("partial", 5, 4, 2), unit("waiting", 1, 2, 0)
-	created := []*schedulingv1alpha1.QueueUnit{whole, partial, waiting}
-	create(t, whole, partial)
+	stated := unit("stated", 8, 1, 0)
+	stated.Spec.Request = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
+	created := []*schedulingv1alpha1.QueueUnit{whole, stated, partial, waiting}
+	create(t, whole, stated, partial)
 	got := waitPhase(t, ns, "partial", schedulingv1alpha1.Dequeued)
 	if len(got.Status.Admissions) != 1 || got.Status.Admissions[0].Replicas != 2 {
 		t.Fatalf("partial admissions %+v, want 2 replicas of main", got.Status.Admissions)
 	}
 	waitPhase(t, ns, "whole", schedulingv1alpha1.Dequeued)
+	waitPhase(t, ns, "stated", schedulingv1alpha1.Dequeued)
 	create(t, waiting)
 	waitMessage(t, ns, "waiting", "cpu")
 	testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
-		for _, name := range []string{"whole", "partial"} {
+		for _, name := range []string{"whole", "stated", "partial"} {
 			u, err := getUnit(ctx, ns, name)
 			if err != nil {
 				return err
@@ -97,13 +102,19 @@ func TestStrippedUnitsAreNotWrittenBack(t *testing.T) {
 		if diff := cmp.Diff(want.Annotations, u.Annotations); diff != "" {
 			t.Errorf("unit %s: annotations on the API server (-created +now):\n%s", want.Name, diff)
 		}
-		// What the binary's cache holds of it: the requests alone.
+		// What the binary's cache holds of it: the requests alone, or
+		// nothing of the template of a unit that states its request.
 		cached := &schedulingv1alpha1.QueueUnit{}
 		if err := mgrCache.Get(ctx, client.ObjectKeyFromObject(want), cached); err != nil {
 			t.Fatal(err)
 		}
 		c := cached.Spec.PodSets[0].Template
-		if c.Spec.Containers[0].Image != "" || c.Labels != nil || c.Spec.NodeSelector != nil || cached.Annotations[corev1.LastAppliedConfigAnnotation] != "" {
+		wantContainers := 1
+		if len(want.Spec.Request) > 0 {
+			wantContainers = 0
+		}
+		if len(c.Spec.Containers) != wantContainers || wantContainers > 0 && c.Spec.Containers[0].Image != "" ||
+			c.Labels != nil || c.Spec.NodeSelector != nil || cached.Annotations[corev1.LastAppliedConfigAnnotation] != "" {
 			t.Errorf("unit %s is cached with its template or last-applied annotation: %+v, annotations %v", want.Name, c, cached.Annotations)
 		}
 	}
