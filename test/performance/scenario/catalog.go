@@ -95,14 +95,7 @@ func Baseline(short bool) Scenario {
 			MaxPeakRSSMiB: 300,
 		}
 	}
-	for p := range parents {
-		parent := fmt.Sprintf("cohort-%d", p)
-		s.Quotas = append(s.Quotas, Quota{Name: parent, Min: int64(children) * 20, Max: int64(children) * 20})
-		s.ClusterCPU += int64(children) * 20
-		for c := range children {
-			s.Quotas = append(s.Quotas, Quota{Name: fmt.Sprintf("cq-%d-%d", p, c), Parent: parent, Min: 20, Max: 120, Preemption: true})
-		}
-	}
+	s.addKueueCohorts(parents, children)
 	s.Sets = []Set{
 		{Class: Small, Count: small, Interval: 100 * time.Millisecond},
 		{Class: Medium, Count: medium, Interval: 500 * time.Millisecond},
@@ -186,14 +179,7 @@ func LargeScale(short bool) Scenario {
 		s.Reference = ""
 		s.Bounds = Bounds{MaxPeakRSSMiB: 300}
 	}
-	for p := range parents {
-		parent := fmt.Sprintf("cohort-%d", p)
-		s.Quotas = append(s.Quotas, Quota{Name: parent, Min: int64(children) * 20, Max: int64(children) * 20})
-		s.ClusterCPU += int64(children) * 20
-		for c := range children {
-			s.Quotas = append(s.Quotas, Quota{Name: fmt.Sprintf("cq-%d-%d", p, c), Parent: parent, Min: 20, Max: 120, Preemption: true})
-		}
-	}
+	s.addKueueCohorts(parents, children)
 	s.Sets = []Set{
 		{Class: LargeScaleSmall, Count: small, Interval: 60 * time.Millisecond},
 		{Class: LargeScaleMedium, Count: medium, Interval: 300 * time.Millisecond},
@@ -203,6 +189,22 @@ func LargeScale(short bool) Scenario {
 		s.Bounds.MaxWall = s.WriteBound() * 105 / 100
 	}
 	return s
+}
+
+// addKueueCohorts adds Kueue's cohorts of ClusterQueues of nominal quota
+// 20 cpu and borrowing limit 100, with withinClusterQueue LowerPriority, as
+// koord-queue's quotas: a parent per cohort, its min and max the sum of its
+// children's nominal quotas, and children of min 20 and max 120 that may
+// preempt lower-priority units of their own; the cluster is the parents'.
+func (s *Scenario) addKueueCohorts(parents, children int) {
+	for p := range parents {
+		parent := fmt.Sprintf("cohort-%d", p)
+		s.Quotas = append(s.Quotas, Quota{Name: parent, Min: int64(children) * 20, Max: int64(children) * 20})
+		s.ClusterCPU += int64(children) * 20
+		for c := range children {
+			s.Quotas = append(s.Quotas, Quota{Name: fmt.Sprintf("cq-%d-%d", p, c), Parent: parent, Min: 20, Max: 120, Preemption: true})
+		}
+	}
 }
 
 // DeepQueue is one quota of 100 cpu and 2,000 units of 1 cpu and 1s created
