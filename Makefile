@@ -84,11 +84,11 @@ bench: ## Benchmarks of the decision core.
 	$(GO) test -run '^$$' -bench . -benchmem $$($(GO) list ./pkg/...)
 
 .PHONY: perf
-perf: tools ## Short performance scenarios (about 2.5 minutes and a minute for churn, loose bounds); results in _output/perf/short.
+perf: tools ## Short performance scenarios (about 2.5 minutes, and a minute each for churn and large-scale; loose bounds); results in _output/perf/short.
 	$(GO) run ./test/performance/cmd/perf -short -out _output/perf/short
 
 .PHONY: perf-full
-perf-full: tools ## Full performance scenarios, Jobs on kwok included (about 17 minutes on two cores, and churn about as long as baseline); results in _output/perf/full.
+perf-full: tools ## Full performance scenarios, Jobs on kwok included (about 17 minutes on two cores, churn about as long as baseline, large-scale at least 20 minutes); results in _output/perf/full.
 	$(GO) run ./test/performance/cmd/perf -scenarios all -out _output/perf/full
 
 .PHONY: run-local

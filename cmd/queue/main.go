@@ -46,6 +46,7 @@ func run() error {
 		metricsSecure   = flag.Bool("metrics-secure", true, "serve /metrics over HTTPS to callers the API server authenticates and authorizes (get on the non-resource URL /metrics); false serves plain HTTP to anyone")
 		metricsCertDir  = flag.String("metrics-cert-dir", "", "directory with tls.crt and tls.key for /metrics over HTTPS; empty uses a self-signed certificate")
 		probeAddr       = flag.String("health-probe-bind-address", ":10258", "address of /healthz and /readyz")
+		pprofAddr       = flag.String("pprof-bind-address", "", "address of Go's /debug/pprof profiles (heap, CPU, goroutines), unauthenticated; empty turns it off")
 		visibilityAddr  = flag.String("visibility-bind-address", ":8090", "address of the visibility API; empty turns it off")
 		visibilityOpen  = flag.Bool("visibility-insecure-allow-unauthenticated", false, "serve the visibility API to anyone, without a bearer token, every namespace named (by default a token is required, checked with TokenReview, and units are named only where its user may list QueueUnits)")
 		aggAddr         = flag.String("aggregated-api-bind-address", "", "address of the aggregated visibility API (visibility.koord-queue.x-k8s.io/v1alpha1, HTTPS, for the APIService "+v1alpha1.APIServiceName+"); empty turns it off (the chart serves it on :8443)")
@@ -101,6 +102,7 @@ func run() error {
 		Scheme:                        scheme,
 		Metrics:                       kqmetrics.ServerOptions(*metricsAddr, *metricsSecure, *metricsCertDir),
 		HealthProbeBindAddress:        *probeAddr,
+		PprofBindAddress:              *pprofAddr,
 		LeaderElection:                *leaderElect,
 		LeaderElectionID:              "koord-queue",
 		LeaderElectionNamespace:       *leaderNamespace,

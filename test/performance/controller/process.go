@@ -240,3 +240,55 @@ func ParseRequests(r io.Reader) map[string]float64 {
 	}
 	return out
 }
+
+// heapAlloc matches the live heap in Go's text heap profile (?debug=1),
+// which ends with the runtime's memory statistics.
+var heapAlloc = regexp.MustCompile(`(?m)^# HeapAlloc = (\d+)$`)
+
+// LiveHeap asks a process serving Go's /debug/pprof at pprofAddr (koord-queue
+// with --pprof-bind-address) to collect its garbage, and returns the bytes
+// its heap still holds (runtime.MemStats.HeapAlloc just after the
+// collection). With a path, the heap profile of that moment is saved there
+// (`go tool pprof -sample_index=inuse_space` reads it).
+func LiveHeap(ctx context.Context, pprofAddr, path string) (int64, error) {
+	get := func(query string) ([]byte, error) {
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+pprofAddr+"/debug/pprof/heap"+query, nil)
+		if err != nil {
+			return nil, err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return nil, fmt.Errorf("reading the heap profile: %w", err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("reading the heap profile: %s", resp.Status)
+		}
+		return io.ReadAll(resp.Body)
+	}
+	text, err := get("?gc=1&debug=1")
+	if err != nil {
+		return 0, err
+	}
+	m := heapAlloc.FindSubmatch(text)
+	if m == nil {
+		return 0, errors.New("the heap profile has no HeapAlloc")
+	}
+	live, err := strconv.ParseInt(string(m[1]), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("the heap profile's HeapAlloc: %w", err)
+	}
+	if path != "" {
+		// In use as of the collection just made.
+		profile, err := get("")
+		if err != nil {
+			return 0, err
+		}
+		if err := os.WriteFile(path, profile, 0o644); err != nil {
+			return 0, fmt.Errorf("writing the heap profile: %w", err)
+		}
+	}
+	return live, nil
+}

@@ -1,8 +1,13 @@
 package controller
 
 import (
+	"context"
 	"math"
+	"net/http"
+	"net/http/httptest"
+	"net/http/pprof"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"syscall"
@@ -60,5 +65,32 @@ func TestProcSampleReadsThisProcess(t *testing.T) {
 	}
 	if grew := peak - before; grew < 60<<10 {
 		t.Errorf("ProcSample peak grew by %d KiB (from %d to %d) after touching 64 MiB", grew, before, peak)
+	}
+}
+
+// TestLiveHeapReadsAProcessHeap reads this process's heap through Go's own
+// /debug/pprof handler, as koord-queue serves it: 64 MiB kept alive are in
+// the live heap, and the saved profile is a gzipped profile.
+func TestLiveHeapReadsAProcessHeap(t *testing.T) {
+	mux := http.NewServeMux()
+	mux.Handle("/debug/pprof/heap", pprof.Handler("heap"))
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	ballast := make([]byte, 64<<20)
+	path := filepath.Join(t.TempDir(), "heap.pprof")
+	live, err := LiveHeap(context.Background(), strings.TrimPrefix(srv.URL, "http://"), path)
+	runtime.KeepAlive(ballast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if live < 64<<20 {
+		t.Errorf("live heap %d bytes, want at least the 64 MiB kept alive", live)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(data) < 2 || data[0] != 0x1f || data[1] != 0x8b {
+		t.Errorf("saved profile of %d bytes is not gzipped", len(data))
 	}
 }

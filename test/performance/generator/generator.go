@@ -14,8 +14,11 @@ import (
 	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/uuid"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
@@ -178,6 +181,44 @@ func Unit(leaf string, class scenario.Class, i int) *schedulingv1alpha1.QueueUni
 		Obj()
 }
 
+// WithJobPodSet gives u the pod set koord-queue-controllers writes into the
+// unit of a one-pod batch Job asking for the class's cpu, as the API server
+// defaulted the Job: its pod template, with the Job controller's labels, and
+// the request it already carries (spec.resource, spec.request).
+func WithJobPodSet(u *schedulingv1alpha1.QueueUnit, class scenario.Class) *schedulingv1alpha1.QueueUnit {
+	cpu := resource.MustParse(strconv.FormatInt(class.CPU, 10))
+	uid := string(uuid.NewUUID()) // the Job's
+	u.Spec.PodSets = []schedulingv1alpha1.PodSet{{
+		Name:  schedulingv1alpha1.DefaultPodSetName,
+		Count: 1,
+		Template: corev1.PodTemplateSpec{
+			ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{
+				"batch.kubernetes.io/controller-uid": uid,
+				"batch.kubernetes.io/job-name":       u.Name,
+				"controller-uid":                     uid,
+				"job-name":                           u.Name,
+			}},
+			Spec: corev1.PodSpec{
+				Containers: []corev1.Container{{
+					Name:                     "main",
+					Image:                    "registry.k8s.io/e2e-test-images/busybox:1.36.1-1",
+					Command:                  []string{"sh", "-c", "sleep " + strconv.FormatFloat(class.Runtime.Seconds(), 'f', -1, 64)},
+					Resources:                corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: cpu}},
+					TerminationMessagePath:   corev1.TerminationMessagePathDefault,
+					TerminationMessagePolicy: corev1.TerminationMessageReadFile,
+					ImagePullPolicy:          corev1.PullIfNotPresent,
+				}},
+				RestartPolicy:                 corev1.RestartPolicyNever,
+				TerminationGracePeriodSeconds: ptr.To[int64](corev1.DefaultTerminationGracePeriodSeconds),
+				DNSPolicy:                     corev1.DNSClusterFirst,
+				SecurityContext:               &corev1.PodSecurityContext{},
+				SchedulerName:                 corev1.DefaultSchedulerName,
+			},
+		},
+	}}
+	return u
+}
+
 // Generate creates every leaf quota's units: each set on its own
 // schedule, unit i at start + (i+1) × interval as Kueue's generator does,
 // or all at once when the interval is zero. It returns when all exist.
@@ -188,7 +229,7 @@ func Generate(ctx context.Context, c client.Client, s *scenario.Scenario) error 
 	for _, leaf := range s.Leaves() {
 		for _, set := range s.Sets {
 			wg.Go(func() {
-				if err := generateSet(ctx, c, leaf.Name, set, start); err != nil {
+				if err := generateSet(ctx, c, leaf.Name, set, s.JobPodSets, start); err != nil {
 					errs <- err
 				}
 			})
@@ -203,9 +244,13 @@ func Generate(ctx context.Context, c client.Client, s *scenario.Scenario) error 
 	return errors.Join(all...)
 }
 
-func generateSet(ctx context.Context, c client.Client, leaf string, set scenario.Set, start time.Time) error {
+func generateSet(ctx context.Context, c client.Client, leaf string, set scenario.Set, jobPodSets bool, start time.Time) error {
 	create := func(ctx context.Context, i int) error {
-		if err := c.Create(ctx, Unit(leaf, set.Class, i)); err != nil {
+		u := Unit(leaf, set.Class, i)
+		if jobPodSets {
+			u = WithJobPodSet(u, set.Class)
+		}
+		if err := c.Create(ctx, u); err != nil {
 			return fmt.Errorf("creating unit %d of class %s in %s: %w", i, set.Class.Name, leaf, err)
 		}
 		return nil

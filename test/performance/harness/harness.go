@@ -48,6 +48,12 @@ type Options struct {
 	ExtraArgs []string
 	// CPUProfile, for checker.ModeInProcess, writes a CPU profile of the run.
 	CPUProfile string
+	// HeapProfile, for checker.ModeBinary (and no restarts), serves
+	// koord-queue's /debug/pprof (--pprof-bind-address), reads its live
+	// heap before the first unit and once every unit has finished (every
+	// unit then in its caches), and saves the heap profile of that moment
+	// here.
+	HeapProfile string
 	// Command is what reproduces the run, for the result.
 	Command string
 	Short   bool
@@ -129,6 +135,8 @@ type run struct {
 	process   *controller.Process
 	inProcess *controller.InProcess
 	stats     []controller.Stats
+	// pprofAddr serves koord-queue's /debug/pprof, for Options.HeapProfile.
+	pprofAddr string
 }
 
 // run carries out the scenario: prepare the cluster, start watching,
@@ -178,6 +186,12 @@ func (r *run) run(ctx context.Context) (*checker.Result, error) {
 	}
 	cpuBeforeUnits, cpuKnown := r.controllerCPU()
 	serversBeforeUnits := r.serverCPU()
+	var heapBeforeUnits int64
+	if r.pprofAddr != "" {
+		if heapBeforeUnits, err = controller.LiveHeap(ctx, r.pprofAddr, ""); err != nil {
+			return nil, err
+		}
+	}
 	genErr := make(chan error, 1)
 	go func() { genErr <- generator.Generate(ctx, genClient, r.s) }()
 	restartErr := make(chan error, 1)
@@ -188,6 +202,12 @@ func (r *run) run(ctx context.Context) (*checker.Result, error) {
 	}
 	churned := stopChurn()
 	serversAfterUnits := r.serverCPU()
+	var heapWithUnits int64
+	if r.pprofAddr != "" {
+		if heapWithUnits, err = controller.LiveHeap(ctx, r.pprofAddr, r.opts.HeapProfile); err != nil {
+			return nil, err
+		}
+	}
 	r.stopController(true)
 	res := r.recorder.Summarize(r.s)
 	res.Short, res.Command = r.opts.Short, r.opts.Command
@@ -199,6 +219,14 @@ func (r *run) run(ctx context.Context) (*checker.Result, error) {
 		cpu := res.Controller.CPUSeconds - cpuBeforeUnits
 		addExtra(res, "koord-queue CPU seconds from the first unit created", cpu)
 		addExtra(res, "koord-queue cores from the first unit created", cpu/res.WorkloadSeconds)
+	}
+	if r.pprofAddr != "" {
+		// Units are never deleted: at the end every one is cached, as
+		// it was last written (finished).
+		const mib = 1 << 20
+		addExtra(res, "koord-queue live heap before the first unit (MiB)", float64(heapBeforeUnits)/mib)
+		addExtra(res, "koord-queue live heap with every unit finished (MiB)", float64(heapWithUnits)/mib)
+		addExtra(res, "koord-queue live heap per unit (bytes)", float64(heapWithUnits-heapBeforeUnits)/float64(r.s.Units()))
 	}
 	for name, after := range serversAfterUnits {
 		if before, ok := serversBeforeUnits[name]; ok && res.WorkloadSeconds > 0 {
@@ -406,7 +434,16 @@ func (r *run) startController(ctx context.Context) error {
 		}
 		r.inProcess = p
 	default:
-		p, err := controller.Start(ctx, r.opts.Binary, r.kubeconfig, r.s.QPS, r.s.Burst, r.logPath(), r.opts.ExtraArgs...)
+		args := r.opts.ExtraArgs
+		if r.opts.HeapProfile != "" && r.s.Restarts == 0 {
+			ports, err := cluster.FreePorts(1)
+			if err != nil {
+				return err
+			}
+			r.pprofAddr = cluster.Loopback(ports[0])
+			args = append(slices.Clone(args), "--pprof-bind-address="+r.pprofAddr)
+		}
+		p, err := controller.Start(ctx, r.opts.Binary, r.kubeconfig, r.s.QPS, r.s.Burst, r.logPath(), args...)
 		if err != nil {
 			return fmt.Errorf("%w (log in %s)", err, r.logPath())
 		}

@@ -25,7 +25,7 @@ var (
 )
 
 // Names lists the scenarios in the order `perf` runs them.
-var Names = []string{"baseline", "deep", "deep-qps50", "unthrottled", "restart", "churn"}
+var Names = []string{"baseline", "deep", "deep-qps50", "unthrottled", "restart", "churn", "large-scale"}
 
 // Get returns the scenario of that name: the full size, or the short
 // variant `make perf` runs in about two minutes with loose bounds.
@@ -45,6 +45,8 @@ func Get(name string, short bool) (Scenario, error) {
 		s = Restart(short)
 	case "churn":
 		s = Churn(short)
+	case "large-scale":
+		s = LargeScale(short)
 	default:
 		return Scenario{}, fmt.Errorf("unknown scenario %q (known: %v, and jobs)", name, Names)
 	}
@@ -93,6 +95,108 @@ func Baseline(short bool) Scenario {
 			MaxPeakRSSMiB: 300,
 		}
 	}
+	s.addKueueCohorts(parents, children)
+	s.Sets = []Set{
+		{Class: Small, Count: small, Interval: 100 * time.Millisecond},
+		{Class: Medium, Count: medium, Interval: 500 * time.Millisecond},
+		{Class: Large, Count: large, Interval: 1200 * time.Millisecond},
+	}
+	return s
+}
+
+// Kueue's measured means on its large-scale shape
+// (test/performance/scheduler/configs/large-scale, the periodic
+// periodic-kueue-test-large-scale-scheduling-perf-main: wall the mean of 19
+// runs, kubernetes-sigs/kueue#11422; large the mean without the two runs
+// that undercounted it, #11871; medium and small the mean of the 19).
+const (
+	KueueLargeScaleWall       = 1179411 * time.Millisecond
+	KueueLargeScaleLargeMean  = 105604 * time.Millisecond
+	KueueLargeScaleMediumMean = 256413 * time.Millisecond
+	KueueLargeScaleSmallMean  = 700379 * time.Millisecond
+	KueueLargeScaleUsage      = 0.3864
+)
+
+// The large-scale shape's unit classes: the baseline's sizes and
+// priorities, with shorter runtimes, as in Kueue's generator.
+var (
+	LargeScaleSmall  = Class{Name: "small", CPU: 1, Runtime: 150 * time.Millisecond, Priority: 50}
+	LargeScaleMedium = Class{Name: "medium", CPU: 5, Runtime: 350 * time.Millisecond, Priority: 100}
+	LargeScaleLarge  = Class{Name: "large", CPU: 20, Runtime: 700 * time.Millisecond, Priority: 200}
+)
+
+// LargeScale is Kueue's large-scale scheduler performance shape
+// (test/performance/scheduler/configs/large-scale/generator.yaml in
+// kubernetes-sigs/kueue, as its periodic test runs it: 10 cohorts × 100
+// ClusterQueues, minimalkueue at QPS 50, burst 100). Kueue's objects map to
+// koord-queue's as in Baseline:
+//
+//   - a cohort is a parent ElasticQuota; Kueue's cohort has no quota of its
+//     own, so the parent's min = max = the sum of its children's nominal
+//     quotas (100 × 20 = 2,000 cpu), and the cluster is the 10 parents'
+//     20,000 cpu;
+//   - a ClusterQueue is a leaf ElasticQuota: nominalQuota 20 is its min
+//     (which it lends while idle: reclaimWithinCohort Any), borrowingLimit
+//     100 is max − min (max 120), withinClusterQueue LowerPriority is
+//     koord-queue/enable-queueunit-preemption;
+//   - a workload is a QueueUnit of one pod: per leaf 35 small (1 cpu,
+//     150 ms, priority 50, one every 60 ms), 11 medium (5 cpu, 350 ms,
+//     priority 100, every 300 ms), 4 large (20 cpu, 700 ms, priority 200,
+//     every 700 ms): 50,000 units, all created within 3.3 s.
+//
+// Nothing binds but the write budget: at 50 admissions a second and
+// runtimes under a second, fewer than 50 units run at once, far below any
+// quota. So the bound is the write budget's, (50,000 − 100) / 50 = 998 s,
+// and which units wait is the order koord-queue serves them in.
+//
+// The short variant has 2 parents of 50 leaves and a fifth of the units
+// per leaf: 1,000 units in 100 queues.
+func LargeScale(short bool) Scenario {
+	parents, children := 10, 100
+	small, medium, large := 35, 11, 4
+	s := Scenario{
+		Name:    "large-scale",
+		Title:   "Large scale (Kueue's large-scale shape: 1,000 queues, 50,000 units)",
+		QPS:     50,
+		Burst:   100,
+		Timeout: 40 * time.Minute,
+		Reference: fmt.Sprintf("Kueue, same shape, QPS 50 (its CI): wall %.0fs, average time to admission large %.1fs, medium %.1fs, small %.1fs, usage %.1f%%",
+			KueueLargeScaleWall.Seconds(), KueueLargeScaleLargeMean.Seconds(), KueueLargeScaleMediumMean.Seconds(), KueueLargeScaleSmallMean.Seconds(), KueueLargeScaleUsage*100),
+		Bounds: Bounds{
+			// MaxWall is set below: within 5% of the write budget's
+			// bound, from koord-queue's start (the quotas' setup
+			// included).
+			MaxAvgTimeToAdmission: map[string]time.Duration{
+				LargeScaleLarge.Name: KueueLargeScaleLargeMean, LargeScaleMedium.Name: KueueLargeScaleMediumMean, LargeScaleSmall.Name: KueueLargeScaleSmallMean,
+			},
+			MaxPeakRSSMiB: 1024,
+		},
+	}
+	if short {
+		parents, children = 2, 50
+		small, medium, large = 7, 2, 1
+		s.Timeout = 3 * time.Minute
+		s.Reference = ""
+		s.Bounds = Bounds{MaxPeakRSSMiB: 300}
+	}
+	s.addKueueCohorts(parents, children)
+	s.Sets = []Set{
+		{Class: LargeScaleSmall, Count: small, Interval: 60 * time.Millisecond},
+		{Class: LargeScaleMedium, Count: medium, Interval: 300 * time.Millisecond},
+		{Class: LargeScaleLarge, Count: large, Interval: 700 * time.Millisecond},
+	}
+	if !short {
+		s.Bounds.MaxWall = s.WriteBound() * 105 / 100
+	}
+	return s
+}
+
+// addKueueCohorts adds Kueue's cohorts of ClusterQueues of nominal quota
+// 20 cpu and borrowing limit 100, with withinClusterQueue LowerPriority, as
+// koord-queue's quotas: a parent per cohort, its min and max the sum of its
+// children's nominal quotas, and children of min 20 and max 120 that may
+// preempt lower-priority units of their own; the cluster is the parents'.
+func (s *Scenario) addKueueCohorts(parents, children int) {
 	for p := range parents {
 		parent := fmt.Sprintf("cohort-%d", p)
 		s.Quotas = append(s.Quotas, Quota{Name: parent, Min: int64(children) * 20, Max: int64(children) * 20})
@@ -101,12 +205,6 @@ func Baseline(short bool) Scenario {
 			s.Quotas = append(s.Quotas, Quota{Name: fmt.Sprintf("cq-%d-%d", p, c), Parent: parent, Min: 20, Max: 120, Preemption: true})
 		}
 	}
-	s.Sets = []Set{
-		{Class: Small, Count: small, Interval: 100 * time.Millisecond},
-		{Class: Medium, Count: medium, Interval: 500 * time.Millisecond},
-		{Class: Large, Count: large, Interval: 1200 * time.Millisecond},
-	}
-	return s
 }
 
 // DeepQueue is one quota of 100 cpu and 2,000 units of 1 cpu and 1s created

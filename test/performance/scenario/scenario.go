@@ -27,6 +27,10 @@ type Scenario struct {
 	Quotas []Quota
 	// Sets are the units every leaf quota receives.
 	Sets []Set
+	// JobPodSets: each unit also carries the pod set koord-queue-controllers
+	// writes for a one-pod batch Job (its pod template), not its request
+	// alone, to see what the templates cost koord-queue's memory.
+	JobPodSets bool
 	// Restarts kills (SIGKILL) and restarts koord-queue this many times,
 	// spread evenly over the admissions.
 	Restarts int
@@ -158,6 +162,16 @@ func (s *Scenario) Classes() []string {
 		}
 	}
 	return names
+}
+
+// WriteBound is what no run can beat at the scenario's budget: every unit
+// needs one admission written, and koord-queue's client allows burst writes
+// at once, then QPS a second: (units - burst) / QPS.
+func (s *Scenario) WriteBound() time.Duration {
+	if s.QPS <= 0 {
+		return 0
+	}
+	return time.Duration(float64(max(s.Units()-s.Burst, 0)) / s.QPS * float64(time.Second))
 }
 
 // GenerationTime is how long the slowest set takes to create its units.

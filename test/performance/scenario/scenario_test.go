@@ -44,6 +44,12 @@ func TestCatalog(t *testing.T) {
 		"short churn: the short baseline while 200 quotas are patched": {
 			name: "churn", short: true, wantUnits: 1200, wantLeaves: 12, wantQPS: 50, wantCPU: 240, wantGeneration: 12 * time.Second, wantChurned: 200,
 		},
+		"large-scale is Kueue's large-scale shape: 1,000 queues, 50,000 units, QPS 50": {
+			name: "large-scale", wantUnits: 50000, wantLeaves: 1000, wantQPS: 50, wantCPU: 20000, wantGeneration: 3300 * time.Millisecond,
+		},
+		"short large-scale: 100 queues of a fifth of the units": {
+			name: "large-scale", short: true, wantUnits: 1000, wantLeaves: 100, wantQPS: 50, wantCPU: 2000, wantGeneration: 700 * time.Millisecond,
+		},
 	}
 	for desc, tc := range cases {
 		t.Run(desc, func(t *testing.T) {
@@ -92,6 +98,46 @@ func TestBaselineQuotaTree(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"small", "medium", "large"}, s.Classes()); diff != "" {
 		t.Errorf("classes (-want +got):\n%s", diff)
+	}
+}
+
+// TestLargeScaleQuotaTree: Kueue's 10 cohorts of 100 ClusterQueues
+// (nominal quota 20, borrowing limit 100) are 10 parents of 100 leaves of
+// min 20 and max 120, each parent's min and max the sum of its leaves'
+// nominal quotas; per leaf 35 small, 11 medium and 4 large units.
+func TestLargeScaleQuotaTree(t *testing.T) {
+	s := LargeScale(false)
+	var parents, leaves int
+	for _, q := range s.Quotas {
+		switch {
+		case q.Parent == "":
+			parents++
+			if q.Min != 2000 || q.Max != 2000 || !s.IsParent(q.Name) {
+				t.Errorf("parent %s: min %d max %d, want 2000 and 2000 with children", q.Name, q.Min, q.Max)
+			}
+		default:
+			leaves++
+			if q.Nominal() != 20 || q.Max-q.Min != 100 || !q.Preemption {
+				t.Errorf("leaf %s: nominal %d, borrowing %d, preemption %v; want 20, 100 and preemption", q.Name, q.Nominal(), q.Max-q.Min, q.Preemption)
+			}
+		}
+	}
+	if parents != 10 || leaves != 1000 {
+		t.Errorf("%d parents and %d leaves, want 10 and 1000", parents, leaves)
+	}
+	got := map[string][2]int64{}
+	for _, set := range s.Sets {
+		got[set.Class.Name] = [2]int64{int64(set.Count), set.Class.CPU}
+	}
+	want := map[string][2]int64{"small": {35, 1}, "medium": {11, 5}, "large": {4, 20}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("units per leaf and cpu by class (-want +got):\n%s", diff)
+	}
+	// Kueue's wall is 18% over the write budget's bound; koord-queue's
+	// bound is within 5% of it.
+	bound := s.WriteBound()
+	if bound != 998*time.Second || s.Bounds.MaxWall > bound*105/100 || s.Bounds.MaxWall < bound {
+		t.Errorf("MaxWall %v, want within 5%% over the write bound %v", s.Bounds.MaxWall, bound)
 	}
 }
 

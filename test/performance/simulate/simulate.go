@@ -353,7 +353,7 @@ func (r *replay) result() *Result {
 		res.AvgTimeToAdmission[c] = total / time.Duration(n[c])
 	}
 	res.Wall = r.lastFinish - first
-	res.WriteBound = time.Duration(float64(max(len(r.units)-r.s.Burst, 0)) / r.s.QPS * float64(time.Second))
+	res.WriteBound = r.s.WriteBound()
 	return res
 }
 

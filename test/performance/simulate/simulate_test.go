@@ -127,3 +127,23 @@ func TestDecidingAheadCostsThroughput(t *testing.T) {
 		t.Errorf("large units wait %v deciding ahead, %v paced; want longer deciding ahead", ahead.AvgTimeToAdmission[large], paced.AvgTimeToAdmission[large])
 	}
 }
+
+// TestLargeScaleReplayReachesTheWriteBound: on Kueue's large-scale shape
+// (the short variant: the full one takes about a minute of CPU to replay)
+// nothing binds but the write budget, and the decisions spend all of it on
+// admissions: the replay ends within one unit's runtime of the bound, with
+// no eviction.
+func TestLargeScaleReplayReachesTheWriteBound(t *testing.T) {
+	s, err := scenario.Get("large-scale", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := simulate.Run(&s, simulate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Evictions != 0 || got.Admissions != s.Units() || got.Wall > got.WriteBound+scenario.LargeScaleLarge.Runtime {
+		t.Errorf("wall %v with %d admissions and %d evictions, want within %v of the write bound %v, %d admissions and no eviction",
+			got.Wall, got.Admissions, got.Evictions, scenario.LargeScaleLarge.Runtime, got.WriteBound, s.Units())
+	}
+}

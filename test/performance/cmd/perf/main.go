@@ -7,6 +7,7 @@
 //	go run ./test/performance/cmd/perf -short                  # make perf
 //	go run ./test/performance/cmd/perf -scenarios all          # make perf-full
 //	go run ./test/performance/cmd/perf -scenarios baseline -controller in-process -cpuprofile cpu.pprof
+//	go run ./test/performance/cmd/perf -scenarios baseline -heapprofile heap.pprof   # live heap per unit, and its profile
 //	go run ./test/performance/cmd/perf -scenarios baseline -simulate   # the replay alone, in seconds, no API server
 //
 // Every scenario's summary (but restart's: restarts are not modelled) ends
@@ -52,6 +53,8 @@ func run() (bool, error) {
 		out          = flag.String("out", filepath.Join("_output", "perf"), "directory for the results")
 		mode         = flag.String("controller", checker.ModeBinary, "run koord-queue as a separate process (binary: CPU and RSS measured) or in this process (in-process: for -cpuprofile)")
 		cpuProfile   = flag.String("cpuprofile", "", "with -controller in-process: write a CPU profile of each scenario to <out>/<scenario>/<this name>")
+		heapProfile  = flag.String("heapprofile", "", "with -controller binary: serve koord-queue's /debug/pprof, report its live heap per unit, and write a heap profile, taken once every unit finished, to <out>/<scenario>/<this name>")
+		jobPodSets   = flag.Bool("job-pod-sets", false, "units carry the pod set (pod template) koord-queue-controllers writes for a one-pod batch Job, not their request alone: what templates cost memory")
 		prebuilt     = flag.String("binary", "", "a koord-queue binary to measure instead of building ./cmd/queue (to compare a change)")
 		extraFlags   = flag.String("koord-queue-flags", "", "space-separated flags added to koord-queue's command line (to compare settings)")
 		simulateOnly = flag.Bool("simulate", false, "only replay the scenarios through the decision core in virtual time (no API server): what the decisions cost with no delays")
@@ -66,6 +69,9 @@ func run() (bool, error) {
 	if *mode != checker.ModeBinary && *mode != checker.ModeInProcess {
 		return false, fmt.Errorf("-controller must be %s or %s", checker.ModeBinary, checker.ModeInProcess)
 	}
+	if *heapProfile != "" && *mode != checker.ModeBinary {
+		return false, fmt.Errorf("-heapprofile needs -controller %s: in-process, the harness's own caches share the heap", checker.ModeBinary)
+	}
 	var scenarios []scenario.Scenario
 	for _, name := range list {
 		if name == jobs.Name {
@@ -75,6 +81,7 @@ func run() (bool, error) {
 		if err != nil {
 			return false, err
 		}
+		s.JobPodSets = *jobPodSets
 		scenarios = append(scenarios, s)
 	}
 	replays := map[string]*simulate.Result{}
@@ -121,6 +128,9 @@ func run() (bool, error) {
 		}
 		if *cpuProfile != "" {
 			opts.CPUProfile = filepath.Join(opts.Dir, *cpuProfile)
+		}
+		if *heapProfile != "" {
+			opts.HeapProfile = filepath.Join(opts.Dir, *heapProfile)
 		}
 		res, err := harness.Run(ctx, s, opts)
 		if err != nil {

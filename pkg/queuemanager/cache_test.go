@@ -1,0 +1,259 @@
+package queuemanager
+
+import (
+	"encoding/json"
+	"runtime"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/resources"
+)
+
+// jobTemplate is a pod template as a Job's unit carries it: much besides
+// its requests.
+func jobTemplate(containers, initContainers []corev1.Container) corev1.PodTemplateSpec {
+	for _, cs := range [][]corev1.Container{containers, initContainers} {
+		for i := range cs {
+			cs[i].Image = "registry.example.com/team/trainer:v1.2.3"
+			cs[i].Command = []string{"python", "-m", "train", "--epochs=10"}
+			cs[i].Env = []corev1.EnvVar{{Name: "DATA", Value: "/data"}, {Name: "RANK", ValueFrom: &corev1.EnvVarSource{FieldRef: &corev1.ObjectFieldSelector{FieldPath: "metadata.name"}}}}
+			cs[i].VolumeMounts = []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}
+			cs[i].TerminationMessagePath = corev1.TerminationMessagePathDefault
+			cs[i].ImagePullPolicy = corev1.PullIfNotPresent
+		}
+	}
+	return corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "train"}, Annotations: map[string]string{"note": "x"}},
+		Spec: corev1.PodSpec{
+			Containers:     containers,
+			InitContainers: initContainers,
+			RestartPolicy:  corev1.RestartPolicyNever,
+			NodeSelector:   map[string]string{"pool": "gpu"},
+			Tolerations:    []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}},
+			Volumes:        []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{EmptyDir: &corev1.EmptyDirVolumeSource{}}}},
+			SchedulerName:  corev1.DefaultSchedulerName,
+			DNSPolicy:      corev1.DNSClusterFirst,
+		},
+	}
+}
+
+func requests(kv ...string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := 0; i+1 < len(kv); i += 2 {
+		out[corev1.ResourceName(kv[i])] = resource.MustParse(kv[i+1])
+	}
+	return out
+}
+
+// strippedUnits are units whose requests come from their pod templates in
+// every way resources.PodRequests counts.
+func strippedUnits() map[string]*schedulingv1alpha1.QueueUnit {
+	always := corev1.ContainerRestartPolicyAlways
+	unit := func(sets ...schedulingv1alpha1.PodSet) *schedulingv1alpha1.QueueUnit {
+		return &schedulingv1alpha1.QueueUnit{
+			ObjectMeta: metav1.ObjectMeta{
+				Name: "u", Namespace: "ns", Labels: map[string]string{"quota.scheduling.koordinator.sh/name": "q"},
+				Annotations: map[string]string{
+					corev1.LastAppliedConfigAnnotation: `{"a whole copy":"of the unit"}`,
+					"koord-queue/kept":                 "yes",
+				},
+				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}},
+			},
+			Spec: schedulingv1alpha1.QueueUnitSpec{Priority: ptr.To[int32](5), PodSets: sets},
+		}
+	}
+	stated := unit(schedulingv1alpha1.PodSet{
+		Name: "main", Count: 2,
+		Template: jobTemplate([]corev1.Container{{Name: "a", Resources: corev1.ResourceRequirements{Requests: requests("cpu", "1")}}}, nil),
+	})
+	stated.Spec.Resource, stated.Spec.Request = requests("cpu", "2"), requests("cpu", "2")
+	return map[string]*schedulingv1alpha1.QueueUnit{
+		"a unit stating its request, not admitted partially: its template is not read": stated,
+		"containers with requests, and a limit standing in for a request": unit(schedulingv1alpha1.PodSet{
+			Name: "main", Count: 4, MinCount: ptr.To[int32](2),
+			Template: jobTemplate([]corev1.Container{
+				{Name: "a", Resources: corev1.ResourceRequirements{Requests: requests("cpu", "1", "memory", "1Gi")}},
+				{Name: "b", Resources: corev1.ResourceRequirements{Limits: requests("cpu", "500m", "nvidia.com/gpu", "1")}},
+			}, nil),
+		}),
+		"init containers, a sidecar, pod-level resources and overhead": unit(
+			schedulingv1alpha1.PodSet{
+				Name: "driver", Count: 1,
+				Template: func() corev1.PodTemplateSpec {
+					t := jobTemplate(
+						[]corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Requests: requests("cpu", "2")}}},
+						[]corev1.Container{
+							{Name: "setup", Resources: corev1.ResourceRequirements{Requests: requests("cpu", "4", "memory", "8Gi")}},
+							{Name: "proxy", RestartPolicy: &always, Resources: corev1.ResourceRequirements{Requests: requests("cpu", "250m")}},
+						})
+					t.Spec.Overhead = requests("cpu", "100m")
+					return t
+				}(),
+			},
+			schedulingv1alpha1.PodSet{
+				Name: "workers", Count: 8, MinCount: ptr.To[int32](1),
+				Template: func() corev1.PodTemplateSpec {
+					t := jobTemplate([]corev1.Container{{Name: "w", Resources: corev1.ResourceRequirements{Requests: requests("cpu", "1")}}}, nil)
+					t.Spec.Resources = &corev1.ResourceRequirements{Requests: requests("cpu", "3", "memory", "2Gi")}
+					return t
+				}(),
+			}),
+	}
+}
+
+// TestStripUnitKeepsWhatKoordQueueReads: a unit stripped of its templates
+// asks for the same, per pod set, whole and admitted partially, and is
+// otherwise the same unit, smaller.
+func TestStripUnitKeepsWhatKoordQueueReads(t *testing.T) {
+	for name, orig := range strippedUnits() {
+		t.Run(name, func(t *testing.T) {
+			obj, err := StripUnit(orig.DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := obj.(*schedulingv1alpha1.QueueUnit)
+
+			if diff := cmp.Diff(queueunit.Request(orig), queueunit.Request(got)); diff != "" {
+				t.Errorf("Request (-want +got):\n%s", diff)
+			}
+			for i := range orig.Spec.PodSets {
+				if len(orig.Spec.Resource) > 0 {
+					if tmpl := got.Spec.PodSets[i].Template; !equality.Semantic.DeepEqual(tmpl, corev1.PodTemplateSpec{}) {
+						t.Errorf("pod set %s: template %+v kept, want none: the unit states its request", orig.Spec.PodSets[i].Name, tmpl)
+					}
+					continue
+				}
+				want, have := resources.PodRequests(&orig.Spec.PodSets[i].Template.Spec), resources.PodRequests(&got.Spec.PodSets[i].Template.Spec)
+				if diff := cmp.Diff(want, have); diff != "" {
+					t.Errorf("pod set %s: PodRequests (-want +got):\n%s", orig.Spec.PodSets[i].Name, diff)
+				}
+			}
+			partial := map[string]int32{}
+			for _, ps := range orig.Spec.PodSets {
+				if ps.MinCount != nil {
+					partial[ps.Name] = *ps.MinCount
+				}
+			}
+			if diff := cmp.Diff(queueunit.HeldWith(orig, partial), queueunit.HeldWith(got, partial)); diff != "" {
+				t.Errorf("HeldWith %v (-want +got):\n%s", partial, diff)
+			}
+			if queueunit.MayAdmitPartially(orig) != queueunit.MayAdmitPartially(got) {
+				t.Errorf("MayAdmitPartially: %v, was %v", queueunit.MayAdmitPartially(got), queueunit.MayAdmitPartially(orig))
+			}
+
+			// Nothing else changed: put back what was dropped.
+			restored := got.DeepCopy()
+			restored.ManagedFields = orig.ManagedFields
+			restored.Annotations[corev1.LastAppliedConfigAnnotation] = orig.Annotations[corev1.LastAppliedConfigAnnotation]
+			for i := range restored.Spec.PodSets {
+				restored.Spec.PodSets[i].Template = orig.Spec.PodSets[i].Template
+			}
+			if diff := cmp.Diff(orig, restored); diff != "" {
+				t.Errorf("StripUnit changed more than templates, managed fields and the last-applied annotation (-want +got):\n%s", diff)
+			}
+			if _, ok := got.Annotations[corev1.LastAppliedConfigAnnotation]; ok || got.ManagedFields != nil {
+				t.Errorf("kept managed fields %v or the last-applied annotation", got.ManagedFields)
+			}
+			before, _ := json.Marshal(orig)
+			after, _ := json.Marshal(got)
+			if len(after) >= len(before)/2 {
+				t.Errorf("stripped unit is %d bytes of JSON, was %d: want less than half", len(after), len(before))
+			}
+			again, _ := StripUnit(got.DeepCopy())
+			if diff := cmp.Diff(got, again); diff != "" {
+				t.Errorf("stripping twice differs from once (-want +got):\n%s", diff)
+			}
+		})
+	}
+	if obj, _ := StripUnit(&corev1.Pod{}); cmp.Diff(&corev1.Pod{}, obj) != "" {
+		t.Errorf("StripUnit changed a Pod: %v", obj)
+	}
+}
+
+// BenchmarkCachedUnit measures what one cached QueueUnit costs koord-queue's
+// heap, decoded as the informer decodes it, as it is and stripped: the
+// unit the Job extension writes for a one-pod Job (its template as the API
+// server defaults it, the Job's labels) after its life (admitted, run,
+// finished). It reports live bytes per unit, after a collection:
+//
+//	go test ./pkg/queuemanager -run XXX -bench CachedUnit -benchtime 5x
+func BenchmarkCachedUnit(b *testing.B) {
+	tmpl := jobTemplate([]corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Requests: requests("cpu", "1")}}}, nil)
+	tmpl.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30)
+	tmpl.Spec.SecurityContext = &corev1.PodSecurityContext{}
+	tmpl.Labels = map[string]string{
+		"batch.kubernetes.io/controller-uid": "6e3c3a49-2f0e-4a57-9a47-1c1f4d8d2f11", "batch.kubernetes.io/job-name": "train",
+		"controller-uid": "6e3c3a49-2f0e-4a57-9a47-1c1f4d8d2f11", "job-name": "train",
+	}
+	now := metav1.Now()
+	u := &schedulingv1alpha1.QueueUnit{
+		TypeMeta: metav1.TypeMeta{APIVersion: schedulingv1alpha1.GroupVersion.String(), Kind: "QueueUnit"},
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "train-job", Namespace: "team-a", UID: "0b6f7d1e-5d0e-4c5b-9a0e-3c1f2b1d9e77", ResourceVersion: "123456", Generation: 2,
+			CreationTimestamp: now, Labels: map[string]string{"quota.scheduling.koordinator.sh/name": "team-a"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train", UID: "6e3c3a49-2f0e-4a57-9a47-1c1f4d8d2f11", Controller: ptr.To(true)}},
+		},
+		Spec: schedulingv1alpha1.QueueUnitSpec{
+			ConsumerRef: &corev1.ObjectReference{APIVersion: "batch/v1", Kind: "Job", Namespace: "team-a", Name: "train", UID: "6e3c3a49-2f0e-4a57-9a47-1c1f4d8d2f11"},
+			Priority:    ptr.To[int32](100), Queue: "team-a",
+			PodSets:  []schedulingv1alpha1.PodSet{{Name: "main", Count: 1, Template: tmpl}},
+			Resource: requests("cpu", "1"), Request: requests("cpu", "1"),
+		},
+		Status: schedulingv1alpha1.QueueUnitStatus{
+			Phase: schedulingv1alpha1.Succeed, Message: "finished", Attempts: 1, LastAllocateTime: &now,
+			Conditions: []metav1.Condition{
+				{Type: "QuotaReserved", Status: metav1.ConditionTrue, Reason: "QuotaReserved", Message: "Quota reserved in queue team-a", LastTransitionTime: now},
+				{Type: "Admitted", Status: metav1.ConditionTrue, Reason: "Admitted", Message: "Admitted by queue team-a", LastTransitionTime: now},
+				{Type: "Finished", Status: metav1.ConditionTrue, Reason: "Succeeded", Message: "Job finished successfully", LastTransitionTime: now},
+			},
+		},
+	}
+	data, err := json.Marshal(u)
+	if err != nil {
+		b.Fatal(err)
+	}
+	const units = 2000
+	for _, tc := range []struct {
+		name  string
+		strip bool
+	}{{"as decoded", false}, {"stripped", true}} {
+		b.Run(tc.name, func(b *testing.B) {
+			var perUnit float64
+			for range b.N {
+				cached := make([]*schedulingv1alpha1.QueueUnit, units)
+				before := liveHeap()
+				for i := range cached {
+					c := &schedulingv1alpha1.QueueUnit{}
+					if err := json.Unmarshal(data, c); err != nil {
+						b.Fatal(err)
+					}
+					if tc.strip {
+						if _, err := StripUnit(c); err != nil {
+							b.Fatal(err)
+						}
+					}
+					cached[i] = c
+				}
+				perUnit += float64(liveHeap()-before) / units
+				runtime.KeepAlive(cached)
+			}
+			b.ReportMetric(perUnit/float64(b.N), "live-bytes/unit")
+		})
+	}
+}
+
+// liveHeap is the heap in use after a collection.
+func liveHeap() int64 {
+	runtime.GC()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	return int64(m.HeapAlloc)
+}
