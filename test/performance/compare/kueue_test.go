@@ -95,3 +95,23 @@ func TestReadKueueSummaryIsStrict(t *testing.T) {
 		t.Errorf("a renamed field was read as zero, want an error")
 	}
 }
+
+func TestRecorderTimedOut(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, log string
+		want      bool
+	}{
+		// Lines of a real runner's log (v0.17.0) whose 10 minutes passed.
+		{"timed out", "2026-12-02T04:01:46.684757538Z\tERROR\tStart recorder\trunner/main.go:397\tRecorder run\t{\"error\": \"context deadline exceeded\"}\n2026-12-02T04:01:46.684864569Z\tERROR\trunner/main.go:229\tError\t{\"error\": \"context deadline exceeded\"}\n", true},
+		{"another error", "2026-12-02T04:01:46.684864569Z\tERROR\tRun generator\trunner/main.go:380\tgenerating\t{\"error\": \"forbidden\"}\n", false},
+	} {
+		path := filepath.Join(dir, tc.name+".log")
+		if err := os.WriteFile(path, []byte(tc.log), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := recorderTimedOut(path); got != tc.want {
+			t.Errorf("%s: recorderTimedOut = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}

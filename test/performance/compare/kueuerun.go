@@ -103,6 +103,9 @@ func (k *KueueRun) Run(ctx context.Context) (Measurement, error) {
 	}
 	if runErr != nil {
 		m.Error = fmt.Sprintf("Kueue's runner: %v (log in %s)", runErr, logFile.Name())
+		if recorderTimedOut(logFile.Name()) {
+			m.Error = fmt.Sprintf("Kueue's runner: its recorder's timeout (--timeout, 10m by default) passed before every workload finished, so it wrote no summary (%v; log in %s)", runErr, logFile.Name())
+		}
 		return m, nil
 	}
 
@@ -145,6 +148,25 @@ func (k *KueueRun) env() []string {
 }
 
 func (k *KueueRun) auditLog() string { return filepath.Join(k.Dir, "audit.log") }
+
+// recorderTimedOut reports whether the runner's log says its recorder ran
+// out of time (runner/main.go logs "Recorder run" with the error).
+func recorderTimedOut(runnerLog string) bool {
+	f, err := os.Open(runnerLog)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 0, 64<<10), 4<<20)
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.Contains(line, "Recorder run") && strings.Contains(line, "context deadline exceeded") {
+			return true
+		}
+	}
+	return false
+}
 
 // assets makes the KUBEBUILDER_ASSETS directory: etcd, and kube-apiserver
 // itself or, to log writes, a script that runs it with the audit flags

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/koord-queue/koord-queue/test/performance/scenario"
@@ -91,4 +92,26 @@ func ScenarioShape(sc *scenario.Scenario) (Shape, error) {
 		})
 	}
 	return s, nil
+}
+
+// KueueConfig is the generator.yaml of Kueue's runner with this shape: one
+// cohort set of Parents cohorts of ChildrenPerParent ClusterQueues, each
+// receiving the sets. It is how perfcompare -short gives Kueue the shape of
+// koord-queue's short variant.
+func (s Shape) KueueConfig() ([]byte, error) {
+	if s.ChildrenPerParent == 0 || s.ParentMax != int64(s.ChildrenPerParent)*s.ChildMin {
+		return nil, fmt.Errorf("a parent's capacity (%d) is not its %d children's guarantees (%d each): Kueue's cohorts have no quota of their own", s.ParentMax, s.ChildrenPerParent, s.ChildMin)
+	}
+	within := "Never"
+	if s.Preemption {
+		within = "LowerPriority"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "cohorts:\n  - className: cohort\n    count: %d\n    queuesSets:\n    - className: cq\n      count: %d\n      nominalQuota: %d\n      borrowingLimit: %d\n      reclaimWithinCohort: Any\n      withinClusterQueue: %s\n      workloadsSets:\n",
+		s.Parents, s.ChildrenPerParent, s.ChildMin, s.ChildMax-s.ChildMin, within)
+	for _, set := range s.Sets {
+		fmt.Fprintf(&b, "      - count: %d\n        creationIntervalMs: %d\n        workloads:\n        - className: %s\n          runtimeMs: %d\n          priority: %d\n          request: %d\n",
+			set.Count, set.Interval.Milliseconds(), set.Class, set.Runtime.Milliseconds(), set.Priority, set.CPU)
+	}
+	return []byte(b.String()), nil
 }

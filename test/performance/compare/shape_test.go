@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"os"
 	"path/filepath"
 	"testing"
 
@@ -67,5 +68,40 @@ func TestConfigPaths(t *testing.T) {
 	}
 	if spec.Cmd.MaxWallMs != 1_416_000 || spec.WlClassesMaxAvgTimeToAdmissionMs["large"] != 127_000 {
 		t.Errorf("large-scale rangespec: %+v", spec)
+	}
+}
+
+// TestKueueConfigOfShortBaseline: the config perfcompare -short gives
+// Kueue reads back as koord-queue's short baseline's shape.
+func TestKueueConfigOfShortBaseline(t *testing.T) {
+	s, err := scenario.Get("baseline", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shape, err := ScenarioShape(&s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := shape.KueueConfig()
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "generator.yaml")
+	if err := os.WriteFile(path, data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := ReadKueueGeneratorConfig(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := cfg.Shape()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(shape, got); diff != "" {
+		t.Errorf("the config's shape (-want +got):\n%s", diff)
+	}
+	if cfg.Workloads() != s.Units() {
+		t.Errorf("the config creates %d workloads, the scenario %d units", cfg.Workloads(), s.Units())
 	}
 }

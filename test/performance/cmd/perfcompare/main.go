@@ -85,10 +85,17 @@ func run() error {
 		return err
 	}
 	var s scenario.Scenario
-	if o.only != "kueue" {
+	if o.only != "kueue" || o.short {
 		if s, err = scenario.Get(o.scenario, o.short); err != nil {
 			return fmt.Errorf("koord-queue's scenario for %s: %w (-koord-queue-scenario names another)", o.config, err)
 		}
+	}
+	if o.short && o.kueueGenerator == "" && kueue != nil {
+		if kueue.GeneratorConfig, err = shortKueueConfig(s, o.out); err != nil {
+			return err
+		}
+	}
+	if o.only != "kueue" {
 		if o.binary == "" {
 			fmt.Println("Building koord-queue from ./cmd/queue")
 			if o.binary, err = cluster.BuildBinary(ctx, "./cmd/queue", filepath.Join(o.out, "bin"), "koord-queue"); err != nil {
@@ -152,7 +159,7 @@ func newFlags(o *options) *flag.FlagSet {
 	f.StringVar(&o.kueueGenerator, "kueue-generator", "", "another generator.yaml for Kueue's runner (for development)")
 	f.StringVar(&o.kueueRangeSpec, "kueue-rangespec", "", "another rangespec.yaml for Kueue's checker (for development)")
 	f.DurationVar(&o.kueueTimeout, "kueue-timeout", -1, "Kueue's runner --timeout (default: as Kueue's CI target for -config)")
-	f.BoolVar(&o.short, "short", false, "koord-queue's short variant of its scenario (for development, with a smaller -kueue-generator)")
+	f.BoolVar(&o.short, "short", false, "koord-queue's short variant of its scenario, and Kueue's config in the same shape (unless -kueue-generator): for development")
 	f.BoolVar(&o.audit, "audit", true, "have both API servers log writes, to count each controller's writes")
 	f.BoolVar(&o.keepAudit, "keep-audit", false, "keep the audit logs (large) once counted")
 	f.BoolVar(&o.summarize, "summarize", false, "do not run: write the summary again from the measurements in -out")
@@ -186,6 +193,24 @@ func (o options) kueueRun(cfg compare.Config) (*compare.KueueRun, error) {
 		k.RangeSpec = o.kueueRangeSpec
 	}
 	return k, nil
+}
+
+// shortKueueConfig writes, for -short, Kueue's config in the shape of
+// koord-queue's short variant into out, and returns its path.
+func shortKueueConfig(s scenario.Scenario, out string) (string, error) {
+	shape, err := compare.ScenarioShape(&s)
+	if err != nil {
+		return "", err
+	}
+	data, err := shape.KueueConfig()
+	if err != nil {
+		return "", fmt.Errorf("Kueue's config for koord-queue's short %s: %w", s.Name, err)
+	}
+	path, err := filepath.Abs(filepath.Join(out, "kueue-short-generator.yaml"))
+	if err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, data, 0o644)
 }
 
 // kueueModuleDir is the pinned Kueue module's root in the module cache.
