@@ -67,6 +67,12 @@ func run() error {
 	if o.scenario == "" {
 		o.scenario = cfg.Scenario
 	}
+	if o.out == "" {
+		o.out = filepath.Join("_output", "perf", "compare")
+		if o.config != "baseline" {
+			o.out += "-" + o.config
+		}
+	}
 	if o.summarize {
 		ms, err := compare.ReadMeasurements(o.out)
 		if err != nil {
@@ -79,6 +85,13 @@ func run() error {
 	defer cancel()
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", o.out, err)
+	}
+	// The summary is of this run's pairs: earlier ones would mix in.
+	earlier, _ := filepath.Glob(filepath.Join(o.out, "pair-*"))
+	for _, dir := range earlier {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("removing the earlier run %s: %w", dir, err)
+		}
 	}
 	kueue, err := o.kueueRun(cfg)
 	if err != nil && o.only != "koord-queue" {
@@ -118,9 +131,6 @@ func run() error {
 			}
 			position++
 			dir := filepath.Join(o.out, fmt.Sprintf("pair-%d", pair), compare.DirName(system))
-			if err := os.RemoveAll(dir); err != nil {
-				return fmt.Errorf("clearing %s: %w", dir, err)
-			}
 			fmt.Printf("Pair %d of %d, %s (run %d of the pair) into %s, load %.2f\n", pair, o.pairs, system, position, dir, compare.LoadAverage())
 			var m compare.Measurement
 			if system == compare.Kueue {
@@ -155,10 +165,10 @@ func newFlags(o *options) *flag.FlagSet {
 	f.IntVar(&o.pairs, "pairs", 3, "pairs of runs (Kueue first in odd pairs, koord-queue first in even ones)")
 	f.StringVar(&o.only, "only", "", "run one side only: kueue or koord-queue (for development)")
 	f.StringVar(&o.binary, "binary", "", "the koord-queue binary to measure (default: built from ./cmd/queue)")
-	f.StringVar(&o.out, "out", filepath.Join("_output", "perf", "compare"), "directory for the results")
+	f.StringVar(&o.out, "out", "", "directory for the results, whose earlier runs (pair-*) are removed first (default: _output/perf/compare for baseline, _output/perf/compare-<config> for another)")
 	f.StringVar(&o.kueueGenerator, "kueue-generator", "", "another generator.yaml for Kueue's runner (for development)")
 	f.StringVar(&o.kueueRangeSpec, "kueue-rangespec", "", "another rangespec.yaml for Kueue's checker (for development)")
-	f.DurationVar(&o.kueueTimeout, "kueue-timeout", -1, "Kueue's runner --timeout (default: as Kueue's CI target for -config)")
+	f.DurationVar(&o.kueueTimeout, "kueue-timeout", 0, "Kueue's runner --timeout (default: as Kueue's CI target for -config: none for baseline, so the runner's 10m; 30m for large-scale)")
 	f.BoolVar(&o.short, "short", false, "koord-queue's short variant of its scenario, and Kueue's config in the same shape (unless -kueue-generator): for development")
 	f.BoolVar(&o.audit, "audit", true, "have both API servers log writes, to count each controller's writes")
 	f.BoolVar(&o.keepAudit, "keep-audit", false, "keep the audit logs (large) once counted")
@@ -169,7 +179,7 @@ func newFlags(o *options) *flag.FlagSet {
 // kueueRun prepares Kueue's side: its binaries, module and config.
 func (o options) kueueRun(cfg compare.Config) (*compare.KueueRun, error) {
 	k := &compare.KueueRun{Audit: o.audit, KeepAudit: o.keepAudit, Timeout: cfg.Timeout, Progress: os.Stdout}
-	if o.kueueTimeout >= 0 {
+	if o.kueueTimeout > 0 {
 		k.Timeout = o.kueueTimeout
 	}
 	var err error
