@@ -2,9 +2,13 @@ package compare
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -113,5 +117,33 @@ func TestRecorderTimedOut(t *testing.T) {
 		if got := recorderTimedOut(path); got != tc.want {
 			t.Errorf("%s: recorderTimedOut = %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestStopGroupStopsWhatARunnerLeaves: a command that exits leaving a
+// child running in its process group (as Kueue's runner leaves its
+// envtest's kube-apiserver and etcd when it fails) has that child stopped.
+func TestStopGroupStopsWhatARunnerLeaves(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 300 >/dev/null 2>&1 & echo $!")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("child's pid %q: %v", out, err)
+	}
+	if err := syscall.Kill(child, 0); err != nil {
+		t.Fatalf("the child is not running before: %v", err)
+	}
+	if got := stopGroup(cmd.Process.Pid, 10*time.Second); got != 1 {
+		t.Errorf("stopGroup = %d, want 1 (a process was left)", got)
+	}
+	if err := syscall.Kill(-cmd.Process.Pid, 0); err == nil {
+		t.Errorf("process group %d still has a process", cmd.Process.Pid)
+	}
+	if got := stopGroup(cmd.Process.Pid, time.Second); got != 0 {
+		t.Errorf("stopGroup of an empty group = %d, want 0", got)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/koord-queue/koord-queue/test/cluster"
@@ -86,6 +87,12 @@ func (k *KueueRun) Run(ctx context.Context) (Measurement, error) {
 	// API server itself on SIGINT).
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = time.Minute
+	// In a process group of its own, so that what it leaves running can be
+	// stopped: a runner that fails exits without stopping its envtest
+	// (os.Exit skips the deferred Stop), and the orphaned kube-apiserver
+	// and etcd would keep running, holding whatever they inherited (the
+	// caller's flock on /tmp/perf.lock, for one).
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
 	m := Measurement{System: Kueue, Dir: k.Dir, Writes: -1, LoadBefore: LoadAverage()}
 	k.progress("Kueue: %s %s\n", k.Runner, strings.Join(args, " "))
@@ -96,6 +103,9 @@ func (k *KueueRun) Run(ctx context.Context) (Measurement, error) {
 	servers := FollowServers(ctx, cmd.Process.Pid, time.Second)
 	runErr := cmd.Wait()
 	serverCPU := servers.Stop()
+	if n := stopGroup(cmd.Process.Pid, time.Minute); n > 0 {
+		k.progress("Kueue: stopped what the runner left running (process group %d)\n", cmd.Process.Pid)
+	}
 	m.LoadAfter = LoadAverage()
 	k.progress("Kueue: runner done in %.1fs\n", time.Since(start).Seconds())
 	if ctx.Err() != nil {
@@ -148,6 +158,23 @@ func (k *KueueRun) env() []string {
 }
 
 func (k *KueueRun) auditLog() string { return filepath.Join(k.Dir, "audit.log") }
+
+// stopGroup stops every process left in the process group pgid: SIGTERM,
+// then, after grace, SIGKILL. It returns 1 if any was left, else 0.
+func stopGroup(pgid int, grace time.Duration) int {
+	if err := syscall.Kill(-pgid, syscall.SIGTERM); err != nil {
+		return 0 // ESRCH: nothing left
+	}
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) {
+		if syscall.Kill(-pgid, 0) != nil {
+			return 1
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	_ = syscall.Kill(-pgid, syscall.SIGKILL)
+	return 1
+}
 
 // recorderTimedOut reports whether the runner's log says its recorder ran
 // out of time (runner/main.go logs "Recorder run" with the error).
