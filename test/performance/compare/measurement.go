@@ -48,6 +48,9 @@ type Measurement struct {
 	// run (their processes' user+system CPU, last sampled just before they
 	// stopped); 0 when not measured.
 	ServerCPUSeconds float64 `json:"serverCPUSeconds,omitempty"`
+	// DroppedEvents counts the workload events Kueue's recorder dropped
+	// (its channel full): its times to admission are then partial.
+	DroppedEvents uint64 `json:"droppedEvents,omitempty"`
 	// Checks are the bounds the side's own checker held the run to (Kueue's
 	// checker with its rangespec.yaml; koord-queue's scenario bounds).
 	Checks []Check `json:"checks,omitempty"`
@@ -102,6 +105,7 @@ func FromKueue(s *KueueSummary, st *KueueCmdStats) Measurement {
 		PeakRSSMiB:     float64(st.Maxrss) / 1024,
 		AvgToAdmission: map[string]float64{},
 		Writes:         -1,
+		DroppedEvents:  s.DroppedWLEvents,
 	}
 	if m.WallSeconds > 0 {
 		m.Cores = m.CPUSeconds / m.WallSeconds

@@ -117,10 +117,14 @@ func verdict(m Measurement) string {
 			missed = append(missed, c.Name)
 		}
 	}
+	v := "all met"
 	if len(missed) > 0 {
-		return "missed: " + strings.Join(missed, ", ")
+		v = "missed: " + strings.Join(missed, ", ")
 	}
-	return "all met"
+	if m.DroppedEvents > 0 {
+		v += fmt.Sprintf(" (the recorder dropped %d workload events)", m.DroppedEvents)
+	}
+	return v
 }
 
 // DescribeMachine names the machine's CPUs and memory.
