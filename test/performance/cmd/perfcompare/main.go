@@ -214,7 +214,7 @@ func shortKueueConfig(s scenario.Scenario, out string) (string, error) {
 	}
 	data, err := shape.KueueConfig()
 	if err != nil {
-		return "", fmt.Errorf("Kueue's config for koord-queue's short %s: %w", s.Name, err)
+		return "", fmt.Errorf("writing a Kueue config for koord-queue's short %s: %w", s.Name, err)
 	}
 	path, err := filepath.Abs(filepath.Join(out, "kueue-short-generator.yaml"))
 	if err != nil {
