@@ -24,6 +24,9 @@ source "$root/hack/operators.sh"
 TRAINING_OPERATOR_VERSION=$(module_version "$root/hack/tools/training-operator" github.com/kubeflow/training-operator)
 KUBERAY_VERSION=$(module_version "$root/hack/tools/kuberay" github.com/ray-project/kuberay/ray-operator)
 ARGO_WORKFLOWS_VERSION=$(module_version "$root/hack/tools/argo-workflows" github.com/argoproj/argo-workflows/v3)
+# Kueue's own scheduler performance test, for `make perf-compare` only (not
+# part of `all`): pinned by hack/tools/kueue.
+KUEUE_VERSION=$(module_version "$root/hack/tools/kueue" sigs.k8s.io/kueue)
 
 log() { printf '[ensure-tools] %s\n' "$*" >&2; }
 
@@ -75,6 +78,23 @@ build_operator() {
   (cd "$root/hack/tools/$1" && go build -trimpath -ldflags "-s -w" -o "$cache/$1-$2/bin/$3" "$4")
 }
 
+# build_kueue builds, from the tools module hack/tools/kueue, Kueue's
+# scheduler performance runner and minimalkueue as Kueue's Makefile does
+# (`performance-scheduler-runner`, `minimalkueue`: go build with the version
+# in -ldflags), and its checker's test binary (`kueue-perf-checker`, what
+# `make test-performance-scheduler` runs with go test), for
+# test/performance/cmd/perfcompare (which finds Kueue's CRDs and configs in
+# the module cache, by `go list -m` in hack/tools/kueue).
+build_kueue() {
+  local dir=$cache/kueue-$KUEUE_VERSION
+  local ldflags="-X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION"
+  log "building Kueue's performance runner, minimalkueue and checker $KUEUE_VERSION from hack/tools/kueue (first time: a few minutes)"
+  (cd "$root/hack/tools/kueue" &&
+    go build -ldflags "$ldflags" -o "$dir/bin/performance-scheduler-runner" sigs.k8s.io/kueue/test/performance/scheduler/runner &&
+    go build -ldflags "$ldflags" -o "$dir/bin/minimalkueue" sigs.k8s.io/kueue/test/performance/scheduler/minimalkueue &&
+    go test -c -o "$dir/bin/kueue-perf-checker" sigs.k8s.io/kueue/test/performance/scheduler/checker)
+}
+
 build_controller_gen() {
   GOBIN="$cache/controller-gen-$CONTROLLER_GEN_VERSION/bin" go install "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_GEN_VERSION"
 }
@@ -106,7 +126,10 @@ case $want in
     build_once "$cache/staticcheck-$STATICCHECK_VERSION" build_staticcheck
     ;;
   cluster|operators|codegen) ;;
-  *) echo "usage: $0 [all|cluster|operators|codegen|lint]" >&2; exit 2 ;;
+  kueue)
+    build_once "$cache/kueue-$KUEUE_VERSION" build_kueue
+    ;;
+  *) echo "usage: $0 [all|cluster|operators|codegen|lint|kueue]" >&2; exit 2 ;;
 esac
 
 # One directory on PATH holds every tool, by symlink, so callers need one path.
@@ -114,7 +137,7 @@ bin=$cache/bin
 mkdir -p "$bin"
 for d in "$cache/etcd-$ETCD_VERSION" "$cache/k8s-$K8S_VERSION" "$cache/kwok-$KWOK_VERSION" \
          "$cache/training-operator-$TRAINING_OPERATOR_VERSION" "$cache/kuberay-$KUBERAY_VERSION" "$cache/argo-workflows-$ARGO_WORKFLOWS_VERSION" \
-         "$cache/controller-gen-$CONTROLLER_GEN_VERSION" "$cache/staticcheck-$STATICCHECK_VERSION"; do
+         "$cache/controller-gen-$CONTROLLER_GEN_VERSION" "$cache/staticcheck-$STATICCHECK_VERSION" "$cache/kueue-$KUEUE_VERSION"; do
   [[ -f $d/.complete ]] || continue
   for f in "$d"/bin/*; do ln -sf "$f" "$bin/$(basename "$f")"; done
 done

@@ -27,13 +27,21 @@ func (c *Cluster) auditFlags(dir string) ([]string, error) {
 	if !c.opts.AuditWrites {
 		return nil, nil
 	}
+	return AuditFlags(dir, c.AuditLog())
+}
+
+// AuditFlags writes the policy that logs every write (and nothing else)
+// into dir and returns the kube-apiserver flags that log them to logPath,
+// for WritesBy: what Options.AuditWrites adds, for API servers started
+// otherwise (the performance harness's envtest, Kueue's runner's).
+func AuditFlags(dir, logPath string) ([]string, error) {
 	policy := filepath.Join(dir, "audit-policy.yaml")
 	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
 		return nil, fmt.Errorf("writing the audit policy: %w", err)
 	}
 	return []string{
 		"--audit-policy-file=" + policy,
-		"--audit-log-path=" + c.AuditLog(),
+		"--audit-log-path=" + logPath,
 		"--audit-log-format=json",
 		"--audit-log-maxsize=0", // never rotated: the count is of the whole run
 	}, nil

@@ -59,6 +59,9 @@ type Options struct {
 	Short   bool
 	// Progress receives a line every ten seconds.
 	Progress io.Writer
+	// AuditLog, if set, has the API server log every write there
+	// (cluster.AuditFlags), for cluster.WritesBy.
+	AuditLog string
 }
 
 // Run runs the scenario and returns its checked result. An error means the
@@ -68,7 +71,7 @@ func Run(ctx context.Context, s scenario.Scenario, opts Options) (*checker.Resul
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", opts.Dir, err)
 	}
-	env, cfg, err := startAPIServer()
+	env, cfg, err := startAPIServer(opts.Dir, opts.AuditLog)
 	if err != nil {
 		return nil, err
 	}
@@ -88,8 +91,9 @@ func Run(ctx context.Context, s scenario.Scenario, opts Options) (*checker.Resul
 }
 
 // startAPIServer starts etcd and kube-apiserver with koord-queue's CRDs,
-// with room for the harness's request rate (as Kueue's harness does).
-func startAPIServer() (*envtest.Environment, *rest.Config, error) {
+// with room for the harness's request rate (as Kueue's harness does), and,
+// if auditLog is set, logging every write there (the policy in dir).
+func startAPIServer(dir, auditLog string) (*envtest.Environment, *rest.Config, error) {
 	if _, err := cluster.Tool("kube-apiserver"); err != nil {
 		return nil, nil, err
 	}
@@ -106,6 +110,16 @@ func startAPIServer() (*envtest.Environment, *rest.Config, error) {
 	env.ControlPlane.GetAPIServer().Configure().
 		Append("max-requests-inflight", "800").
 		Append("max-mutating-requests-inflight", "400")
+	if auditLog != "" {
+		flags, err := cluster.AuditFlags(dir, auditLog)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, f := range flags {
+			name, value, _ := strings.Cut(strings.TrimPrefix(f, "--"), "=")
+			env.ControlPlane.GetAPIServer().Configure().Append(name, value)
+		}
+	}
 	cfg, err := env.Start()
 	if err != nil {
 		_ = env.Stop()

@@ -1,0 +1,310 @@
+// Command perfcompare runs Kueue's scheduler performance test and
+// koord-queue's mirror of it on this machine, one right after the other,
+// in pairs of alternating order (Kueue first in odd pairs), and writes one
+// table of both: <out>/summary.md and summary.json (`make perf-compare`).
+//
+// Kueue's side is its own runner, minimalkueue and checker, built unchanged
+// from the release hack/tools/kueue pins (hack/ensure-tools.sh kueue), run
+// as Kueue's CI runs them, on the kube-apiserver and etcd koord-queue's
+// harness runs on. koord-queue's side is the harness (package harness) on
+// the scenario that mirrors Kueue's config. Both API servers log writes to
+// an audit log, so that both controllers' writes are counted the same way.
+//
+//	go run ./test/performance/cmd/perfcompare                          # baseline, 3 pairs
+//	go run ./test/performance/cmd/perfcompare -pairs 1 -only koord-queue -binary /tmp/kq
+//	go run ./test/performance/cmd/perfcompare -config large-scale
+//	go run ./test/performance/cmd/perfcompare -summarize               # the table again from <out>
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/koord-queue/koord-queue/test/cluster"
+	"github.com/koord-queue/koord-queue/test/performance/checker"
+	"github.com/koord-queue/koord-queue/test/performance/compare"
+	"github.com/koord-queue/koord-queue/test/performance/harness"
+	"github.com/koord-queue/koord-queue/test/performance/scenario"
+)
+
+func main() {
+	if err := run(); err != nil {
+		fmt.Fprintf(os.Stderr, "perfcompare: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	config, scenario, only, binary, out string
+	kueueGenerator, kueueRangeSpec      string
+	pairs                               int
+	kueueTimeout                        time.Duration
+	short, audit, keepAudit, summarize  bool
+}
+
+func run() error {
+	var o options
+	if err := newFlags(&o).Parse(os.Args[1:]); err != nil {
+		return err
+	}
+	if o.only != "" && o.only != "kueue" && o.only != "koord-queue" {
+		return fmt.Errorf("-only must be kueue or koord-queue")
+	}
+	cfg, ok := compare.Configs[o.config]
+	if !ok {
+		return fmt.Errorf("unknown -config %q (known: %s)", o.config, strings.Join(compare.ConfigNames(), ", "))
+	}
+	if o.scenario == "" {
+		o.scenario = cfg.Scenario
+	}
+	if o.out == "" {
+		o.out = filepath.Join("_output", "perf", "compare")
+		if o.config != "baseline" {
+			o.out += "-" + o.config
+		}
+	}
+	if o.summarize {
+		ms, err := compare.ReadMeasurements(o.out)
+		if err != nil {
+			return err
+		}
+		return writeSummary(o, ms, "")
+	}
+
+	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer cancel()
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return fmt.Errorf("creating %s: %w", o.out, err)
+	}
+	// The summary is of this run's pairs: earlier ones would mix in.
+	earlier, _ := filepath.Glob(filepath.Join(o.out, "pair-*"))
+	for _, dir := range earlier {
+		if err := os.RemoveAll(dir); err != nil {
+			return fmt.Errorf("removing the earlier run %s: %w", dir, err)
+		}
+	}
+	kueue, err := o.kueueRun(cfg)
+	if err != nil && o.only != "koord-queue" {
+		return err
+	}
+	var s scenario.Scenario
+	if o.only != "kueue" || o.short {
+		if s, err = scenario.Get(o.scenario, o.short); err != nil {
+			return fmt.Errorf("koord-queue's scenario for %s: %w (-koord-queue-scenario names another)", o.config, err)
+		}
+	}
+	if o.short && o.kueueGenerator == "" && kueue != nil {
+		if kueue.GeneratorConfig, err = shortKueueConfig(s, o.out); err != nil {
+			return err
+		}
+	}
+	if o.only != "kueue" {
+		if o.binary == "" {
+			fmt.Println("Building koord-queue from ./cmd/queue")
+			if o.binary, err = cluster.BuildBinary(ctx, "./cmd/queue", filepath.Join(o.out, "bin"), "koord-queue"); err != nil {
+				return err
+			}
+		}
+	}
+	command := "go run ./test/performance/cmd/perfcompare " + strings.Join(os.Args[1:], " ")
+	commit := gitCommit()
+	var ms []compare.Measurement
+	for pair := 1; pair <= o.pairs; pair++ {
+		order := []string{compare.Kueue, compare.KoordQueue}
+		if pair%2 == 0 {
+			order = []string{compare.KoordQueue, compare.Kueue}
+		}
+		position := 0
+		for _, system := range order {
+			if (system == compare.Kueue && o.only == "koord-queue") || (system == compare.KoordQueue && o.only == "kueue") {
+				continue
+			}
+			position++
+			dir := filepath.Join(o.out, fmt.Sprintf("pair-%d", pair), compare.DirName(system))
+			fmt.Printf("Pair %d of %d, %s (run %d of the pair) into %s, load %.2f\n", pair, o.pairs, system, position, dir, compare.LoadAverage())
+			var m compare.Measurement
+			if system == compare.Kueue {
+				k := *kueue
+				k.Dir = dir
+				m, err = k.Run(ctx)
+			} else {
+				m, err = runKoordQueue(ctx, o, s, dir, command)
+			}
+			if err != nil {
+				return fmt.Errorf("pair %d, %s: %w", pair, system, err)
+			}
+			m.Pair, m.Position, m.Commit = pair, position, commit
+			if err := compare.WriteMeasurement(dir, m); err != nil {
+				return err
+			}
+			fmt.Print(compare.Line(m))
+			ms = append(ms, m)
+			if err := writeSummary(o, ms, command); err != nil {
+				return err
+			}
+		}
+	}
+	fmt.Printf("Results in %s\n", filepath.Join(o.out, "summary.md"))
+	return nil
+}
+
+func newFlags(o *options) *flag.FlagSet {
+	f := flag.NewFlagSet("perfcompare", flag.ExitOnError)
+	f.StringVar(&o.config, "config", "baseline", "Kueue's scenario: "+strings.Join(compare.ConfigNames(), " or "))
+	f.StringVar(&o.scenario, "koord-queue-scenario", "", "koord-queue's scenario (default: the one that mirrors -config: "+compare.ScenarioNames()+")")
+	f.IntVar(&o.pairs, "pairs", 3, "pairs of runs (Kueue first in odd pairs, koord-queue first in even ones)")
+	f.StringVar(&o.only, "only", "", "run one side only: kueue or koord-queue (for development)")
+	f.StringVar(&o.binary, "binary", "", "the koord-queue binary to measure (default: built from ./cmd/queue)")
+	f.StringVar(&o.out, "out", "", "directory for the results, whose earlier runs (pair-*) are removed first (default: _output/perf/compare for baseline, _output/perf/compare-<config> for another)")
+	f.StringVar(&o.kueueGenerator, "kueue-generator", "", "another generator.yaml for Kueue's runner (for development)")
+	f.StringVar(&o.kueueRangeSpec, "kueue-rangespec", "", "another rangespec.yaml for Kueue's checker (for development)")
+	f.DurationVar(&o.kueueTimeout, "kueue-timeout", 0, "Kueue's runner --timeout (default: as Kueue's CI target for -config: none for baseline, so the runner's 10m; 30m for large-scale)")
+	f.BoolVar(&o.short, "short", false, "koord-queue's short variant of its scenario, and Kueue's config in the same shape (unless -kueue-generator): for development")
+	f.BoolVar(&o.audit, "audit", true, "have both API servers log writes, to count each controller's writes")
+	f.BoolVar(&o.keepAudit, "keep-audit", false, "keep the audit logs (large) once counted")
+	f.BoolVar(&o.summarize, "summarize", false, "do not run: write the summary again from the measurements in -out")
+	return f
+}
+
+// kueueRun prepares Kueue's side: its binaries, module and config.
+func (o options) kueueRun(cfg compare.Config) (*compare.KueueRun, error) {
+	k := &compare.KueueRun{Audit: o.audit, KeepAudit: o.keepAudit, Timeout: cfg.Timeout, Progress: os.Stdout}
+	if o.kueueTimeout > 0 {
+		k.Timeout = o.kueueTimeout
+	}
+	var err error
+	tools := map[string]*string{
+		"performance-scheduler-runner": &k.Runner, "minimalkueue": &k.MinimalKueue, "kueue-perf-checker": &k.Checker,
+		"kube-apiserver": &k.APIServer, "etcd": &k.Etcd,
+	}
+	for name, into := range tools {
+		if *into, err = cluster.Tool(name); err != nil {
+			return nil, fmt.Errorf("%w (Kueue's tools: bash hack/ensure-tools.sh kueue)", err)
+		}
+	}
+	if k.ProjectDir, err = kueueModuleDir(); err != nil {
+		return nil, err
+	}
+	k.GeneratorConfig, k.RangeSpec = cfg.Paths(k.ProjectDir, cluster.RepoRoot())
+	if o.kueueGenerator != "" {
+		k.GeneratorConfig = o.kueueGenerator
+	}
+	if o.kueueRangeSpec != "" {
+		k.RangeSpec = o.kueueRangeSpec
+	}
+	return k, nil
+}
+
+// shortKueueConfig writes, for -short, Kueue's config in the shape of
+// koord-queue's short variant into out, and returns its path.
+func shortKueueConfig(s scenario.Scenario, out string) (string, error) {
+	shape, err := compare.ScenarioShape(&s)
+	if err != nil {
+		return "", err
+	}
+	data, err := shape.KueueConfig()
+	if err != nil {
+		return "", fmt.Errorf("writing a Kueue config for koord-queue's short %s: %w", s.Name, err)
+	}
+	path, err := filepath.Abs(filepath.Join(out, "kueue-short-generator.yaml"))
+	if err != nil {
+		return "", err
+	}
+	return path, os.WriteFile(path, data, 0o644)
+}
+
+// kueueModuleDir is the pinned Kueue module's root in the module cache.
+func kueueModuleDir() (string, error) {
+	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kueue")
+	cmd.Dir = filepath.Join(cluster.RepoRoot(), "hack", "tools", "kueue")
+	out, err := cmd.Output()
+	dir := strings.TrimSpace(string(out))
+	if err != nil || dir == "" {
+		var exit *exec.ExitError
+		if errors.As(err, &exit) {
+			err = fmt.Errorf("%w: %s", err, exit.Stderr)
+		}
+		return "", fmt.Errorf("finding Kueue's module (hack/tools/kueue): %v", err)
+	}
+	return dir, nil
+}
+
+// runKoordQueue runs koord-queue's scenario with the harness, its API
+// server logging writes as Kueue's does.
+func runKoordQueue(ctx context.Context, o options, s scenario.Scenario, dir, command string) (compare.Measurement, error) {
+	opts := harness.Options{
+		Dir: dir, Mode: checker.ModeBinary, Binary: o.binary, Short: o.short, Progress: os.Stdout,
+		Command: command + " # koord-queue's scenario " + s.Name,
+	}
+	if o.audit {
+		opts.AuditLog = filepath.Join(dir, "audit.log")
+	}
+	loadBefore := compare.LoadAverage()
+	servers := compare.FollowServers(ctx, os.Getpid(), time.Second)
+	res, err := harness.Run(ctx, s, opts)
+	serverCPU := servers.Stop()
+	if ctx.Err() != nil {
+		return compare.Measurement{}, ctx.Err()
+	}
+	if err != nil {
+		return compare.Measurement{System: compare.KoordQueue, Dir: dir, Writes: -1, Error: err.Error(), LoadBefore: loadBefore, LoadAfter: compare.LoadAverage()}, nil
+	}
+	m := compare.FromKoordQueue(res)
+	m.Dir, m.LoadBefore, m.LoadAfter, m.ServerCPUSeconds = dir, loadBefore, compare.LoadAverage(), serverCPU
+	if o.audit {
+		if err := compare.CountWrites(&m, opts.AuditLog, "koord-queue", o.keepAudit); err != nil {
+			return compare.Measurement{}, err
+		}
+	}
+	return m, nil
+}
+
+// writeSummary writes summary.md and summary.json.
+func writeSummary(o options, ms []compare.Measurement, command string) error {
+	rep := compare.Report{
+		Config: o.config, Scenario: o.scenario, Command: command, Commit: compare.Commits(ms),
+		Machine: compare.DescribeMachine(), WrittenAt: time.Now().UTC(), Measurements: ms,
+		Table: compare.BuildTable(ms),
+	}
+	if command == "" {
+		rep.Command = "(re-summarized; see each run's measurement.json)"
+	}
+	data, err := json.MarshalIndent(rep, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encoding summary: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(o.out, "summary.json"), data, 0o644); err != nil {
+		return fmt.Errorf("writing summary.json: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(o.out, "summary.md"), []byte(rep.Markdown()), 0o644); err != nil {
+		return fmt.Errorf("writing summary.md: %w", err)
+	}
+	return nil
+}
+
+// gitCommit is the checkout's commit, "+dirty" if it has changes.
+func gitCommit() string {
+	cmd := exec.Command("git", "rev-parse", "--short", "HEAD")
+	cmd.Dir = cluster.RepoRoot()
+	out, err := cmd.Output()
+	if err != nil {
+		return "unknown"
+	}
+	commit := strings.TrimSpace(string(out))
+	status := exec.Command("git", "status", "--porcelain", "--untracked-files=no")
+	status.Dir = cluster.RepoRoot()
+	if out, err := status.Output(); err == nil && len(strings.TrimSpace(string(out))) > 0 {
+		commit += "+dirty"
+	}
+	return commit
+}

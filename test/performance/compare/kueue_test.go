@@ -1,0 +1,149 @@
+package compare
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+)
+
+func readFixture(t *testing.T, name string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("testdata", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func TestParseCheckerOutput(t *testing.T) {
+	for _, tc := range []struct {
+		name, fixture string
+		want          []Check
+	}{{
+		// Kueue's checker (v0.17.0, go test -c) on a summary and stats
+		// made to miss the baseline's bounds.
+		name: "bounds missed", fixture: "checker-fail.txt",
+		want: []Check{
+			{Name: "CommandStats", Detail: "checker_test.go:81: Wall time 426100ms is greater than maximum expected 425000ms"},
+			{Name: "ClusterQueueClasses/cq", Detail: "checker_test.go:98: Usage 0.00% is less then expected 55.00%"},
+			{Name: "WorkloadClasses/large", Detail: "checker_test.go:112: Average wait for admission 30100ms is more then expected 11000ms"},
+			{Name: "WorkloadClasses/small", OK: true},
+		},
+	}, {
+		name: "the summary unreadable",
+		want: []Check{{Name: "TestScalability", Detail: "checker_test.go:47: Unable to read summary: open /nonexistent: no such file or directory"}},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			output := "=== RUN   TestScalability\n    checker_test.go:47: Unable to read summary: open /nonexistent: no such file or directory\n--- FAIL: TestScalability (0.00s)\nFAIL\n"
+			if tc.fixture != "" {
+				output = readFixture(t, tc.fixture)
+			}
+			if diff := cmp.Diff(tc.want, ParseCheckerOutput(output)); diff != "" {
+				t.Errorf("ParseCheckerOutput (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// wantRun is what testdata/run holds: the files of a real run of Kueue's
+// runner and checker (v0.17.0; perfcompare's smoke run of a one-cohort,
+// two-queue, 90-workload config on two loaded cores).
+var wantRun = Measurement{
+	System: Kueue, WallSeconds: 22.91, CPUSeconds: 2.147, Cores: 2.147 / 22.91, PeakRSSMiB: 63716.0 / 1024,
+	AvgToAdmission: map[string]float64{"large": 4.913, "medium": 9.831, "small": 10.705},
+	Units:          90, Evictions: 60, Admissions: 150, Writes: -1,
+}
+
+func TestReadKueueRunFiles(t *testing.T) {
+	summary, err := ReadKueueSummary(filepath.Join("testdata", "run", "summary.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	stats, err := ReadKueueCmdStats(filepath.Join("testdata", "run", "minimalkueue.stats.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := FromKueue(summary, stats)
+	if diff := cmp.Diff(wantRun, got, cmpopts.EquateApprox(0, 1e-12)); diff != "" {
+		t.Errorf("FromKueue (-want +got):\n%s", diff)
+	}
+	wantChecks := []Check{
+		{Name: "CommandStats", OK: true}, {Name: "ClusterQueueClasses/cq", OK: true},
+		{Name: "WorkloadClasses/large", OK: true}, {Name: "WorkloadClasses/medium", OK: true}, {Name: "WorkloadClasses/small", OK: true},
+	}
+	if diff := cmp.Diff(wantChecks, ParseCheckerOutput(readFixture(t, filepath.Join("run", "checker.txt")))); diff != "" {
+		t.Errorf("the run's checks (-want +got):\n%s", diff)
+	}
+	// The usage Kueue's checker computed from the same summary (it passed
+	// its 55 % bound).
+	if got := summary.ClusterQueueClasses["cq"].UsagePercent(); got < 55 || got > 100 {
+		t.Errorf("cq usage %.2f%%, want Kueue's checker's figure, between 55 and 100", got)
+	}
+}
+
+func TestReadKueueSummaryIsStrict(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "summary.yaml")
+	data := strings.Replace(readFixture(t, filepath.Join("run", "summary.yaml")), "averageTimeToAdmissionMs", "avgTimeToAdmissionMs", 1)
+	if err := os.WriteFile(path, []byte(data), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := ReadKueueSummary(path); err == nil {
+		t.Errorf("a renamed field was read as zero, want an error")
+	}
+}
+
+func TestRecorderTimedOut(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, log string
+		want      bool
+	}{
+		// Lines of a real runner's log (v0.17.0) whose 10 minutes passed.
+		{"timed out", "2026-12-02T04:01:46.684757538Z\tERROR\tStart recorder\trunner/main.go:397\tRecorder run\t{\"error\": \"context deadline exceeded\"}\n2026-12-02T04:01:46.684864569Z\tERROR\trunner/main.go:229\tError\t{\"error\": \"context deadline exceeded\"}\n", true},
+		{"another error", "2026-12-02T04:01:46.684864569Z\tERROR\tRun generator\trunner/main.go:380\tgenerating\t{\"error\": \"forbidden\"}\n", false},
+	} {
+		path := filepath.Join(dir, tc.name+".log")
+		if err := os.WriteFile(path, []byte(tc.log), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if got := recorderTimedOut(path); got != tc.want {
+			t.Errorf("%s: recorderTimedOut = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestStopGroupStopsWhatARunnerLeaves: a command that exits leaving a
+// child running in its process group (as Kueue's runner leaves its
+// envtest's kube-apiserver and etcd when it fails) has that child stopped.
+func TestStopGroupStopsWhatARunnerLeaves(t *testing.T) {
+	cmd := exec.Command("sh", "-c", "sleep 300 >/dev/null 2>&1 & echo $!")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	child, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("child's pid %q: %v", out, err)
+	}
+	if err := syscall.Kill(child, 0); err != nil {
+		t.Fatalf("the child is not running before: %v", err)
+	}
+	if got := stopGroup(cmd.Process.Pid, 10*time.Second); got != 1 {
+		t.Errorf("stopGroup = %d, want 1 (a process was left)", got)
+	}
+	if err := syscall.Kill(-cmd.Process.Pid, 0); err == nil {
+		t.Errorf("process group %d still has a process", cmd.Process.Pid)
+	}
+	if got := stopGroup(cmd.Process.Pid, time.Second); got != 0 {
+		t.Errorf("stopGroup of an empty group = %d, want 0", got)
+	}
+}
