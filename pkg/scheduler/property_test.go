@@ -426,7 +426,9 @@ func (sm *sim) checkLimits() {
 }
 
 // settle reports every eviction done and cycles until nothing happens: the
-// system must come to rest (no eviction loop keeps it busy).
+// system must come to rest (no eviction loop keeps it busy). Like the
+// controller, it cycles again at NextWakeup: a head waiting to preempt
+// (koord-queue/preemption-delay) does so then.
 func (sm *sim) settle() {
 	for i := 0; i < 200; i++ {
 		evicted := false
@@ -435,7 +437,10 @@ func (sm *sim) settle() {
 		}
 		res := sm.cycle()
 		if !evicted && len(res.Admissions) == 0 && len(res.Preemptions) == 0 && !res.More {
-			return
+			if res.NextWakeup.IsZero() {
+				return
+			}
+			sm.now = res.NextWakeup.Sub(st.T0)
 		}
 	}
 	sm.failures = append(sm.failures, "did not come to rest in 200 cycles")
