@@ -154,8 +154,12 @@ func newSim(t *testing.T, seed uint64, cfg simConfig) *sim {
 		sm.s.UpsertQuota(sp)
 	}
 	policies := []schedulingv1alpha1.QueuePolicy{schedulingv1alpha1.QueuePolicyPriority, schedulingv1alpha1.QueuePolicyBlock, schedulingv1alpha1.QueuePolicyIntelligent}
+	// Preemption delays from a stream of their own, so the rest of each
+	// seed's world is as before they existed: none, shorter than most
+	// steps, longer than many.
+	delays := rand.New(rand.NewPCG(seed, 0xde1a7))
 	for _, leaf := range sm.tree.leaves {
-		q := st.MakeQueue(leaf).Priority(int32(rng.IntN(3)))
+		q := st.MakeQueue(leaf).Priority(int32(rng.IntN(3))).PreemptionDelay([]time.Duration{0, delay, 2 * time.Minute}[delays.IntN(3)])
 		if !cfg.priorityOnly {
 			q.Policy(policies[rng.IntN(len(policies))])
 			if rng.IntN(4) == 0 {
