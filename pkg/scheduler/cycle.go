@@ -92,6 +92,9 @@ func (s *Scheduler) turn(qs *queueState, now time.Time, res *Result) bool {
 		return false
 	}
 	name := qs.spec.Name
+	if p := qs.patient; p != nil && !now.Before(p.patientUntil) {
+		s.endPatience(p) // its delay is over: from this turn on it may evict
+	}
 	if err := s.engine.Err(qs.quota); err != nil {
 		s.headWaits(qs, qs.q.Offer(now, nil).Head.Key, err.Error(), res)
 		return false // woken when a quota changes
@@ -252,12 +255,9 @@ func (s *Scheduler) headPreempts(qs *queueState, key string, now time.Time, res 
 		s.headWaits(qs, key, fmt.Sprintf("waits for the preemption by %s in quota %s to end", other, qs.quota), res)
 		return true, false
 	}
-	if qs.patient == us {
-		if s.stillPatient(us, now) {
-			s.headWaits(qs, key, us.preemptReason, res)
-			return true, false
-		}
-		return false, true // its reservation is free again: offer again, then it may preempt
+	if qs.patient == us { // its delay is not over (turn ends it when it is)
+		s.headWaits(qs, key, us.preemptReason, res)
+		return true, false
 	}
 	if us.triedCycle == s.cycle {
 		return false, false // a Priority queue comes back to its head often

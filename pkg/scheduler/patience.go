@@ -56,16 +56,6 @@ func (s *Scheduler) waitToPreempt(qs *queueState, us *unitState, kind Preemption
 	return true
 }
 
-// stillPatient: us, its queue's patient head, keeps waiting. Otherwise its
-// delay is over: its reservation is given back and it may preempt at once.
-func (s *Scheduler) stillPatient(us *unitState, now time.Time) bool {
-	if now.Before(us.patientUntil) {
-		return true
-	}
-	s.endPatience(us)
-	return false
-}
-
 // endPatience gives back a patient unit's reservation. Its patientUntil
 // stays: its delay runs from the first time it could evict.
 func (s *Scheduler) endPatience(us *unitState) {
@@ -82,7 +72,8 @@ func (s *Scheduler) endPatience(us *unitState) {
 // freed in its quota since the last cycle: higher priority first, then the
 // one whose delay ends first. A head it covers is admitted; a head whose
 // delay is over has its queue woken, to preempt in its turn (it keeps its
-// reservation until then, so no other queue takes it first).
+// reservation until then, so no other queue takes it first, and gives it
+// back at the start of that turn, whatever the turn then does).
 func (s *Scheduler) feedPatient(now time.Time, res *Result) {
 	if len(s.patient) == 0 {
 		return

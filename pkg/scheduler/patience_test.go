@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/koord-queue/koord-queue/pkg/quota"
 	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
@@ -153,5 +154,31 @@ func TestPreemptionDelayWakesTheHeadWhenItEnds(t *testing.T) {
 	got := summarise(s.Cycle(st.T0.Add(31 * time.Second)))
 	if diff := cmp.Diff([]string{"ns/high <- ns/low"}, got.Preempted); diff != "" {
 		t.Errorf("preempted at the wake-up (-want +got):\n%s", diff)
+	}
+}
+
+// TestPreemptionDelayEndsWhateverTheTurn: when the delay ends, the head's
+// queue takes one turn, and the hold ends there whatever the turn does:
+// here its quota turned invalid meanwhile, so the turn stops before looking
+// for victims, and the cycles after have nothing more to do (they used to
+// wake the queue again, every cycle, for a delay long over).
+func TestPreemptionDelayEndsWhateverTheTurn(t *testing.T) {
+	s := world{
+		capacity: bigCluster,
+		quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
+		queues:   []scheduler.QueueSpec{st.MakeQueue("q").Preemption().Obj()},
+		units: []scheduler.Unit{
+			st.MakeUnit("ns/low", "q").Priority(1).Request("cpu", "4").Admitted(0).Obj(),
+			st.MakeUnit("ns/high", "q").Priority(9).Request("cpu", "4").Obj(),
+		},
+	}.build(t)
+	s.Cycle(st.T0) // high waits
+	s.UpsertQuota(qt.MakeSpec("q").Min("cpu", "5").Max("cpu", "4").Obj())
+	s.Cycle(st.T0.Add(delay))
+	if res := s.Cycle(st.T0.Add(delay + time.Second)); res.More || !res.NextWakeup.IsZero() {
+		t.Errorf("after the delay: More %v, NextWakeup %v; want nothing left to do", res.More, res.NextWakeup)
+	}
+	if got := s.Quotas().Used("q")[corev1.ResourceCPU]; got.String() != "4" {
+		t.Errorf("q uses %s cpu, want 4: low's, and no reservation left", got.String())
 	}
 }

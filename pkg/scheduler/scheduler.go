@@ -52,9 +52,9 @@ type unitState struct {
 	reserved bool
 	// preemptReason is its wait reason while its victims leave.
 	preemptReason string
-	// patientUntil, once set, is when the unit may evict lower-priority
-	// units of its quota: it first waits that long for the quota to free
-	// (patience.go). Zero: it has not wanted to yet in this wait.
+	// patientUntil, once set, is when the unit may evict (reclaim or
+	// in-queue): it first waits until then for quota to free (patience.go).
+	// Zero: it has not found victims yet in this wait.
 	patientUntil time.Time
 	// triedCycle is the last cycle this unit looked for victims.
 	triedCycle int
