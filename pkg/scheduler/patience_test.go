@@ -13,23 +13,27 @@ import (
 	st "github.com/koord-queue/koord-queue/pkg/scheduler/schedtest"
 )
 
+// inQueue is quota q of max 4 cpu, its queue (q) with in-queue preemption,
+// and units.
+func inQueue(q *st.QueueWrapper, units ...scheduler.Unit) world {
+	return world{
+		capacity: bigCluster,
+		quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
+		queues:   []scheduler.QueueSpec{q.Preemption().Obj()},
+		units:    units,
+	}
+}
+
+// low is a unit of q of priority 1 holding cpu.
+func low(key, cpu string) scheduler.Unit {
+	return st.MakeUnit(key, "q").Priority(1).Request("cpu", cpu).Admitted(0).Obj()
+}
+
 // TestPreemptionDelay: a head that could evict first waits up to its
 // queue's koord-queue/preemption-delay for quota to free, taking what frees
 // before anyone else, and evicts only for what it still lacks once the
 // delay is over, counted from the first time it could have evicted.
 func TestPreemptionDelay(t *testing.T) {
-	// q: max 4 cpu, in-queue preemption, units of priority 1 holding it.
-	inQueue := func(q *st.QueueWrapper, units ...scheduler.Unit) world {
-		return world{
-			capacity: bigCluster,
-			quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
-			queues:   []scheduler.QueueSpec{q.Preemption().Obj()},
-			units:    units,
-		}
-	}
-	low := func(key, cpu string) scheduler.Unit {
-		return st.MakeUnit(key, "q").Priority(1).Request("cpu", cpu).Admitted(0).Obj()
-	}
 	high := st.MakeUnit("ns/high", "q").Priority(9).Request("cpu", "4").Enqueued(time.Second).Obj()
 	cases := []struct {
 		name  string
@@ -133,15 +137,8 @@ func TestPreemptionDelay(t *testing.T) {
 // TestPreemptionDelayWakesTheHeadWhenItEnds: nothing but the time ends the
 // delay, so the cycle says when (NextWakeup), and the head evicts then.
 func TestPreemptionDelayWakesTheHeadWhenItEnds(t *testing.T) {
-	s := world{
-		capacity: bigCluster,
-		quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
-		queues:   []scheduler.QueueSpec{st.MakeQueue("q").Preemption().PreemptionDelay(30 * time.Second).Obj()},
-		units: []scheduler.Unit{
-			st.MakeUnit("ns/low", "q").Priority(1).Request("cpu", "4").Admitted(0).Obj(),
-			st.MakeUnit("ns/high", "q").Priority(9).Request("cpu", "4").Obj(),
-		},
-	}.build(t)
+	s := inQueue(st.MakeQueue("q").PreemptionDelay(30*time.Second),
+		low("ns/low", "4"), st.MakeUnit("ns/high", "q").Priority(9).Request("cpu", "4").Obj()).build(t)
 	if got, want := s.Cycle(st.T0.Add(time.Second)).NextWakeup, st.T0.Add(31*time.Second); !got.Equal(want) {
 		t.Errorf("NextWakeup %v, want %v: when high's delay ends", got, want)
 	}
@@ -163,15 +160,7 @@ func TestPreemptionDelayWakesTheHeadWhenItEnds(t *testing.T) {
 // for victims, and the cycles after have nothing more to do (they used to
 // wake the queue again, every cycle, for a delay long over).
 func TestPreemptionDelayEndsWhateverTheTurn(t *testing.T) {
-	s := world{
-		capacity: bigCluster,
-		quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
-		queues:   []scheduler.QueueSpec{st.MakeQueue("q").Preemption().Obj()},
-		units: []scheduler.Unit{
-			st.MakeUnit("ns/low", "q").Priority(1).Request("cpu", "4").Admitted(0).Obj(),
-			st.MakeUnit("ns/high", "q").Priority(9).Request("cpu", "4").Obj(),
-		},
-	}.build(t)
+	s := inQueue(st.MakeQueue("q"), low("ns/low", "4"), st.MakeUnit("ns/high", "q").Priority(9).Request("cpu", "4").Obj()).build(t)
 	s.Cycle(st.T0) // high waits
 	s.UpsertQuota(qt.MakeSpec("q").Min("cpu", "5").Max("cpu", "4").Obj())
 	s.Cycle(st.T0.Add(delay))
