@@ -9,6 +9,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/policy"
 	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
@@ -85,8 +86,10 @@ func TestInQueuePreemptionTakesUnitsNotFullyRunning(t *testing.T) {
 			c.UpsertUnit(wrappers.MakeQueueUnit("low", "ns").Quota("team-a").Priority(1).PodSet("main", 2, "cpu", "1").
 				Phase(schedulingv1alpha1.Running).RunningAdmission("main", 2, tc.scheduled).Obj())
 			c.UpsertUnit(wrappers.MakeQueueUnit("high", "ns").Quota("team-a").Priority(10).PodSet("main", 2, "cpu", "1").Obj())
+			now := time.Unix(200, 0)
+			c.cycle(now, -1) // high first waits up to the preemption delay for quota to free
 			var victims []string
-			for _, p := range c.cycle(time.Unix(200, 0), -1).Preemptions {
+			for _, p := range c.cycle(now.Add(policy.DefaultPreemptionDelay), -1).Preemptions {
 				victims = append(victims, p.Victims...)
 			}
 			if diff := cmp.Diff(tc.wantVictims, victims); diff != "" {

@@ -23,7 +23,21 @@ const (
 	// high band, oldest first, and blocks like a high head until admitted.
 	// Unset or "0": off, as in the original.
 	AnnotationLowPriorityMaxWait = "koord-queue/low-priority-max-wait"
+	// AnnotationPreemptionDelay (a duration such as "2s") is how long a
+	// unit that could evict lower-priority units of its own quota
+	// (enable-queueunit-preemption) first waits for the quota to free by
+	// itself, taking what frees before anyone else, before it evicts.
+	// Default DefaultPreemptionDelay; "0": evict at once, as the original.
+	AnnotationPreemptionDelay = "koord-queue/preemption-delay"
 )
+
+// DefaultPreemptionDelay is the preemption delay of a queue that does not
+// set koord-queue/preemption-delay: short against any job worth evicting
+// for, long against the moment between a unit's end and koord-queue
+// hearing of it (tens to hundreds of milliseconds on a busy API server),
+// when a preemptor would otherwise evict units whose quota was about to be
+// its anyway.
+const DefaultPreemptionDelay = 2 * time.Second
 
 // Config is how one queue takes its units.
 type Config struct {
@@ -44,11 +58,16 @@ type Config struct {
 	PreemptRunning bool
 	// LowPriorityMaxWait enables Intelligent's starvation protection; 0 is off.
 	LowPriorityMaxWait time.Duration
+	// PreemptionDelay is how long a head first waits, holding what frees,
+	// before evicting lower-priority units of its quota (EnablePreemption);
+	// 0 evicts at once.
+	PreemptionDelay time.Duration
 }
 
 // DefaultConfig is the Priority policy with Koord-Queue's defaults.
 func DefaultConfig() Config {
-	return Config{Policy: schedulingv1alpha1.QueuePolicyPriority, PriorityThreshold: schedulingv1alpha1.DefaultPriorityThreshold}
+	return Config{Policy: schedulingv1alpha1.QueuePolicyPriority, PriorityThreshold: schedulingv1alpha1.DefaultPriorityThreshold,
+		PreemptionDelay: DefaultPreemptionDelay}
 }
 
 // ConfigFromQueue reads a queue's policy and koord-queue/* annotations.
@@ -99,15 +118,25 @@ func ConfigFromQueue(p schedulingv1alpha1.QueuePolicy, annotations map[string]st
 			*b.dst = t
 		}
 	}
-	if v, ok := annotations[AnnotationLowPriorityMaxWait]; ok {
-		d, err := time.ParseDuration(v)
+	for _, d := range []struct {
+		key string
+		dst *time.Duration
+	}{
+		{AnnotationLowPriorityMaxWait, &c.LowPriorityMaxWait},
+		{AnnotationPreemptionDelay, &c.PreemptionDelay},
+	} {
+		v, ok := annotations[d.key]
+		if !ok {
+			continue
+		}
+		t, err := time.ParseDuration(v)
 		switch {
 		case err != nil:
-			errs = append(errs, fmt.Errorf("annotation %s: %w", AnnotationLowPriorityMaxWait, err))
-		case d < 0:
-			errs = append(errs, fmt.Errorf("annotation %s: %s is negative", AnnotationLowPriorityMaxWait, v))
+			errs = append(errs, fmt.Errorf("annotation %s: %w", d.key, err))
+		case t < 0:
+			errs = append(errs, fmt.Errorf("annotation %s: %s is negative", d.key, v))
 		default:
-			c.LowPriorityMaxWait = d
+			*d.dst = t
 		}
 	}
 	return c, errors.Join(errs...)

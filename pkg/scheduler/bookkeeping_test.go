@@ -181,12 +181,16 @@ func TestUpsertUnitRefusalsLeaveTheUnitOut(t *testing.T) {
 // bookkeeping is right again.
 func TestQuotaEngineRefusalsAreReported(t *testing.T) {
 	reclaim := func(claimCPU string) world {
-		return ownerAndBorrower("10",
+		w := ownerAndBorrower("10",
 			st.MakeUnit("ns/old-low", "borrower").Priority(1).Request("cpu", "2").Admitted(time.Second).Running().Obj(),
 			st.MakeUnit("ns/new-low", "borrower").Priority(1).Request("cpu", "2").Admitted(2*time.Second).Running().Obj(),
 			st.MakeUnit("ns/base", "borrower").Priority(3).Request("cpu", "6").Admitted(0).Running().Obj(),
 			st.MakeUnit("ns/claim", "owner").Request("cpu", claimCPU).Obj(),
 		)
+		// claim reclaims at once: these cases are about the engine's
+		// refusals of a preemptor's charges, not about the delay.
+		w.queues[0] = st.MakeQueue("owner").PreemptionDelay(0).Obj()
+		return w
 	}
 	cycle := func(s *scheduler.Scheduler) { s.Cycle(st.T0) }
 	const refusedAdmission = `quota bookkeeping failed (a koord-queue bug): unit "ns/claim": unit already holds quota`

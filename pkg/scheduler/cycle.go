@@ -47,6 +47,7 @@ func (s *Scheduler) CycleLimited(now time.Time, limit int) Result {
 	s.wakePromoted(now)
 	s.wakeProtected(now)
 	s.admitNominated(now, &res)
+	s.feedPatient(now, &res)
 	s.lineBuf = s.lineUp()
 	line := &s.lineBuf
 	s.line = line
@@ -102,6 +103,9 @@ func (s *Scheduler) turn(qs *queueState, now time.Time, res *Result) bool {
 // tryHead is turn's attempt on a queue that has a head.
 func (s *Scheduler) tryHead(qs *queueState, now time.Time, res *Result) bool {
 	name := qs.spec.Name
+	if p := qs.patient; p != nil && !now.Before(p.patientUntil) {
+		s.endPatience(p) // its delay is over: from this turn on it may evict
+	}
 	if err := s.engine.Err(qs.quota); err != nil {
 		s.headWaits(qs, qs.q.Offer(now, nil).Head.Key, err.Error(), res)
 		return false // woken when a quota changes
@@ -128,6 +132,10 @@ func (s *Scheduler) tryHead(qs *queueState, now time.Time, res *Result) bool {
 	off := qs.q.Offer(now, s.free)
 	if !off.HasHead {
 		return false
+	}
+	if p := qs.patient; p != nil && p.u.Key != off.Head.Key {
+		s.endPatience(p) // another unit heads the queue now
+		return true      // what it held is free: offer again
 	}
 	headFits := off.HasAdmit && off.Admit.Key == off.Head.Key
 	preempting := false
@@ -258,6 +266,10 @@ func (s *Scheduler) headPreempts(qs *queueState, key string, now time.Time, res 
 		s.headWaits(qs, key, fmt.Sprintf("waits for the preemption by %s in quota %s to end", other, qs.quota), res)
 		return true, false
 	}
+	if qs.patient == us { // its delay is not over (turn ends it when it is)
+		s.headWaits(qs, key, us.preemptReason, res)
+		return true, false
+	}
 	if us.triedCycle == s.cycle {
 		return false, false // a Priority queue comes back to its head often
 	}
@@ -330,6 +342,9 @@ func (s *Scheduler) preempt(qs *queueState, us *unitState, now time.Time, res *R
 		victims, ok = s.engine.LowerPriorityVictims(qs.quota, us.req, us.u.Priority, func(key string) bool {
 			return canEvict(key) && (cfg.PreemptRunning || !s.units[key].u.Running)
 		})
+	}
+	if ok && s.waitToPreempt(qs, us, kind, now, res) {
+		return true // it waits, holding what is free: offer again
 	}
 	if !ok {
 		if owed {
@@ -468,6 +483,8 @@ func (s *Scheduler) admit(qs *queueState, key string, now time.Time, res *Result
 	}
 	us.req, us.need = held, held
 	s.endPreemption(us)
+	s.endPatience(us)
+	us.patientUntil = time.Time{}
 	qs.q.Take(key)
 	us.inQueue = false
 	us.admitted = true
@@ -563,7 +580,7 @@ func (s *Scheduler) wakePromoted(now time.Time) {
 }
 
 func (s *Scheduler) nextWakeup() time.Time {
-	var next time.Time
+	next := s.patienceEnds()
 	for _, until := range s.protectedUntil {
 		if next.IsZero() || until.Before(next) {
 			next = until

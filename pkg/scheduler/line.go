@@ -231,7 +231,8 @@ func (s *Scheduler) unsettle(qs *queueState) {
 
 // wakeSettled: quota b released usage, so its settled queues are woken.
 // Between cycles the groups are woken whole; during one (a preemptor's
-// reservation given back), every member becomes an ordinary woken queue.
+// reservation given back), every member becomes an ordinary queue: woken
+// if it parked, in line if the line still holds it.
 func (s *Scheduler) wakeSettled(b string) {
 	groups := s.settledAt[b]
 	if len(groups) == 0 {
@@ -250,6 +251,13 @@ func (s *Scheduler) wakeSettled(b string) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
+		qs := s.queues[n]
+		if e := qs.settledIn.entry; e != nil && e.holds(qs) {
+			// Still to take its turn in this line, as if never parked:
+			// it takes it as an ordinary queue, and nothing wakes it.
+			s.unsettle(qs)
+			continue
+		}
 		s.wake(n)
 	}
 }

@@ -65,6 +65,10 @@ func newTwins(t *testing.T, seed uint64) *twins {
 		w.both(func(s *scheduler.Scheduler) { s.UpsertQuota(sp) })
 	}
 	policies := []schedulingv1alpha1.QueuePolicy{schedulingv1alpha1.QueuePolicyPriority, schedulingv1alpha1.QueuePolicyBlock, schedulingv1alpha1.QueuePolicyIntelligent}
+	// Preemption delays from a stream of their own, so the rest of each
+	// seed's world is as before they existed: none, shorter than most
+	// steps, longer than many.
+	delays := rand.New(rand.NewPCG(seed, 0xde1a7))
 	for i := 0; i < nq; i++ {
 		name := fmt.Sprintf("team-%02d", i)
 		sb := qt.MakeSpec(name)
@@ -93,6 +97,7 @@ func newTwins(t *testing.T, seed uint64) *twins {
 		if rng.IntN(8) == 0 {
 			q.Preemption()
 		}
+		q.PreemptionDelay([]time.Duration{0, delay, time.Minute}[delays.IntN(3)])
 		if rng.IntN(10) == 0 {
 			q.WaitForPodsRunning()
 		}

@@ -111,11 +111,12 @@ func TestPartialAdmission(t *testing.T) {
 				},
 			},
 			steps: []step{
-				{want: outcome{
+				{name: "it first waits for quota to free", want: outcome{Waits: map[string]string{"ns/high": waitsToPreempt("q")}}},
+				{at: delay, want: outcome{
 					Preempted: []string{"ns/high <- ns/low"},
 					Waits:     map[string]string{"ns/high": "preempting 1 unit(s) for higher-priority unit ns/high (priority 5) of quota q: ns/low"},
 				}},
-				{name: "the victim's pods are gone", do: deleteUnits("ns/low"), want: outcome{Admitted: []string{"ns/high"}}},
+				{name: "the victim's pods are gone", at: delay, do: deleteUnits("ns/low"), want: outcome{Admitted: []string{"ns/high"}}},
 			},
 		},
 		{

@@ -155,8 +155,12 @@ func newSim(t *testing.T, seed uint64, cfg simConfig) *sim {
 		sm.s.UpsertQuota(sp)
 	}
 	policies := []schedulingv1alpha1.QueuePolicy{schedulingv1alpha1.QueuePolicyPriority, schedulingv1alpha1.QueuePolicyBlock, schedulingv1alpha1.QueuePolicyIntelligent}
+	// Preemption delays from a stream of their own, so the rest of each
+	// seed's world is as before they existed: none, shorter than most
+	// steps, longer than many.
+	delays := rand.New(rand.NewPCG(seed, 0xde1a7))
 	for _, leaf := range sm.tree.leaves {
-		q := st.MakeQueue(leaf).Priority(int32(rng.IntN(3)))
+		q := st.MakeQueue(leaf).Priority(int32(rng.IntN(3))).PreemptionDelay([]time.Duration{0, delay, 2 * time.Minute}[delays.IntN(3)])
 		if !cfg.priorityOnly {
 			q.Policy(policies[rng.IntN(len(policies))])
 			if rng.IntN(4) == 0 {
@@ -440,7 +444,9 @@ func (sm *sim) checkLimits() {
 }
 
 // settle reports every eviction done and cycles until nothing happens: the
-// system must come to rest (no eviction loop keeps it busy).
+// system must come to rest (no eviction loop keeps it busy). Like the
+// controller, it cycles again at NextWakeup: a head waiting to preempt
+// (koord-queue/preemption-delay) does so then.
 func (sm *sim) settle() {
 	for i := 0; i < 200; i++ {
 		evicted := false
@@ -449,7 +455,10 @@ func (sm *sim) settle() {
 		}
 		res := sm.cycle()
 		if !evicted && len(res.Admissions) == 0 && len(res.Preemptions) == 0 && !res.More {
-			return
+			if res.NextWakeup.IsZero() {
+				return
+			}
+			sm.now = res.NextWakeup.Sub(st.T0)
 		}
 	}
 	sm.failures = append(sm.failures, "did not come to rest in 200 cycles")

@@ -52,6 +52,10 @@ type unitState struct {
 	reserved bool
 	// preemptReason is its wait reason while its victims leave.
 	preemptReason string
+	// patientUntil, once set, is when the unit may evict (reclaim or
+	// in-queue): it first waits until then for quota to free (patience.go).
+	// Zero: it has not found victims yet in this wait.
+	patientUntil time.Time
 	// triedCycle is the last cycle this unit looked for victims.
 	triedCycle int
 	// reason is the latest reason it waits; reported the latest one sent
@@ -74,6 +78,9 @@ type queueState struct {
 	admitted   int
 	parkedAt   []string
 	nextPromo  time.Time
+	// patient is the unit of the queue that holds a reservation while it
+	// waits to preempt (patience.go), or nil.
+	patient *unitState
 	// cycle scheduling
 	share float64
 	entry lineEntry // its entry in the line, kept to spare an allocation
@@ -128,6 +135,10 @@ type Scheduler struct {
 	// protectedUntil: queues whose owed head found only protected victims,
 	// and when the first protection ends.
 	protectedUntil map[string]time.Time
+	// patient: queues whose head holds a reservation while it waits to
+	// preempt (queueState.patient); patientBuf orders them each cycle.
+	patient    map[*queueState]struct{}
+	patientBuf []*queueState
 
 	// settledAt: settled groups by the quota that holds them back, then by
 	// that quota's ChainState; settledBy: settled queues by their own quota;
@@ -166,6 +177,7 @@ func New() *Scheduler {
 		nominated:       map[string]struct{}{},
 		preempting:      map[string]map[string]struct{}{},
 		protectedUntil:  map[string]time.Time{},
+		patient:         map[*queueState]struct{}{},
 		timed:           map[string]struct{}{},
 		settledAt:       map[string]map[string]*settledGroup{},
 		settledBy:       map[string]map[*queueState]struct{}{},
@@ -245,6 +257,9 @@ func (s *Scheduler) UpsertQueue(spec QueueSpec) {
 	qs.spec = spec
 	qs.q.SetConfig(spec.Config)
 	if qs.quota != quotaName {
+		if qs.patient != nil {
+			s.endPatience(qs.patient) // its reservation is in the old quota
+		}
 		// Move pending demand; admitted units stay charged where they are.
 		for _, it := range qs.q.Items(0) {
 			us := s.units[it.Key]
@@ -276,6 +291,7 @@ func (s *Scheduler) DeleteQueue(name string) {
 		}
 	}
 	s.unpark(qs, name)
+	delete(s.patient, qs)
 	delete(s.queues, name)
 	delete(s.timed, name)
 	delete(s.dirty, name)
@@ -696,14 +712,19 @@ func (s *Scheduler) enqueue(us *unitState) {
 	}
 	us.quota = qs.quota
 	us.inQueue = true
+	us.patientUntil = time.Time{} // a new wait
 	// The policy sees the least the unit can be admitted with: a unit that
 	// fits only partially is served like one that fits.
 	qs.q.Upsert(policy.Item{Key: us.u.Key, Priority: us.u.Priority, EnqueueTime: us.u.EnqueueTime, Request: us.need})
+	if p := qs.patient; p != nil && qs.q.Position(us.u.Key) < qs.q.Position(p.u.Key) {
+		s.endPatience(p) // it no longer heads the queue
+	}
 	s.engine.AddPending(qs.quota, us.req)
 	s.wake(us.u.Queue)
 }
 
 func (s *Scheduler) dequeue(us *unitState) {
+	s.endPatience(us)
 	s.unreserve(us)
 	if !us.inQueue {
 		return

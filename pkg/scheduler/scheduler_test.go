@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/policy"
 	"github.com/koord-queue/koord-queue/pkg/quota"
 	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
 	"github.com/koord-queue/koord-queue/pkg/scheduler"
@@ -135,6 +136,20 @@ func deleteUnits(keys ...string) func(*scheduler.Scheduler) {
 }
 
 var bigCluster = qt.Res("cpu", "100", "memory", "400Gi")
+
+// delay is how long a head that could preempt first waits for quota to free
+// (koord-queue/preemption-delay's default): a cycle that preempts comes at
+// least that long after the first one that could have.
+const delay = policy.DefaultPreemptionDelay
+
+// waitsToReclaim and waitsToPreempt are a head's wait reason during that delay.
+func waitsToReclaim(q string) string {
+	return "waits up to 2s (koord-queue/preemption-delay) for quota to free before it reclaims the min of quota " + q + " from borrowers; it holds what frees meanwhile"
+}
+
+func waitsToPreempt(q string) string {
+	return "waits up to 2s (koord-queue/preemption-delay) for quota to free before it preempts lower-priority units of quota " + q + "; it holds what frees meanwhile"
+}
 
 // ownerAndBorrower is a cluster of capacityCPU cpu shared by quota owner
 // (min 6) and quota borrower (min 4), each free to use all 10, with units.
@@ -471,12 +486,13 @@ func TestCycle(t *testing.T) {
 				st.MakeUnit("ns/claim", "owner").Request("cpu", "2").Obj(),
 			),
 			steps: []step{
-				{want: outcome{
+				{name: "it first waits for quota to free", want: outcome{Waits: map[string]string{"ns/claim": waitsToReclaim("owner")}}},
+				{name: "none freed within the delay: it reclaims", at: delay, want: outcome{
 					Preempted: []string{"ns/claim <- ns/new-low"},
 					Waits:     map[string]string{"ns/claim": "preempting 1 unit(s) to reclaim the min of quota owner: ns/new-low"},
 				}},
-				{name: "the victim still holds its quota: nothing to reconsider"},
-				{name: "the victim is gone: the preemptor goes first", do: deleteUnits("ns/new-low"),
+				{name: "the victim still holds its quota: nothing to reconsider", at: delay},
+				{name: "the victim is gone: the preemptor goes first", at: delay, do: deleteUnits("ns/new-low"),
 					want: outcome{Admitted: []string{"ns/claim"}}},
 			},
 		},
@@ -486,10 +502,13 @@ func TestCycle(t *testing.T) {
 				st.MakeUnit("ns/big", "borrower").Request("cpu", "9").Admitted(0).Running().Obj(),
 				st.MakeUnit("ns/claim", "owner").Request("cpu", "2").Obj(),
 			),
-			steps: []step{{want: outcome{
-				Preempted: []string{"ns/claim <- ns/big"},
-				Waits:     map[string]string{"ns/claim": "preempting 1 unit(s) to reclaim the min of quota owner: ns/big"},
-			}}},
+			steps: []step{
+				{want: outcome{Waits: map[string]string{"ns/claim": waitsToReclaim("owner")}}},
+				{at: delay, want: outcome{
+					Preempted: []string{"ns/claim <- ns/big"},
+					Waits:     map[string]string{"ns/claim": "preempting 1 unit(s) to reclaim the min of quota owner: ns/big"},
+				}},
+			},
 		},
 		{
 			name: "reclaim never takes a unit of a quota within its min (a cluster smaller than the mins)",
@@ -508,13 +527,15 @@ func TestCycle(t *testing.T) {
 				st.MakeUnit("ns/first", "owner").Priority(1).Request("cpu", "4").Obj(),
 			),
 			steps: []step{
-				{want: outcome{
+				{want: outcome{Waits: map[string]string{"ns/first": waitsToReclaim("owner")}}},
+				{at: delay, want: outcome{
 					Preempted: []string{"ns/first <- ns/b2"},
 					Waits:     map[string]string{"ns/first": "preempting 1 unit(s) to reclaim the min of quota owner: ns/b2"},
 				}},
 				{
 					// Owed on its own (0 + 4 of 6 held), not beside first's
 					// 4: it must not evict b1 for nothing.
+					at:   delay,
 					do:   upsert(st.MakeUnit("ns/second", "owner").Priority(9).Request("cpu", "4").Obj()),
 					want: outcome{Waits: map[string]string{"ns/second": "waits for the preemption by ns/first in quota owner to end"}},
 				},
@@ -533,13 +554,14 @@ func TestCycle(t *testing.T) {
 				},
 			},
 			steps: []step{
-				{want: outcome{
+				{want: outcome{Waits: map[string]string{"ns/urgent": waitsToPreempt("q")}}},
+				{at: delay, want: outcome{
 					Preempted: []string{"ns/urgent <- ns/starting"},
 					Waits: map[string]string{
 						"ns/urgent": "preempting 1 unit(s) for higher-priority unit ns/urgent (priority 9) of quota q: ns/starting",
 					},
 				}},
-				{name: "the victim leaves", do: upsert(st.MakeUnit("ns/starting", "q").Priority(1).Request("cpu", "2").Obj()),
+				{name: "the victim leaves", at: delay, do: upsert(st.MakeUnit("ns/starting", "q").Priority(1).Request("cpu", "2").Obj()),
 					want: outcome{Admitted: []string{"ns/urgent"}, Waits: map[string]string{
 						"ns/starting": "q: cpu 4 used of max 4, request 2",
 					}}},
@@ -556,7 +578,10 @@ func TestCycle(t *testing.T) {
 					st.MakeUnit("ns/urgent", "q").Priority(9).Request("cpu", "2").Obj(),
 				},
 			},
-			steps: []step{{want: outcome{Preempted: []string{"ns/urgent <- ns/running"}}, skipWaits: true}},
+			steps: []step{
+				{skipWaits: true},
+				{at: delay, want: outcome{Preempted: []string{"ns/urgent <- ns/running"}}, skipWaits: true},
+			},
 		},
 		{
 			name: "in-queue preemption is off by default",
@@ -753,7 +778,8 @@ func TestReservationStaysWithinItsQuotaMax(t *testing.T) {
 	w := lentCluster("q", "2")
 	s := w.build(t)
 	used := func() int64 { q := s.Quotas().Used("q")[corev1.ResourceCPU]; return q.Value() }
-	got := summarise(s.Cycle(st.T0))
+	s.Cycle(st.T0) // p waits for quota to free first
+	got := summarise(s.Cycle(st.T0.Add(delay)))
 	if diff := cmp.Diff([]string{"ns/p <- ns/o7, ns/o6"}, got.Preempted); diff != "" {
 		t.Fatalf("preempted (-want +got):\n%s", diff)
 	}
@@ -765,7 +791,7 @@ func TestReservationStaysWithinItsQuotaMax(t *testing.T) {
 			t.Fatalf("after victim %s left, quota q uses %d cpu, over its max 2", v, u)
 		}
 	}
-	got = summarise(s.Cycle(st.T0))
+	got = summarise(s.Cycle(st.T0.Add(delay)))
 	if len(got.Admitted) != 0 {
 		t.Errorf("admitted %v over the lowered max", got.Admitted)
 	}
@@ -781,12 +807,14 @@ func TestReservationStaysWithinItsQuotaMax(t *testing.T) {
 func TestQueueMatesDoNotTakeWhatAPreemptorIsOwed(t *testing.T) {
 	w := lentCluster("t", "4")
 	runSteps(t, w.build(t), []step{
-		{want: outcome{
+		{want: outcome{Waits: map[string]string{"ns/p": waitsToReclaim("q")}}},
+		{at: delay, want: outcome{
 			Preempted: []string{"ns/p <- ns/o7, ns/o6, ns/o5, ns/o4"},
 			Waits:     map[string]string{"ns/p": "preempting 4 unit(s) to reclaim the min of quota q: ns/o7, ns/o6, ns/o5, ns/o4"},
 		}},
 		{
 			name: "t1 finished: 2 cpu free, but q's room is p's",
+			at:   delay,
 			do: func(s *scheduler.Scheduler) {
 				s.DeleteUnit("ns/t1")
 				upsert(st.MakeUnit("ns/small", "q").Priority(1).Request("cpu", "2").Obj())(s)
@@ -795,6 +823,7 @@ func TestQueueMatesDoNotTakeWhatAPreemptorIsOwed(t *testing.T) {
 		},
 		{
 			name: "the victims are gone: p is admitted",
+			at:   delay,
 			do:   deleteUnits("ns/o7", "ns/o6", "ns/o5", "ns/o4"),
 			want: outcome{Admitted: []string{"ns/p"}}, skipWaits: true,
 		},
@@ -811,7 +840,9 @@ func TestVictimQuotaIsReleasedOnlyWhenGone(t *testing.T) {
 			st.MakeUnit("ns/urgent", "q").Priority(9).Request("cpu", "4").Obj(),
 		},
 	}.build(t)
-	if got := summarise(s.Cycle(st.T0)); !slices.Equal(got.Preempted, []string{"ns/urgent <- ns/victim"}) {
+	s.Cycle(st.T0) // urgent waits for quota to free first
+	now := st.T0.Add(delay)
+	if got := summarise(s.Cycle(now)); !slices.Equal(got.Preempted, []string{"ns/urgent <- ns/victim"}) {
 		t.Errorf("preempted %v, want ns/urgent <- ns/victim", got.Preempted)
 	}
 	used := func() string { q := s.Quotas().Used("q")[corev1.ResourceCPU]; return q.String() }
@@ -822,14 +853,14 @@ func TestVictimQuotaIsReleasedOnlyWhenGone(t *testing.T) {
 	if err := s.UpsertUnit(st.MakeUnit("ns/victim", "q").Priority(1).Request("cpu", "4").Admitted(0).Obj()); err != nil {
 		t.Fatal(err)
 	}
-	if got := summarise(s.Cycle(st.T0)); len(got.Admitted)+len(got.Preempted) != 0 {
+	if got := summarise(s.Cycle(now)); len(got.Admitted)+len(got.Preempted) != 0 {
 		t.Errorf("decided %+v while the victim still holds quota", got)
 	}
 	s.DeleteUnit("ns/victim")
 	if diff := cmp.Diff("0", used()); diff != "" {
 		t.Errorf("used after the victim left (-want +got):\n%s", diff)
 	}
-	got := summarise(s.Cycle(st.T0))
+	got := summarise(s.Cycle(now))
 	if diff := cmp.Diff([]string{"ns/urgent"}, got.Admitted); diff != "" {
 		t.Errorf("admitted (-want +got):\n%s", diff)
 	}
@@ -941,14 +972,16 @@ func TestReclaimProtection(t *testing.T) {
 		}
 		runSteps(t, s, []step{
 			{name: "b1 and b2 are both protected", do: upsert(owed), at: 3 * time.Minute, skipWaits: true},
-			{name: "b1's protection ended: it is the one reclaimed, with no event but the time", at: 5 * time.Minute,
+			{name: "b1's protection ended: it could be reclaimed, with no event but the time", at: 5 * time.Minute, skipWaits: true},
+			{name: "the preemption delay is over: b1 is the one reclaimed", at: 5*time.Minute + delay,
 				want: outcome{Preempted: []string{"ns/a1 <- ns/b1"}}, skipWaits: true},
 		})
 	})
-	t.Run("without protection the most recently admitted is reclaimed at once", func(t *testing.T) {
+	t.Run("without protection the most recently admitted is reclaimed once the preemption delay is over", func(t *testing.T) {
 		s := tree.build(t)
 		runSteps(t, s, []step{
-			{name: "b2 is taken", do: upsert(owed), at: 3 * time.Minute, want: outcome{Preempted: []string{"ns/a1 <- ns/b2"}}, skipWaits: true},
+			{name: "a1 waits for quota to free first", do: upsert(owed), at: 3 * time.Minute, skipWaits: true},
+			{name: "b2 is taken", at: 3*time.Minute + delay, want: outcome{Preempted: []string{"ns/a1 <- ns/b2"}}, skipWaits: true},
 		})
 	})
 }
@@ -1175,12 +1208,14 @@ func TestPreemptorWaitsForTheGateWithItsTurn(t *testing.T) {
 	}.build(t)
 	runSteps(t, s, []step{
 		{
-			name: "a2 reclaims a's min from b",
-			do:   upsert(st.MakeUnit("ns/a2", "a").Request("cpu", "2").Enqueued(2 * time.Second).Obj()),
-			want: outcome{Preempted: []string{"ns/a2 <- ns/b1"}}, skipWaits: true,
+			name:      "a2 waits for quota to free before it reclaims",
+			do:        upsert(st.MakeUnit("ns/a2", "a").Request("cpu", "2").Enqueued(2 * time.Second).Obj()),
+			skipWaits: true,
 		},
+		{name: "a2 reclaims a's min from b", at: delay, want: outcome{Preempted: []string{"ns/a2 <- ns/b1"}}, skipWaits: true},
 		{
 			name: "a1's pods stop running: a's gate shuts; then b1 leaves, and a3, of higher priority, arrives",
+			at:   delay,
 			do: func(s *scheduler.Scheduler) {
 				upsert(st.MakeUnit("ns/a1", "a").Request("cpu", "1").Admitted(0).Obj())(s)
 				s.DeleteUnit("ns/b1")
@@ -1190,6 +1225,7 @@ func TestPreemptorWaitsForTheGateWithItsTurn(t *testing.T) {
 		},
 		{
 			name: "a1 runs again: a2 is admitted on what it reclaimed, nobody else evicted",
+			at:   delay,
 			do:   upsert(st.MakeUnit("ns/a1", "a").Request("cpu", "1").Admitted(0).Running().Obj()),
 			want: outcome{Admitted: []string{"ns/a2"}}, skipWaits: true,
 		},

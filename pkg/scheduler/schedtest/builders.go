@@ -115,6 +115,13 @@ func (w *QueueWrapper) Preemption() *QueueWrapper { w.Config.EnablePreemption = 
 // PreemptRunning lets in-queue preemption evict running units.
 func (w *QueueWrapper) PreemptRunning() *QueueWrapper { w.Config.PreemptRunning = true; return w }
 
+// PreemptionDelay sets how long a head that could preempt first waits for
+// quota to free (koord-queue/preemption-delay; 0: it preempts at once).
+func (w *QueueWrapper) PreemptionDelay(d time.Duration) *QueueWrapper {
+	w.Config.PreemptionDelay = d
+	return w
+}
+
 // LowMaxWait sets Intelligent's starvation protection.
 func (w *QueueWrapper) LowMaxWait(d time.Duration) *QueueWrapper {
 	w.Config.LowPriorityMaxWait = d

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/policy"
 	"github.com/koord-queue/koord-queue/test/testenv"
 	"github.com/koord-queue/koord-queue/test/wrappers"
 )
@@ -150,6 +151,27 @@ func TestQueuePreemption(t *testing.T) {
 			t.Errorf("running unit phase %s, want it left Running", u.EffectivePhase())
 		}
 	})
+}
+
+// TestPreemptionDelay: koord-queue/preemption-delay on the ElasticQuota
+// reaches the decisions through its Queue: the high unit says it waits that
+// long, and when the low unit finishes meanwhile it is admitted on its
+// quota, and nobody was evicted.
+func TestPreemptionDelay(t *testing.T) {
+	startKoordQueue(t, fastOptions())
+	ns := namespace(t)
+	create(t, wrappers.MakeElasticQuota(ns, ns).Max(corev1.ResourceCPU, "4").
+		Annotation(schedulingv1alpha1.AnnotationEnableQueueUnitPreemption, "true").
+		Annotation(policy.AnnotationPreemptionDelay, "1h").Obj())
+	create(t, wrappers.MakeQueueUnit("low", ns).Quota(ns).Priority(1).Request(corev1.ResourceCPU, "4").Consumer().Obj())
+	waitPhase(t, ns, "low", schedulingv1alpha1.Dequeued)
+	create(t, wrappers.MakeQueueUnit("high", ns).Quota(ns).Priority(10).Request(corev1.ResourceCPU, "4").Consumer().Obj())
+	waitMessage(t, ns, "high", "waits up to 1h0m0s (koord-queue/preemption-delay) for quota to free before it preempts lower-priority units of quota "+ns)
+	finish(t, ns, "low")
+	waitPhase(t, ns, "high", schedulingv1alpha1.Dequeued)
+	if u, _ := getUnit(context.Background(), ns, "low"); conditionReason(u, schedulingv1alpha1.QueueUnitEvicted) != "" {
+		t.Errorf("low's Evicted condition %q: it finished, nobody evicted it", conditionReason(u, schedulingv1alpha1.QueueUnitEvicted))
+	}
 }
 
 // TestDeactivation: spec.active=false evicts an admitted unit.

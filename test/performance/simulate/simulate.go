@@ -118,6 +118,10 @@ type Options struct {
 	// ahead of the write budget (Scheduler.Cycle), as koord-queue did before
 	// it paced its decisions (Scheduler.CycleLimited).
 	DecideAhead bool
+	// PreemptionDelay, if set, is every queue's koord-queue/preemption-delay
+	// (0: preempt at once, as before the delay existed); nil: the queues'
+	// own, as the scenario's ElasticQuotas set them.
+	PreemptionDelay *time.Duration
 }
 
 // Run replays s.
@@ -177,6 +181,9 @@ func newReplay(s *scenario.Scenario, opts Options) (*replay, error) {
 		cfg, err := policy.ConfigFromQueue(schedulingv1alpha1.QueuePolicyPriority, eq.Annotations)
 		if err != nil {
 			return nil, fmt.Errorf("queue %s: %w", q.Name, err)
+		}
+		if opts.PreemptionDelay != nil {
+			cfg.PreemptionDelay = *opts.PreemptionDelay
 		}
 		r.core.UpsertQueue(scheduler.QueueSpec{Name: q.Name, Quota: q.Name, Priority: schedulingv1alpha1.DefaultQueuePriority, Config: cfg})
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/koord-queue/koord-queue/pkg/policy"
 	"github.com/koord-queue/koord-queue/pkg/scheduler"
 	"github.com/koord-queue/koord-queue/test/performance/scenario"
 	"github.com/koord-queue/koord-queue/test/performance/simulate"
@@ -46,15 +47,25 @@ func TestRun(t *testing.T) {
 				AvgTimeToAdmission: map[string]time.Duration{"unit": 600 * time.Millisecond}},
 		},
 		{
-			name: "in-queue preemption: the high unit evicts the low one, which runs again from the start",
-			s: scenario.Scenario{Name: "preemption", QPS: 1000, Burst: 1000, ClusterCPU: 100, Quotas: oneQuota(2, true),
-				Sets: []scenario.Set{
-					{Class: scenario.Class{Name: "low", CPU: 2, Runtime: 10 * time.Second, Priority: 1}, Count: 1},
-					{Class: scenario.Class{Name: "high", CPU: 2, Runtime: time.Second, Priority: 10}, Count: 1, Interval: time.Second},
-				}},
+			name: "in-queue preemption: the high unit waits the preemption delay, then evicts the low one, which runs again from the start",
+			s:    lowThenHigh(10 * time.Second),
+			want: simulate.Result{Scenario: "preemption", Wall: 14 * time.Second, Admissions: 3, Evictions: 1, Writes: 4,
+				EvictionsByKind:    map[scheduler.PreemptionKind]int{scheduler.InQueue: 1},
+				AvgTimeToAdmission: map[string]time.Duration{"low": 0, "high": policy.DefaultPreemptionDelay}},
+		},
+		{
+			name: "in-queue preemption with koord-queue/preemption-delay 0: the high unit evicts the low one at once",
+			s:    lowThenHigh(10 * time.Second),
+			opts: simulate.Options{PreemptionDelay: new(time.Duration)},
 			want: simulate.Result{Scenario: "preemption", Wall: 12 * time.Second, Admissions: 3, Evictions: 1, Writes: 4,
 				EvictionsByKind:    map[scheduler.PreemptionKind]int{scheduler.InQueue: 1},
 				AvgTimeToAdmission: map[string]time.Duration{"low": 0, "high": 0}},
+		},
+		{
+			name: "the low unit ends within the preemption delay: the high unit takes its quota, nobody is evicted",
+			s:    lowThenHigh(1500 * time.Millisecond),
+			want: simulate.Result{Scenario: "preemption", Wall: 2500 * time.Millisecond, Admissions: 2, Writes: 2,
+				AvgTimeToAdmission: map[string]time.Duration{"low": 0, "high": 500 * time.Millisecond}},
 		},
 	}
 	for _, tc := range cases {
@@ -68,6 +79,17 @@ func TestRun(t *testing.T) {
 			}
 		})
 	}
+}
+
+// lowThenHigh is one quota of 2 cpu with in-queue preemption: a low unit of
+// 2 cpu running lowRuntime at 0, a high one of 2 cpu running 1s at 1s.
+func lowThenHigh(lowRuntime time.Duration) scenario.Scenario {
+	return scenario.Scenario{Name: "preemption", QPS: 1000, Burst: 1000, ClusterCPU: 100,
+		Quotas: []scenario.Quota{{Name: "q", Max: 2, Preemption: true}},
+		Sets: []scenario.Set{
+			{Class: scenario.Class{Name: "low", CPU: 2, Runtime: lowRuntime, Priority: 1}, Count: 1},
+			{Class: scenario.Class{Name: "high", CPU: 2, Runtime: time.Second, Priority: 10}, Count: 1, Interval: time.Second},
+		}}
 }
 
 func TestRunRejectsAScenarioWithoutBudget(t *testing.T) {
@@ -104,8 +126,8 @@ func TestBaselineReplayReachesTheWriteBound(t *testing.T) {
 // TestDecidingAheadCostsThroughput is why koord-queue paces its decisions:
 // deciding every admission that fits at once, ahead of the write budget,
 // holds quota for admissions not written yet, and on the baseline shape the
-// large units that arrive meanwhile wait, preempt, and the run ends well
-// past the bound.
+// large units that arrive meanwhile wait for it (and, preempting at once,
+// evict the units it went to), and the run ends well past the bound.
 func TestDecidingAheadCostsThroughput(t *testing.T) {
 	s, err := scenario.Get("baseline", false)
 	if err != nil {
@@ -119,12 +141,50 @@ func TestDecidingAheadCostsThroughput(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if ahead.Wall < paced.Wall+10*time.Second || ahead.Evictions == 0 {
-		t.Errorf("deciding ahead: %v with %d evictions; paced: %v with %d; want deciding ahead at least 10s slower, with evictions",
+	if ahead.Wall < paced.Wall+10*time.Second {
+		t.Errorf("deciding ahead: %v with %d evictions; paced: %v with %d; want deciding ahead at least 10s slower",
 			ahead.Wall, ahead.Evictions, paced.Wall, paced.Evictions)
 	}
 	if large := scenario.Large.Name; ahead.AvgTimeToAdmission[large] <= paced.AvgTimeToAdmission[large] {
 		t.Errorf("large units wait %v deciding ahead, %v paced; want longer deciding ahead", ahead.AvgTimeToAdmission[large], paced.AvgTimeToAdmission[large])
+	}
+	atOnce, err := simulate.Run(&s, simulate.Options{DecideAhead: true, PreemptionDelay: new(time.Duration)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if atOnce.Evictions == 0 || atOnce.Wall < paced.Wall+10*time.Second {
+		t.Errorf("deciding ahead and preempting at once: %v with %d evictions; want evictions, and at least 10s slower than paced (%v)",
+			atOnce.Wall, atOnce.Evictions, paced.Wall)
+	}
+}
+
+// TestBaselineReplayHasNoCliff: a delay between a write and whoever it
+// concerns (docs/performance.md: 50 to 100ms and more on a busy two-core
+// machine) makes each unit hold its quota a little longer, and in the
+// baseline's first minute a large unit then finds its quota held by units
+// that borrowed it in the moment between two large units, about to end.
+// Preempting them at once cost 639 evictions and 28s of wall at 50ms; with
+// the preemption delay the large units wait for them, with no eviction (as
+// with perfect plumbing), no longer than 2s on average, and the wall is no
+// worse than preempting at once.
+func TestBaselineReplayHasNoCliff(t *testing.T) {
+	s, err := scenario.Get("baseline", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, latency := range []time.Duration{50 * time.Millisecond, 100 * time.Millisecond} {
+		got, err := simulate.Run(&s, simulate.Options{Latency: latency})
+		if err != nil {
+			t.Fatal(err)
+		}
+		atOnce, err := simulate.Run(&s, simulate.Options{Latency: latency, PreemptionDelay: new(time.Duration)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if large := got.AvgTimeToAdmission[scenario.Large.Name]; got.Evictions != 0 || large > 2*time.Second || got.Wall > atOnce.Wall {
+			t.Errorf("latency %v: wall %v, %d evictions, large units wait %v on average; want no eviction, at most 2s, and no more wall than preempting at once (%v, %d evictions)",
+				latency, got.Wall, got.Evictions, large, atOnce.Wall, atOnce.Evictions)
+		}
 	}
 }
 

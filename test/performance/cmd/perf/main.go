@@ -26,6 +26,7 @@ import (
 	"slices"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/koord-queue/koord-queue/test/cluster"
 	"github.com/koord-queue/koord-queue/test/performance/checker"
@@ -60,6 +61,7 @@ func run() (bool, error) {
 		simulateOnly = flag.Bool("simulate", false, "only replay the scenarios through the decision core in virtual time (no API server): what the decisions cost with no delays")
 		decideAhead  = flag.Bool("simulate-decide-ahead", false, "with -simulate: decide every admission that fits at once, as koord-queue did before it paced its decisions")
 		latency      = flag.Duration("simulate-latency", 0, "with -simulate: delay between a write and whoever it concerns (runner, koord-queue), to see what a real run's delays cost")
+		delay        = flag.String("simulate-preemption-delay", "", "with -simulate: every queue's koord-queue/preemption-delay (0: preempt at once, as before it existed); empty: the queues' own")
 	)
 	flag.Parse()
 	list := strings.Split(*names, ",")
@@ -84,12 +86,20 @@ func run() (bool, error) {
 		s.JobPodSets = *jobPodSets
 		scenarios = append(scenarios, s)
 	}
+	opts := simulate.Options{Latency: *latency, DecideAhead: *decideAhead}
+	if *delay != "" {
+		d, err := time.ParseDuration(*delay)
+		if err != nil {
+			return false, fmt.Errorf("-simulate-preemption-delay: %w", err)
+		}
+		opts.PreemptionDelay = &d
+	}
 	replays := map[string]*simulate.Result{}
 	for _, s := range scenarios {
 		if s.Restarts > 0 {
 			continue // the replay has no restarts to model
 		}
-		replay, err := simulate.Run(&s, simulate.Options{Latency: *latency, DecideAhead: *decideAhead})
+		replay, err := simulate.Run(&s, opts)
 		if err != nil {
 			return false, fmt.Errorf("replaying %s: %w", s.Name, err)
 		}
