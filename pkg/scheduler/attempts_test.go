@@ -94,7 +94,9 @@ func TestNamespaceUsedCountsAdmissionsRestoresAndReservations(t *testing.T) {
 	s := world{
 		capacity: qt.Res("cpu", "10"),
 		quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
-		queues:   []scheduler.QueueSpec{st.MakeQueue("q").Preemption().Obj()},
+		// Delay 0: the reservation for a preemptor is what this counts,
+		// not the wait before it (TestPreemptionDelay).
+		queues: []scheduler.QueueSpec{st.MakeQueue("q").Preemption().PreemptionDelay(0).Obj()},
 		units: []scheduler.Unit{
 			st.MakeUnit("team-a/restored", "q").Request("cpu", "1").Priority(1).Admitted(0).Obj(),
 			st.MakeUnit("team-b/low", "q").Request("cpu", "2").Priority(1).Enqueued(1).Obj(),
