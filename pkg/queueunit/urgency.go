@@ -13,9 +13,10 @@ import (
 //     back; an admitted unit that goes back to waiting);
 //   - quota given back or resized (the admissions koord-queue frees quota
 //     by);
-//   - all the job's pods on nodes, or no longer (PodsReady turning True or
-//     leaving True: FullyRunning, what a wait-for-pods-running queue waits
-//     for and what keeps a running unit from in-queue preemption);
+//   - all an admitted job's pods on nodes, or no longer (PodsReady turning
+//     True or leaving True: FullyRunning, what a wait-for-pods-running queue
+//     waits for and what keeps a running unit from in-queue preemption; an
+//     evicted unit is not FullyRunning whatever PodsReady says);
 //   - any other condition that appears, goes or changes status.
 //
 // What remains waits a moment to go with the next change: pod counts, each
@@ -37,7 +38,7 @@ func NeededNow(before, after *schedulingv1alpha1.QueueUnitStatus) bool {
 			return true
 		}
 	}
-	if meta.IsStatusConditionTrue(before.Conditions, schedulingv1alpha1.QueueUnitPodsReady) !=
+	if Admitted(after.Phase) && meta.IsStatusConditionTrue(before.Conditions, schedulingv1alpha1.QueueUnitPodsReady) !=
 		meta.IsStatusConditionTrue(after.Conditions, schedulingv1alpha1.QueueUnitPodsReady) {
 		return true
 	}
