@@ -277,10 +277,10 @@ type PodCount struct {
 }
 
 // podState is a pod set's share of podState. Where the job's pods are seen
-// it counts them as Koord-Queue does, those on a node running (at most the
-// admitted replicas of, if any) and the others pending, so the counts
-// change when the pods do, not a step later when the job's controller
-// writes its status; else it is what the framework reports.
+// it counts them as Koord-Queue does: those on a node run (at most as many
+// as admitted, once admitted), the others are pending. So the counts change
+// when the pods do, not a step later when the job's controller writes its
+// status. Where no pod is seen it is what the framework reports.
 func (c PodCount) podState(admitted *schedulingv1alpha1.Admission) (running, pending int32) {
 	if c.Scheduled+c.Waiting == 0 {
 		return c.Running, c.Pending
