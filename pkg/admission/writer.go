@@ -207,7 +207,12 @@ func (w *Writer) writeAdmission(ctx context.Context, key string) error {
 	w.cache.admissionWritten(key, a)
 	metrics.AdmissionAttempts.WithLabelValues(metrics.ResultAdmitted).Inc()
 	metrics.AdmissionWaitTime.WithLabelValues(a.queue).Observe(now.Sub(u.CreationTimestamp.Time).Seconds())
-	w.recorder.Event(u, corev1.EventTypeNormal, queueunit.EventScheduled, capitalise(queueunit.AdmittedMessage(u, a.queue, a.partial)))
+	if a.partial != nil {
+		// A Normal event is a write: only a partial admission gets one, as
+		// its job's Started event; the unit's status says any admission
+		// (phase, the Admitted condition and message, lastAllocateTime).
+		w.recorder.Event(u, corev1.EventTypeNormal, queueunit.EventScheduled, capitalise(queueunit.AdmittedMessage(u, a.queue, a.partial)))
+	}
 	if u.Spec.Queue != a.queue {
 		if d.named {
 			w.deferred.Add(op{kind: opQueueName, key: key})

@@ -31,9 +31,10 @@ import (
 // writerWorld is a Writer and its Cache over controller-runtime's fake
 // client, holding one unit "ns/victim" as the API server has it.
 type writerWorld struct {
-	client client.Client
-	cache  *Cache
-	writer *Writer
+	client   client.Client
+	cache    *Cache
+	writer   *Writer
+	recorder *record.FakeRecorder
 }
 
 func newWriterWorld(t *testing.T, inAPI *schedulingv1alpha1.QueueUnit) writerWorld {
@@ -51,8 +52,9 @@ func newWriterWorldWith(t *testing.T, inAPI *schedulingv1alpha1.QueueUnit, fault
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(inAPI).WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}).Build()
 	faulty := interceptor.NewClient(c, faults)
 	cache := NewCache()
-	w := NewWriter(faulty, faulty, record.NewFakeRecorder(100), cache, clocktesting.NewFakeClock(time.Unix(1000, 0)), WriterOptions{})
-	return writerWorld{client: c, cache: cache, writer: w}
+	recorder := record.NewFakeRecorder(100)
+	w := NewWriter(faulty, faulty, recorder, cache, clocktesting.NewFakeClock(time.Unix(1000, 0)), WriterOptions{})
+	return writerWorld{client: c, cache: cache, writer: w, recorder: recorder}
 }
 
 func victim() *schedulingv1alpha1.QueueUnit {
@@ -270,6 +272,32 @@ func TestAdmissionOfAUnitResizedMeanwhile(t *testing.T) {
 	}
 	if res := ww.cache.cycle(time.Unix(1001, 0), -1); len(res.Admissions) != 0 {
 		t.Errorf("6 cpu admitted into a quota of 4: %v", res.Admissions)
+	}
+}
+
+// TestWholeAdmissionRecordsNoEvent: a whole admission is one write, the
+// unit's status, which says it (phase, the Admitted condition and message);
+// an event would be a second write per unit saying the same. A partial
+// admission gets its Scheduled event (test/integration/admission).
+func TestWholeAdmissionRecordsNoEvent(t *testing.T) {
+	ctx := context.Background()
+	u := victim()
+	u.Labels = map[string]string{elasticquotav1alpha1.LabelQuotaName: "q"}
+	ww := newWriterWorld(t, u)
+	ww.admitInCore(t, u)
+	if err := ww.writer.writeAdmission(ctx, "ns/victim"); err != nil {
+		t.Fatalf("writeAdmission: %v", err)
+	}
+	if got := ww.inAPI(t); !queueunit.HoldsQuota(got) {
+		t.Fatalf("not admitted: %+v", got.Status)
+	}
+	close(ww.recorder.Events)
+	var events []string
+	for e := range ww.recorder.Events {
+		events = append(events, e)
+	}
+	if len(events) != 0 {
+		t.Errorf("events %q, want none", events)
 	}
 }
 

@@ -40,7 +40,7 @@ func TestFollowJob(t *testing.T) {
 		"an admitted unit whose job runs pods is Running": {
 			unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2).
 				Phase(schedulingv1alpha1.Dequeued).Admission("main", 2).Obj(),
-			job:         queueunit.JobState{Pods: map[string]queueunit.PodCount{"main": {Running: 1, Pending: 1, Scheduled: 1}}},
+			job:         queueunit.JobState{Pods: map[string]queueunit.PodCount{"main": {Running: 1, Pending: 1, Scheduled: 1, Waiting: 1}}},
 			wantChanged: true,
 			wantStatus: schedulingv1alpha1.QueueUnitStatus{
 				Phase: schedulingv1alpha1.Running, LastUpdateTime: &t0,
@@ -71,14 +71,14 @@ func TestFollowJob(t *testing.T) {
 					Reason: queueunit.ReasonPodsReady, Message: "All 2 pods of the job are scheduled", ObservedGeneration: 1}},
 			},
 		},
-		"pods on nodes count in admissions before they run; the phase waits for one to run": {
+		"pods on nodes run as Koord-Queue counts them, before the framework says so: Running, PodsReady and the counts at once": {
 			unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2).
 				Phase(schedulingv1alpha1.Dequeued).Admission("main", 2).Obj(),
 			job:         queueunit.JobState{Pods: map[string]queueunit.PodCount{"main": {Pending: 2, Scheduled: 2}}},
 			wantChanged: true,
 			wantStatus: schedulingv1alpha1.QueueUnitStatus{
-				Phase:      schedulingv1alpha1.Dequeued,
-				PodState:   schedulingv1alpha1.PodState{Pending: 2},
+				Phase: schedulingv1alpha1.Running, LastUpdateTime: &t0,
+				PodState:   schedulingv1alpha1.PodState{Running: 2},
 				Admissions: []schedulingv1alpha1.Admission{{Name: "main", Replicas: 2, Running: 2}},
 				Conditions: []metav1.Condition{{Type: schedulingv1alpha1.QueueUnitPodsReady, Status: metav1.ConditionTrue,
 					Reason: queueunit.ReasonPodsReady, Message: "All 2 pods of the job are scheduled", LastTransitionTime: t0}},
@@ -88,7 +88,7 @@ func TestFollowJob(t *testing.T) {
 			unit: wrappers.MakeQueueUnit("u", "ns").PodSet("master", 1).PodSet("worker", 2).
 				Phase(schedulingv1alpha1.Running).Admission("master", 1).Admission("worker", 2).Obj(),
 			job: queueunit.JobState{Pods: map[string]queueunit.PodCount{
-				"master": {Running: 1, Scheduled: 1}, "worker": {Running: 1, Pending: 1, Scheduled: 1}}},
+				"master": {Running: 1, Scheduled: 1}, "worker": {Running: 1, Pending: 1, Scheduled: 1, Waiting: 1}}},
 			wantChanged: true,
 			wantStatus: schedulingv1alpha1.QueueUnitStatus{
 				Phase:    schedulingv1alpha1.Running,
@@ -99,16 +99,55 @@ func TestFollowJob(t *testing.T) {
 					Reason: queueunit.ReasonWaitingForPods, Message: "pod set worker has 1 of 2 pods scheduled", LastTransitionTime: t0}},
 			},
 		},
-		"an admitted unit whose job is still suspended stays Dequeued": {
+		"an admitted unit whose job is still suspended stays Dequeued, nothing to write": {
 			unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 1).
 				Phase(schedulingv1alpha1.Dequeued).Admission("main", 1).Obj(),
-			job:         queueunit.JobState{Suspended: true},
-			wantChanged: true,
+			job: queueunit.JobState{Suspended: true},
 			wantStatus: schedulingv1alpha1.QueueUnitStatus{
 				Phase:      schedulingv1alpha1.Dequeued,
 				Admissions: []schedulingv1alpha1.Admission{{Name: "main", Replicas: 1}},
+			},
+		},
+		"a released job without pods yet: nothing to write": {
+			unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 1).
+				Phase(schedulingv1alpha1.Dequeued).Admission("main", 1).Obj(),
+			job: queueunit.JobState{},
+			wantStatus: schedulingv1alpha1.QueueUnitStatus{
+				Phase:      schedulingv1alpha1.Dequeued,
+				Admissions: []schedulingv1alpha1.Admission{{Name: "main", Replicas: 1}},
+			},
+		},
+		"a released job's pods waiting for a node are pending, and PodsReady says so": {
+			unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2).
+				Phase(schedulingv1alpha1.Dequeued).Admission("main", 2).Obj(),
+			job:         queueunit.JobState{Pods: map[string]queueunit.PodCount{"main": {Pending: 2, Waiting: 2}}},
+			wantChanged: true,
+			wantStatus: schedulingv1alpha1.QueueUnitStatus{
+				Phase:      schedulingv1alpha1.Dequeued,
+				PodState:   schedulingv1alpha1.PodState{Pending: 2},
+				Admissions: []schedulingv1alpha1.Admission{{Name: "main", Replicas: 2}},
 				Conditions: []metav1.Condition{{Type: schedulingv1alpha1.QueueUnitPodsReady, Status: metav1.ConditionFalse,
-					Reason: queueunit.ReasonWaitingForPods, Message: "pod set main has 0 of 1 pods scheduled", LastTransitionTime: t0}},
+					Reason: queueunit.ReasonWaitingForPods, Message: "pod set main has 0 of 2 pods scheduled", LastTransitionTime: t0}},
+			},
+		},
+		"counted from its pods, a running unit does not move as the framework's status catches up, nor when a pod succeeds": {
+			unit: func() *schedulingv1alpha1.QueueUnit {
+				u := wrappers.MakeQueueUnit("u", "ns").PodSet("main", 1).
+					Phase(schedulingv1alpha1.Running).RunningAdmission("main", 1, 1).Obj()
+				u.Status.PodState = schedulingv1alpha1.PodState{Running: 1}
+				u.Status.Conditions = []metav1.Condition{{Type: schedulingv1alpha1.QueueUnitPodsReady, Status: metav1.ConditionTrue,
+					Reason: queueunit.ReasonPodsReady, Message: "All 1 pods of the job are scheduled"}}
+				return u
+			}(),
+			// The Job's status counts no pod active any more: its pod
+			// succeeded, and still holds its node until the Job ends.
+			job: queueunit.JobState{Pods: map[string]queueunit.PodCount{"main": {Scheduled: 1}}},
+			wantStatus: schedulingv1alpha1.QueueUnitStatus{
+				Phase:      schedulingv1alpha1.Running,
+				PodState:   schedulingv1alpha1.PodState{Running: 1},
+				Admissions: []schedulingv1alpha1.Admission{{Name: "main", Replicas: 1, Running: 1}},
+				Conditions: []metav1.Condition{{Type: schedulingv1alpha1.QueueUnitPodsReady, Status: metav1.ConditionTrue,
+					Reason: queueunit.ReasonPodsReady, Message: "All 1 pods of the job are scheduled"}},
 			},
 		},
 		"all pods running make PodsReady true and running never exceeds replicas": {
@@ -118,7 +157,7 @@ func TestFollowJob(t *testing.T) {
 			wantChanged: true,
 			wantStatus: schedulingv1alpha1.QueueUnitStatus{
 				Phase:      schedulingv1alpha1.Running,
-				PodState:   schedulingv1alpha1.PodState{Running: 3},
+				PodState:   schedulingv1alpha1.PodState{Running: 2},
 				Admissions: []schedulingv1alpha1.Admission{{Name: "main", Replicas: 2, Running: 2}},
 				Conditions: []metav1.Condition{{Type: schedulingv1alpha1.QueueUnitPodsReady, Status: metav1.ConditionTrue,
 					Reason: queueunit.ReasonPodsReady, Message: "All 2 pods of the job are scheduled", LastTransitionTime: t0}},
@@ -163,6 +202,7 @@ func TestFollowJob(t *testing.T) {
 			wantChanged: true,
 			wantStatus: schedulingv1alpha1.QueueUnitStatus{
 				Phase:      schedulingv1alpha1.Enqueued,
+				PodState:   schedulingv1alpha1.PodState{Running: 1},
 				Admissions: []schedulingv1alpha1.Admission{{Name: "main", Replicas: 2, Running: 1}},
 			},
 		},

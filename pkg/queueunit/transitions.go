@@ -262,13 +262,34 @@ func Enqueue(u *schedulingv1alpha1.QueueUnit, message string, now metav1.Time) b
 // PodCount is how many pods of a pod set run, wait, and hold a node.
 type PodCount struct {
 	// Running and Pending are as the job's framework reports them in the
-	// job's status (ready, active, ...): podState and the phase Running.
+	// job's status (ready, active, ...): what podState says when the
+	// job's pods themselves are not seen (Scheduled and Waiting are 0).
 	Running int32
 	Pending int32
 	// Scheduled counts the pods with a node assigned that have neither
-	// finished nor are being deleted: admissions[].running, as Koord-Queue
-	// counts it, and what wait-for-pods-running waits for (FullyRunning).
+	// failed nor are being deleted (one that succeeded still counts):
+	// admissions[].running, as Koord-Queue counts it, and what
+	// wait-for-pods-running waits for (FullyRunning).
 	Scheduled int32
+	// Waiting counts the pods not on a node yet that have neither finished
+	// nor are being deleted.
+	Waiting int32
+}
+
+// podState is a pod set's share of podState. Where the job's pods are seen
+// it counts them as Koord-Queue does: those on a node run (at most as many
+// as admitted, once admitted), the others are pending. So the counts change
+// when the pods do, not a step later when the job's controller writes its
+// status. Where no pod is seen it is what the framework reports.
+func (c PodCount) podState(admitted *schedulingv1alpha1.Admission) (running, pending int32) {
+	if c.Scheduled+c.Waiting == 0 {
+		return c.Running, c.Pending
+	}
+	running = c.Scheduled
+	if admitted != nil {
+		running = int32(min(int64(running), admitted.Replicas))
+	}
+	return running, c.Waiting
 }
 
 // JobState is what an extension observed of a unit's job.
@@ -318,9 +339,10 @@ func FollowJob(u *schedulingv1alpha1.QueueUnit, js JobState, now metav1.Time) bo
 	}
 
 	var running, pending, scheduled int32
-	for _, c := range js.Pods {
-		running += c.Running
-		pending += c.Pending
+	for name, c := range js.Pods {
+		r, p := c.podState(admission(st, name))
+		running += r
+		pending += p
 		scheduled += c.Scheduled
 	}
 	st.PodState = schedulingv1alpha1.PodState{Running: int(running), Pending: int(pending)}
@@ -335,13 +357,18 @@ func FollowJob(u *schedulingv1alpha1.QueueUnit, js JobState, now metav1.Time) bo
 		st.Admissions = nil
 	}
 
-	// The phase says that the job runs pods; PodsReady, as the queue's
-	// wait-for-pods-running, that all its pods are on nodes (FullyRunning).
+	// The phase says that the job runs pods (podState's running: on a
+	// node, or as its framework reports). PodsReady, as the queue's
+	// wait-for-pods-running, says whether all of them are on nodes
+	// (FullyRunning); it appears once the released job has pods, so the
+	// moment of admission, when none can be on a node yet, is no write of
+	// its own.
 	isAdmitted := Admitted(st.Phase)
 	if isAdmitted && !js.Suspended && running > 0 {
 		setPhase(schedulingv1alpha1.Running)
 	}
-	if isAdmitted || meta.FindStatusCondition(st.Conditions, schedulingv1alpha1.QueueUnitPodsReady) != nil {
+	hasPods := running+pending+scheduled > 0
+	if isAdmitted && !js.Suspended && hasPods || meta.FindStatusCondition(st.Conditions, schedulingv1alpha1.QueueUnitPodsReady) != nil {
 		want := podsWanted(u)
 		ready := isAdmitted && !js.Suspended && FullyRunning(u)
 		reason, msg := ReasonPodsReady, fmt.Sprintf("All %d pods of the job are scheduled", want)
@@ -354,6 +381,16 @@ func FollowJob(u *schedulingv1alpha1.QueueUnit, js JobState, now metav1.Time) bo
 		setCondition(u, schedulingv1alpha1.QueueUnitPodsReady, ready, reason, msg, now)
 	}
 	return !equality.Semantic.DeepEqual(before, &u.Status)
+}
+
+// admission is st's admission of the pod set called name, nil if none.
+func admission(st *schedulingv1alpha1.QueueUnitStatus, name string) *schedulingv1alpha1.Admission {
+	for i := range st.Admissions {
+		if st.Admissions[i].Name == name {
+			return &st.Admissions[i]
+		}
+	}
+	return nil
 }
 
 // podsWanted is how many pods the job runs when all run: the admitted

@@ -1,24 +1,35 @@
 package queueunit
 
 import (
+	"k8s.io/apimachinery/pkg/api/meta"
+
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/resources"
 )
 
 // NeededNow reports whether a change of a unit's status from before to
-// after is one its readers act on at once, and so must be written at once:
-// a new phase (Running, Succeed, Failed: users, the dashboard, koord-queue's
-// accounting), quota given back or resized (the admissions koord-queue
-// frees quota by), or a condition that appears or changes status other
-// than PodsReady. What remains (pod counts, each pod set's running count,
-// PodsReady and the messages) refreshes what is already known, and may
-// wait a moment to go with the next change: a job's pods start and stop in
-// bursts, and each step of a burst is otherwise a write.
+// after is one a reader acts on at once, and so must be written at once:
+//   - a phase koord-queue tells apart (Succeed and Failed give the quota
+//     back; an admitted unit that goes back to waiting);
+//   - quota given back or resized (the admissions koord-queue frees quota
+//     by);
+//   - all an admitted job's pods on nodes, or no longer (PodsReady turning
+//     True or leaving True: FullyRunning, what a wait-for-pods-running queue
+//     waits for and what keeps a running unit from in-queue preemption; an
+//     evicted unit is not FullyRunning whatever PodsReady says);
+//   - any other condition that appears, goes or changes status.
 //
-// PodsReady may wait too: koord-queue reads it only for
-// wait-for-pods-running queues, which a short wait delays by as much.
+// What remains waits a moment to go with the next change: pod counts, each
+// pod set's running count, PodsReady appearing or staying False, messages,
+// and the phase Running, which koord-queue reads as it reads Dequeued (both
+// admitted). A job's pods start and stop in steps (created, on a node,
+// running, done), each otherwise a write; so a job whose pods all land on
+// nodes at once makes one write as it starts, the phase Running with it.
 func NeededNow(before, after *schedulingv1alpha1.QueueUnitStatus) bool {
-	if before.Phase != after.Phase || len(before.Admissions) != len(after.Admissions) {
+	if before.Phase != after.Phase && !(Admitted(before.Phase) && Admitted(after.Phase)) {
+		return true
+	}
+	if len(before.Admissions) != len(after.Admissions) {
 		return true
 	}
 	for i := range after.Admissions {
@@ -26,6 +37,10 @@ func NeededNow(before, after *schedulingv1alpha1.QueueUnitStatus) bool {
 		if a.Name != b.Name || a.Replicas != b.Replicas || !resources.Equal(a.Resources, b.Resources) {
 			return true
 		}
+	}
+	if Admitted(after.Phase) && meta.IsStatusConditionTrue(before.Conditions, schedulingv1alpha1.QueueUnitPodsReady) !=
+		meta.IsStatusConditionTrue(after.Conditions, schedulingv1alpha1.QueueUnitPodsReady) {
+		return true
 	}
 	status := func(st *schedulingv1alpha1.QueueUnitStatus) map[string]string {
 		m := map[string]string{}

@@ -37,9 +37,14 @@ func TestNeededNow(t *testing.T) {
 		want          bool
 	}{
 		{"pod counts only", running(schedulingv1alpha1.Dequeued, 0), running(schedulingv1alpha1.Dequeued, 1), false},
-		{"PodsReady turns True", running(schedulingv1alpha1.Dequeued, 1, podsReady(metav1.ConditionFalse)), running(schedulingv1alpha1.Dequeued, 2, podsReady(metav1.ConditionTrue)), false},
-		{"PodsReady appears", running(schedulingv1alpha1.Dequeued, 0), running(schedulingv1alpha1.Dequeued, 0, podsReady(metav1.ConditionFalse)), false},
-		{"phase Running", running(schedulingv1alpha1.Dequeued, 1), running(schedulingv1alpha1.Running, 1), true},
+		{"PodsReady turns True: all pods on nodes", running(schedulingv1alpha1.Dequeued, 1, podsReady(metav1.ConditionFalse)), running(schedulingv1alpha1.Dequeued, 2, podsReady(metav1.ConditionTrue)), true},
+		{"PodsReady appears True", running(schedulingv1alpha1.Dequeued, 0), running(schedulingv1alpha1.Running, 2, podsReady(metav1.ConditionTrue)), true},
+		{"PodsReady leaves True: a pod lost its node", running(schedulingv1alpha1.Running, 2, podsReady(metav1.ConditionTrue)), running(schedulingv1alpha1.Running, 1, podsReady(metav1.ConditionFalse)), true},
+		{"PodsReady leaves True as the unit is evicted: koord-queue reads the phase", running(schedulingv1alpha1.Enqueued, 2, podsReady(metav1.ConditionTrue)), running(schedulingv1alpha1.Enqueued, 2, podsReady(metav1.ConditionFalse)), false},
+		{"PodsReady appears False", running(schedulingv1alpha1.Dequeued, 0), running(schedulingv1alpha1.Dequeued, 0, podsReady(metav1.ConditionFalse)), false},
+		{"phase Running alone: koord-queue reads it as Dequeued", running(schedulingv1alpha1.Dequeued, 1), running(schedulingv1alpha1.Running, 1), false},
+		{"phase Running with PodsReady True", running(schedulingv1alpha1.Dequeued, 1), running(schedulingv1alpha1.Running, 2, podsReady(metav1.ConditionTrue)), true},
+		{"phase Succeed", running(schedulingv1alpha1.Running, 2), running(schedulingv1alpha1.Succeed, 2), true},
 		{"finished", running(schedulingv1alpha1.Running, 2), running(schedulingv1alpha1.Running, 2, finished), true},
 		{"a condition's status changes", running(schedulingv1alpha1.Enqueued, 0, evicted(metav1.ConditionTrue)), running(schedulingv1alpha1.Enqueued, 0, evicted(metav1.ConditionFalse)), true},
 		{"quota given back", running(schedulingv1alpha1.Enqueued, 0), given, true},

@@ -266,8 +266,7 @@ func TestRayClusterAutoscaledWithinItsRange(t *testing.T) {
 //
 // Not exercised: a Ray job that runs and succeeds, and the RayJob's copy of
 // its cluster's status (KubeRay writes it only with an answer from the
-// dashboard), so the unit's podState counts only the submitter as running,
-// while its admissions count every pod on a node.
+// dashboard); the unit counts the pods themselves, so it does not need it.
 func TestRayJobWithTheRayOperator(t *testing.T) {
 	needRayOperator(t)
 	ns, quota := rayNamespace, "rayjob-team"
@@ -347,9 +346,9 @@ func TestRayJobWithTheRayOperator(t *testing.T) {
 			t.Errorf("submitter pod requests (-want +got):\n%s", diff)
 		}
 		// KubeRay copies the cluster's status into the RayJob only with an
-		// answer from the dashboard: the unit's status sees the head and
-		// workers pending, the submitter running.
-		if diff := cmp.Diff(schedulingv1alpha1.PodState{Running: 1, Pending: 3}, u.Status.PodState); diff != "" {
+		// answer from the dashboard; the unit counts the pods themselves:
+		// the head, the workers and the submitter, all on nodes.
+		if diff := cmp.Diff(schedulingv1alpha1.PodState{Running: 4}, u.Status.PodState); diff != "" {
 			t.Errorf("unit podState (-want +got):\n%s", diff)
 		}
 		return nil

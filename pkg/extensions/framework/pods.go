@@ -113,20 +113,36 @@ func onNode(pod *corev1.Pod) bool {
 	return pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodFailed
 }
 
-// countScheduled counts, by pod set, the pods that hold a node.
-func countScheduled(integ Integration, pods []corev1.Pod) map[string]int32 {
-	out := map[string]int32{}
+// waitingForNode reports whether pod is one of its job's pods that no node
+// took yet: neither finished nor being deleted.
+func waitingForNode(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName == "" && pod.DeletionTimestamp == nil &&
+		pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+}
+
+// countPods counts, by pod set, the pods that hold a node (Scheduled) and
+// those that wait for one (Waiting).
+func countPods(integ Integration, pods []corev1.Pod) map[string]PodCount {
+	out := map[string]PodCount{}
 	for i := range pods {
-		if onNode(&pods[i]) {
-			out[integ.podSetOf(&pods[i])]++
+		p := &pods[i]
+		switch {
+		case onNode(p):
+			c := out[integ.podSetOf(p)]
+			c.Scheduled++
+			out[integ.podSetOf(p)] = c
+		case waitingForNode(p):
+			c := out[integ.podSetOf(p)]
+			c.Waiting++
+			out[integ.podSetOf(p)] = c
 		}
 	}
 	return out
 }
 
-// scheduledPods counts, by pod set, the pods of job obj that hold a node,
-// as the cache has them (IndexPodOwner).
-func (r *JobReconciler) scheduledPods(ctx context.Context, obj client.Object) (map[string]int32, error) {
+// podsOf counts, by pod set, the pods of job obj that hold a node or wait
+// for one, as the cache has them (IndexPodOwner).
+func (r *JobReconciler) podsOf(ctx context.Context, obj client.Object) (map[string]PodCount, error) {
 	var pods []corev1.Pod
 	for _, owner := range r.integ.podOwners(obj) {
 		var list corev1.PodList
@@ -139,7 +155,7 @@ func (r *JobReconciler) scheduledPods(ctx context.Context, obj client.Object) (m
 			}
 		}
 	}
-	return countScheduled(r.integ, pods), nil
+	return countPods(r.integ, pods), nil
 }
 
 // jobsOfPod names the jobs pod belongs to: its controller when it is of

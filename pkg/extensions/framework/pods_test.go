@@ -31,10 +31,11 @@ func jobNamed(name string, uid types.UID) *batchv1.Job {
 // byLabel names a pod's pod set by its label "set".
 func byLabel(pod *corev1.Pod) string { return pod.Labels["set"] }
 
-// TestCountScheduled: a pod counts for its pod set while it holds a node:
-// assigned one, neither failed nor being deleted; one that succeeded still
-// counts.
-func TestCountScheduled(t *testing.T) {
+// TestCountPods: a pod counts for its pod set as scheduled while it holds
+// a node (assigned one, neither failed nor being deleted; one that
+// succeeded still counts), as waiting while no node took it yet (neither
+// finished nor being deleted).
+func TestCountPods(t *testing.T) {
 	job := jobNamed("train", "uid-1")
 	pod := func(name, set string) *extensionstest.PodWrapper {
 		return extensionstest.MakePod(name, "ns").ControlledBy(job, jobGVK).Label("set", set)
@@ -42,38 +43,40 @@ func TestCountScheduled(t *testing.T) {
 	cases := map[string]struct {
 		integ Integration
 		pods  []*corev1.Pod
-		want  map[string]int32
+		want  map[string]PodCount
 	}{
-		"pods on nodes count, by pod set": {
+		"pods on nodes are scheduled, by pod set": {
 			integ: Integration{PodSetOf: byLabel},
 			pods: []*corev1.Pod{
 				pod("w-0", "worker").Node("n1").Phase(corev1.PodRunning).Obj(),
 				pod("w-1", "worker").Node("n2").Obj(),
 				pod("m-0", "master").Node("n1").Phase(corev1.PodRunning).Obj(),
 			},
-			want: map[string]int32{"worker": 2, "master": 1},
+			want: map[string]PodCount{"worker": {Scheduled: 2}, "master": {Scheduled: 1}},
 		},
-		"a pod no node took does not count": {
+		"a pod no node took waits": {
 			integ: Integration{PodSetOf: byLabel},
 			pods:  []*corev1.Pod{pod("w-0", "worker").Obj(), pod("w-1", "worker").Node("n1").Obj()},
-			want:  map[string]int32{"worker": 1},
+			want:  map[string]PodCount{"worker": {Scheduled: 1, Waiting: 1}},
 		},
-		"a pod that failed or is being deleted no longer counts": {
+		"a pod that failed or is being deleted counts for nothing": {
 			integ: Integration{PodSetOf: byLabel},
 			pods: []*corev1.Pod{
 				pod("w-0", "worker").Node("n1").Phase(corev1.PodFailed).Obj(),
 				pod("w-1", "worker").Node("n1").Phase(corev1.PodRunning).Deleting().Obj(),
+				pod("w-2", "worker").Deleting().Obj(),
+				pod("w-3", "worker").Phase(corev1.PodFailed).Obj(),
 			},
-			want: map[string]int32{},
+			want: map[string]PodCount{},
 		},
-		"a pod that succeeded still counts": {
+		"a pod that succeeded on a node still counts": {
 			integ: Integration{PodSetOf: byLabel},
 			pods:  []*corev1.Pod{pod("w-0", "worker").Node("n1").Phase(corev1.PodSucceeded).Obj()},
-			want:  map[string]int32{"worker": 1},
+			want:  map[string]PodCount{"worker": {Scheduled: 1}},
 		},
 		"without PodSetOf every pod is of pod set main": {
-			pods: []*corev1.Pod{pod("a", "x").Node("n1").Obj(), pod("b", "y").Node("n1").Obj()},
-			want: map[string]int32{"main": 2},
+			pods: []*corev1.Pod{pod("a", "x").Node("n1").Obj(), pod("b", "y").Node("n1").Obj(), pod("c", "z").Obj()},
+			want: map[string]PodCount{"main": {Scheduled: 2, Waiting: 1}},
 		},
 	}
 	for name, tc := range cases {
@@ -82,8 +85,8 @@ func TestCountScheduled(t *testing.T) {
 			for _, p := range tc.pods {
 				pods = append(pods, *p)
 			}
-			if diff := cmp.Diff(tc.want, countScheduled(tc.integ, pods)); diff != "" {
-				t.Errorf("scheduled pods (-want +got):\n%s", diff)
+			if diff := cmp.Diff(tc.want, countPods(tc.integ, pods)); diff != "" {
+				t.Errorf("pods by pod set (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -117,10 +120,10 @@ func TestStripPod(t *testing.T) {
 	}
 }
 
-// TestScheduledPodsFromTheCache: the reconciler finds a job's pods through
+// TestPodsFromTheCache: the reconciler finds a job's pods through
 // the pod index: its own (by UID, not those of an earlier job of the same
 // name) and, for a kind with PodOwners, those of what it made.
-func TestScheduledPodsFromTheCache(t *testing.T) {
+func TestPodsFromTheCache(t *testing.T) {
 	job := jobNamed("train", "uid-now")
 	earlier := jobNamed("train", "uid-earlier")
 	cluster := &metav1.ObjectMeta{Name: "train-cluster", Namespace: "ns", UID: "uid-cluster"}
@@ -150,31 +153,31 @@ func TestScheduledPodsFromTheCache(t *testing.T) {
 
 	cases := map[string]struct {
 		integ    Integration
-		wantPods map[string]int32
+		wantPods map[string]PodCount
 		// wantJobs are the jobs each pod's events wake.
 		wantJobs map[string][]string
 	}{
 		"a job that controls its pods": {
 			integ:    Integration{GVK: jobGVK},
-			wantPods: map[string]int32{"main": 1},
+			wantPods: map[string]PodCount{"main": {Scheduled: 1, Waiting: 1}},
 			wantJobs: map[string][]string{"own-0": {"ns/train"}, "earlier-0": {"ns/train"}, "other-0": {"ns/other"},
 				"cluster-0": nil, "elsewhere-0": {"other-ns/train"}},
 		},
 		"a job whose pods its cluster controls": {
 			integ:    viaCluster,
-			wantPods: map[string]int32{"workers": 1},
+			wantPods: map[string]PodCount{"workers": {Scheduled: 1}},
 			wantJobs: map[string][]string{"own-0": nil, "cluster-0": {"ns/train"}, "elsewhere-0": nil},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			r := &JobReconciler{client: c, integ: tc.integ}
-			got, err := r.scheduledPods(context.Background(), job)
+			got, err := r.podsOf(context.Background(), job)
 			if err != nil {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.wantPods, got); diff != "" {
-				t.Errorf("scheduled pods (-want +got):\n%s", diff)
+				t.Errorf("pods (-want +got):\n%s", diff)
 			}
 			gotJobs := map[string][]string{}
 			for _, p := range pods {

@@ -26,9 +26,15 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 )
 
-// Reasons of the events the reconciler records on jobs.
+// Reasons of the events the reconciler records on jobs. A Normal event is a
+// write, so there is one only where neither the job nor its unit says the
+// same: the unit is found by its name (Integration.UnitName) and owner
+// reference, a release is on the unit (phase Dequeued, its Admitted
+// condition) and on the job (spec.suspend, koord-queue/released-by, the
+// framework's own events, such as the Job controller's Resumed).
 const (
-	ReasonCreatedUnit   = "CreatedQueueUnit"
+	// ReasonStarted: a job released with fewer pods than it asks for
+	// (partial admission), which changed its spec.
 	ReasonStarted       = "Started"
 	ReasonSuspended     = "Suspended"
 	ReasonRequeued      = "Requeued"
@@ -296,7 +302,6 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 		return fmt.Errorf("creating QueueUnit %s: %w", klog.KObj(unit), err)
 	}
 	ctrl.LoggerFrom(ctx).V(2).Info("Created QueueUnit", "queueUnit", klog.KObj(unit), "jobRunning", running)
-	r.recorder.Eventf(obj, corev1.EventTypeNormal, ReasonCreatedUnit, "Created QueueUnit %s", unit.Name)
 	messages := make([]string, 0, len(warnings)+1)
 	if verdict.NamespaceQuota != "" {
 		messages = append(messages, "Queued: "+verdict.NamespaceRule.Describe(verdict.NamespaceQuota))
@@ -332,11 +337,11 @@ func submittedRunningWarning(quota, unitName string) Warning {
 // follow keeps a job and its unit in step. It returns when to look again
 // at a status change it deferred.
 func (r *JobReconciler) follow(ctx context.Context, job GenericJob, unit *schedulingv1alpha1.QueueUnit) (time.Duration, error) {
-	scheduled, err := r.scheduledPods(ctx, job.Object())
+	seen, err := r.podsOf(ctx, job.Object())
 	if err != nil {
 		return 0, err
 	}
-	js := observe(job, scheduled)
+	js := observe(job, seen)
 	now := metav1.NewTime(r.clock.Now())
 	followed := unit.DeepCopy()
 	var wait time.Duration
@@ -531,14 +536,14 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 			return err
 		}
 	}
-	msg := "The QueueUnit was admitted"
-	if unit.Spec.Queue != "" {
-		msg += " by queue " + unit.Spec.Queue
-	}
 	if partial != nil {
+		msg := "The QueueUnit was admitted"
+		if unit.Spec.Queue != "" {
+			msg += " by queue " + unit.Spec.Queue
+		}
 		msg += fmt.Sprintf(" with %s (partial admission)", queueunit.PartialNote(unit, partial))
+		r.recorder.Event(obj, corev1.EventTypeNormal, ReasonStarted, msg+"; the job is released")
 	}
-	r.recorder.Event(obj, corev1.EventTypeNormal, ReasonStarted, msg+"; the job is released")
 	return nil
 }
 

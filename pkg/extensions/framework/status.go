@@ -5,17 +5,17 @@ import (
 )
 
 // observe is what the reconciler sees of a job, for queueunit.FollowJob:
-// its status, and scheduled, its pods that hold a node by pod set
-// (scheduledPods).
-func observe(job GenericJob, scheduled map[string]int32) queueunit.JobState {
+// its status, and seen, its pods that hold a node or wait for one by pod
+// set (podsOf).
+func observe(job GenericJob, seen map[string]PodCount) queueunit.JobState {
 	msg, ok, finished := job.Finished()
 	pods := job.Pods()
 	if pods == nil {
 		pods = map[string]PodCount{}
 	}
-	for name, n := range scheduled {
+	for name, n := range seen {
 		c := pods[name]
-		c.Scheduled = n
+		c.Scheduled, c.Waiting = n.Scheduled, n.Waiting
 		pods[name] = c
 	}
 	return queueunit.JobState{

@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
-	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -103,9 +102,9 @@ func TestReconcileCountsPodsOnNodes(t *testing.T) {
 	}
 }
 
-// TestReconcileDelaysCountChanges: a change of pod counts alone waits up to
-// the status delay to be written, and goes at once with a change a reader
-// needs now (the unit Running).
+// TestReconcileDelaysCountChanges: a change of pod counts alone, the phase
+// Running with it, waits up to the status delay to be written, and goes at
+// once with a change a reader needs now (every pod on a node: PodsReady).
 func TestReconcileDelaysCountChanges(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
@@ -132,24 +131,16 @@ func TestReconcileDelaysCountChanges(t *testing.T) {
 		t.Errorf("0.4s later: still deferred, for what is left of the delay (-want +got):\n%s", diff)
 	}
 	clk.Step(600 * time.Millisecond)
-	if diff := cmp.Diff(seen{Running: 1, Phase: schedulingv1alpha1.Dequeued}, look()); diff != "" {
+	if diff := cmp.Diff(seen{Running: 1, Phase: schedulingv1alpha1.Running}, look()); diff != "" {
 		t.Errorf("the delay over: written (-want +got):\n%s", diff)
 	}
 
-	// The second pod on a node and the job running: the phase goes at once,
-	// with the count.
+	// The second pod on a node: all are, which goes at once.
 	second := extensionstest.MakePod("j-second", "ns").ControlledBy(j, batchv1.SchemeGroupVersion.WithKind("Job")).Node("n2").Obj()
 	if err := c.Create(ctx, second); err != nil {
 		t.Fatal(err)
 	}
-	if err := c.Get(ctx, client.ObjectKeyFromObject(j), j); err != nil {
-		t.Fatal(err)
-	}
-	j.Status.Active, j.Status.Ready = 2, ptr.To[int32](2)
-	if err := c.Status().Update(ctx, j); err != nil {
-		t.Fatal(err)
-	}
 	if diff := cmp.Diff(seen{Running: 2, Phase: schedulingv1alpha1.Running}, look()); diff != "" {
-		t.Errorf("the job running: written at once (-want +got):\n%s", diff)
+		t.Errorf("all pods on nodes: written at once (-want +got):\n%s", diff)
 	}
 }

@@ -25,8 +25,9 @@ func TestBadInput(t *testing.T) {
 	t.Run("a job with no requests is queued as asking for nothing", func(t *testing.T) {
 		j := extensionstest.MakeJob("no-requests", ns).Quota("team-a").Obj()
 		create(t, j)
-		u := unitWhere(t, client.ObjectKeyFromObject(j), "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool {
-			return u.EffectivePhase() == schedulingv1alpha1.Enqueued
+		// The unit is created, then its message written.
+		u := unitWhere(t, client.ObjectKeyFromObject(j), "Enqueued with a message", func(u *schedulingv1alpha1.QueueUnit) bool {
+			return u.EffectivePhase() == schedulingv1alpha1.Enqueued && u.Status.Message != ""
 		})
 		if !strings.Contains(u.Status.Message, "requests any resource") || len(u.Spec.Request) != 0 {
 			t.Errorf("message %q and request %v, want a message about the missing requests and no request", u.Status.Message, u.Spec.Request)
@@ -38,8 +39,9 @@ func TestBadInput(t *testing.T) {
 		j := extensionstest.MakeJob("unknown-class", ns).Quota("team-a").Request("cpu", "1").PriorityClass("nope").Obj()
 		j.Spec.Template.Spec.Priority = ptr.To[int32](7)
 		create(t, j)
-		u := unitWhere(t, client.ObjectKeyFromObject(j), "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool {
-			return u.EffectivePhase() == schedulingv1alpha1.Enqueued
+		// The unit is created, then its message written.
+		u := unitWhere(t, client.ObjectKeyFromObject(j), "Enqueued with a message", func(u *schedulingv1alpha1.QueueUnit) bool {
+			return u.EffectivePhase() == schedulingv1alpha1.Enqueued && u.Status.Message != ""
 		})
 		if ptr.Deref(u.Spec.Priority, -1) != 7 || u.Spec.PriorityClassName != "nope" || !strings.Contains(u.Status.Message, `"nope" does not exist`) {
 			t.Errorf("priority %v of class %q, message %q; want 7 of class nope and a message", u.Spec.Priority, u.Spec.PriorityClassName, u.Status.Message)

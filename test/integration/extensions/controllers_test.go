@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
@@ -72,7 +73,10 @@ func startControllers(ctx context.Context) (stop func(), err error) {
 		return nil, err
 	}
 
-	mgr, err := ctrl.NewManager(env.Config, ctrl.Options{
+	// The manager's writes are counted (managerWrites).
+	mgrConfig := rest.CopyConfig(env.Config)
+	mgrConfig.WrapTransport = managerWrites.wrap
+	mgr, err := ctrl.NewManager(mgrConfig, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",

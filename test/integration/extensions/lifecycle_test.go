@@ -370,7 +370,6 @@ func testLifecycle(t *testing.T, d driver) {
 	if ref := u.Spec.ConsumerRef; ref == nil || ref.Name != obj.GetName() || ref.Kind != d.integ.GVK.Kind || ref.APIVersion != d.integ.GVK.GroupVersion().String() {
 		t.Errorf("consumerRef %+v, want the job", ref)
 	}
-	eventRecorded(t, ns, obj.GetName(), corev1.EventTypeNormal, framework.ReasonCreatedUnit, unitKey.Name)
 
 	// Admitted, with an admission check's pod set update: the job runs
 	// with it.
@@ -402,7 +401,6 @@ func testLifecycle(t *testing.T, d driver) {
 			t.Errorf("the koord-queue-suspend node is %s, want Succeeded as `argo resume` leaves it", n.Phase)
 		}
 	}
-	eventRecorded(t, ns, obj.GetName(), corev1.EventTypeNormal, framework.ReasonStarted, "admitted")
 
 	// Its pods run: so does its unit. (admissions[].running counts pods on
 	// nodes: TestPodsOnNodesAreCounted.)
