@@ -32,8 +32,8 @@ import (
 //
 // The head's rank is kept with the queue (queueState.headPrio, headSince),
 // not read from its units at each comparison: it is taken when the queue
-// is lined up (lineUp), after each turn that admitted (cycle.go), and when
-// it settles (settle). Every change of a queue's units (enqueue, dequeue)
+// is lined up (lineUp), after each turn that goes on (it admitted, or
+// offers again; cycle.go), and when it settles (settle). Every change of a queue's units (enqueue, dequeue)
 // and of its config wakes it (wake), which unsettles it and has it lined
 // up afresh; the only other change of its head, a unit taken by admit, is
 // in a turn of its own or of a queue that cannot settle (a preemptor's, a
