@@ -238,23 +238,16 @@ func (q *Queue) Offer(now time.Time, free []int64) Offer {
 }
 
 func (q *Queue) offerIntelligent(now time.Time, free []int64, o *Offer) {
-	if n := q.promoted(now); n != nil {
-		o.serveHead(n, BandPromoted, free)
-		return
-	}
-	if countAtLeast(q.root, q.cfg.PriorityThreshold) > 0 {
-		o.serveHead(first(q.root), BandHigh, free)
+	head, band := q.headIntelligent(now)
+	if band != BandLow {
+		o.serveHead(head, band, free)
 		return
 	}
 	// Only low units: round-robin from the cursor, wrapping once.
+	o.setHead(head, BandLow)
 	limit := q.depth()
 	after := &window{after: q.cursor, limit: limit}
 	wrapped := &window{upTo: q.cursor, limit: limit}
-	head := firstFit(q.root, 0, after, nil)
-	if head == nil || q.cursor == nil {
-		head = firstFit(q.root, 0, wrapped, nil)
-	}
-	o.setHead(head, BandLow)
 	n := firstFit(q.root, 0, after, free)
 	if n == nil && q.cursor != nil {
 		n = firstFit(q.root, 0, wrapped, free)
@@ -262,6 +255,42 @@ func (q *Queue) offerIntelligent(now time.Time, free []int64, o *Offer) {
 	if n != nil {
 		o.Admit, o.HasAdmit = n.item, true
 	}
+}
+
+// headIntelligent is an Intelligent queue's head and its band: the oldest
+// low unit past its maximum wait, else the first high unit, else the first
+// low unit after the round-robin cursor (wrapping once). The queue is not
+// empty.
+func (q *Queue) headIntelligent(now time.Time) (*tnode, Band) {
+	if n := q.promoted(now); n != nil {
+		return n, BandPromoted
+	}
+	if countAtLeast(q.root, q.cfg.PriorityThreshold) > 0 {
+		return first(q.root), BandHigh
+	}
+	limit := q.depth()
+	head := firstFit(q.root, 0, &window{after: q.cursor, limit: limit}, nil)
+	if head == nil || q.cursor == nil {
+		head = firstFit(q.root, 0, &window{upTo: q.cursor, limit: limit}, nil)
+	}
+	return head, BandLow
+}
+
+// HeadRank is the priority and enqueue time (UnixNano, clamped so that the
+// zero time comes first) of the unit the policy serves first now, Offer's
+// Head, found without a headroom; ok is false when the queue is empty.
+// O(log n). It changes only when the queue's units change, a unit is
+// taken (Intelligent's cursor), the config changes, or, with starvation
+// protection, a low unit passes its maximum wait (NextPromotion).
+func (q *Queue) HeadRank(now time.Time) (priority int32, enqueued int64, ok bool) {
+	if q.root == nil {
+		return 0, 0, false
+	}
+	n := first(q.root)
+	if q.cfg.Policy == schedulingv1alpha1.QueuePolicyIntelligent {
+		n, _ = q.headIntelligent(now)
+	}
+	return n.k.priority, n.k.enqueued, true
 }
 
 // promoted is the oldest low unit past its maximum wait, if any.

@@ -377,3 +377,47 @@ func sortedModel(m map[string]policy.Item) []policy.Item {
 	})
 	return out
 }
+
+// TestPropertyHeadRankIsOffersHead: whatever the policy, the units and the
+// cursor (units taken), HeadRank is the rank of the head Offer serves at
+// any headroom, so the scheduler can order queues by it without offering.
+func TestPropertyHeadRankIsOffersHead(t *testing.T) {
+	policies := []schedulingv1alpha1.QueuePolicy{schedulingv1alpha1.QueuePolicyPriority,
+		schedulingv1alpha1.QueuePolicyBlock, schedulingv1alpha1.QueuePolicyIntelligent}
+	for seed := uint64(1); seed <= 40; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 5))
+		cfg := policy.DefaultConfig()
+		cfg.Policy = policies[rng.IntN(len(policies))]
+		cfg.MaxDepth = rng.IntN(3) * 3
+		if rng.IntN(2) == 0 {
+			cfg.LowPriorityMaxWait = time.Duration(1+rng.IntN(5)) * time.Second
+		}
+		q := policy.NewQueue(cfg)
+		for i := 0; i < 300; i++ {
+			key := fmt.Sprintf("ns/u%02d", rng.IntN(30))
+			switch rng.IntN(5) {
+			case 0:
+				q.Remove(key)
+			case 1:
+				if o := q.Offer(t0, nil); o.HasAdmit {
+					q.Take(o.Admit.Key) // moves Intelligent's cursor
+				}
+			case 2:
+				if rng.IntN(10) == 0 {
+					cfg.Policy = policies[rng.IntN(len(policies))]
+					q.SetConfig(cfg)
+				}
+			default:
+				q.Upsert(item(key).prio(int32(rng.IntN(8))).at(time.Duration(rng.IntN(5)) * time.Second).
+					req(int64(rng.IntN(3))).obj())
+			}
+			now := t0.Add(time.Duration(rng.IntN(10)) * time.Second)
+			o := q.Offer(now, []int64{int64(rng.IntN(3))})
+			prio, since, ok := q.HeadRank(now)
+			if ok != o.HasHead || ok && (prio != o.Head.Priority || since != o.Head.EnqueueTime.UnixNano()) {
+				t.Fatalf("seed %d step %d (%s): HeadRank = %d, %d, %v; Offer's head %s (%d, %d), %v", seed, i, cfg.Policy,
+					prio, since, ok, o.Head.Key, o.Head.Priority, o.Head.EnqueueTime.UnixNano(), o.HasHead)
+			}
+		}
+	}
+}

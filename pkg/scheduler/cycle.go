@@ -17,7 +17,8 @@ import (
 //  2. admit preemptors whose victims are all gone, before anyone else, so
 //     what was reclaimed for them is theirs;
 //  3. order the dirty queues: furthest below their runtime share first
-//     (dominant-resource share), then by queue priority, then by name;
+//     (dominant-resource share), then by queue priority, then by their
+//     heads' priority, then the earliest enqueued head, then by name;
 //  4. give the first queue one turn: its policy offers a unit; admit it if
 //     it fits (the queue goes back in line with its new share), otherwise
 //     its head waits, may preempt, and the queue is parked until an event
@@ -48,7 +49,7 @@ func (s *Scheduler) CycleLimited(now time.Time, limit int) Result {
 	s.wakeProtected(now)
 	s.admitNominated(now, &res)
 	s.feedPatient(now, &res)
-	s.lineBuf = s.lineUp()
+	s.lineBuf = s.lineUp(now)
 	line := &s.lineBuf
 	s.line = line
 	for line.Len() > 0 {
@@ -66,6 +67,7 @@ func (s *Scheduler) CycleLimited(now time.Time, limit int) Result {
 		if s.turn(qs, now, &res) {
 			if line.Len() > 1 {
 				qs.share = s.engine.DominantShare(qs.quota)
+				qs.headPrio, qs.headSince = qs.headRank(now) // it may have admitted its head
 			}
 			heap.Fix(line, 0)
 		} else {
@@ -165,7 +167,7 @@ func (s *Scheduler) tryHead(qs *queueState, now time.Time, res *Result) bool {
 		s.headWaitsForQuota(qs, off, res)
 	}
 	if b, ok := s.settleable(qs, off.Head.Key, preempting); ok {
-		s.settle(qs, b)
+		s.settle(qs, b, now)
 	} else {
 		s.park(qs, s.binding)
 	}

@@ -1,5 +1,11 @@
 package scheduler
 
+import (
+	"fmt"
+	"sort"
+	"time"
+)
+
 // ReservationKey is the engine key of a preemptor's reservation, for tests
 // that break the engine's bookkeeping on purpose.
 func ReservationKey(unit string) string { return reservationKey(unit) }
@@ -7,3 +13,24 @@ func ReservationKey(unit string) string { return reservationKey(unit) }
 // NoSettle makes s give every woken queue its turn (line.go), the reference
 // the settled queues are checked against.
 func NoSettle(s *Scheduler) { s.noSettle = true }
+
+// StaleSettledHeads lists the settled queues whose key holds another head
+// than their policy serves first now (line.go: a head change must
+// unsettle a queue first), as "queue: key (prio, since), head (prio,
+// since)".
+func StaleSettledHeads(s *Scheduler, now time.Time) []string {
+	var stale []string
+	for _, groups := range s.settledAt {
+		for _, g := range groups {
+			g.members.each(func(m *queueState) {
+				p, t, ok := m.q.HeadRank(now)
+				if !ok || p != m.key.headPrio || t != m.key.headSince {
+					stale = append(stale, fmt.Sprintf("%s: key (%d, %d), head (%d, %d, %t)",
+						m.spec.Name, m.key.headPrio, m.key.headSince, p, t, ok))
+				}
+			})
+		}
+	}
+	sort.Strings(stale)
+	return stale
+}

@@ -2,7 +2,9 @@ package scheduler
 
 import (
 	"container/heap"
+	"math"
 	"sort"
+	"time"
 )
 
 // The line is the order in which queues take their turns in a cycle.
@@ -24,11 +26,25 @@ import (
 // every woken queue its turn (TestSettledQueuesDecideAsEveryQueueTakingItsTurn).
 
 // lineKey is a queue's place in the line: smallest dominant share first,
-// then highest priority, then name.
+// then highest Queue priority, then the queue whose head (the unit its
+// policy serves first) has the highest priority, then the earliest
+// enqueued head, then name.
+//
+// The head's rank is kept with the queue (queueState.headPrio, headSince),
+// not read from its units at each comparison: it is taken when the queue
+// is lined up (lineUp), after each turn that goes on (it admitted, or
+// offers again; cycle.go), and when it settles (settle). Every change of a queue's units (enqueue, dequeue)
+// and of its config wakes it (wake), which unsettles it and has it lined
+// up afresh; the only other change of its head, a unit taken by admit, is
+// in a turn of its own or of a queue that cannot settle (a preemptor's, a
+// patient head's). So a settled member's key is never stale and is never
+// re-keyed for its head; only new fair shares re-key members (rekey).
 type lineKey struct {
-	share float64
-	prio  int32
-	name  string
+	share     float64
+	prio      int32
+	headPrio  int32
+	headSince int64
+	name      string
 }
 
 func (a lineKey) less(b lineKey) bool {
@@ -38,7 +54,28 @@ func (a lineKey) less(b lineKey) bool {
 	if a.prio != b.prio {
 		return a.prio > b.prio
 	}
+	if a.headPrio != b.headPrio {
+		return a.headPrio > b.headPrio
+	}
+	if a.headSince != b.headSince {
+		return a.headSince < b.headSince
+	}
 	return a.name < b.name
+}
+
+// headRank is the priority and enqueue time of the unit qs's policy serves
+// first now (an empty queue's: after every head). O(log units).
+func (qs *queueState) headRank(now time.Time) (int32, int64) {
+	p, t, ok := qs.q.HeadRank(now)
+	if !ok {
+		return math.MinInt32, math.MaxInt64
+	}
+	return p, t
+}
+
+// lineKey is qs's place in the line by its share and head as last taken.
+func (qs *queueState) lineKey() lineKey {
+	return lineKey{qs.share, qs.spec.Priority, qs.headPrio, qs.headSince, qs.spec.Name}
 }
 
 // settledGroup is the queues settled on one quota with one ChainState.
@@ -69,7 +106,7 @@ type lineEntry struct {
 
 func (e *lineEntry) lineKey() lineKey {
 	if e.qs != nil {
-		return lineKey{e.qs.share, e.qs.spec.Priority, e.qs.spec.Name}
+		return e.qs.lineKey()
 	}
 	return e.key
 }
@@ -166,7 +203,7 @@ func (s *Scheduler) settleable(qs *queueState, head string, preempting bool) (st
 }
 
 // settle parks qs on quota b as a settled queue.
-func (s *Scheduler) settle(qs *queueState, b string) {
+func (s *Scheduler) settle(qs *queueState, b string, now time.Time) {
 	// Changes so far are in the state qs parks with: they must not evict it.
 	s.evictChanged()
 	gen := s.engine.RuntimeGeneration()
@@ -175,7 +212,8 @@ func (s *Scheduler) settle(qs *queueState, b string) {
 	} else if gen != s.keyedGen {
 		s.keyedGen = -1 // rekeyed by the next lineUp
 	}
-	qs.key = lineKey{s.engine.DominantShare(qs.quota), qs.spec.Priority, qs.spec.Name}
+	p, t := qs.headRank(now)
+	qs.key = lineKey{s.engine.DominantShare(qs.quota), qs.spec.Priority, p, t, qs.spec.Name}
 	qs.parkCycle = s.cycle
 	qs.settledQuota = qs.quota
 	s.stateBuf = s.engine.ChainState(b, s.stateBuf[:0])
@@ -223,7 +261,7 @@ func (s *Scheduler) unsettle(qs *queueState) {
 		delete(s.activeGroups, g)
 	}
 	if e := g.entry; e != nil && s.line != nil && e.holds(qs) {
-		qs.share = qs.key.share
+		qs.share, qs.headPrio, qs.headSince = qs.key.share, qs.key.headPrio, qs.key.headSince
 		qs.entry = lineEntry{qs: qs}
 		heap.Push(s.line, &qs.entry)
 	}
@@ -329,15 +367,15 @@ func (s *Scheduler) rekey(gen int) {
 
 // lineUp takes the dirty queues and the woken settled groups, in serving
 // order.
-func (s *Scheduler) lineUp() queueLine {
+func (s *Scheduler) lineUp(now time.Time) queueLine {
 	s.evictChanged()
 	if s.settledCount > 0 {
 		if gen := s.engine.RuntimeGeneration(); gen != s.keyedGen {
 			s.rekey(gen)
 		}
 	}
-	// No need to sort: the line's order is total (share, priority, name),
-	// so it pops the same way whatever order the map gives.
+	// No need to sort: the line's order is total (its last key is the
+	// name), so it pops the same way whatever order the map gives.
 	line := s.lineBuf[:0]
 	shares := len(s.dirty) > 1 || len(s.activeGroups) > 0 // shares only matter when queues compete
 	for name := range s.dirty {
@@ -345,9 +383,10 @@ func (s *Scheduler) lineUp() queueLine {
 		if qs == nil {
 			continue
 		}
-		qs.share = 0
+		qs.share, qs.headPrio, qs.headSince = 0, 0, 0
 		if shares {
 			qs.share = s.engine.DominantShare(qs.quota)
+			qs.headPrio, qs.headSince = qs.headRank(now)
 		}
 		qs.entry = lineEntry{qs: qs}
 		line = append(line, &qs.entry)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ type twins struct {
 	t        *testing.T
 	seed     uint64
 	rng      *rand.Rand
+	policies *rand.Rand // policy changes, a stream of their own
 	a, ref   *scheduler.Scheduler
 	queues   []string
 	specs    map[string]scheduler.QueueSpec
@@ -52,6 +54,9 @@ func newTwins(t *testing.T, seed uint64) *twins {
 	w := &twins{t: t, seed: seed, rng: rng, a: scheduler.New(), ref: scheduler.New(), now: st.T0,
 		specs: map[string]scheduler.QueueSpec{}}
 	scheduler.NoSettle(w.ref)
+	// Policy changes from a stream of their own, so the rest of each
+	// seed's world is as before they existed.
+	w.policies = rand.New(rand.NewPCG(seed, 0x9011c7))
 	nq := 3 + rng.IntN(40)
 	parents := rng.IntN(4) // 0: flat
 	cluster := 2 + rng.IntN(3*nq)
@@ -148,6 +153,12 @@ func (w *twins) step() {
 		name := w.queues[w.rng.IntN(len(w.queues))]
 		q := w.specs[name]
 		q.Priority = int32(w.rng.IntN(3))
+		if w.policies.IntN(2) == 0 {
+			// Another policy serves another head first (an Intelligent
+			// queue's round-robin head, or its high band's).
+			q.Config.Policy = []schedulingv1alpha1.QueuePolicy{schedulingv1alpha1.QueuePolicyPriority,
+				schedulingv1alpha1.QueuePolicyBlock, schedulingv1alpha1.QueuePolicyIntelligent}[w.policies.IntN(3)]
+		}
 		w.specs[name] = q
 		w.both(func(s *scheduler.Scheduler) { s.UpsertQueue(q) })
 	case r < 18:
@@ -157,6 +168,7 @@ func (w *twins) step() {
 			w.admitted = slices.DeleteFunc(w.admitted, func(x string) bool { return x == k })
 		}
 	}
+	w.checkSettledHeads()
 	limit := -1
 	if w.rng.IntN(2) == 0 {
 		limit = w.rng.IntN(3)
@@ -166,6 +178,7 @@ func (w *twins) step() {
 	if diff := cmp.Diff(want, got); diff != "" {
 		w.t.Fatalf("seed %d, unit %d: cycles differ (-every queue's turn +settled):\n%s", w.seed, w.next, diff)
 	}
+	w.checkSettledHeads()
 	for _, a := range got.Admissions {
 		w.admitted = append(w.admitted, a.Unit)
 	}
@@ -175,6 +188,14 @@ func (w *twins) step() {
 			w.both(func(s *scheduler.Scheduler) { s.DeleteUnit(v) })
 			w.admitted = slices.DeleteFunc(w.admitted, func(x string) bool { return x == v })
 		}
+	}
+}
+
+// checkSettledHeads: a settled queue's place in line holds its head as it
+// is; any change of the head must have unsettled the queue.
+func (w *twins) checkSettledHeads() {
+	if stale := scheduler.StaleSettledHeads(w.a, w.now); len(stale) > 0 {
+		w.t.Fatalf("seed %d, unit %d: settled queues keyed by a head they no longer have:\n%s", w.seed, w.next, strings.Join(stale, "\n"))
 	}
 }
 

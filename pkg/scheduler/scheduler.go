@@ -81,9 +81,11 @@ type queueState struct {
 	// patient is the unit of the queue that holds a reservation while it
 	// waits to preempt (patience.go), or nil.
 	patient *unitState
-	// cycle scheduling
-	share float64
-	entry lineEntry // its entry in the line, kept to spare an allocation
+	// cycle scheduling: its share and its head's rank (line.go) as last taken
+	share     float64
+	headPrio  int32
+	headSince int64
+	entry     lineEntry // its entry in the line, kept to spare an allocation
 	// settledIn is the group the queue is settled in (line.go), with its
 	// key there, the quota it was charged to and the cycle it parked in.
 	settledIn    *settledGroup

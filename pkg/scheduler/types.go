@@ -15,7 +15,9 @@ type QueueSpec struct {
 	// Quota is the ElasticQuota the queue's units are charged to; empty
 	// means the quota named like the queue, as Koord-Queue creates them.
 	Quota string
-	// Priority orders queues whose shares are equal; higher first.
+	// Priority orders queues whose shares are equal; higher first. It
+	// outranks the priority of the queues' heads, which orders queues
+	// whose shares and Priority are equal (line.go).
 	Priority int32
 	// Config is the queue's policy and tuning (policy.ConfigFromQueue).
 	Config policy.Config

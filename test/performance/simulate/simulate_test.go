@@ -207,3 +207,27 @@ func TestLargeScaleReplayReachesTheWriteBound(t *testing.T) {
 			got.Wall, got.Admissions, got.Evictions, scenario.LargeScaleLarge.Runtime, got.WriteBound, s.Units())
 	}
 }
+
+// TestLargeScaleReplayServesHeadsByPriority: on Kueue's large-scale shape
+// (the short variant) every queue's share ties, and the line then serves
+// the queue whose head has the highest priority, then the earliest head, as
+// Kueue serves its ClusterQueues' heads: large units wait least, small ones
+// most. When the queue's name broke the tie, the first queues by name
+// drained whole, smalls included, before later queues' large units had a
+// turn: large 6.3s, medium 8.0s, small 8.0s (1.0s, 3.6s, 10.0s now).
+func TestLargeScaleReplayServesHeadsByPriority(t *testing.T) {
+	s, err := scenario.Get("large-scale", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := simulate.Run(&s, simulate.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	large := got.AvgTimeToAdmission[scenario.LargeScaleLarge.Name]
+	medium := got.AvgTimeToAdmission[scenario.LargeScaleMedium.Name]
+	small := got.AvgTimeToAdmission[scenario.LargeScaleSmall.Name]
+	if large > 2*time.Second || large >= medium || medium >= small {
+		t.Errorf("average time to admission large %v, medium %v, small %v; want large at most 2s, less than medium, less than small", large, medium, small)
+	}
+}
