@@ -22,22 +22,9 @@ import (
 // default (metrics.ServerOptions, secure): HTTPS, and only for a token the
 // API server accepts whose user may get /metrics.
 func TestSecureMetrics(t *testing.T) {
-	ports, err := cluster.FreePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := cluster.Loopback(ports[0])
-	stop, err := env.StartManager(context.Background(), func(mgr manager.Manager) error {
-		_, err := queuemanager.Setup(context.Background(), mgr, fastOptions())
-		return err
-	}, func(o *manager.Options) { o.Metrics = metrics.ServerOptions(addr, true, "") })
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-
+	addr := startSecureMetricsManager(t)
 	ns := namespace(t)
-	reader := clusterRole(t, "metrics-reader-"+ns, rbacv1.PolicyRule{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}})
+	reader := clusterRole(t, "metrics-reader-"+ns, metricsReaderRule)
 	allowed := serviceAccountToken(t, ns, "prometheus", reader, "")
 	denied := serviceAccountToken(t, ns, "tenant", clusterRole(t, "queueunit-reader-"+ns, queueUnitReader), ns)
 
@@ -70,6 +57,31 @@ func TestSecureMetrics(t *testing.T) {
 			})
 		})
 	}
+}
+
+// metricsReaderRule lets Prometheus read /metrics, as the chart's
+// metrics-reader ClusterRole does.
+var metricsReaderRule = rbacv1.PolicyRule{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}
+
+// startSecureMetricsManager starts koord-queue's manager with /metrics served
+// as the binary serves it by default (HTTPS, authenticated and authorized)
+// on a free loopback port, stopped when t ends; it returns the address.
+func startSecureMetricsManager(t *testing.T) string {
+	t.Helper()
+	ports, err := cluster.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := cluster.Loopback(ports[0])
+	stop, err := env.StartManager(context.Background(), func(mgr manager.Manager) error {
+		_, err := queuemanager.Setup(context.Background(), mgr, fastOptions())
+		return err
+	}, func(o *manager.Options) { o.Metrics = metrics.ServerOptions(addr, true, "") })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return addr
 }
 
 // getMetrics reads https://addr/metrics with a bearer token ("" for none).

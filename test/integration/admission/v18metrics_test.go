@@ -11,15 +11,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/common/expfmt"
 	corev1 "k8s.io/api/core/v1"
-	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
-	"github.com/koord-queue/koord-queue/pkg/metrics"
-	"github.com/koord-queue/koord-queue/pkg/queuemanager"
-	"github.com/koord-queue/koord-queue/test/cluster"
 	"github.com/koord-queue/koord-queue/test/testenv"
 	"github.com/koord-queue/koord-queue/test/wrappers"
 )
@@ -32,25 +27,12 @@ var v18Families = []string{"dequeued_quota_usage_by_quota", "dequeued_quota_usag
 // kinds share a quota: Koord-Queue v1.8's series carry what is admitted,
 // follow a job that finishes and a unit deleted, and go with their quota.
 func TestV18Metrics(t *testing.T) {
-	ports, err := cluster.FreePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := cluster.Loopback(ports[0])
-	stop, err := env.StartManager(context.Background(), func(mgr manager.Manager) error {
-		_, err := queuemanager.Setup(context.Background(), mgr, fastOptions())
-		return err
-	}, func(o *manager.Options) { o.Metrics = metrics.ServerOptions(addr, true, "") })
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(stop)
-
+	addr := startSecureMetricsManager(t)
 	nsA := namespace(t)
 	nsB := nsA + "-b"
 	create(t, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: nsB}})
 	token := serviceAccountToken(t, nsA, "prometheus",
-		clusterRole(t, "metrics-reader-"+nsA, rbacv1.PolicyRule{NonResourceURLs: []string{"/metrics"}, Verbs: []string{"get"}}), "")
+		clusterRole(t, "metrics-reader-"+nsA, metricsReaderRule), "")
 	quota := nsA
 	create(t, wrappers.MakeElasticQuota(quota, nsA).Max(corev1.ResourceCPU, "10").Max(corev1.ResourceMemory, "10Gi").Obj())
 	create(t,

@@ -1,6 +1,9 @@
 package compare
 
 import (
+	"bufio"
+	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +15,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/koord-queue/koord-queue/test/testenv"
 )
 
 func readFixture(t *testing.T, name string) string {
@@ -145,5 +150,85 @@ func TestStopGroupStopsWhatARunnerLeaves(t *testing.T) {
 	}
 	if got := stopGroup(cmd.Process.Pid, time.Second); got != 0 {
 		t.Errorf("stopGroup of an empty group = %d, want 0", got)
+	}
+}
+
+// TestStopLeftStopsOrphanedServers: a control-plane process in a process
+// group of its own (as envtest starts kube-apiserver and etcd), orphaned by
+// the runner that started it, is stopped by StopLeft; stopGroup of the
+// runner's group does not reach it. Without StopLeft, pair 1's Kueue API
+// server ran on through koord-queue's run after it (seen 2026-12-02).
+func TestStopLeftStopsOrphanedServers(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skipf("no sleep: %v", err)
+	}
+	data, err := os.ReadFile(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcd := filepath.Join(t.TempDir(), "etcd")
+	if err := os.WriteFile(etcd, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	// The runner: starts "etcd" in a group of its own, says its pid, and
+	// exits when its input closes.
+	runner := exec.Command("sh", "-c", `setsid "$0" 300 >/dev/null 2>&1 & echo $!; read x || :`, etcd)
+	runner.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stdin, err := runner.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stdout, err := runner.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runner.Start(); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stdout).ReadString('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := strconv.Atoi(strings.TrimSpace(line))
+	if err != nil {
+		t.Fatalf("server's pid %q: %v", line, err)
+	}
+	t.Cleanup(func() { _ = syscall.Kill(server, syscall.SIGKILL) })
+	testenv.Eventually(t, 10*time.Second, func(context.Context) error {
+		if pgid, err := syscall.Getpgid(server); err != nil || pgid != server {
+			return fmt.Errorf("the server's process group is %d (%v), want one of its own", pgid, err)
+		}
+		return nil
+	})
+
+	servers := FollowServers(context.Background(), runner.Process.Pid, 10*time.Millisecond)
+	testenv.Eventually(t, 10*time.Second, func(context.Context) error {
+		servers.mu.Lock()
+		defer servers.mu.Unlock()
+		if len(servers.started) != 1 {
+			return fmt.Errorf("following %d processes, want 1", len(servers.started))
+		}
+		return nil
+	})
+	stdin.Close()
+	if err := runner.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	servers.Stop()
+	stopGroup(runner.Process.Pid, time.Second)
+	p, ok := readProc(server)
+	if !ok || !running(server, p.start) {
+		t.Fatal("the server stopped with its runner's group: the test shows nothing")
+	}
+
+	if got := servers.StopLeft(10 * time.Second); got != 1 {
+		t.Errorf("StopLeft = %d, want 1", got)
+	}
+	if running(server, p.start) {
+		t.Errorf("the server (pid %d) still runs", server)
+	}
+	if got := servers.StopLeft(time.Second); got != 0 {
+		t.Errorf("StopLeft with nothing left = %d, want 0", got)
 	}
 }

@@ -88,10 +88,11 @@ func (k *KueueRun) Run(ctx context.Context) (Measurement, error) {
 	cmd.Cancel = func() error { return cmd.Process.Signal(os.Interrupt) }
 	cmd.WaitDelay = time.Minute
 	// In a process group of its own, so that what it leaves running can be
-	// stopped: a runner that fails exits without stopping its envtest
-	// (os.Exit skips the deferred Stop), and the orphaned kube-apiserver
-	// and etcd would keep running, holding whatever they inherited (the
-	// caller's flock on /tmp/perf.lock, for one).
+	// stopped: a runner that fails exits without stopping what it started
+	// (os.Exit skips the deferred Stops), and the orphans would keep
+	// running, holding whatever they inherited (the caller's flock on
+	// /tmp/perf.lock, for one). envtest's kube-apiserver and etcd are in
+	// groups of their own: FollowServers saw them, StopLeft stops them.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 
 	m := Measurement{System: Kueue, Dir: k.Dir, Writes: -1, LoadBefore: LoadAverage()}
@@ -105,6 +106,9 @@ func (k *KueueRun) Run(ctx context.Context) (Measurement, error) {
 	serverCPU := servers.Stop()
 	if n := stopGroup(cmd.Process.Pid, time.Minute); n > 0 {
 		k.progress("Kueue: stopped what the runner left running (process group %d)\n", cmd.Process.Pid)
+	}
+	if n := servers.StopLeft(time.Minute); n > 0 {
+		k.progress("Kueue: stopped the %d control-plane processes the runner left running\n", n)
 	}
 	m.LoadAfter = LoadAverage()
 	k.progress("Kueue: runner done in %.1fs\n", time.Since(start).Seconds())
