@@ -168,7 +168,7 @@ func newFlags(o *options) *flag.FlagSet {
 	f.StringVar(&o.out, "out", "", "directory for the results, whose earlier runs (pair-*) are removed first (default: _output/perf/compare for baseline, _output/perf/compare-<config> for another)")
 	f.StringVar(&o.kueueGenerator, "kueue-generator", "", "another generator.yaml for Kueue's runner (for development)")
 	f.StringVar(&o.kueueRangeSpec, "kueue-rangespec", "", "another rangespec.yaml for Kueue's checker (for development)")
-	f.DurationVar(&o.kueueTimeout, "kueue-timeout", 0, "Kueue's runner --timeout (default: as Kueue's CI target for -config: none for baseline, so the runner's 10m; 30m for large-scale)")
+	f.DurationVar(&o.kueueTimeout, "kueue-timeout", 0, "Kueue's runner --timeout (default: 20m for baseline, where Kueue's CI keeps the runner's 10m, which two cores with the audit log overrun; 30m for large-scale, as its CI)")
 	f.BoolVar(&o.short, "short", false, "koord-queue's short variant of its scenario, and Kueue's config in the same shape (unless -kueue-generator): for development")
 	f.BoolVar(&o.audit, "audit", true, "have both API servers log writes, to count each controller's writes")
 	f.BoolVar(&o.keepAudit, "keep-audit", false, "keep the audit logs (large) once counted")
