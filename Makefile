@@ -88,11 +88,11 @@ perf: tools ## Short performance scenarios (about 2.5 minutes, and a minute each
 	$(GO) run ./test/performance/cmd/perf -short -out _output/perf/short
 
 .PHONY: perf-full
-perf-full: tools ## Full performance scenarios, Jobs on kwok included (about 17 minutes on two cores, churn about as long as baseline, large-scale at least 20 minutes); results in _output/perf/full.
+perf-full: tools ## Full performance scenarios, Jobs on kwok included (about 17 minutes on two cores, churn about as long as baseline, large-scale about 21 minutes); results in _output/perf/full.
 	$(GO) run ./test/performance/cmd/perf -scenarios all -out _output/perf/full
 
 .PHONY: perf-compare
-perf-compare: ## Kueue's own scheduler performance test (its runner and minimalkueue, built from the pinned release) and koord-queue's mirror of it, 3 pairs in alternating order (about 45 minutes on two cores); one table in _output/perf/compare/summary.md. PERF_COMPARE_FLAGS="-pairs 1", "-config large-scale", ... (-h lists them)
+perf-compare: ## Kueue's own scheduler performance test (its runner and minimalkueue, built from the pinned release) and koord-queue's mirror of it, 3 pairs in alternating order (53 minutes on two cores); one table in _output/perf/compare/summary.md. PERF_COMPARE_FLAGS="-pairs 1", "-config large-scale", ... (-h lists them)
 	@bash hack/ensure-tools.sh cluster >/dev/null
 	@bash hack/ensure-tools.sh kueue >/dev/null
 	$(GO) run ./test/performance/cmd/perfcompare $(PERF_COMPARE_FLAGS)
