@@ -105,14 +105,8 @@ func TestRunRejectsAScenarioWithoutBudget(t *testing.T) {
 // unit's runtime of the bound, and every class waits less than in Kueue. A
 // change to the decisions that costs throughput fails here, without a clock.
 func TestBaselineReplayReachesTheWriteBound(t *testing.T) {
-	s, err := scenario.Get("baseline", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := simulate.Run(&s, simulate.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := scenarioNamed(t, "baseline", false)
+	got := replay(t, &s, simulate.Options{})
 	if got.Evictions != 0 || got.Wall > got.WriteBound+scenario.Large.Runtime {
 		t.Errorf("wall %v with %d evictions, want within %v of the write bound %v and none", got.Wall, got.Evictions, scenario.Large.Runtime, got.WriteBound)
 	}
@@ -129,18 +123,9 @@ func TestBaselineReplayReachesTheWriteBound(t *testing.T) {
 // large units that arrive meanwhile wait for it (and, preempting at once,
 // evict the units it went to), and the run ends well past the bound.
 func TestDecidingAheadCostsThroughput(t *testing.T) {
-	s, err := scenario.Get("baseline", false)
-	if err != nil {
-		t.Fatal(err)
-	}
-	paced, err := simulate.Run(&s, simulate.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ahead, err := simulate.Run(&s, simulate.Options{DecideAhead: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := scenarioNamed(t, "baseline", false)
+	paced := replay(t, &s, simulate.Options{})
+	ahead := replay(t, &s, simulate.Options{DecideAhead: true})
 	if ahead.Wall < paced.Wall+10*time.Second {
 		t.Errorf("deciding ahead: %v with %d evictions; paced: %v with %d; want deciding ahead at least 10s slower",
 			ahead.Wall, ahead.Evictions, paced.Wall, paced.Evictions)
@@ -148,10 +133,7 @@ func TestDecidingAheadCostsThroughput(t *testing.T) {
 	if large := scenario.Large.Name; ahead.AvgTimeToAdmission[large] <= paced.AvgTimeToAdmission[large] {
 		t.Errorf("large units wait %v deciding ahead, %v paced; want longer deciding ahead", ahead.AvgTimeToAdmission[large], paced.AvgTimeToAdmission[large])
 	}
-	atOnce, err := simulate.Run(&s, simulate.Options{DecideAhead: true, PreemptionDelay: new(time.Duration)})
-	if err != nil {
-		t.Fatal(err)
-	}
+	atOnce := replay(t, &s, simulate.Options{DecideAhead: true, PreemptionDelay: new(time.Duration)})
 	if atOnce.Evictions == 0 || atOnce.Wall < paced.Wall+10*time.Second {
 		t.Errorf("deciding ahead and preempting at once: %v with %d evictions; want evictions, and at least 10s slower than paced (%v)",
 			atOnce.Wall, atOnce.Evictions, paced.Wall)
@@ -163,24 +145,15 @@ func TestDecidingAheadCostsThroughput(t *testing.T) {
 // machine) makes each unit hold its quota a little longer, and in the
 // baseline's first minute a large unit then finds its quota held by units
 // that borrowed it in the moment between two large units, about to end.
-// Preempting them at once cost 639 evictions and 28s of wall at 50ms; with
+// Preempting them at once cost 705 evictions and 21.5s of wall at 50ms; with
 // the preemption delay the large units wait for them, with no eviction (as
 // with perfect plumbing), no longer than 2s on average, and the wall is no
 // worse than preempting at once.
 func TestBaselineReplayHasNoCliff(t *testing.T) {
-	s, err := scenario.Get("baseline", false)
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := scenarioNamed(t, "baseline", false)
 	for _, latency := range []time.Duration{50 * time.Millisecond, 100 * time.Millisecond} {
-		got, err := simulate.Run(&s, simulate.Options{Latency: latency})
-		if err != nil {
-			t.Fatal(err)
-		}
-		atOnce, err := simulate.Run(&s, simulate.Options{Latency: latency, PreemptionDelay: new(time.Duration)})
-		if err != nil {
-			t.Fatal(err)
-		}
+		got := replay(t, &s, simulate.Options{Latency: latency})
+		atOnce := replay(t, &s, simulate.Options{Latency: latency, PreemptionDelay: new(time.Duration)})
 		if large := got.AvgTimeToAdmission[scenario.Large.Name]; got.Evictions != 0 || large > 2*time.Second || got.Wall > atOnce.Wall {
 			t.Errorf("latency %v: wall %v, %d evictions, large units wait %v on average; want no eviction, at most 2s, and no more wall than preempting at once (%v, %d evictions)",
 				latency, got.Wall, got.Evictions, large, atOnce.Wall, atOnce.Evictions)
@@ -194,14 +167,8 @@ func TestBaselineReplayHasNoCliff(t *testing.T) {
 // admissions: the replay ends within one unit's runtime of the bound, with
 // no eviction.
 func TestLargeScaleReplayReachesTheWriteBound(t *testing.T) {
-	s, err := scenario.Get("large-scale", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := simulate.Run(&s, simulate.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := scenarioNamed(t, "large-scale", true)
+	got := replay(t, &s, simulate.Options{})
 	if got.Evictions != 0 || got.Admissions != s.Units() || got.Wall > got.WriteBound+scenario.LargeScaleLarge.Runtime {
 		t.Errorf("wall %v with %d admissions and %d evictions, want within %v of the write bound %v, %d admissions and no eviction",
 			got.Wall, got.Admissions, got.Evictions, scenario.LargeScaleLarge.Runtime, got.WriteBound, s.Units())
@@ -216,18 +183,32 @@ func TestLargeScaleReplayReachesTheWriteBound(t *testing.T) {
 // drained whole, smalls included, before later queues' large units had a
 // turn: large 6.3s, medium 8.0s, small 8.0s (1.0s, 3.6s, 10.0s now).
 func TestLargeScaleReplayServesHeadsByPriority(t *testing.T) {
-	s, err := scenario.Get("large-scale", true)
-	if err != nil {
-		t.Fatal(err)
-	}
-	got, err := simulate.Run(&s, simulate.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := scenarioNamed(t, "large-scale", true)
+	got := replay(t, &s, simulate.Options{})
 	large := got.AvgTimeToAdmission[scenario.LargeScaleLarge.Name]
 	medium := got.AvgTimeToAdmission[scenario.LargeScaleMedium.Name]
 	small := got.AvgTimeToAdmission[scenario.LargeScaleSmall.Name]
 	if large > 2*time.Second || large >= medium || medium >= small {
 		t.Errorf("average time to admission large %v, medium %v, small %v; want large at most 2s, less than medium, less than small", large, medium, small)
 	}
+}
+
+// scenarioNamed is the catalog's scenario name, its short variant if short.
+func scenarioNamed(t *testing.T, name string, short bool) scenario.Scenario {
+	t.Helper()
+	s, err := scenario.Get(name, short)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// replay replays s through the decision core with opts.
+func replay(t *testing.T, s *scenario.Scenario, opts simulate.Options) *simulate.Result {
+	t.Helper()
+	got, err := simulate.Run(s, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return got
 }
