@@ -232,3 +232,72 @@ func TestStopLeftStopsOrphanedServers(t *testing.T) {
 		t.Errorf("StopLeft with nothing left = %d, want 0", got)
 	}
 }
+
+// TestKueueRunStopsWhatAFailedRunnerLeaves runs KueueRun.Run with a runner
+// that does what Kueue's does when it fails: it starts "etcd" in a process
+// group of its own (as envtest does) and exits with an error without
+// stopping it. Run must leave nothing running (it calls StopLeft; without
+// that call this test fails).
+func TestKueueRunStopsWhatAFailedRunnerLeaves(t *testing.T) {
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skipf("no sleep: %v", err)
+	}
+	data, err := os.ReadFile(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	etcd := filepath.Join(dir, "etcd")
+	if err := os.WriteFile(etcd, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(dir, "etcd.pid")
+	// Run follows the runner's children once a second: the runner lives
+	// three seconds after starting "etcd", so that it is seen.
+	runner := filepath.Join(dir, "runner")
+	script := "#!/bin/sh\nsetsid " + shellQuote(etcd) + " 300 >/dev/null 2>&1 &\necho $! > " + shellQuote(pidFile) + "\nsleep 3\nexit 3\n"
+	if err := os.WriteFile(runner, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	k := &KueueRun{Runner: runner, ProjectDir: dir, APIServer: sleep, Etcd: sleep, Dir: filepath.Join(dir, "run")}
+
+	type result struct {
+		m   Measurement
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		m, err := k.Run(context.Background())
+		done <- result{m, err}
+	}()
+	var server proc
+	testenv.Eventually(t, 10*time.Second, func(context.Context) error {
+		data, err := os.ReadFile(pidFile)
+		if err != nil {
+			return err
+		}
+		pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+		if err != nil {
+			return fmt.Errorf("etcd's pid %q: %w", data, err)
+		}
+		p, ok := readProc(pid)
+		if !ok || p.name != "etcd" {
+			return fmt.Errorf("pid %d is not etcd yet", pid)
+		}
+		server = p
+		return nil
+	})
+	t.Cleanup(func() { _ = syscall.Kill(server.pid, syscall.SIGKILL) })
+
+	got := <-done
+	if got.err != nil {
+		t.Fatalf("Run: %v", got.err)
+	}
+	if !strings.Contains(got.m.Error, "exit status 3") {
+		t.Errorf("Measurement.Error = %q, want the runner's exit status", got.m.Error)
+	}
+	if running(server.pid, server.start) {
+		t.Errorf("the runner's etcd (pid %d) still runs after Run returned", server.pid)
+	}
+}
