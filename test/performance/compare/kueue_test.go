@@ -159,18 +159,7 @@ func TestStopGroupStopsWhatARunnerLeaves(t *testing.T) {
 // runner's group does not reach it. Without StopLeft, pair 1's Kueue API
 // server ran on through koord-queue's run after it (seen 2026-12-02).
 func TestStopLeftStopsOrphanedServers(t *testing.T) {
-	sleep, err := exec.LookPath("sleep")
-	if err != nil {
-		t.Skipf("no sleep: %v", err)
-	}
-	data, err := os.ReadFile(sleep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	etcd := filepath.Join(t.TempDir(), "etcd")
-	if err := os.WriteFile(etcd, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	etcd := fakeEtcd(t, t.TempDir())
 	// The runner: starts "etcd" in a group of its own, says its pid, and
 	// exits when its input closes.
 	runner := exec.Command("sh", "-c", `setsid "$0" 300 >/dev/null 2>&1 & echo $!; read x || :`, etcd)
@@ -239,19 +228,8 @@ func TestStopLeftStopsOrphanedServers(t *testing.T) {
 // stopping it. Run must leave nothing running (it calls StopLeft; without
 // that call this test fails).
 func TestKueueRunStopsWhatAFailedRunnerLeaves(t *testing.T) {
-	sleep, err := exec.LookPath("sleep")
-	if err != nil {
-		t.Skipf("no sleep: %v", err)
-	}
-	data, err := os.ReadFile(sleep)
-	if err != nil {
-		t.Fatal(err)
-	}
 	dir := t.TempDir()
-	etcd := filepath.Join(dir, "etcd")
-	if err := os.WriteFile(etcd, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	etcd := fakeEtcd(t, dir)
 	pidFile := filepath.Join(dir, "etcd.pid")
 	// Run follows the runner's children once a second: the runner lives
 	// three seconds after starting "etcd", so that it is seen.
@@ -260,7 +238,7 @@ func TestKueueRunStopsWhatAFailedRunnerLeaves(t *testing.T) {
 	if err := os.WriteFile(runner, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	k := &KueueRun{Runner: runner, ProjectDir: dir, APIServer: sleep, Etcd: sleep, Dir: filepath.Join(dir, "run")}
+	k := &KueueRun{Runner: runner, ProjectDir: dir, APIServer: etcd, Etcd: etcd, Dir: filepath.Join(dir, "run")}
 
 	type result struct {
 		m   Measurement
@@ -300,4 +278,23 @@ func TestKueueRunStopsWhatAFailedRunnerLeaves(t *testing.T) {
 	if running(server.pid, server.start) {
 		t.Errorf("the runner's etcd (pid %d) still runs after Run returned", server.pid)
 	}
+}
+
+// fakeEtcd copies sleep into dir as "etcd": a process that the servers'
+// follower takes for a control-plane server, and that does nothing.
+func fakeEtcd(t *testing.T, dir string) string {
+	t.Helper()
+	sleep, err := exec.LookPath("sleep")
+	if err != nil {
+		t.Skipf("no sleep: %v", err)
+	}
+	data, err := os.ReadFile(sleep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	etcd := filepath.Join(dir, "etcd")
+	if err := os.WriteFile(etcd, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return etcd
 }
