@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 )
 
 // auditPolicy logs every write at the Metadata level (who, what, the
@@ -43,8 +44,46 @@ func AuditFlags(dir, logPath string) ([]string, error) {
 		"--audit-policy-file=" + policy,
 		"--audit-log-path=" + logPath,
 		"--audit-log-format=json",
-		"--audit-log-maxsize=0", // never rotated: the count is of the whole run
+		// Rotated every 100 MB whatever --audit-log-maxsize says (0 is
+		// lumberjack's default, 100), with every backup kept: WritesBy reads
+		// them (AuditLogFiles).
 	}, nil
+}
+
+// rotatedTime is how lumberjack, which writes kube-apiserver's audit log,
+// stamps a backup's name: <name>-<time><ext>, beside the log.
+const rotatedTime = "2006-01-02T15-04-05.000"
+
+// AuditLogFiles are the audit log at path and the backups the API server
+// rotated it into, oldest first. kube-apiserver rotates its audit log every
+// --audit-log-maxsize megabytes, and every 100 when that is 0, keeping
+// every backup unless --audit-log-maxbackup or --audit-log-maxage say
+// otherwise: a count of the log alone misses what was written before the
+// last rotation (a large-scale run's log rotates after about 100,000
+// writes).
+func AuditLogFiles(path string) ([]string, error) {
+	dir, base := filepath.Split(path)
+	ext := filepath.Ext(base)
+	prefix := strings.TrimSuffix(base, ext) + "-"
+	entries, err := os.ReadDir(filepath.Clean(dir))
+	if err != nil {
+		return nil, fmt.Errorf("listing the audit logs beside %s: %w", path, err)
+	}
+	var files []string
+	for _, e := range entries { // ReadDir sorts by name: by time, for backups
+		name := e.Name()
+		stamp, ok := strings.CutPrefix(name, prefix)
+		if !ok || !strings.HasSuffix(stamp, ext) {
+			continue
+		}
+		if _, err := time.Parse(rotatedTime, strings.TrimSuffix(stamp, ext)); err == nil {
+			files = append(files, filepath.Join(dir, name))
+		}
+	}
+	if _, err := os.Stat(path); err == nil || len(files) == 0 {
+		files = append(files, path)
+	}
+	return files, nil
 }
 
 // AuditLog is the file the API server logs writes to with
@@ -78,22 +117,37 @@ type auditEvent struct {
 	} `json:"responseStatus"`
 }
 
-// WritesBy counts the writes in the audit log at path made by the client
-// whose user agent is program, or program's client-go default
-// ("<program>/<version> (<os>/<arch>) ...").
+// WritesBy counts the writes in the audit log at path, and in the backups
+// it was rotated into (AuditLogFiles), made by the client whose user agent
+// is program, or program's client-go default ("<program>/<version>
+// (<os>/<arch>) ...").
 func WritesBy(path, program string) (map[Write]int, error) {
+	files, err := AuditLogFiles(path)
+	if err != nil {
+		return nil, err
+	}
+	counts := map[Write]int{}
+	for _, file := range files {
+		if err := countWrites(counts, file, program); err != nil {
+			return nil, err
+		}
+	}
+	return counts, nil
+}
+
+// countWrites adds the writes of program that one audit log file holds.
+func countWrites(counts map[Write]int, path, program string) error {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("opening the audit log: %w", err)
+		return fmt.Errorf("opening the audit log: %w", err)
 	}
 	defer f.Close()
-	counts := map[Write]int{}
 	s := bufio.NewScanner(f)
 	s.Buffer(make([]byte, 0, 64<<10), 4<<20)
 	for s.Scan() {
 		var e auditEvent
 		if err := json.Unmarshal(s.Bytes(), &e); err != nil {
-			return nil, fmt.Errorf("reading %s: %w", path, err)
+			return fmt.Errorf("reading %s: %w", path, err)
 		}
 		if e.Stage != "ResponseComplete" || e.ObjectRef == nil || (e.UserAgent != program && !strings.HasPrefix(e.UserAgent, program+"/")) {
 			continue
@@ -108,7 +162,7 @@ func WritesBy(path, program string) (map[Write]int, error) {
 		counts[w]++
 	}
 	if err := s.Err(); err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return fmt.Errorf("reading %s: %w", path, err)
 	}
-	return counts, nil
+	return nil
 }

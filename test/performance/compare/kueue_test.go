@@ -298,3 +298,35 @@ func fakeEtcd(t *testing.T, dir string) string {
 	}
 	return etcd
 }
+
+// TestRecountWrites: -summarize counts a run's writes again from the audit
+// log and the backups the API server rotated it into, when the run kept
+// them, with the writer of the run's system; a run that kept none is left
+// as it was.
+func TestRecountWrites(t *testing.T) {
+	write := func(agent string) string {
+		return `{"stage":"ResponseComplete","verb":"patch","userAgent":"` + agent + `/v1","objectRef":{"resource":"workloads","subresource":"status"},"responseStatus":{"code":200}}` + "\n"
+	}
+	kept := t.TempDir()
+	for name, data := range map[string]string{
+		"audit-2026-12-02T15-21-40.276.log": write("minimalkueue") + write("koord-queue"),
+		"audit.log":                         write("minimalkueue"),
+	} {
+		if err := os.WriteFile(filepath.Join(kept, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	m := Measurement{System: Kueue, Dir: kept, Writes: 1}
+	recounted, err := RecountWrites(&m)
+	if err != nil || !recounted {
+		t.Fatalf("RecountWrites = %v, %v; want true, nil", recounted, err)
+	}
+	if diff := cmp.Diff(map[string]int{"patch workloads/status 200": 2}, m.WritesByKind); m.Writes != 2 || diff != "" {
+		t.Errorf("Writes = %d, by kind (-want +got):\n%s", m.Writes, diff)
+	}
+
+	none := Measurement{System: KoordQueue, Dir: t.TempDir(), Writes: 7}
+	if recounted, err := RecountWrites(&none); err != nil || recounted || none.Writes != 7 {
+		t.Errorf("RecountWrites without audit logs = %v, %v, writes %d; want false, nil, 7", recounted, err, none.Writes)
+	}
+}

@@ -47,9 +47,9 @@ type KueueRun struct {
 	Progress io.Writer
 }
 
-// minimalKueueAgent is the user agent of minimalkueue's client: client-go's
-// default, which starts with the binary's name.
-const minimalKueueAgent = "minimalkueue"
+// Writers are the user agents whose writes each system's figure counts:
+// client-go's default user agent starts with the binary's name.
+var Writers = map[string]string{Kueue: "minimalkueue", KoordQueue: "koord-queue"}
 
 // Run runs the runner (which starts etcd, kube-apiserver and minimalkueue,
 // creates the scenario, plays the workloads and records them), then the
@@ -136,7 +136,7 @@ func (k *KueueRun) Run(ctx context.Context) (Measurement, error) {
 	got := FromKueue(summary, stats)
 	got.Dir, got.LoadBefore, got.LoadAfter, got.ServerCPUSeconds = k.Dir, m.LoadBefore, m.LoadAfter, serverCPU
 	if k.Audit {
-		if err := CountWrites(&got, k.auditLog(), minimalKueueAgent, k.KeepAudit); err != nil {
+		if err := CountWrites(&got, k.auditLog(), Writers[Kueue], k.KeepAudit); err != nil {
 			return Measurement{}, err
 		}
 	}
@@ -236,8 +236,9 @@ func (k *KueueRun) assets() (string, error) {
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 
-// CountWrites sets m's writes from the audit log: every write whose user
-// agent is agent's (cluster.WritesBy). It removes the log unless keep.
+// CountWrites sets m's writes from the audit log and its rotated backups:
+// every write whose user agent is agent's (cluster.WritesBy). It removes
+// them unless keep.
 func CountWrites(m *Measurement, auditLog, agent string, keep bool) error {
 	writes, err := cluster.WritesBy(auditLog, agent)
 	if err != nil {
@@ -248,10 +249,34 @@ func CountWrites(m *Measurement, auditLog, agent string, keep bool) error {
 		m.Writes += n
 		m.WritesByKind[w.String()] += n
 	}
-	if !keep {
-		return os.Remove(auditLog)
+	if keep {
+		return nil
+	}
+	files, err := cluster.AuditLogFiles(auditLog)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := os.Remove(f); err != nil {
+			return err
+		}
 	}
 	return nil
+}
+
+// RecountWrites counts m's writes again from the audit log, and its
+// backups, kept in m.Dir (-keep-audit); it reports false, leaving m as it
+// was, when none was kept.
+func RecountWrites(m *Measurement) (bool, error) {
+	log := filepath.Join(m.Dir, "audit.log")
+	files, err := cluster.AuditLogFiles(log)
+	if err != nil {
+		return false, err
+	}
+	if _, err := os.Stat(files[len(files)-1]); err != nil && len(files) == 1 {
+		return false, nil
+	}
+	return true, CountWrites(m, log, Writers[m.System], true)
 }
 
 // check runs Kueue's checker (its TestScalability, compiled by go test -c)

@@ -78,6 +78,18 @@ func run() error {
 		if err != nil {
 			return err
 		}
+		for i := range ms {
+			recounted, err := compare.RecountWrites(&ms[i])
+			if err != nil {
+				return fmt.Errorf("counting the writes of %s again: %w", ms[i].Dir, err)
+			}
+			if recounted {
+				fmt.Printf("Writes of %s counted again from its audit logs: %d\n", ms[i].Dir, ms[i].Writes)
+				if err := compare.WriteMeasurement(ms[i].Dir, ms[i]); err != nil {
+					return err
+				}
+			}
+		}
 		return writeSummary(o, ms, "")
 	}
 
@@ -172,7 +184,7 @@ func newFlags(o *options) *flag.FlagSet {
 	f.BoolVar(&o.short, "short", false, "koord-queue's short variant of its scenario, and Kueue's config in the same shape (unless -kueue-generator): for development")
 	f.BoolVar(&o.audit, "audit", true, "have both API servers log writes, to count each controller's writes")
 	f.BoolVar(&o.keepAudit, "keep-audit", false, "keep the audit logs (large) once counted")
-	f.BoolVar(&o.summarize, "summarize", false, "do not run: write the summary again from the measurements in -out")
+	f.BoolVar(&o.summarize, "summarize", false, "do not run: write the summary again from the measurements in -out, counting the writes again where a run kept its audit logs (-keep-audit)")
 	return f
 }
 
@@ -262,7 +274,7 @@ func runKoordQueue(ctx context.Context, o options, s scenario.Scenario, dir, com
 	m := compare.FromKoordQueue(res)
 	m.Dir, m.LoadBefore, m.LoadAfter, m.ServerCPUSeconds = dir, loadBefore, compare.LoadAverage(), serverCPU
 	if o.audit {
-		if err := compare.CountWrites(&m, opts.AuditLog, "koord-queue", o.keepAudit); err != nil {
+		if err := compare.CountWrites(&m, opts.AuditLog, compare.Writers[compare.KoordQueue], o.keepAudit); err != nil {
 			return compare.Measurement{}, err
 		}
 	}
