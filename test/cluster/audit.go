@@ -55,7 +55,8 @@ func AuditFlags(dir, logPath string) ([]string, error) {
 const rotatedTime = "2006-01-02T15-04-05.000"
 
 // AuditLogFiles are the audit log at path and the backups the API server
-// rotated it into, oldest first. kube-apiserver rotates its audit log every
+// rotated it into, oldest first, as far as they exist (none: no log was
+// written there). kube-apiserver rotates its audit log every
 // --audit-log-maxsize megabytes, and every 100 when that is 0, keeping
 // every backup unless --audit-log-maxbackup or --audit-log-maxage say
 // otherwise: a count of the log alone misses what was written before the
@@ -80,7 +81,7 @@ func AuditLogFiles(path string) ([]string, error) {
 			files = append(files, filepath.Join(dir, name))
 		}
 	}
-	if _, err := os.Stat(path); err == nil || len(files) == 0 {
+	if _, err := os.Stat(path); err == nil {
 		files = append(files, path)
 	}
 	return files, nil
@@ -125,6 +126,9 @@ func WritesBy(path, program string) (map[Write]int, error) {
 	files, err := AuditLogFiles(path)
 	if err != nil {
 		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, fmt.Errorf("no audit log at %s", path)
 	}
 	counts := map[Write]int{}
 	for _, file := range files {

@@ -81,4 +81,8 @@ func TestWritesByReadsRotatedLogs(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("WritesBy (-want +got):\n%s", diff)
 	}
+
+	if _, err := WritesBy(filepath.Join(t.TempDir(), "audit.log"), "minimalkueue"); err == nil {
+		t.Error("WritesBy with no audit log: no error, want one")
+	}
 }

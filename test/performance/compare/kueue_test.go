@@ -250,6 +250,11 @@ func TestKueueRunStopsWhatAFailedRunnerLeaves(t *testing.T) {
 		done <- result{m, err}
 	}()
 	var server proc
+	t.Cleanup(func() {
+		if server.pid > 0 {
+			_ = syscall.Kill(server.pid, syscall.SIGKILL)
+		}
+	})
 	testenv.Eventually(t, 10*time.Second, func(context.Context) error {
 		data, err := os.ReadFile(pidFile)
 		if err != nil {
@@ -266,7 +271,6 @@ func TestKueueRunStopsWhatAFailedRunnerLeaves(t *testing.T) {
 		server = p
 		return nil
 	})
-	t.Cleanup(func() { _ = syscall.Kill(server.pid, syscall.SIGKILL) })
 
 	got := <-done
 	if got.err != nil {

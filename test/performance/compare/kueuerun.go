@@ -273,7 +273,7 @@ func RecountWrites(m *Measurement) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	if _, err := os.Stat(files[len(files)-1]); err != nil && len(files) == 1 {
+	if len(files) == 0 {
 		return false, nil
 	}
 	return true, CountWrites(m, log, Writers[m.System], true)
