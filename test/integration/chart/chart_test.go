@@ -17,6 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
@@ -407,6 +408,26 @@ func TestInstall(t *testing.T) {
 		}
 		if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, &rbacv1.ClusterRoleBinding{}); err != nil {
 			t.Errorf("ClusterRoleBinding %s: %v", name, err)
+		}
+	}
+
+	// koord-queue-controllers writes its own webhook configuration's CA, and
+	// no other webhook configuration.
+	controllers := "system:serviceaccount:" + namespace + ":koord-queue-controllers"
+	for config, want := range map[string]bool{"koord-queue-controllers": true, "someone-elses-webhook": false} {
+		for _, verb := range []string{"patch", "update"} {
+			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: controllers,
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Verb: verb, Name: config,
+				},
+			}}
+			if err := env.Client.Create(ctx, review); err != nil {
+				t.Fatal(err)
+			}
+			if review.Status.Allowed != want {
+				t.Errorf("koord-queue-controllers may %s MutatingWebhookConfiguration %s: %v, want %v", verb, config, review.Status.Allowed, want)
+			}
 		}
 	}
 }
