@@ -69,6 +69,19 @@ func madeBy(apiVersion, kind, name string, uid types.UID) *fakeJob {
 	return j
 }
 
+// finishedAt gives u a true Finished condition since second sec.
+func finishedAt(u *schedulingv1alpha1.QueueUnit, sec int64) *schedulingv1alpha1.QueueUnit {
+	u.Status.Conditions = append(u.Status.Conditions, metav1.Condition{Type: schedulingv1alpha1.QueueUnitFinished,
+		Status: metav1.ConditionTrue, Reason: "Succeeded", LastTransitionTime: metav1.Unix(sec, 0)})
+	return u
+}
+
+// createdAt sets j's creation time to second sec.
+func createdAt(j *fakeJob, sec int64) *fakeJob {
+	j.pod.CreationTimestamp = metav1.Unix(sec, 0)
+	return j
+}
+
 func ownerTestScheme(t *testing.T) *runtime.Scheme {
 	t.Helper()
 	scheme := runtime.NewScheme()
@@ -115,10 +128,19 @@ func TestJudgeOwnedJobs(t *testing.T) {
 			job:  madeBy("batch/v1", "Job", "mine", "uid-1"),
 			want: withOwner("its owner Job mine is not admitted (QueueUnit mine-maker-qu is Enqueued)"),
 		},
-		"an owner whose job finished covers nothing": {
-			objs: []client.Object{makerObject("mine", "uid-1"), makerUnit("mine", "uid-1", schedulingv1alpha1.Succeed)},
-			job:  madeBy("batch/v1", "Job", "mine", "uid-1"),
+		"an owner that finished before the job was made covers nothing": {
+			objs: []client.Object{makerObject("mine", "uid-1"), finishedAt(makerUnit("mine", "uid-1", schedulingv1alpha1.Succeed), 10)},
+			job:  createdAt(madeBy("batch/v1", "Job", "mine", "uid-1"), 11),
 			want: withOwner("its owner Job mine is not admitted (QueueUnit mine-maker-qu is Succeed)"),
+		},
+		"an owner that finished without saying when covers nothing": {
+			objs: []client.Object{makerObject("mine", "uid-1"), makerUnit("mine", "uid-1", schedulingv1alpha1.Succeed)},
+			job:  createdAt(madeBy("batch/v1", "Job", "mine", "uid-1"), 9),
+			want: withOwner("its owner Job mine is not admitted (QueueUnit mine-maker-qu is Succeed)"),
+		},
+		"an owner that finished still covers the jobs it made while admitted, until its controller deletes them": {
+			objs: []client.Object{makerObject("mine", "uid-1"), finishedAt(makerUnit("mine", "uid-1", schedulingv1alpha1.Failed), 10)},
+			job:  createdAt(madeBy("batch/v1", "Job", "mine", "uid-1"), 9),
 		},
 		"an admitted owner covers the job: it is not queued by itself": {
 			objs: []client.Object{makerObject("mine", "uid-1"), makerUnit("mine", "uid-1", schedulingv1alpha1.Dequeued)},
