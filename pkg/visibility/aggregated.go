@@ -29,7 +29,8 @@ var aggregatedResources = []metav1.APIResource{
 // NewAggregatedHandler serves visibility.koord-queue.x-k8s.io/v1alpha1, the
 // aggregated API (Koord-Queue v1.8's paths), and its discovery, to callers
 // authn names (through the API server's front proxy, by a client
-// certificate, or by a bearer token); anyone else gets a 401. Units are
+// certificate, or by a bearer token); anyone else gets a 401, and a caller
+// RBAC does not let get the resource asked, a 403. Units are
 // named only in the namespaces where the caller may list QueueUnits,
 // redacted elsewhere, as the REST API does: the two share the paging, the
 // positions, the reasons and the redaction.
@@ -56,6 +57,9 @@ func NewAggregatedHandler(src Source, authn authenticator.Request, authorizer *a
 	})
 	mux.HandleFunc("GET "+root+"/queues/{name}/queueunits", func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
+		if !authorizedGet(w, r, authorizer, "queues", name) {
+			return
+		}
 		if _, ok := src.Queue(name); !ok {
 			writeStatus(w, apierrors.NewNotFound(schema.GroupResource{Group: gv.Group, Resource: "queues"}, name))
 			return
@@ -65,6 +69,9 @@ func NewAggregatedHandler(src Source, authn authenticator.Request, authorizer *a
 	})
 	mux.HandleFunc("GET "+root+"/elasticquotas/{name}/queueunits", func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
+		if !authorizedGet(w, r, authorizer, "elasticquotas", name) {
+			return
+		}
 		if _, ok := src.Quota(name); !ok {
 			writeStatus(w, apierrors.NewNotFound(schema.GroupResource{Group: gv.Group, Resource: "elasticquotas"}, name))
 			return
@@ -92,8 +99,33 @@ func authenticated(next http.Handler, authn authenticator.Request, authorizer *a
 		}
 		u := resp.User
 		user := authz.User{Name: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra()}
-		next.ServeHTTP(w, r.WithContext(withVisible(r.Context(), authorizer.ForUser(r.Context(), user))))
+		ctx := context.WithValue(r.Context(), userKey{}, user)
+		next.ServeHTTP(w, r.WithContext(withVisible(ctx, authorizer.ForUser(ctx, user))))
 	})
+}
+
+type userKey struct{}
+
+// authorizedGet answers a 403 and false unless the request's user may get
+// resource name's queueunits subresource in the aggregated API's group.
+// The API server authorizes what it proxies; asking again here holds for a
+// caller who sends its token to this server directly, past the API
+// server's RBAC.
+func authorizedGet(w http.ResponseWriter, r *http.Request, authorizer *authz.Authorizer, resource, name string) bool {
+	user, _ := r.Context().Value(userKey{}).(authz.User)
+	gr := schema.GroupResource{Group: v1alpha1.GroupVersion.Group, Resource: resource + "/queueunits"}
+	allowed, err := authorizer.Allowed(r.Context(), user, authz.Attributes{
+		Verb: "get", Group: gr.Group, Resource: resource, Subresource: "queueunits", Name: name,
+	})
+	if err != nil {
+		writeStatus(w, apierrors.NewInternalError(fmt.Errorf("authorizing: %w", err)))
+		return false
+	}
+	if !allowed {
+		writeStatus(w, apierrors.NewForbidden(gr, name, fmt.Errorf("%s may not get it", user.Name)))
+		return false
+	}
+	return true
 }
 
 // listUnits answers a QueueUnitsSummary of queue's units of phase (the

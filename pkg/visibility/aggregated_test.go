@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -51,11 +52,15 @@ func (s source) Quota(name string) (api.QuotaView, bool) {
 func (s source) RecentAdmissions() []api.AdmissionRecord { return nil }
 
 // namespaceReviewer lets each user list QueueUnits in the namespaces given
-// ("" for all).
+// ("" for all), and get the aggregated API's resources unless the user's
+// name starts with "no-visibility-".
 type namespaceReviewer map[string][]string
 
-func (r namespaceReviewer) CanListQueueUnits(_ context.Context, u authz.User, ns string) (bool, error) {
-	return slices.Contains(r[u.Name], ns), nil
+func (r namespaceReviewer) Allowed(_ context.Context, u authz.User, attrs authz.Attributes) (bool, error) {
+	if attrs.Group == v1alpha1.GroupVersion.Group {
+		return attrs.Verb == "get" && !strings.HasPrefix(u.Name, "no-visibility-"), nil
+	}
+	return attrs == authz.ListQueueUnits(attrs.Namespace) && slices.Contains(r[u.Name], attrs.Namespace), nil
 }
 
 // headerUser authenticates the user the X-Test-User header names.
@@ -82,7 +87,7 @@ func TestAggregatedAPI(t *testing.T) {
 		unit("mine", "c", 3),
 		{Namespace: "mine", Name: "d", Queue: "q", Phase: schedulingv1alpha1.Running},
 	}}
-	authorizer := authz.NewAuthorizer(namespaceReviewer{"tenant": {"mine"}, "admin": {""}})
+	authorizer := authz.NewAuthorizer(namespaceReviewer{"tenant": {"mine"}, "admin": {""}, "no-visibility-admin": {""}})
 	h := NewAggregatedHandler(src, headerUser, authorizer)
 	const root = "/apis/visibility.koord-queue.x-k8s.io/v1alpha1"
 	cpu := func(q string) corev1.ResourceList {
@@ -163,6 +168,12 @@ func TestAggregatedAPI(t *testing.T) {
 		},
 		"an unknown quota: 404": {
 			user: "admin", path: root + "/elasticquotas/nope/queueunits", wantCode: 404, wantReason: metav1.StatusReasonNotFound,
+		},
+		"a caller who may list QueueUnits but not get the API's resource: 403": {
+			user: "no-visibility-admin", path: root + "/queues/q/queueunits", wantCode: 403, wantReason: metav1.StatusReasonForbidden,
+		},
+		"the same for a quota's units: 403": {
+			user: "no-visibility-admin", path: root + "/elasticquotas/q/queueunits", wantCode: 403, wantReason: metav1.StatusReasonForbidden,
 		},
 		"an unknown path: 404": {
 			user: "admin", path: root + "/queueunits", wantCode: 404, wantReason: metav1.StatusReasonNotFound,

@@ -8,12 +8,11 @@ import (
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
-	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/visibility/authz"
 )
 
 // KubeReviewer asks the API server: TokenReview for who a token is,
-// SubjectAccessReview for whether they may list QueueUnits.
+// SubjectAccessReview for whether they may do something.
 type KubeReviewer struct {
 	Client client.Client
 }
@@ -40,8 +39,8 @@ func (k KubeReviewer) ReviewToken(ctx context.Context, token string) (authz.User
 	return authz.User{Name: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra}, true, nil
 }
 
-// CanListQueueUnits implements authz.Reviewer.
-func (k KubeReviewer) CanListQueueUnits(ctx context.Context, user authz.User, namespace string) (bool, error) {
+// Allowed implements authz.Reviewer.
+func (k KubeReviewer) Allowed(ctx context.Context, user authz.User, attrs authz.Attributes) (bool, error) {
 	extra := make(map[string]authorizationv1.ExtraValue, len(user.Extra))
 	for k, v := range user.Extra {
 		extra[k] = v
@@ -49,10 +48,12 @@ func (k KubeReviewer) CanListQueueUnits(ctx context.Context, user authz.User, na
 	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User: user.Name, UID: user.UID, Groups: user.Groups, Extra: extra,
 		ResourceAttributes: &authorizationv1.ResourceAttributes{
-			Namespace: namespace,
-			Verb:      "list",
-			Group:     schedulingv1alpha1.GroupVersion.Group,
-			Resource:  "queueunits",
+			Namespace:   attrs.Namespace,
+			Verb:        attrs.Verb,
+			Group:       attrs.Group,
+			Resource:    attrs.Resource,
+			Subresource: attrs.Subresource,
+			Name:        attrs.Name,
 		},
 	}}
 	if err := k.Client.Create(ctx, review); err != nil {

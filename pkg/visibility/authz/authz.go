@@ -19,6 +19,7 @@ import (
 
 	"k8s.io/utils/clock"
 
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 )
 
@@ -36,10 +37,27 @@ type User struct {
 	Extra  map[string][]string
 }
 
-// Reviewer answers whether user may list QueueUnits in namespace; the
-// empty namespace asks for every namespace (a ClusterRoleBinding).
+// Attributes are what a SubjectAccessReview asks about: a verb on a
+// resource (and subresource) of a group, in a namespace ("" for every
+// namespace, or a cluster-scoped resource), by name ("" for any).
+type Attributes struct {
+	Verb        string
+	Group       string
+	Resource    string
+	Subresource string
+	Namespace   string
+	Name        string
+}
+
+// ListQueueUnits are the attributes of listing QueueUnits in namespace
+// ("" for every namespace: a ClusterRoleBinding).
+func ListQueueUnits(namespace string) Attributes {
+	return Attributes{Verb: "list", Group: schedulingv1alpha1.GroupVersion.Group, Resource: "queueunits", Namespace: namespace}
+}
+
+// Reviewer answers whether user may do what attrs say.
 type Reviewer interface {
-	CanListQueueUnits(ctx context.Context, user User, namespace string) (bool, error)
+	Allowed(ctx context.Context, user User, attrs Attributes) (bool, error)
 }
 
 // Authorizer caches a Reviewer's answers for TTL.
@@ -53,8 +71,8 @@ type Authorizer struct {
 }
 
 type answerKey struct {
-	user      string // the user's identity, every field, as one string
-	namespace string
+	user  string // the user's identity, every field, as one string
+	attrs Attributes
 }
 
 type answer struct {
@@ -83,15 +101,17 @@ func NewAuthorizer(r Reviewer, opts ...Option) *Authorizer {
 // CanList says whether user may list QueueUnits in namespace: allowed
 // everywhere, or in that namespace. Errors are not cached.
 func (a *Authorizer) CanList(ctx context.Context, user User, namespace string) (bool, error) {
-	all, err := a.review(ctx, user, "")
+	all, err := a.Allowed(ctx, user, ListQueueUnits(""))
 	if err != nil || all || namespace == "" {
 		return all, err
 	}
-	return a.review(ctx, user, namespace)
+	return a.Allowed(ctx, user, ListQueueUnits(namespace))
 }
 
-func (a *Authorizer) review(ctx context.Context, user User, namespace string) (bool, error) {
-	key := answerKey{user: identity(user), namespace: namespace}
+// Allowed says whether user may do what attrs say, the answer cached for
+// the TTL. Errors are not cached.
+func (a *Authorizer) Allowed(ctx context.Context, user User, attrs Attributes) (bool, error) {
+	key := answerKey{user: identity(user), attrs: attrs}
 	now := a.clock.Now()
 	a.mu.Lock()
 	got, ok := a.answers[key]
@@ -99,9 +119,9 @@ func (a *Authorizer) review(ctx context.Context, user User, namespace string) (b
 	if ok && now.Before(got.expires) {
 		return got.allowed, nil
 	}
-	allowed, err := a.reviewer.CanListQueueUnits(ctx, user, namespace)
+	allowed, err := a.reviewer.Allowed(ctx, user, attrs)
 	if err != nil {
-		return false, fmt.Errorf("reviewing whether %s may list queueunits in %q: %w", user.Name, namespace, err)
+		return false, fmt.Errorf("reviewing whether %s may %s %s: %w", user.Name, attrs.Verb, attrs.describe(), err)
 	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -114,6 +134,24 @@ func (a *Authorizer) review(ctx context.Context, user User, namespace string) (b
 	}
 	a.answers[key] = answer{allowed: allowed, expires: now.Add(a.ttl)}
 	return allowed, nil
+}
+
+// describe names the resource attrs ask about, for messages.
+func (attrs Attributes) describe() string {
+	r := attrs.Resource
+	if attrs.Group != "" {
+		r += "." + attrs.Group
+	}
+	if attrs.Subresource != "" {
+		r += "/" + attrs.Subresource
+	}
+	if attrs.Name != "" {
+		r += " " + attrs.Name
+	}
+	if attrs.Namespace != "" {
+		r += " in " + attrs.Namespace
+	}
+	return r
 }
 
 // identity is a cache key that tells apart users differing in any field

@@ -3,6 +3,7 @@ package authz
 import (
 	"context"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -21,7 +22,11 @@ type reviewer struct {
 	asked   []string
 }
 
-func (r *reviewer) CanListQueueUnits(_ context.Context, u User, ns string) (bool, error) {
+func (r *reviewer) Allowed(_ context.Context, u User, attrs Attributes) (bool, error) {
+	ns := attrs.Namespace
+	if attrs != ListQueueUnits(ns) {
+		return false, fmt.Errorf("asked about %+v, not listing QueueUnits", attrs)
+	}
 	r.asked = append(r.asked, u.Name+"/"+ns)
 	if r.err != nil {
 		return false, r.err

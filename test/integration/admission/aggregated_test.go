@@ -14,6 +14,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
@@ -64,6 +65,17 @@ func TestAggregatedAPIAuthorization(t *testing.T) {
 	startKoordQueue(t, opts)
 
 	mine, theirs, tenant, admin := twoTenantsInOneQueue(t)
+	// The chart's <release>-visibility-reader: get on the API's two
+	// resources, here bound to the tenant and the admin only.
+	aggregatedReader := clusterRole(t, "visibility-reader-"+mine, rbacv1.PolicyRule{
+		APIGroups: []string{v1alpha1.GroupVersion.Group}, Resources: []string{"queues/queueunits", "elasticquotas/queueunits"}, Verbs: []string{"get"},
+	})
+	for _, sa := range []string{"tenant", "admin"} {
+		create(t, &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "visibility-reader-" + mine + "-" + sa}, RoleRef: aggregatedReader,
+			Subjects: []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: mine, Name: sa}}})
+	}
+	// May list every QueueUnit, but not get the aggregated API's resources.
+	outsider := serviceAccountToken(t, mine, "outsider", clusterRole(t, "queueunit-lister-"+mine, queueUnitReader), "")
 
 	// The rotator wrote the certificate and its CA into the APIService.
 	var caBundle []byte
@@ -153,6 +165,17 @@ func TestAggregatedAPIAuthorization(t *testing.T) {
 			_ = json.Unmarshal(body, &status)
 			if code != http.StatusUnauthorized || status.Reason != metav1.StatusReasonUnauthorized {
 				t.Errorf("token %s: %d %s, want 401 and a Status saying Unauthorized", name, code, body)
+			}
+		}
+	})
+
+	t.Run("a token sent directly, of a caller RBAC does not let get the API's resource: 403", func(t *testing.T) {
+		for _, path := range []string{queueUnits, "/elasticquotas/" + mine + "/queueunits"} {
+			code, body := get(t, path, outsider, nil)
+			var status metav1.Status
+			_ = json.Unmarshal(body, &status)
+			if code != http.StatusForbidden || status.Reason != metav1.StatusReasonForbidden {
+				t.Errorf("GET %s: %d %s, want 403 and a Status saying Forbidden", path, code, body)
 			}
 		}
 	})
