@@ -73,7 +73,7 @@ func setupAggregatedAPI(mgr manager.Manager, cache *admission.Cache, auth *visib
 		certDir: opts.CertDir,
 		ready:   ready,
 		authn:   authn,
-		handler: visibility.NewAggregatedHandler(cache, authn, auth.Authorizer),
+		handler: visibility.NewAggregatedHandler(cache, authn, auth.Authorizer, auth.Limiter),
 		serving: make(chan struct{}),
 	}
 	if err := mgr.Add(s); err != nil {

@@ -34,7 +34,7 @@ var aggregatedResources = []metav1.APIResource{
 // named only in the namespaces where the caller may list QueueUnits,
 // redacted elsewhere, as the REST API does: the two share the paging, the
 // positions, the reasons and the redaction.
-func NewAggregatedHandler(src Source, authn authenticator.Request, authorizer *authz.Authorizer) http.Handler {
+func NewAggregatedHandler(src Source, authn authenticator.Request, authorizer *authz.Authorizer, limiter *authz.RateLimiter) http.Handler {
 	gv := v1alpha1.GroupVersion
 	root := "/apis/" + gv.Group + "/" + gv.Version
 	mux := http.NewServeMux()
@@ -82,12 +82,12 @@ func NewAggregatedHandler(src Source, authn authenticator.Request, authorizer *a
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeStatus(w, apierrors.NewNotFound(schema.GroupResource{}, r.URL.Path))
 	})
-	return authenticated(mux, authn, authorizer)
+	return authenticated(mux, authn, authorizer, limiter)
 }
 
 // authenticated serves next to callers authn names, with the Visible of
-// their user; anyone else gets a 401.
-func authenticated(next http.Handler, authn authenticator.Request, authorizer *authz.Authorizer) http.Handler {
+// their user; anyone else gets a 401, and a user over their rate a 429.
+func authenticated(next http.Handler, authn authenticator.Request, authorizer *authz.Authorizer, limiter *authz.RateLimiter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		resp, ok, err := authn.AuthenticateRequest(r)
 		if err != nil || !ok {
@@ -99,6 +99,11 @@ func authenticated(next http.Handler, authn authenticator.Request, authorizer *a
 		}
 		u := resp.User
 		user := authz.User{Name: u.GetName(), UID: u.GetUID(), Groups: u.GetGroups(), Extra: u.GetExtra()}
+		if tooManyRequests(w, limiter, user, func(w http.ResponseWriter) {
+			writeStatus(w, apierrors.NewTooManyRequests("too many requests: slow down", 1))
+		}) {
+			return
+		}
 		ctx := context.WithValue(r.Context(), userKey{}, user)
 		next.ServeHTTP(w, r.WithContext(withVisible(ctx, authorizer.ForUser(ctx, user))))
 	})

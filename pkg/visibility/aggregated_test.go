@@ -88,7 +88,7 @@ func TestAggregatedAPI(t *testing.T) {
 		{Namespace: "mine", Name: "d", Queue: "q", Phase: schedulingv1alpha1.Running},
 	}}
 	authorizer := authz.NewAuthorizer(namespaceReviewer{"tenant": {"mine"}, "admin": {""}, "no-visibility-admin": {""}})
-	h := NewAggregatedHandler(src, headerUser, authorizer)
+	h := NewAggregatedHandler(src, headerUser, authorizer, nil)
 	const root = "/apis/visibility.koord-queue.x-k8s.io/v1alpha1"
 	cpu := func(q string) corev1.ResourceList {
 		return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(q)}
@@ -214,7 +214,7 @@ func TestAggregatedAPI(t *testing.T) {
 // TestAggregatedDiscovery: what the API server's aggregator and kubectl
 // read to find the API.
 func TestAggregatedDiscovery(t *testing.T) {
-	h := NewAggregatedHandler(source{}, headerUser, authz.NewAuthorizer(namespaceReviewer{}))
+	h := NewAggregatedHandler(source{}, headerUser, authz.NewAuthorizer(namespaceReviewer{}), nil)
 	get := func(path string, into any) {
 		t.Helper()
 		rec := httptest.NewRecorder()

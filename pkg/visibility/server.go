@@ -61,15 +61,33 @@ type Source interface {
 var dashboard []byte
 
 // Auth is who may read what: Authenticator names the bearer token's user,
-// Authorizer decides per namespace.
+// Authorizer decides per namespace, Limiter bounds each user's rate.
 type Auth struct {
 	Authenticator *authz.Authenticator
 	Authorizer    *authz.Authorizer
+	Limiter       *authz.RateLimiter
 }
 
-// NewAuth returns the Auth asking r, with answers cached for authz.DefaultTTL.
+// NewAuth returns the Auth asking r, with answers cached for
+// authz.DefaultTTL and each user limited to authz.DefaultRate requests a
+// second.
 func NewAuth(r KubeReviewer) *Auth {
-	return &Auth{Authenticator: authz.NewAuthenticator(r), Authorizer: authz.NewAuthorizer(r)}
+	return &Auth{
+		Authenticator: authz.NewAuthenticator(r),
+		Authorizer:    authz.NewAuthorizer(r),
+		Limiter:       authz.NewRateLimiter(authz.DefaultRate, authz.DefaultBurst),
+	}
+}
+
+// tooManyRequests answers a 429 when user has made too many requests of
+// late, and says whether it did.
+func tooManyRequests(w http.ResponseWriter, limiter *authz.RateLimiter, user authz.User, answer func(http.ResponseWriter)) bool {
+	if limiter == nil || limiter.Allow(user) {
+		return false
+	}
+	w.Header().Set("Retry-After", "1")
+	answer(w)
+	return true
 }
 
 type visibleKey struct{}
@@ -111,6 +129,11 @@ func NewHandler(src Source, auth *Auth) http.Handler {
 		if !ok {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="koord-queue"`)
 			writeError(w, http.StatusUnauthorized, "the token is not valid")
+			return
+		}
+		if tooManyRequests(w, auth.Limiter, user, func(w http.ResponseWriter) {
+			writeError(w, http.StatusTooManyRequests, "too many requests of %s: slow down", user.Name)
+		}) {
 			return
 		}
 		visible := auth.Authorizer.ForUser(r.Context(), user)

@@ -1,0 +1,70 @@
+package authz
+
+import (
+	"sync"
+	"time"
+
+	"golang.org/x/time/rate"
+	"k8s.io/utils/clock"
+)
+
+// Per user, the visibility APIs answer DefaultRate requests a second, in
+// bursts of up to DefaultBurst: a dashboard polling every few seconds stays
+// far below it, a loop of calls by one tenant cannot take the admission
+// lock from everyone else.
+const (
+	DefaultRate  = 20
+	DefaultBurst = 40
+)
+
+// MaxReviewsPerRequest bounds the SubjectAccessReviews one request may
+// cause: units of namespaces past the first MaxReviewsPerRequest that the
+// caller may not list everywhere are redacted without asking.
+const MaxReviewsPerRequest = 64
+
+// RateLimiter gives each user (every field of their identity) a token
+// bucket of its own.
+type RateLimiter struct {
+	clock clock.PassiveClock
+	limit rate.Limit
+	burst int
+
+	mu      sync.Mutex
+	buckets map[string]*bucket
+}
+
+type bucket struct {
+	limiter  *rate.Limiter
+	lastSeen time.Time
+}
+
+// NewRateLimiter returns a RateLimiter of perSecond requests a second and
+// bursts of burst per user; WithClock sets its clock.
+func NewRateLimiter(perSecond float64, burst int, opts ...Option) *RateLimiter {
+	cfg := NewAuthorizer(nil, opts...)
+	return &RateLimiter{clock: cfg.clock, limit: rate.Limit(perSecond), burst: burst, buckets: map[string]*bucket{}}
+}
+
+// Allow says whether user may make a request now, and takes it from the
+// user's bucket if so.
+func (l *RateLimiter) Allow(user User) bool {
+	now := l.clock.Now()
+	key := identity(user)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	b, ok := l.buckets[key]
+	if !ok {
+		// Buckets full again (idle for burst/limit) are dropped when a new
+		// user comes, so the map holds the users of the last few seconds.
+		idle := time.Duration(float64(l.burst) / float64(l.limit) * float64(time.Second))
+		for k, other := range l.buckets {
+			if now.Sub(other.lastSeen) > idle {
+				delete(l.buckets, k)
+			}
+		}
+		b = &bucket{limiter: rate.NewLimiter(l.limit, l.burst)}
+		l.buckets[key] = b
+	}
+	b.lastSeen = now
+	return b.limiter.AllowN(now, 1)
+}
