@@ -90,6 +90,18 @@ type node struct {
 	// drained the list (Engine.DrainChanged); dpTouched: direct or pending
 	// changed since the last runtime computation.
 	changed, dpTouched bool
+	// was is the node's room as the previous rebuild left it, for
+	// Engine.Shrinks.
+	was room
+}
+
+// room is what bounds the decisions made in a quota: where it hangs, its
+// limits, and whether it admits at all.
+type room struct {
+	built      bool // the node was in the tree before this rebuild
+	parent     *node
+	max, floor Vector
+	valid      bool
 }
 
 // Engine is the quota tree with its usage. The zero value is not usable;
@@ -116,8 +128,10 @@ type Engine struct {
 	// differs from dp. runtimeGen counts the refreshes that recomputed.
 	runtimeTree bool
 	runtimeGen  int
-	dpTouched   []*node
-	changed     []*node
+	// shrinks counts the rebuilds that shrank some quota's room (Shrinks).
+	shrinks   uint64
+	dpTouched []*node
+	changed   []*node
 	// scratch vectors for the hot paths, so they do not allocate.
 	sumBase, maxFloor, delta Vector
 	bind                     []*node
@@ -382,6 +396,7 @@ func (e *Engine) rebuild() {
 	names := make([]string, 0, len(e.nodes))
 	for name, n := range e.nodes {
 		names = append(names, name)
+		n.was = room{built: n.max != nil, parent: n.parent, max: n.max, floor: n.floor, valid: n.err == nil}
 		n.parent, n.kids, n.err, n.spec = nil, nil, nil, nil
 		if s, ok := e.specs[name]; ok {
 			s := s
@@ -522,7 +537,44 @@ func (e *Engine) rebuild() {
 	e.sumBase, e.maxFloor, e.delta = make(Vector, r), make(Vector, r), make(Vector, r)
 	e.bind = make([]*node, r)
 	e.runtimeStale, e.runtimeTree = true, true
+	if e.shrank() {
+		e.shrinks++
+	}
 }
+
+// shrank reports whether the rebuild shrank the room of some quota: one
+// hangs elsewhere, became invalid, has a lower max (the root: a smaller
+// cluster), or keeps more of its min from its siblings (a non-lending
+// quota's min rose, or lending was turned off). Resources the engine learnt
+// in this rebuild were asked by nobody before, so they are not compared.
+func (e *Engine) shrank() bool {
+	shrank := false
+	for _, n := range e.nodes {
+		was := n.was
+		n.was = room{}
+		switch {
+		case shrank:
+		case !was.built:
+			shrank = !isZero(n.floor)
+		case was.parent != n.parent, was.valid && n.err != nil:
+			shrank = true
+		default:
+			for i := range was.max {
+				if n.max[i] < was.max[i] || n.floor[i] > was.floor[i] {
+					shrank = true
+					break
+				}
+			}
+		}
+	}
+	return shrank
+}
+
+// Shrinks counts the changes to the tree or the cluster's capacity that
+// shrank the room in which some decision may have been made (see shrank).
+// A caller holding decisions not yet carried out compares it with the count
+// it saw when it decided them.
+func (e *Engine) Shrinks() uint64 { return e.shrinks }
 
 func (e *Engine) setRootCapacity() {
 	root := e.root
