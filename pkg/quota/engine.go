@@ -3,7 +3,6 @@ package quota
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -129,7 +128,12 @@ type Engine struct {
 	runtimeTree bool
 	runtimeGen  int
 	// shrinks counts the rebuilds that shrank some quota's room (Shrinks).
-	shrinks   uint64
+	shrinks uint64
+	// hist is each quota's history of changes, for the children's-mins
+	// rule (changes.go); seq numbers the changes seen once live.
+	hist      map[string]*quotaHistory
+	seq       uint64
+	live      bool
 	dpTouched []*node
 	changed   []*node
 	// scratch vectors for the hot paths, so they do not allocate.
@@ -147,6 +151,7 @@ func NewEngine() *Engine {
 		nodes:   map[string]*node{},
 		charges: map[string]*Charge{},
 		nsUsed:  map[string]Vector{},
+		hist:    map[string]*quotaHistory{},
 	}
 	e.rebuild()
 	return e
@@ -182,6 +187,9 @@ func (e *Engine) UpsertQuotas(specs []Spec) {
 		e.intern(s.SharedWeight)
 	}
 	e.root = root
+	for _, s := range specs {
+		e.noteChange(s)
+	}
 	e.rebuild()
 }
 
@@ -192,6 +200,7 @@ func (e *Engine) DeleteQuota(name string) {
 		return
 	}
 	delete(e.specs, name)
+	delete(e.hist, name)
 	e.rebuild()
 }
 
@@ -252,46 +261,6 @@ func (e *Engine) checkKeys(n *node) error {
 		}
 	}
 	return nil
-}
-
-// checkChildrenMins confines a breach of "the children's mins add up to no
-// more than the parent's min" to the children that breach it, as
-// Koordinator's webhook refuses the quota that would breach it rather than
-// its parent: children are taken oldest first (then by name), and one whose
-// min no longer fits beside its older siblings' is invalid. The parent and
-// the siblings that fit keep admitting. A child labelled allow-force-update
-// is exempt, as at Koordinator's webhook, and its min still counts.
-func (e *Engine) checkChildrenMins(n *node) {
-	kids := slices.Clone(n.kids)
-	slices.SortStableFunc(kids, func(a, b *node) int {
-		if a.spec == nil || b.spec == nil {
-			return strings.Compare(a.name, b.name)
-		}
-		if c := a.spec.Created.Compare(b.spec.Created); c != 0 {
-			return c
-		}
-		return strings.Compare(a.name, b.name)
-	})
-	sum := make(Vector, len(e.names))
-	for _, k := range kids {
-		if k.spec == nil || k.err != nil {
-			continue // not a quota of its own, or invalid already: charges nothing to the parent's min
-		}
-		over := -1
-		for i := range sum {
-			if sum[i]+k.min[i] > n.min[i] {
-				over = i
-				break
-			}
-		}
-		if over < 0 || k.spec.ForceUpdate {
-			addTo(sum, k.min)
-			continue
-		}
-		k.err = fmt.Errorf("quota %q: its %s min %s takes its siblings' mins to %s, over the min %s of its parent %q: %w", k.name,
-			e.names[over], format(e.names[over], k.min[over]), format(e.names[over], sum[over]+k.min[over]),
-			format(e.names[over], n.min[over]), n.name, ErrChildrenMinAboveMin)
-	}
 }
 
 // Err is why units of the quota cannot be admitted, or nil.
@@ -493,6 +462,7 @@ func (e *Engine) rebuild() {
 			e.checkChildrenMins(n)
 		}
 	}
+	e.acceptValid()
 
 	// Order: parents before children for inheritance, reversed for sums.
 	pre := make([]*node, 0, len(e.nodes))
