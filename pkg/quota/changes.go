@@ -19,10 +19,12 @@ import (
 // allow-force-update) last changed, and the facts it last was valid with.
 //
 // Siblings are weighed as the webhook would have seen them: first what each
-// was last valid with under this parent (those states fitted together),
-// then each change since, in the order the engine saw them, a change that
-// does not fit being refused (the quota is invalid, and what it was valid
-// with still counts). A parent whose min changed since it was last valid is
+// quota was last valid with under this parent (those states fitted
+// together), whatever it is now (moved away, invalid on its own: the
+// webhook would have kept it as it was), then each change since, in the
+// order the engine saw them, a change that does not fit being refused (the
+// quota is invalid, and what it was valid with still counts). A parent
+// whose min changed since it was last valid is
 // weighed at its change too: if its new min no longer holds its children's,
 // the parent is the invalid one. A quota changed back to the facts it was
 // valid with takes its old place back.
@@ -77,6 +79,7 @@ func (k changeKey) compare(l changeKey) int {
 // quotaHistory is one quota's: its facts now and since when, and the facts
 // it was last valid with (nil: never, or not known while loading).
 type quotaHistory struct {
+	name     string
 	facts    ruleFacts
 	key      changeKey
 	valid    *ruleFacts
@@ -102,7 +105,7 @@ func (e *Engine) noteChange(s Spec) {
 	h := e.hist[s.Name]
 	switch {
 	case h == nil:
-		h = &quotaHistory{}
+		h = &quotaHistory{name: s.Name}
 		e.hist[s.Name] = h
 	case h.facts.equal(f):
 		return
@@ -145,24 +148,45 @@ type minStep struct {
 	sub Vector
 }
 
-// checkChildrenMins applies the children's-mins rule to n's children (see
-// the top of this file). A child labelled allow-force-update is exempt, as
-// at Koordinator's webhook, and its min still counts; so is such a parent's
-// change of its own min.
-func (e *Engine) checkChildrenMins(n *node) {
+// checkChildrenMins applies the children's-mins rule under every parent
+// (see the top of this file), then records what each quota is valid with.
+// names are the tree's quotas, sorted.
+func (e *Engine) checkChildrenMins(names []string) {
+	validUnder := map[string][]*quotaHistory{}
+	if e.live {
+		for _, h := range e.hist {
+			if h.valid != nil {
+				validUnder[h.valid.parent] = append(validUnder[h.valid.parent], h)
+			}
+		}
+	}
+	for _, name := range names {
+		if n := e.nodes[name]; n.spec != nil && n != e.root && (len(n.kids) > 0 || len(validUnder[name]) > 0) {
+			e.checkChildrenMinsUnder(n, validUnder[name])
+		}
+	}
+	e.acceptValid()
+}
+
+// checkChildrenMinsUnder applies the rule to n's children; valid are the
+// histories of the quotas last valid under n. A child labelled
+// allow-force-update is exempt, as at Koordinator's webhook, and its min
+// still counts; so is such a parent's change of its own min.
+func (e *Engine) checkChildrenMinsUnder(n *node, valid []*quotaHistory) {
 	r := len(e.names)
 	sum := make(Vector, r)
+	for _, h := range valid {
+		addTo(sum, padded(h.valid.min, r))
+	}
 	var steps []minStep
 	for _, k := range n.kids {
 		if k.spec == nil || k.err != nil {
-			continue // not a quota of its own, or invalid already: charges nothing to the parent's min
+			continue // not a quota of its own, or invalid already: no change of it to weigh here
 		}
 		h := e.hist[k.name]
 		if v := e.validFacts(h); v != nil && v.parent == n.name {
-			was := padded(v.min, r)
-			addTo(sum, was)
 			if !v.equal(h.facts) {
-				steps = append(steps, minStep{key: h.key, kid: k, sub: was})
+				steps = append(steps, minStep{key: h.key, kid: k, sub: padded(v.min, r)})
 			}
 			continue
 		}

@@ -2,6 +2,11 @@ package quota_test
 
 import (
 	"errors"
+	"fmt"
+	"maps"
+	"math/rand/v2"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -72,6 +77,18 @@ func TestTheQuotaWhoseChangeBreaksTheTreeRuleIsInvalid(t *testing.T) {
 			want:    map[string]error{"c": quota.ErrChildrenMinAboveMin},
 		},
 		{
+			name: "a quota refused where it moved keeps its room where it was valid, as the webhook would have kept it there",
+			loaded: []quota.Spec{p("10"), aOld("5"), bYoung("5"),
+				qt.MakeSpec("q").IsParent().Min("cpu", "10").Max("cpu", "40").Obj(),
+				qt.MakeSpec("c").Parent("q").Min("cpu", "4").Max("cpu", "40").Obj()},
+			changes: []quota.Spec{
+				kid("c", 0, "4"),
+				qt.MakeSpec("d").Parent("q").Min("cpu", "8").Max("cpu", "40").Obj(),
+				qt.MakeSpec("c").Parent("q").Min("cpu", "4").Max("cpu", "40").Obj(),
+			},
+			want: map[string]error{"d": quota.ErrChildrenMinAboveMin},
+		},
+		{
 			name:    "a parent whose lowered min no longer holds its children's is the invalid one",
 			loaded:  []quota.Spec{p("10"), aOld("5"), bYoung("5")},
 			changes: []quota.Spec{p("8")},
@@ -124,4 +141,124 @@ func TestTheInvalidQuotaSaysItsChangeBrokeTheRule(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Err (-want +got):\n%s", diff)
 	}
+}
+
+// TestPropertyOnlyTheChangedQuotaTurnsInvalid changes random two-parent
+// trees one quota at a time (a child's min, a child moved to the other
+// parent, a parent's min, a child deleted or created) and checks after each
+// change (and a child's max, now and then below its min): no quota but the
+// changed one newly breaks the children's-mins rule; the children in use
+// never have more min than their parent in use; and a restart, fed the
+// quotas in any order, decides the same.
+func TestPropertyOnlyTheChangedQuotaTurnsInvalid(t *testing.T) {
+	parents := []string{"p", "q"}
+	kids := []string{"k0", "k1", "k2", "k3", "k4", "k5"}
+	for seed := uint64(1); seed <= 100; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 29))
+		specs := map[string]quota.Spec{}
+		parentSpec := func(name string) quota.Spec {
+			return qt.MakeSpec(name).IsParent().Min("cpu", fmt.Sprint(2+rng.IntN(11))).Max("cpu", "100").Created(time.Unix(0, 0)).Obj()
+		}
+		kidSpec := func(name string) quota.Spec {
+			return qt.MakeSpec(name).Parent(parents[rng.IntN(2)]).Min("cpu", fmt.Sprint(rng.IntN(6))).Max("cpu", "100").
+				Created(time.Unix(int64(rng.IntN(1000)), 0)).Obj()
+		}
+		for _, p := range parents {
+			specs[p] = parentSpec(p)
+		}
+		for _, k := range kids {
+			specs[k] = kidSpec(k)
+		}
+		load := func() *quota.Engine {
+			e := quota.NewEngine()
+			e.SetClusterCapacity(qt.Res("cpu", "100"))
+			for _, name := range shuffled(rng, slices.Sorted(maps.Keys(specs))) {
+				e.UpsertQuota(specs[name])
+			}
+			e.MarkLoaded()
+			return e
+		}
+		e := load()
+		for step := range 40 {
+			before := errorsOf(e)
+			k := kids[rng.IntN(len(kids))]
+			s, exists := specs[k]
+			var changed, what string
+			switch r := rng.IntN(6); {
+			case r == 0:
+				changed = parents[rng.IntN(2)]
+				s = specs[changed]
+				s.Min = qt.Res("cpu", fmt.Sprint(2+rng.IntN(11)))
+				what = fmt.Sprintf("min of %s now %s", changed, s.Min.Cpu())
+			case !exists:
+				changed, s, what = k, kidSpec(k), "created "+k
+			case r == 1:
+				delete(specs, k)
+				e.DeleteQuota(k)
+				changed, what = k, "deleted "+k
+			case r == 2:
+				s.Parent = map[string]string{"p": "q", "q": "p"}[s.Parent]
+				changed, what = k, k+" moved under "+s.Parent
+			case r == 3:
+				// Now and then below its min: invalid on its own.
+				s.Max = qt.Res("cpu", fmt.Sprint(rng.IntN(6)*20))
+				changed, what = k, fmt.Sprintf("max of %s now %s", k, s.Max.Cpu())
+			default:
+				s.Min = qt.Res("cpu", fmt.Sprint(rng.IntN(6)))
+				changed, what = k, fmt.Sprintf("min of %s now %s", k, s.Min.Cpu())
+			}
+			if !strings.HasPrefix(what, "deleted") {
+				specs[changed] = s
+				e.UpsertQuota(s)
+			}
+			after := errorsOf(e)
+			for name, err := range after {
+				if name != changed && errors.Is(err, quota.ErrChildrenMinAboveMin) && !errors.Is(before[name], quota.ErrChildrenMinAboveMin) {
+					t.Fatalf("seed %d step %d (%s): %s, unchanged, turned invalid: %v", seed, step, what, name, err)
+				}
+			}
+			for _, p := range parents {
+				if after[p] != nil {
+					continue
+				}
+				var sum int64
+				for _, s := range specs {
+					if s.Parent == p && after[s.Name] == nil {
+						sum += s.Min.Cpu().MilliValue()
+					}
+				}
+				ps := specs[p]
+				if limit := ps.Min.Cpu().MilliValue(); sum > limit {
+					t.Fatalf("seed %d step %d (%s): the children of %s in use have %dm of min, over its %dm; errors: %v", seed, step, what, p, sum, limit, after)
+				}
+			}
+			if step%5 != 4 {
+				continue
+			}
+			if diff := cmp.Diff(messages(errorsOf(load())), messages(errorsOf(load()))); diff != "" {
+				t.Fatalf("seed %d step %d (%s): two restarts decide differently (-first +second):\n%s", seed, step, what, diff)
+			}
+		}
+	}
+}
+
+func errorsOf(e *quota.Engine) map[string]error {
+	out := map[string]error{}
+	for _, qe := range e.Errors() {
+		out[qe.Quota] = qe.Err
+	}
+	return out
+}
+
+func messages(errs map[string]error) map[string]string {
+	out := map[string]string{}
+	for name, err := range errs {
+		out[name] = err.Error()
+	}
+	return out
+}
+
+func shuffled(rng *rand.Rand, names []string) []string {
+	rng.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
+	return names
 }

@@ -457,12 +457,7 @@ func (e *Engine) rebuild() {
 	}
 	// Then the rule that weighs siblings against each other, among those
 	// valid on their own.
-	for _, name := range names {
-		if n := e.nodes[name]; n.spec != nil && n != e.root && len(n.kids) > 0 {
-			e.checkChildrenMins(n)
-		}
-	}
-	e.acceptValid()
+	e.checkChildrenMins(names)
 
 	// Order: parents before children for inheritance, reversed for sums.
 	pre := make([]*node, 0, len(e.nodes))
