@@ -102,13 +102,7 @@ func TestTheQuotaWhoseChangeBreaksTheTreeRuleIsInvalid(t *testing.T) {
 			for _, s := range tc.changes {
 				e.UpsertQuota(s)
 			}
-			got := map[string]error{}
-			for _, qe := range e.Errors() {
-				got[qe.Quota] = qe.Err
-			}
-			if diff := cmp.Diff(tc.want, got, cmp.Comparer(func(want, got error) bool {
-				return errors.Is(got, want) || errors.Is(want, got)
-			})); diff != "" {
+			if diff := cmp.Diff(tc.want, errorsOf(e), errorsMatch); diff != "" {
 				t.Errorf("Errors (-want +got):\n%s", diff)
 			}
 		})
@@ -242,6 +236,11 @@ func TestPropertyOnlyTheChangedQuotaTurnsInvalid(t *testing.T) {
 	}
 }
 
+// errorsMatch compares errors by their sentinels: a want of
+// quota.ErrCycle matches any error that wraps it.
+var errorsMatch = cmp.Comparer(func(want, got error) bool { return errors.Is(got, want) || errors.Is(want, got) })
+
+// errorsOf is e.Errors by quota.
 func errorsOf(e *quota.Engine) map[string]error {
 	out := map[string]error{}
 	for _, qe := range e.Errors() {
