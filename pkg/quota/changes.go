@@ -79,7 +79,6 @@ func (k changeKey) compare(l changeKey) int {
 // quotaHistory is one quota's: its facts now and since when, and the facts
 // it was last valid with (nil: never, or not known while loading).
 type quotaHistory struct {
-	name     string
 	facts    ruleFacts
 	key      changeKey
 	valid    *ruleFacts
@@ -105,7 +104,7 @@ func (e *Engine) noteChange(s Spec) {
 	h := e.hist[s.Name]
 	switch {
 	case h == nil:
-		h = &quotaHistory{name: s.Name}
+		h = &quotaHistory{}
 		e.hist[s.Name] = h
 	case h.facts.equal(f):
 		return
@@ -192,9 +191,19 @@ func (e *Engine) checkChildrenMinsUnder(n *node, valid []*quotaHistory) {
 		}
 		steps = append(steps, minStep{key: h.key, kid: k})
 	}
+	// The parent's min as its children's changes were made: what it was
+	// valid with, or no bound before a parent that never was (created, or
+	// created again, after its children); its own change is weighed in turn.
 	limit := n.min
-	if h := e.hist[n.name]; h != nil && !n.spec.ForceUpdate {
-		if v := e.validFacts(h); v != nil && !v.equal(ruleFacts{parent: v.parent, min: n.min, force: v.force}) {
+	if h := e.hist[n.name]; e.live && h != nil && !n.spec.ForceUpdate {
+		switch v := h.valid; {
+		case v == nil:
+			limit = make(Vector, r)
+			for i := range limit {
+				limit[i] = Unlimited
+			}
+			steps = append(steps, minStep{key: h.key})
+		case !v.equal(ruleFacts{parent: v.parent, min: n.min, force: v.force}):
 			limit = padded(v.min, r)
 			steps = append(steps, minStep{key: h.key})
 		}

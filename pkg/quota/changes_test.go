@@ -31,9 +31,12 @@ func TestTheQuotaWhoseChangeBreaksTheTreeRuleIsInvalid(t *testing.T) {
 	bYoung := func(min string) quota.Spec { return kid("b-young", 200, min) }
 	cases := []struct {
 		name string
-		// loaded before the first cycle, then changed one by one.
-		loaded, changes []quota.Spec
-		want            map[string]error
+		// loaded before the first cycle, then deleted, then changed one
+		// by one.
+		loaded  []quota.Spec
+		deleted []string
+		changes []quota.Spec
+		want    map[string]error
 	}{
 		{
 			name:    "an old quota's raised min is the invalid one, not its unchanged younger sibling",
@@ -89,6 +92,13 @@ func TestTheQuotaWhoseChangeBreaksTheTreeRuleIsInvalid(t *testing.T) {
 			want: map[string]error{"d": quota.ErrChildrenMinAboveMin},
 		},
 		{
+			name:    "a parent created again with a min that does not hold its children's is the invalid one",
+			loaded:  []quota.Spec{p("10"), aOld("5"), bYoung("5")},
+			deleted: []string{"p"},
+			changes: []quota.Spec{p("8")},
+			want:    map[string]error{"p": quota.ErrChildrenMinAboveMin, "a-old": quota.ErrInvalidAncestor, "b-young": quota.ErrInvalidAncestor},
+		},
+		{
 			name:    "a parent whose lowered min no longer holds its children's is the invalid one",
 			loaded:  []quota.Spec{p("10"), aOld("5"), bYoung("5")},
 			changes: []quota.Spec{p("8")},
@@ -99,6 +109,9 @@ func TestTheQuotaWhoseChangeBreaksTheTreeRuleIsInvalid(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEngine(t, qt.Res("cpu", "40"), tc.loaded, nil)
 			e.MarkLoaded()
+			for _, name := range tc.deleted {
+				e.DeleteQuota(name)
+			}
 			for _, s := range tc.changes {
 				e.UpsertQuota(s)
 			}
@@ -139,7 +152,8 @@ func TestTheInvalidQuotaSaysItsChangeBrokeTheRule(t *testing.T) {
 
 // TestPropertyOnlyTheChangedQuotaTurnsInvalid changes random two-parent
 // trees one quota at a time (a child's min, a child moved to the other
-// parent, a parent's min, a child deleted or created) and checks after each
+// parent, a parent's min, a child or a parent deleted or created) and
+// checks after each
 // change (and a child's max, now and then below its min): no quota but the
 // changed one newly breaks the children's-mins rule; the children in use
 // never have more min than their parent in use; and a restart, fed the
@@ -181,9 +195,18 @@ func TestPropertyOnlyTheChangedQuotaTurnsInvalid(t *testing.T) {
 			switch r := rng.IntN(6); {
 			case r == 0:
 				changed = parents[rng.IntN(2)]
-				s = specs[changed]
-				s.Min = qt.Res("cpu", fmt.Sprint(2+rng.IntN(11)))
-				what = fmt.Sprintf("min of %s now %s", changed, s.Min.Cpu())
+				s, exists = specs[changed]
+				switch {
+				case !exists:
+					s, what = parentSpec(changed), "created "+changed
+				case rng.IntN(4) == 0:
+					delete(specs, changed)
+					e.DeleteQuota(changed)
+					what = "deleted " + changed
+				default:
+					s.Min = qt.Res("cpu", fmt.Sprint(2+rng.IntN(11)))
+					what = fmt.Sprintf("min of %s now %s", changed, s.Min.Cpu())
+				}
 			case !exists:
 				changed, s, what = k, kidSpec(k), "created "+k
 			case r == 1:
@@ -212,7 +235,7 @@ func TestPropertyOnlyTheChangedQuotaTurnsInvalid(t *testing.T) {
 				}
 			}
 			for _, p := range parents {
-				if after[p] != nil {
+				if _, ok := specs[p]; !ok || after[p] != nil {
 					continue
 				}
 				var sum int64
