@@ -89,6 +89,8 @@ type Cache struct {
 	recent []api.AdmissionRecord
 	// unwritten counts the admissions decided whose write has not finished.
 	unwritten int
+	// shrinksSeen is the core's quota.Engine.Shrinks as last seen.
+	shrinksSeen uint64
 	// jobTypes counts the units by namespace and job kind, for
 	// queueunits_by_job_type; a pair no unit has has no entry.
 	jobTypes map[jobType]int
@@ -170,11 +172,6 @@ func (c *Cache) useQuota(eq *elasticquotav1alpha1.ElasticQuota) {
 	if nsErr := c.quotas.upsert(eq); nsErr != nil {
 		err = nsErr // names the annotation
 	}
-	if old := c.quotaObjects[eq.Name]; old != nil && (maxLowered(old.Spec.Max, eq.Spec.Max) || old.Labels[elasticquotav1alpha1.LabelQuotaParent] != eq.Labels[elasticquotav1alpha1.LabelQuotaParent]) {
-		// Admissions decided under the old tree are not written under the
-		// new one: they are decided again.
-		c.forgetUnwritten()
-	}
 	c.quotaObjects[eq.Name] = eq
 	if err != nil {
 		c.quotaErrs[eq.Name] = err
@@ -182,19 +179,23 @@ func (c *Cache) useQuota(eq *elasticquotav1alpha1.ElasticQuota) {
 		delete(c.quotaErrs, eq.Name)
 	}
 	c.core.UpsertQuota(spec)
+	c.forgetIfShrunk()
 	c.remapFallbacks()
 	c.notify()
 }
 
-// maxLowered reports whether any resource's max is lower in after, or
-// newly limited.
-func maxLowered(before, after corev1.ResourceList) bool {
-	for name, q := range after {
-		if was, ok := before[name]; !ok || q.Cmp(was) < 0 {
-			return true
-		}
+// forgetIfShrunk is called, with c.mu held, after every change to the
+// core's quota tree or cluster capacity. If the change shrank the room of
+// some quota (quota.Engine.Shrinks: a max lowered, a parent changed, a node
+// lost or NotReady, the root's total fallen, a non-lending min raised,
+// lending turned off, a quota turned invalid), admissions decided in the
+// old room and not yet handed to the API server are not written in the new
+// one: they are decided again.
+func (c *Cache) forgetIfShrunk() {
+	if n := c.core.Quotas().Shrinks(); n != c.shrinksSeen {
+		c.shrinksSeen = n
+		c.forgetUnwritten()
 	}
-	return false
 }
 
 // forgetUnwritten undoes every admission decided and not yet handed to the
@@ -228,6 +229,7 @@ func (c *Cache) DeleteElasticQuota(namespace, name string) {
 	delete(c.quotaErrs, name)
 	metrics.QuotaResource.DeletePartialMatch(prometheus.Labels{"quota": name})
 	c.core.DeleteQuota(name)
+	c.forgetIfShrunk()
 	c.remapFallbacks()
 	c.notify()
 }
@@ -301,6 +303,7 @@ func (c *Cache) setCapacity() {
 		}
 	}
 	c.core.SetClusterCapacity(total)
+	c.forgetIfShrunk()
 	c.notify()
 }
 

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -26,6 +27,8 @@ import (
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/watched"
+	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // The writer-aware property test. pkg/scheduler's property test applies
@@ -35,9 +38,14 @@ import (
 // late and out of order, writes time out (after landing or before), the
 // unit cannot be read back, and between any two steps units are resized,
 // deactivated, deleted, moved to another quota or finished, a quota's max
-// shrinks below its usage, and koord-queue restarts. After every step the
-// API server's state is checked:
-//   - no quota's usage (its own and its children's) grows while over its max;
+// shrinks below its usage, a quota's min changes or its lending is turned
+// on or off, a node is lost or turns NotReady (and comes back), the root
+// quota's max caps the cluster or shrinks, and koord-queue restarts. After
+// every step the API server's state is checked:
+//   - no quota's room is overrun further: what a quota occupies as seen
+//     from its parent (its usage, or its min if it does not lend and uses
+//     less) does not grow while over its max, nor the top quotas' total
+//     while over the cluster's capacity (the root's max if it has one);
 //   - no unit is admitted twice (its attempts grow by one per admission);
 //   - the Cache's counts are never negative;
 //   - writes per unit stay bounded (no livelock).
@@ -45,16 +53,23 @@ import (
 // a bounded number of steps on a state a fresh koord-queue would not change:
 // every unit owed quota has it.
 
-// quotaTree: parent p1 (max 8 cpu) over a and b, parent p2 (max 4) over c.
+// quotaTree: parent p1 (max 8 cpu) over a and b (b does not lend), parent
+// p2 (max 4) over c; nodes of 8 and 6 cpu.
 var quotaTree = []struct {
 	name, parent string
 	min, max     int64
+	noLending    bool
 }{
-	{"p1", "", 4, 8}, {"a", "p1", 2, 6}, {"b", "p1", 2, 8},
-	{"p2", "", 4, 4}, {"c", "p2", 4, 4},
+	{"p1", "", 4, 8, false}, {"a", "p1", 2, 6, false}, {"b", "p1", 2, 8, true},
+	{"p2", "", 4, 4, false}, {"c", "p2", 4, 4, false},
 }
 
 var leafQuotas = []string{"a", "b", "c"}
+
+var propNodes = []struct {
+	name string
+	cpu  string
+}{{"n1", "8"}, {"n2", "6"}}
 
 type propWorld struct {
 	t     testing.TB
@@ -83,7 +98,69 @@ type propWorld struct {
 	// last step's view, for the invariants.
 	attempts map[string]int64
 	holds    map[string]bool
-	usage    map[string]int64
+	// direct is what the units charged to each quota hold.
+	direct map[string]int64
+}
+
+// propRoom is the room the API server's objects give: each quota's max and
+// parent, the mins kept by quotas that do not lend, and the cluster's
+// capacity (the root's max).
+type propRoom struct {
+	names  []string // children before parents
+	parent map[string]string
+	max    map[string]int64
+	floor  map[string]int64
+}
+
+func (w *propWorld) room() propRoom {
+	ctx := context.Background()
+	r := propRoom{parent: map[string]string{}, max: map[string]int64{}, floor: map[string]int64{}}
+	for i := len(quotaTree) - 1; i >= 0; i-- {
+		q := quotaTree[i]
+		eq := &elasticquotav1alpha1.ElasticQuota{}
+		w.must(w.api.Get(ctx, client.ObjectKey{Namespace: "quotas", Name: q.name}, eq))
+		r.names = append(r.names, q.name)
+		r.parent[q.name] = cmp.Or(q.parent, elasticquotav1alpha1.RootQuotaName)
+		r.max[q.name] = eq.Spec.Max.Cpu().Value()
+		if eq.Labels[elasticquotav1alpha1.LabelAllowLentResource] == "false" {
+			r.floor[q.name] = eq.Spec.Min.Cpu().Value()
+		}
+	}
+	root := &elasticquotav1alpha1.ElasticQuota{}
+	if err := w.api.Get(ctx, client.ObjectKey{Namespace: "quotas", Name: elasticquotav1alpha1.RootQuotaName}, root); err == nil {
+		r.max[elasticquotav1alpha1.RootQuotaName] = root.Spec.Max.Cpu().Value()
+	} else {
+		w.must(client.IgnoreNotFound(err))
+		nodes := &corev1.NodeList{}
+		w.must(w.api.List(ctx, nodes))
+		for i := range nodes.Items {
+			capacity := watched.NodeCapacity(&nodes.Items[i])
+			r.max[elasticquotav1alpha1.RootQuotaName] += capacity.Cpu().Value()
+		}
+	}
+	return r
+}
+
+// occupied is what each quota occupies as seen from its parent, as the
+// quota engine weighs it: max(its floor, its units' and its children's).
+func (r propRoom) occupied(direct map[string]int64) map[string]int64 {
+	out := map[string]int64{}
+	for _, q := range r.names {
+		out[q] = max(r.floor[q], out[q]+direct[q])
+		out[r.parent[q]] += out[q]
+	}
+	return out
+}
+
+// used is what units charged to q and its descendants hold.
+func (r propRoom) used(direct map[string]int64, q string) int64 {
+	used := direct[q]
+	for _, k := range r.names {
+		if r.parent[k] == q {
+			used += r.used(direct, k)
+		}
+	}
+	return used
 }
 
 func newPropWorld(t testing.TB, seed int64) *propWorld {
@@ -91,11 +168,14 @@ func newPropWorld(t testing.TB, seed int64) *propWorld {
 	if err := apis.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
 	w := &propWorld{
 		t: t, rng: rand.New(rand.NewSource(seed)), clock: clocktesting.NewFakeClock(time.Unix(1_000_000, 0)),
 		api:         fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &schedulingv1alpha1.Queue{}).Build(),
 		undelivered: map[string]bool{}, seen: map[string]int{}, writes: map[string]int{}, changes: map[string]int{},
-		attempts: map[string]int64{}, holds: map[string]bool{}, usage: map[string]int64{},
+		attempts: map[string]int64{}, holds: map[string]bool{}, direct: map[string]int64{},
 	}
 	ctx := context.Background()
 	for _, q := range quotaTree {
@@ -106,8 +186,14 @@ func newPropWorld(t testing.TB, seed int64) *propWorld {
 		} else {
 			eq.Labels[elasticquotav1alpha1.LabelQuotaIsParent] = "true"
 		}
+		if q.noLending {
+			eq.Labels[elasticquotav1alpha1.LabelAllowLentResource] = "false"
+		}
 		w.must(w.api.Create(ctx, eq))
 		w.must(w.api.Create(ctx, &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: q.name}}))
+	}
+	for _, n := range propNodes {
+		w.must(w.api.Create(ctx, wrappers.Node(n.name, n.cpu, "64Gi")))
 	}
 	for range 14 {
 		w.newUnit()
@@ -154,6 +240,11 @@ func (w *propWorld) start() {
 	w.must(w.api.List(ctx, eqs))
 	for i := range eqs.Items {
 		w.cache.UpsertElasticQuota(&eqs.Items[i])
+	}
+	nodes := &corev1.NodeList{}
+	w.must(w.api.List(ctx, nodes))
+	for i := range nodes.Items {
+		w.cache.UpsertNode(&nodes.Items[i])
 	}
 	queues := &schedulingv1alpha1.QueueList{}
 	w.must(w.api.List(ctx, queues))
@@ -399,14 +490,7 @@ func (w *propWorld) change() string {
 		return "new unit"
 	}
 	if w.rng.Intn(8) == 0 {
-		// A quota's max changes, now and then below its usage.
-		q := quotaTree[w.rng.Intn(len(quotaTree))]
-		eq := &elasticquotav1alpha1.ElasticQuota{}
-		w.must(w.api.Get(ctx, client.ObjectKey{Namespace: "quotas", Name: q.name}, eq))
-		eq.Spec.Max = cpu(max(q.min, 1+w.rng.Int63n(q.max+2)))
-		w.must(w.api.Update(ctx, eq))
-		w.cache.UpsertElasticQuota(eq)
-		return fmt.Sprintf("max of %s now %s", q.name, eq.Spec.Max.Cpu())
+		return w.changeRoom()
 	}
 	u := units[w.rng.Intn(len(units))]
 	key := "ns/" + u.Name
@@ -441,6 +525,75 @@ func (w *propWorld) change() string {
 	return what + " " + u.Name
 }
 
+// changeRoom changes the room decisions are made in: a quota's max (now
+// and then below its usage), a leaf's min or its lending, a node's
+// readiness or presence, or the root quota's max.
+func (w *propWorld) changeRoom() string {
+	ctx := context.Background()
+	switch w.rng.Intn(5) {
+	case 0:
+		n := propNodes[w.rng.Intn(len(propNodes))]
+		node := &corev1.Node{}
+		if err := w.api.Get(ctx, client.ObjectKey{Name: n.name}, node); apierrors.IsNotFound(err) {
+			node = wrappers.Node(n.name, n.cpu, "64Gi")
+			w.must(w.api.Create(ctx, node))
+			w.cache.UpsertNode(node)
+			return "node " + n.name + " back"
+		} else {
+			w.must(err)
+		}
+		if w.rng.Intn(2) == 0 {
+			w.must(w.api.Delete(ctx, node))
+			w.cache.DeleteNode(n.name)
+			return "node " + n.name + " lost"
+		}
+		ready := &node.Status.Conditions[0]
+		ready.Status = map[corev1.ConditionStatus]corev1.ConditionStatus{corev1.ConditionTrue: corev1.ConditionFalse, corev1.ConditionFalse: corev1.ConditionTrue}[ready.Status]
+		w.must(w.api.Update(ctx, node))
+		w.cache.UpsertNode(node)
+		return fmt.Sprintf("node %s Ready %s", n.name, ready.Status)
+	case 1:
+		root := &elasticquotav1alpha1.ElasticQuota{}
+		err := w.api.Get(ctx, client.ObjectKey{Namespace: "quotas", Name: elasticquotav1alpha1.RootQuotaName}, root)
+		switch {
+		case err == nil && w.rng.Intn(3) == 0:
+			w.must(w.api.Delete(ctx, root))
+			w.cache.DeleteElasticQuota("quotas", root.Name)
+			return "root quota deleted"
+		case apierrors.IsNotFound(err):
+			root = &elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "quotas", Name: elasticquotav1alpha1.RootQuotaName,
+				Labels: map[string]string{elasticquotav1alpha1.LabelQuotaIsParent: "true"}}}
+			root.Spec.Max = cpu(4 + w.rng.Int63n(10))
+			w.must(w.api.Create(ctx, root))
+		default:
+			w.must(err)
+			root.Spec.Max = cpu(4 + w.rng.Int63n(10))
+			w.must(w.api.Update(ctx, root))
+		}
+		w.cache.UpsertElasticQuota(root)
+		return fmt.Sprintf("root quota max now %s", root.Spec.Max.Cpu())
+	}
+	q := quotaTree[w.rng.Intn(len(quotaTree))]
+	eq := &elasticquotav1alpha1.ElasticQuota{}
+	w.must(w.api.Get(ctx, client.ObjectKey{Namespace: "quotas", Name: q.name}, eq))
+	var what string
+	switch r := w.rng.Intn(3); {
+	case r == 1 && q.parent != "":
+		eq.Spec.Min = cpu(w.rng.Int63n(q.min + 2))
+		what = fmt.Sprintf("min of %s now %s", q.name, eq.Spec.Min.Cpu())
+	case r == 2 && q.parent != "":
+		lends := eq.Labels[elasticquotav1alpha1.LabelAllowLentResource] == "false"
+		eq.Labels[elasticquotav1alpha1.LabelAllowLentResource] = fmt.Sprint(lends)
+		what = fmt.Sprintf("%s lends: %v", q.name, lends)
+	default:
+		eq.Spec.Max = cpu(max(q.min, 1+w.rng.Int63n(q.max+2)))
+		what = fmt.Sprintf("max of %s now %s", q.name, eq.Spec.Max.Cpu())
+	}
+	w.must(w.api.Update(ctx, eq))
+	w.cache.UpsertElasticQuota(eq)
+	return what
+}
+
 // quotaOf is the quota a unit is charged to, as Koordinator charges its pods.
 func quotaOf(u *schedulingv1alpha1.QueueUnit) string {
 	if n := elasticquotav1alpha1.QuotaNameFromLabels(u.Labels); n != "" {
@@ -464,28 +617,16 @@ func (w *propWorld) check(stepNo int, what string) {
 		w.t.Helper()
 		w.t.Fatalf("step %d (%s): %s", stepNo, what, fmt.Sprintf(format, args...))
 	}
-	ctx := context.Background()
-	maxOf := map[string]int64{}
-	parentOf := map[string]string{}
-	for _, q := range quotaTree {
-		eq := &elasticquotav1alpha1.ElasticQuota{}
-		w.must(w.api.Get(ctx, client.ObjectKey{Namespace: "quotas", Name: q.name}, eq))
-		maxOf[q.name] = eq.Spec.Max.Cpu().Value()
-		parentOf[q.name] = q.parent
-	}
-	usage := map[string]int64{}
+	room := w.room()
+	direct := map[string]int64{}
 	seen := map[string]bool{}
 	for _, u := range w.units() {
 		key := "ns/" + u.Name
 		seen[key] = true
 		holds := queueunit.HoldsQuota(&u)
 		if holds {
-			var used int64
 			for _, a := range u.Status.Admissions {
-				used += a.Resources.Cpu().Value()
-			}
-			for q := quotaOf(&u); q != ""; q = parentOf[q] {
-				usage[q] += used
+				direct[quotaOf(&u)] += a.Resources.Cpu().Value()
 			}
 		}
 		if holds && !w.holds[key] && queueunit.PartialCounts(&u) != nil {
@@ -505,12 +646,16 @@ func (w *propWorld) check(stepNo int, what string) {
 			delete(w.holds, key)
 		}
 	}
-	for _, q := range quotaTree {
-		if usage[q.name] > maxOf[q.name] && usage[q.name] > w.usage[q.name] {
-			fail("quota %s: usage grew %d -> %d cpu over its max %d", q.name, w.usage[q.name], usage[q.name], maxOf[q.name])
+	// Both steps' usage weighed in the room as it is now: a room that
+	// shrank below what was already written is not a fault; an admission
+	// written into it is.
+	before, now := room.occupied(w.direct), room.occupied(direct)
+	for _, q := range append(slices.Clone(room.names), elasticquotav1alpha1.RootQuotaName) {
+		if limit := room.max[q]; now[q] > limit && now[q] > before[q] {
+			fail("quota %s: occupies %d -> %d cpu, over its max %d (usage %d)", q, before[q], now[q], limit, room.used(direct, q))
 		}
 	}
-	w.usage = usage
+	w.direct = direct
 	for _, v := range w.cache.Queues() {
 		if v.Pending < 0 || v.Admitted < 0 {
 			fail("queue %s counts %d pending, %d admitted", v.Name, v.Pending, v.Admitted)
@@ -559,7 +704,7 @@ func (w *propWorld) fixedPoint() {
 	var live []string
 	for _, q := range quotaTree {
 		used := w.cache.core.Quotas().Used(q.name)
-		live = append(live, fmt.Sprintf("%s used %s (API: %d)", q.name, used.Cpu(), w.usage[q.name]))
+		live = append(live, fmt.Sprintf("%s used %s (API, its own units: %d)", q.name, used.Cpu(), w.direct[q.name]))
 	}
 	w.chargedAsAdmitted("settled")
 	w.start()

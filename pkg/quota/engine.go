@@ -3,7 +3,6 @@ package quota
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -90,6 +89,18 @@ type node struct {
 	// drained the list (Engine.DrainChanged); dpTouched: direct or pending
 	// changed since the last runtime computation.
 	changed, dpTouched bool
+	// was is the node's room as the previous rebuild left it, for
+	// Engine.Shrinks.
+	was room
+}
+
+// room is what bounds the decisions made in a quota: where it hangs, its
+// limits, and whether it admits at all.
+type room struct {
+	built      bool // the node was in the tree before this rebuild
+	parent     *node
+	max, floor Vector
+	valid      bool
 }
 
 // Engine is the quota tree with its usage. The zero value is not usable;
@@ -116,8 +127,15 @@ type Engine struct {
 	// differs from dp. runtimeGen counts the refreshes that recomputed.
 	runtimeTree bool
 	runtimeGen  int
-	dpTouched   []*node
-	changed     []*node
+	// shrinks counts the rebuilds that shrank some quota's room (Shrinks).
+	shrinks uint64
+	// hist is each quota's history of changes, for the children's-mins
+	// rule (changes.go); seq numbers the changes seen once live.
+	hist      map[string]*quotaHistory
+	seq       uint64
+	live      bool
+	dpTouched []*node
+	changed   []*node
 	// scratch vectors for the hot paths, so they do not allocate.
 	sumBase, maxFloor, delta Vector
 	bind                     []*node
@@ -133,6 +151,7 @@ func NewEngine() *Engine {
 		nodes:   map[string]*node{},
 		charges: map[string]*Charge{},
 		nsUsed:  map[string]Vector{},
+		hist:    map[string]*quotaHistory{},
 	}
 	e.rebuild()
 	return e
@@ -168,6 +187,9 @@ func (e *Engine) UpsertQuotas(specs []Spec) {
 		e.intern(s.SharedWeight)
 	}
 	e.root = root
+	for _, s := range specs {
+		e.noteChange(s)
+	}
 	e.rebuild()
 }
 
@@ -178,6 +200,7 @@ func (e *Engine) DeleteQuota(name string) {
 		return
 	}
 	delete(e.specs, name)
+	delete(e.hist, name)
 	e.rebuild()
 }
 
@@ -238,46 +261,6 @@ func (e *Engine) checkKeys(n *node) error {
 		}
 	}
 	return nil
-}
-
-// checkChildrenMins confines a breach of "the children's mins add up to no
-// more than the parent's min" to the children that breach it, as
-// Koordinator's webhook refuses the quota that would breach it rather than
-// its parent: children are taken oldest first (then by name), and one whose
-// min no longer fits beside its older siblings' is invalid. The parent and
-// the siblings that fit keep admitting. A child labelled allow-force-update
-// is exempt, as at Koordinator's webhook, and its min still counts.
-func (e *Engine) checkChildrenMins(n *node) {
-	kids := slices.Clone(n.kids)
-	slices.SortStableFunc(kids, func(a, b *node) int {
-		if a.spec == nil || b.spec == nil {
-			return strings.Compare(a.name, b.name)
-		}
-		if c := a.spec.Created.Compare(b.spec.Created); c != 0 {
-			return c
-		}
-		return strings.Compare(a.name, b.name)
-	})
-	sum := make(Vector, len(e.names))
-	for _, k := range kids {
-		if k.spec == nil || k.err != nil {
-			continue // not a quota of its own, or invalid already: charges nothing to the parent's min
-		}
-		over := -1
-		for i := range sum {
-			if sum[i]+k.min[i] > n.min[i] {
-				over = i
-				break
-			}
-		}
-		if over < 0 || k.spec.ForceUpdate {
-			addTo(sum, k.min)
-			continue
-		}
-		k.err = fmt.Errorf("quota %q: its %s min %s takes its siblings' mins to %s, over the min %s of its parent %q: %w", k.name,
-			e.names[over], format(e.names[over], k.min[over]), format(e.names[over], sum[over]+k.min[over]),
-			format(e.names[over], n.min[over]), n.name, ErrChildrenMinAboveMin)
-	}
 }
 
 // Err is why units of the quota cannot be admitted, or nil.
@@ -382,6 +365,7 @@ func (e *Engine) rebuild() {
 	names := make([]string, 0, len(e.nodes))
 	for name, n := range e.nodes {
 		names = append(names, name)
+		n.was = room{built: n.max != nil, parent: n.parent, max: n.max, floor: n.floor, valid: n.err == nil}
 		n.parent, n.kids, n.err, n.spec = nil, nil, nil, nil
 		if s, ok := e.specs[name]; ok {
 			s := s
@@ -473,11 +457,7 @@ func (e *Engine) rebuild() {
 	}
 	// Then the rule that weighs siblings against each other, among those
 	// valid on their own.
-	for _, name := range names {
-		if n := e.nodes[name]; n.spec != nil && n != e.root && len(n.kids) > 0 {
-			e.checkChildrenMins(n)
-		}
-	}
+	e.checkChildrenMins(names)
 
 	// Order: parents before children for inheritance, reversed for sums.
 	pre := make([]*node, 0, len(e.nodes))
@@ -522,7 +502,44 @@ func (e *Engine) rebuild() {
 	e.sumBase, e.maxFloor, e.delta = make(Vector, r), make(Vector, r), make(Vector, r)
 	e.bind = make([]*node, r)
 	e.runtimeStale, e.runtimeTree = true, true
+	if e.shrank() {
+		e.shrinks++
+	}
 }
+
+// shrank reports whether the rebuild shrank the room of some quota: one
+// hangs elsewhere, became invalid, has a lower max (the root: a smaller
+// cluster), or keeps more of its min from its siblings (a non-lending
+// quota's min rose, or lending was turned off). Resources the engine learnt
+// in this rebuild were asked by nobody before, so they are not compared.
+func (e *Engine) shrank() bool {
+	shrank := false
+	for _, n := range e.nodes {
+		was := n.was
+		n.was = room{}
+		switch {
+		case shrank:
+		case !was.built:
+			shrank = !isZero(n.floor)
+		case was.parent != n.parent, was.valid && n.err != nil:
+			shrank = true
+		default:
+			for i := range was.max {
+				if n.max[i] < was.max[i] || n.floor[i] > was.floor[i] {
+					shrank = true
+					break
+				}
+			}
+		}
+	}
+	return shrank
+}
+
+// Shrinks counts the changes to the tree or the cluster's capacity that
+// shrank the room in which some decision may have been made (see shrank).
+// A caller holding decisions not yet carried out compares it with the count
+// it saw when it decided them.
+func (e *Engine) Shrinks() uint64 { return e.shrinks }
 
 func (e *Engine) setRootCapacity() {
 	root := e.root

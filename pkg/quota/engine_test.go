@@ -418,13 +418,7 @@ func TestTreeErrors(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEngine(t, qt.Res("cpu", "10"), tc.specs, nil)
-			got := map[string]error{}
-			for _, qe := range e.Errors() {
-				got[qe.Quota] = qe.Err
-			}
-			if diff := cmp.Diff(tc.want, got, cmp.Comparer(func(want, got error) bool {
-				return errors.Is(got, want) || errors.Is(want, got)
-			})); diff != "" {
+			if diff := cmp.Diff(tc.want, errorsOf(e), errorsMatch); diff != "" {
 				t.Errorf("Errors (-want +got):\n%s", diff)
 			}
 		})

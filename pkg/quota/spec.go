@@ -33,8 +33,9 @@ type Spec struct {
 	// DisallowLending keeps the quota's unused min from its siblings
 	// (allow-lent-resource: "false"). The zero value lends, as in Koordinator.
 	DisallowLending bool
-	// Created orders siblings when their mins breach their parent's: the
-	// newest are the ones refused, as Koordinator's webhook would have.
+	// Created orders siblings whose order of change the engine did not see
+	// (those fed before Engine.MarkLoaded) when their mins breach their
+	// parent's: the newest are the ones refused (see changes.go).
 	Created time.Time
 }
 

@@ -42,6 +42,7 @@ func (s *Scheduler) Cycle(now time.Time) Result {
 // quota was reclaimed for them.
 func (s *Scheduler) CycleLimited(now time.Time, limit int) Result {
 	s.cycle++
+	s.engine.MarkLoaded() // quota changes from now on are seen in order
 	var res Result
 	res.Errors, s.errs = s.errs, nil
 	s.wakePromoted(now)

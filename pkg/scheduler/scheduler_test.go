@@ -724,7 +724,8 @@ func TestQuotaErrorsMakeUnitsWait(t *testing.T) {
 				qt.MakeSpec("a").Parent("p").Min("cpu", "3").Max("cpu", "10").Obj(),
 				qt.MakeSpec("q").Parent("p").Min("cpu", "3").Max("cpu", "10").Obj(),
 			},
-			wantReason: `quota "q": its cpu min 3 takes its siblings' mins to 6, over the min 4 of its parent "p": children's mins add up to more than the parent's min`,
+			wantReason: `quota "q": its cpu min 3 takes its siblings' mins to 6, over the min 4 of its parent "p"; ` +
+				`which of them changed last is not known (they were read at start), so the newest are refused: children's mins add up to more than the parent's min`,
 		},
 	}
 	for _, tc := range cases {

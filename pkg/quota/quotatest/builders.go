@@ -6,6 +6,7 @@ package quotatest
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -56,6 +57,9 @@ func (w *SpecWrapper) Weight(pairs ...string) *SpecWrapper {
 	w.Spec.SharedWeight = Res(pairs...)
 	return w
 }
+
+// Created sets the quota's creation time.
+func (w *SpecWrapper) Created(t time.Time) *SpecWrapper { w.Spec.Created = t; return w }
 
 // NoLending marks the quota allow-lent-resource: "false".
 func (w *SpecWrapper) NoLending() *SpecWrapper { w.Spec.DisallowLending = true; return w }
