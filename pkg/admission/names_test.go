@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -19,6 +20,7 @@ import (
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/policy"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // Names stay in their namespace, through the whole controller: the real
@@ -67,11 +69,14 @@ func newNamesWorld(t *testing.T, seed int64) *namesWorld {
 	if err := apis.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
+	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
 	w := &namesWorld{propWorld: &propWorld{
 		t: t, rng: rand.New(rand.NewSource(seed)), clock: clocktesting.NewFakeClock(time.Unix(1_000_000, 0)),
 		api:         fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &schedulingv1alpha1.Queue{}).Build(),
 		undelivered: map[string]bool{}, seen: map[string]int{}, writes: map[string]int{}, changes: map[string]int{},
-		attempts: map[string]int64{}, holds: map[string]bool{}, usage: map[string]int64{},
+		attempts: map[string]int64{}, holds: map[string]bool{}, direct: map[string]int64{},
 	}, recorder: &namesRecorder{}}
 	ctx := context.Background()
 	for _, q := range quotaTree {
@@ -93,6 +98,9 @@ func newNamesWorld(t *testing.T, seed int64) *namesWorld {
 		}
 		w.must(w.api.Create(ctx, &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{
 			Namespace: schedulingv1alpha1.QueueNamespace, Name: q.name, Annotations: annotations}}))
+	}
+	for _, n := range propNodes {
+		w.must(w.api.Create(ctx, wrappers.Node(n.name, n.cpu, "64Gi")))
 	}
 	w.start()
 	w.writer.recorder = w.recorder
