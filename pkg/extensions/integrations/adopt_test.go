@@ -159,9 +159,9 @@ type adopted struct {
 func TestAdoptKoordQueueUnits(t *testing.T) {
 	s := scheme(t)
 	phases := map[schedulingv1alpha1.QueueUnitPhase]bool{ // phase: the job runs
-		schedulingv1alpha1.Enqueued: false, schedulingv1alpha1.TimeoutBackoff: false,
+		schedulingv1alpha1.Enqueued: false, schedulingv1alpha1.TimeoutBackoff: false, schedulingv1alpha1.Reserved: false,
 		schedulingv1alpha1.Dequeued: true, schedulingv1alpha1.Running: true,
-		schedulingv1alpha1.SchedReady: true, schedulingv1alpha1.SchedSucceed: true,
+		schedulingv1alpha1.SchedReady: true, schedulingv1alpha1.SchedSucceed: true, schedulingv1alpha1.SchedFailed: true,
 	}
 	for _, integ := range All() {
 		for phase, runs := range phases {
@@ -197,7 +197,7 @@ func TestAdoptKoordQueueUnits(t *testing.T) {
 						wantSets = append(wantSets, ps.Name)
 					}
 					want := adopted{Controller: true, Suspended: !runs, Phase: phase, PodSets: wantSets, AdoptedCond: metav1.ConditionTrue}
-					if withAdmissions && queueHolds(phase) {
+					if withAdmissions && queueHolds(phase) || phase == schedulingv1alpha1.Reserved && withAdmissions {
 						want.Admissions = wantSets
 					}
 					// A waiting unit's admissions (TimeoutBackoff's) go
@@ -246,6 +246,28 @@ func look(t *testing.T, c client.Client, integ framework.Integration, job client
 		}
 	}
 	return got
+}
+
+// TestAdoptedDequeuedUnitReleasesItsJob: a unit Koord-Queue admitted
+// (Dequeued) whose job it had not resumed yet: once adopted, the job is
+// released, its unit keeping its admission.
+func TestAdoptedDequeuedUnitReleasesItsJob(t *testing.T) {
+	ctx := context.Background()
+	s := scheme(t)
+	integ := All()[0]
+	job := setSuspended(integ, v18Job(integ), true)
+	unit := v18Unit(t, integ, job, schedulingv1alpha1.Dequeued, true)
+	c := frameworktest.ClientBuilder(t, s).WithObjects(job, unit).
+		WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, job).Build()
+	recorder := record.NewFakeRecorder(100)
+	r := framework.NewJobReconciler(c, c, recorder, integ, framework.WithStatusDelay(0))
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(job)}); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	want := adopted{Controller: true, Phase: schedulingv1alpha1.Dequeued, PodSets: []string{"main"}, Admissions: []string{"main"}, AdoptedCond: metav1.ConditionTrue}
+	if diff := cmp.Diff(want, look(t, c, integ, job, unit, recorder)); diff != "" {
+		t.Errorf("after adoption (-want +got):\n%s", diff)
+	}
 }
 
 // TestAdoptedUnitFollowsItsJob: once adopted, a Koord-Queue unit follows its
