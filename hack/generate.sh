@@ -16,8 +16,12 @@ $cg object paths=./pkg/extensions/spark/v1beta2/...
 $cg crd:maxDescLen=0,generateEmbeddedObjectMeta=true paths=./apis/... output:crd:dir=config/crd/bases
 
 chart=charts/koord-queue
-mkdir -p "$chart/crds" "$chart/files/crds" "$chart/files/rbac"
-cp config/crd/bases/scheduling.x-k8s.io_queues.yaml config/crd/bases/scheduling.x-k8s.io_queueunits.yaml "$chart/crds/"
+mkdir -p "$chart/files/crds" "$chart/files/rbac"
+# The CRDs are templates (templates/crds.yaml) marked helm.sh/resource-policy:
+# keep, not crds/: so that `helm upgrade` from Koord-Queue v1.8's chart, whose
+# CRDs are templates, takes them over instead of deleting them, and no
+# uninstall ever deletes them with every Queue and QueueUnit.
+cp config/crd/bases/scheduling.x-k8s.io_queues.yaml config/crd/bases/scheduling.x-k8s.io_queueunits.yaml "$chart/files/crds/"
 # ElasticQuota is Koordinator's: installed only when asked (installElasticQuotaCRD).
 cp config/crd/bases/scheduling.sigs.k8s.io_elasticquotas.yaml "$chart/files/crds/elasticquota.yaml"
 

@@ -81,7 +81,7 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	scope, err := integrations.Scope(*manageAll, *leaveRunning)
+	scope, err := integrations.Scope(integs, *manageAll, *leaveRunning)
 	if err != nil {
 		return err
 	}

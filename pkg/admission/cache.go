@@ -493,7 +493,7 @@ func (c *Cache) cycle(now time.Time, limit int) scheduler.Result {
 	for _, p := range res.Preemptions {
 		for _, v := range p.Victims {
 			if r := c.units[v]; r != nil {
-				r.eviction = &eviction{reason: schedulingv1alpha1.EvictedByPreemption, message: p.Reason, preemptor: p.Preemptor}
+				r.eviction = &eviction{reason: schedulingv1alpha1.EvictedByPreemption, message: p.Reason.For(r.unit.Namespace), preemptor: p.Preemptor}
 			}
 		}
 	}

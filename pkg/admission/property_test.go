@@ -386,7 +386,7 @@ func (w *propWorld) follow(u schedulingv1alpha1.QueueUnit, finish bool) string {
 		return "follow: nothing new for " + u.Name
 	}
 	w.must(w.api.Status().Update(context.Background(), &u))
-	w.undelivered["ns/"+u.Name] = true
+	w.undelivered[u.Namespace+"/"+u.Name] = true
 	return "follow " + u.Name
 }
 

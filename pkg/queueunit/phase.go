@@ -3,6 +3,7 @@ package queueunit
 import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/resources"
@@ -52,6 +53,24 @@ func HoldsQuota(u *schedulingv1alpha1.QueueUnit) bool {
 		return true
 	}
 	return len(u.Status.Admissions) > 0
+}
+
+// CoversMadeJob reports whether u's job covers a job it made (a RayJob's
+// RayCluster), created at created, so that the made job runs within u's
+// admission: u is admitted and not being deleted, or it finished after the
+// made job was created, which its job's controller is then deleting (KubeRay
+// deletes the cluster of a RayJob that ended). A job made after its owner
+// ended, or not yet created (zero), is not covered by a finished owner.
+func CoversMadeJob(u *schedulingv1alpha1.QueueUnit, created metav1.Time) bool {
+	if u.DeletionTimestamp != nil {
+		return false
+	}
+	p := u.EffectivePhase()
+	if Admitted(p) {
+		return true
+	}
+	c := meta.FindStatusCondition(u.Status.Conditions, schedulingv1alpha1.QueueUnitFinished)
+	return Finished(p) && c != nil && c.Status == metav1.ConditionTrue && !created.IsZero() && !created.After(c.LastTransitionTime.Time)
 }
 
 // Evicted reports whether the unit carries a true Evicted condition.

@@ -2,7 +2,6 @@ package scheduler
 
 import (
 	"container/heap"
-	"fmt"
 	"strings"
 	"time"
 
@@ -109,7 +108,7 @@ func (s *Scheduler) tryHead(qs *queueState, now time.Time, res *Result) bool {
 		s.endPatience(p) // its delay is over: from this turn on it may evict
 	}
 	if err := s.engine.Err(qs.quota); err != nil {
-		s.headWaits(qs, qs.q.Offer(now, nil).Head.Key, err.Error(), res)
+		s.headWaits(qs, qs.q.Offer(now, nil).Head.Key, words(err.Error()), res)
 		return false // woken when a quota changes
 	}
 	if qs.gateShut() {
@@ -118,11 +117,11 @@ func (s *Scheduler) tryHead(qs *queueState, now time.Time, res *Result) bool {
 			return false // woken when its victims are gone
 		}
 		running := sortedKeys(qs.notRunning)[0]
-		reason := fmt.Sprintf("queue %s waits for %s to be running (wait-for-pods-running)", name, running)
+		var lacks privateNote
 		if us := s.units[running]; us != nil && us.u.NotRunning != "" {
-			reason += ": " + us.u.NotRunning
+			lacks = privateNote{unit: running, note: ": " + us.u.NotRunning}
 		}
-		s.headWaits(qs, off.Head.Key, reason, res)
+		s.headWaits(qs, off.Head.Key, say("queue %s waits for %s to be running (wait-for-pods-running)%s", name, unitRef(running), lacks), res)
 		return false // woken when that unit runs, leaves or says it lacks less
 	}
 	var err error
@@ -227,7 +226,7 @@ func (s *Scheduler) displace(qs *queueState, key string, now time.Time, res *Res
 	if !quota.Fits(us.req, freed) {
 		return false // it would wait for quota once they are gone: evicting them would gain nothing
 	}
-	why := fmt.Sprintf("for higher-priority unit %s (priority %d), which waits in queue %s for units admitted but not yet running (wait-for-pods-running)", key, us.u.Priority, qs.spec.Name)
+	why := say("for higher-priority unit %s (priority %d), which waits in queue %s for units admitted but not yet running (wait-for-pods-running)", unitRef(key), us.u.Priority, qs.spec.Name)
 	s.startPreemption(qs, us, InQueue, victims, "unit(s) not yet running", why, now, res)
 	return true
 }
@@ -265,7 +264,7 @@ func (s *Scheduler) headPreempts(qs *queueState, key string, now time.Time, res 
 		// what its quota holds, and the other's request is not all held
 		// yet, so two at once could each be owed and together not fit,
 		// evicting victims for a unit that then cannot be admitted.
-		s.headWaits(qs, key, fmt.Sprintf("waits for the preemption by %s in quota %s to end", other, qs.quota), res)
+		s.headWaits(qs, key, say("waits for the preemption by %s in quota %s to end", unitRef(other), qs.quota), res)
 		return true, false
 	}
 	if qs.patient == us { // its delay is not over (turn ends it when it is)
@@ -289,7 +288,7 @@ func (s *Scheduler) headWaitsForQuota(qs *queueState, off policy.Offer, res *Res
 	if us.reason != "" && us.quotaWait && us.band == off.Band && equalStrings(us.cause, s.binding) {
 		return
 	}
-	s.headWaits(qs, us.u.Key, s.explain(qs, off), res)
+	s.headWaits(qs, us.u.Key, words(s.explain(qs, off)), res)
 	us.quotaWait, us.band = true, off.Band
 	us.cause = append(us.cause[:0], s.binding...)
 }
@@ -357,9 +356,9 @@ func (s *Scheduler) preempt(qs *queueState, us *unitState, now time.Time, res *R
 		}
 		return false
 	}
-	why := "to reclaim the min of quota " + qs.quota
+	why := say("to reclaim the min of quota %s", qs.quota)
 	if kind == InQueue {
-		why = fmt.Sprintf("for higher-priority unit %s (priority %d) of quota %s", us.u.Key, us.u.Priority, qs.quota)
+		why = say("for higher-priority unit %s (priority %d) of quota %s", unitRef(us.u.Key), us.u.Priority, qs.quota)
 	}
 	s.startPreemption(qs, us, kind, victims, "unit(s)", why, now, res)
 	return true
@@ -369,7 +368,7 @@ func (s *Scheduler) preempt(qs *queueState, us *unitState, now time.Time, res *R
 // flight in its quota: it reserves what is free for us, marks the victims,
 // reports the Preemption and says why us waits ("preempting 2 unit(s) why:
 // victims"; what names the victims).
-func (s *Scheduler) startPreemption(qs *queueState, us *unitState, kind PreemptionKind, victims []string, what, why string, now time.Time, res *Result) {
+func (s *Scheduler) startPreemption(qs *queueState, us *unitState, kind PreemptionKind, victims []string, what string, why Text, now time.Time, res *Result) {
 	s.reserve(qs, us, now, res)
 	us.victims = map[string]struct{}{}
 	addKey(s.preempting, qs.quota, us.u.Key)
@@ -380,9 +379,9 @@ func (s *Scheduler) startPreemption(qs *queueState, us *unitState, kind Preempti
 	}
 	res.Preemptions = append(res.Preemptions, Preemption{
 		Preemptor: us.u.Key, Queue: qs.spec.Name, Kind: kind, Victims: victims,
-		Reason: fmt.Sprintf("preempted by %s %s", us.u.Key, why),
+		Reason: say("preempted by %s %s", unitRef(us.u.Key), why),
 	})
-	us.preemptReason = fmt.Sprintf("preempting %d %s %s: %s", len(victims), what, why, strings.Join(victims, ", "))
+	us.preemptReason = say("preempting %d %s %s: %s", len(victims), what, why, unitList(victims))
 	s.headWaits(qs, us.u.Key, us.preemptReason, res)
 }
 
@@ -448,11 +447,15 @@ func namespaceOf(key string) string {
 	return ns
 }
 
-func (s *Scheduler) headWaits(qs *queueState, key, reason string, res *Result) {
+// headWaits records why the unit key waits, rendered for its namespace
+// (text.go): its status, which that namespace reads, names no unit of
+// another.
+func (s *Scheduler) headWaits(qs *queueState, key string, why Text, res *Result) {
 	us, ok := s.units[key]
 	if !ok {
 		return
 	}
+	reason := why.For(namespaceOf(key))
 	if reason != us.reason {
 		us.quotaWait = false
 	}
@@ -508,7 +511,7 @@ func (s *Scheduler) admit(qs *queueState, key string, now time.Time, res *Result
 // controller. The queue is tried again at its next event.
 func (s *Scheduler) admitRefused(qs *queueState, key string, err error, res *Result) {
 	res.Errors = append(res.Errors, UnitError{Unit: key, Queue: qs.spec.Name, Err: err})
-	s.headWaits(qs, key, "not admitted: "+err.Error(), res)
+	s.headWaits(qs, key, words("not admitted: "+err.Error()), res)
 }
 
 // admitNominated admits preemptors whose victims have all left, if they fit.

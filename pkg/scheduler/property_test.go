@@ -125,7 +125,9 @@ type sim struct {
 	pendingPreemptor map[string]string
 	// gated queues use wait-for-pods-running, which may hold back even a
 	// preemptor whose victims are gone.
-	gated    map[string]bool
+	gated map[string]bool
+	// keys: every unit ever added (names_test.go).
+	keys     map[string]bool
 	failures []string
 }
 
@@ -140,6 +142,10 @@ type simConfig struct {
 	// cluster, and units up to 3 cpu larger than a quota's min, so that
 	// reclaim's victims are often larger than what their quota borrows.
 	lenders bool
+	// namespaces: units come from several namespaces, with names found
+	// nowhere else, and every text the scheduler writes for a unit is
+	// checked to name no unit of another namespace (names_test.go).
+	namespaces bool
 }
 
 func newSim(t *testing.T, seed uint64, cfg simConfig) *sim {
@@ -149,7 +155,7 @@ func newSim(t *testing.T, seed uint64, cfg simConfig) *sim {
 		shape = lenderTree
 	}
 	sm := &sim{t: t, rng: rng, s: scheduler.New(), tree: shape(rng), units: map[string]*simUnit{},
-		cfg: cfg, evictedBy: map[string]map[string]bool{}, gated: map[string]bool{}}
+		cfg: cfg, evictedBy: map[string]map[string]bool{}, gated: map[string]bool{}, keys: map[string]bool{}}
 	sm.s.SetClusterCapacity(sm.tree.capacity)
 	for _, sp := range sm.tree.specs {
 		sm.s.UpsertQuota(sp)
@@ -212,7 +218,11 @@ func (sm *sim) step() {
 
 func (sm *sim) addUnit() {
 	sm.next++
-	w := st.MakeUnit(fmt.Sprintf("ns/u%03d", sm.next), sm.tree.leaves[sm.rng.IntN(len(sm.tree.leaves))]).
+	key := fmt.Sprintf("ns/u%03d", sm.next)
+	if sm.cfg.namespaces {
+		key = namespacedKey(sm.rng, sm.next)
+	}
+	w := st.MakeUnit(key, sm.tree.leaves[sm.rng.IntN(len(sm.tree.leaves))]).
 		Priority(int32(sm.rng.IntN(8))).Enqueued(sm.now)
 	switch {
 	case sm.cfg.unitSize:
@@ -232,6 +242,7 @@ func (sm *sim) addUnit() {
 	}
 	u := &simUnit{unit: w.Obj()}
 	sm.units[u.unit.Key] = u
+	sm.keys[u.unit.Key] = true
 	sm.upsert(u)
 }
 
@@ -305,6 +316,9 @@ func (sm *sim) cycle() scheduler.Result {
 		if !admitted[k] {
 			sm.failures = append(sm.failures, fmt.Sprintf("%s: its victims are gone but it was not admitted", k))
 		}
+	}
+	if sm.cfg.namespaces {
+		sm.checkNames(res)
 	}
 	for _, p := range res.Preemptions {
 		if p.Kind == scheduler.Reclaim {

@@ -51,7 +51,7 @@ type unitState struct {
 	// reserved: the unit holds a reservation while its victims leave.
 	reserved bool
 	// preemptReason is its wait reason while its victims leave.
-	preemptReason string
+	preemptReason Text
 	// patientUntil, once set, is when the unit may evict (reclaim or
 	// in-queue): it first waits until then for quota to free (patience.go).
 	// Zero: it has not found victims yet in this wait.
@@ -492,28 +492,16 @@ func (s *Scheduler) WaitReason(key string) string {
 }
 
 // behind says where a unit waits because others come first, naming the one
-// just ahead of it: "waiting in queue q at position 3 of 7, behind ns/b".
-// The message lands in the unit's status, which its own namespace's users
-// read, so a unit of another namespace is not named: "behind a unit of
-// another namespace".
+// just ahead of it: "waiting in queue q at position 3 of 7, behind ns/b"
+// ("behind a unit of another namespace" when it is not of the unit's: the
+// message lands in the unit's status, text.go).
 func behind(qs *queueState, key string) string {
 	pos := qs.q.Position(key)
-	msg := fmt.Sprintf("waiting in queue %s at position %d of %d", qs.spec.Name, pos, qs.q.Len())
+	msg := say("waiting in queue %s at position %d of %d", qs.spec.Name, pos, qs.q.Len())
 	if ahead, ok := qs.q.At(pos - 1); ok {
-		if sameNamespace(ahead.Key, key) {
-			msg += ", behind " + ahead.Key
-		} else {
-			msg += ", behind a unit of another namespace"
-		}
+		msg = say("%s, behind %s", msg, unitRef(ahead.Key))
 	}
-	return msg
-}
-
-// sameNamespace says whether two unit keys ("namespace/name") share a namespace.
-func sameNamespace(a, b string) bool {
-	nsA, _, _ := strings.Cut(a, "/")
-	nsB, _, _ := strings.Cut(b, "/")
-	return nsA == nsB
+	return msg.For(namespaceOf(key))
 }
 
 // Pending lists up to limit waiting units of a queue in order (all when

@@ -136,8 +136,9 @@ type Preemption struct {
 	Queue     string
 	Kind      PreemptionKind
 	Victims   []string
-	// Reason, for the victims' status and events.
-	Reason string
+	// Reason, for the victims' status and events: render it for each
+	// victim's namespace (Text.For), so that it names no unit of another.
+	Reason Text
 }
 
 // Wait says why Unit is not admitted.

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/go-logr/logr"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -78,7 +79,10 @@ func StartWithCRDs(crdDirs []string) (*Env, error) {
 		BinaryAssetsDirectory: cluster.BinDir(),
 		CRDDirectoryPaths:     crdDirs,
 		ErrorIfCRDPathMissing: true,
-		Scheme:                s,
+		// envtest waits 10 s for the CRDs to be served: too short on two
+		// cores busy with other builds and API servers.
+		CRDInstallOptions: envtest.CRDInstallOptions{MaxTime: time.Minute},
+		Scheme:            s,
 	}}
 	if e.Config, err = e.env.Start(); err != nil {
 		// envtest leaves the API server running when installing CRDs fails.

@@ -216,19 +216,21 @@ func Node(name, cpu, memory string) *corev1.Node {
 	}
 }
 
-// KoordSchedulerPatches are the writes koord-scheduler's elasticquota
-// plugin makes to a quota whose figures moved, about once a second: a JSON
-// merge patch of its annotations (every one of
-// elasticquotav1alpha1.KoordSchedulerFigures, here all cpu) and one of
-// status.used. koord-scheduler sends both in one patch of the object; the
-// CRD here has a status subresource, so status.used is its own patch.
-func KoordSchedulerPatches(cpu string) (annotations, status client.Patch) {
+// KoordSchedulerPatch is the write koord-scheduler's elasticquota plugin
+// makes to a quota whose figures moved, about once a second: one JSON merge
+// patch of the object, with its annotations (every one of
+// elasticquotav1alpha1.KoordSchedulerFigures, here all cpu) and status.used
+// together. Koordinator's ElasticQuota CRD has no status subresource, so
+// status.used lands through this patch of the object itself.
+func KoordSchedulerPatch(cpu string) client.Patch {
 	figure := fmt.Sprintf(`{"cpu":%q}`, cpu)
 	figures := map[string]string{}
 	for _, key := range elasticquotav1alpha1.KoordSchedulerFigures {
 		figures[key] = figure
 	}
-	meta, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": figures}})
-	used, _ := json.Marshal(map[string]any{"status": map[string]any{"used": map[string]string{"cpu": cpu}}})
-	return client.RawPatch(types.MergePatchType, meta), client.RawPatch(types.MergePatchType, used)
+	patch, _ := json.Marshal(map[string]any{
+		"metadata": map[string]any{"annotations": figures},
+		"status":   map[string]any{"used": map[string]string{"cpu": cpu}},
+	})
+	return client.RawPatch(types.MergePatchType, patch)
 }

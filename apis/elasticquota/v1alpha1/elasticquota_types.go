@@ -24,8 +24,11 @@ type ElasticQuotaStatus struct {
 
 // ElasticQuota is a node of Koordinator's quota tree.
 //
+// Like Koordinator's own CRD, it has no status subresource: koord-scheduler
+// writes status.used in the same merge patch as its annotations, which a
+// status subresource would silently drop.
+//
 // +kubebuilder:object:root=true
-// +kubebuilder:subresource:status
 // +kubebuilder:resource:shortName={eq,eqs}
 // +kubebuilder:metadata:annotations="api-approved.kubernetes.io=https://github.com/kubernetes-sigs/scheduler-plugins/pull/52"
 // +kubebuilder:printcolumn:name="Used",type=string,JSONPath=`.status.used`

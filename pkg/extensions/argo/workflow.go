@@ -15,6 +15,7 @@ import (
 	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/yaml"
@@ -38,6 +39,10 @@ func Integration() framework.Integration {
 		GVK:         wfv1.SchemeGroupVersion.WithKind("Workflow"),
 		NewJob:      func() framework.GenericJob { return &Workflow{} },
 		AddToScheme: wfv1.AddToScheme,
+		// A resource template with setOwnerReference makes any object,
+		// controlled by the Workflow, once the Workflow runs past its
+		// koord-queue-suspend step.
+		Makes: func(schema.GroupKind) bool { return true },
 	}
 }
 

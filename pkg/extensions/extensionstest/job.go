@@ -3,6 +3,7 @@ package extensionstest
 import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
@@ -32,6 +33,12 @@ func (w *JobWrapper) Label(k, v string) *JobWrapper { setLabel(&w.ObjectMeta, k,
 // Annotation sets an annotation.
 func (w *JobWrapper) Annotation(k, v string) *JobWrapper {
 	setAnnotation(&w.ObjectMeta, k, v)
+	return w
+}
+
+// OwnedBy adds an owner reference, such as a RayJob's to its submitter.
+func (w *JobWrapper) OwnedBy(owner metav1.OwnerReference) *JobWrapper {
+	w.OwnerReferences = append(w.OwnerReferences, owner)
 	return w
 }
 

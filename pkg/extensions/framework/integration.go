@@ -27,6 +27,17 @@ type Integration struct {
 	// control them itself (a RayJob's are its RayCluster's and its
 	// submitter Job's); nil: the job.
 	PodOwners func(job client.Object) []PodOwner
+	// Makes reports whether the framework's controller makes, for a job of
+	// its kind, jobs of kind child that run within their maker's admission
+	// (a RayJob's RayCluster and submitter Job; the resources of an Argo
+	// Workflow's resource templates); nil: none. Only such a child is
+	// covered by its owner's admission (Scope.Owners).
+	Makes func(child schema.GroupKind) bool
+}
+
+// makes reports whether i's jobs make jobs of kind child.
+func (i Integration) makes(child schema.GroupKind) bool {
+	return i.Makes != nil && i.Makes(child)
 }
 
 // UnitName is the name of the unit of the job called jobName.

@@ -4,12 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -22,7 +20,8 @@ import (
 const IndexQuotaNamespaces = "elasticquota.quotaNamespaces"
 
 // SetupIndexes registers the field indexes the reconcilers of integs use
-// (those with PodOwners need one of their own). Call it once per manager,
+// (those with PodOwners need one of their own; IndexJobController finds the
+// jobs another job made). Call it once per manager,
 // before the manager starts.
 func SetupIndexes(ctx context.Context, indexer client.FieldIndexer, integs ...Integration) error {
 	if err := indexer.IndexField(ctx, &elasticquotav1alpha1.ElasticQuota{}, IndexQuotaNamespaces, QuotaNamespacesIndex); err != nil {
@@ -32,6 +31,9 @@ func SetupIndexes(ctx context.Context, indexer client.FieldIndexer, integs ...In
 		return fmt.Errorf("indexing pods by controller: %w", err)
 	}
 	for _, i := range integs {
+		if err := indexer.IndexField(ctx, i.NewJob().Object(), IndexJobController, PodOwnerIndex); err != nil {
+			return fmt.Errorf("indexing %ss by controller: %w", i.GVK.Kind, err)
+		}
 		if i.PodOwners == nil {
 			continue
 		}
@@ -98,14 +100,6 @@ func (q namespaceQuotas) Serving(ns string) string {
 // Exists is false: the default quota serves no job here (see QuotaForNamespace).
 func (namespaceQuotas) Exists(string) bool { return false }
 
-// hasParentJob reports whether obj was made by a job of one of parents, such
-// as the RayCluster of a RayJob or the submitter Job of a RayJob: the parent
-// is queued, not the child.
-func hasParentJob(obj metav1.Object, parents []schema.GroupKind) bool {
-	parent, ok := controllerOf(obj)
-	return ok && slices.Contains(parents, parent.Kind)
-}
-
 // Scope says which jobs the queue manages. The reconcilers and the webhook
 // share it.
 type Scope struct {
@@ -117,8 +111,10 @@ type Scope struct {
 	// running is left to run unqueued. By default such a job is suspended
 	// until its unit is admitted, since the label says "queue this".
 	LeaveJobsSubmittedRunning bool
-	// ParentKinds are the job kinds whose children are not queued again.
-	ParentKinds []schema.GroupKind
+	// Owners are the enabled frameworks whose jobs make other jobs
+	// (Integration.Makes). A job one of them made runs within its owner's
+	// admission while the owner is admitted (see coveredByOwner).
+	Owners []Integration
 }
 
 // Validate reports settings that contradict each other.
@@ -143,18 +139,24 @@ type Verdict struct {
 	// labels name none, and NamespaceRule the rule that chose it.
 	NamespaceQuota string
 	NamespaceRule  queueunit.QuotaRule
+	// Owner says why the job's owner, a job that makes jobs of its kind,
+	// does not cover it, such as "its owner RayJob rj is not admitted";
+	// empty when no such owner is named.
+	Owner string
 }
 
-// Judge decides whether the queue manages job: a job made by another queued
-// job never; a job with a custom check (JobWithManagedCheck) when it says
-// so; otherwise a job whose labels name a quota or whose namespace an
-// ElasticQuota serves. With ManageAllJobs, every job.
-func (s Scope) Judge(ctx context.Context, c client.Reader, job GenericJob) (Verdict, error) {
+// Judge decides whether the queue manages job, of kind kind: never while
+// the job runs within its owner's admission (coveredByOwner); a job with a
+// custom check (JobWithManagedCheck) when it says so; otherwise a job whose
+// labels name a quota or whose namespace an ElasticQuota serves. With
+// ManageAllJobs, every job.
+func (s Scope) Judge(ctx context.Context, c client.Reader, kind schema.GroupKind, job GenericJob) (Verdict, error) {
 	obj := job.Object()
-	if hasParentJob(obj, s.ParentKinds) {
-		return Verdict{}, nil
+	covered, why, err := s.coveredByOwner(ctx, c, kind, obj)
+	if err != nil || covered {
+		return Verdict{}, err
 	}
-	var v Verdict
+	v := Verdict{Owner: why}
 	v.Quota = elasticquotav1alpha1.QuotaNameFromLabels(obj.GetLabels())
 	labelled := v.Quota != ""
 	if !labelled {

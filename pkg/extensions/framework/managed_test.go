@@ -7,8 +7,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
-	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
@@ -34,7 +32,6 @@ func TestJudge(t *testing.T) {
 		WithIndex(&elasticquotav1alpha1.ElasticQuota{}, IndexQuotaNamespaces, QuotaNamespacesIndex).Build()
 	labelled := map[string]string{elasticquotav1alpha1.LabelQuotaName: "team-a"}
 	oldLabel := map[string]string{elasticquotav1alpha1.LabelQuotaNameAlibabaCloud: "team-a"}
-	rayJob := schema.GroupKind{Group: "ray.io", Kind: "RayJob"}
 
 	cases := map[string]struct {
 		job          GenericJob
@@ -87,19 +84,11 @@ func TestJudge(t *testing.T) {
 			job:  customJob{fakeJob: newFakeJob("ns", labelled)},
 			want: Verdict{Quota: "team-a"},
 		},
-		"a job made by a queued job is never managed": {
-			job: func() GenericJob {
-				j := newFakeJob("ns", labelled)
-				j.ownedBy(metav1.OwnerReference{APIVersion: "ray.io/v1", Kind: "RayJob", Name: "parent", UID: "u", Controller: ptr.To(true)})
-				return j
-			}(),
-			manageAll: true,
-		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			scope := Scope{ManageAllJobs: tc.manageAll, LeaveJobsSubmittedRunning: tc.leaveRunning, ParentKinds: []schema.GroupKind{rayJob}}
-			got, err := scope.Judge(context.Background(), c, tc.job)
+			scope := Scope{ManageAllJobs: tc.manageAll, LeaveJobsSubmittedRunning: tc.leaveRunning}
+			got, err := scope.Judge(context.Background(), c, fakeKind, tc.job)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -172,15 +172,24 @@ func (r *JobReconciler) jobsOfPod(ctx context.Context, pod client.Object) []reco
 		}
 		return []reconcile.Request{{NamespacedName: types.NamespacedName{Namespace: pod.GetNamespace(), Name: owner.Name}}}
 	}
-	list, err := r.newJobList()
-	if err == nil {
-		err = r.client.List(ctx, list, client.InNamespace(pod.GetNamespace()), client.MatchingFields{IndexJobPodOwners: owner.key()})
-	}
+	jobs, err := r.jobsIndexed(ctx, pod.GetNamespace(), IndexJobPodOwners, owner.key())
 	if err != nil {
 		// The cache does not fail a list it has an index for; a pod
 		// missed here is counted at its job's next event.
 		ctrl.LoggerFrom(ctx).Error(err, "Cannot find the jobs of a pod", "pod", klog.KObj(pod), "kind", r.integ.GVK.Kind)
-		return nil
+	}
+	return jobs
+}
+
+// jobsIndexed names the integration's jobs in namespace ns that index
+// holds under key.
+func (r *JobReconciler) jobsIndexed(ctx context.Context, ns, index, key string) ([]reconcile.Request, error) {
+	list, err := r.newJobList()
+	if err == nil {
+		err = r.client.List(ctx, list, client.InNamespace(ns), client.MatchingFields{index: key})
+	}
+	if err != nil {
+		return nil, err
 	}
 	var out []reconcile.Request
 	_ = apimeta.EachListItem(list, func(o runtime.Object) error {
@@ -189,7 +198,7 @@ func (r *JobReconciler) jobsOfPod(ctx context.Context, pod client.Object) []reco
 		}
 		return nil
 	})
-	return out
+	return out, nil
 }
 
 // newJobList is an empty list of the integration's kind.

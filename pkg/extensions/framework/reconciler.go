@@ -52,6 +52,11 @@ const (
 	// ReasonSubmittedRunning: a job the queue manages was found running
 	// without a unit and was suspended until its unit is admitted.
 	ReasonSubmittedRunning = "SubmittedRunning"
+	// ReasonOwnerNotAdmitted: a managed job whose owner reference names a
+	// job that makes its kind, but whose owner does not cover it (it does
+	// not exist, is another object, or is not admitted), was queued by
+	// itself.
+	ReasonOwnerNotAdmitted = "OwnerNotAdmitted"
 )
 
 // FieldOwner names the extensions' writes.
@@ -118,16 +123,20 @@ func NewJobReconciler(c client.Client, reader client.Reader, recorder record.Eve
 }
 
 // SetupWithManager runs the reconciler in mgr, woken by the framework's
-// jobs, the units they own and their pods taking or leaving a node. Call
-// SetupIndexes first.
+// jobs, the units they own, their pods taking or leaving a node and, for a
+// kind other jobs make, the units of those jobs. Call SetupIndexes first.
 func (r *JobReconciler) SetupWithManager(mgr ctrl.Manager) error {
-	err := ctrl.NewControllerManagedBy(mgr).
+	b := ctrl.NewControllerManagedBy(mgr).
 		Named(r.integ.Name).
 		For(r.integ.NewJob().Object()).
 		Owns(&schedulingv1alpha1.QueueUnit{}).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfPod), builder.WithPredicates(podCountChanged)).
-		Complete(r)
-	if err != nil {
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfPod), builder.WithPredicates(podCountChanged))
+	if r.scope.ownsJobsOfKind(r.integ.GVK.GroupKind()) {
+		// A job another job made is judged again as its owner's unit
+		// comes, goes, is admitted or evicted (coveredByOwner).
+		b = b.Watches(&schedulingv1alpha1.QueueUnit{}, handler.EnqueueRequestsFromMapFunc(r.jobsMadeByUnitsJob), builder.WithPredicates(admissionChanged))
+	}
+	if err := b.Complete(r); err != nil {
 		return fmt.Errorf("setting up the %s extension: %w", r.integ.Name, err)
 	}
 	return nil
@@ -258,7 +267,7 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 	if running && !lost && !r.scope.takesRunning(job) {
 		return nil // running and, with the compatibility switch, not the queue's
 	}
-	verdict, err := r.scope.Judge(ctx, r.client, job)
+	verdict, err := r.scope.Judge(ctx, r.client, r.integ.GVK.GroupKind(), job)
 	if err != nil {
 		return err
 	}
@@ -279,6 +288,8 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 
 	var warnings []Warning
 	switch {
+	case verdict.Owner != "":
+		warnings = append(warnings, ownerWarning(verdict.Owner, unit.Name, running))
 	case lost:
 		warnings = append(warnings, Warning{Reason: ReasonUnitDeleted, Message: fmt.Sprintf(
 			"The job's QueueUnit was deleted while the job ran, so its quota was no longer charged; the job is suspended and queued again as QueueUnit %s", unit.Name)})
@@ -336,6 +347,16 @@ func submittedRunningWarning(quota, unitName string) Warning {
 	}
 	return Warning{Reason: ReasonSubmittedRunning, Message: "Submitted running: suspended " + until +
 		". Submit queued jobs suspended (spec.suspend: true, or the framework's equivalent) so that none of their pods starts before admission"}
+}
+
+// ownerWarning tells the user why a job that names another job as its
+// owner is queued by itself (Verdict.Owner).
+func ownerWarning(why, unitName string, running bool) Warning {
+	msg := "Not covered by an owner's admission: " + why + ". The job is queued by itself as QueueUnit " + unitName
+	if running {
+		msg += " and suspended until it is admitted"
+	}
+	return Warning{Reason: ReasonOwnerNotAdmitted, Message: msg}
 }
 
 // follow keeps a job and its unit in step. It returns when to look again

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	ctrl "sigs.k8s.io/controller-runtime"
 
 	"github.com/koord-queue/koord-queue/pkg/extensions/argo"
@@ -67,17 +66,6 @@ func Lookup(names []string) ([]framework.Integration, error) {
 	return out, nil
 }
 
-// ParentKinds are the kinds of every supported framework, enabled or not: a
-// job one of them made, such as a RayJob's RayCluster, is never queued by
-// itself.
-func ParentKinds() []schema.GroupKind {
-	var out []schema.GroupKind
-	for _, i := range All() {
-		out = append(out, i.GVK.GroupKind())
-	}
-	return out
-}
-
 // AddToScheme registers the Go types of integs.
 func AddToScheme(s *runtime.Scheme, integs []framework.Integration) error {
 	for _, i := range integs {
@@ -88,10 +76,17 @@ func AddToScheme(s *runtime.Scheme, integs []framework.Integration) error {
 	return nil
 }
 
-// Scope is the framework.Scope of a process, which jobs it manages, from
-// its --manage-all-jobs and --leave-jobs-submitted-running.
-func Scope(manageAllJobs, leaveJobsSubmittedRunning bool) (framework.Scope, error) {
-	s := framework.Scope{ManageAllJobs: manageAllJobs, LeaveJobsSubmittedRunning: leaveJobsSubmittedRunning, ParentKinds: ParentKinds()}
+// Scope is the framework.Scope of a process that runs integs, which jobs it
+// manages, from its --manage-all-jobs and --leave-jobs-submitted-running.
+// Only an enabled framework's jobs cover the jobs they make: a job of a
+// kind the process does not queue has no unit to be admitted.
+func Scope(integs []framework.Integration, manageAllJobs, leaveJobsSubmittedRunning bool) (framework.Scope, error) {
+	s := framework.Scope{ManageAllJobs: manageAllJobs, LeaveJobsSubmittedRunning: leaveJobsSubmittedRunning}
+	for _, i := range integs {
+		if i.Makes != nil {
+			s.Owners = append(s.Owners, i)
+		}
+	}
 	return s, s.Validate()
 }
 

@@ -4,6 +4,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -22,7 +23,15 @@ func RayJobIntegration() framework.Integration {
 		AddToScheme: rayv1.AddToScheme,
 		PodSetOf:    rayJobPodSet,
 		PodOwners:   func(o client.Object) []framework.PodOwner { return (*RayJob)(o.(*rayv1.RayJob)).podOwners() },
+		Makes:       makesOfRayJob,
 	}
+}
+
+// makesOfRayJob: KubeRay makes a RayCluster (which carries the RayJob's
+// labels) and a submitter Job for a RayJob, controlled by it.
+func makesOfRayJob(child schema.GroupKind) bool {
+	return child == rayv1.GroupVersion.WithKind("RayCluster").GroupKind() ||
+		child == batchv1.SchemeGroupVersion.WithKind("Job").GroupKind()
 }
 
 // podOwners are what controls the RayJob's pods: the cluster KubeRay made

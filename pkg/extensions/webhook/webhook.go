@@ -66,7 +66,7 @@ func (s *suspender) Handle(ctx context.Context, req admission.Request) admission
 		return admission.Allowed("")
 	}
 	log := logf.FromContext(ctx).WithValues("kind", s.integ.GVK.Kind, "namespace", req.Namespace, "name", obj.GetName())
-	verdict, err := s.scope.Judge(ctx, s.reader, job)
+	verdict, err := s.scope.Judge(ctx, s.reader, s.integ.GVK.GroupKind(), job)
 	if err != nil {
 		// Never stall the API server: let the job in, and say why.
 		log.Error(err, "Cannot tell whether the queue manages the job; letting it in running")

@@ -6,17 +6,24 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	"gomodules.xyz/jsonpatch/v2"
 	admissionv1 "k8s.io/api/admission/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
 	"github.com/koord-queue/koord-queue/apis"
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/job"
+	"github.com/koord-queue/koord-queue/pkg/extensions/ray"
 )
 
 func TestSuspender(t *testing.T) {
@@ -27,7 +34,29 @@ func TestSuspender(t *testing.T) {
 	if err := apis.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	reader := fake.NewClientBuilder().WithScheme(scheme).
+	if err := rayv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	// Two RayJobs: "admitted", whose unit runs, and "waiting", whose unit
+	// waits in the queue.
+	var owners []client.Object
+	for name, phase := range map[string]schedulingv1alpha1.QueueUnitPhase{"admitted": schedulingv1alpha1.Running, "waiting": schedulingv1alpha1.Enqueued} {
+		rj := extensionstest.MakeRayJob(name, "ns", extensionstest.MakeRayClusterSpec("cpu", "1").Obj()).Quota("team-a").Obj()
+		rj.UID = types.UID(name + "-uid")
+		u := &schedulingv1alpha1.QueueUnit{
+			ObjectMeta: metav1.ObjectMeta{Name: name + "-ray-qu", Namespace: "ns",
+				OwnerReferences: []metav1.OwnerReference{*metav1.NewControllerRef(rj, ray.RayJobIntegration().GVK)}},
+			Status: schedulingv1alpha1.QueueUnitStatus{Phase: phase},
+		}
+		owners = append(owners, rj, u)
+	}
+	withOwners := framework.Scope{Owners: []framework.Integration{ray.RayJobIntegration()}}
+	madeBy := func(owner string) string {
+		return `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j","namespace":"ns","labels":{"` +
+			elasticquotav1alpha1.LabelQuotaName + `":"team-a"},"ownerReferences":[{"apiVersion":"ray.io/v1","kind":"RayJob","name":"` +
+			owner + `","uid":"` + owner + `-uid","controller":true}]},"spec":{"template":{"spec":{"containers":[{"name":"c","image":"busybox"}],"restartPolicy":"Never"}}}}`
+	}
+	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(owners...).
 		WithIndex(&elasticquotav1alpha1.ElasticQuota{}, framework.IndexQuotaNamespaces, framework.QuotaNamespacesIndex).Build()
 	labelledRunning := `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j","namespace":"ns","labels":{"` +
 		elasticquotav1alpha1.LabelQuotaName + `":"team-a"}},"spec":{"template":{"spec":{"containers":[{"name":"c","image":"busybox"}],"restartPolicy":"Never"}}}}`
@@ -53,6 +82,20 @@ func TestSuspender(t *testing.T) {
 		"with --leave-jobs-submitted-running a labelled Job created running is left alone (Koord-Queue v1.8)": {
 			raw:   labelledRunning,
 			scope: framework.Scope{LeaveJobsSubmittedRunning: true},
+		},
+		"a labelled Job an admitted RayJob made is left to run within the RayJob's admission": {
+			raw:   madeBy("admitted"),
+			scope: withOwners,
+		},
+		"a labelled Job naming a RayJob that waits in the queue is suspended": {
+			raw:       madeBy("waiting"),
+			scope:     withOwners,
+			wantPatch: []jsonpatch.Operation{{Operation: "add", Path: "/spec/suspend", Value: true}},
+		},
+		"a labelled Job naming a RayJob that does not exist is suspended": {
+			raw:       madeBy("missing"),
+			scope:     withOwners,
+			wantPatch: []jsonpatch.Operation{{Operation: "add", Path: "/spec/suspend", Value: true}},
 		},
 		"an update is left alone": {
 			raw: `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j","namespace":"ns","labels":{"` +

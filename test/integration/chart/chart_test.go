@@ -17,8 +17,8 @@ import (
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 	appsv1 "k8s.io/api/apps/v1"
+	authorizationv1 "k8s.io/api/authorization/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
-	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
 	"k8s.io/utils/ptr"
@@ -386,18 +386,7 @@ func TestRender(t *testing.T) {
 // server: the CRDs are established, RBAC and Deployments created.
 func TestInstall(t *testing.T) {
 	ctx := context.Background()
-	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
-	if err := env.WriteKubeconfig(kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	flags := genericclioptions.NewConfigFlags(false)
-	flags.KubeConfig = ptr.To(kubeconfig)
-	flags.Namespace = ptr.To(namespace)
-	cfg := &action.Configuration{}
-	if err := cfg.Init(flags, namespace, "secret", func(format string, v ...any) { t.Logf(format, v...) }); err != nil {
-		t.Fatal(err)
-	}
-	install := action.NewInstall(cfg)
+	install := action.NewInstall(helmConfig(t, env))
 	install.ReleaseName, install.Namespace, install.CreateNamespace = "koord-queue", namespace, true
 	rel, err := install.RunWithContext(ctx, loadChart(t), everything())
 	if err != nil {
@@ -407,19 +396,8 @@ func TestInstall(t *testing.T) {
 		t.Errorf("release status %s, want deployed", rel.Info.Status)
 	}
 
-	for _, name := range []string{"queues.scheduling.x-k8s.io", "queueunits.scheduling.x-k8s.io", "elasticquotas.scheduling.sigs.k8s.io"} {
-		testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
-			crd := &apiextensionsv1.CustomResourceDefinition{}
-			if err := env.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
-				return err
-			}
-			for _, c := range crd.Status.Conditions {
-				if c.Type == apiextensionsv1.Established && c.Status == apiextensionsv1.ConditionTrue {
-					return nil
-				}
-			}
-			return fmt.Errorf("CRD %s not established", name)
-		})
+	for _, name := range []string{"queues.scheduling.x-k8s.io", "queueunits.scheduling.x-k8s.io", elasticQuotaCRD} {
+		waitEstablished(t, env, name)
 	}
 	for _, name := range []string{"koord-queue", "koord-queue-controllers"} {
 		if err := env.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, &appsv1.Deployment{}); err != nil {
@@ -432,4 +410,42 @@ func TestInstall(t *testing.T) {
 			t.Errorf("ClusterRoleBinding %s: %v", name, err)
 		}
 	}
+
+	// koord-queue-controllers writes its own webhook configuration's CA, and
+	// no other webhook configuration.
+	controllers := "system:serviceaccount:" + namespace + ":koord-queue-controllers"
+	for config, want := range map[string]bool{"koord-queue-controllers": true, "someone-elses-webhook": false} {
+		for _, verb := range []string{"patch", "update"} {
+			review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+				User: controllers,
+				ResourceAttributes: &authorizationv1.ResourceAttributes{
+					Group: "admissionregistration.k8s.io", Resource: "mutatingwebhookconfigurations", Verb: verb, Name: config,
+				},
+			}}
+			if err := env.Client.Create(ctx, review); err != nil {
+				t.Fatal(err)
+			}
+			if review.Status.Allowed != want {
+				t.Errorf("koord-queue-controllers may %s MutatingWebhookConfiguration %s: %v, want %v", verb, config, review.Status.Allowed, want)
+			}
+		}
+	}
+}
+
+// helmConfig is Helm's configuration for releases in namespace on e's API
+// server, as an administrator, its releases kept in Secrets as helm's are.
+func helmConfig(t *testing.T, e *testenv.Env) *action.Configuration {
+	t.Helper()
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	if err := e.WriteKubeconfig(kubeconfig); err != nil {
+		t.Fatal(err)
+	}
+	flags := genericclioptions.NewConfigFlags(false)
+	flags.KubeConfig = ptr.To(kubeconfig)
+	flags.Namespace = ptr.To(namespace)
+	cfg := &action.Configuration{}
+	if err := cfg.Init(flags, namespace, "secret", func(format string, v ...any) { t.Logf(format, v...) }); err != nil {
+		t.Fatal(err)
+	}
+	return cfg
 }

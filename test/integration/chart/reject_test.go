@@ -9,6 +9,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -142,10 +143,27 @@ func TestRejectJobsSubmittedRunning(t *testing.T) {
 			if err := dryRun(c, unlabelled); err != nil {
 				t.Errorf("unlabelled, submitted running: %v, want it let in", err)
 			}
-			child := frameworktest.SubmittedRunning(t, integ, newJob()).Object()
-			child.SetOwnerReferences([]metav1.OwnerReference{{APIVersion: "ray.io/v1", Kind: "RayJob", Name: "parent", UID: "uid", Controller: ptr.To(true)}})
-			if err := dryRun(c, child); err != nil {
-				t.Errorf("made by a RayJob, running: %v, want it let in (queued through its parent)", err)
+			// The policy cannot read the owner: it lets in a job whose
+			// controller is of a kind that makes jobs of its kind (the
+			// webhook and the extension check that owner), and refuses one
+			// naming any other kind.
+			// The policy cannot read the owner: it lets in a job whose
+			// controller is of a kind that makes jobs of its kind
+			// (Integration.Makes; the webhook and the extension check that
+			// owner), and refuses one naming any other kind.
+			for _, maker := range integrations.All() {
+				owner := metav1.OwnerReference{APIVersion: maker.GVK.GroupVersion().String(), Kind: maker.GVK.Kind, Name: "parent", UID: "uid", Controller: ptr.To(true)}
+				want := maker.Makes != nil && maker.Makes(integ.GVK.GroupKind())
+				child := frameworktest.SubmittedRunning(t, integ, newJob()).Object()
+				child.SetOwnerReferences([]metav1.OwnerReference{owner})
+				if err := dryRun(c, child); (err == nil) != want {
+					t.Errorf("made by a %s, running: %v, want let in %v", maker.GVK.Kind, err, want)
+				}
+				owner.APIVersion = "example.com/v1"
+				child.SetOwnerReferences([]metav1.OwnerReference{owner})
+				if err := dryRun(c, child); err == nil {
+					t.Errorf("made by an example.com/v1 %s, running: let in, want refused", maker.GVK.Kind)
+				}
 			}
 		})
 	}
@@ -169,4 +187,48 @@ func TestRejectJobsSubmittedRunning(t *testing.T) {
 
 func dryRun(c client.Client, obj client.Object) error {
 	return c.Create(context.Background(), obj, client.DryRunAll)
+}
+
+// TestRejectPolicyExemptsOnlyEnabledMakers: a policy lets in, for what made
+// a job, only kinds the release queues: a maker the chart does not run has
+// no unit to be admitted.
+func TestRejectPolicyExemptsOnlyEnabledMakers(t *testing.T) {
+	cases := map[string]struct {
+		extension  map[string]any
+		wantMakers string // in the Job policy's owner condition; empty: no such condition
+	}{
+		"Jobs alone: an owner reference earns nothing": {
+			extension: map[string]any{"batchjob": map[string]any{"enable": true}},
+		},
+		"with Ray: a RayJob's submitter Job": {
+			extension:  map[string]any{"batchjob": map[string]any{"enable": true}, "ray": map[string]any{"enable": true}},
+			wantMakers: "[['ray.io/', 'RayJob']]",
+		},
+		"with Argo: a Workflow's resource": {
+			extension:  map[string]any{"batchjob": map[string]any{"enable": true}, "argo": map[string]any{"enable": true}},
+			wantMakers: "[['argoproj.io/', 'Workflow']]",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			objs, err := render(t, map[string]any{"extension": tc.extension, "rejectJobsSubmittedRunning": map[string]any{"enable": true}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			p := find(objs, "ValidatingAdmissionPolicy", "koord-queue-reject-running-job")
+			if p == nil {
+				t.Fatal("no policy for Jobs")
+			}
+			conditions, _, _ := unstructured.NestedSlice(p.Object, "spec", "matchConditions")
+			var got string
+			for _, c := range conditions {
+				if expr, _ := c.(map[string]any)["expression"].(string); strings.Contains(expr, "ownerReferences") {
+					got = expr[strings.LastIndex(expr, "[[") : strings.Index(expr, "]]")+2]
+				}
+			}
+			if got != tc.wantMakers {
+				t.Errorf("makers let in %q, want %q", got, tc.wantMakers)
+			}
+		})
+	}
 }

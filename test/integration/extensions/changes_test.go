@@ -156,10 +156,15 @@ func TestChanges(t *testing.T) {
 		eventRecorded(t, ns, c.Name, corev1.EventTypeNormal, framework.ReasonRequeued, "grew")
 	})
 
-	t.Run("a RayCluster made by a RayJob is not queued by itself", func(t *testing.T) {
+	t.Run("a RayCluster made by an admitted RayJob runs within its admission until the RayJob is evicted", func(t *testing.T) {
 		parent := extensionstest.MakeRayJob("parent", ns, extensionstest.MakeRayClusterSpec("cpu", "1").Obj()).Quota("team-a").Obj()
 		create(t, parent)
-		child := extensionstest.MakeRayCluster("parent-raycluster", ns, extensionstest.MakeRayClusterSpec("cpu", "1").Obj()).Quota("team-a").
+		parentUnit := client.ObjectKey{Namespace: ns, Name: "parent-ray-qu"}
+		unitWhere(t, parentUnit, "created", func(*schedulingv1alpha1.QueueUnit) bool { return true })
+		admit(t, parentUnit)
+		jobWhere(t, ray.RayJobIntegration(), client.ObjectKeyFromObject(parent), "released", func(j framework.GenericJob) bool { return !j.IsSuspended() })
+		// KubeRay makes the cluster running, with the RayJob's labels.
+		child := extensionstest.MakeRayCluster("parent-raycluster", ns, extensionstest.MakeRayClusterSpec("cpu", "1").Obj()).Quota("team-a").Suspend(false).
 			OwnedBy(metav1.OwnerReference{APIVersion: rayv1.GroupVersion.String(), Kind: "RayJob", Name: parent.Name, UID: parent.UID, Controller: ptr.To(true)}).Obj()
 		create(t, child)
 		// A cluster of its own, created after the child, is a barrier: once
@@ -167,7 +172,39 @@ func TestChanges(t *testing.T) {
 		own := extensionstest.MakeRayCluster("own", ns, extensionstest.MakeRayClusterSpec("cpu", "1").Obj()).Quota("team-a").Obj()
 		create(t, own)
 		unitWhere(t, client.ObjectKey{Namespace: ns, Name: "own-raycluster-qu"}, "created", func(*schedulingv1alpha1.QueueUnit) bool { return true })
-		unitWhere(t, client.ObjectKey{Namespace: ns, Name: "parent-ray-qu"}, "created", func(*schedulingv1alpha1.QueueUnit) bool { return true })
-		noUnit(t, client.ObjectKey{Namespace: ns, Name: "parent-raycluster-raycluster-qu"})
+		childUnit := client.ObjectKey{Namespace: ns, Name: "parent-raycluster-raycluster-qu"}
+		noUnit(t, childUnit)
+		if j := jobWhere(t, ray.RayClusterIntegration(), client.ObjectKeyFromObject(child), "read", func(framework.GenericJob) bool { return true }); j.IsSuspended() {
+			t.Error("the RayCluster of an admitted RayJob was suspended")
+		}
+
+		// Evicted, the RayJob no longer covers its cluster: until KubeRay
+		// deletes it, the cluster is queued by itself.
+		evict(t, parentUnit)
+		unitWhere(t, childUnit, "created once the RayJob is evicted", func(*schedulingv1alpha1.QueueUnit) bool { return true })
+		jobWhere(t, ray.RayClusterIntegration(), client.ObjectKeyFromObject(child), "suspended", func(j framework.GenericJob) bool { return j.IsSuspended() })
+		eventRecorded(t, ns, child.Name, corev1.EventTypeWarning, framework.ReasonOwnerNotAdmitted, "its owner RayJob parent is not admitted")
+	})
+
+	t.Run("a labelled Job naming a Job of its own as owner is queued", func(t *testing.T) {
+		// A Job makes no Jobs: an owner reference to one earns nothing.
+		tiny := extensionstest.MakeJob("tiny", ns).Request("cpu", "1").Obj()
+		create(t, tiny)
+		j := extensionstest.MakeJob("owned-by-tiny", ns).Quota("team-a").Suspend(false).Request("cpu", "1").
+			OwnedBy(metav1.OwnerReference{APIVersion: "batch/v1", Kind: "Job", Name: tiny.Name, UID: tiny.UID, Controller: ptr.To(true)}).Obj()
+		create(t, j)
+		unitWhere(t, client.ObjectKeyFromObject(j), "created", func(*schedulingv1alpha1.QueueUnit) bool { return true })
+		jobWhere(t, job.Integration(), client.ObjectKeyFromObject(j), "suspended", func(j framework.GenericJob) bool { return j.IsSuspended() })
+	})
+
+	t.Run("a labelled RayCluster naming a RayJob of its own that waits in the queue is queued", func(t *testing.T) {
+		tiny := extensionstest.MakeRayJob("tiny", ns, extensionstest.MakeRayClusterSpec("cpu", "1").Obj()).Quota("team-a").Obj()
+		create(t, tiny)
+		unitWhere(t, client.ObjectKey{Namespace: ns, Name: "tiny-ray-qu"}, "created", func(*schedulingv1alpha1.QueueUnit) bool { return true })
+		c := extensionstest.MakeRayCluster("big", ns, extensionstest.MakeRayClusterSpec("cpu", "64").Obj()).Quota("team-a").Suspend(false).
+			OwnedBy(metav1.OwnerReference{APIVersion: rayv1.GroupVersion.String(), Kind: "RayJob", Name: tiny.Name, UID: tiny.UID, Controller: ptr.To(true)}).Obj()
+		create(t, c)
+		unitWhere(t, client.ObjectKey{Namespace: ns, Name: "big-raycluster-qu"}, "created", func(*schedulingv1alpha1.QueueUnit) bool { return true })
+		jobWhere(t, ray.RayClusterIntegration(), client.ObjectKeyFromObject(c), "suspended", func(j framework.GenericJob) bool { return j.IsSuspended() })
 	})
 }

@@ -87,7 +87,7 @@ func startControllers(ctx context.Context) (stop func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
 	}
-	scope, err := integrations.Scope(false, false)
+	scope, err := integrations.Scope(all, false, false)
 	if err != nil {
 		return nil, err
 	}

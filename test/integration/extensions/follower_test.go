@@ -56,7 +56,7 @@ func TestWebhookOnFollower(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	scope, err := integrations.Scope(false, false)
+	scope, err := integrations.Scope(integrations.All(), false, false)
 	if err != nil {
 		t.Fatal(err)
 	}

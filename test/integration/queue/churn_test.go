@@ -34,11 +34,7 @@ func TestKoordinatorChurnDoesNotReconcile(t *testing.T) {
 	waitWarnings(t, eq.Name, `"Prioritty"`, func(n int) bool { return n == 2 })
 
 	for round := range 5 {
-		annotations, status := wrappers.KoordSchedulerPatches(fmt.Sprint(round + 1))
-		if err := env.Client.Patch(ctx, eq, annotations); err != nil {
-			t.Fatal(err)
-		}
-		if err := env.Client.Status().Patch(ctx, eq, status); err != nil {
+		if err := env.Client.Patch(ctx, eq, wrappers.KoordSchedulerPatch(fmt.Sprint(round+1))); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -26,9 +26,9 @@ import (
 // crowding out the workload's writes.
 const Workers = 4
 
-// PatchesPerQuota are the writes of a quota in a round: its annotations,
-// then status.used (the CRD has a status subresource).
-const PatchesPerQuota = 2
+// PatchesPerQuota are the writes of a quota in a round: one merge patch of
+// its annotations and status.used, as koord-scheduler sends them.
+const PatchesPerQuota = 1
 
 // Stats are what a churn wrote.
 type Stats struct {
@@ -127,12 +127,8 @@ func Figure(round, i int) string { return fmt.Sprint(1 + (round+i)%97) }
 
 func (c *Churner) patch(ctx context.Context, name, cpu string) (int, error) {
 	eq := &elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: c.Namespace, Name: name}}
-	annotations, status := wrappers.KoordSchedulerPatches(cpu)
-	if err := c.Client.Patch(ctx, eq, annotations); err != nil {
-		return 0, fmt.Errorf("patching the figures of ElasticQuota %s: %w", name, err)
-	}
-	if err := c.Client.Status().Patch(ctx, eq, status); err != nil {
-		return 1, fmt.Errorf("patching status.used of ElasticQuota %s: %w", name, err)
+	if err := c.Client.Patch(ctx, eq, wrappers.KoordSchedulerPatch(cpu)); err != nil {
+		return 0, fmt.Errorf("patching the figures and status.used of ElasticQuota %s: %w", name, err)
 	}
 	return PatchesPerQuota, nil
 }
