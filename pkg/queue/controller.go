@@ -2,7 +2,8 @@
 // ElasticQuota: same name, priority 1000, policy from the quota's
 // koord-queue/queue-policy label and every koord-queue/* annotation copied.
 // Queues it created are deleted when their quota goes; Queues a user created
-// by hand are left alone.
+// by hand are left alone. Queues Koord-Queue made (MadeByKoordQueue) are
+// adopted: they follow their quota from then on.
 package queue
 
 import (
@@ -160,9 +161,13 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, nil
 	}
-	if queue.Labels[LabelManagedBy] != ManagedByElasticQuota {
+	adopting := MadeByKoordQueue(queue)
+	if queue.Labels[LabelManagedBy] != ManagedByElasticQuota && !adopting {
 		// A Queue the user made by hand: theirs to configure.
 		return reconcile.Result{}, nil
+	}
+	if adopting {
+		logger.Info("Adopting the Queue Koord-Queue made for this ElasticQuota")
 	}
 	desired := queue.DeepCopy()
 	r.applyQuota(desired, eq)
@@ -174,6 +179,26 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, fmt.Errorf("updating Queue %s: %w", eq.Name, err)
 	}
 	return reconcile.Result{}, nil
+}
+
+// AnnotationKoordQueueEnable is an annotation Koord-Queue (v1.8) puts on
+// every Queue it makes from an ElasticQuota that has annotations (Koordinator
+// annotates every quota it manages), copied from the quota, empty or not.
+const AnnotationKoordQueueEnable = "quota-koord-queue-enable"
+
+// MadeByKoordQueue reports whether q is a Queue Koord-Queue made from an
+// ElasticQuota: no koord-queue/managed-by label, and the marks Koord-Queue
+// leaves on the Queues it makes: the quota's parent label, or its
+// quota-koord-queue-enable annotation (each present, even empty). Such a
+// Queue is adopted (labelled koord-queue/managed-by) and follows its quota
+// from then on; a Queue without either mark is taken for one made by hand.
+func MadeByKoordQueue(q *schedulingv1alpha1.Queue) bool {
+	if _, ok := q.Labels[LabelManagedBy]; ok {
+		return false
+	}
+	_, parent := q.Labels[elasticquotav1alpha1.LabelQuotaParent]
+	_, enable := q.Annotations[AnnotationKoordQueueEnable]
+	return parent || enable
 }
 
 // applyQuota sets the Queue fields that follow the ElasticQuota. Fields the

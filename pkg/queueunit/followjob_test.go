@@ -213,6 +213,24 @@ func TestFollowJob(t *testing.T) {
 			wantChanged: true,
 			wantStatus:  schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Enqueued},
 		},
+		"a TimeoutBackoff unit (Koord-Queue's) gives its admissions back once its suspended job's pods are gone": {
+			unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2).
+				Phase(schedulingv1alpha1.TimeoutBackoff).Admission("main", 2).Obj(),
+			job:         queueunit.JobState{Suspended: true},
+			wantChanged: true,
+			wantStatus:  schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.TimeoutBackoff},
+		},
+		"a TimeoutBackoff unit keeps its admissions while its job's pods remain": {
+			unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2).
+				Phase(schedulingv1alpha1.TimeoutBackoff).Admission("main", 2).Obj(),
+			job:         queueunit.JobState{Suspended: true, Pods: running(1)},
+			wantChanged: true,
+			wantStatus: schedulingv1alpha1.QueueUnitStatus{
+				Phase:      schedulingv1alpha1.TimeoutBackoff,
+				PodState:   schedulingv1alpha1.PodState{Running: 1},
+				Admissions: []schedulingv1alpha1.Admission{{Name: "main", Replicas: 2, Running: 1}},
+			},
+		},
 		"a Reserved unit keeps its admissions while its checks run": {
 			unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2).
 				Phase(schedulingv1alpha1.Reserved).Admission("main", 2).Obj(),

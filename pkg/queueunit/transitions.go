@@ -352,8 +352,12 @@ func FollowJob(u *schedulingv1alpha1.QueueUnit, js JobState, now metav1.Time) bo
 	}
 
 	// An evicted unit keeps its admissions until its job's pods are gone,
-	// so that their quota is not handed out twice; then they go.
-	if st.Phase == schedulingv1alpha1.Enqueued && js.Suspended && running == 0 && pending == 0 && scheduled == 0 {
+	// so that their quota is not handed out twice; then they go. So does a
+	// unit Koord-Queue sent to TimeoutBackoff (its job suspended again after
+	// its running timeout), which it leaves with its admissions: kept, they
+	// would hold the quota for ever, since nothing admits a unit that holds.
+	if (st.Phase == schedulingv1alpha1.Enqueued || st.Phase == schedulingv1alpha1.TimeoutBackoff) &&
+		js.Suspended && running == 0 && pending == 0 && scheduled == 0 {
 		st.Admissions = nil
 	}
 

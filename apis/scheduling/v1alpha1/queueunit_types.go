@@ -269,6 +269,11 @@ const (
 	// admission checks' pod set updates, whether the job's templates took
 	// them all: False names the pod sets whose pods they cannot reach.
 	QueueUnitPodSetUpdatesApplied = "PodSetUpdatesApplied"
+	// QueueUnitAdopted says, on a unit Koord-Queue made for a job (an owner
+	// reference to the job without controller: true), whether
+	// koord-queue-controllers took it over: True once it did, False with
+	// why not when it cannot do so safely.
+	QueueUnitAdopted = "Adopted"
 )
 
 // Reasons of the Evicted condition.

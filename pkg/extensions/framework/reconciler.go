@@ -12,7 +12,6 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
@@ -162,7 +161,7 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 		}
 		return ctrl.Result{}, fmt.Errorf("getting %s %s: %w", r.integ.GVK.Kind, req, err)
 	}
-	unit, ok, err := r.unitOf(ctx, obj)
+	unit, ok, err := r.unitOf(ctx, job)
 	if err != nil || !ok {
 		return ctrl.Result{}, err
 	}
@@ -186,10 +185,12 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	return result, err
 }
 
-// unitOf is the job's unit, nil when it has none. A unit left by an earlier
-// job of the same name is deleted; a unit of that name that is not the job's
-// is left alone, and ok is false.
-func (r *JobReconciler) unitOf(ctx context.Context, obj client.Object) (unit *schedulingv1alpha1.QueueUnit, ok bool, err error) {
+// unitOf is the job's unit, nil when it has none. A unit Koord-Queue made
+// for the job is adopted (adopt.go); a unit left by an earlier job of the
+// same name is deleted; a unit of that name that is not the job's, or cannot
+// be adopted, is left alone, and ok is false.
+func (r *JobReconciler) unitOf(ctx context.Context, job GenericJob) (unit *schedulingv1alpha1.QueueUnit, ok bool, err error) {
+	obj := job.Object()
 	var u schedulingv1alpha1.QueueUnit
 	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: r.integ.UnitName(obj.GetName())}
 	if err := r.client.Get(ctx, key, &u); err != nil {
@@ -202,6 +203,12 @@ func (r *JobReconciler) unitOf(ctx context.Context, obj client.Object) (unit *sc
 	switch {
 	case owner != nil && owner.UID == obj.GetUID():
 		return &u, true, nil
+	case owner == nil && ownerRefTo(&u, string(obj.GetUID())) != nil:
+		adopted, err := r.adopt(ctx, job, &u, ownerRefTo(&u, string(obj.GetUID())))
+		if err != nil || !adopted {
+			return nil, false, err
+		}
+		return &u, true, nil
 	case r.ownedByOurKind(&u, obj.GetName()):
 		ctrl.LoggerFrom(ctx).Info("Deleting the QueueUnit of an earlier job of the same name", "queueUnit", klog.KObj(&u))
 		return nil, true, r.deleteUnit(ctx, &u)
@@ -212,15 +219,12 @@ func (r *JobReconciler) unitOf(ctx context.Context, obj client.Object) (unit *sc
 	}
 }
 
-// ownedByOurKind reports whether u's controller is a job of this
-// integration's kind called name.
+// ownedByOurKind reports whether u's controller, or the owner reference
+// Koord-Queue gave it (ownerOfKind), is a job of this integration's kind
+// called name.
 func (r *JobReconciler) ownedByOurKind(u *schedulingv1alpha1.QueueUnit, name string) bool {
-	owner := metav1.GetControllerOf(u)
-	if owner == nil || owner.Kind != r.integ.GVK.Kind || owner.Name != name {
-		return false
-	}
-	gv, err := schema.ParseGroupVersion(owner.APIVersion)
-	return err == nil && gv.Group == r.integ.GVK.Group
+	owner := r.ownerOfKind(u)
+	return owner != nil && owner.Name == name && r.isOurKind(owner.APIVersion, owner.Kind)
 }
 
 // deleteUnitOfGoneJob deletes the unit of a job that no longer exists. The
