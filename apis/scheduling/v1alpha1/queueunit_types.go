@@ -269,6 +269,11 @@ const (
 	// admission checks' pod set updates, whether the job's templates took
 	// them all: False names the pod sets whose pods they cannot reach.
 	QueueUnitPodSetUpdatesApplied = "PodSetUpdatesApplied"
+	// QueueUnitInvalidJob is True, on the unit of a job that cannot be
+	// queued as it is (a negative amount in a pod template, say), while its
+	// extension holds the unit inactive; its message says what to fix. It
+	// goes once the job is fixed.
+	QueueUnitInvalidJob = "InvalidJob"
 )
 
 // Reasons of the Evicted condition.
