@@ -402,6 +402,9 @@ func (c *Cache) place(r *unitRecord) {
 	case !u.IsActive() && !holds:
 		out = true
 		r.problem = "inactive: spec.active is false"
+	case !holds && queueunit.CheckAmounts(u) != nil:
+		out = true
+		r.problem = queueunit.CheckAmounts(u).Error()
 	case r.queue == "" && !holds:
 		out = true
 		r.problem = "no ElasticQuota serves this unit: label it quota.scheduling.koordinator.sh/name=<quota>"
