@@ -1,18 +1,20 @@
-// Command nonnegative makes every resource quantity under the spec of the
-// CRDs it is given refuse a negative amount, as the API server refuses one
-// in a pod. make generate runs it on the QueueUnit CRD after controller-gen.
+// Command nonnegative makes the QueueUnit CRD refuse a negative amount
+// wherever a unit asks for something: spec.resource, spec.request, and the
+// requests, limits and overhead of its pod sets' templates (containers, init
+// containers, pod-level resources), as the API server refuses one in a pod.
+// make generate runs it after controller-gen.
 //
-// A QueueUnit written by hand may carry a quantity in spec.resource,
-// spec.request and anywhere in its pod sets' templates (containers, init
-// containers, overhead, pod-level resources). A CEL rule cannot reach the
-// templates: corev1's lists and maps declare no maxItems or maxProperties,
-// so the API server's cost estimate of any rule walking them exceeds its
-// budget more than a hundredfold and the CRD is refused. The schema can:
-// controller-gen writes every Quantity as the same int-or-string with
-// Kubernetes' quantity pattern, and this command gives each under spec a
-// pattern without the leading minus and `minimum: 0` (for a quantity
-// written as a JSON number). A negative amount is then refused, naming its
-// field, at no cost.
+// A CEL rule cannot reach the templates: corev1's lists and maps declare no
+// maxItems or maxProperties, so the API server's cost estimate of any rule
+// walking them exceeds its budget more than a hundredfold and the CRD is
+// refused. The schema can: controller-gen writes every Quantity as the same
+// int-or-string with Kubernetes' quantity pattern, and this command gives
+// those of the fields above a pattern without the leading minus and
+// `minimum: 0` (for a quantity written as a JSON number). A negative amount
+// is then refused, naming its field, at no cost. Other quantities of a
+// template (a volume's sizeLimit, a divisor) are left as Kubernetes has
+// them: the extensions would have to refuse them too, or fail to create a
+// job's unit.
 //
 // Usage: go run ./hack/nonnegative FILE...
 package main
@@ -59,32 +61,52 @@ func rewriteFile(path string) error {
 	return os.WriteFile(path, []byte(out), 0o644)
 }
 
-// rewrite makes every quantity under the spec property of each
-// openAPIV3Schema in crd non-negative; n counts those it changed or found
-// changed already.
+// amounts are the fields, under an openAPIV3Schema, whose quantities
+// rewrite makes non-negative: their keys, leaving out "properties" and
+// "items".
+var amounts = map[string]bool{}
+
+func init() {
+	for _, p := range []string{"spec.resource", "spec.request", "spec.podSet.template.spec.overhead"} {
+		amounts[p] = true
+	}
+	for _, r := range []string{"spec.podSet.template.spec.containers.resources", "spec.podSet.template.spec.initContainers.resources", "spec.podSet.template.spec.resources"} {
+		amounts[r+".requests"], amounts[r+".limits"] = true, true
+	}
+}
+
+// key is a YAML mapping key opening a block, at its indent.
+type key struct {
+	indent int
+	name   string
+}
+
+// rewrite makes the quantities of amounts non-negative in crd; n counts
+// those it changed or found changed already.
 func rewrite(crd string) (out string, n int, err error) {
 	lines := strings.Split(crd, "\n")
-	var res []string
-	inSchema, schemaIndent, specIndent := false, -1, -1
-	for i := 0; i < len(lines); i++ {
-		line := lines[i]
-		ind := indent(line)
-		trimmed := strings.TrimSpace(line)
-		switch {
-		case trimmed == "":
-		case trimmed == "openAPIV3Schema:":
-			inSchema, schemaIndent, specIndent = true, ind, -1
-		case inSchema && ind <= schemaIndent:
-			inSchema, specIndent = false, -1
-		case inSchema && specIndent < 0 && ind == schemaIndent+4 && trimmed == "spec:":
-			specIndent = ind
-		case specIndent >= 0 && ind <= specIndent:
-			specIndent = -1
+	res := make([]string, 0, len(lines)+32)
+	var stack []key
+	for i, line := range lines {
+		content := strings.TrimSpace(line)
+		if content == "" {
+			res = append(res, line)
+			continue
 		}
-		if specIndent >= 0 && ind > specIndent && i+1 < len(lines) &&
-			strings.TrimSpace(lines[i+1]) == "x-kubernetes-int-or-string: true" && indent(lines[i+1]) == ind {
-			pad := line[:ind]
-			switch trimmed {
+		ind := indent(line)
+		if strings.HasPrefix(content, "- ") {
+			ind, content = ind+2, content[2:]
+		}
+		for len(stack) > 0 && stack[len(stack)-1].indent >= ind {
+			stack = stack[:len(stack)-1]
+		}
+		if name, ok := strings.CutSuffix(content, ":"); ok {
+			stack = append(stack, key{ind, name})
+		}
+		if strings.HasPrefix(content, "pattern: ") && i+1 < len(lines) && indent(lines[i+1]) == indent(line) &&
+			strings.TrimSpace(lines[i+1]) == "x-kubernetes-int-or-string: true" && amounts[fieldOf(stack)] {
+			pad := line[:indent(line)]
+			switch content {
 			case "pattern: " + quantityPattern:
 				res = append(res, pad+"minimum: 0", pad+"pattern: "+nonNegativePattern)
 				n++
@@ -96,6 +118,26 @@ func rewrite(crd string) (out string, n int, err error) {
 		res = append(res, line)
 	}
 	return strings.Join(res, "\n"), n, nil
+}
+
+// fieldOf is the field a quantity's keys name inside an openAPIV3Schema, such
+// as spec.podSet.template.spec.overhead; "" outside one.
+func fieldOf(stack []key) string {
+	var parts []string
+	in := false
+	for _, k := range stack {
+		switch {
+		case k.name == "openAPIV3Schema":
+			in, parts = true, nil
+		case !in || k.name == "properties" || k.name == "items":
+		default:
+			parts = append(parts, k.name)
+		}
+	}
+	if !in || len(parts) == 0 || parts[len(parts)-1] != "additionalProperties" {
+		return ""
+	}
+	return strings.Join(parts[:len(parts)-1], ".")
 }
 
 func indent(line string) int { return len(line) - len(strings.TrimLeft(line, " ")) }
