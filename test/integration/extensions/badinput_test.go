@@ -52,6 +52,16 @@ func TestBadInput(t *testing.T) {
 		eventRecorded(t, ns, j.Name, corev1.EventTypeWarning, framework.ReasonUnknownPriorityClass, "nope")
 	})
 
+	t.Run("a template's integer priority without a PriorityClass gives no priority", func(t *testing.T) {
+		j := extensionstest.MakeJob("own-priority", ns).Quota("team-a").Request("cpu", "1").Obj()
+		j.Spec.Template.Spec.Priority = ptr.To[int32](2000000000)
+		create(t, j)
+		u := unitWhere(t, client.ObjectKeyFromObject(j), "created", func(*schedulingv1alpha1.QueueUnit) bool { return true })
+		if u.Spec.Priority != nil || u.Spec.PriorityClassName != "" {
+			t.Errorf("priority %v of class %q; want none", ptr.Deref(u.Spec.Priority, -1), u.Spec.PriorityClassName)
+		}
+	})
+
 	t.Run("a negative amount in a PyTorchJob's template holds the unit, naming the field, until it is fixed", func(t *testing.T) {
 		// The API server validates a Job's template, not one inside a
 		// custom resource: this PyTorchJob asks 0 cpu in all.
