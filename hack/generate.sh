@@ -14,6 +14,10 @@ $cg object paths=./apis/...
 $cg object paths=./pkg/extensions/spark/v1beta2/...
 # generateEmbeddedObjectMeta keeps pod templates' labels and annotations in QueueUnits.
 $cg crd:maxDescLen=0,generateEmbeddedObjectMeta=true paths=./apis/... output:crd:dir=config/crd/bases
+# A QueueUnit's amounts, its pod templates' requests, limits and overhead
+# included, refuse negative values (a CEL rule over the templates would
+# exceed the API server's cost budget; see the command's doc).
+go run ./hack/nonnegative config/crd/bases/scheduling.x-k8s.io_queueunits.yaml
 
 chart=charts/koord-queue
 mkdir -p "$chart/files/crds" "$chart/files/rbac"

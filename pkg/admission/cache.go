@@ -396,6 +396,10 @@ func (c *Cache) place(r *unitRecord) {
 	r.request = request
 	holds := queueunit.HoldsQuota(u) || r.admission != nil
 
+	var amountsErr error // a negative amount, which a unit written by hand may ask
+	if !holds {
+		amountsErr = queueunit.CheckAmounts(u)
+	}
 	out := false
 	switch phase := u.EffectivePhase(); {
 	case queueunit.Finished(phase):
@@ -405,6 +409,9 @@ func (c *Cache) place(r *unitRecord) {
 	case !u.IsActive() && !holds:
 		out = true
 		r.problem = "inactive: spec.active is false"
+	case amountsErr != nil:
+		out = true
+		r.problem = amountsErr.Error()
 	case r.queue == "" && !holds:
 		out = true
 		r.problem = "no ElasticQuota serves this unit: label it quota.scheduling.koordinator.sh/name=<quota>"

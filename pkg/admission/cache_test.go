@@ -210,3 +210,30 @@ func TestNodesNoneReadyGiveNothing(t *testing.T) {
 		t.Fatalf("admitted %v once the node is Ready, want the unit", res.Admissions)
 	}
 }
+
+// TestNegativeAmountsKeepAUnitOut: a unit written by hand whose pod sets
+// hide a negative amount in a total that is not (-8 cpu and two pods of 4)
+// never enters its queue, and says why.
+func TestNegativeAmountsKeepAUnitOut(t *testing.T) {
+	c := NewCache()
+	c.UpsertElasticQuota(&elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "ml"},
+		Spec: elasticquotav1alpha1.ElasticQuotaSpec{Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}})
+	podSet := func(name, cpu string, count int32) schedulingv1alpha1.PodSet {
+		return schedulingv1alpha1.PodSet{Name: name, Count: count, Template: wrappers.PodTemplate("cpu", cpu)}
+	}
+	c.UpsertUnit(&schedulingv1alpha1.QueueUnit{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "sneaky", Labels: map[string]string{elasticquotav1alpha1.LabelQuotaName: "ml"}},
+		Spec:       schedulingv1alpha1.QueueUnitSpec{PodSets: []schedulingv1alpha1.PodSet{podSet("master", "-8", 1), podSet("worker", "4", 2)}},
+	})
+	v, ok := c.QueueUnit("ml", "sneaky")
+	if !ok {
+		t.Fatal("unit sneaky not in the visibility API")
+	}
+	const want = `spec.podSet[master].template.spec: containers[0] (main): resources.requests[cpu] is -8: a resource amount must not be negative`
+	if v.Reason != want {
+		t.Errorf("reason = %q, want %q", v.Reason, want)
+	}
+	if pending, _ := c.core.QueueCounts("ml"); pending != 0 {
+		t.Errorf("%d units pending in queue ml, want none", pending)
+	}
+}

@@ -1,6 +1,8 @@
 package queueunit
 
 import (
+	"fmt"
+
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -76,6 +78,28 @@ func CoversMadeJob(u *schedulingv1alpha1.QueueUnit, created metav1.Time) bool {
 // Evicted reports whether the unit carries a true Evicted condition.
 func Evicted(u *schedulingv1alpha1.QueueUnit) bool {
 	return meta.IsStatusConditionTrue(u.Status.Conditions, schedulingv1alpha1.QueueUnitEvicted)
+}
+
+// CheckAmounts reports the first amount below zero anywhere a unit asks for
+// something: spec.resource, spec.request, or a pod set's template (where a
+// negative amount may hide in a total that is not). The error names the
+// field and wraps resources.ErrNegative. A unit that fails it is never
+// queued: only a unit written by hand can, since the extensions refuse
+// such a job and the CRD such a unit.
+func CheckAmounts(u *schedulingv1alpha1.QueueUnit) error {
+	if err := resources.CheckList("spec.resource", u.Spec.Resource); err != nil {
+		return err
+	}
+	if err := resources.CheckList("spec.request", u.Spec.Request); err != nil {
+		return err
+	}
+	for i := range u.Spec.PodSets {
+		ps := &u.Spec.PodSets[i]
+		if err := resources.CheckPodSpec(&ps.Template.Spec); err != nil {
+			return fmt.Errorf("spec.podSet[%s].template.spec: %w", ps.Name, err)
+		}
+	}
+	return nil
 }
 
 // Request is what the unit asks of its quota: spec.resource, else

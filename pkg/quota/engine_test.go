@@ -756,7 +756,13 @@ func TestCheckRequest(t *testing.T) {
 	cases := map[string]struct {
 		request corev1.ResourceList
 		wantErr string
+		// wantIs is the error wrapped; ErrRequestTooLarge unless set.
+		wantIs error
 	}{
+		"zero is fine":               {request: qt.Res("cpu", "0")},
+		"a negative amount":          {request: qt.Res("cpu", "4", "memory", "-1Gi"), wantErr: "request memory -1Gi is negative: a request must not be negative", wantIs: quota.ErrNegativeRequest},
+		"a negative milli-cpu":       {request: qt.Res("cpu", "-1m"), wantErr: "request cpu -1m is negative", wantIs: quota.ErrNegativeRequest},
+		"a negative amount of a GPU": {request: qt.Res("nvidia.com/gpu", "-1"), wantErr: "request nvidia.com/gpu -1 is negative", wantIs: quota.ErrNegativeRequest},
 		"ordinary":                   {request: qt.Res("cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8")},
 		"cpu at the bound":           {request: corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(quota.MaxRequest, resource.DecimalSI)}},
 		"memory at the bound (8Pi)":  {request: qt.Res("memory", "8Pi")},
@@ -767,11 +773,15 @@ func TestCheckRequest(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			err := quota.CheckRequest(tc.request)
+			wantIs := tc.wantIs
+			if wantIs == nil {
+				wantIs = quota.ErrRequestTooLarge
+			}
 			switch {
 			case tc.wantErr == "" && err != nil:
 				t.Errorf("CheckRequest = %v, want nil", err)
-			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, quota.ErrRequestTooLarge)):
-				t.Errorf("CheckRequest = %v, want ErrRequestTooLarge saying %q", err, tc.wantErr)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, wantIs)):
+				t.Errorf("CheckRequest = %v, want %v saying %q", err, wantIs, tc.wantErr)
 			}
 		})
 	}
@@ -848,5 +858,34 @@ func TestNamespaceUsedFollowsChargesAcrossQuotas(t *testing.T) {
 		if diff := cmp.Diff(step.want, namespaceUsed()); diff != "" {
 			t.Errorf("%s: NamespaceUsed (-want +got):\n%s", step.name, diff)
 		}
+	}
+}
+
+// TestEngineRefusesNegativeRequests: the engine charges no negative amount,
+// whoever asks: a unit charged -8 cpu would make room for 8 cpu of others.
+// Callers check requests first (CheckRequest); this is the last line.
+func TestEngineRefusesNegativeRequests(t *testing.T) {
+	e := newEngine(t, qt.Res("cpu", "100"), []quota.Spec{qt.MakeSpec("a").Max("cpu", "4").Obj()},
+		[]charge{{key: "held", quota: "a", req: qt.Res("cpu", "4")}})
+	negative := e.Vector(qt.Res("cpu", "-8", "memory", "1Gi"))
+	const want = `unit "u" asks cpu -8: a request must not be negative`
+	check := func(op string, err error) {
+		t.Helper()
+		if err == nil || err.Error() != want || !errors.Is(err, quota.ErrNegativeRequest) {
+			t.Errorf("%s = %v, want ErrNegativeRequest saying %q", op, err, want)
+		}
+	}
+	check("Charge", e.Charge(quota.Charge{Key: "u", Quota: "a", Request: negative}))
+	e.AddPending("a", e.Vector(qt.Res("cpu", "1")))
+	check("Admit", e.Admit(quota.Charge{Key: "u", Quota: "a", Request: negative}))
+	if _, ok := e.Charged("u"); ok {
+		t.Errorf("u is charged after a refused Charge and Admit")
+	}
+	if err := e.Charge(quota.Charge{Key: "u", Quota: "a", Request: e.Vector(qt.Res("cpu", "1"))}); err != nil {
+		t.Fatal(err)
+	}
+	check("Resize", e.Resize("u", negative))
+	if diff := cmp.Diff(map[string]string{"cpu": "5"}, str(e.Used("a"))); diff != "" {
+		t.Errorf("Used(a) after the refusals (-want +got):\n%s", diff)
 	}
 }

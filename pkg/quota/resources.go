@@ -80,21 +80,33 @@ const MaxRequest int64 = 1 << 53
 // ErrRequestTooLarge is returned for a request the engine cannot count.
 var ErrRequestTooLarge = errors.New("can never be admitted")
 
+// ErrNegativeRequest is returned for a request below zero: charged, it
+// would free room in its quota for others.
+var ErrNegativeRequest = errors.New("a request must not be negative")
+
 // CheckRequest reports a request the engine cannot count: an amount above
 // MaxRequest, which would otherwise wrap around to a small or negative
-// number and be charged as such.
+// number and be charged as such, or one below zero (ErrNegativeRequest).
 func CheckRequest(list corev1.ResourceList) error {
 	tooLarge := func(name corev1.ResourceName) bool {
 		q, limit := list[name], quantity(name, MaxRequest)
 		return q.Cmp(limit) > 0
 	}
-	for name := range list { // on every upsert: allocate nothing unless one is too large
-		if !tooLarge(name) {
+	bad := func(name corev1.ResourceName) bool {
+		q := list[name]
+		return q.Sign() < 0 || tooLarge(name)
+	}
+	for name := range list { // on every upsert: allocate nothing unless one is bad
+		if !bad(name) {
 			continue
 		}
 		for _, name := range sortedNames(list) { // the same first one, whatever the map's order
-			if tooLarge(name) {
-				q, limit := list[name], quantity(name, MaxRequest)
+			q := list[name]
+			switch {
+			case q.Sign() < 0:
+				return fmt.Errorf("request %s %s is negative: %w", name, q.String(), ErrNegativeRequest)
+			case tooLarge(name):
+				limit := quantity(name, MaxRequest)
 				return fmt.Errorf("request %s %s is larger than koord-queue can count (at most %s per unit): it %w", name, q.String(), limit.String(), ErrRequestTooLarge)
 			}
 		}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	corev1 "k8s.io/api/core/v1"
 )
 
 // Charge records that an admitted unit holds c.Request in c.Quota and every
@@ -15,6 +17,9 @@ import (
 func (e *Engine) Charge(c Charge) error {
 	if _, ok := e.charges[c.Key]; ok {
 		return fmt.Errorf("unit %q: %w", c.Key, ErrAlreadyCharged)
+	}
+	if err := e.checkNotNegative(c.Key, c.Request); err != nil {
+		return err
 	}
 	n := e.nodeFor(c.Quota)
 	c.Request = append(Vector(nil), c.Request...)
@@ -32,6 +37,9 @@ func (e *Engine) Charge(c Charge) error {
 func (e *Engine) Admit(c Charge) error {
 	if _, ok := e.charges[c.Key]; ok {
 		return fmt.Errorf("unit %q: %w", c.Key, ErrAlreadyCharged)
+	}
+	if err := e.checkNotNegative(c.Key, c.Request); err != nil {
+		return err
 	}
 	n, ok := e.nodes[c.Quota]
 	if !ok {
@@ -55,6 +63,9 @@ func (e *Engine) Resize(key string, request Vector) error {
 	if !ok {
 		return fmt.Errorf("unit %q: %w", key, ErrNotCharged)
 	}
+	if err := e.checkNotNegative(key, request); err != nil {
+		return err
+	}
 	n := e.nodes[c.Quota]
 	e.apply(n, c.Request, -1)
 	e.tally(c.Namespace, c.Request, -1)
@@ -63,6 +74,22 @@ func (e *Engine) Resize(key string, request Vector) error {
 	e.apply(n, c.Request, 1)
 	e.tally(c.Namespace, c.Request, 1)
 	e.runtimeStale = true
+	return nil
+}
+
+// checkNotNegative refuses a request below zero in any resource
+// (ErrNegativeRequest): callers check requests before they reach the
+// engine (CheckRequest), and the engine charges none whatever they do.
+func (e *Engine) checkNotNegative(key string, request Vector) error {
+	for i, a := range request {
+		if a < 0 {
+			name := corev1.ResourceName(fmt.Sprint(i))
+			if i < len(e.names) {
+				name = e.names[i]
+			}
+			return fmt.Errorf("unit %q asks %s %s: %w", key, name, format(name, a), ErrNegativeRequest)
+		}
+	}
 	return nil
 }
 

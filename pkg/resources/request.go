@@ -4,6 +4,10 @@
 package resources
 
 import (
+	"errors"
+	"fmt"
+	"sort"
+
 	"gopkg.in/inf.v0"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -57,6 +61,70 @@ func PodRequests(spec *corev1.PodSpec) corev1.ResourceList {
 	}
 	add(out, spec.Overhead)
 	return out
+}
+
+// ErrNegative is returned for an amount below zero. The API server does not
+// validate the pod templates inside a job of a custom resource, so a
+// template may ask for "-8" cpu, which summed with others would lower the
+// job's request below what its pods take.
+var ErrNegative = errors.New("a resource amount must not be negative")
+
+// CheckPodSpec reports the first amount below zero in spec: a container's,
+// an init container's or a sidecar's request or limit, the overhead, or a
+// pod-level request or limit, whether or not it is counted. The error names
+// the field (containers[1] (master): resources.requests[cpu]) and wraps
+// ErrNegative. Every amount is checked before any is summed: a negative one
+// may hide in a total that is not.
+func CheckPodSpec(spec *corev1.PodSpec) error {
+	if spec == nil {
+		return nil
+	}
+	for _, list := range []struct {
+		field      string
+		containers []corev1.Container
+	}{{"containers", spec.Containers}, {"initContainers", spec.InitContainers}} {
+		for i := range list.containers {
+			c := &list.containers[i]
+			if err := checkRequirements("resources", &c.Resources); err != nil {
+				return fmt.Errorf("%s[%d] (%s): %w", list.field, i, c.Name, err)
+			}
+		}
+	}
+	if err := CheckList("overhead", spec.Overhead); err != nil {
+		return err
+	}
+	if spec.Resources != nil {
+		return checkRequirements("resources", spec.Resources)
+	}
+	return nil
+}
+
+// CheckList reports the first amount of list below zero, resources in name
+// order; field is the list's name in the error.
+func CheckList(field string, list corev1.ResourceList) error {
+	for _, q := range list { // allocate nothing unless one is negative
+		if q.Sign() >= 0 {
+			continue
+		}
+		names := make([]string, 0, len(list))
+		for n := range list {
+			names = append(names, string(n))
+		}
+		sort.Strings(names)
+		for _, n := range names { // the same first one, whatever the map's order
+			if q := list[corev1.ResourceName(n)]; q.Sign() < 0 {
+				return fmt.Errorf("%s[%s] is %s: %w", field, n, q.String(), ErrNegative)
+			}
+		}
+	}
+	return nil
+}
+
+func checkRequirements(field string, r *corev1.ResourceRequirements) error {
+	if err := CheckList(field+".requests", r.Requests); err != nil {
+		return err
+	}
+	return CheckList(field+".limits", r.Limits)
 }
 
 // PodSetsRequests is a unit's total request: for each pod set, count times

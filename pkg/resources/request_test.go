@@ -1,6 +1,8 @@
 package resources_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -173,5 +175,95 @@ func TestEqual(t *testing.T) {
 				t.Errorf("Equal(%v, %v) = %v, want %v", tc.a, tc.b, got, tc.want)
 			}
 		})
+	}
+}
+
+func TestCheckPodSpec(t *testing.T) {
+	always := corev1.ContainerRestartPolicyAlways
+	named := func(name string, requests, limits corev1.ResourceList) corev1.Container {
+		c := container(requests, limits)
+		c.Name = name
+		return c
+	}
+	cases := map[string]struct {
+		spec    corev1.PodSpec
+		wantErr string // empty: accepted
+	}{
+		"positive and zero amounts are fine": {
+			spec: corev1.PodSpec{Containers: []corev1.Container{named("a", qt.Res("cpu", "4", "memory", "0"), qt.Res("cpu", "8"))}},
+		},
+		"a negative request of a container": {
+			spec: corev1.PodSpec{Containers: []corev1.Container{
+				named("a", qt.Res("cpu", "4"), nil), named("master", qt.Res("cpu", "-8"), nil)}},
+			wantErr: `containers[1] (master): resources.requests[cpu] is -8: a resource amount must not be negative`,
+		},
+		"a negative limit, though a request is set": {
+			spec:    corev1.PodSpec{Containers: []corev1.Container{named("a", qt.Res("memory", "1Gi"), qt.Res("memory", "-1Gi"))}},
+			wantErr: `containers[0] (a): resources.limits[memory] is -1Gi`,
+		},
+		"a negative init container": {
+			spec: corev1.PodSpec{
+				InitContainers: []corev1.Container{named("init", qt.Res("cpu", "-500m"), nil)},
+				Containers:     []corev1.Container{named("a", qt.Res("cpu", "1"), nil)},
+			},
+			wantErr: `initContainers[0] (init): resources.requests[cpu] is -500m`,
+		},
+		"a negative sidecar": {
+			spec: corev1.PodSpec{
+				InitContainers: []corev1.Container{func() corev1.Container {
+					c := named("proxy", nil, qt.Res("nvidia.com/gpu", "-1"))
+					c.RestartPolicy = &always
+					return c
+				}()},
+			},
+			wantErr: `initContainers[0] (proxy): resources.limits[nvidia.com/gpu] is -1`,
+		},
+		"a negative overhead": {
+			spec: corev1.PodSpec{
+				Containers: []corev1.Container{named("a", qt.Res("cpu", "1"), nil)},
+				Overhead:   qt.Res("cpu", "-2"),
+			},
+			wantErr: `overhead[cpu] is -2`,
+		},
+		"a negative pod-level request": {
+			spec: corev1.PodSpec{
+				Containers: []corev1.Container{named("a", qt.Res("cpu", "1"), nil)},
+				Resources:  &corev1.ResourceRequirements{Requests: qt.Res("memory", "-4Gi")},
+			},
+			wantErr: `resources.requests[memory] is -4Gi`,
+		},
+		"a negative pod-level limit of a resource not counted at pod level": {
+			spec: corev1.PodSpec{
+				Containers: []corev1.Container{named("a", qt.Res("cpu", "1"), nil)},
+				Resources:  &corev1.ResourceRequirements{Limits: qt.Res("example.com/foo", "-1")},
+			},
+			wantErr: `resources.limits[example.com/foo] is -1`,
+		},
+		"of several, the first in the spec's order, resources by name": {
+			spec:    corev1.PodSpec{Containers: []corev1.Container{named("a", qt.Res("memory", "-1", "cpu", "-1"), nil)}},
+			wantErr: `containers[0] (a): resources.requests[cpu] is -1`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := resources.CheckPodSpec(&tc.spec)
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("CheckPodSpec = %v, want nil", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr) || !errors.Is(err, resources.ErrNegative)):
+				t.Errorf("CheckPodSpec = %v, want ErrNegative saying %q", err, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestCheckList(t *testing.T) {
+	if err := resources.CheckList("spec.resource", qt.Res("cpu", "4", "memory", "0")); err != nil {
+		t.Errorf("CheckList of a positive list = %v, want nil", err)
+	}
+	err := resources.CheckList("spec.resource", qt.Res("cpu", "4", "memory", "-500"))
+	want := "spec.resource[memory] is -500: a resource amount must not be negative"
+	if err == nil || err.Error() != want || !errors.Is(err, resources.ErrNegative) {
+		t.Errorf("CheckList = %v, want ErrNegative saying %q", err, want)
 	}
 }

@@ -274,6 +274,11 @@ const (
 	// koord-queue-controllers took it over: True once it did, False with
 	// why not when it cannot do so safely.
 	QueueUnitAdopted = "Adopted"
+	// QueueUnitInvalidJob is True, on the unit of a job that cannot be
+	// queued as it is (a negative amount in a pod template, say), while its
+	// extension holds the unit inactive; its message says what to fix. It
+	// goes once the job is fixed.
+	QueueUnitInvalidJob = "InvalidJob"
 )
 
 // Reasons of the Evicted condition.

@@ -169,9 +169,10 @@ func (w *Workflow) Warnings() []framework.Warning {
 	}}
 }
 
-// Priority is spec.podPriorityClassName and spec.priority.
-func (w *Workflow) Priority() (string, *int32) {
-	return w.Spec.PodPriorityClassName, w.Spec.Priority
+// PriorityClassName is spec.podPriorityClassName. (spec.priority, an
+// integer the workflow's author chooses, gives no priority.)
+func (w *Workflow) PriorityClassName() string {
+	return w.Spec.PodPriorityClassName
 }
 
 // Finished reports a Succeeded, Failed or Error phase.

@@ -68,11 +68,12 @@ type AddedContainers struct {
 // PodCount is how many pods of a pod set run and how many wait.
 type PodCount = queueunit.PodCount
 
-// JobWithPriority is a job whose priority does not come from its pod
-// templates alone, such as a Kubeflow job's scheduling policy. An empty class
-// or a nil value falls back to the templates.
+// JobWithPriority is a job that names its PriorityClass elsewhere than in
+// its pod templates, such as a Kubeflow job's scheduling policy. An empty
+// name falls back to the templates'. Only a PriorityClass gives a unit its
+// priority (see resolvePriority).
 type JobWithPriority interface {
-	Priority() (className string, value *int32)
+	PriorityClassName() string
 }
 
 // JobWithManagedCheck is a job that says by itself whether the queue

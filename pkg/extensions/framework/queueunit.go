@@ -8,6 +8,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/utils/ptr"
@@ -54,9 +55,28 @@ func unitPodSets(sets []PodSet) ([]schedulingv1alpha1.PodSet, error) {
 			ps.Template.Spec.Containers = append(ps.Template.Spec.Containers, s.Added.Containers...)
 			ps.Template.Spec.InitContainers = append(ps.Template.Spec.InitContainers, s.Added.InitContainers...)
 		}
+		if err := checkAmounts(s, &ps.Template.Spec); err != nil {
+			return nil, err
+		}
 		out = append(out, ps)
 	}
 	return out, nil
+}
+
+// checkAmounts refuses a pod set asking for a negative amount anywhere in
+// its template (resources.CheckPodSpec), naming the field; the amounts of a
+// made-up template are the job's request as the framework reads it.
+func checkAmounts(s PodSet, spec *corev1.PodSpec) error {
+	err := resources.CheckPodSpec(spec)
+	if s.MadeUp && len(spec.Containers) > 0 {
+		if e := resources.CheckList("request", spec.Containers[0].Resources.Requests); e != nil {
+			err = e
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("pod set %q: %w", s.Name, err)
+	}
+	return nil
 }
 
 // placeholderPodSets stand in for the pod sets of a job that cannot be
@@ -131,6 +151,19 @@ func holdInvalid(u *schedulingv1alpha1.QueueUnit, reason string) {
 	if len(u.Spec.PodSets) == 0 {
 		u.Spec.PodSets = placeholderPodSets()
 	}
+}
+
+// invalidCondition sets u's InvalidJob condition to say message; it reports
+// whether that changed u.
+func invalidCondition(u *schedulingv1alpha1.QueueUnit, message string, now metav1.Time) bool {
+	return apimeta.SetStatusCondition(&u.Status.Conditions, metav1.Condition{
+		Type:               schedulingv1alpha1.QueueUnitInvalidJob,
+		Status:             metav1.ConditionTrue,
+		Reason:             ReasonInvalidJob,
+		Message:            message,
+		ObservedGeneration: u.Generation,
+		LastTransitionTime: now,
+	})
 }
 
 // isHeldInvalid reports whether the extension holds u for an invalid job.

@@ -327,7 +327,11 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 	}
 	now := metav1.NewTime(r.clock.Now())
 	err = r.patchUnit(ctx, unit, true, func(u *schedulingv1alpha1.QueueUnit) bool {
-		return queueunit.Enqueue(u, strings.Join(messages, "\n"), now)
+		changed := queueunit.Enqueue(u, strings.Join(messages, "\n"), now)
+		if setsErr != nil {
+			changed = invalidCondition(u, invalidJobWarning(setsErr).Message, now) || changed
+		}
+		return changed
 	})
 	if client.IgnoreNotFound(err) != nil || !running {
 		return client.IgnoreNotFound(err)
@@ -441,8 +445,10 @@ func (r *JobReconciler) hold(ctx context.Context, job GenericJob, unit *scheduli
 			return err
 		}
 		r.recorder.Event(obj, corev1.EventTypeWarning, w.Reason, w.Message)
+		now := metav1.NewTime(r.clock.Now())
 		return r.patchUnit(ctx, unit, true, func(u *schedulingv1alpha1.QueueUnit) bool {
 			u.Status.Message = w.Message
+			invalidCondition(u, w.Message, now)
 			return true
 		})
 	}
@@ -458,6 +464,7 @@ func (r *JobReconciler) hold(ctx context.Context, job GenericJob, unit *scheduli
 	if wasHeld {
 		return r.patchUnit(ctx, unit, true, func(u *schedulingv1alpha1.QueueUnit) bool {
 			u.Status.Message = ""
+			apimeta.RemoveStatusCondition(&u.Status.Conditions, schedulingv1alpha1.QueueUnitInvalidJob)
 			return true
 		})
 	}

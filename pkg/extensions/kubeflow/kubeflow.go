@@ -85,12 +85,13 @@ func podSetOfPod(pod *corev1.Pod) string {
 	return podSetName(kftraining.ReplicaType(pod.Labels[kftraining.ReplicaTypeLabel]))
 }
 
-// Priority is the gang scheduling policy's priority class, when set.
-func (j *trainingJob) Priority() (string, *int32) {
+// PriorityClassName is the gang scheduling policy's priority class, when
+// set.
+func (j *trainingJob) PriorityClassName() string {
 	if p := j.runPolicy.SchedulingPolicy; p != nil {
-		return p.PriorityClass, nil
+		return p.PriorityClass
 	}
-	return "", nil
+	return ""
 }
 
 // Finished reports the job's Succeeded or Failed condition.

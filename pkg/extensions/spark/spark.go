@@ -307,13 +307,13 @@ func (a *Application) dynamicAllocation() bool {
 	return on
 }
 
-// Priority is batchSchedulerOptions.priorityClassName, else the driver's
-// priority class.
-func (a *Application) Priority() (string, *int32) {
+// PriorityClassName is batchSchedulerOptions.priorityClassName, else the
+// driver's priority class.
+func (a *Application) PriorityClassName() string {
 	if o := a.Spec.BatchSchedulerOptions; o != nil && ptr.Deref(o.PriorityClassName, "") != "" {
-		return *o.PriorityClassName, nil
+		return *o.PriorityClassName
 	}
-	return ptr.Deref(a.Spec.Driver.PriorityClassName, ""), nil
+	return ptr.Deref(a.Spec.Driver.PriorityClassName, "")
 }
 
 // Finished reports the COMPLETED and FAILED states, which the operator

@@ -324,11 +324,11 @@ func TestStatus(t *testing.T) {
 func TestPriority(t *testing.T) {
 	a := extensionstest.MakeSparkApplication("pi", "ns").Obj()
 	a.Spec.Driver.PriorityClassName = ptr.To("driver-class")
-	if got, _ := (*Application)(a).Priority(); got != "driver-class" {
+	if got := (*Application)(a).PriorityClassName(); got != "driver-class" {
 		t.Errorf("priority class %q, want the driver's without batchSchedulerOptions", got)
 	}
 	a.Spec.BatchSchedulerOptions = &sparkv1beta2.BatchSchedulerConfiguration{PriorityClassName: ptr.To("high")}
-	if got, _ := (*Application)(a).Priority(); got != "high" {
+	if got := (*Application)(a).PriorityClassName(); got != "high" {
 		t.Errorf("priority class %q, want batchSchedulerOptions' high", got)
 	}
 }

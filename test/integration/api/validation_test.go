@@ -96,6 +96,37 @@ func TestQueueUnitValidation(t *testing.T) {
 			},
 			wantErr: "spec.request: Invalid value: \"object\": request quantities must not be negative",
 		},
+		"a negative request in a pod set's container is rejected, naming the field": {
+			mutate: func(u *schedulingv1alpha1.QueueUnit) {
+				u.Spec.PodSets[0].Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("-8")}
+			},
+			wantErr: `spec.podSet[0].template.spec.containers[0].resources.requests.cpu: Invalid value: "-8"`,
+		},
+		"a negative limit in a pod set's init container is rejected": {
+			mutate: func(u *schedulingv1alpha1.QueueUnit) {
+				u.Spec.PodSets[0].Template.Spec.InitContainers = []corev1.Container{{Name: "init", Image: "busybox",
+					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("-1Gi")}}}}
+			},
+			wantErr: `spec.podSet[0].template.spec.initContainers[0].resources.limits.memory: Invalid value: "-1Gi"`,
+		},
+		"a negative pod overhead is rejected": {
+			mutate: func(u *schedulingv1alpha1.QueueUnit) {
+				u.Spec.PodSets[0].Template.Spec.Overhead = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("-500m")}
+			},
+			wantErr: `spec.podSet[0].template.spec.overhead.cpu: Invalid value: "-500m"`,
+		},
+		"a negative pod-level request is rejected": {
+			mutate: func(u *schedulingv1alpha1.QueueUnit) {
+				u.Spec.PodSets[0].Template.Spec.Resources = &corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("-1")}}
+			},
+			wantErr: `spec.podSet[0].template.spec.resources.requests.cpu: Invalid value: "-1"`,
+		},
+		"positive amounts, a plus sign and a negative exponent in a template are accepted": {
+			mutate: func(u *schedulingv1alpha1.QueueUnit) {
+				u.Spec.PodSets[0].Template.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse("+2"), corev1.ResourceMemory: resource.MustParse("1e-3"), "nvidia.com/gpu": resource.MustParse("0")}
+			},
+		},
 		"a pod-set name that is not a DNS label is rejected": {
 			mutate:  func(u *schedulingv1alpha1.QueueUnit) { u.Spec.PodSets[0].Name = "Main_Set" },
 			wantErr: "spec.podSet[0].name: Invalid value: \"Main_Set\"",
@@ -112,6 +143,54 @@ func TestQueueUnitValidation(t *testing.T) {
 			checkErr(t, err, tc.wantErr)
 			if err == nil {
 				t.Cleanup(func() { _ = env.Client.Delete(ctx, unit) })
+			}
+		})
+	}
+}
+
+// TestQueueUnitNegativeNumbers: a quantity written as a JSON number, which
+// no Go client sends but kubectl does for "cpu: -500", is refused too,
+// wherever a unit carries one.
+func TestQueueUnitNegativeNumbers(t *testing.T) {
+	ctx := context.Background()
+	container := func(requests map[string]any) map[string]any {
+		return map[string]any{"name": "c", "image": "busybox", "resources": map[string]any{"requests": requests}}
+	}
+	cases := map[string]struct {
+		spec    map[string]any
+		wantErr string
+	}{
+		"spec.resource": {
+			spec:    map[string]any{"resource": map[string]any{"cpu": int64(-500)}},
+			wantErr: "spec.resource.cpu: Invalid value: -500",
+		},
+		"spec.request": {
+			spec:    map[string]any{"request": map[string]any{"memory": int64(-1)}},
+			wantErr: "spec.request.memory: Invalid value: -1",
+		},
+		"a pod set's container": {
+			spec: map[string]any{"podSet": []any{map[string]any{"name": "main",
+				"template": map[string]any{"spec": map[string]any{"containers": []any{container(map[string]any{"cpu": int64(-8)})}}}}}},
+			wantErr: "spec.podSet[0].template.spec.containers[0].resources.requests.cpu: Invalid value: -8",
+		},
+		"zero is accepted": {
+			spec: map[string]any{"resource": map[string]any{"cpu": int64(0)}, "podSet": []any{map[string]any{"name": "main",
+				"template": map[string]any{"spec": map[string]any{"containers": []any{container(map[string]any{"cpu": int64(0)})}}}}}},
+		},
+	}
+	i := 0
+	for name, tc := range cases {
+		i++
+		t.Run(name, func(t *testing.T) {
+			raw := &unstructured.Unstructured{Object: map[string]any{
+				"apiVersion": "scheduling.x-k8s.io/v1alpha1", "kind": "QueueUnit",
+				"metadata": map[string]any{"name": fmt.Sprintf("numbers-%d", i), "namespace": "default"},
+				"spec":     tc.spec,
+			}}
+			err := env.Client.Create(ctx, raw)
+			checkErr(t, err, tc.wantErr)
+			if err == nil {
+				t.Cleanup(func() { _ = env.Client.Delete(ctx, raw) })
 			}
 		})
 	}

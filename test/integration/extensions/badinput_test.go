@@ -5,7 +5,10 @@ import (
 	"strings"
 	"testing"
 
+	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -35,18 +38,52 @@ func TestBadInput(t *testing.T) {
 		eventRecorded(t, ns, j.Name, corev1.EventTypeWarning, framework.ReasonNoRequests, "resources.requests")
 	})
 
-	t.Run("an unknown PriorityClass falls back to the template's priority", func(t *testing.T) {
+	t.Run("an unknown PriorityClass gives the default priority, not the template's", func(t *testing.T) {
 		j := extensionstest.MakeJob("unknown-class", ns).Quota("team-a").Request("cpu", "1").PriorityClass("nope").Obj()
-		j.Spec.Template.Spec.Priority = ptr.To[int32](7)
 		create(t, j)
 		// The unit is created, then its message written.
 		u := unitWhere(t, client.ObjectKeyFromObject(j), "Enqueued with a message", func(u *schedulingv1alpha1.QueueUnit) bool {
 			return u.EffectivePhase() == schedulingv1alpha1.Enqueued && u.Status.Message != ""
 		})
-		if ptr.Deref(u.Spec.Priority, -1) != 7 || u.Spec.PriorityClassName != "nope" || !strings.Contains(u.Status.Message, `"nope" does not exist`) {
-			t.Errorf("priority %v of class %q, message %q; want 7 of class nope and a message", u.Spec.Priority, u.Spec.PriorityClassName, u.Status.Message)
+		// No global default PriorityClass in this API server.
+		if u.Spec.Priority != nil || u.Spec.PriorityClassName != "" || !strings.Contains(u.Status.Message, `"nope" does not exist`) {
+			t.Errorf("priority %v of class %q, message %q; want none and a message", u.Spec.Priority, u.Spec.PriorityClassName, u.Status.Message)
 		}
 		eventRecorded(t, ns, j.Name, corev1.EventTypeWarning, framework.ReasonUnknownPriorityClass, "nope")
+	})
+
+	t.Run("a template's integer priority without a PriorityClass gives no priority", func(t *testing.T) {
+		j := extensionstest.MakeJob("own-priority", ns).Quota("team-a").Request("cpu", "1").Obj()
+		j.Spec.Template.Spec.Priority = ptr.To[int32](2000000000)
+		create(t, j)
+		u := unitWhere(t, client.ObjectKeyFromObject(j), "created", func(*schedulingv1alpha1.QueueUnit) bool { return true })
+		if u.Spec.Priority != nil || u.Spec.PriorityClassName != "" {
+			t.Errorf("priority %v of class %q; want none", ptr.Deref(u.Spec.Priority, -1), u.Spec.PriorityClassName)
+		}
+	})
+
+	t.Run("a negative amount in a PyTorchJob's template holds the unit, naming the field, until it is fixed", func(t *testing.T) {
+		// The API server validates a Job's template, not one inside a
+		// custom resource: this PyTorchJob asks 0 cpu in all.
+		j := extensionstest.MakePyTorchJob("negative", ns).Quota("team-a").Suspend(true).
+			Replica(kftraining.PyTorchJobReplicaTypeMaster, 1, "cpu", "-8").
+			Replica(kftraining.PyTorchJobReplicaTypeWorker, 2, "cpu", "4").Obj()
+		create(t, j)
+		key := client.ObjectKey{Namespace: ns, Name: "negative-py-qu"}
+		const field = `pod set "master": containers[0] (main): resources.requests[cpu] is -8`
+		unitWhere(t, key, "held inactive with an InvalidJob condition", func(u *schedulingv1alpha1.QueueUnit) bool {
+			c := apimeta.FindStatusCondition(u.Status.Conditions, schedulingv1alpha1.QueueUnitInvalidJob)
+			return !u.IsActive() && c != nil && strings.Contains(c.Message, field)
+		})
+		eventRecorded(t, ns, j.Name, corev1.EventTypeWarning, framework.ReasonInvalidJob, field)
+
+		updateJob(t, j, func() {
+			j.Spec.PyTorchReplicaSpecs[kftraining.PyTorchJobReplicaTypeMaster].Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("1")
+		})
+		unitWhere(t, key, "active with the fixed request and no condition", func(u *schedulingv1alpha1.QueueUnit) bool {
+			return u.IsActive() && u.Spec.Request.Cpu().String() == "9" &&
+				apimeta.FindStatusCondition(u.Status.Conditions, schedulingv1alpha1.QueueUnitInvalidJob) == nil
+		})
 	})
 
 	t.Run("a workflow without min-resources is warned about", func(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	schedulingv1 "k8s.io/api/scheduling/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
@@ -13,11 +14,15 @@ import (
 
 // ClientBuilder starts a fake client for a JobReconciler, with the field
 // indexes framework.SetupIndexes registers in production (but that of an
-// integration with PodOwners), and pods added to scheme, since the
-// reconciler counts a job's pods.
+// integration with PodOwners), and pods and PriorityClasses added to
+// scheme, since the reconciler counts a job's pods and reads the global
+// default PriorityClass.
 func ClientBuilder(t testing.TB, scheme *runtime.Scheme) *fake.ClientBuilder {
 	t.Helper()
 	if err := corev1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	if err := schedulingv1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
 	return fake.NewClientBuilder().WithScheme(scheme).
