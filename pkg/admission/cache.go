@@ -379,6 +379,7 @@ func (c *Cache) remapFallbacks() {
 func (c *Cache) place(r *unitRecord) {
 	u := r.unit
 	key := r.key()
+	chargedIn, chargedRule := r.queue, r.rule
 	r.queue, r.rule = c.quotas.quotaNameOf(u)
 	r.problem = ""
 	request := queueunit.Request(u)
@@ -392,6 +393,12 @@ func (c *Cache) place(r *unitRecord) {
 	}
 	r.request = request
 	holds := queueunit.HoldsQuota(u) || r.admission != nil
+	if holds && r.inCore && chargedIn != "" && r.queue != chargedIn {
+		// A unit holding quota stays charged where it was admitted until it
+		// leaves (the core keeps it in that queue), whatever serves its
+		// namespace now: its quota deleted, its pods still run and count.
+		r.queue, r.rule = chargedIn, chargedRule
+	}
 
 	out := false
 	switch phase := u.EffectivePhase(); {

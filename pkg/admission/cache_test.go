@@ -15,6 +15,7 @@ import (
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/metrics"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
@@ -208,5 +209,48 @@ func TestNodesNoneReadyGiveNothing(t *testing.T) {
 	c.UpsertNode(node)
 	if res := c.cycle(time.Unix(101, 0), -1); len(res.Admissions) != 1 {
 		t.Fatalf("admitted %v once the node is Ready, want the unit", res.Admissions)
+	}
+}
+
+// TestDeletedQuotaKeepsItsRunningUnitsCharged: a running unit charged
+// through a namespace rule (no label), whose spec.queue pin was never
+// written, keeps counting when its quota is deleted: its pods still run.
+// Its usage goes only when it leaves.
+func TestDeletedQuotaKeepsItsRunningUnitsCharged(t *testing.T) {
+	c := NewCache()
+	c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "team").Max(corev1.ResourceCPU, "4").Obj())
+	u := wrappers.MakeQueueUnit("u", "team").Request(corev1.ResourceCPU, "3").Obj()
+	queueunit.Admit(u, "team", queueunit.Request(u), nil, nil, metav1.Now())
+	u.Status.Phase = schedulingv1alpha1.Running
+	c.UpsertUnit(u)
+	type usage struct {
+		Cluster string
+		Charged bool
+		Problem string
+	}
+	look := func() usage {
+		e := c.core.Quotas()
+		_, charged := e.Charged("team/u")
+		used := e.Used(elasticquotav1alpha1.RootQuotaName)
+		return usage{Cluster: used.Cpu().String(), Charged: charged, Problem: c.units["team/u"].problem}
+	}
+	if diff := cmp.Diff(usage{Cluster: "3", Charged: true}, look()); diff != "" {
+		t.Fatalf("running in team (-want +got):\n%s", diff)
+	}
+	c.DeleteElasticQuota("team", "team")
+	if diff := cmp.Diff(usage{Cluster: "3", Charged: true}, look()); diff != "" {
+		t.Errorf("its quota deleted (-want +got):\n%s", diff)
+	}
+	u = u.DeepCopy()
+	u.Status.Admissions[0].Running = 1
+	c.UpsertUnit(u)
+	if diff := cmp.Diff(usage{Cluster: "3", Charged: true}, look()); diff != "" {
+		t.Errorf("its quota deleted, its status changed since (-want +got):\n%s", diff)
+	}
+	u = u.DeepCopy()
+	u.Status.Phase, u.Status.Admissions = schedulingv1alpha1.Succeed, nil
+	c.UpsertUnit(u)
+	if diff := cmp.Diff(usage{Cluster: "0"}, look()); diff != "" {
+		t.Errorf("finished (-want +got):\n%s", diff)
 	}
 }
