@@ -452,6 +452,11 @@ func (c *Cache) place(r *unitRecord) {
 	if su.Partial != nil || queueunit.MayAdmitPartially(u) {
 		su.PodSets = corePodSets(u)
 	}
+	if r.admission == nil && queueunit.ResizedSinceAdmitted(u) {
+		// Resized while it holds quota: charged what it was admitted with
+		// until it is queued again, never a new size without a fit check.
+		su.Request, su.Partial, su.PodSets = queueunit.Charged(u), nil, nil
+	}
 	if u.Status.LastAllocateTime != nil {
 		su.AdmitTime = u.Status.LastAllocateTime.Time
 	}

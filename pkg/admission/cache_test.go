@@ -254,3 +254,34 @@ func TestDeletedQuotaKeepsItsRunningUnitsCharged(t *testing.T) {
 		t.Errorf("finished (-want +got):\n%s", diff)
 	}
 }
+
+// TestUnitResizedWhileAdmittedKeepsItsCharge: a unit admitted at 2 pods
+// whose spec says 6 since (its extension's resize raced the admission) is
+// charged the 2 it was admitted with, by this koord-queue and by a restarted
+// one, until it is queued again: a quota of max 4 is never charged 6.
+func TestUnitResizedWhileAdmittedKeepsItsCharge(t *testing.T) {
+	u := wrappers.MakeQueueUnit("u", "ns").Quota("team").PodSet("main", 2, "cpu", "1").Obj()
+	u.Spec.Resource = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	queueunit.Admit(u, "team", queueunit.Request(u), nil, nil, metav1.Now())
+	resized := u.DeepCopy()
+	resized.Spec.PodSets[0].Count = 6
+	resized.Spec.Resource = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}
+	used := func(c *Cache) string {
+		u := c.core.Quotas().Used("team")
+		return u.Cpu().String()
+	}
+	c := NewCache()
+	c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "quotas").Max(corev1.ResourceCPU, "4").Obj())
+	c.UpsertUnit(u)
+	c.UpsertUnit(resized)
+	restarted := NewCache()
+	restarted.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "quotas").Max(corev1.ResourceCPU, "4").Obj())
+	restarted.UpsertUnit(resized)
+	got := map[string]string{"running": used(c), "restarted": used(restarted)}
+	if diff := cmp.Diff(map[string]string{"running": "2", "restarted": "2"}, got); diff != "" {
+		t.Errorf("cpu used in quota team (max 4) (-want +got):\n%s", diff)
+	}
+	if v, ok := c.QueueUnit("ns", "u"); !ok || v.Request.Cpu().String() != "2" {
+		t.Errorf("the visibility API shows it charged %v, want 2 cpu", v.Request)
+	}
+}
