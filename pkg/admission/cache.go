@@ -608,6 +608,9 @@ type followUp struct {
 	deactivate   []string // inactive but holding quota: an eviction recorded
 	checksPassed []string // Reserved with every check Ready
 	checksFailed []string // Reserved with a check Retry or Rejected
+	// pin: holds quota charged by a fallback rule (its namespace's quota,
+	// say) and spec.queue does not say where yet.
+	pin []string
 }
 
 // takeDirty looks at the units that changed since the last call.
@@ -636,6 +639,12 @@ func (c *Cache) takeDirty() followUp {
 		}
 		if !holds && r.admission == nil {
 			f.explain = append(f.explain, key)
+		}
+		if holds && r.admission == nil && r.inCore && r.queue != "" && !r.rule.Named() && u.Spec.Queue == "" {
+			// The pin written after its admission is one best-effort
+			// write; without it a restart after its quota's deletion would
+			// find the unit in no queue and stop counting what its pods use.
+			f.pin = append(f.pin, key)
 		}
 	}
 	clear(c.dirty)
