@@ -22,6 +22,17 @@ import (
 
 var unitResource = schema.GroupResource{Group: schedulingv1alpha1.GroupVersion.Group, Resource: "queueunits"}
 
+// fakeClientWith is a fake client holding stored, with its status
+// subresource.
+func fakeClientWith(t *testing.T, stored *schedulingv1alpha1.QueueUnit) client.WithWatch {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := apis.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(stored).Build()
+}
+
 // TestPatch drives the one write path of both binaries through the failures
 // an API server gives: a conflict, a timeout after the write landed or
 // before it did, a timeout it cannot read back from, a refusal.
@@ -122,12 +133,8 @@ func TestPatch(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			scheme := runtime.NewScheme()
-			if err := apis.AddToScheme(scheme); err != nil {
-				t.Fatal(err)
-			}
 			stored := &schedulingv1alpha1.QueueUnit{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "u"}}
-			base := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(stored).Build()
+			base := fakeClientWith(t, stored)
 			writes := 0
 			c := interceptor.NewClient(base, interceptor.Funcs{
 				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
@@ -237,11 +244,7 @@ func TestPatchRefusesResizingAUnitThatHoldsQuota(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			scheme := runtime.NewScheme()
-			if err := apis.AddToScheme(scheme); err != nil {
-				t.Fatal(err)
-			}
-			base := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.stored).WithStatusSubresource(tc.stored).Build()
+			base := fakeClientWith(t, tc.stored)
 			conflicts := 0
 			c := interceptor.NewClient(base, interceptor.Funcs{
 				Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
