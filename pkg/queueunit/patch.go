@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -121,4 +122,13 @@ func ambiguous(err error) bool {
 	}
 	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsInternalError(err) ||
 		apierrors.IsServiceUnavailable(err) || apierrors.IsUnexpectedServerError(err)
+}
+
+// Resized reports whether after asks its quota for something else than
+// before: its spec.resource, spec.request or spec.podSet differ. A unit that
+// holds quota keeps its size (see Patch and Charged).
+func Resized(before, after *schedulingv1alpha1.QueueUnit) bool {
+	return !equality.Semantic.DeepEqual(before.Spec.Resource, after.Spec.Resource) ||
+		!equality.Semantic.DeepEqual(before.Spec.Request, after.Spec.Request) ||
+		!equality.Semantic.DeepEqual(before.Spec.PodSets, after.Spec.PodSets)
 }

@@ -2,7 +2,6 @@ package queueunit
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
@@ -53,15 +52,6 @@ func HoldsQuota(u *schedulingv1alpha1.QueueUnit) bool {
 		return true
 	}
 	return len(u.Status.Admissions) > 0
-}
-
-// Resized reports whether after asks its quota for something else than
-// before: its spec.resource, spec.request or spec.podSet differ. A unit that
-// holds quota keeps its size (see Patch and AdmittedRequest).
-func Resized(before, after *schedulingv1alpha1.QueueUnit) bool {
-	return !equality.Semantic.DeepEqual(before.Spec.Resource, after.Spec.Resource) ||
-		!equality.Semantic.DeepEqual(before.Spec.Request, after.Spec.Request) ||
-		!equality.Semantic.DeepEqual(before.Spec.PodSets, after.Spec.PodSets)
 }
 
 // Evicted reports whether the unit carries a true Evicted condition.
