@@ -382,6 +382,7 @@ func (c *Cache) remapFallbacks() {
 func (c *Cache) place(r *unitRecord) {
 	u := r.unit
 	key := r.key()
+	chargedIn, chargedRule := r.queue, r.rule
 	r.queue, r.rule = c.quotas.quotaNameOf(u)
 	r.problem = ""
 	request := queueunit.Request(u)
@@ -395,6 +396,12 @@ func (c *Cache) place(r *unitRecord) {
 	}
 	r.request = request
 	holds := queueunit.HoldsQuota(u) || r.admission != nil
+	if holds && r.inCore && chargedIn != "" && r.queue != chargedIn {
+		// A unit holding quota stays charged where it was admitted until it
+		// leaves (the core keeps it in that queue), whatever serves its
+		// namespace now: its quota deleted, its pods still run and count.
+		r.queue, r.rule = chargedIn, chargedRule
+	}
 
 	var amountsErr error // a negative amount, which a unit written by hand may ask
 	if !holds {
@@ -454,6 +461,11 @@ func (c *Cache) place(r *unitRecord) {
 	}
 	if su.Partial != nil || queueunit.MayAdmitPartially(u) {
 		su.PodSets = corePodSets(u)
+	}
+	if r.admission == nil && queueunit.ResizedSinceAdmitted(u) {
+		// Resized while it holds quota: charged what it was admitted with
+		// until it is queued again, never a new size without a fit check.
+		su.Request, su.Partial, su.PodSets = queueunit.Charged(u), nil, nil
 	}
 	if u.Status.LastAllocateTime != nil {
 		su.AdmitTime = u.Status.LastAllocateTime.Time
@@ -606,6 +618,9 @@ type followUp struct {
 	deactivate   []string // inactive but holding quota: an eviction recorded
 	checksPassed []string // Reserved with every check Ready
 	checksFailed []string // Reserved with a check Retry or Rejected
+	// pin: holds quota charged by a fallback rule (its namespace's quota,
+	// say) and spec.queue does not say where yet.
+	pin []string
 }
 
 // takeDirty looks at the units that changed since the last call.
@@ -634,6 +649,12 @@ func (c *Cache) takeDirty() followUp {
 		}
 		if !holds && r.admission == nil {
 			f.explain = append(f.explain, key)
+		}
+		if holds && r.admission == nil && r.inCore && r.queue != "" && !r.rule.Named() && u.Spec.Queue == "" {
+			// The pin written after its admission is one best-effort
+			// write; without it a restart after its quota's deletion would
+			// find the unit in no queue and stop counting what its pods use.
+			f.pin = append(f.pin, key)
 		}
 	}
 	clear(c.dirty)

@@ -15,6 +15,7 @@ import (
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/metrics"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
@@ -235,5 +236,79 @@ func TestNegativeAmountsKeepAUnitOut(t *testing.T) {
 	}
 	if pending, _ := c.core.QueueCounts("ml"); pending != 0 {
 		t.Errorf("%d units pending in queue ml, want none", pending)
+	}
+}
+
+// TestDeletedQuotaKeepsItsRunningUnitsCharged: a running unit charged
+// through a namespace rule (no label), whose spec.queue pin was never
+// written, keeps counting when its quota is deleted: its pods still run.
+// Its usage goes only when it leaves.
+func TestDeletedQuotaKeepsItsRunningUnitsCharged(t *testing.T) {
+	c := NewCache()
+	c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "team").Max(corev1.ResourceCPU, "4").Obj())
+	u := wrappers.MakeQueueUnit("u", "team").Request(corev1.ResourceCPU, "3").Obj()
+	queueunit.Admit(u, "team", queueunit.Request(u), nil, nil, metav1.Now())
+	u.Status.Phase = schedulingv1alpha1.Running
+	c.UpsertUnit(u)
+	type usage struct {
+		Cluster string
+		Charged bool
+		Problem string
+	}
+	look := func() usage {
+		e := c.core.Quotas()
+		_, charged := e.Charged("team/u")
+		used := e.Used(elasticquotav1alpha1.RootQuotaName)
+		return usage{Cluster: used.Cpu().String(), Charged: charged, Problem: c.units["team/u"].problem}
+	}
+	if diff := cmp.Diff(usage{Cluster: "3", Charged: true}, look()); diff != "" {
+		t.Fatalf("running in team (-want +got):\n%s", diff)
+	}
+	c.DeleteElasticQuota("team", "team")
+	if diff := cmp.Diff(usage{Cluster: "3", Charged: true}, look()); diff != "" {
+		t.Errorf("its quota deleted (-want +got):\n%s", diff)
+	}
+	u = u.DeepCopy()
+	u.Status.Admissions[0].Running = 1
+	c.UpsertUnit(u)
+	if diff := cmp.Diff(usage{Cluster: "3", Charged: true}, look()); diff != "" {
+		t.Errorf("its quota deleted, its status changed since (-want +got):\n%s", diff)
+	}
+	u = u.DeepCopy()
+	u.Status.Phase, u.Status.Admissions = schedulingv1alpha1.Succeed, nil
+	c.UpsertUnit(u)
+	if diff := cmp.Diff(usage{Cluster: "0"}, look()); diff != "" {
+		t.Errorf("finished (-want +got):\n%s", diff)
+	}
+}
+
+// TestUnitResizedWhileAdmittedKeepsItsCharge: a unit admitted at 2 pods
+// whose spec says 6 since (its extension's resize raced the admission) is
+// charged the 2 it was admitted with, by this koord-queue and by a restarted
+// one, until it is queued again: a quota of max 4 is never charged 6.
+func TestUnitResizedWhileAdmittedKeepsItsCharge(t *testing.T) {
+	u := wrappers.MakeQueueUnit("u", "ns").Quota("team").PodSet("main", 2, "cpu", "1").Obj()
+	u.Spec.Resource = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	queueunit.Admit(u, "team", queueunit.Request(u), nil, nil, metav1.Now())
+	resized := u.DeepCopy()
+	resized.Spec.PodSets[0].Count = 6
+	resized.Spec.Resource = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("6")}
+	used := func(c *Cache) string {
+		u := c.core.Quotas().Used("team")
+		return u.Cpu().String()
+	}
+	c := NewCache()
+	c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "quotas").Max(corev1.ResourceCPU, "4").Obj())
+	c.UpsertUnit(u)
+	c.UpsertUnit(resized)
+	restarted := NewCache()
+	restarted.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "quotas").Max(corev1.ResourceCPU, "4").Obj())
+	restarted.UpsertUnit(resized)
+	got := map[string]string{"running": used(c), "restarted": used(restarted)}
+	if diff := cmp.Diff(map[string]string{"running": "2", "restarted": "2"}, got); diff != "" {
+		t.Errorf("cpu used in quota team (max 4) (-want +got):\n%s", diff)
+	}
+	if v, ok := c.QueueUnit("ns", "u"); !ok || v.Request.Cpu().String() != "2" {
+		t.Errorf("the visibility API shows it charged %v, want 2 cpu", v.Request)
 	}
 }

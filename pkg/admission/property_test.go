@@ -36,7 +36,8 @@ import (
 // over controller-runtime's fake client, one step at a time, in an order a
 // seed picks: writes are made late and out of order, the informer delivers
 // late and out of order, writes time out (after landing or before), the
-// unit cannot be read back, and between any two steps units are resized,
+// unit cannot be read back, and between any two steps units are resized
+// (also while they hold quota, as a resize that raced an admission would),
 // deactivated, deleted, moved to another quota or finished, a quota's max
 // shrinks below its usage, a quota's min changes or its lending is turned
 // on or off, a node is lost or turns NotReady (and comes back), the root
@@ -504,15 +505,17 @@ func (w *propWorld) change() string {
 	case r == 1:
 		u.Spec.Active = ptr.To(!u.IsActive())
 		what = fmt.Sprintf("active=%v", u.IsActive())
-	case r == 2 && !queueunit.HoldsQuota(&u) && len(u.Spec.PodSets) > 0:
-		// As an extension resizes a unit: its pods, and so its request.
+	case r == 2 && len(u.Spec.PodSets) > 0:
+		// As an extension resizes a unit: its pods, and so its request;
+		// also while the unit holds quota, as a resize written around
+		// queueunit.Patch (which refuses it) would.
 		ps := &u.Spec.PodSets[0]
 		ps.Count = int32(2 + w.rng.Intn(4))
 		ps.MinCount = ptr.To(min(*ps.MinCount, ps.Count))
-		what = fmt.Sprintf("resize to %d pods", ps.Count)
-	case r == 2 && !queueunit.HoldsQuota(&u):
+		what = fmt.Sprintf("resize to %d pods%s", ps.Count, holding(&u))
+	case r == 2:
 		u.Spec.Resource = cpu(1 + w.rng.Int63n(3))
-		what = "resize to " + u.Spec.Resource.Cpu().String()
+		what = "resize to " + u.Spec.Resource.Cpu().String() + holding(&u)
 	case r == 3 && !queueunit.HoldsQuota(&u):
 		u.Labels[elasticquotav1alpha1.LabelQuotaName] = leafQuotas[w.rng.Intn(len(leafQuotas))]
 		what = "move to " + u.Labels[elasticquotav1alpha1.LabelQuotaName]
@@ -594,6 +597,14 @@ func (w *propWorld) changeRoom() string {
 	return what
 }
 
+// holding says, for a step's description, whether u holds quota.
+func holding(u *schedulingv1alpha1.QueueUnit) string {
+	if queueunit.HoldsQuota(u) {
+		return " while it holds quota"
+	}
+	return ""
+}
+
 // quotaOf is the quota a unit is charged to, as Koordinator charges its pods.
 func quotaOf(u *schedulingv1alpha1.QueueUnit) string {
 	if n := elasticquotav1alpha1.QuotaNameFromLabels(u.Labels); n != "" {
@@ -625,8 +636,13 @@ func (w *propWorld) check(stepNo int, what string) {
 		seen[key] = true
 		holds := queueunit.HoldsQuota(&u)
 		if holds {
+			var used int64
 			for _, a := range u.Status.Admissions {
-				direct[quotaOf(&u)] += a.Resources.Cpu().Value()
+				used += a.Resources.Cpu().Value()
+			}
+			direct[quotaOf(&u)] += used
+			if !w.undelivered[key] {
+				w.chargedAsItsAdmissions(&u, used, fail)
 			}
 		}
 		if holds && !w.holds[key] && queueunit.PartialCounts(&u) != nil {
@@ -660,6 +676,28 @@ func (w *propWorld) check(stepNo int, what string) {
 		if v.Pending < 0 || v.Admitted < 0 {
 			fail("queue %s counts %d pending, %d admitted", v.Name, v.Pending, v.Admitted)
 		}
+	}
+}
+
+// chargedAsItsAdmissions checks that the core charges a unit that holds
+// quota, once the Cache has seen it as the API server has it, what its
+// admissions hold (cpu, summed): no more, whatever its spec says since.
+func (w *propWorld) chargedAsItsAdmissions(u *schedulingv1alpha1.QueueUnit, admitted int64, fail func(string, ...any)) {
+	w.t.Helper()
+	w.cache.mu.Lock()
+	r, ok := w.cache.units["ns/"+u.Name]
+	seen := ok && r.unit.ResourceVersion == u.ResourceVersion && r.admission == nil && r.inCore
+	w.cache.mu.Unlock()
+	if !seen {
+		return
+	}
+	e := w.cache.core.Quotas()
+	c, charged := e.Charged("ns/" + u.Name)
+	cpu := e.ResourceList(c.Request)[corev1.ResourceCPU]
+	if !charged || cpu.Value() != admitted {
+		asks := queueunit.Request(u)
+		fail("%s holds %d cpu by its admissions, is charged %s (charged: %v); its spec asks for %s",
+			u.Name, admitted, cpu.String(), charged, asks.Cpu())
 	}
 }
 

@@ -165,6 +165,8 @@ func (c *Cache) unitView(r *unitRecord) api.UnitView {
 	case r.admission != nil && !queueunit.HoldsQuota(u):
 		v.Phase = schedulingv1alpha1.Dequeued // admitted, the write in flight
 		v.Request, v.PartialAdmission = r.admission.charged, queueunit.PartialNote(u, r.admission.partial)
+	case queueunit.ResizedSinceAdmitted(u):
+		v.Request = queueunit.Charged(u) // its spec (Resource) waits to be queued again
 	case queueunit.HoldsQuota(u):
 		partial := queueunit.PartialCounts(u)
 		v.Request, v.PartialAdmission = queueunit.HeldWith(u, partial), queueunit.PartialNote(u, partial)

@@ -139,6 +139,10 @@ func (w *Writer) checksPassed(key string) { w.urgent.Add(op{kind: opChecksPassed
 func (w *Writer) checksFailed(key string) { w.urgent.Add(op{kind: opChecksFailed, key: key}) }
 func (w *Writer) explain(key string)      { w.deferred.Add(op{kind: opMessage, key: key}) }
 
+// pinQueue records in spec.queue the queue a unit holding quota is charged
+// in, when the write after its admission did not (writeQueueName).
+func (w *Writer) pinQueue(key string) { w.deferred.Add(op{kind: opQueueName, key: key}) }
+
 func (w *Writer) processUrgent(ctx context.Context) bool {
 	o, shutdown := w.urgent.Get()
 	if shutdown {
@@ -234,9 +238,10 @@ func capitalise(msg string) string {
 }
 
 // writeQueueName records the admitting queue in spec.queue, as Koord-Queue
-// does, for a unit whose label already names its quota. It is a second
-// write of the unit's main resource, so it waits for the admissions of a
-// backlog: the status already says where the unit is.
+// does, for a unit whose label already names its quota, or one charged by a
+// fallback whose pin after its admission did not land (pinQueue). It is a
+// second write of the unit's main resource, so it waits for the admissions
+// of a backlog: the status already says where the unit is.
 func (w *Writer) writeQueueName(ctx context.Context, key string) {
 	d, ok := w.cache.decision(key)
 	if !ok || d.queue == "" || d.unit.Spec.Queue == d.queue || !(queueunit.HoldsQuota(d.unit) || d.assumed) {

@@ -408,3 +408,32 @@ func TestAdmissionUndoneBeforeItIsSeen(t *testing.T) {
 		t.Errorf("quota q still charged %s cpu for a unit evicted and holding nothing", used.Cpu())
 	}
 }
+
+// TestPinOfAFallbackUnitIsRepaired: a unit charged through its namespace's
+// quota whose spec.queue pin did not land after its admission gets it at
+// its next event, so that a koord-queue restarted after the quota is
+// deleted still counts what its pods use.
+func TestPinOfAFallbackUnitIsRepaired(t *testing.T) {
+	ctx := context.Background()
+	quota := &elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "ns"},
+		Spec: elasticquotav1alpha1.ElasticQuotaSpec{Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}}
+	running := victim()
+	running.Spec.Resource = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("3")}
+	queueunit.Admit(running, "ns", running.Spec.Resource, nil, nil, metav1.Now())
+	running.Status.Phase = schedulingv1alpha1.Running
+	ww := newWriterWorld(t, running)
+	ww.cache.UpsertElasticQuota(quota)
+	ww.cache.UpsertUnit(ww.inAPI(t))
+	for _, key := range ww.cache.takeDirty().pin {
+		ww.writer.writeQueueName(ctx, key)
+	}
+	if got := ww.inAPI(t).Spec.Queue; got != "ns" {
+		t.Errorf("spec.queue is %q, want the queue it is charged in, ns", got)
+	}
+	restarted := NewCache()
+	restarted.UpsertUnit(ww.inAPI(t)) // its quota deleted meanwhile
+	used := restarted.core.Quotas().Used(elasticquotav1alpha1.RootQuotaName)
+	if got := used.Cpu().String(); got != "3" {
+		t.Errorf("restarted after its quota was deleted, the cluster uses %s cpu, want its 3", got)
+	}
+}

@@ -127,3 +127,47 @@ func PartialNote(u *schedulingv1alpha1.QueueUnit, counts map[string]int32) strin
 	}
 	return strings.Join(parts, ", ")
 }
+
+// Charged is what a unit that holds quota is charged: what its admissions
+// hold, written when it was admitted, whatever its spec says since (see
+// ResizedSinceAdmitted); Held when they do not record it. A new size is
+// charged only by a new admission, with a fit check: a unit resized while
+// it holds quota keeps its admitted size until it is queued again (its
+// extension queues its job again; see docs/design/decision-core.md).
+func Charged(u *schedulingv1alpha1.QueueUnit) corev1.ResourceList {
+	if admitted, ok := admittedResources(u); ok {
+		return admitted
+	}
+	return Held(u)
+}
+
+// ResizedSinceAdmitted reports whether a unit holding quota asks for other
+// than its admissions hold: its spec was resized after its admission was
+// written. It is charged what it was admitted with (Charged).
+func ResizedSinceAdmitted(u *schedulingv1alpha1.QueueUnit) bool {
+	admitted, ok := admittedResources(u)
+	return ok && HoldsQuota(u) && !resources.Equal(Held(u), admitted)
+}
+
+// admittedResources is what u's admissions hold, summed over its pod sets.
+// ok is false when they do not record its charge: it has none, one of them
+// records no resources (written by an older writer), or its pod sets do not
+// add up to its request (it is charged the request, and its admissions
+// hold what its pod sets ask for).
+func admittedResources(u *schedulingv1alpha1.QueueUnit) (corev1.ResourceList, bool) {
+	if len(u.Status.Admissions) == 0 || len(u.Spec.PodSets) > 0 && !podSetsAskRequest(u) {
+		return nil, false
+	}
+	sum := corev1.ResourceList{}
+	for _, a := range u.Status.Admissions {
+		if len(a.Resources) == 0 {
+			return nil, false
+		}
+		for name, q := range a.Resources {
+			total := sum[name]
+			total.Add(q)
+			sum[name] = total
+		}
+	}
+	return sum, true
+}

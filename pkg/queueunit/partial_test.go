@@ -6,6 +6,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
@@ -205,6 +206,66 @@ func TestAdmissiblePartially(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := queueunit.Admissible(tc.unit, "team-a", queueunit.Request(tc.unit), tc.partial); got != tc.want {
 				t.Errorf("Admissible = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestChargedKeepsTheAdmittedSize: a unit that holds quota is charged what
+// it was admitted with, whatever its spec says since (a new size is charged
+// only by a new admission, with a fit check).
+func TestChargedKeepsTheAdmittedSize(t *testing.T) {
+	admittedAt := func(u *schedulingv1alpha1.QueueUnit, partial map[string]int32) *wrappers.QueueUnitWrapper {
+		queueunit.Admit(u, "team", queueunit.Request(u), partial, nil, metav1.Now())
+		return &wrappers.QueueUnitWrapper{QueueUnit: *u}
+	}
+	resizedTo := func(w *wrappers.QueueUnitWrapper, count int32) *schedulingv1alpha1.QueueUnit {
+		u := w.Obj()
+		u.Spec.PodSets[0].Count = count
+		u.Spec.Resource = resources.PodSetsRequests(u.Spec.PodSets)
+		u.Spec.Request = u.Spec.Resource.DeepCopy()
+		return u
+	}
+	unit := func(count int32) *schedulingv1alpha1.QueueUnit {
+		return resizedTo(wrappers.MakeQueueUnit("u", "ns").PodSet("main", count, "cpu", "1"), count)
+	}
+	cases := []struct {
+		name        string
+		unit        *schedulingv1alpha1.QueueUnit
+		wantCharged corev1.ResourceList
+		wantResized bool
+	}{
+		{name: "as admitted", unit: admittedAt(unit(2), nil).Obj(), wantCharged: qt.Res("cpu", "2")},
+		{name: "grown from 2 to 6 pods while admitted: charged 2", unit: resizedTo(admittedAt(unit(2), nil), 6),
+			wantCharged: qt.Res("cpu", "2"), wantResized: true},
+		{name: "shrunk from 4 to 2 pods while admitted: charged 4 until it leaves", unit: resizedTo(admittedAt(unit(4), nil), 2),
+			wantCharged: qt.Res("cpu", "4"), wantResized: true},
+		{name: "evicted, its pods not gone, grown meanwhile: charged what it was admitted with", unit: func() *schedulingv1alpha1.QueueUnit {
+			u := resizedTo(admittedAt(unit(2), nil), 6)
+			u.Spec.ConsumerRef = &corev1.ObjectReference{Kind: "Job", Name: "j"} // its pods are its extension's to report gone
+			queueunit.Evict(u, schedulingv1alpha1.EvictedByPreemption, "preempted", metav1.Now())
+			return u
+		}(), wantCharged: qt.Res("cpu", "2"), wantResized: true},
+		{name: "admitted partially, 2 of 4", unit: func() *schedulingv1alpha1.QueueUnit {
+			u := wrappers.MakeQueueUnit("u", "ns").PodSet("main", 4, "cpu", "1").MinCount(2).Obj()
+			u.Spec.Resource = resources.PodSetsRequests(u.Spec.PodSets)
+			return admittedAt(u, map[string]int32{"main": 2}).Obj()
+		}(), wantCharged: qt.Res("cpu", "2")},
+		{name: "admissions that record no resources (an older writer's): what it asks for",
+			unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 4, "cpu", "1").Admission("main", 2).Phase(schedulingv1alpha1.Running).Obj(), wantCharged: qt.Res("cpu", "4")},
+		{name: "a spec.resource its pod sets do not add up to: it holds that", unit: func() *schedulingv1alpha1.QueueUnit {
+			u := admittedAt(unit(2), nil).Obj()
+			u.Spec.Resource = qt.Res("cpu", "3")
+			return u
+		}(), wantCharged: qt.Res("cpu", "3")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.wantCharged, queueunit.Charged(tc.unit), cmp.Comparer(resources.Equal)); diff != "" {
+				t.Errorf("Charged (-want +got):\n%s", diff)
+			}
+			if got := queueunit.ResizedSinceAdmitted(tc.unit); got != tc.wantResized {
+				t.Errorf("ResizedSinceAdmitted = %v, want %v", got, tc.wantResized)
 			}
 		})
 	}

@@ -17,9 +17,21 @@ import (
 	"github.com/koord-queue/koord-queue/apis"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 var unitResource = schema.GroupResource{Group: schedulingv1alpha1.GroupVersion.Group, Resource: "queueunits"}
+
+// fakeClientWith is a fake client holding stored, with its status
+// subresource.
+func fakeClientWith(t *testing.T, stored *schedulingv1alpha1.QueueUnit) client.WithWatch {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := apis.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	return fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(stored).Build()
+}
 
 // TestPatch drives the one write path of both binaries through the failures
 // an API server gives: a conflict, a timeout after the write landed or
@@ -121,12 +133,8 @@ func TestPatch(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			scheme := runtime.NewScheme()
-			if err := apis.AddToScheme(scheme); err != nil {
-				t.Fatal(err)
-			}
 			stored := &schedulingv1alpha1.QueueUnit{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "u"}}
-			base := fake.NewClientBuilder().WithScheme(scheme).WithObjects(stored).WithStatusSubresource(stored).Build()
+			base := fakeClientWith(t, stored)
 			writes := 0
 			c := interceptor.NewClient(base, interceptor.Funcs{
 				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
@@ -167,6 +175,112 @@ func TestPatch(t *testing.T) {
 			}
 			if (err != nil) != (!got.OutcomeKnown || got.NotFound) {
 				t.Errorf("Patch error %v", err)
+			}
+		})
+	}
+}
+
+// TestPatchRefusesResizingAUnitThatHoldsQuota: a unit is charged its size
+// when admitted; a resize an extension decided while the unit waited must
+// not land on it once admitted (the conflict's retry reads the admitted
+// unit), nor on an evicted unit whose pods still run. Other spec writes,
+// such as the pin of the admitting queue, still land.
+func TestPatchRefusesResizingAUnitThatHoldsQuota(t *testing.T) {
+	waiting := func() *schedulingv1alpha1.QueueUnit {
+		return wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2, "cpu", "1").Phase(schedulingv1alpha1.Enqueued).Obj()
+	}
+	admit := func(u *schedulingv1alpha1.QueueUnit) {
+		u.Status.Phase = schedulingv1alpha1.Dequeued
+		u.Status.Admissions = []schedulingv1alpha1.Admission{{Name: "main", Replicas: 2}}
+	}
+	resizeTo6 := func(u *schedulingv1alpha1.QueueUnit) bool {
+		u.Spec.PodSets[0].Count = 6
+		return true
+	}
+	type outcome struct {
+		Count      int32 // of pod set main in the API server afterwards
+		Queue      string
+		HoldsQuota bool // the error is ErrHoldsQuota
+		Conflicts  int
+	}
+	cases := map[string]struct {
+		stored *schedulingv1alpha1.QueueUnit
+		// meanwhile runs on the server after the caller read the unit and
+		// before it writes: koord-queue admits it.
+		meanwhile func(*schedulingv1alpha1.QueueUnit)
+		mutate    func(*schedulingv1alpha1.QueueUnit) bool
+		want      outcome
+	}{
+		"a waiting unit is resized": {
+			stored: waiting(),
+			mutate: resizeTo6,
+			want:   outcome{Count: 6},
+		},
+		"admitted while the resize was decided: the retry on the admitted unit refuses it": {
+			stored:    waiting(),
+			meanwhile: admit,
+			mutate:    resizeTo6,
+			want:      outcome{Count: 2, HoldsQuota: true, Conflicts: 1},
+		},
+		"evicted, its pods not gone yet (its admissions listed): refused": {
+			stored: func() *schedulingv1alpha1.QueueUnit {
+				u := waiting()
+				u.Status.Admissions = []schedulingv1alpha1.Admission{{Name: "main", Replicas: 2, Running: 2}}
+				return u
+			}(),
+			mutate: resizeTo6,
+			want:   outcome{Count: 2, HoldsQuota: true},
+		},
+		"the admitting queue is pinned on an admitted unit": {
+			stored:    waiting(),
+			meanwhile: admit,
+			mutate: func(u *schedulingv1alpha1.QueueUnit) bool {
+				u.Spec.Queue = "team"
+				return true
+			},
+			want: outcome{Count: 2, Queue: "team", Conflicts: 1},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			base := fakeClientWith(t, tc.stored)
+			conflicts := 0
+			c := interceptor.NewClient(base, interceptor.Funcs{
+				Patch: func(ctx context.Context, c client.WithWatch, obj client.Object, patch client.Patch, opts ...client.PatchOption) error {
+					err := c.Patch(ctx, obj, patch, opts...)
+					if apierrors.IsConflict(err) {
+						conflicts++
+					}
+					return err
+				},
+			})
+			u := &schedulingv1alpha1.QueueUnit{}
+			if err := base.Get(ctx, client.ObjectKeyFromObject(tc.stored), u); err != nil {
+				t.Fatal(err)
+			}
+			if tc.meanwhile != nil {
+				fresh := u.DeepCopy()
+				tc.meanwhile(fresh)
+				if err := base.Status().Update(ctx, fresh); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err := queueunit.Patch(ctx, c, c, u, queueunit.Main, "test", tc.mutate)
+			inAPI := &schedulingv1alpha1.QueueUnit{}
+			if err := base.Get(ctx, client.ObjectKeyFromObject(tc.stored), inAPI); err != nil {
+				t.Fatal(err)
+			}
+			got := outcome{Count: inAPI.Spec.PodSets[0].Count, Queue: inAPI.Spec.Queue,
+				HoldsQuota: errors.Is(err, queueunit.ErrHoldsQuota), Conflicts: conflicts}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Patch (-want +got):\n%s\nerr: %v", diff, err)
+			}
+			if err != nil && !got.HoldsQuota {
+				t.Errorf("Patch: %v", err)
+			}
+			if got.HoldsQuota && u.Spec.PodSets[0].Count != 2 {
+				t.Errorf("refused, yet the caller's copy asks for %d pods, not the 2 the server holds", u.Spec.PodSets[0].Count)
 			}
 		})
 	}

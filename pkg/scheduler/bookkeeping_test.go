@@ -103,11 +103,11 @@ func TestUpsertUnitRefusalsLeaveTheUnitOut(t *testing.T) {
 				upsert(st.MakeUnit("ns/a", "q").Request("cpu", "2").Admitted(0).Obj())(s)
 				rogueRelease("ns/a")(s)
 			},
-			unit:           st.MakeUnit("ns/a", "q").Request("cpu", "3").Admitted(0).Obj(),
+			unit:           st.MakeUnit("ns/a", "q").Request("cpu", "1").Admitted(0).Obj(),
 			wantErr:        []error{scheduler.ErrBookkeeping, quota.ErrNotCharged},
 			wantClusterCPU: "0",
 			retry:          true,
-			wantRetryCPU:   "3",
+			wantRetryCPU:   "1",
 		},
 		{
 			name:           "a key the scheduler keeps for reservations: refused",

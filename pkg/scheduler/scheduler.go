@@ -599,8 +599,10 @@ func (s *Scheduler) updateAdmitted(us *unitState, old, u Unit, req quota.Vector)
 	if old.Priority != u.Priority {
 		s.engine.SetPriority(u.Key, u.Priority)
 	}
-	if !equalVec(us.req, req) {
-		// The job was resized while admitted: count what it holds now.
+	if !equalVec(us.req, req) && quota.Fits(req, us.req) {
+		// It shrank while admitted: count what it holds now. One that grew
+		// keeps its charge: a bigger one needs a fit check, which only a
+		// new admission makes (it is queued again to grow).
 		if err := s.engine.Resize(u.Key, req); err != nil {
 			return bookkeeping(err) // admitted, yet the engine held nothing for it
 		}

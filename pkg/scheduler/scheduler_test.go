@@ -1268,3 +1268,36 @@ func TestUnitsRestoredBeforeTheirQueue(t *testing.T) {
 	s.DeleteUnit("ns/starting")
 	counts(0, 1)
 }
+
+// TestAdmittedUnitGrowsOnlyByAnAdmission: an admitted unit reported bigger
+// (its spec resized while it held quota) keeps the charge it was admitted
+// with, since no fit check made room for more; one reported smaller gives
+// back what it no longer asks for.
+func TestAdmittedUnitGrowsOnlyByAnAdmission(t *testing.T) {
+	s := world{capacity: bigCluster,
+		quotas: []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
+		queues: []scheduler.QueueSpec{st.MakeQueue("q").Obj()},
+		units:  []scheduler.Unit{st.MakeUnit("ns/a", "q").Request("cpu", "2").Admitted(0).Obj()},
+	}.build(t)
+	used := func() string {
+		u := s.Quotas().Used("q")
+		return u.Cpu().String()
+	}
+	runSteps(t, s, []step{
+		{
+			name: "a, admitted at 2 cpu, reported at 6: still charged 2, so b's 2 fit beside it",
+			do: func(s *scheduler.Scheduler) {
+				upsert(st.MakeUnit("ns/a", "q").Request("cpu", "6").Admitted(0).Obj())(s)
+				upsert(st.MakeUnit("ns/b", "q").Request("cpu", "2").Obj())(s)
+			},
+			want: outcome{Admitted: []string{"ns/b"}},
+		},
+	})
+	if got := used(); got != "4" {
+		t.Errorf("quota q (max 4) uses %s cpu after a grew, want 4", got)
+	}
+	upsert(st.MakeUnit("ns/a", "q").Request("cpu", "1").Admitted(0).Obj())(s)
+	if got := used(); got != "3" {
+		t.Errorf("quota q uses %s cpu after a shrank to 1, want 3", got)
+	}
+}

@@ -3,6 +3,7 @@ package framework
 import (
 	"fmt"
 	"maps"
+	"math"
 	"slices"
 	"strings"
 
@@ -198,6 +199,31 @@ func samePodSets(a, b []schedulingv1alpha1.PodSet) bool {
 		return x.Name == y.Name && x.Count == y.Count && ptr.Equal(x.MinCount, y.MinCount) &&
 			equality.Semantic.DeepEqual(resources.PodRequests(&x.Template.Spec), resources.PodRequests(&y.Template.Spec))
 	})
+}
+
+// outgrew reports whether a job, run with the counts of a partial admission
+// (pods of each pod set partial names), would run more pods than its unit
+// was admitted with: more than a pod set's admission holds (its replicas),
+// or a pod set the unit was not admitted with. The unit's spec may have
+// changed since it was admitted (an extension's resize raced the admission);
+// its admissions have not. A unit without admissions (admitted before they
+// were written) is judged by its spec.
+func outgrew(unit *schedulingv1alpha1.QueueUnit, job []schedulingv1alpha1.PodSet, partial map[string]int32) bool {
+	admitted := unit.Spec.PodSets
+	if len(unit.Status.Admissions) > 0 {
+		admitted = make([]schedulingv1alpha1.PodSet, len(unit.Status.Admissions))
+		for i, a := range unit.Status.Admissions {
+			admitted[i] = schedulingv1alpha1.PodSet{Name: a.Name, Count: int32(min(max(a.Replicas, 0), math.MaxInt32))}
+		}
+	}
+	run := make([]schedulingv1alpha1.PodSet, len(job))
+	for i, s := range job {
+		if n, ok := partial[s.Name]; ok && n < s.Count {
+			s.Count = n
+		}
+		run[i] = s
+	}
+	return grew(admitted, run)
 }
 
 // grew reports whether a job asks for more than its unit holds: a pod set the

@@ -221,3 +221,37 @@ func TestGrew(t *testing.T) {
 		})
 	}
 }
+
+// TestOutgrew: a job is measured against what its unit was admitted with
+// (its admissions), not against its unit's spec, which may have been
+// resized since.
+func TestOutgrew(t *testing.T) {
+	admittedAt := func(spec, admitted int32) *schedulingv1alpha1.QueueUnit {
+		u := wrappers.MakeQueueUnit("u", "ns").PodSet("main", spec).MinCount(1).Obj()
+		u.Status.Admissions = []schedulingv1alpha1.Admission{{Name: "main", Replicas: int64(admitted)}}
+		return u
+	}
+	job := func(n int32) []schedulingv1alpha1.PodSet {
+		return wrappers.MakeQueueUnit("u", "ns").PodSet("main", n).Obj().Spec.PodSets
+	}
+	cases := map[string]struct {
+		unit    *schedulingv1alpha1.QueueUnit
+		job     []schedulingv1alpha1.PodSet
+		partial map[string]int32
+		want    bool
+	}{
+		"as admitted":                                    {unit: admittedAt(2, 2), job: job(2)},
+		"resized to 6 after its admission at 2":          {unit: admittedAt(6, 2), job: job(6), want: true},
+		"admitted partially, run with the pods admitted": {unit: admittedAt(6, 2), job: job(6), partial: map[string]int32{"main": 2}},
+		"no admissions written: its spec":                {unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 6).Obj(), job: job(6)},
+		"a pod set it was not admitted with": {unit: admittedAt(2, 2),
+			job: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2).PodSet("extra", 1).Obj().Spec.PodSets, want: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := outgrew(tc.unit, tc.job, tc.partial); got != tc.want {
+				t.Errorf("outgrew = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

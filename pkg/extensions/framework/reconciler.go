@@ -2,6 +2,7 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -432,6 +433,12 @@ func (r *JobReconciler) hold(ctx context.Context, job GenericJob, unit *scheduli
 	if unit.EffectivePhase() != schedulingv1alpha1.Enqueued {
 		return nil // the queue controller is working on it
 	}
+	if queueunit.HoldsQuota(unit) {
+		// Evicted, and its pods are not gone yet: they still hold its
+		// quota, so it is not resized (nor queued again at a new size)
+		// until FollowJob gives its admissions back.
+		return nil
+	}
 	if setsErr != nil {
 		reason := setsErr.Error()
 		if unit.Annotations[schedulingv1alpha1.AnnotationInvalidJob] == reason {
@@ -454,10 +461,17 @@ func (r *JobReconciler) hold(ctx context.Context, job GenericJob, unit *scheduli
 	}
 	wasHeld := isHeldInvalid(unit)
 	resized := false
-	if err := r.patchUnit(ctx, unit, false, func(u *schedulingv1alpha1.QueueUnit) bool {
+	err := r.patchUnit(ctx, unit, false, func(u *schedulingv1alpha1.QueueUnit) bool {
 		resized = resizeUnit(u, unitSets)
 		return resized
-	}); err != nil || !resized {
+	})
+	if errors.Is(err, queueunit.ErrHoldsQuota) {
+		// Admitted (or reserved) meanwhile at its old size: release
+		// queues the job again at its new size on the unit's next event.
+		ctrl.LoggerFrom(ctx).V(2).Info("Not resizing the QueueUnit: it holds quota", "queueUnit", klog.KObj(unit))
+		return nil
+	}
+	if err != nil || !resized {
 		return err
 	}
 	r.recorder.Eventf(obj, corev1.EventTypeNormal, ReasonUpdatedUnit, "QueueUnit %s now asks for %s", unit.Name, describeRequest(unit.Spec.Request))
@@ -482,7 +496,7 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 	partial := queueunit.PartialCounts(unit)
 	scaler, scales := job.(JobWithPartialAdmission)
 	cannotShrink := partial != nil && !scales
-	if cannotShrink || setsErr == nil && grew(unit.Spec.PodSets, unitSets) {
+	if cannotShrink || setsErr == nil && (grew(unit.Spec.PodSets, unitSets) || outgrew(unit, unitSets, partial)) {
 		// Suspend, restore the counts and the templates (steps of their
 		// own, see restore), then let the unit go; the next pass queues the
 		// job afresh.
