@@ -125,10 +125,22 @@ func ambiguous(err error) bool {
 }
 
 // Resized reports whether after asks its quota for something else than
-// before: its spec.resource, spec.request or spec.podSet differ. A unit that
-// holds quota keeps its size (see Patch and Charged).
+// before: its spec.resource, spec.request or spec.podSet differ, pod sets'
+// names aside (renaming a pod set, as adopting Koord-Queue's unit does along
+// with its admissions, asks for nothing more). A unit that holds quota
+// keeps its size (see Patch and Charged).
 func Resized(before, after *schedulingv1alpha1.QueueUnit) bool {
 	return !equality.Semantic.DeepEqual(before.Spec.Resource, after.Spec.Resource) ||
 		!equality.Semantic.DeepEqual(before.Spec.Request, after.Spec.Request) ||
-		!equality.Semantic.DeepEqual(before.Spec.PodSets, after.Spec.PodSets)
+		!equality.Semantic.DeepEqual(unnamed(before.Spec.PodSets), unnamed(after.Spec.PodSets))
+}
+
+// unnamed is sets without their names, for comparing what they ask for.
+func unnamed(sets []schedulingv1alpha1.PodSet) []schedulingv1alpha1.PodSet {
+	out := make([]schedulingv1alpha1.PodSet, len(sets))
+	for i, s := range sets {
+		s.Name = ""
+		out[i] = s
+	}
+	return out
 }

@@ -3,6 +3,7 @@ package queueunit_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -198,7 +199,8 @@ func TestPatchRefusesResizingAUnitThatHoldsQuota(t *testing.T) {
 		return true
 	}
 	type outcome struct {
-		Count      int32 // of pod set main in the API server afterwards
+		Count      int32  // of the first pod set in the API server afterwards
+		Name       string // of the first pod set, when not main
 		Queue      string
 		HoldsQuota bool // the error is ErrHoldsQuota
 		Conflicts  int
@@ -230,6 +232,18 @@ func TestPatchRefusesResizingAUnitThatHoldsQuota(t *testing.T) {
 			}(),
 			mutate: resizeTo6,
 			want:   outcome{Count: 2, HoldsQuota: true},
+		},
+		"an admitted unit's pod set renamed, as adopting Koord-Queue's unit does: not a resize": {
+			stored: func() *schedulingv1alpha1.QueueUnit {
+				u := waiting()
+				admit(u)
+				return u
+			}(),
+			mutate: func(u *schedulingv1alpha1.QueueUnit) bool {
+				u.Spec.PodSets[0].Name = "workers"
+				return true
+			},
+			want: outcome{Count: 2, Name: "workers"},
 		},
 		"the admitting queue is pinned on an admitted unit": {
 			stored:    waiting(),
@@ -272,6 +286,7 @@ func TestPatchRefusesResizingAUnitThatHoldsQuota(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := outcome{Count: inAPI.Spec.PodSets[0].Count, Queue: inAPI.Spec.Queue,
+				Name:       strings.TrimPrefix(inAPI.Spec.PodSets[0].Name, "main"),
 				HoldsQuota: errors.Is(err, queueunit.ErrHoldsQuota), Conflicts: conflicts}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Patch (-want +got):\n%s\nerr: %v", diff, err)
