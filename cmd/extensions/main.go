@@ -24,7 +24,6 @@ import (
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/koord-queue/koord-queue/apis"
-	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/integrations"
 	"github.com/koord-queue/koord-queue/pkg/extensions/webhook"
@@ -42,7 +41,7 @@ func main() {
 }
 
 func run() error {
-	namespace := envOr("POD_NAMESPACE", schedulingv1alpha1.QueueNamespace)
+	namespace := leaderelection.PodNamespace()
 	var (
 		enabled         = flag.String("enabled-extensions", "job", "comma-separated extensions to run, of: "+strings.Join(integrations.Names(), ", "))
 		manageAll       = flag.Bool("manage-all-jobs", false, "queue every job of an enabled kind, with or without a quota label, and suspend those submitted running until their unit is admitted")
@@ -161,11 +160,4 @@ func splitList(s string) []string {
 		}
 	}
 	return out
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
-	}
-	return def
 }

@@ -40,8 +40,9 @@ func run() error {
 		configFile      = flag.String("config", "", "path to a KoordQueueConfiguration file (default: Priority and ElasticQuotaV2 plugins)")
 		qps             = flag.Float64("qps", 50, "queries per second to the API server")
 		burst           = flag.Int("burst", 100, "burst of queries to the API server")
-		leaderElect     = flag.Bool("leader-elect", true, "elect a leader (Lease koord-queue in namespace koord-queue); only the leader admits")
-		leaderNamespace = flag.String("leader-elect-namespace", schedulingv1alpha1.QueueNamespace, "namespace of the leader election Lease")
+		leaderElect     = flag.Bool("leader-elect", true, "elect a leader (Lease koord-queue in --leader-elect-namespace); only the leader admits")
+		leaderNamespace = flag.String("leader-elect-namespace", leaderelection.PodNamespace(), "namespace of the leader election Lease (default: the pod's, POD_NAMESPACE, else koord-queue)")
+		queueNamespace  = flag.String("queue-namespace", schedulingv1alpha1.QueueNamespace, "namespace of the Queues made for the ElasticQuotas; Queues elsewhere are not read")
 		metricsAddr     = flag.String("metrics-bind-address", ":10259", "address of /metrics; 0 turns it off")
 		metricsSecure   = flag.Bool("metrics-secure", true, "serve /metrics over HTTPS to callers the API server authenticates and authorizes (get on the non-resource URL /metrics); false serves plain HTTP to anyone")
 		metricsCertDir  = flag.String("metrics-cert-dir", "", "directory with tls.crt and tls.key for /metrics over HTTPS; empty uses a self-signed certificate")
@@ -53,7 +54,7 @@ func run() error {
 		aggCertDir      = flag.String("aggregated-api-cert-dir", "/tmp/koord-queue-aggregated-api/serving-certs", "directory of the aggregated API's tls.crt and tls.key")
 		aggRotate       = flag.Bool("aggregated-api-cert-rotation", true, "make and rotate the aggregated API's certificate in --aggregated-api-secret-name, and write its CA into the APIService")
 		aggSecretName   = flag.String("aggregated-api-secret-name", "koord-queue-visibility-api-cert", "Secret holding the aggregated API's certificate; it must exist, even empty")
-		aggNamespace    = flag.String("aggregated-api-secret-namespace", schedulingv1alpha1.QueueNamespace, "namespace of --aggregated-api-secret-name and of the aggregated API's Service")
+		aggNamespace    = flag.String("aggregated-api-secret-namespace", leaderelection.PodNamespace(), "namespace of --aggregated-api-secret-name and of the aggregated API's Service (default: the pod's, POD_NAMESPACE, else koord-queue)")
 		aggServiceName  = flag.String("aggregated-api-service-name", "koord-queue-visibility-api", "Service the APIService sends the aggregated API's requests to")
 		writeWorkers    = flag.Int("admission-write-workers", 8, "admissions and evictions written in parallel")
 		messageQPS      = flag.Float64("wait-message-qps", 5, "how many 'why this unit waits' status writes per second at most")
@@ -107,7 +108,7 @@ func run() error {
 		LeaderElectionID:              "koord-queue",
 		LeaderElectionNamespace:       *leaderNamespace,
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         queuemanager.CacheOptions(),
+		Cache:                         queuemanager.CacheOptions(*queueNamespace),
 	}
 	leaderSettings.Apply(&mgrOpts)
 	mgr, err := ctrl.NewManager(restConfig, mgrOpts)
@@ -116,6 +117,7 @@ func run() error {
 	}
 	ctx := ctrl.SetupSignalHandler()
 	_, err = queuemanager.Setup(ctx, mgr, queuemanager.Options{
+		QueueNamespace:                         *queueNamespace,
 		VisibilityAddress:                      *visibilityAddr,
 		VisibilityInsecureAllowUnauthenticated: *visibilityOpen,
 		AggregatedAPI: queuemanager.AggregatedAPIOptions{

@@ -74,8 +74,10 @@ type Cache struct {
 	// not validate, so it uses the oldest and reports the others.
 	quotaCopies map[string][]*elasticquotav1alpha1.ElasticQuota
 	quotaErrs   map[string]error
-	queues      map[string]*queueRecord
-	units       map[string]*unitRecord
+	// queueNamespace holds the Queues, for messages.
+	queueNamespace string
+	queues         map[string]*queueRecord
+	units          map[string]*unitRecord
 	// backingOff are the units whose notBefore is set, so a cycle looks
 	// only at them, not at every unit.
 	backingOff map[string]*unitRecord
@@ -105,18 +107,19 @@ const recentAdmissionsKept = 50
 // NewCache returns an empty Cache.
 func NewCache() *Cache {
 	return &Cache{
-		core:         scheduler.New(),
-		quotas:       newQuotaIndex(),
-		quotaObjects: map[string]*elasticquotav1alpha1.ElasticQuota{},
-		quotaCopies:  map[string][]*elasticquotav1alpha1.ElasticQuota{},
-		quotaErrs:    map[string]error{},
-		queues:       map[string]*queueRecord{},
-		units:        map[string]*unitRecord{},
-		backingOff:   map[string]*unitRecord{},
-		nodes:        map[string]corev1.ResourceList{},
-		wake:         make(chan struct{}, 1),
-		dirty:        map[string]struct{}{},
-		jobTypes:     map[jobType]int{},
+		core:           scheduler.New(),
+		quotas:         newQuotaIndex(),
+		quotaObjects:   map[string]*elasticquotav1alpha1.ElasticQuota{},
+		quotaCopies:    map[string][]*elasticquotav1alpha1.ElasticQuota{},
+		quotaErrs:      map[string]error{},
+		queues:         map[string]*queueRecord{},
+		units:          map[string]*unitRecord{},
+		backingOff:     map[string]*unitRecord{},
+		queueNamespace: schedulingv1alpha1.QueueNamespace,
+		nodes:          map[string]corev1.ResourceList{},
+		wake:           make(chan struct{}, 1),
+		dirty:          map[string]struct{}{},
+		jobTypes:       map[jobType]int{},
 	}
 }
 
@@ -562,7 +565,7 @@ func (c *Cache) waitReason(key string) string {
 	var reason string
 	if _, ok := c.queues[r.queue]; !ok {
 		if c.quotas.Exists(r.queue) {
-			reason = fmt.Sprintf("waiting for Queue %s/%s to be created for ElasticQuota %s", schedulingv1alpha1.QueueNamespace, r.queue, r.queue)
+			reason = fmt.Sprintf("waiting for Queue %s/%s to be created for ElasticQuota %s", c.queueNamespace, r.queue, r.queue)
 		} else {
 			reason = fmt.Sprintf("ElasticQuota %s not found: the unit is admitted as soon as it exists", r.queue)
 		}

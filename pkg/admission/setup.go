@@ -25,6 +25,9 @@ type Options struct {
 	// ReclaimProtection keeps units admitted more recently from being
 	// reclaimed by other quotas (defaultReclaimProtectTime).
 	ReclaimProtection time.Duration
+	// QueueNamespace holds the Queues (empty:
+	// schedulingv1alpha1.QueueNamespace); Queues elsewhere are not read.
+	QueueNamespace string
 }
 
 // Setup feeds a new Cache from the manager's informers (on every replica)
@@ -35,6 +38,9 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 		opts.Clock = clock.RealClock{}
 	}
 	c := NewCache()
+	if opts.QueueNamespace != "" {
+		c.queueNamespace = opts.QueueNamespace
+	}
 	c.log = mgr.GetLogger().WithName("admission")
 	c.core.SetReclaimProtection(opts.ReclaimProtection)
 	var synced []toolscache.InformerSynced
@@ -76,12 +82,12 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 			}},
 		{&schedulingv1alpha1.Queue{},
 			func(o any) {
-				if q, ok := o.(*schedulingv1alpha1.Queue); ok && q.Namespace == schedulingv1alpha1.QueueNamespace {
+				if q, ok := o.(*schedulingv1alpha1.Queue); ok && q.Namespace == c.queueNamespace {
 					c.UpsertQueue(q)
 				}
 			},
 			func(o any) {
-				if q, ok := o.(*schedulingv1alpha1.Queue); ok && q.Namespace == schedulingv1alpha1.QueueNamespace {
+				if q, ok := o.(*schedulingv1alpha1.Queue); ok && q.Namespace == c.queueNamespace {
 					c.DeleteQueue(q.Name)
 				}
 			}},

@@ -7,9 +7,12 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"os"
 	"time"
 
 	ctrl "sigs.k8s.io/controller-runtime"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 )
 
 // Defaults. A leader that stops cleanly releases its Lease at once; one
@@ -56,4 +59,15 @@ func (s *Settings) Validate() error {
 // Apply sets the timings in opts.
 func (s *Settings) Apply(opts *ctrl.Options) {
 	opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = &s.LeaseDuration, &s.RenewDeadline, &s.RetryPeriod
+}
+
+// PodNamespace is the namespace the binary's pod runs in (POD_NAMESPACE,
+// which the chart sets from the downward API), else
+// schedulingv1alpha1.QueueNamespace: the default of the namespaces of its
+// Lease and of the Secrets and Services it reads.
+func PodNamespace() string {
+	if ns := os.Getenv("POD_NAMESPACE"); ns != "" {
+		return ns
+	}
+	return schedulingv1alpha1.QueueNamespace
 }

@@ -61,13 +61,19 @@ const (
 type Reconciler struct {
 	client   client.Client
 	recorder record.EventRecorder
+	// namespace holds the Queues.
+	namespace string
 }
 
 var _ reconcile.Reconciler = (*Reconciler)(nil)
 
-// NewReconciler returns a Reconciler.
-func NewReconciler(c client.Client, recorder record.EventRecorder) *Reconciler {
-	return &Reconciler{client: c, recorder: recorder}
+// NewReconciler returns a Reconciler keeping Queues in namespace (empty:
+// schedulingv1alpha1.QueueNamespace).
+func NewReconciler(c client.Client, recorder record.EventRecorder, namespace string) *Reconciler {
+	if namespace == "" {
+		namespace = schedulingv1alpha1.QueueNamespace
+	}
+	return &Reconciler{client: c, recorder: recorder, namespace: namespace}
 }
 
 // SetupIndexes registers the field indexes the Reconciler lists by.
@@ -89,7 +95,7 @@ func (r *Reconciler) SetupWithManager(mgr ctrl.Manager) error {
 	return ctrl.NewControllerManagedBy(mgr).
 		Named(controllerName).
 		Watches(&elasticquotav1alpha1.ElasticQuota{}, byName, builder.WithPredicates(quotaReadChanged())).
-		Watches(&schedulingv1alpha1.Queue{}, byName, builder.WithPredicates(inQueueNamespace())).
+		Watches(&schedulingv1alpha1.Queue{}, byName, builder.WithPredicates(inNamespace(r.namespace))).
 		Complete(r)
 }
 
@@ -105,9 +111,9 @@ func quotaReadChanged() predicate.Predicate {
 	}}
 }
 
-func inQueueNamespace() predicate.Predicate {
+func inNamespace(namespace string) predicate.Predicate {
 	return predicate.NewPredicateFuncs(func(o client.Object) bool {
-		return o.GetNamespace() == schedulingv1alpha1.QueueNamespace
+		return o.GetNamespace() == namespace
 	})
 }
 
@@ -119,7 +125,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		return reconcile.Result{}, fmt.Errorf("listing ElasticQuotas named %s: %w", req.Name, err)
 	}
 	queue := &schedulingv1alpha1.Queue{}
-	err := r.client.Get(ctx, client.ObjectKey{Namespace: schedulingv1alpha1.QueueNamespace, Name: req.Name}, queue)
+	err := r.client.Get(ctx, client.ObjectKey{Namespace: r.namespace, Name: req.Name}, queue)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return reconcile.Result{}, fmt.Errorf("getting Queue %s: %w", req.Name, err)
 	}
@@ -141,7 +147,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			if live[i].UID != eq.UID {
 				r.recorder.Eventf(&live[i], corev1.EventTypeWarning, ReasonDuplicateQuotaName,
 					"ElasticQuota names are unique cluster-wide; %s/%s already has this name and owns Queue %s/%s",
-					eq.Namespace, eq.Name, schedulingv1alpha1.QueueNamespace, eq.Name)
+					eq.Namespace, eq.Name, r.namespace, eq.Name)
 			}
 		}
 	}
@@ -149,7 +155,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 	if !exists {
 		queue = &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{
 			Name:      eq.Name,
-			Namespace: schedulingv1alpha1.QueueNamespace,
+			Namespace: r.namespace,
 		}}
 		r.applyQuota(queue, eq)
 		logger.Info("Creating Queue for ElasticQuota", "policy", queue.Spec.QueuePolicy)
@@ -249,7 +255,7 @@ func (r *Reconciler) policyOf(eq *elasticquotav1alpha1.ElasticQuota) schedulingv
 	default:
 		r.recorder.Eventf(eq, corev1.EventTypeWarning, ReasonUnknownQueuePolicy,
 			"label %s=%q is not Priority, Block or Intelligent; Queue %s/%s uses Priority",
-			schedulingv1alpha1.LabelQueuePolicy, value, schedulingv1alpha1.QueueNamespace, eq.Name)
+			schedulingv1alpha1.LabelQueuePolicy, value, r.namespace, eq.Name)
 		return schedulingv1alpha1.QueuePolicyPriority
 	}
 }

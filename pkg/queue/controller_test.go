@@ -68,7 +68,7 @@ func TestAdoptKoordQueueQueues(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(quota.DeepCopy(), tc.queue).
 				WithIndex(&elasticquotav1alpha1.ElasticQuota{}, IndexElasticQuotaName, func(o client.Object) []string { return []string{o.GetName()} }).
 				Build()
-			r := NewReconciler(c, record.NewFakeRecorder(10))
+			r := NewReconciler(c, record.NewFakeRecorder(10), "")
 			for range 2 { // adopted once, then nothing to do
 				if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "team-a"}}); err != nil {
 					t.Fatalf("Reconcile: %v", err)
@@ -86,5 +86,34 @@ func TestAdoptKoordQueueQueues(t *testing.T) {
 				t.Errorf("Queue (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestQueuesLiveInTheNamespaceChosen: with --queue-namespace queues, an
+// ElasticQuota's Queue is made there, not in koord-queue.
+func TestQueuesLiveInTheNamespaceChosen(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	if err := apis.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	quota := &elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Namespace: "quotas"}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(quota).
+		WithIndex(&elasticquotav1alpha1.ElasticQuota{}, IndexElasticQuotaName, func(o client.Object) []string { return []string{o.GetName()} }).
+		Build()
+	r := NewReconciler(c, record.NewFakeRecorder(10), "queues")
+	if _, err := r.Reconcile(ctx, reconcile.Request{NamespacedName: types.NamespacedName{Name: "team-a"}}); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	var queues schedulingv1alpha1.QueueList
+	if err := c.List(ctx, &queues); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, q := range queues.Items {
+		got = append(got, q.Namespace+"/"+q.Name)
+	}
+	if diff := cmp.Diff([]string{"queues/team-a"}, got); diff != "" {
+		t.Errorf("Queues (-want +got):\n%s", diff)
 	}
 }

@@ -9,15 +9,19 @@ import (
 )
 
 // CacheOptions is how the koord-queue binary's manager caches objects, for
-// every manager that runs Setup as the binary does.
-func CacheOptions() cache.Options {
+// every manager that runs Setup as the binary does: Queues of queueNamespace
+// only (empty: schedulingv1alpha1.QueueNamespace).
+func CacheOptions(queueNamespace string) cache.Options {
+	if queueNamespace == "" {
+		queueNamespace = schedulingv1alpha1.QueueNamespace
+	}
 	return cache.Options{
 		// Nothing here reads managedFields, and the API server keeps them
 		// on writes that leave them out: with 15,000 QueueUnits cached,
 		// dropping them lowers peak RSS by about 13%.
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&schedulingv1alpha1.Queue{}:     {Namespaces: map[string]cache.Config{schedulingv1alpha1.QueueNamespace: {}}},
+			&schedulingv1alpha1.Queue{}:     {Namespaces: map[string]cache.Config{queueNamespace: {}}},
 			&schedulingv1alpha1.QueueUnit{}: {Transform: StripUnit},
 		},
 	}

@@ -31,6 +31,10 @@ type Options struct {
 	// AggregatedAPI serves visibility.koord-queue.x-k8s.io/v1alpha1 for
 	// the API server's aggregation layer; always authenticated.
 	AggregatedAPI AggregatedAPIOptions
+	// QueueNamespace holds the Queues (empty:
+	// schedulingv1alpha1.QueueNamespace); the manager's cache must watch
+	// it (CacheOptions).
+	QueueNamespace string
 }
 
 // Setup adds every koord-queue controller to mgr and returns the admission
@@ -39,9 +43,10 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*admission.C
 	if err := queue.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 		return nil, err
 	}
-	if err := queue.NewReconciler(mgr.GetClient(), mgr.GetEventRecorderFor("koord-queue")).SetupWithManager(mgr); err != nil {
+	if err := queue.NewReconciler(mgr.GetClient(), mgr.GetEventRecorderFor("koord-queue"), opts.QueueNamespace).SetupWithManager(mgr); err != nil {
 		return nil, fmt.Errorf("setting up the Queue controller: %w", err)
 	}
+	opts.Admission.QueueNamespace = opts.QueueNamespace
 	cache, err := admission.Setup(ctx, mgr, opts.Admission)
 	if err != nil {
 		return nil, err

@@ -16,7 +16,8 @@ const (
 	// AnnotationPrefix is what every copied annotation starts with.
 	AnnotationPrefix = "koord-queue/"
 
-	// QueueNamespace holds every Queue.
+	// QueueNamespace holds every Queue unless koord-queue is told another
+	// (--queue-namespace, the chart's queueNamespace).
 	QueueNamespace = "koord-queue"
 	// DefaultQueuePriority is the priority of Queues created from ElasticQuotas.
 	DefaultQueuePriority int32 = 1000

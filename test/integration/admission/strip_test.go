@@ -31,7 +31,7 @@ func TestStrippedUnitsAreNotWrittenBack(t *testing.T) {
 		mgrCache = mgr.GetCache()
 		_, err := queuemanager.Setup(ctx, mgr, fastOptions())
 		return err
-	}, func(o *manager.Options) { o.Cache = queuemanager.CacheOptions() })
+	}, func(o *manager.Options) { o.Cache = queuemanager.CacheOptions("") })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -432,9 +432,14 @@ func TestInstall(t *testing.T) {
 	}
 }
 
-// helmConfig is Helm's configuration for releases in namespace on e's API
-// server, as an administrator, its releases kept in Secrets as helm's are.
-func helmConfig(t *testing.T, e *testenv.Env) *action.Configuration {
+// helmConfig is Helm's configuration for releases in namespace (the
+// chart's usual one, unless another is given) on e's API server, as an
+// administrator, its releases kept in Secrets as helm's are.
+func helmConfig(t *testing.T, e *testenv.Env, releaseNamespace ...string) *action.Configuration {
+	ns := namespace
+	if len(releaseNamespace) > 0 {
+		ns = releaseNamespace[0]
+	}
 	t.Helper()
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
 	if err := e.WriteKubeconfig(kubeconfig); err != nil {
@@ -442,9 +447,9 @@ func helmConfig(t *testing.T, e *testenv.Env) *action.Configuration {
 	}
 	flags := genericclioptions.NewConfigFlags(false)
 	flags.KubeConfig = ptr.To(kubeconfig)
-	flags.Namespace = ptr.To(namespace)
+	flags.Namespace = ptr.To(ns)
 	cfg := &action.Configuration{}
-	if err := cfg.Init(flags, namespace, "secret", func(format string, v ...any) { t.Logf(format, v...) }); err != nil {
+	if err := cfg.Init(flags, ns, "secret", func(format string, v ...any) { t.Logf(format, v...) }); err != nil {
 		t.Fatal(err)
 	}
 	return cfg

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -241,5 +242,41 @@ func expectKept(t *testing.T, e *testenv.Env, when string, crds []string, objs .
 		if err := e.Client.Get(ctx, key, got); err != nil {
 			t.Errorf("%s: %T %s: %v", when, obj, key, err)
 		}
+	}
+}
+
+// TestQueueNamespace: installed into a namespace of its own choosing, the
+// release creates the Queues' namespace (koord-queue by default, which
+// koord-queue is told with --queue-namespace) and keeps it on uninstall.
+func TestQueueNamespace(t *testing.T) {
+	e, err := testenv.StartWithCRDs(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Stop() })
+	ctx := context.Background()
+	const release = "kq-system"
+	cfg := helmConfig(t, e, release)
+	install := action.NewInstall(cfg)
+	install.ReleaseName, install.Namespace, install.CreateNamespace = "koord-queue", release, true
+	if _, err := install.RunWithContext(ctx, loadChart(t), everything()); err != nil {
+		t.Fatalf("helm install -n %s: %v", release, err)
+	}
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: namespace}, &corev1.Namespace{}); err != nil {
+		t.Fatalf("the Queues' namespace %s: %v", namespace, err)
+	}
+	d := &appsv1.Deployment{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Namespace: release, Name: "koord-queue"}, d); err != nil {
+		t.Fatal(err)
+	}
+	if args := d.Spec.Template.Spec.Containers[0].Args; !slices.Contains(args, "--queue-namespace="+namespace) {
+		t.Errorf("koord-queue's args %v: want --queue-namespace=%s", args, namespace)
+	}
+	if _, err := action.NewUninstall(cfg).Run("koord-queue"); err != nil {
+		t.Fatalf("helm uninstall: %v", err)
+	}
+	ns := &corev1.Namespace{}
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: namespace}, ns); err != nil || ns.DeletionTimestamp != nil {
+		t.Errorf("the Queues' namespace after helm uninstall: %v (being deleted: %v), want it kept", err, ns.DeletionTimestamp != nil)
 	}
 }

@@ -68,7 +68,10 @@ func TestKoordQueueV18Values(t *testing.T) {
 		"jobRunningTimeout is refused":              {values: map[string]any{"jobRunningTimeout": "10m"}, wantError: "jobRunningTimeout is not supported"},
 		"jobBackoffTime is refused":                 {values: map[string]any{"jobBackoffTime": "5m"}, wantError: "jobBackoffTime is not supported"},
 		"installation.namespace koord-queue":        {values: map[string]any{"installation": map[string]any{"namespace": "koord-queue"}}},
-		"another installation.namespace is refused": {values: map[string]any{"installation": map[string]any{"namespace": "queues"}}, wantError: `installation.namespace: "queues" is not supported`},
+		"another installation.namespace is refused": {values: map[string]any{"installation": map[string]any{"namespace": "queues"}}, wantError: `installation.namespace: "queues" differs from queueNamespace "koord-queue"`},
+		"installation.namespace equal to queueNamespace": {
+			values: map[string]any{"queueNamespace": "queues", "installation": map[string]any{"namespace": "queues"}},
+		},
 		"roleListGroups other than * is refused": {
 			values:    map[string]any{"installation": map[string]any{"roleListGroups": []any{"apps"}}},
 			wantError: "installation.roleListGroups",

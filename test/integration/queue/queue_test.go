@@ -41,7 +41,7 @@ func startController(t *testing.T) {
 		if err := queue.SetupIndexes(ctx, mgr.GetFieldIndexer()); err != nil {
 			return err
 		}
-		return queue.NewReconciler(mgr.GetClient(), mgr.GetEventRecorderFor("koord-queue")).SetupWithManager(mgr)
+		return queue.NewReconciler(mgr.GetClient(), mgr.GetEventRecorderFor("koord-queue"), "").SetupWithManager(mgr)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -37,7 +37,7 @@ func StartInProcess(ctx context.Context, cfg *rest.Config, qps float64, burst in
 		HealthProbeBindAddress: "0",
 		// The restart scenario builds the same controllers again.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:      queuemanager.CacheOptions(),
+		Cache:      queuemanager.CacheOptions(""),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
