@@ -16,7 +16,7 @@ import (
 )
 
 // TestRoundWritesKoordSchedulerFigures: a round writes every quota's
-// figures and status.used, twice a quota, and leaves what koord-queue
+// figures and status.used, in one patch a quota, and leaves what koord-queue
 // reads alone; the next round writes other values.
 func TestRoundWritesKoordSchedulerFigures(t *testing.T) {
 	scheme, err := testenv.NewScheme()
@@ -24,7 +24,8 @@ func TestRoundWritesKoordSchedulerFigures(t *testing.T) {
 		t.Fatal(err)
 	}
 	names := []string{"a", "b", "c"}
-	builder := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&elasticquotav1alpha1.ElasticQuota{})
+	// No status subresource, as Koordinator's CRD has none.
+	builder := fake.NewClientBuilder().WithScheme(scheme)
 	for _, name := range names {
 		builder.WithObjects(wrappers.MakeElasticQuota(name, "quotas").Max(corev1.ResourceCPU, "4").Obj())
 	}
