@@ -121,7 +121,9 @@ func (s *Scheduler) feed(qs *queueState, us *unitState, now time.Time, res *Resu
 		if h < r && at(s.free, i) > 0 {
 			grows = true
 		}
-		if h+at(s.free, i) < at(us.need, i) {
+		// Only what it asks for (quota.Fits): a resource it does not ask
+		// for may be over somewhere on the chain (negative headroom).
+		if n := at(us.need, i); n > 0 && h+at(s.free, i) < n {
 			covered = false
 		}
 	}
