@@ -86,8 +86,9 @@ type node struct {
 	// dp is direct+pending as of the last runtime computation; runtime
 	// depends on usage only through it.
 	dp Vector
-	// changed: the node's direct usage changed since the owner last
-	// drained the list (Engine.DrainChanged); dpTouched: direct or pending
+	// changed: the node's direct usage, or its children's eff, changed
+	// since the owner last drained the list (Engine.DrainChanged);
+	// dpTouched: direct or pending
 	// changed since the last runtime computation.
 	changed, dpTouched bool
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/quota"
 	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
 	"github.com/koord-queue/koord-queue/pkg/scheduler"
 	st "github.com/koord-queue/koord-queue/pkg/scheduler/schedtest"
@@ -209,5 +210,41 @@ func (w *twins) compareState() {
 		if diff := cmp.Diff(w.ref.WaitReason(k), w.a.WaitReason(k)); diff != "" {
 			w.t.Fatalf("seed %d: %s's wait reason differs (-want +got):\n%s", w.seed, k, diff)
 		}
+	}
+}
+
+// TestSettledQueueWakesForUsageBelowItsQuota: a queue on a parent quota is
+// held back by that quota's parent, and its room also follows what the
+// quotas below its own hold: a unit of a child quota that ends raises it,
+// even when the chain above does not see the change (its quota does not
+// lend, so it shows its whole min there either way).
+func TestSettledQueueWakesForUsageBelowItsQuota(t *testing.T) {
+	for _, settle := range []bool{true, false} {
+		t.Run(fmt.Sprintf("settling %t", settle), func(t *testing.T) {
+			s := world{
+				capacity: bigCluster,
+				quotas: []quota.Spec{
+					qt.MakeSpec("b").IsParent().Min("cpu", "6").Max("cpu", "10").Obj(),
+					qt.MakeSpec("p").Parent("b").IsParent().NoLending().Min("cpu", "6").Max("cpu", "10").Obj(),
+					qt.MakeSpec("child").Parent("p").Max("cpu", "10").Obj(),
+					qt.MakeSpec("sibling").Parent("b").Max("cpu", "10").Obj(),
+				},
+				queues: []scheduler.QueueSpec{st.MakeQueue("p").Obj(), st.MakeQueue("child").Obj(), st.MakeQueue("sibling").Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/child-1", "child").Request("cpu", "4").Admitted(0).Obj(),
+					st.MakeUnit("ns/sibling-1", "sibling").Request("cpu", "4").Admitted(0).Obj(),
+					st.MakeUnit("ns/p-1", "p").Request("cpu", "3").Obj(),
+				},
+			}.build(t)
+			if !settle {
+				scheduler.NoSettle(s)
+			}
+			runSteps(t, s, []step{
+				{name: "p-1 asks 3, b has room for 2 of p's", want: outcome{Waits: map[string]string{
+					"ns/p-1": "b: cpu 8 used (+2 kept for quotas that do not lend) of max 10, request 3"}}},
+				{name: "child-1 ends: p has room for 6", at: time.Second, do: deleteUnits("ns/child-1"),
+					want: outcome{Admitted: []string{"ns/p-1"}}},
+			})
+		})
 	}
 }
