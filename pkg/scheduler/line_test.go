@@ -37,7 +37,9 @@ func (w *twins) both(f func(s *scheduler.Scheduler)) { f(w.a); f(w.ref) }
 
 // TestSettledQueuesDecideAsEveryQueueTakingItsTurn drives both schedulers
 // with random, seeded sequences of events on many queues competing for a
-// cluster (flat, and under parents), and checks that every cycle decides
+// cluster (flat, and under parents; quotas with mins, lending or not; queues
+// on parent quotas, with quotas of other queues below theirs), and checks
+// that every cycle decides
 // the same: admissions in the same order, preemptions, waits and their
 // reasons, and at the end every unit's place and wait reason.
 func TestSettledQueuesDecideAsEveryQueueTakingItsTurn(t *testing.T) {
@@ -64,12 +66,20 @@ func newTwins(t *testing.T, seed uint64) *twins {
 	w.both(func(s *scheduler.Scheduler) {
 		s.SetClusterCapacity(qt.Res("cpu", fmt.Sprint(cluster), "memory", fmt.Sprintf("%dGi", 4*cluster)))
 	})
+	// Deeper trees from a stream of their own too: parents with a min
+	// (lending or not), quotas that are parents of other teams' quotas
+	// with a queue of their own, and queues on a top parent, so that units
+	// are charged to parent quotas and a queue's room also follows what
+	// the quotas below its own hold.
+	shape := rand.New(rand.NewPCG(seed, 0x5ba9e))
 	for p := 0; p < parents; p++ {
 		mx := 1 + rng.IntN(cluster)
-		sp := qt.MakeSpec(fmt.Sprintf("p%d", p)).Max("cpu", fmt.Sprint(mx), "memory", fmt.Sprintf("%dGi", 4*mx)).Obj()
-		sp.IsParent = true
+		sb := qt.MakeSpec(fmt.Sprintf("p%d", p)).IsParent().Max("cpu", fmt.Sprint(mx), "memory", fmt.Sprintf("%dGi", 4*mx))
+		withMin(shape, sb, mx)
+		sp := sb.Obj()
 		w.both(func(s *scheduler.Scheduler) { s.UpsertQuota(sp) })
 	}
+	var parentTeams []string
 	policies := []schedulingv1alpha1.QueuePolicy{schedulingv1alpha1.QueuePolicyPriority, schedulingv1alpha1.QueuePolicyBlock, schedulingv1alpha1.QueuePolicyIntelligent}
 	// Preemption delays from a stream of their own, so the rest of each
 	// seed's world is as before they existed: none, shorter than most
@@ -81,14 +91,21 @@ func newTwins(t *testing.T, seed uint64) *twins {
 		if parents > 0 {
 			sb.Parent(fmt.Sprintf("p%d", rng.IntN(parents)))
 		}
-		if rng.IntN(3) == 0 {
-			mx := 1 + rng.IntN(6)
-			sb.Max("cpu", fmt.Sprint(mx), "memory", fmt.Sprintf("%dGi", 4*mx))
-		} else {
-			sb.Max("cpu", fmt.Sprint(cluster), "memory", fmt.Sprintf("%dGi", 4*cluster))
+		if len(parentTeams) > 0 && shape.IntN(3) == 0 {
+			sb.Parent(parentTeams[shape.IntN(len(parentTeams))])
 		}
+		mx := cluster
+		if rng.IntN(3) == 0 {
+			mx = 1 + rng.IntN(6)
+		}
+		sb.Max("cpu", fmt.Sprint(mx), "memory", fmt.Sprintf("%dGi", 4*mx))
 		if rng.IntN(6) == 0 {
 			sb.Min("cpu", "1", "memory", "4Gi") // owed: reclaims
+		}
+		parentTeam := shape.IntN(4) == 0
+		if parentTeam {
+			sb.IsParent()
+			withMin(shape, sb, min(mx, 6))
 		}
 		sp := sb.Obj()
 		q := st.MakeQueue(name).Priority(int32(rng.IntN(3))).Policy(policies[rng.IntN(len(policies))])
@@ -99,6 +116,12 @@ func newTwins(t *testing.T, seed uint64) *twins {
 			if q.Obj().Quota == "" {
 				q.Quota(w.queues[i-1])
 			}
+		}
+		if parents > 0 && shape.IntN(10) == 0 {
+			q.Quota(fmt.Sprintf("p%d", shape.IntN(parents))) // a queue on a top parent
+		}
+		if parentTeam && q.Obj().Quota == "" {
+			parentTeams = append(parentTeams, name) // later teams' quotas may sit under it
 		}
 		if rng.IntN(8) == 0 {
 			q.Preemption()
@@ -121,6 +144,19 @@ func newTwins(t *testing.T, seed uint64) *twins {
 		w.queues = append(w.queues, name)
 	}
 	return w
+}
+
+// withMin gives half the quotas a min of up to mx cpu (and 4Gi of memory
+// a cpu), half of those not lending it.
+func withMin(rng *rand.Rand, sb *qt.SpecWrapper, mx int) {
+	if rng.IntN(2) == 0 {
+		return
+	}
+	m := 1 + rng.IntN(mx)
+	sb.Min("cpu", fmt.Sprint(m), "memory", fmt.Sprintf("%dGi", 4*m))
+	if rng.IntN(2) == 0 {
+		sb.NoLending()
+	}
 }
 
 func (w *twins) step() {
