@@ -34,3 +34,33 @@ func StaleSettledHeads(s *Scheduler, now time.Time) []string {
 	sort.Strings(stale)
 	return stale
 }
+
+// PatientHead is a head waiting out its preemption delay (patience.go):
+// its queue and when the delay ends.
+type PatientHead struct {
+	Unit, Queue string
+	Priority    int32
+	Until       time.Time
+}
+
+// PatientHeads lists the heads waiting out their preemption delay, in the
+// order feedPatient gives them what frees: higher priority first, then the
+// one whose delay ends first, then by key.
+func PatientHeads(s *Scheduler) []PatientHead {
+	var out []PatientHead
+	for qs := range s.patient {
+		us := qs.patient
+		out = append(out, PatientHead{Unit: us.u.Key, Queue: qs.spec.Name, Priority: us.u.Priority, Until: us.patientUntil})
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if a.Priority != b.Priority {
+			return a.Priority > b.Priority
+		}
+		if !a.Until.Equal(b.Until) {
+			return a.Until.Before(b.Until)
+		}
+		return a.Unit < b.Unit
+	})
+	return out
+}

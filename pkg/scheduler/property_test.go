@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/quota"
@@ -127,6 +128,12 @@ type sim struct {
 	// preemptor whose victims are gone.
 	gated    map[string]bool
 	failures []string
+	// capacity is the cluster's capacity now, changed by the caps stream
+	// (simConfig.capacityChanges); usedBefore is what the cluster held
+	// when the running cycle started.
+	capacity   corev1.ResourceList
+	caps       *rand.Rand
+	usedBefore corev1.ResourceList
 }
 
 // simConfig shapes a simulation.
@@ -140,6 +147,10 @@ type simConfig struct {
 	// cluster, and units up to 3 cpu larger than a quota's min, so that
 	// reclaim's victims are often larger than what their quota borrows.
 	lenders bool
+	// capacityChanges: the cluster's memory shrinks (nodes leave) and
+	// grows back, so that a resource is over its limit on the chain of
+	// units that do not ask for it; full again before the system settles.
+	capacityChanges bool
 }
 
 func newSim(t *testing.T, seed uint64, cfg simConfig) *sim {
@@ -149,7 +160,9 @@ func newSim(t *testing.T, seed uint64, cfg simConfig) *sim {
 		shape = lenderTree
 	}
 	sm := &sim{t: t, rng: rng, s: scheduler.New(), tree: shape(rng), units: map[string]*simUnit{},
-		cfg: cfg, evictedBy: map[string]map[string]bool{}, gated: map[string]bool{}}
+		cfg: cfg, evictedBy: map[string]map[string]bool{}, gated: map[string]bool{},
+		caps: rand.New(rand.NewPCG(seed, 0xca9ac17))}
+	sm.capacity = sm.tree.capacity
 	sm.s.SetClusterCapacity(sm.tree.capacity)
 	for _, sp := range sm.tree.specs {
 		sm.s.UpsertQuota(sp)
@@ -184,6 +197,11 @@ func newSim(t *testing.T, seed uint64, cfg simConfig) *sim {
 
 func (sm *sim) step() {
 	sm.now += time.Duration(sm.rng.IntN(90)) * time.Second
+	if sm.cfg.capacityChanges && sm.caps.IntN(6) == 0 {
+		// A quarter to all of the cluster's memory.
+		mem := sm.tree.capacity[corev1.ResourceMemory]
+		sm.setCapacity(corev1.ResourceMemory, *resource.NewQuantity(mem.Value()*int64(1+sm.caps.IntN(4))/4, resource.BinarySI))
+	}
 	switch r := sm.rng.IntN(10); {
 	case r < 5:
 		sm.addUnit()
@@ -208,6 +226,16 @@ func (sm *sim) step() {
 		}
 	}
 	sm.cycle()
+}
+
+// setCapacity changes one resource of the cluster's capacity.
+func (sm *sim) setCapacity(name corev1.ResourceName, q resource.Quantity) {
+	sm.capacity = sm.capacity.DeepCopy()
+	if sm.capacity == nil {
+		sm.capacity = corev1.ResourceList{}
+	}
+	sm.capacity[name] = q
+	sm.s.SetClusterCapacity(sm.capacity)
 }
 
 func (sm *sim) addUnit() {
@@ -276,6 +304,8 @@ func (sm *sim) cycle() scheduler.Result {
 			nominated[k] = true
 		}
 	}
+	patient := sm.coveredPatientHead(len(nominated) > 0)
+	sm.usedBefore = sm.s.Quotas().Used("koordinator-root-quota")
 	res := sm.s.Cycle(st.T0.Add(sm.now))
 	sm.results = append(sm.results, res)
 	for _, e := range res.Errors {
@@ -302,9 +332,13 @@ func (sm *sim) cycle() scheduler.Result {
 		}
 	}
 	for k := range nominated {
-		if !admitted[k] {
-			sm.failures = append(sm.failures, fmt.Sprintf("%s: its victims are gone but it was not admitted", k))
+		if !admitted[k] && !sm.shrunk(sm.units[k].unit.Request) {
+			sm.failures = append(sm.failures, fmt.Sprintf("%s: its victims are gone but it was not admitted (it asks %v; %s)", k,
+				sm.units[k].unit.Request, sm.s.WaitReason(k)))
 		}
+	}
+	if patient != "" && !admitted[patient] {
+		sm.failures = append(sm.failures, fmt.Sprintf("%s: waiting out its preemption delay, it is covered by what it holds and what is free, but not admitted", patient))
 	}
 	for _, p := range res.Preemptions {
 		if p.Kind == scheduler.Reclaim {
@@ -324,6 +358,56 @@ func (sm *sim) cycle() scheduler.Result {
 	}
 	sm.checkLimits()
 	return res
+}
+
+// coveredPatientHead is the head, if any, the next cycle must admit before
+// any queue's turn: the first head waiting out its preemption delay that
+// is fed (patience.go), if what it holds and what is free in its quota now
+// cover every resource it asks for. None when preemptors whose victims are
+// gone come first (nominated), or the head's queue is gated.
+func (sm *sim) coveredPatientHead(nominated bool) string {
+	if nominated {
+		return ""
+	}
+	now := st.T0.Add(sm.now)
+	for _, h := range scheduler.PatientHeads(sm.s) {
+		if !now.Before(h.Until) {
+			continue // its delay is over: it is woken, to preempt in its turn
+		}
+		u := sm.units[h.Unit]
+		if u == nil || len(u.unit.PodSets) > 0 || sm.gated[h.Queue] {
+			return "" // partial admission, or a gate: not checked here
+		}
+		e := sm.s.Quotas()
+		free, _, err := e.Headroom(h.Queue, nil, nil)
+		if err != nil {
+			return ""
+		}
+		held, _ := e.Charged(scheduler.ReservationKey(h.Unit))
+		for i, r := range e.Vector(u.unit.Request) {
+			var hi int64
+			if i < len(held.Request) {
+				hi = held.Request[i]
+			}
+			if r > 0 && hi+free[i] < r {
+				return ""
+			}
+		}
+		return h.Unit
+	}
+	return ""
+}
+
+// shrunk: the cluster has less than its full capacity of a resource the
+// request asks for (its memory shrank): a preemptor's victims, chosen
+// before, may no longer make room for it.
+func (sm *sim) shrunk(request corev1.ResourceList) bool {
+	for name, q := range request {
+		if c, full := sm.capacity[name], sm.tree.capacity[name]; !q.IsZero() && c.Cmp(full) < 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // checkVictimsBorrowed: a reclaim takes units only from quotas above their
@@ -423,9 +507,10 @@ func (sm *sim) checkLimits() {
 		}
 	}
 	used := e.Used("koordinator-root-quota")
-	for name, c := range sm.tree.capacity {
-		if u := used[name]; u.Cmp(c) > 0 {
-			sm.failures = append(sm.failures, fmt.Sprintf("cluster: %s used %s, capacity %s", name, u.String(), c.String()))
+	for name, c := range sm.capacity {
+		// Over a capacity that shrank, no cycle may add to it.
+		if u, was := used[name], sm.usedBefore[name]; u.Cmp(c) > 0 && u.Cmp(was) > 0 {
+			sm.failures = append(sm.failures, fmt.Sprintf("cluster: %s used %s (%s before the cycle), capacity %s", name, u.String(), was.String(), c.String()))
 		}
 	}
 	// Every charge counts in its unit's namespace too: the namespaces
@@ -469,6 +554,10 @@ func runSim(t *testing.T, seed uint64, cfg simConfig, steps int) *sim {
 	sm.pendingPreemptor = map[string]string{}
 	for i := 0; i < steps; i++ {
 		sm.step()
+	}
+	if cfg.capacityChanges {
+		sm.capacity = sm.tree.capacity
+		sm.s.SetClusterCapacity(sm.capacity)
 	}
 	sm.settle()
 	return sm
@@ -524,6 +613,18 @@ func TestPropertyOwedUnitsOfMixedSizes(t *testing.T) {
 	}
 }
 
+// TestPropertyPatientHeadsTakeWhatFrees: with the cluster's memory
+// shrinking and growing back, so that memory is over on the chain of units
+// that do not ask for it, the invariants hold, and a head waiting out its
+// preemption delay is admitted as soon as what frees covers what it asks
+// for (coveredPatientHead).
+func TestPropertyPatientHeadsTakeWhatFrees(t *testing.T) {
+	for seed := uint64(1); seed <= 60; seed++ {
+		checkSim(t, seed, simConfig{capacityChanges: true})
+		checkSim(t, seed, simConfig{unitSize: true, priorityOnly: true, capacityChanges: true})
+	}
+}
+
 func TestPropertySameInputSameDecisions(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
 		a := runSim(t, seed, simConfig{}, 120).results
@@ -543,5 +644,6 @@ func FuzzScheduler(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64, unitSize bool) {
 		checkSim(t, seed, simConfig{unitSize: unitSize, priorityOnly: unitSize})
 		checkSim(t, seed, simConfig{priorityOnly: true, lenders: !unitSize})
+		checkSim(t, seed, simConfig{unitSize: unitSize, priorityOnly: unitSize, capacityChanges: true})
 	})
 }
