@@ -3,6 +3,7 @@ package quota_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -77,14 +78,15 @@ func TestPropertyHeadroomIsSafeAndTight(t *testing.T) {
 
 // TestPropertyDrainChangedCoversHeadroom: a quota's headroom follows from
 // its own usage and its parent's ChainState, so a quota DrainChanged does
-// not list, whose parent's ChainState is as it was, has the headroom (and
-// binding quotas) it had, whatever was charged, released or resized
-// anywhere in the tree. The scheduler's settled queues rely on it.
+// not list, whose parent's ChainState is as it was, has the usage (which
+// WithinMin reads) and the headroom (and binding quotas) it had, whatever
+// was charged, released or resized anywhere in the tree. The scheduler's
+// settled queues rely on it.
 func TestPropertyDrainChangedCoversHeadroom(t *testing.T) {
 	type view struct {
-		free    quota.Vector
-		binding []string
-		state   string
+		used, free quota.Vector
+		binding    []string
+		state      string
 	}
 	for seed := uint64(1); seed <= 200; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 11))
@@ -97,7 +99,7 @@ func TestPropertyDrainChangedCoversHeadroom(t *testing.T) {
 				if err != nil {
 					continue
 				}
-				out[q] = view{free, binding, string(e.ChainState(e.Parent(q), nil))}
+				out[q] = view{slices.Clone(e.UsedVector(q)), free, binding, string(e.ChainState(e.Parent(q), nil))}
 			}
 			return out
 		}
@@ -147,7 +149,7 @@ func TestPropertyDrainChangedCoversHeadroom(t *testing.T) {
 					continue
 				}
 				if diff := cmp.Diff(was, now, cmp.AllowUnexported(view{})); diff != "" {
-					t.Fatalf("seed %d, step %d (%s): %s is not listed and its parent's ChainState is as it was, but its headroom changed (-before +after):\n%s",
+					t.Fatalf("seed %d, step %d (%s): %s is not listed and its parent's ChainState is as it was, but its usage or headroom changed (-before +after):\n%s",
 						seed, i, what, q, diff)
 				}
 			}

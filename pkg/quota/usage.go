@@ -167,12 +167,11 @@ func (e *Engine) touchDP(n *node) {
 	}
 }
 
-// DrainChanged appends to buf each quota whose usage as Headroom reads it
-// for the quota's own units changed since the last call, and forgets them:
-// what units charged to it directly hold, or what its children occupy as it
-// sees them (their eff). With ChainState of its parent, that is all its
-// headroom depends on. An ancestor that sees no change (a child that does
-// not lend, within its min) is not listed.
+// DrainChanged appends to buf each quota whose usage changed since the last
+// call, and forgets them: the quota a unit is charged to and every
+// ancestor. With ChainState of its parent, a quota's usage is all that its
+// units' headroom (Headroom) and whether it is owed a request (WithinMin)
+// depend on.
 func (e *Engine) DrainChanged(buf []string) []string {
 	for _, n := range e.changed {
 		n.changed = false
@@ -233,20 +232,18 @@ func (e *Engine) apply(n *node, req Vector, sign int64) {
 		n.eff[i] = eff
 	}
 	for p := n.parent; p != nil; p = p.parent {
-		seen := false
+		if !p.changed {
+			p.changed = true
+			e.changed = append(e.changed, p)
+		}
 		for i := range d {
 			if i < len(req) {
 				p.used[i] += sign * req[i]
 			}
-			seen = seen || d[i] != 0
 			p.kidsEff[i] += d[i]
 			eff := max(p.floor[i], p.direct[i]+p.kidsEff[i])
 			d[i] = eff - p.eff[i]
 			p.eff[i] = eff
-		}
-		if seen && !p.changed {
-			p.changed = true
-			e.changed = append(e.changed, p)
 		}
 	}
 }

@@ -249,15 +249,20 @@ func (w *twins) compareState() {
 	}
 }
 
-// TestSettledQueueWakesForUsageBelowItsQuota: a queue on a parent quota is
-// held back by that quota's parent, and its room also follows what the
-// quotas below its own hold: a unit of a child quota that ends raises it,
-// even when the chain above does not see the change (its quota does not
-// lend, so it shows its whole min there either way).
+// TestSettledQueueWakesForUsageBelowItsQuota: a queue on a parent quota
+// settles on that quota's parent, and its turn also follows what the
+// quotas below its own hold, even when the chain above does not see the
+// change (a quota that does not lend shows its whole min there either
+// way): its room, and whether its quota owes its head.
 func TestSettledQueueWakesForUsageBelowItsQuota(t *testing.T) {
-	for _, settle := range []bool{true, false} {
-		t.Run(fmt.Sprintf("settling %t", settle), func(t *testing.T) {
-			s := world{
+	cases := []struct {
+		name  string
+		world world
+		steps []step
+	}{
+		{
+			name: "a unit of a child quota ends: the parent quota that does not lend has room again",
+			world: world{
 				capacity: bigCluster,
 				quotas: []quota.Spec{
 					qt.MakeSpec("b").IsParent().Min("cpu", "6").Max("cpu", "10").Obj(),
@@ -271,16 +276,46 @@ func TestSettledQueueWakesForUsageBelowItsQuota(t *testing.T) {
 					st.MakeUnit("ns/sibling-1", "sibling").Request("cpu", "4").Admitted(0).Obj(),
 					st.MakeUnit("ns/p-1", "p").Request("cpu", "3").Obj(),
 				},
-			}.build(t)
-			if !settle {
-				scheduler.NoSettle(s)
-			}
-			runSteps(t, s, []step{
+			},
+			steps: []step{
 				{name: "p-1 asks 3, b has room for 2 of p's", want: outcome{Waits: map[string]string{
 					"ns/p-1": "b: cpu 8 used (+2 kept for quotas that do not lend) of max 10, request 3"}}},
 				{name: "child-1 ends: p has room for 6", at: time.Second, do: deleteUnits("ns/child-1"),
 					want: outcome{Admitted: []string{"ns/p-1"}}},
+			},
+		},
+		{
+			name: "a unit of a child quota that does not lend ends within its min: the parent quota owes its head again",
+			world: world{
+				capacity: qt.Res("cpu", "10"),
+				quotas: []quota.Spec{
+					qt.MakeSpec("p").IsParent().Min("cpu", "6").Max("cpu", "10").Obj(),
+					qt.MakeSpec("child").Parent("p").NoLending().Min("cpu", "4").Max("cpu", "10").Obj(),
+					qt.MakeSpec("borrower").Max("cpu", "10").Obj(),
+				},
+				queues: []scheduler.QueueSpec{st.MakeQueue("p").PreemptionDelay(0).Obj(), st.MakeQueue("child").Obj(), st.MakeQueue("borrower").Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/child-1", "child").Request("cpu", "3").Admitted(0).Obj(),
+					st.MakeUnit("ns/borrower-1", "borrower").Request("cpu", "5").Admitted(0).Obj(),
+					st.MakeUnit("ns/p-1", "p").Request("cpu", "4").Obj(),
+				},
+			},
+			steps: []step{
+				{name: "p-1 asks 4, the cluster has 1 free, p is not owed 3 + 4", skipWaits: true},
+				{name: "child-1 ends: child still shows its min, p owes p-1 and reclaims", at: time.Second, do: deleteUnits("ns/child-1"),
+					skipWaits: true, want: outcome{Preempted: []string{"ns/p-1 <- ns/borrower-1"}}},
+			},
+		},
+	}
+	for _, tc := range cases {
+		for _, settle := range []bool{true, false} {
+			t.Run(fmt.Sprintf("%s, settling %t", tc.name, settle), func(t *testing.T) {
+				s := tc.world.build(t)
+				if !settle {
+					scheduler.NoSettle(s)
+				}
+				runSteps(t, s, tc.steps)
 			})
-		})
+		}
 	}
 }
