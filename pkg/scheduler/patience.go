@@ -123,13 +123,12 @@ func (s *Scheduler) feed(qs *queueState, us *unitState, now time.Time, res *Resu
 		}
 		// Only what it asks for (quota.Fits): a resource it does not ask
 		// for may be over somewhere on the chain (negative headroom).
-		if n := at(us.need, i); n > 0 && h+at(s.free, i) < n {
+		if n := at(us.need, i); n > 0 && min(h, n)+at(s.free, i) < n {
 			covered = false
 		}
 	}
-	if !grows {
-		return
-	}
+	// Covered even if nothing grows: it may hold all it asks for while a
+	// resource it asks for was over, and is no longer.
 	if covered && !qs.gateShut() {
 		s.endPatience(us)
 		if s.free, s.binding, err = s.engine.Headroom(qs.quota, s.free, s.binding); err != nil {
@@ -145,6 +144,9 @@ func (s *Scheduler) feed(qs *queueState, us *unitState, now time.Time, res *Resu
 		s.reserve(qs, us, now, res)
 		qs.patient = us
 		s.patient[qs] = struct{}{}
+		return
+	}
+	if !grows {
 		return
 	}
 	hold := make(quota.Vector, len(us.req))

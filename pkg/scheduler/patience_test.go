@@ -103,6 +103,27 @@ func TestPreemptionDelay(t *testing.T) {
 			},
 		},
 		{
+			name: "it holds its whole request while a resource it asks for is over: once it no longer is, the head is admitted",
+			world: world{
+				capacity: qt.Res("cpu", "100", "memory", "4Gi"),
+				quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
+				queues:   []scheduler.QueueSpec{st.MakeQueue("q").Preemption().Obj()},
+				units: []scheduler.Unit{low("ns/low-1", "2"), low("ns/low-2", "2"),
+					st.MakeUnit("ns/high", "q").Priority(9).Request("cpu", "2", "memory", "1Gi").Enqueued(time.Second).Obj()},
+			},
+			steps: []step{
+				{name: "it could evict a low unit: it waits, holding 1Gi", skipWaits: true},
+				{name: "the cluster loses its memory and low-1 ends: high holds all it asks, memory is over", at: 500 * time.Millisecond, skipWaits: true,
+					do: func(s *scheduler.Scheduler) {
+						s.SetClusterCapacity(qt.Res("cpu", "100", "memory", "0"))
+						s.DeleteUnit("ns/low-1")
+					}},
+				{name: "the memory is back: high is admitted", at: time.Second, skipWaits: true,
+					do:   func(s *scheduler.Scheduler) { s.SetClusterCapacity(qt.Res("cpu", "100", "memory", "4Gi")) },
+					want: outcome{Admitted: []string{"ns/high"}}},
+			},
+		},
+		{
 			name:  "koord-queue/preemption-delay 0: it evicts at once",
 			world: inQueue(st.MakeQueue("q").PreemptionDelay(0), low("ns/low", "4"), high),
 			steps: []step{{want: outcome{Preempted: []string{"ns/high <- ns/low"}}, skipWaits: true}},

@@ -125,9 +125,9 @@ type sim struct {
 	// pendingPreemptor[victim] = the preemptor waiting for it to leave.
 	pendingPreemptor map[string]string
 	// gated queues use wait-for-pods-running, which may hold back even a
-	// preemptor whose victims are gone.
-	gated    map[string]bool
-	failures []string
+	// preemptor whose victims are gone (gatedNominated) until its gate opens.
+	gated, gatedNominated map[string]bool
+	failures              []string
 	// capacity is the cluster's capacity now, changed by the caps stream
 	// (simConfig.capacityChanges); usedBefore is what the cluster held
 	// when the running cycle started.
@@ -161,7 +161,7 @@ func newSim(t *testing.T, seed uint64, cfg simConfig) *sim {
 	}
 	sm := &sim{t: t, rng: rng, s: scheduler.New(), tree: shape(rng), units: map[string]*simUnit{},
 		cfg: cfg, evictedBy: map[string]map[string]bool{}, gated: map[string]bool{},
-		caps: rand.New(rand.NewPCG(seed, 0xca9ac17))}
+		gatedNominated: map[string]bool{}, caps: rand.New(rand.NewPCG(seed, 0xca9ac17))}
 	sm.capacity = sm.tree.capacity
 	sm.s.SetClusterCapacity(sm.tree.capacity)
 	for _, sp := range sm.tree.specs {
@@ -300,11 +300,20 @@ func (sm *sim) pick(ok func(*simUnit) bool) string {
 func (sm *sim) cycle() scheduler.Result {
 	nominated := map[string]bool{}
 	for k, u := range sm.units {
-		if !u.admitted && !sm.s.IsAdmitted(k) && sm.waitingForNoVictims(k) && !sm.gated[u.unit.Queue] {
-			nominated[k] = true
+		if !u.admitted && !sm.s.IsAdmitted(k) && sm.waitingForNoVictims(k) {
+			if sm.gated[u.unit.Queue] {
+				sm.gatedNominated[k] = true // admitted first once its gate opens
+			} else {
+				nominated[k] = true
+			}
 		}
 	}
-	patient := sm.coveredPatientHead(len(nominated) > 0)
+	for k := range sm.gatedNominated {
+		if u, ok := sm.units[k]; !ok || u.admitted {
+			delete(sm.gatedNominated, k)
+		}
+	}
+	patient := sm.coveredPatientHead(len(nominated) > 0 || len(sm.gatedNominated) > 0)
 	sm.usedBefore = sm.s.Quotas().Used("koordinator-root-quota")
 	res := sm.s.Cycle(st.T0.Add(sm.now))
 	sm.results = append(sm.results, res)
