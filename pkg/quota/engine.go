@@ -88,8 +88,8 @@ type node struct {
 	dp Vector
 	// changed: the node's usage (direct, or its descendants') changed
 	// since the owner last drained the list (Engine.DrainChanged);
-	// dpTouched: direct or pending
-	// changed since the last runtime computation.
+	// dpTouched: direct or pending changed since the last runtime
+	// computation.
 	changed, dpTouched bool
 }
 
