@@ -134,6 +134,9 @@ type sim struct {
 	capacity   corev1.ResourceList
 	caps       *rand.Rand
 	usedBefore corev1.ResourceList
+	// parentQueues are the queues on parent quotas (the parents stream).
+	parentQueues []string
+	parents      *rand.Rand
 }
 
 // simConfig shapes a simulation.
@@ -161,7 +164,8 @@ func newSim(t *testing.T, seed uint64, cfg simConfig) *sim {
 	}
 	sm := &sim{t: t, rng: rng, s: scheduler.New(), tree: shape(rng), units: map[string]*simUnit{},
 		cfg: cfg, evictedBy: map[string]map[string]bool{}, gated: map[string]bool{},
-		gatedNominated: map[string]bool{}, caps: rand.New(rand.NewPCG(seed, 0xca9ac17))}
+		gatedNominated: map[string]bool{}, caps: rand.New(rand.NewPCG(seed, 0xca9ac17)),
+		parents: rand.New(rand.NewPCG(seed, 0x9a7e47))}
 	sm.capacity = sm.tree.capacity
 	sm.s.SetClusterCapacity(sm.tree.capacity)
 	for _, sp := range sm.tree.specs {
@@ -191,6 +195,20 @@ func newSim(t *testing.T, seed uint64, cfg simConfig) *sim {
 			}
 		}
 		sm.s.UpsertQueue(q.Obj())
+	}
+	// Queues on parent quotas too, from a stream of their own (each seed's
+	// world is otherwise as before they existed): their units are charged
+	// to a quota whose room and min also count what the quotas below hold.
+	for _, sp := range sm.tree.specs {
+		if !sp.IsParent || sm.parents.IntN(2) == 0 {
+			continue
+		}
+		q := st.MakeQueue(sp.Name).Priority(int32(sm.parents.IntN(3))).PreemptionDelay([]time.Duration{0, delay, 2 * time.Minute}[sm.parents.IntN(3)])
+		if sm.parents.IntN(2) == 0 {
+			q.Preemption()
+		}
+		sm.s.UpsertQueue(q.Obj())
+		sm.parentQueues = append(sm.parentQueues, sp.Name)
 	}
 	return sm
 }
@@ -240,8 +258,11 @@ func (sm *sim) setCapacity(name corev1.ResourceName, q resource.Quantity) {
 
 func (sm *sim) addUnit() {
 	sm.next++
-	w := st.MakeUnit(fmt.Sprintf("ns/u%03d", sm.next), sm.tree.leaves[sm.rng.IntN(len(sm.tree.leaves))]).
-		Priority(int32(sm.rng.IntN(8))).Enqueued(sm.now)
+	queue := sm.tree.leaves[sm.rng.IntN(len(sm.tree.leaves))]
+	if len(sm.parentQueues) > 0 && sm.parents.IntN(4) == 0 {
+		queue = sm.parentQueues[sm.parents.IntN(len(sm.parentQueues))]
+	}
+	w := st.MakeUnit(fmt.Sprintf("ns/u%03d", sm.next), queue).Priority(int32(sm.rng.IntN(8))).Enqueued(sm.now)
 	switch {
 	case sm.cfg.unitSize:
 		w.Request("cpu", "1")
@@ -586,9 +607,11 @@ func checkSim(t *testing.T, seed uint64, cfg simConfig) {
 	// within the quota's min): reclaim got it what it was lent away. Only a
 	// queue's head reclaims, so with units of mixed sizes a smaller owed
 	// unit may wait behind a head that is not owed: check heads then.
+	// Reclaim takes only from quotas that are not the head's ancestors, so
+	// not what units charged to a quota above it hold: not checked then.
 	e := sm.s.Quotas()
 	for k, u := range sm.units {
-		if u.admitted || !cfg.unitSize && sm.s.Position(k) != 1 {
+		if u.admitted || !cfg.unitSize && sm.s.Position(k) != 1 || sm.aboveHolds(u.unit.Queue) {
 			continue
 		}
 		q := u.unit.Queue
@@ -597,6 +620,25 @@ func checkSim(t *testing.T, seed uint64, cfg simConfig) {
 				e.Used(q), e.Runtime(q), sm.s.WaitReason(k))
 		}
 	}
+}
+
+// aboveHolds: an admitted unit is charged to a quota above quota q (its
+// queue is on a parent quota).
+func (sm *sim) aboveHolds(q string) bool {
+	parent := map[string]string{}
+	for _, sp := range sm.tree.specs {
+		parent[sp.Name] = sp.Parent
+	}
+	above := map[string]bool{}
+	for p := parent[q]; p != ""; p = parent[p] {
+		above[p] = true
+	}
+	for _, u := range sm.units {
+		if u.admitted && above[u.unit.Queue] {
+			return true
+		}
+	}
+	return false
 }
 
 func TestPropertyInvariants(t *testing.T) {
