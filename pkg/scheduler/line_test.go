@@ -39,9 +39,9 @@ func (w *twins) both(f func(s *scheduler.Scheduler)) { f(w.a); f(w.ref) }
 // with random, seeded sequences of events on many queues competing for a
 // cluster (flat, and under parents; quotas with mins, lending or not; queues
 // on parent quotas, with quotas of other queues below theirs), and checks
-// that every cycle decides
-// the same: admissions in the same order, preemptions, waits and their
-// reasons, and at the end every unit's place and wait reason.
+// that every cycle decides the same: admissions in the same order,
+// preemptions, waits and their reasons, and at the end every unit's place
+// and wait reason.
 func TestSettledQueuesDecideAsEveryQueueTakingItsTurn(t *testing.T) {
 	for seed := uint64(1); seed <= 40; seed++ {
 		w := newTwins(t, seed)
