@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 )
@@ -39,28 +40,20 @@ func StaleSettledHeads(s *Scheduler, now time.Time) []string {
 // its queue and when the delay ends.
 type PatientHead struct {
 	Unit, Queue string
-	Priority    int32
 	Until       time.Time
 }
 
 // PatientHeads lists the heads waiting out their preemption delay, in the
-// order feedPatient gives them what frees: higher priority first, then the
-// one whose delay ends first, then by key.
+// order feedPatient gives them what frees.
 func PatientHeads(s *Scheduler) []PatientHead {
-	var out []PatientHead
+	var order []*queueState
 	for qs := range s.patient {
-		us := qs.patient
-		out = append(out, PatientHead{Unit: us.u.Key, Queue: qs.spec.Name, Priority: us.u.Priority, Until: us.patientUntil})
+		order = append(order, qs)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if a.Priority != b.Priority {
-			return a.Priority > b.Priority
-		}
-		if !a.Until.Equal(b.Until) {
-			return a.Until.Before(b.Until)
-		}
-		return a.Unit < b.Unit
-	})
+	slices.SortFunc(order, fedFirst)
+	out := make([]PatientHead, 0, len(order))
+	for _, qs := range order {
+		out = append(out, PatientHead{Unit: qs.patient.u.Key, Queue: qs.spec.Name, Until: qs.patient.patientUntil})
+	}
 	return out
 }

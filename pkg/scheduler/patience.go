@@ -82,15 +82,7 @@ func (s *Scheduler) feedPatient(now time.Time, res *Result) {
 	for qs := range s.patient {
 		order = append(order, qs)
 	}
-	slices.SortFunc(order, func(a, b *queueState) int {
-		if c := cmp.Compare(b.patient.u.Priority, a.patient.u.Priority); c != 0 {
-			return c
-		}
-		if c := a.patient.patientUntil.Compare(b.patient.patientUntil); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.patient.u.Key, b.patient.u.Key)
-	})
+	slices.SortFunc(order, fedFirst)
 	for i, qs := range order {
 		order[i] = nil
 		us := qs.patient
@@ -104,6 +96,18 @@ func (s *Scheduler) feedPatient(now time.Time, res *Result) {
 		s.feed(qs, us, now, res)
 	}
 	s.patientBuf = order[:0]
+}
+
+// fedFirst orders queues with a patient head as feedPatient feeds them:
+// higher priority first, then the one whose delay ends first, then by key.
+func fedFirst(a, b *queueState) int {
+	if c := cmp.Compare(b.patient.u.Priority, a.patient.u.Priority); c != 0 {
+		return c
+	}
+	if c := a.patient.patientUntil.Compare(b.patient.patientUntil); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.patient.u.Key, b.patient.u.Key)
 }
 
 // feed grows us's reservation by what its quota has free, and admits us if
