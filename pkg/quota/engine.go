@@ -85,9 +85,10 @@ type node struct {
 	// dp is direct+pending as of the last runtime computation; runtime
 	// depends on usage only through it.
 	dp Vector
-	// changed: the node's direct usage changed since the owner last
-	// drained the list (Engine.DrainChanged); dpTouched: direct or pending
-	// changed since the last runtime computation.
+	// changed: the node's usage (direct, or its descendants') changed
+	// since the owner last drained the list (Engine.DrainChanged);
+	// dpTouched: direct or pending changed since the last runtime
+	// computation.
 	changed, dpTouched bool
 	// was is the node's room as the previous rebuild left it, for
 	// Engine.Shrinks.

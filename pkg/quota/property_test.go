@@ -3,8 +3,10 @@ package quota_test
 import (
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
@@ -20,34 +22,7 @@ import (
 func TestPropertyHeadroomIsSafeAndTight(t *testing.T) {
 	for seed := uint64(1); seed <= 200; seed++ {
 		rng := rand.New(rand.NewPCG(seed, 7))
-		capacity := qt.Res("cpu", fmt.Sprint(4+rng.IntN(20)), "memory", fmt.Sprintf("%dGi", 4+rng.IntN(40)))
-		var specs []quota.Spec
-		names := []string{}
-		for i := 0; i < 2+rng.IntN(6); i++ {
-			name := fmt.Sprintf("q%d", i)
-			w := qt.MakeSpec(name)
-			if len(names) > 0 && rng.IntN(2) == 0 {
-				p := rng.IntN(len(names))
-				w.Parent(names[p])
-				specs[p].IsParent = true
-			}
-			maxCPU := ""
-			if rng.IntN(2) == 0 {
-				maxCPU = fmt.Sprint(1 + rng.IntN(10))
-				w.Max("cpu", maxCPU)
-			}
-			if rng.IntN(3) == 0 {
-				// A min needs its resource in max (Koordinator's rule).
-				w.Min("memory", fmt.Sprintf("%dGi", rng.IntN(3))).NoLending()
-				if maxCPU != "" {
-					w.Max("cpu", maxCPU, "memory", "4Gi")
-				} else {
-					w.Max("memory", "4Gi")
-				}
-			}
-			specs = append(specs, w.Obj())
-			names = append(names, name)
-		}
+		capacity, specs, names := randomTree(rng)
 		e := newEngine(t, capacity, specs, nil)
 		var charged []string
 		for i := 0; i < 60; i++ {
@@ -99,6 +74,121 @@ func TestPropertyHeadroomIsSafeAndTight(t *testing.T) {
 			t.Fatalf("seed %d: usage left after releasing everything: %v", seed, used)
 		}
 	}
+}
+
+// TestPropertyDrainChangedCoversHeadroom: a quota's headroom follows from
+// its own usage and its parent's ChainState, so a quota DrainChanged does
+// not list, whose parent's ChainState is as it was, has the usage (which
+// WithinMin reads) and the headroom (and binding quotas) it had, whatever
+// was charged, released or resized anywhere in the tree. The scheduler's
+// settled queues rely on it.
+func TestPropertyDrainChangedCoversHeadroom(t *testing.T) {
+	type view struct {
+		used, free quota.Vector
+		binding    []string
+		state      string
+	}
+	for seed := uint64(1); seed <= 200; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		capacity, specs, names := randomTree(rng)
+		e := newEngine(t, capacity, specs, nil)
+		look := func() map[string]view {
+			out := map[string]view{}
+			for _, q := range names {
+				free, binding, err := e.Headroom(q, nil, nil)
+				if err != nil {
+					continue
+				}
+				out[q] = view{slices.Clone(e.UsedVector(q)), free, binding, string(e.ChainState(e.Parent(q), nil))}
+			}
+			return out
+		}
+		var charged []string
+		e.DrainChanged(nil)
+		for i := 0; i < 80; i++ {
+			before := look()
+			what := ""
+			switch r := rng.IntN(3); {
+			case r == 0 || len(charged) == 0:
+				// Whether it fits or not: restored units are charged
+				// whatever they hold.
+				key, q := fmt.Sprintf("u%d", i), names[rng.IntN(len(names))]
+				req := e.Vector(qt.Res("cpu", fmt.Sprint(rng.IntN(4)), "memory", fmt.Sprintf("%dGi", rng.IntN(4))))
+				if err := e.Charge(quota.Charge{Key: key, Quota: q, Request: req}); err != nil {
+					t.Fatal(err)
+				}
+				charged = append(charged, key)
+				what = fmt.Sprintf("charge %v to %s", req, q)
+			case r == 1:
+				k := charged[rng.IntN(len(charged))]
+				c, _ := e.Charged(k)
+				e.Release(k)
+				what = fmt.Sprintf("release %v from %s", c.Request, c.Quota)
+			default:
+				k := charged[rng.IntN(len(charged))]
+				c, ok := e.Charged(k)
+				if !ok {
+					continue
+				}
+				bigger := make(quota.Vector, len(c.Request))
+				for j := range bigger {
+					bigger[j] = rng.Int64N(4000)
+				}
+				if err := e.Resize(k, bigger); err != nil {
+					t.Fatalf("seed %d: Resize(%s): %v", seed, k, err)
+				}
+				what = fmt.Sprintf("resize %v to %v in %s", c.Request, bigger, c.Quota)
+			}
+			listed := map[string]bool{}
+			for _, q := range e.DrainChanged(nil) {
+				listed[q] = true
+			}
+			for q, now := range look() {
+				was, ok := before[q]
+				if !ok || listed[q] || now.state != was.state {
+					continue
+				}
+				if diff := cmp.Diff(was, now, cmp.AllowUnexported(view{})); diff != "" {
+					t.Fatalf("seed %d, step %d (%s): %s is not listed and its parent's ChainState is as it was, but its usage or headroom changed (-before +after):\n%s",
+						seed, i, what, q, diff)
+				}
+			}
+		}
+	}
+}
+
+// randomTree is a random cluster capacity and quota tree, as many quotas
+// lending as not, some in error (a min breaking Koordinator's rules).
+func randomTree(rng *rand.Rand) (corev1.ResourceList, []quota.Spec, []string) {
+	capacity := qt.Res("cpu", fmt.Sprint(4+rng.IntN(20)), "memory", fmt.Sprintf("%dGi", 4+rng.IntN(40)))
+	var specs []quota.Spec
+	names := []string{}
+	for i := 0; i < 2+rng.IntN(6); i++ {
+		name := fmt.Sprintf("q%d", i)
+		w := qt.MakeSpec(name)
+		if len(names) > 0 && rng.IntN(2) == 0 {
+			p := rng.IntN(len(names))
+			w.Parent(names[p])
+			specs[p].IsParent = true
+		}
+		maxCPU := ""
+		if rng.IntN(2) == 0 {
+			maxCPU = fmt.Sprint(1 + rng.IntN(10))
+			w.Max("cpu", maxCPU)
+		}
+		if rng.IntN(3) == 0 {
+			// A min needs its resource in max (Koordinator's rule).
+			w.Min("memory", fmt.Sprintf("%dGi", rng.IntN(3))).NoLending()
+			if maxCPU != "" {
+				w.Max("cpu", maxCPU, "memory", "4Gi")
+			} else {
+				w.Max("memory", "4Gi")
+			}
+		}
+		specs = append(specs, w.Obj())
+		names = append(names, name)
+	}
+	return capacity, specs, names
 }
 
 func checkWithin(t *testing.T, seed uint64, e *quota.Engine, specs []quota.Spec, capacity corev1.ResourceList) {

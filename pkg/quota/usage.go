@@ -194,9 +194,11 @@ func (e *Engine) touchDP(n *node) {
 	}
 }
 
-// DrainChanged appends to buf each quota whose own usage (what units
-// charged to it directly hold) changed since the last call, and forgets
-// them. Its ancestors' usage changed too; they are not listed for it.
+// DrainChanged appends to buf each quota whose usage changed since the last
+// call, and forgets them: the quota a unit is charged to and every
+// ancestor. With ChainState of its parent, a quota's usage is all that its
+// units' headroom (Headroom) and whether it is owed a request (WithinMin)
+// depend on.
 func (e *Engine) DrainChanged(buf []string) []string {
 	for _, n := range e.changed {
 		n.changed = false
@@ -257,6 +259,10 @@ func (e *Engine) apply(n *node, req Vector, sign int64) {
 		n.eff[i] = eff
 	}
 	for p := n.parent; p != nil; p = p.parent {
+		if !p.changed {
+			p.changed = true
+			e.changed = append(e.changed, p)
+		}
 		for i := range d {
 			if i < len(req) {
 				p.used[i] += sign * req[i]

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 )
@@ -33,4 +34,26 @@ func StaleSettledHeads(s *Scheduler, now time.Time) []string {
 	}
 	sort.Strings(stale)
 	return stale
+}
+
+// PatientHead is a head waiting out its preemption delay (patience.go):
+// its queue and when the delay ends.
+type PatientHead struct {
+	Unit, Queue string
+	Until       time.Time
+}
+
+// PatientHeads lists the heads waiting out their preemption delay, in the
+// order feedPatient gives them what frees.
+func PatientHeads(s *Scheduler) []PatientHead {
+	var order []*queueState
+	for qs := range s.patient {
+		order = append(order, qs)
+	}
+	slices.SortFunc(order, fedFirst)
+	out := make([]PatientHead, 0, len(order))
+	for _, qs := range order {
+		out = append(out, PatientHead{Unit: qs.patient.u.Key, Queue: qs.spec.Name, Until: qs.patient.patientUntil})
+	}
+	return out
 }

@@ -82,15 +82,7 @@ func (s *Scheduler) feedPatient(now time.Time, res *Result) {
 	for qs := range s.patient {
 		order = append(order, qs)
 	}
-	slices.SortFunc(order, func(a, b *queueState) int {
-		if c := cmp.Compare(b.patient.u.Priority, a.patient.u.Priority); c != 0 {
-			return c
-		}
-		if c := a.patient.patientUntil.Compare(b.patient.patientUntil); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.patient.u.Key, b.patient.u.Key)
-	})
+	slices.SortFunc(order, fedFirst)
 	for i, qs := range order {
 		order[i] = nil
 		us := qs.patient
@@ -104,6 +96,18 @@ func (s *Scheduler) feedPatient(now time.Time, res *Result) {
 		s.feed(qs, us, now, res)
 	}
 	s.patientBuf = order[:0]
+}
+
+// fedFirst orders queues with a patient head as feedPatient feeds them:
+// higher priority first, then the one whose delay ends first, then by key.
+func fedFirst(a, b *queueState) int {
+	if c := cmp.Compare(b.patient.u.Priority, a.patient.u.Priority); c != 0 {
+		return c
+	}
+	if c := a.patient.patientUntil.Compare(b.patient.patientUntil); c != 0 {
+		return c
+	}
+	return cmp.Compare(a.patient.u.Key, b.patient.u.Key)
 }
 
 // feed grows us's reservation by what its quota has free, and admits us if
@@ -121,13 +125,14 @@ func (s *Scheduler) feed(qs *queueState, us *unitState, now time.Time, res *Resu
 		if h < r && at(s.free, i) > 0 {
 			grows = true
 		}
-		if h+at(s.free, i) < at(us.need, i) {
+		// Only what it asks for (quota.Fits): a resource it does not ask
+		// for may be over somewhere on the chain (negative headroom).
+		if n := at(us.need, i); n > 0 && min(h, n)+at(s.free, i) < n {
 			covered = false
 		}
 	}
-	if !grows {
-		return
-	}
+	// Covered even if nothing grows: it may hold all it asks for while a
+	// resource it asks for was over, and is no longer.
 	if covered && !qs.gateShut() {
 		s.endPatience(us)
 		if s.free, s.binding, err = s.engine.Headroom(qs.quota, s.free, s.binding); err != nil {
@@ -143,6 +148,9 @@ func (s *Scheduler) feed(qs *queueState, us *unitState, now time.Time, res *Resu
 		s.reserve(qs, us, now, res)
 		qs.patient = us
 		s.patient[qs] = struct{}{}
+		return
+	}
+	if !grows {
 		return
 	}
 	hold := make(quota.Vector, len(us.req))

@@ -84,6 +84,46 @@ func TestPreemptionDelay(t *testing.T) {
 			},
 		},
 		{
+			name: "a resource the head does not ask for is over its max: what frees still covers the head",
+			world: world{
+				capacity: bigCluster,
+				quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "4", "memory", "1Gi").Obj()},
+				queues:   []scheduler.QueueSpec{st.MakeQueue("q").Preemption().Obj()},
+				units: []scheduler.Unit{
+					low("ns/low-1", "2"),
+					// Restored as admitted: it holds more memory than q's max now allows.
+					st.MakeUnit("ns/low-2", "q").Priority(1).Request("cpu", "2", "memory", "2Gi").Admitted(0).Obj(),
+					st.MakeUnit("ns/high", "q").Priority(9).Request("cpu", "2").Enqueued(time.Second).Obj(),
+				},
+			},
+			steps: []step{
+				{name: "it could evict a low unit: it waits instead", want: outcome{Waits: map[string]string{"ns/high": waitsToPreempt("q")}}},
+				{name: "low-1 ends: its cpu covers high, which asks no memory", at: time.Second, do: deleteUnits("ns/low-1"),
+					want: outcome{Admitted: []string{"ns/high"}}},
+			},
+		},
+		{
+			name: "it holds its whole request while a resource it asks for is over: once it no longer is, the head is admitted",
+			world: world{
+				capacity: qt.Res("cpu", "100", "memory", "4Gi"),
+				quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
+				queues:   []scheduler.QueueSpec{st.MakeQueue("q").Preemption().Obj()},
+				units: []scheduler.Unit{low("ns/low-1", "2"), low("ns/low-2", "2"),
+					st.MakeUnit("ns/high", "q").Priority(9).Request("cpu", "2", "memory", "1Gi").Enqueued(time.Second).Obj()},
+			},
+			steps: []step{
+				{name: "it could evict a low unit: it waits, holding 1Gi", skipWaits: true},
+				{name: "the cluster loses its memory and low-1 ends: high holds all it asks, memory is over", at: 500 * time.Millisecond, skipWaits: true,
+					do: func(s *scheduler.Scheduler) {
+						s.SetClusterCapacity(qt.Res("cpu", "100", "memory", "0"))
+						s.DeleteUnit("ns/low-1")
+					}},
+				{name: "the memory is back: high is admitted", at: time.Second, skipWaits: true,
+					do:   func(s *scheduler.Scheduler) { s.SetClusterCapacity(qt.Res("cpu", "100", "memory", "4Gi")) },
+					want: outcome{Admitted: []string{"ns/high"}}},
+			},
+		},
+		{
 			name:  "koord-queue/preemption-delay 0: it evicts at once",
 			world: inQueue(st.MakeQueue("q").PreemptionDelay(0), low("ns/low", "4"), high),
 			steps: []step{{want: outcome{Preempted: []string{"ns/high <- ns/low"}}, skipWaits: true}},

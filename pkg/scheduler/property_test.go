@@ -12,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/quota"
@@ -124,11 +125,20 @@ type sim struct {
 	// pendingPreemptor[victim] = the preemptor waiting for it to leave.
 	pendingPreemptor map[string]string
 	// gated queues use wait-for-pods-running, which may hold back even a
-	// preemptor whose victims are gone.
-	gated map[string]bool
+	// preemptor whose victims are gone (gatedNominated) until its gate opens.
+	gated, gatedNominated map[string]bool
 	// keys: every unit ever added (names_test.go).
 	keys     map[string]bool
 	failures []string
+	// capacity is the cluster's capacity now, changed by the caps stream
+	// (simConfig.capacityChanges); usedBefore is what the cluster held
+	// when the running cycle started.
+	capacity   corev1.ResourceList
+	caps       *rand.Rand
+	usedBefore corev1.ResourceList
+	// parentQueues are the queues on parent quotas (the parents stream).
+	parentQueues []string
+	parents      *rand.Rand
 }
 
 // simConfig shapes a simulation.
@@ -146,6 +156,10 @@ type simConfig struct {
 	// nowhere else, and every text the scheduler writes for a unit is
 	// checked to name no unit of another namespace (names_test.go).
 	namespaces bool
+	// capacityChanges: the cluster's memory shrinks (nodes leave) and
+	// grows back, so that a resource is over its limit on the chain of
+	// units that do not ask for it; full again before the system settles.
+	capacityChanges bool
 }
 
 func newSim(t *testing.T, seed uint64, cfg simConfig) *sim {
@@ -155,7 +169,10 @@ func newSim(t *testing.T, seed uint64, cfg simConfig) *sim {
 		shape = lenderTree
 	}
 	sm := &sim{t: t, rng: rng, s: scheduler.New(), tree: shape(rng), units: map[string]*simUnit{},
-		cfg: cfg, evictedBy: map[string]map[string]bool{}, gated: map[string]bool{}, keys: map[string]bool{}}
+		cfg: cfg, evictedBy: map[string]map[string]bool{}, gated: map[string]bool{}, keys: map[string]bool{},
+		gatedNominated: map[string]bool{}, caps: rand.New(rand.NewPCG(seed, 0xca9ac17)),
+		parents: rand.New(rand.NewPCG(seed, 0x9a7e47))}
+	sm.capacity = sm.tree.capacity
 	sm.s.SetClusterCapacity(sm.tree.capacity)
 	for _, sp := range sm.tree.specs {
 		sm.s.UpsertQuota(sp)
@@ -185,11 +202,30 @@ func newSim(t *testing.T, seed uint64, cfg simConfig) *sim {
 		}
 		sm.s.UpsertQueue(q.Obj())
 	}
+	// Queues on parent quotas too, from a stream of their own (each seed's
+	// world is otherwise as before they existed): their units are charged
+	// to a quota whose room and min also count what the quotas below hold.
+	for _, sp := range sm.tree.specs {
+		if !sp.IsParent || sm.parents.IntN(2) == 0 {
+			continue
+		}
+		q := st.MakeQueue(sp.Name).Priority(int32(sm.parents.IntN(3))).PreemptionDelay([]time.Duration{0, delay, 2 * time.Minute}[sm.parents.IntN(3)])
+		if sm.parents.IntN(2) == 0 {
+			q.Preemption()
+		}
+		sm.s.UpsertQueue(q.Obj())
+		sm.parentQueues = append(sm.parentQueues, sp.Name)
+	}
 	return sm
 }
 
 func (sm *sim) step() {
 	sm.now += time.Duration(sm.rng.IntN(90)) * time.Second
+	if sm.cfg.capacityChanges && sm.caps.IntN(6) == 0 {
+		// A quarter to all of the cluster's memory.
+		mem := sm.tree.capacity[corev1.ResourceMemory]
+		sm.setCapacity(corev1.ResourceMemory, *resource.NewQuantity(mem.Value()*int64(1+sm.caps.IntN(4))/4, resource.BinarySI))
+	}
 	switch r := sm.rng.IntN(10); {
 	case r < 5:
 		sm.addUnit()
@@ -216,14 +252,27 @@ func (sm *sim) step() {
 	sm.cycle()
 }
 
+// setCapacity changes one resource of the cluster's capacity.
+func (sm *sim) setCapacity(name corev1.ResourceName, q resource.Quantity) {
+	sm.capacity = sm.capacity.DeepCopy()
+	if sm.capacity == nil {
+		sm.capacity = corev1.ResourceList{}
+	}
+	sm.capacity[name] = q
+	sm.s.SetClusterCapacity(sm.capacity)
+}
+
 func (sm *sim) addUnit() {
 	sm.next++
 	key := fmt.Sprintf("ns/u%03d", sm.next)
 	if sm.cfg.namespaces {
 		key = namespacedKey(sm.rng, sm.next)
 	}
-	w := st.MakeUnit(key, sm.tree.leaves[sm.rng.IntN(len(sm.tree.leaves))]).
-		Priority(int32(sm.rng.IntN(8))).Enqueued(sm.now)
+	queue := sm.tree.leaves[sm.rng.IntN(len(sm.tree.leaves))]
+	if len(sm.parentQueues) > 0 && sm.parents.IntN(4) == 0 {
+		queue = sm.parentQueues[sm.parents.IntN(len(sm.parentQueues))]
+	}
+	w := st.MakeUnit(key, queue).Priority(int32(sm.rng.IntN(8))).Enqueued(sm.now)
 	switch {
 	case sm.cfg.unitSize:
 		w.Request("cpu", "1")
@@ -283,10 +332,21 @@ func (sm *sim) pick(ok func(*simUnit) bool) string {
 func (sm *sim) cycle() scheduler.Result {
 	nominated := map[string]bool{}
 	for k, u := range sm.units {
-		if !u.admitted && !sm.s.IsAdmitted(k) && sm.waitingForNoVictims(k) && !sm.gated[u.unit.Queue] {
-			nominated[k] = true
+		if !u.admitted && !sm.s.IsAdmitted(k) && sm.waitingForNoVictims(k) {
+			if sm.gated[u.unit.Queue] {
+				sm.gatedNominated[k] = true // admitted first once its gate opens
+			} else {
+				nominated[k] = true
+			}
 		}
 	}
+	for k := range sm.gatedNominated {
+		if u, ok := sm.units[k]; !ok || u.admitted {
+			delete(sm.gatedNominated, k)
+		}
+	}
+	patient := sm.coveredPatientHead(len(nominated) > 0 || len(sm.gatedNominated) > 0)
+	sm.usedBefore = sm.s.Quotas().Used("koordinator-root-quota")
 	res := sm.s.Cycle(st.T0.Add(sm.now))
 	sm.results = append(sm.results, res)
 	for _, e := range res.Errors {
@@ -313,12 +373,16 @@ func (sm *sim) cycle() scheduler.Result {
 		}
 	}
 	for k := range nominated {
-		if !admitted[k] {
-			sm.failures = append(sm.failures, fmt.Sprintf("%s: its victims are gone but it was not admitted", k))
+		if !admitted[k] && !sm.shrunk(sm.units[k].unit.Request) {
+			sm.failures = append(sm.failures, fmt.Sprintf("%s: its victims are gone but it was not admitted (it asks %v; %s)", k,
+				sm.units[k].unit.Request, sm.s.WaitReason(k)))
 		}
 	}
 	if sm.cfg.namespaces {
 		sm.checkNames(res)
+	}
+	if patient != "" && !admitted[patient] {
+		sm.failures = append(sm.failures, fmt.Sprintf("%s: waiting out its preemption delay, it is covered by what it holds and what is free, but not admitted", patient))
 	}
 	for _, p := range res.Preemptions {
 		if p.Kind == scheduler.Reclaim {
@@ -338,6 +402,56 @@ func (sm *sim) cycle() scheduler.Result {
 	}
 	sm.checkLimits()
 	return res
+}
+
+// coveredPatientHead is the head, if any, the next cycle must admit before
+// any queue's turn: the first head waiting out its preemption delay that
+// is fed (patience.go), if what it holds and what is free in its quota now
+// cover every resource it asks for. None when preemptors whose victims are
+// gone come first (nominated), or the head's queue is gated.
+func (sm *sim) coveredPatientHead(nominated bool) string {
+	if nominated {
+		return ""
+	}
+	now := st.T0.Add(sm.now)
+	for _, h := range scheduler.PatientHeads(sm.s) {
+		if !now.Before(h.Until) {
+			continue // its delay is over: it is woken, to preempt in its turn
+		}
+		u := sm.units[h.Unit]
+		if u == nil || len(u.unit.PodSets) > 0 || sm.gated[h.Queue] {
+			return "" // partial admission, or a gate: not checked here
+		}
+		e := sm.s.Quotas()
+		free, _, err := e.Headroom(h.Queue, nil, nil)
+		if err != nil {
+			return ""
+		}
+		held, _ := e.Charged(scheduler.ReservationKey(h.Unit))
+		for i, r := range e.Vector(u.unit.Request) {
+			var hi int64
+			if i < len(held.Request) {
+				hi = held.Request[i]
+			}
+			if r > 0 && hi+free[i] < r {
+				return ""
+			}
+		}
+		return h.Unit
+	}
+	return ""
+}
+
+// shrunk: the cluster has less than its full capacity of a resource the
+// request asks for (its memory shrank): a preemptor's victims, chosen
+// before, may no longer make room for it.
+func (sm *sim) shrunk(request corev1.ResourceList) bool {
+	for name, q := range request {
+		if c, full := sm.capacity[name], sm.tree.capacity[name]; !q.IsZero() && c.Cmp(full) < 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // checkVictimsBorrowed: a reclaim takes units only from quotas above their
@@ -437,9 +551,10 @@ func (sm *sim) checkLimits() {
 		}
 	}
 	used := e.Used("koordinator-root-quota")
-	for name, c := range sm.tree.capacity {
-		if u := used[name]; u.Cmp(c) > 0 {
-			sm.failures = append(sm.failures, fmt.Sprintf("cluster: %s used %s, capacity %s", name, u.String(), c.String()))
+	for name, c := range sm.capacity {
+		// Over a capacity that shrank, no cycle may add to it.
+		if u, was := used[name], sm.usedBefore[name]; u.Cmp(c) > 0 && u.Cmp(was) > 0 {
+			sm.failures = append(sm.failures, fmt.Sprintf("cluster: %s used %s (%s before the cycle), capacity %s", name, u.String(), was.String(), c.String()))
 		}
 	}
 	// Every charge counts in its unit's namespace too: the namespaces
@@ -484,6 +599,10 @@ func runSim(t *testing.T, seed uint64, cfg simConfig, steps int) *sim {
 	for i := 0; i < steps; i++ {
 		sm.step()
 	}
+	if cfg.capacityChanges {
+		sm.capacity = sm.tree.capacity
+		sm.s.SetClusterCapacity(sm.capacity)
+	}
 	sm.settle()
 	return sm
 }
@@ -502,9 +621,11 @@ func checkSim(t *testing.T, seed uint64, cfg simConfig) {
 	// within the quota's min): reclaim got it what it was lent away. Only a
 	// queue's head reclaims, so with units of mixed sizes a smaller owed
 	// unit may wait behind a head that is not owed: check heads then.
+	// Reclaim takes only from quotas that are not the head's ancestors, so
+	// not what units charged to a quota above it hold: not checked then.
 	e := sm.s.Quotas()
 	for k, u := range sm.units {
-		if u.admitted || !cfg.unitSize && sm.s.Position(k) != 1 {
+		if u.admitted || !cfg.unitSize && sm.s.Position(k) != 1 || sm.aboveHolds(u.unit.Queue) {
 			continue
 		}
 		q := u.unit.Queue
@@ -513,6 +634,25 @@ func checkSim(t *testing.T, seed uint64, cfg simConfig) {
 				e.Used(q), e.Runtime(q), sm.s.WaitReason(k))
 		}
 	}
+}
+
+// aboveHolds: an admitted unit is charged to a quota above quota q (its
+// queue is on a parent quota).
+func (sm *sim) aboveHolds(q string) bool {
+	parent := map[string]string{}
+	for _, sp := range sm.tree.specs {
+		parent[sp.Name] = sp.Parent
+	}
+	above := map[string]bool{}
+	for p := parent[q]; p != ""; p = parent[p] {
+		above[p] = true
+	}
+	for _, u := range sm.units {
+		if u.admitted && above[u.unit.Queue] {
+			return true
+		}
+	}
+	return false
 }
 
 func TestPropertyInvariants(t *testing.T) {
@@ -538,6 +678,19 @@ func TestPropertyOwedUnitsOfMixedSizes(t *testing.T) {
 	}
 }
 
+// TestPropertyPatientHeadsTakeWhatFrees: with the cluster's memory
+// shrinking and growing back, so that memory is over on the chain of units
+// that do not ask for it, the invariants hold, and a head waiting out its
+// preemption delay is admitted as soon as what frees covers what it asks
+// for (coveredPatientHead). More seeds than the others: a head held back
+// by a resource it does not ask for is rare.
+func TestPropertyPatientHeadsTakeWhatFrees(t *testing.T) {
+	for seed := uint64(1); seed <= 200; seed++ {
+		checkSim(t, seed, simConfig{capacityChanges: true})
+		checkSim(t, seed, simConfig{unitSize: true, priorityOnly: true, capacityChanges: true})
+	}
+}
+
 func TestPropertySameInputSameDecisions(t *testing.T) {
 	for seed := uint64(1); seed <= 20; seed++ {
 		a := runSim(t, seed, simConfig{}, 120).results
@@ -557,5 +710,6 @@ func FuzzScheduler(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64, unitSize bool) {
 		checkSim(t, seed, simConfig{unitSize: unitSize, priorityOnly: unitSize})
 		checkSim(t, seed, simConfig{priorityOnly: true, lenders: !unitSize})
+		checkSim(t, seed, simConfig{unitSize: unitSize, priorityOnly: unitSize, capacityChanges: true})
 	})
 }
