@@ -87,15 +87,18 @@ func (c *Cache) expireExecutions(now time.Time) []string {
 	return keys
 }
 
-// keepRunning drops eviction e of a unit that, read afresh, turned out not
-// to be past its deadline (its limit raised or removed meanwhile), and
-// counts its deadline again.
-func (c *Cache) keepRunning(key string, e *eviction) {
+// keepRunning drops eviction e of a unit that, read afresh at now, turned
+// out not to be past its deadline (its limit raised or removed meanwhile).
+// Its deadline is counted again from the Cache's copy if that shows the
+// change already; otherwise from the copy the informer brings next.
+func (c *Cache) keepRunning(key string, e *eviction, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r, ok := c.units[key]; ok && r.eviction == e {
 		r.eviction = nil
-		c.setDeadline(r)
+		if at, ok := queueunit.ExecutionDeadline(r.unit); ok && now.Before(at) {
+			c.setDeadline(r)
+		}
 	}
 	c.notify()
 }

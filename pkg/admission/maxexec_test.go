@@ -100,3 +100,47 @@ func TestMaximumExecutionTime(t *testing.T) {
 		})
 	}
 }
+
+// TestMaximumExecutionTimeRaisedBeforeTheWrite: the loop found the unit past
+// its limit, and its owner raised the limit before the writer got to it.
+// Deciding again on the unit as the API server has it, the writer leaves it
+// running, and the Cache counts the new deadline.
+func TestMaximumExecutionTimeRaisedBeforeTheWrite(t *testing.T) {
+	ctx := context.Background()
+	admittedAt := time.Unix(1000, 0)
+	u := victim()
+	u.Spec.MaximumExecutionTimeSeconds = ptr.To[int32](60)
+	queueunit.Admit(u, "q", u.Spec.Resource, nil, nil, metav1.NewTime(admittedAt))
+	ww := newWriterWorld(t, u)
+	ww.cache.UpsertUnit(ww.inAPI(t))
+	ww.clock.SetTime(admittedAt.Add(61 * time.Second))
+	loop := &Loop{cache: ww.cache, writer: ww.writer, clock: ww.clock}
+	loop.runOnce()
+
+	raised := ww.inAPI(t) // the informer has not shown it yet
+	raised.Spec.MaximumExecutionTimeSeconds = ptr.To[int32](3600)
+	if err := ww.client.Update(ctx, raised); err != nil {
+		t.Fatal(err)
+	}
+	for ww.writer.urgent.Len() > 0 {
+		ww.writer.processUrgent(ctx)
+	}
+
+	r := ww.cache.units["ns/victim"]
+	if r.eviction != nil {
+		t.Errorf("an eviction is still recorded: %+v", *r.eviction)
+	}
+	after := ww.inAPI(t)
+	ww.cache.UpsertUnit(after) // as the informer shows it
+	type outcome struct {
+		Active   bool
+		Phase    schedulingv1alpha1.QueueUnitPhase
+		Evicted  bool
+		Deadline time.Time
+	}
+	got := outcome{Active: after.IsActive(), Phase: after.EffectivePhase(), Evicted: queueunit.Evicted(after), Deadline: r.deadline}
+	want := outcome{Active: true, Phase: schedulingv1alpha1.Dequeued, Deadline: admittedAt.Add(time.Hour)}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

@@ -363,7 +363,7 @@ func (w *Writer) deactivate(ctx context.Context, key string, e *eviction, u *sch
 	case err != nil:
 		return true, fmt.Errorf("deactivating %s past its maximum execution time: %w", key, err)
 	case !stillDue:
-		w.cache.keepRunning(key, e)
+		w.cache.keepRunning(key, e, now)
 		return true, nil
 	}
 	return false, nil
