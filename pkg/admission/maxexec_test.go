@@ -130,6 +130,11 @@ func TestMaximumExecutionTimeRaisedBeforeTheWrite(t *testing.T) {
 	if r.eviction != nil {
 		t.Errorf("an eviction is still recorded: %+v", *r.eviction)
 	}
+	// Not counted again from the Cache's copy, which has the old limit: the
+	// loop would find it due at once.
+	if next := ww.cache.nextDeadline(); !next.IsZero() {
+		t.Errorf("before the informer shows the raised limit, next deadline %v, want none", next)
+	}
 	after := ww.inAPI(t)
 	ww.cache.UpsertUnit(after) // as the informer shows it
 	type outcome struct {
