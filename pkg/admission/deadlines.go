@@ -2,6 +2,7 @@ package admission
 
 import (
 	"container/heap"
+	"slices"
 	"time"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
@@ -47,6 +48,12 @@ func (c *Cache) setDeadline(r *unitRecord) {
 	}
 	r.deadline = at
 	heap.Push(&c.deadlines, deadlineEntry{r: r, at: at})
+	if len(c.deadlines) > 2*len(c.units)+16 {
+		// Stale entries are dropped only when they come up, and a follower
+		// never takes any: compact, so the heap keeps no deleted unit.
+		c.deadlines = slices.DeleteFunc(c.deadlines, func(e deadlineEntry) bool { return !c.current(e) })
+		heap.Init(&c.deadlines)
+	}
 }
 
 // current reports whether e is its unit's deadline, with c.mu held.

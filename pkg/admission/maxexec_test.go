@@ -149,3 +149,20 @@ func TestMaximumExecutionTimeRaisedBeforeTheWrite(t *testing.T) {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
 }
+
+// TestDeadlinesDoNotPileUp: a replica that never runs cycles (a follower)
+// keeps no more deadlines than about twice its units, however often they
+// are admitted again, so deleted units are not kept alive.
+func TestDeadlinesDoNotPileUp(t *testing.T) {
+	c := NewCache()
+	u := victim()
+	u.Spec.MaximumExecutionTimeSeconds = ptr.To[int32](60)
+	for i := range 1000 {
+		v := u.DeepCopy()
+		queueunit.Admit(v, "q", v.Spec.Resource, nil, nil, metav1.NewTime(time.Unix(int64(1000+i), 0)))
+		c.UpsertUnit(v)
+	}
+	if got := len(c.deadlines); got > 2*len(c.units)+16 {
+		t.Errorf("%d deadlines kept for %d units", got, len(c.units))
+	}
+}
