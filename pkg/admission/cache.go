@@ -43,6 +43,9 @@ type unitRecord struct {
 	eviction *eviction
 	// notBefore holds a unit out of its queue while its backoff runs.
 	notBefore time.Time
+	// deadline is when the unit passes its maximum execution time
+	// (deadlines.go); zero: none.
+	deadline time.Time
 	// warnedNoQueue: the QueueNotFound event was already raised.
 	warnedNoQueue bool
 	// problem is why the unit cannot be queued at all, for its status.
@@ -81,6 +84,8 @@ type Cache struct {
 	// backingOff are the units whose notBefore is set, so a cycle looks
 	// only at them, not at every unit.
 	backingOff map[string]*unitRecord
+	// deadlines are the admitted units' execution deadlines, soonest first.
+	deadlines deadlineHeap
 	// nodes' capacity (watched.NodeCapacity; nil while unusable), by name.
 	nodes map[string]corev1.ResourceList
 	// wake has room for one signal: events coalesce while a cycle runs.
@@ -349,6 +354,7 @@ func (c *Cache) UpsertUnit(u *schedulingv1alpha1.QueueUnit) {
 		delete(c.backingOff, key)
 	}
 	c.place(r)
+	c.setDeadline(r)
 	c.dirty[key] = struct{}{}
 	c.notify()
 }
@@ -364,6 +370,7 @@ func (c *Cache) DeleteUnit(namespace, name string) {
 		}
 		c.dropAdmission(r)
 		c.countJobType(r, jobType{})
+		r.deadline = time.Time{}
 	}
 	delete(c.units, key)
 	delete(c.backingOff, key)
@@ -522,8 +529,10 @@ func (c *Cache) cycle(now time.Time, limit int) scheduler.Result {
 			}
 		}
 	}
-	if next := c.nextBackoff(); !next.IsZero() && (res.NextWakeup.IsZero() || next.Before(res.NextWakeup)) {
-		res.NextWakeup = next
+	for _, next := range []time.Time{c.nextBackoff(), c.nextDeadline()} {
+		if !next.IsZero() && (res.NextWakeup.IsZero() || next.Before(res.NextWakeup)) {
+			res.NextWakeup = next
+		}
 	}
 	return res
 }

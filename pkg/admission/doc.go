@@ -8,7 +8,8 @@
 //   - Loop (leader only): runs scheduling cycles when an event could change
 //     an answer, and at the one time the core asks to be woken
 //     (Result.NextWakeup: a backoff or a reclaim protection ending, a
-//     low-priority unit's maximum wait), and hands the decisions to the
+//     low-priority unit's maximum wait, an admitted unit's maximum execution
+//     time ending: deadlines.go), and hands the decisions to the
 //     Writer; it polls nothing.
 //   - Each unit's record (record.go) holds its decisions until the API
 //     server shows them: an admission decided and not yet written (counted

@@ -76,6 +76,9 @@ func (l *Loop) runOnce() (next time.Time, more bool) {
 	for _, key := range f.pin {
 		l.writer.pinQueue(key)
 	}
+	for _, key := range l.cache.expireExecutions(l.clock.Now()) {
+		l.writer.evict(key)
+	}
 
 	// Decide no further ahead than the writer writes: an admission holds
 	// quota from the moment it is decided, so deciding late lets units of

@@ -35,6 +35,9 @@ type admission struct {
 // fields do not change once recorded, but written.
 type eviction struct {
 	reason, message, preemptor string
+	// deactivate: set spec.active to false first, so that the unit is not
+	// queued again once evicted (its maximum execution time passed).
+	deactivate bool
 	// written: the write finished, or found nothing to evict.
 	written bool
 }

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	"k8s.io/client-go/util/workqueue"
 	"k8s.io/utils/clock"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
@@ -313,6 +314,11 @@ func (w *Writer) writeEviction(ctx context.Context, key string) error {
 		}
 	}
 	now := metav1.NewTime(w.clock.Now())
+	if e.deactivate {
+		if done, err := w.deactivate(ctx, key, e, u, now.Time); done || err != nil {
+			return err
+		}
+	}
 	changed, err := queueunit.Patch(ctx, w.client, w.apiReader, u, queueunit.Status, FieldOwner, func(cur *schedulingv1alpha1.QueueUnit) bool {
 		return queueunit.Evict(cur, e.reason, e.message, now)
 	})
@@ -322,9 +328,45 @@ func (w *Writer) writeEviction(ctx context.Context, key string) error {
 	w.cache.evictionWritten(key, e)
 	if changed {
 		metrics.Evictions.WithLabelValues(e.reason).Inc()
-		w.recorder.Event(u, corev1.EventTypeNormal, queueunit.EventPreempted, e.message)
+		if e.reason == schedulingv1alpha1.EvictedByMaximumExecutionTimeExceeded {
+			w.recorder.Event(u, corev1.EventTypeWarning, queueunit.EventMaximumExecutionTimeExceeded, capitalise(e.message))
+		} else {
+			w.recorder.Event(u, corev1.EventTypeNormal, queueunit.EventPreempted, e.message)
+		}
 	}
 	return nil
+}
+
+// deactivate sets spec.active to false on a unit past its maximum execution
+// time, before its eviction is written: evicted first, it would be queued
+// again should the second write fail. It is decided again on the unit as
+// read: a unit no longer past its deadline (its limit raised or removed,
+// say) keeps running, and done reports that nothing is left to write. A
+// unit deactivated already (an earlier attempt) is evicted all the same.
+func (w *Writer) deactivate(ctx context.Context, key string, e *eviction, u *schedulingv1alpha1.QueueUnit, now time.Time) (done bool, err error) {
+	stillDue := true
+	_, err = queueunit.Patch(ctx, w.client, w.apiReader, u, queueunit.Main, FieldOwner, func(cur *schedulingv1alpha1.QueueUnit) bool {
+		if !cur.IsActive() {
+			return false
+		}
+		deadline, ok := queueunit.ExecutionDeadline(cur)
+		if stillDue = ok && !now.Before(deadline); !stillDue {
+			return false
+		}
+		cur.Spec.Active = ptr.To(false)
+		return true
+	})
+	switch {
+	case apierrors.IsNotFound(err):
+		w.cache.evictionWritten(key, e)
+		return true, nil
+	case err != nil:
+		return true, fmt.Errorf("deactivating %s past its maximum execution time: %w", key, err)
+	case !stillDue:
+		w.cache.keepRunning(key, e, now)
+		return true, nil
+	}
+	return false, nil
 }
 
 // errAdmissionNotWritten: a unit to evict was admitted, and its admission

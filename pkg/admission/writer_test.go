@@ -35,6 +35,7 @@ type writerWorld struct {
 	cache    *Cache
 	writer   *Writer
 	recorder *record.FakeRecorder
+	clock    *clocktesting.FakeClock
 }
 
 func newWriterWorld(t *testing.T, inAPI *schedulingv1alpha1.QueueUnit) writerWorld {
@@ -53,8 +54,9 @@ func newWriterWorldWith(t *testing.T, inAPI *schedulingv1alpha1.QueueUnit, fault
 	faulty := interceptor.NewClient(c, faults)
 	cache := NewCache()
 	recorder := record.NewFakeRecorder(100)
-	w := NewWriter(faulty, faulty, recorder, cache, clocktesting.NewFakeClock(time.Unix(1000, 0)), WriterOptions{})
-	return writerWorld{client: c, cache: cache, writer: w, recorder: recorder}
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	w := NewWriter(faulty, faulty, recorder, cache, clk, WriterOptions{})
+	return writerWorld{client: c, cache: cache, writer: w, recorder: recorder, clock: clk}
 }
 
 func victim() *schedulingv1alpha1.QueueUnit {

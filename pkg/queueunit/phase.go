@@ -2,10 +2,12 @@ package queueunit
 
 import (
 	"fmt"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/resources"
@@ -113,4 +115,34 @@ func Request(u *schedulingv1alpha1.QueueUnit) corev1.ResourceList {
 		return u.Spec.Request
 	}
 	return resources.PodSetsRequests(u.Spec.PodSets)
+}
+
+// ExecutionDeadline is when a unit with spec.maximumExecutionTimeSeconds
+// has been admitted for that long: the time its current admission let its
+// job run (the Admitted condition turning True; lastAllocateTime for a unit
+// without one) plus the limit. ok is false when there is no deadline: no
+// limit, inactive, or not admitted (waiting, reserved for admission checks,
+// evicted or finished). Each admission counts afresh: the time a unit ran
+// before an eviction is not carried over.
+func ExecutionDeadline(u *schedulingv1alpha1.QueueUnit) (deadline time.Time, ok bool) {
+	limit := u.Spec.MaximumExecutionTimeSeconds
+	if limit == nil || !u.IsActive() || !Admitted(u.EffectivePhase()) || Evicted(u) {
+		return time.Time{}, false
+	}
+	var since time.Time
+	if c := meta.FindStatusCondition(u.Status.Conditions, schedulingv1alpha1.QueueUnitAdmitted); c != nil && c.Status == metav1.ConditionTrue {
+		since = c.LastTransitionTime.Time
+	} else if u.Status.LastAllocateTime != nil {
+		since = u.Status.LastAllocateTime.Time
+	} else {
+		return time.Time{}, false // admitted by hand, with no time: nothing to count from
+	}
+	return since.Add(time.Duration(*limit) * time.Second), true
+}
+
+// MaximumExecutionTimeMessage says why a unit past its ExecutionDeadline is
+// deactivated.
+func MaximumExecutionTimeMessage(u *schedulingv1alpha1.QueueUnit) string {
+	return fmt.Sprintf("deactivated: admitted for longer than its maximum execution time of %ds (spec.maximumExecutionTimeSeconds); set spec.active to true to queue it again",
+		ptr.Deref(u.Spec.MaximumExecutionTimeSeconds, 0))
 }

@@ -1,5 +1,7 @@
 package queueunit
 
+import schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+
 // Reasons of the conditions on a QueueUnit. koord-queue writes the first
 // group (QuotaReserved, Admitted, Evicted); koord-queue-controllers the
 // second (Finished, PodsReady). The Evicted reasons are API
@@ -25,4 +27,7 @@ const (
 	EventQueueNotFound    = "QueueNotFound"
 	EventPreempted        = "Preempted"
 	EventAdmissionCheck   = "AdmissionCheck"
+	// EventMaximumExecutionTimeExceeded: the unit ran past
+	// spec.maximumExecutionTimeSeconds and was deactivated and evicted.
+	EventMaximumExecutionTimeExceeded = schedulingv1alpha1.EvictedByMaximumExecutionTimeExceeded
 )

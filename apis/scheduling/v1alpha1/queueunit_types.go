@@ -82,8 +82,10 @@ type QueueUnitSpec struct {
 	// +optional
 	Active *bool `json:"active,omitempty"`
 
-	// maximumExecutionTimeSeconds limits how long the job may run once its
-	// pods run; past it the unit is deactivated.
+	// maximumExecutionTimeSeconds limits how long the unit may stay
+	// admitted, counted from its current admission (its Admitted condition
+	// turning True); past it the unit is deactivated (active false) and
+	// evicted with reason MaximumExecutionTimeExceeded.
 	// +optional
 	// +kubebuilder:validation:Minimum=1
 	MaximumExecutionTimeSeconds *int32 `json:"maximumExecutionTimeSeconds,omitempty"`
