@@ -1,0 +1,43 @@
+package scheduler_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/koord-queue/koord-queue/pkg/quota"
+	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
+	"github.com/koord-queue/koord-queue/pkg/scheduler"
+	st "github.com/koord-queue/koord-queue/pkg/scheduler/schedtest"
+)
+
+// TestResourceNamesNoQuotaNames: what no quota (nor the cluster) names is not
+// limited; once a quota names it, what units already hold and ask of it
+// counts.
+func TestResourceNamesNoQuotaNames(t *testing.T) {
+	fpga := func(max string) func(*scheduler.Scheduler) {
+		return func(s *scheduler.Scheduler) {
+			s.UpsertQuota(qt.MakeSpec("q").Max("cpu", "10", "example.com/fpga", max).Obj())
+		}
+	}
+	s := world{ // no capacity known: the root is unlimited
+		quotas: []quota.Spec{qt.MakeSpec("q").Max("cpu", "10").Obj()},
+		queues: []scheduler.QueueSpec{st.MakeQueue("q").Obj()},
+		units: []scheduler.Unit{
+			st.MakeUnit("ns/a", "q").Request("cpu", "1", "example.com/fpga", "3", "example.com/made-up", "5").Obj(),
+		},
+	}.build(t)
+	runSteps(t, s, []step{
+		{name: "names nothing names are not limited", want: outcome{Admitted: []string{"ns/a"}}},
+		{name: "a quota names fpga: what ns/a holds counts", do: func(s *scheduler.Scheduler) {
+			upsert(st.MakeUnit("ns/b", "q").Request("cpu", "1", "example.com/fpga", "2").Enqueued(time.Second).Obj())(s)
+			fpga("4")(s)
+		}, want: outcome{Waits: map[string]string{"ns/b": "q: example.com/fpga 3 used of max 4, request 2"}}},
+		{name: "the max grows: what ns/b asks counts too", do: func(s *scheduler.Scheduler) {
+			fpga("5")(s)
+			upsert(st.MakeUnit("ns/c", "q").Request("cpu", "1", "example.com/fpga", "1").Enqueued(2 * time.Second).Obj())(s)
+		}, want: outcome{Admitted: []string{"ns/b"}, Waits: map[string]string{"ns/c": "q: example.com/fpga 5 used of max 5, request 1"}}},
+	})
+	if got, want := s.Quotas().Len(), 2; got != want {
+		t.Errorf("engine width %d, want %d", got, want)
+	}
+}
