@@ -1,8 +1,13 @@
 package scheduler_test
 
 import (
+	"fmt"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/koord-queue/koord-queue/pkg/quota"
 	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
@@ -39,5 +44,30 @@ func TestResourceNamesNoQuotaNames(t *testing.T) {
 	})
 	if got, want := s.Quotas().Len(), 2; got != want {
 		t.Errorf("engine width %d, want %d", got, want)
+	}
+}
+
+// withMadeUpNames is req with 16 resource names of unit n's own.
+func withMadeUpNames(req corev1.ResourceList, n int) corev1.ResourceList {
+	out := req.DeepCopy()
+	for j := range 16 {
+		out[corev1.ResourceName(fmt.Sprintf("example.com/u%d-made-up-%d", n, j))] = resource.MustParse("1")
+	}
+	return out
+}
+
+// TestPropertyMadeUpNamesChangeNothing: units that also ask for names no
+// quota and no node names are decided exactly as without them, and the
+// engine stays as wide.
+func TestPropertyMadeUpNamesChangeNothing(t *testing.T) {
+	for seed := uint64(1); seed <= 20; seed++ {
+		plain := runSim(t, seed, simConfig{}, 120)
+		odd := runSim(t, seed, simConfig{madeUp: true}, 120)
+		if diff := cmp.Diff(plain.results, odd.results); diff != "" {
+			t.Fatalf("seed %d: made-up names changed the decisions (-without +with):\n%s", seed, diff)
+		}
+		if got, want := odd.s.Quotas().Len(), plain.s.Quotas().Len(); got != want {
+			t.Fatalf("seed %d: engine width %d with made-up names, %d without", seed, got, want)
+		}
 	}
 }
