@@ -159,7 +159,8 @@ func NewEngine() *Engine {
 }
 
 // SetClusterCapacity sets the root's capacity: the sum of allocatable over
-// Ready, schedulable nodes. A resource it does not name has capacity zero.
+// Ready, schedulable nodes. A resource it does not name has capacity zero
+// if a quota names it; one that nothing names is not counted (Vector).
 // An ElasticQuota named koordinator-root-quota with a max overrides it.
 func (e *Engine) SetClusterCapacity(capacity corev1.ResourceList) {
 	e.capacity = capacity.DeepCopy()
