@@ -26,6 +26,7 @@ import (
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // writerWorld is a Writer and its Cache over controller-runtime's fake
@@ -433,7 +434,8 @@ func TestPinOfAFallbackUnitIsRepaired(t *testing.T) {
 		t.Errorf("spec.queue is %q, want the queue it is charged in, ns", got)
 	}
 	restarted := NewCache()
-	restarted.UpsertUnit(ww.inAPI(t)) // its quota deleted meanwhile
+	restarted.UpsertUnit(ww.inAPI(t))                       // its quota deleted meanwhile
+	restarted.UpsertNode(wrappers.Node("n1", "32", "64Gi")) // after it: its charge counts the cpu the node names
 	used := restarted.core.Quotas().Used(elasticquotav1alpha1.RootQuotaName)
 	if got := used.Cpu().String(); got != "3" {
 		t.Errorf("restarted after its quota was deleted, the cluster uses %s cpu, want its 3", got)

@@ -18,7 +18,8 @@
 // Amounts are int64: cpu in milli-cores, every other resource in whole units
 // (bytes for memory), as the kube-scheduler counts them. Milli-bytes would
 // overflow int64 on a large cluster. Vectors index resources in the order the
-// engine first saw their names (Engine.Vector interns them).
+// engine first saw their names in a quota or the cluster's capacity; a
+// request's other names are not limited and not counted (Engine.Vector).
 //
 // The engine is pure and single-threaded: no clocks, no goroutines, no
 // locks. Its owner (the scheduler package) serialises calls.

@@ -159,7 +159,8 @@ func NewEngine() *Engine {
 }
 
 // SetClusterCapacity sets the root's capacity: the sum of allocatable over
-// Ready, schedulable nodes. A resource it does not name has capacity zero.
+// Ready, schedulable nodes. A resource it does not name has capacity zero
+// if a quota names it; one that nothing names is not counted (Vector).
 // An ElasticQuota named koordinator-root-quota with a max overrides it.
 func (e *Engine) SetClusterCapacity(capacity corev1.ResourceList) {
 	e.capacity = capacity.DeepCopy()
@@ -205,13 +206,21 @@ func (e *Engine) DeleteQuota(name string) {
 	e.rebuild()
 }
 
-// Vector converts a ResourceList into the engine's scaled amounts, learning
-// resource names it has not seen.
+// Vector converts a ResourceList into the engine's scaled amounts. Only the
+// resources some quota's min, max or shared weight, or the cluster's
+// capacity, names are kept: what nothing names is not limited (as
+// koord-scheduler masks a request to the names in the quota's max), so a
+// tenant's made-up names neither widen the engine nor hold the unit back.
+//
+// Quotas naming a new resource widen the engine (Len grows): vectors made
+// before stay valid, zero in the new resource, so a caller that keeps them
+// converts the requests again to count what they ask of it.
 func (e *Engine) Vector(list corev1.ResourceList) Vector {
-	e.intern(list)
 	v := make(Vector, len(e.names))
 	for name, q := range list {
-		v[e.index[name]] = scaled(name, q)
+		if i, ok := e.index[name]; ok {
+			v[i] = scaled(name, q)
+		}
 	}
 	return v
 }
@@ -227,7 +236,8 @@ func (e *Engine) ResourceList(v Vector) corev1.ResourceList {
 	return out
 }
 
-// Len is how many resources the engine knows; vectors it returns have this length.
+// Len is how many resources the engine knows (those quotas and the cluster's
+// capacity name); vectors it returns have this length. It only grows.
 func (e *Engine) Len() int { return len(e.names) }
 
 func (e *Engine) intern(list corev1.ResourceList) {

@@ -107,12 +107,20 @@ func TestExplain(t *testing.T) {
 			want:    "cluster: cpu 7 used of capacity 8, request 2",
 		},
 		{
-			name:  "a resource the cluster does not have",
+			name:  "a resource a quota names and the cluster does not have",
+			cap:   qt.Res("cpu", "8"),
+			specs: []quota.Spec{qt.MakeSpec("a").Max("cpu", "4", "nvidia.com/gpu", "2").Obj()},
+			quota: "a",
+			req:   qt.Res("nvidia.com/gpu", "1"),
+			want:  "request nvidia.com/gpu 1 exceeds the cluster's capacity 0: it cannot be admitted until the cluster grows",
+		},
+		{
+			name:  "a resource neither a quota nor the cluster names is not limited",
 			cap:   qt.Res("cpu", "8"),
 			specs: []quota.Spec{qt.MakeSpec("a").Obj()},
 			quota: "a",
 			req:   qt.Res("nvidia.com/gpu", "1"),
-			want:  "request nvidia.com/gpu 1 exceeds the cluster's capacity 0: it cannot be admitted until the cluster grows",
+			want:  "",
 		},
 		{
 			name:    "more than the quota's max can never fit, however free it is",
@@ -246,7 +254,7 @@ func TestUsageCountsAlongTheChainUntilReleased(t *testing.T) {
 }
 
 func TestResizeMovesUsageAlongTheChain(t *testing.T) {
-	e := newEngine(t, qt.Res("cpu", "10"), []quota.Spec{
+	e := newEngine(t, qt.Res("cpu", "10", "memory", "10Gi"), []quota.Spec{
 		qt.MakeSpec("org").IsParent().Obj(),
 		qt.MakeSpec("a").Parent("org").Obj(),
 	}, []charge{{key: "u1", quota: "a", req: qt.Res("cpu", "3"), priority: 4, admitted: time.Minute}})
@@ -788,7 +796,7 @@ func TestCheckRequest(t *testing.T) {
 }
 
 func TestNamespaceUsedFollowsChargesAcrossQuotas(t *testing.T) {
-	e := newEngine(t, qt.Res("cpu", "100"), []quota.Spec{
+	e := newEngine(t, qt.Res("cpu", "100", "memory", "100Gi", "nvidia.com/gpu", "8"), []quota.Spec{
 		qt.MakeSpec("org").IsParent().Obj(),
 		qt.MakeSpec("a").Parent("org").Obj(),
 		qt.MakeSpec("b").Obj(),

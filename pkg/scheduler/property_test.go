@@ -160,6 +160,9 @@ type simConfig struct {
 	// grows back, so that a resource is over its limit on the chain of
 	// units that do not ask for it; full again before the system settles.
 	capacityChanges bool
+	// madeUp: every unit also asks for 16 resource names of its own, which
+	// no quota and no node names (resnames_test.go).
+	madeUp bool
 }
 
 func newSim(t *testing.T, seed uint64, cfg simConfig) *sim {
@@ -290,6 +293,9 @@ func (sm *sim) addUnit() {
 		w.Request("cpu", fmt.Sprint(1+sm.rng.IntN(4)), "memory", fmt.Sprintf("%dGi", sm.rng.IntN(9)))
 	}
 	u := &simUnit{unit: w.Obj()}
+	if sm.cfg.madeUp {
+		u.unit.Request = withMadeUpNames(u.unit.Request, sm.next)
+	}
 	sm.units[u.unit.Key] = u
 	sm.keys[u.unit.Key] = true
 	sm.upsert(u)

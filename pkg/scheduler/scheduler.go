@@ -201,14 +201,18 @@ func (s *Scheduler) Quotas() *quota.Engine { return s.engine }
 
 // UpsertQuota adds or changes an ElasticQuota.
 func (s *Scheduler) UpsertQuota(spec quota.Spec) {
+	width := s.engine.Len()
 	s.engine.UpsertQuota(spec)
+	s.widened(width)
 	s.wakeAll()
 }
 
 // UpsertQuotas is UpsertQuota for many quotas at once, rebuilding the tree
 // once (a restart, or a benchmark, with thousands of quotas).
 func (s *Scheduler) UpsertQuotas(specs []quota.Spec) {
+	width := s.engine.Len()
 	s.engine.UpsertQuotas(specs)
+	s.widened(width)
 	s.wakeAll()
 }
 
@@ -221,7 +225,9 @@ func (s *Scheduler) DeleteQuota(name string) {
 // SetClusterCapacity sets the root's capacity (allocatable of Ready,
 // schedulable nodes).
 func (s *Scheduler) SetClusterCapacity(capacity corev1.ResourceList) {
+	width := s.engine.Len()
 	s.engine.SetClusterCapacity(capacity)
+	s.widened(width)
 	s.wakeAll()
 }
 

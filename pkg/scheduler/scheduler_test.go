@@ -407,19 +407,20 @@ func TestCycle(t *testing.T) {
 			steps: []step{{want: outcome{Admitted: []string{"ns/mem-hungry"}}}},
 		},
 		{
-			name: "the cluster's capacity limits the root, including resources it does not have",
+			name: "the cluster's capacity limits the root, including resources a quota names and it does not have; what nothing names is not limited",
 			world: world{
 				capacity: qt.Res("cpu", "6"),
-				quotas:   []quota.Spec{qt.MakeSpec("a").Obj(), qt.MakeSpec("b").Obj()},
+				quotas:   []quota.Spec{qt.MakeSpec("a").Obj(), qt.MakeSpec("b").Max("nvidia.com/gpu", "1").Obj()},
 				queues:   []scheduler.QueueSpec{st.MakeQueue("a").Obj(), st.MakeQueue("b").Obj()},
 				units: []scheduler.Unit{
 					st.MakeUnit("ns/a", "a").Request("cpu", "4").Obj(),
 					st.MakeUnit("ns/b", "b").Request("cpu", "4").Obj(),
 					st.MakeUnit("ns/gpu", "b").Request("nvidia.com/gpu", "1").Enqueued(time.Second).Obj(),
+					st.MakeUnit("ns/made-up", "a").Request("example.com/made-up", "1").Enqueued(time.Second).Obj(),
 				},
 			},
 			steps: []step{{want: outcome{
-				Admitted: []string{"ns/a"},
+				Admitted: []string{"ns/a", "ns/made-up"},
 				Waits:    map[string]string{"ns/b": "cluster: cpu 4 used of capacity 6, request 4"},
 			}, skipWaits: true}},
 		},
