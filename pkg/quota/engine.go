@@ -59,6 +59,12 @@ type Charge struct {
 	// Namespace, when set, is the unit's namespace: the charge also counts
 	// in what that namespace holds (NamespaceUsed), whatever its quota.
 	Namespace string
+	// Hold marks a reservation: what a waiting unit holds of its quota
+	// before it is admitted (a preemptor's, or a head's waiting out its
+	// preemption delay). It counts in usage like any charge, but reclaim
+	// never takes it, and judges whether a quota borrows on what its
+	// admitted units hold, without holds (ReclaimVictims).
+	Hold bool
 }
 
 type node struct {

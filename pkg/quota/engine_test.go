@@ -21,6 +21,8 @@ type charge struct {
 	req        corev1.ResourceList
 	priority   int32
 	admitted   time.Duration
+	// hold: a reservation, not an admitted unit (Charge.Hold).
+	hold bool
 }
 
 func newEngine(t *testing.T, capacity corev1.ResourceList, specs []quota.Spec, charges []charge) *quota.Engine {
@@ -34,7 +36,7 @@ func newEngine(t *testing.T, capacity corev1.ResourceList, specs []quota.Spec, c
 	}
 	for _, c := range charges {
 		if err := e.Charge(quota.Charge{Key: c.key, Quota: c.quota, Request: e.Vector(c.req), Priority: c.priority,
-			AdmitTime: time.Unix(0, 0).Add(c.admitted)}); err != nil {
+			AdmitTime: time.Unix(0, 0).Add(c.admitted), Hold: c.hold}); err != nil {
 			t.Fatalf("Charge(%s): %v", c.key, err)
 		}
 	}
@@ -672,6 +674,25 @@ func TestVictims(t *testing.T) {
 			charges: []charge{
 				{key: "b-within", quota: "borrower", req: qt.Res("cpu", "2"), priority: 0},
 				{key: "t-over", quota: "third", req: qt.Res("cpu", "8"), priority: 9},
+			},
+			quota: "owner", req: qt.Res("cpu", "2"),
+			want: []string{"t-over"}, wantFound: true,
+		},
+		{
+			name: "reclaim never takes a unit of a quota within its min by what its units hold, whatever it reserves",
+			charges: []charge{
+				{key: "b-within", quota: "borrower", req: qt.Res("cpu", "2"), priority: 0},
+				{key: "b-reserved", quota: "borrower", req: qt.Res("cpu", "3"), priority: 0, hold: true},
+				{key: "t-over", quota: "third", req: qt.Res("cpu", "5"), priority: 9},
+			},
+			quota: "owner", req: qt.Res("cpu", "2"),
+			want: []string{"t-over"}, wantFound: true,
+		},
+		{
+			name: "reclaim never takes a reservation",
+			charges: []charge{
+				{key: "b-reserved", quota: "borrower", req: qt.Res("cpu", "5"), priority: 0, hold: true},
+				{key: "t-over", quota: "third", req: qt.Res("cpu", "5"), priority: 9},
 			},
 			quota: "owner", req: qt.Res("cpu", "2"),
 			want: []string{"t-over"}, wantFound: true,

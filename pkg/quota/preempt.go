@@ -13,6 +13,9 @@ import (
 // more than its min of a short resource the victim holds. A unit larger than
 // what its quota borrows may be taken (its quota then drops below its min,
 // and is owed that back), but a unit of a quota within its min never is.
+// Holds (Charge.Hold) are never taken, and borrowing is judged without
+// them: a quota whose admitted units are within its min lends nothing,
+// whatever it reserves for a unit still waiting.
 // This cannot loop: the victim's quota was above its min, so the victim is
 // not owed to it, and the reclaiming quota stays within its min, so nothing
 // is reclaimed from it. Candidates are taken lowest priority first, then
@@ -35,21 +38,45 @@ func (e *Engine) ReclaimVictims(quota string, request Vector, canEvict func(key 
 		return nil, false
 	}
 	var cands []*Charge
+	// held is what the holds charged to each quota and its descendants
+	// hold: not taken, and not counted as borrowing.
+	var held map[*node]Vector
 	for _, c := range e.charges {
 		m := e.nodes[c.Quota]
+		if c.Hold {
+			if held == nil {
+				held = map[*node]Vector{}
+			}
+			for a := m; a != nil; a = a.parent {
+				h := held[a]
+				if h == nil {
+					h = make(Vector, len(e.names))
+					held[a] = h
+				}
+				for i, r := range c.Request {
+					if i < len(h) {
+						h[i] += r
+					}
+				}
+			}
+			continue
+		}
 		if m == n || isAncestor(m, n) || isAncestor(n, m) || !uses(c.Request, short) || !canEvict(c.Key) {
 			continue
 		}
 		cands = append(cands, c)
 	}
-	// borrowing is judged on the usage left by the victims already taken.
+	// borrowing is judged on what the admitted units left by the victims
+	// already taken hold: a hold is a unit still waiting, not borrowing, and
+	// a quota whose admitted units are within its min lends nothing.
 	borrowing := func(c *Charge) bool {
 		m := e.nodes[c.Quota]
 		top := commonAncestor(m, n)
 		for a := m; a != top && a != nil; a = a.parent {
 			above := false
+			h := held[a]
 			for _, s := range short {
-				if s < len(c.Request) && c.Request[s] > 0 && a.used[s] > a.min[s] {
+				if s < len(c.Request) && c.Request[s] > 0 && a.used[s]-at(h, s) > a.min[s] {
 					above = true
 					break
 				}

@@ -414,7 +414,7 @@ func (s *Scheduler) reserve(qs *queueState, us *unitState, now time.Time, res *R
 		}
 	}
 	if err := s.engine.Charge(quota.Charge{Key: reservationKey(us.u.Key), Quota: qs.quota, Request: hold,
-		Priority: us.u.Priority, AdmitTime: now, Namespace: namespaceOf(us.u.Key)}); err != nil {
+		Priority: us.u.Priority, AdmitTime: now, Namespace: namespaceOf(us.u.Key), Hold: true}); err != nil {
 		res.Errors = append(res.Errors, UnitError{Unit: us.u.Key, Queue: qs.spec.Name, Err: bookkeeping(err)})
 		return
 	}

@@ -719,3 +719,15 @@ func FuzzScheduler(f *testing.F) {
 		checkSim(t, seed, simConfig{unitSize: unitSize, priorityOnly: unitSize, capacityChanges: true})
 	})
 }
+
+// TestPropertyReclaimSparesHeldQuotas: seeds where a quota's usage counted
+// a patient head's reservation (what it holds while it waits out its
+// preemption delay), so that the quota seemed to borrow, and reclaim for
+// another quota took its admitted units though they were within its min.
+func TestPropertyReclaimSparesHeldQuotas(t *testing.T) {
+	for _, seed := range []uint64{119, 152, 316, 487, 1093, 1235} {
+		t.Run(fmt.Sprint(seed), func(t *testing.T) {
+			checkSim(t, seed, simConfig{priorityOnly: true, lenders: true})
+		})
+	}
+}
