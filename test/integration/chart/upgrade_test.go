@@ -35,13 +35,7 @@ const elasticQuotaCRD = "elasticquotas.scheduling.sigs.k8s.io"
 // release owns; no CRD, Queue, QueueUnit or AdmissionCheck is lost, and
 // `helm uninstall` afterwards deletes none of them either.
 func TestUpgradeFromKoordQueueV18(t *testing.T) {
-	// An API server of its own: the releases' cluster-scoped objects (CRDs,
-	// ClusterRoles) would meet TestInstall's.
-	e, err := testenv.StartWithCRDs(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Stop() })
+	e := bareAPIServer(t)
 	ctx := context.Background()
 	cfg := helmConfig(t, e)
 
@@ -118,11 +112,7 @@ func TestUpgradeFromKoordQueueV18(t *testing.T) {
 // TestUninstallKeepsCRDs: the CRDs this chart installs (Queue, QueueUnit and,
 // when asked, ElasticQuota) outlive `helm uninstall`, with their objects.
 func TestUninstallKeepsCRDs(t *testing.T) {
-	e, err := testenv.StartWithCRDs(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Stop() })
+	e := bareAPIServer(t)
 	ctx := context.Background()
 	cfg := helmConfig(t, e)
 	install := action.NewInstall(cfg)
@@ -160,11 +150,7 @@ func TestKoordSchedulerWritesStatusUsed(t *testing.T) {
 	if rendered == nil {
 		t.Fatal("installElasticQuotaCRD: true rendered no ElasticQuota CRD")
 	}
-	e, err := testenv.StartWithCRDs(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Stop() })
+	e := bareAPIServer(t)
 	ctx := context.Background()
 	crd := &apiextensionsv1.CustomResourceDefinition{}
 	if err := runtime.DefaultUnstructuredConverter.FromUnstructured(rendered.Object, crd); err != nil {
@@ -192,6 +178,19 @@ func TestKoordSchedulerWritesStatusUsed(t *testing.T) {
 	if got.Annotations[elasticquotav1alpha1.KoordSchedulerFigures[0]] == "" {
 		t.Errorf("annotation %s missing after koord-scheduler's patch", elasticquotav1alpha1.KoordSchedulerFigures[0])
 	}
+}
+
+// bareAPIServer starts an API server of the test's own, without CRDs: a
+// release's cluster-scoped objects (CRDs, ClusterRoles, a namespace) would
+// meet those of the package's other tests.
+func bareAPIServer(t *testing.T) *testenv.Env {
+	t.Helper()
+	e, err := testenv.StartWithCRDs(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = e.Stop() })
+	return e
 }
 
 func readCRD(t *testing.T, path string) *apiextensionsv1.CustomResourceDefinition {
@@ -249,11 +248,7 @@ func expectKept(t *testing.T, e *testenv.Env, when string, crds []string, objs .
 // release creates the Queues' namespace (koord-queue by default, which
 // koord-queue is told with --queue-namespace) and keeps it on uninstall.
 func TestQueueNamespace(t *testing.T) {
-	e, err := testenv.StartWithCRDs(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = e.Stop() })
+	e := bareAPIServer(t)
 	ctx := context.Background()
 	const release = "kq-system"
 	cfg := helmConfig(t, e, release)
