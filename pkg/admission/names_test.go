@@ -3,24 +3,18 @@ package admission
 import (
 	"context"
 	"fmt"
-	"math/rand"
 	"strings"
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
-	clocktesting "k8s.io/utils/clock/testing"
 	"k8s.io/utils/ptr"
-	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/koord-queue/koord-queue/apis"
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/policy"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
-	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // Names stay in their namespace, through the whole controller: the real
@@ -65,29 +59,8 @@ type namesWorld struct {
 }
 
 func newNamesWorld(t *testing.T, seed int64) *namesWorld {
-	scheme := runtime.NewScheme()
-	if err := apis.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	if err := corev1.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
-	w := &namesWorld{propWorld: &propWorld{
-		t: t, rng: rand.New(rand.NewSource(seed)), clock: clocktesting.NewFakeClock(time.Unix(1_000_000, 0)),
-		api:         fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &schedulingv1alpha1.Queue{}).Build(),
-		undelivered: map[string]bool{}, seen: map[string]int{}, writes: map[string]int{}, changes: map[string]int{},
-		attempts: map[string]int64{}, holds: map[string]bool{}, direct: map[string]int64{},
-	}, recorder: &namesRecorder{}}
-	ctx := context.Background()
-	for _, q := range quotaTree {
-		eq := &elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "quotas", Name: q.name, Labels: map[string]string{}},
-			Spec: elasticquotav1alpha1.ElasticQuotaSpec{Min: cpu(q.min), Max: cpu(q.max)}}
-		if q.parent != "" {
-			eq.Labels[elasticquotav1alpha1.LabelQuotaParent] = q.parent
-		} else {
-			eq.Labels[elasticquotav1alpha1.LabelQuotaIsParent] = "true"
-		}
-		w.must(w.api.Create(ctx, eq))
+	w := &namesWorld{propWorld: emptyPropWorld(t, seed), recorder: &namesRecorder{}}
+	w.createQuotasAndNodes(func(string) map[string]string {
 		annotations := map[string]string{policy.AnnotationPreemptionDelay: "0"}
 		if w.rng.Intn(2) == 0 {
 			annotations[schedulingv1alpha1.AnnotationEnableQueueUnitPreemption] = "true"
@@ -96,12 +69,8 @@ func newNamesWorld(t *testing.T, seed int64) *namesWorld {
 		if w.rng.Intn(3) == 0 {
 			annotations[schedulingv1alpha1.AnnotationWaitForPodsRunning] = "true"
 		}
-		w.must(w.api.Create(ctx, &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{
-			Namespace: schedulingv1alpha1.QueueNamespace, Name: q.name, Annotations: annotations}}))
-	}
-	for _, n := range propNodes {
-		w.must(w.api.Create(ctx, wrappers.Node(n.name, n.cpu, "64Gi")))
-	}
+		return annotations
+	})
 	w.start()
 	w.writer.recorder = w.recorder
 	return w

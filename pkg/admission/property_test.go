@@ -164,7 +164,8 @@ func (r propRoom) used(direct map[string]int64, q string) int64 {
 	return used
 }
 
-func newPropWorld(t testing.TB, seed int64) *propWorld {
+// emptyPropWorld is seed's world with nothing in its API server yet.
+func emptyPropWorld(t testing.TB, seed int64) *propWorld {
 	scheme := runtime.NewScheme()
 	if err := apis.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
@@ -172,12 +173,17 @@ func newPropWorld(t testing.TB, seed int64) *propWorld {
 	if err := corev1.AddToScheme(scheme); err != nil {
 		t.Fatal(err)
 	}
-	w := &propWorld{
+	return &propWorld{
 		t: t, rng: rand.New(rand.NewSource(seed)), clock: clocktesting.NewFakeClock(time.Unix(1_000_000, 0)),
 		api:         fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &schedulingv1alpha1.Queue{}).Build(),
 		undelivered: map[string]bool{}, seen: map[string]int{}, writes: map[string]int{}, changes: map[string]int{},
 		attempts: map[string]int64{}, holds: map[string]bool{}, direct: map[string]int64{},
 	}
+}
+
+// createQuotasAndNodes creates quotaTree's ElasticQuotas, a Queue for each
+// with the annotations queueAnnotations gives it, and propNodes.
+func (w *propWorld) createQuotasAndNodes(queueAnnotations func(quota string) map[string]string) {
 	ctx := context.Background()
 	for _, q := range quotaTree {
 		eq := &elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "quotas", Name: q.name, Labels: map[string]string{}},
@@ -191,11 +197,17 @@ func newPropWorld(t testing.TB, seed int64) *propWorld {
 			eq.Labels[elasticquotav1alpha1.LabelAllowLentResource] = "false"
 		}
 		w.must(w.api.Create(ctx, eq))
-		w.must(w.api.Create(ctx, &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: q.name}}))
+		w.must(w.api.Create(ctx, &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{
+			Namespace: schedulingv1alpha1.QueueNamespace, Name: q.name, Annotations: queueAnnotations(q.name)}}))
 	}
 	for _, n := range propNodes {
 		w.must(w.api.Create(ctx, wrappers.Node(n.name, n.cpu, "64Gi")))
 	}
+}
+
+func newPropWorld(t testing.TB, seed int64) *propWorld {
+	w := emptyPropWorld(t, seed)
+	w.createQuotasAndNodes(func(string) map[string]string { return nil })
 	for range 14 {
 		w.newUnit()
 	}
