@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -75,13 +76,16 @@ func fastOptions() queuemanager.Options {
 
 var invalidNameChars = regexp.MustCompile(`[^a-z0-9-]+`)
 
+var namespaces atomic.Int64
+
 // namespace creates a namespace for one test, deleted when it ends.
 func namespace(t *testing.T) string {
 	t.Helper()
-	// A readable prefix of the test's name, and a hash of all of it so
-	// subtests whose names start alike do not collide.
+	// A readable prefix of the test's name, and a hash of all of it and of
+	// a sequence number, so neither subtests whose names start alike nor
+	// runs of -count collide.
 	h := fnv.New32a()
-	h.Write([]byte(t.Name()))
+	fmt.Fprintf(h, "%s/%d", t.Name(), namespaces.Add(1))
 	name := strings.Trim(invalidNameChars.ReplaceAllString(strings.ToLower(t.Name()), "-"), "-")
 	name = strings.Trim(name[:min(len(name), 40)], "-") + fmt.Sprintf("-%08x", h.Sum32())
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: name}}
@@ -111,14 +115,25 @@ func getUnit(ctx context.Context, ns, name string) (*schedulingv1alpha1.QueueUni
 // waitPhase waits for a unit to reach a phase.
 func waitPhase(t *testing.T, ns, name string, phase schedulingv1alpha1.QueueUnitPhase) *schedulingv1alpha1.QueueUnit {
 	t.Helper()
+	return waitUnit(t, ns, name, func(u *schedulingv1alpha1.QueueUnit) error {
+		if u.EffectivePhase() != phase {
+			return fmt.Errorf("phase %s, want %s (message %q)", u.EffectivePhase(), phase, u.Status.Message)
+		}
+		return nil
+	})
+}
+
+// waitUnit waits until a unit satisfies ready, which says what is missing.
+func waitUnit(t *testing.T, ns, name string, ready func(*schedulingv1alpha1.QueueUnit) error) *schedulingv1alpha1.QueueUnit {
+	t.Helper()
 	var got *schedulingv1alpha1.QueueUnit
 	testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
 		u, err := getUnit(ctx, ns, name)
 		if err != nil {
 			return err
 		}
-		if u.EffectivePhase() != phase {
-			return fmt.Errorf("unit %s/%s phase %s, want %s (message %q)", ns, name, u.EffectivePhase(), phase, u.Status.Message)
+		if err := ready(u); err != nil {
+			return fmt.Errorf("unit %s/%s: %w", ns, name, err)
 		}
 		got = u
 		return nil

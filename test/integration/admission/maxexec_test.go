@@ -31,7 +31,14 @@ func TestMaximumExecutionTimeDeactivates(t *testing.T) {
 	waitPhase(t, ns, "unlimited", schedulingv1alpha1.Dequeued)
 	create(t, wrappers.MakeQueueUnit("next", ns).Quota(q).Request(corev1.ResourceCPU, "2").Consumer().Obj())
 
-	evicted := waitPhase(t, ns, "limited", schedulingv1alpha1.Enqueued)
+	// "limited" may still wait when "unlimited" is admitted, so wait for
+	// the eviction itself rather than for a phase it had before admission.
+	evicted := waitUnit(t, ns, "limited", func(u *schedulingv1alpha1.QueueUnit) error {
+		if u.EffectivePhase() != schedulingv1alpha1.Enqueued || meta.FindStatusCondition(u.Status.Conditions, schedulingv1alpha1.QueueUnitEvicted) == nil {
+			return fmt.Errorf("phase %s, want Enqueued with an Evicted condition", u.EffectivePhase())
+		}
+		return nil
+	})
 	if evicted.IsActive() {
 		t.Errorf("spec.active %v, want false", ptr.Deref(evicted.Spec.Active, true))
 	}
