@@ -918,3 +918,64 @@ func TestEngineRefusesNegativeRequests(t *testing.T) {
 		t.Errorf("Used(a) after the refusals (-want +got):\n%s", diff)
 	}
 }
+
+// TestHeadroomAfter: a quota's headroom once some charges are gone and
+// others made, on paper: the engine is left as it was, usage and change
+// tracking alike.
+func TestHeadroomAfter(t *testing.T) {
+	specs := []quota.Spec{
+		qt.MakeSpec("org").IsParent().Max("cpu", "8").Obj(),
+		qt.MakeSpec("a").IsParent().Parent("org").Max("cpu", "8").Obj(),
+		qt.MakeSpec("a-child").Parent("a").Max("cpu", "8").Obj(),
+		qt.MakeSpec("b").Parent("org").Max("cpu", "8").Obj(),
+		qt.MakeSpec("other").Max("cpu", "8").Obj(),
+	}
+	charges := []charge{
+		{key: "victim", quota: "b", req: qt.Res("cpu", "5")},
+		{key: "held", quota: "a", req: qt.Res("cpu", "1"), hold: true},
+		{key: "elsewhere", quota: "other", req: qt.Res("cpu", "4")},
+	}
+	cases := map[string]struct {
+		quota string
+		gone  []string
+		added map[string]string // quota: cpu
+		want  string            // cpu headroom
+	}{
+		"as it is":                       {quota: "a-child", want: "2"},
+		"victim gone":                    {quota: "a-child", gone: []string{"victim"}, want: "7"},
+		"victim gone, preemptor charged": {quota: "a-child", gone: []string{"victim"}, added: map[string]string{"a": "4"}, want: "3"},
+		"listed twice, gone once":        {quota: "a-child", gone: []string{"victim", "victim"}, want: "7"},
+		"unknown keys are skipped":       {quota: "a-child", gone: []string{"nobody"}, want: "2"},
+		// The cluster (12 cpu) binds: what org's quotas hold counts there.
+		"another tree": {quota: "other", gone: []string{"victim"}, added: map[string]string{"a": "6"}, want: "1"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := newEngine(t, qt.Res("cpu", "12"), specs, charges)
+			e.DrainChanged(nil)
+			usedBefore := map[string]map[string]string{}
+			for _, s := range specs {
+				usedBefore[s.Name] = str(e.Used(s.Name))
+			}
+			var added []quota.Charge
+			for q, cpu := range tc.added {
+				added = append(added, quota.Charge{Quota: q, Request: e.Vector(qt.Res("cpu", cpu))})
+			}
+			free, err := e.HeadroomAfter(tc.quota, tc.gone, added, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(map[string]string{"cpu": tc.want}, str(e.ResourceList(free))); diff != "" {
+				t.Errorf("HeadroomAfter (-want +got):\n%s", diff)
+			}
+			for _, s := range specs {
+				if diff := cmp.Diff(usedBefore[s.Name], str(e.Used(s.Name))); diff != "" {
+					t.Errorf("Used(%s) changed on paper (-want +got):\n%s", s.Name, diff)
+				}
+			}
+			if changed := e.DrainChanged(nil); len(changed) > 0 {
+				t.Errorf("DrainChanged() = %v after a change on paper, want none", changed)
+			}
+		})
+	}
+}

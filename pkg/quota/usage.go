@@ -3,6 +3,7 @@ package quota
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
@@ -482,4 +483,70 @@ func growStrings(v []string, n int) []string {
 		v[i] = ""
 	}
 	return v[:n]
+}
+
+// HeadroomAfter is Headroom in the state where the charges keyed gone are
+// released and added are made (only Quota and Request are read): what the
+// quota may admit that still leaves room for units that will replace the
+// gone ones, a preemptor in place of its victims. It is computed on paper:
+// the engine is left as it was, change tracking included, so nothing is
+// woken by it. Unknown keys are skipped, as are added charges to unknown
+// quotas.
+func (e *Engine) HeadroomAfter(quota string, gone []string, added []Charge, free Vector) (Vector, error) {
+	free = grow(free[:0], len(e.names))
+	n, ok := e.nodes[quota]
+	if !ok {
+		return free, e.Err(quota)
+	}
+	if n.err != nil {
+		return free, n.err
+	}
+	undo := e.onPaper()
+	var released []*Charge
+	for _, k := range gone {
+		c, ok := e.charges[k]
+		if !ok || slices.Contains(released, c) {
+			continue
+		}
+		released = append(released, c)
+		e.apply(e.nodes[c.Quota], c.Request, -1)
+	}
+	var made []*node
+	for i := range added {
+		m, ok := e.nodes[added[i].Quota]
+		if !ok {
+			made = append(made, nil)
+			continue
+		}
+		made = append(made, m)
+		e.apply(m, added[i].Request, 1)
+	}
+	e.headroom(n, free)
+	for i, m := range made {
+		if m != nil {
+			e.apply(m, added[i].Request, -1)
+		}
+	}
+	for _, c := range released {
+		e.apply(e.nodes[c.Quota], c.Request, 1)
+	}
+	undo()
+	return free, nil
+}
+
+// onPaper remembers the engine's change tracking; the func it returns
+// forgets what was tracked since, once usage is back as it was.
+func (e *Engine) onPaper() func() {
+	changed, touched, stale := len(e.changed), len(e.dpTouched), e.runtimeStale
+	return func() {
+		for _, n := range e.changed[changed:] {
+			n.changed = false
+		}
+		e.changed = e.changed[:changed]
+		for _, n := range e.dpTouched[touched:] {
+			n.dpTouched = false
+		}
+		e.dpTouched = e.dpTouched[:touched]
+		e.runtimeStale = stale
+	}
 }

@@ -2,6 +2,8 @@ package scheduler
 
 import (
 	"container/heap"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -130,7 +132,7 @@ func (s *Scheduler) tryHead(qs *queueState, now time.Time, res *Result) bool {
 	if err != nil {
 		return false
 	}
-	s.holdForPreemptor(qs.quota)
+	s.holdForPreemptors(qs)
 	off := qs.q.Offer(now, s.free)
 	if !off.HasHead {
 		return false
@@ -221,34 +223,113 @@ func (s *Scheduler) displace(qs *queueState, key string, now time.Time, res *Res
 	if s.free, s.binding, err = s.engine.Headroom(qs.quota, s.free, s.binding); err != nil {
 		return false
 	}
+	s.holdForPreemptors(qs) // startPreemption reserves from it
 	for i := range freed {
 		freed[i] += at(s.free, i)
 	}
 	if !quota.Fits(us.req, freed) {
 		return false // it would wait for quota once they are gone: evicting them would gain nothing
 	}
+	if !s.fitsBesidePreemptions(qs.quota, us.req, victims) {
+		s.waitForPreemptions(qs, key, res)
+		return true
+	}
 	why := say("for higher-priority unit %s (priority %d), which waits in queue %s for units admitted but not yet running (wait-for-pods-running)", unitRef(key), us.u.Priority, qs.spec.Name)
 	s.startPreemption(qs, us, InQueue, victims, "unit(s) not yet running", why, now, res)
 	return true
 }
 
-// holdForPreemptor takes out of s.free what the quota's preemptor in flight
-// still needs beyond its reservation: its victims free it later, and a
-// queue-mate admitted meanwhile (a Priority queue lets units pass a head
-// that does not fit) would take the quota's room the preemptor was owed,
-// and it would not fit when its victims are gone.
-func (s *Scheduler) holdForPreemptor(quotaName string) {
-	key := s.preemptionInFlight(quotaName, "")
-	if key == "" {
+// holdForPreemptors lowers s.free, the headroom of qs's quota, to what it
+// may admit and still leave every preemption in flight room once its
+// victims are gone: the headroom in the state where the victims are
+// released and each preemptor holds all it asks for. Victims free their
+// quota later, and a unit admitted meanwhile (a queue-mate passing a head
+// that does not fit, or a unit of any quota sharing a limit with the
+// preemptor's: a child, a parent, a sibling, the cluster) would otherwise
+// take the room the preemptor was owed, and it would not fit when its
+// victims are gone. A queue whose headroom it lowers is woken when a
+// preemption ends, and s.heldFor names the first preemptor, for its head's
+// wait reason; otherwise s.heldFor is "".
+func (s *Scheduler) holdForPreemptors(qs *queueState) {
+	s.heldFor = ""
+	if !s.collectInFlight() {
 		return
 	}
-	p := s.units[key]
-	held, _ := s.engine.Charged(reservationKey(key))
-	for i, r := range p.req {
-		if i < len(s.free) {
-			s.free[i] = max(s.free[i]-max(r-at(held.Request, i), 0), 0)
+	after, err := s.engine.HeadroomAfter(qs.quota, s.gone, s.coming, s.after)
+	s.after = after
+	if err != nil {
+		return
+	}
+	lowered := false
+	for i := range s.free {
+		if h := max(at(after, i), 0); h < s.free[i] {
+			s.free[i], lowered = h, true
 		}
 	}
+	if lowered {
+		s.afterPreemptions[qs.spec.Name] = struct{}{}
+		s.heldFor = s.firstInFlight("")
+	}
+}
+
+// fitsBesidePreemptions: a unit of quotaName asking req fits once victims
+// and the victims of every preemption in flight are gone, beside what
+// those preemptors ask for. A second preemption that does not is not
+// started: both would evict, and one of them would not be admitted.
+func (s *Scheduler) fitsBesidePreemptions(quotaName string, req quota.Vector, victims []string) bool {
+	if !s.collectInFlight() {
+		return true // the victims were chosen so that it fits
+	}
+	s.gone = append(s.gone, victims...)
+	after, err := s.engine.HeadroomAfter(quotaName, s.gone, s.coming, s.after)
+	s.after = after
+	return err == nil && quota.Fits(req, after)
+}
+
+// collectInFlight fills s.gone with the victims of the preemptions in
+// flight and s.coming with what their preemptors ask for beyond what they
+// hold already. It returns false when none is in flight.
+func (s *Scheduler) collectInFlight() bool {
+	s.gone, s.coming = s.gone[:0], s.coming[:0]
+	if len(s.preempting) == 0 {
+		return false // the common case, on every turn
+	}
+	for _, q := range slices.Sorted(maps.Keys(s.preempting)) {
+		for _, key := range sortedKeys(s.preempting[q]) {
+			p := s.units[key]
+			if p == nil || p.victims == nil || p.admitted {
+				continue
+			}
+			s.gone = append(s.gone, sortedKeys(p.victims)...)
+			held, _ := s.engine.Charged(reservationKey(key))
+			rest := make(quota.Vector, len(p.req))
+			for i, r := range p.req {
+				rest[i] = max(r-at(held.Request, i), 0)
+			}
+			s.coming = append(s.coming, quota.Charge{Quota: p.quota, Request: rest})
+		}
+	}
+	return len(s.coming) > 0
+}
+
+// waitForPreemptions: the head found victims, but would not fit beside the
+// preemptions in flight; it waits for one of them to end.
+func (s *Scheduler) waitForPreemptions(qs *queueState, key string, res *Result) {
+	s.afterPreemptions[qs.spec.Name] = struct{}{}
+	first := s.firstInFlight(key)
+	s.headWaits(qs, key, say("waits for the preemption by %s in quota %s to end: it would not fit beside it", unitRef(first), s.units[first].quota), res)
+}
+
+// firstInFlight names the smallest key, other than key, of a unit whose
+// preemption is in flight ("" if none).
+func (s *Scheduler) firstInFlight(key string) string {
+	var first string
+	for _, q := range slices.Sorted(maps.Keys(s.preempting)) {
+		if k := s.preemptionInFlight(q, key); k != "" && (first == "" || k < first) {
+			first = k
+		}
+	}
+	return first
 }
 
 // headPreempts: the policy's head does not fit. Once per cycle it may look
@@ -276,8 +357,7 @@ func (s *Scheduler) headPreempts(qs *queueState, key string, now time.Time, res 
 		return false, false // a Priority queue comes back to its head often
 	}
 	us.triedCycle = s.cycle
-	ok := s.preempt(qs, us, now, res)
-	return ok, ok
+	return s.preempt(qs, us, now, res)
 }
 
 // headWaitsForQuota records why the head does not fit. Explaining is the
@@ -286,11 +366,16 @@ func (s *Scheduler) headPreempts(qs *queueState, key string, now time.Time, res 
 // (usage) are refreshed by WaitReason, which explains afresh.
 func (s *Scheduler) headWaitsForQuota(qs *queueState, off policy.Offer, res *Result) {
 	us := s.units[off.Head.Key]
-	if us.reason != "" && us.quotaWait && us.band == off.Band && equalStrings(us.cause, s.binding) {
+	if us.reason != "" && us.quotaWait && us.band == off.Band && equalStrings(us.cause, s.binding) && us.heldFor == s.heldFor {
 		return
 	}
-	s.headWaits(qs, us.u.Key, words(s.explain(qs, off)), res)
-	us.quotaWait, us.band = true, off.Band
+	why := words(s.explain(qs, off))
+	if s.heldFor != "" && s.engine.Explain(qs.quota, us.need) == "" {
+		// It fits but for what a preemption in flight is owed.
+		why = say("waits for the preemption by %s in quota %s to end: the quota it needs is held for it", unitRef(s.heldFor), s.units[s.heldFor].quota)
+	}
+	s.headWaits(qs, us.u.Key, why, res)
+	us.quotaWait, us.band, us.heldFor = true, off.Band, s.heldFor
 	us.cause = append(us.cause[:0], s.binding...)
 }
 
@@ -323,8 +408,8 @@ func bandNote(b policy.Band) string {
 
 // preempt looks for victims for the head: reclaim first (the quota is owed
 // its min), then, if the queue allows it, lower-priority units of its own
-// quota.
-func (s *Scheduler) preempt(qs *queueState, us *unitState, now time.Time, res *Result) bool {
+// quota. waiting and reserved are headPreempts'.
+func (s *Scheduler) preempt(qs *queueState, us *unitState, now time.Time, res *Result) (waiting, reserved bool) {
 	canEvict := func(key string) bool {
 		v, ok := s.units[key]
 		return ok && v.admitted && !v.evicting && key != us.u.Key
@@ -345,8 +430,12 @@ func (s *Scheduler) preempt(qs *queueState, us *unitState, now time.Time, res *R
 			return canEvict(key) && (cfg.PreemptRunning || !s.units[key].u.Running)
 		})
 	}
+	if ok && !s.fitsBesidePreemptions(qs.quota, us.req, victims) {
+		s.waitForPreemptions(qs, us.u.Key, res)
+		return true, false
+	}
 	if ok && s.waitToPreempt(qs, us, kind, now, res) {
-		return true // it waits, holding what is free: offer again
+		return true, true // it waits, holding what is free: offer again
 	}
 	if !ok {
 		if owed {
@@ -355,14 +444,14 @@ func (s *Scheduler) preempt(qs *queueState, us *unitState, now time.Time, res *R
 				s.protectedUntil[qs.spec.Name] = until
 			}
 		}
-		return false
+		return false, false
 	}
 	why := say("to reclaim the min of quota %s", qs.quota)
 	if kind == InQueue {
 		why = say("for higher-priority unit %s (priority %d) of quota %s", unitRef(us.u.Key), us.u.Priority, qs.quota)
 	}
 	s.startPreemption(qs, us, kind, victims, "unit(s)", why, now, res)
-	return true
+	return true, true
 }
 
 // startPreemption records that us evicts victims, the one preemption in

@@ -165,12 +165,12 @@ func (e *lineEntry) next() *queueState {
 // settleable says on which quota a queue that just parked can settle: its
 // turn depends only on its units and its headroom (no preemption it could
 // start, no gate, no time-based rule, no preemption in flight in its
-// quota), and one quota holds it back, its parent, so that only a change of
+// quota, no room held for one elsewhere), and one quota holds it back, its parent, so that only a change of
 // its own quota's usage (which the engine reports) or of its parent's chain
 // (ChainState) could change its headroom.
 func (s *Scheduler) settleable(qs *queueState, head string, preempting bool) (string, bool) {
 	cfg := qs.spec.Config
-	if s.noSettle || preempting || cfg.EnablePreemption || cfg.WaitForPodsRunning || len(qs.parkedAt) > 0 {
+	if s.noSettle || preempting || s.heldFor != "" || cfg.EnablePreemption || cfg.WaitForPodsRunning || len(qs.parkedAt) > 0 {
 		return "", false
 	}
 	if _, ok := s.timed[qs.spec.Name]; ok {

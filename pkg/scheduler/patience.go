@@ -117,6 +117,7 @@ func (s *Scheduler) feed(qs *queueState, us *unitState, now time.Time, res *Resu
 	if s.free, s.binding, err = s.engine.Headroom(qs.quota, s.free, s.binding); err != nil {
 		return
 	}
+	s.holdForPreemptors(qs) // not what a preemption in flight is owed
 	key := reservationKey(us.u.Key)
 	held, _ := s.engine.Charged(key)
 	grows, covered := false, true
@@ -138,6 +139,7 @@ func (s *Scheduler) feed(qs *queueState, us *unitState, now time.Time, res *Resu
 		if s.free, s.binding, err = s.engine.Headroom(qs.quota, s.free, s.binding); err != nil {
 			return
 		}
+		s.holdForPreemptors(qs)
 		if quota.Fits(us.need, s.free) {
 			if err := s.admit(qs, us.u.Key, now, res); err != nil {
 				s.admitRefused(qs, us.u.Key, err, res)

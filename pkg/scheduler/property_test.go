@@ -433,6 +433,15 @@ func (sm *sim) coveredPatientHead(nominated bool) string {
 		if err != nil {
 			return ""
 		}
+		// What preemptions in flight are owed is not free for it.
+		gone, coming := sm.inFlight()
+		after, err := e.HeadroomAfter(h.Queue, gone, coming, nil)
+		if err != nil {
+			return ""
+		}
+		for i := range free {
+			free[i] = min(free[i], after[i])
+		}
 		held, _ := e.Charged(scheduler.ReservationKey(h.Unit))
 		for i, r := range e.Vector(u.unit.Request) {
 			var hi int64
@@ -446,6 +455,34 @@ func (sm *sim) coveredPatientHead(nominated bool) string {
 		return h.Unit
 	}
 	return ""
+}
+
+// inFlight is, for the preemptions in flight, the victims still leaving
+// and what their preemptors ask for beyond what they hold.
+func (sm *sim) inFlight() (gone []string, coming []quota.Charge) {
+	e := sm.s.Quotas()
+	preemptors := map[string]bool{}
+	for v, p := range sm.pendingPreemptor {
+		if u, ok := sm.units[v]; ok && u.evicting {
+			gone = append(gone, v)
+		}
+		preemptors[p] = true
+	}
+	for _, p := range slices.Sorted(maps.Keys(preemptors)) {
+		u, ok := sm.units[p]
+		if !ok || u.admitted {
+			continue
+		}
+		held, _ := e.Charged(scheduler.ReservationKey(p))
+		rest := e.Vector(u.unit.Request)
+		for i := range rest {
+			if i < len(held.Request) {
+				rest[i] = max(rest[i]-held.Request[i], 0)
+			}
+		}
+		coming = append(coming, quota.Charge{Quota: u.unit.Queue, Request: rest})
+	}
+	return gone, coming
 }
 
 // shrunk: the cluster has less than its full capacity of a resource the
@@ -635,11 +672,62 @@ func checkSim(t *testing.T, seed uint64, cfg simConfig) {
 			continue
 		}
 		q := u.unit.Queue
-		if e.Err(q) == nil && e.WithinMin(q, e.Vector(u.unit.Request)) {
+		if e.Err(q) == nil && e.WithinMin(q, e.Vector(u.unit.Request)) && sm.reclaimMakesRoom(u) {
 			t.Fatalf("seed %d: %s waits though quota %s owes it (used %v, runtime %v): %s", seed, k, q,
 				e.Used(q), e.Runtime(q), sm.s.WaitReason(k))
 		}
 	}
+}
+
+// reclaimMakesRoom: u would fit were every unit reclaim may take gone:
+// the units of quotas outside u's chain that borrow, as Kueue judges it
+// (the unit's quota, and each of its ancestors below the one it shares with
+// u's, uses more than its min of a resource u asks for). A unit held back
+// otherwise (by the idle min its quota's children do not lend, or by mins
+// that add up to more than the cluster) is within its quota's min, but no
+// reclaim can give it room.
+func (sm *sim) reclaimMakesRoom(u *simUnit) bool {
+	e := sm.s.Quotas()
+	parent, specs := map[string]string{}, map[string]quota.Spec{}
+	for _, sp := range sm.tree.specs {
+		parent[sp.Name], specs[sp.Name] = sp.Parent, sp
+	}
+	chain := func(q string) map[string]bool {
+		in := map[string]bool{}
+		for ; q != ""; q = parent[q] {
+			in[q] = true
+		}
+		return in
+	}
+	mine := chain(u.unit.Queue)
+	borrows := func(q string) bool {
+		used := e.Used(q)
+		for name, r := range u.unit.Request {
+			if r.IsZero() {
+				continue
+			}
+			mn := specs[q].Min[name]
+			if used.Name(name, resource.DecimalSI).Cmp(mn) > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	var gone []string
+	for k, o := range sm.units {
+		if !o.admitted || mine[o.unit.Queue] || chain(o.unit.Queue)[u.unit.Queue] {
+			continue
+		}
+		taken := true
+		for q := o.unit.Queue; q != "" && !mine[q]; q = parent[q] {
+			taken = taken && borrows(q)
+		}
+		if taken {
+			gone = append(gone, k)
+		}
+	}
+	after, err := e.HeadroomAfter(u.unit.Queue, gone, nil, nil)
+	return err == nil && quota.Fits(e.Vector(u.unit.Request), after)
 }
 
 // aboveHolds: an admitted unit is charged to a quota above quota q (its
@@ -718,6 +806,28 @@ func FuzzScheduler(f *testing.F) {
 		checkSim(t, seed, simConfig{priorityOnly: true, lenders: !unitSize})
 		checkSim(t, seed, simConfig{unitSize: unitSize, priorityOnly: unitSize, capacityChanges: true})
 	})
+}
+
+// TestPropertyPreemptorsKeepTheirRoom: seeds where a preemptor's victims
+// were gone but it did not fit: while they left, a unit of a quota sharing
+// a limit with the preemptor's (a child, a parent, the cluster) took its
+// room, or a second preemption started that could not fit beside it.
+func TestPropertyPreemptorsKeepTheirRoom(t *testing.T) {
+	for _, tc := range []struct {
+		seed uint64
+		cfg  simConfig
+	}{
+		{164, simConfig{priorityOnly: true}},
+		{452, simConfig{priorityOnly: true}},
+		{495, simConfig{}},
+		{530, simConfig{unitSize: true, priorityOnly: true, capacityChanges: true}},
+		{1142, simConfig{}},
+		{1400, simConfig{priorityOnly: true}},
+	} {
+		t.Run(fmt.Sprint(tc.seed), func(t *testing.T) {
+			checkSim(t, tc.seed, tc.cfg)
+		})
+	}
 }
 
 // TestPropertyReclaimSparesHeldQuotas: seeds where a quota's usage counted

@@ -61,11 +61,13 @@ type unitState struct {
 	// reason is the latest reason it waits; reported the latest one sent
 	// out in a Wait.
 	reason, reported string
-	// quotaWait: reason is a quota shortage, explained for this band and
-	// these binding quotas (cause); WaitReason re-explains it fresh.
+	// quotaWait: reason is a quota shortage, explained for this band,
+	// these binding quotas (cause) and this preemptor its room is held for
+	// (heldFor); WaitReason re-explains it fresh.
 	quotaWait bool
 	band      policy.Band
 	cause     []string
+	heldFor   string
 }
 
 type queueState struct {
@@ -128,6 +130,9 @@ type Scheduler struct {
 	// preempting: by quota, the units whose preemption is in flight (victims
 	// chosen, the unit not yet admitted).
 	preempting map[string]map[string]struct{}
+	// afterPreemptions: queues whose head found victims but would not fit
+	// beside the preemptions in flight; woken when one of them ends.
+	afterPreemptions map[string]struct{}
 	// timed: queues with starvation protection, the only ones with a
 	// time-based rule.
 	timed map[string]struct{}
@@ -161,6 +166,12 @@ type Scheduler struct {
 
 	free    quota.Vector
 	binding []string
+	// gone, coming and after are holdForPreemptors' buffers; heldFor is
+	// what it found.
+	gone    []string
+	coming  []quota.Charge
+	after   quota.Vector
+	heldFor string
 	// errs are bookkeeping errors met outside a cycle, for the next Result.
 	errs []UnitError
 }
@@ -168,22 +179,23 @@ type Scheduler struct {
 // New returns a Scheduler with an empty quota tree.
 func New() *Scheduler {
 	return &Scheduler{
-		engine:          quota.NewEngine(),
-		queues:          map[string]*queueState{},
-		units:           map[string]*unitState{},
-		orphans:         map[string]map[string]struct{}{},
-		admittedOrphans: map[string]map[string]struct{}{},
-		dirty:           map[string]struct{}{},
-		wakeAt:          map[string]map[string]struct{}{},
-		reclaimWaiters:  map[string]struct{}{},
-		nominated:       map[string]struct{}{},
-		preempting:      map[string]map[string]struct{}{},
-		protectedUntil:  map[string]time.Time{},
-		patient:         map[*queueState]struct{}{},
-		timed:           map[string]struct{}{},
-		settledAt:       map[string]map[string]*settledGroup{},
-		settledBy:       map[string]map[*queueState]struct{}{},
-		activeGroups:    map[*settledGroup]struct{}{},
+		engine:           quota.NewEngine(),
+		queues:           map[string]*queueState{},
+		units:            map[string]*unitState{},
+		orphans:          map[string]map[string]struct{}{},
+		admittedOrphans:  map[string]map[string]struct{}{},
+		dirty:            map[string]struct{}{},
+		wakeAt:           map[string]map[string]struct{}{},
+		reclaimWaiters:   map[string]struct{}{},
+		nominated:        map[string]struct{}{},
+		preempting:       map[string]map[string]struct{}{},
+		afterPreemptions: map[string]struct{}{},
+		protectedUntil:   map[string]time.Time{},
+		patient:          map[*queueState]struct{}{},
+		timed:            map[string]struct{}{},
+		settledAt:        map[string]map[string]*settledGroup{},
+		settledBy:        map[string]map[*queueState]struct{}{},
+		activeGroups:     map[*settledGroup]struct{}{},
 	}
 }
 
@@ -304,6 +316,7 @@ func (s *Scheduler) DeleteQueue(name string) {
 	delete(s.timed, name)
 	delete(s.dirty, name)
 	delete(s.reclaimWaiters, name)
+	delete(s.afterPreemptions, name)
 }
 
 // UpsertUnit adds or updates a unit. Admitted false on a unit that held
@@ -408,6 +421,10 @@ func (s *Scheduler) endPreemption(us *unitState) {
 	}
 	us.victims = nil
 	s.unreserve(us)
+	for name := range s.afterPreemptions {
+		delete(s.afterPreemptions, name)
+		s.wake(name) // its head may now fit beside those left
+	}
 	for q := range s.preempting {
 		if _, ok := s.preempting[q][us.u.Key]; ok {
 			dropKey(s.preempting, q, us.u.Key)

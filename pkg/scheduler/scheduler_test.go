@@ -832,6 +832,145 @@ func TestQueueMatesDoNotTakeWhatAPreemptorIsOwed(t *testing.T) {
 	})
 }
 
+// TestUnitsOfOtherQuotasDoNotTakeWhatAPreemptorIsOwed: while p reclaims
+// the min of its quota q from o, capacity freed elsewhere does not go to a
+// unit of another quota that shares a limit with q (a child of q, or a
+// sibling under a parent whose max both count against) when that would
+// leave p no room once its victims are gone: they would have been evicted
+// for nothing.
+func TestUnitsOfOtherQuotasDoNotTakeWhatAPreemptorIsOwed(t *testing.T) {
+	cases := map[string]struct {
+		quotas []quota.Spec
+		small  string // the quota of the unit that asks while p waits
+	}{
+		"a child of the preemptor's quota": {
+			quotas: []quota.Spec{
+				qt.MakeSpec("q").IsParent().Min("cpu", "4").Max("cpu", "4").Obj(),
+				qt.MakeSpec("child").Parent("q").Max("cpu", "4").Obj(),
+			},
+			small: "child",
+		},
+		"a sibling under a parent that limits both": {
+			quotas: []quota.Spec{
+				qt.MakeSpec("org").IsParent().Min("cpu", "4").Max("cpu", "4").Obj(),
+				qt.MakeSpec("q").Parent("org").Min("cpu", "4").Max("cpu", "4").Obj(),
+				qt.MakeSpec("sibling").Parent("org").Max("cpu", "4").Obj(),
+			},
+			small: "sibling",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := world{
+				capacity: qt.Res("cpu", "10"),
+				quotas: append(tc.quotas,
+					qt.MakeSpec("o").Min("cpu", "4").Max("cpu", "10").Obj(),
+					qt.MakeSpec("t").Min("cpu", "2").Max("cpu", "10").Obj()),
+				queues: []scheduler.QueueSpec{st.MakeQueue("q").Obj(), st.MakeQueue(tc.small).Obj(), st.MakeQueue("o").Obj(), st.MakeQueue("t").Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/t1", "t").Request("cpu", "2").Admitted(0).Running().Obj(),
+					st.MakeUnit("ns/p", "q").Priority(5).Request("cpu", "4").Obj(),
+				},
+			}
+			for i := 0; i < 8; i++ {
+				w.units = append(w.units, st.MakeUnit(fmt.Sprintf("ns/o%d", i), "o").Request("cpu", "1").Admitted(time.Duration(i)*time.Second).Running().Obj())
+			}
+			runSteps(t, w.build(t), []step{
+				{want: outcome{Waits: map[string]string{"ns/p": waitsToReclaim("q")}}},
+				{at: delay, want: outcome{Preempted: []string{"ns/p <- ns/o7, ns/o6, ns/o5, ns/o4"}}, skipWaits: true},
+				{
+					name: "t1 finished: 2 cpu free, but q's room is p's",
+					at:   delay,
+					do: func(s *scheduler.Scheduler) {
+						s.DeleteUnit("ns/t1")
+						upsert(st.MakeUnit("ns/small", tc.small).Request("cpu", "2").Obj())(s)
+					},
+					want: outcome{Waits: map[string]string{
+						"ns/small": "waits for the preemption by ns/p in quota q to end: the quota it needs is held for it",
+					}},
+				},
+				{
+					name: "the victims are gone: p is admitted, then small",
+					at:   delay,
+					do:   deleteUnits("ns/o7", "ns/o6", "ns/o5", "ns/o4"),
+					want: outcome{Admitted: []string{"ns/p"}}, skipWaits: true,
+				},
+			})
+		})
+		t.Run(name+": p leaves, small is woken", func(t *testing.T) {
+			w := world{
+				capacity: qt.Res("cpu", "10"),
+				quotas: append(slices.Clone(tc.quotas),
+					qt.MakeSpec("o").Min("cpu", "4").Max("cpu", "10").Obj(),
+					qt.MakeSpec("t").Min("cpu", "2").Max("cpu", "10").Obj()),
+				queues: []scheduler.QueueSpec{st.MakeQueue("q").Obj(), st.MakeQueue(tc.small).Obj(), st.MakeQueue("o").Obj(), st.MakeQueue("t").Obj()},
+				units: []scheduler.Unit{
+					st.MakeUnit("ns/t1", "t").Request("cpu", "2").Admitted(0).Running().Obj(),
+					st.MakeUnit("ns/p", "q").Priority(5).Request("cpu", "4").Obj(),
+				},
+			}
+			for i := 0; i < 8; i++ {
+				w.units = append(w.units, st.MakeUnit(fmt.Sprintf("ns/o%d", i), "o").Request("cpu", "1").Admitted(time.Duration(i)*time.Second).Running().Obj())
+			}
+			runSteps(t, w.build(t), []step{
+				{skipWaits: true},
+				{at: delay, want: outcome{Preempted: []string{"ns/p <- ns/o7, ns/o6, ns/o5, ns/o4"}}, skipWaits: true},
+				{
+					at: delay,
+					do: func(s *scheduler.Scheduler) {
+						s.DeleteUnit("ns/t1")
+						upsert(st.MakeUnit("ns/small", tc.small).Request("cpu", "2").Obj())(s)
+					},
+					skipWaits: true,
+				},
+				{name: "p is deleted", at: delay, do: deleteUnits("ns/p"), want: outcome{Admitted: []string{"ns/small"}}, skipWaits: true},
+			})
+		})
+	}
+}
+
+// TestASecondPreemptionWaitsUntilItFitsBesideTheFirst: p1 reclaims for
+// child; p2, in child's parent q, is owed q's min too and finds victims of
+// its own, but once both sets are gone q could not take p1 and p2 together:
+// p2 evicts nobody while p1's preemption is in flight, and says so.
+func TestASecondPreemptionWaitsUntilItFitsBesideTheFirst(t *testing.T) {
+	w := world{
+		capacity: qt.Res("cpu", "10"),
+		quotas: []quota.Spec{
+			qt.MakeSpec("q").IsParent().Min("cpu", "6").Max("cpu", "6").Obj(),
+			qt.MakeSpec("child").Parent("q").Min("cpu", "4").Max("cpu", "6").Obj(),
+			qt.MakeSpec("o").Min("cpu", "2").Max("cpu", "10").Obj(),
+		},
+		queues: []scheduler.QueueSpec{st.MakeQueue("q").Obj(), st.MakeQueue("child").Obj(), st.MakeQueue("o").Obj()},
+		units: []scheduler.Unit{
+			st.MakeUnit("ns/low", "q").Priority(1).Request("cpu", "2").Admitted(0).Running().Obj(),
+			st.MakeUnit("ns/p1", "child").Priority(5).Request("cpu", "4").Obj(),
+		},
+	}
+	for i := 0; i < 8; i++ {
+		w.units = append(w.units, st.MakeUnit(fmt.Sprintf("ns/o%d", i), "o").Request("cpu", "1").Admitted(time.Duration(i)*time.Second).Running().Obj())
+	}
+	runSteps(t, w.build(t), []step{
+		{want: outcome{Waits: map[string]string{"ns/p1": waitsToReclaim("child")}}},
+		{at: delay, want: outcome{Preempted: []string{"ns/p1 <- ns/o7, ns/o6, ns/o5, ns/o4"}}, skipWaits: true},
+		{
+			name: "p2 is owed q's min but would not fit beside p1",
+			at:   delay,
+			do:   upsert(st.MakeUnit("ns/p2", "q").Priority(9).Request("cpu", "2").Obj()),
+			want: outcome{Waits: map[string]string{
+				"ns/p2": "waits for the preemption by ns/p1 in quota child to end: it would not fit beside it",
+			}},
+		},
+		{name: "past p2's preemption delay, it still evicts nobody", at: 2 * delay, want: outcome{}, skipWaits: true},
+		{
+			name: "p1's victims are gone: p1 is admitted, and q is full",
+			at:   2 * delay,
+			do:   deleteUnits("ns/o7", "ns/o6", "ns/o5", "ns/o4"),
+			want: outcome{Admitted: []string{"ns/p1"}}, skipWaits: true,
+		},
+	})
+}
+
 func TestVictimQuotaIsReleasedOnlyWhenGone(t *testing.T) {
 	s := world{
 		capacity: qt.Res("cpu", "4"),
