@@ -120,7 +120,7 @@ func TestTakeoverFromKoordQueue(t *testing.T) {
 	v18Queue := &schedulingv1alpha1.Queue{
 		ObjectMeta: metav1.ObjectMeta{Name: quota, Namespace: schedulingv1alpha1.QueueNamespace,
 			Annotations: map[string]string{queue.AnnotationKoordQueueEnable: ""}},
-		Spec:       schedulingv1alpha1.QueueSpec{QueuePolicy: schedulingv1alpha1.QueuePolicyPriority, Priority: ptr.To[int32](1000)},
+		Spec: schedulingv1alpha1.QueueSpec{QueuePolicy: schedulingv1alpha1.QueuePolicyPriority, Priority: ptr.To[int32](1000)},
 	}
 	create(t, v18Queue)
 	monitor := monitorUsage("", quota) // every namespace
