@@ -1,21 +1,23 @@
 // Command run-local shows koord-queue working on a local cluster it starts
 // itself: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
 // kwok fake nodes on loopback, with koord-queue and koord-queue-controllers
-// running as local processes, every extension on, and the framework
-// operators the tests run (the Kubeflow training-operator, KubeRay's
-// ray-operator, the Argo workflow-controller) with their CRDs, so a TFJob,
-// a RayCluster or a Workflow can be tried on it too (examples/). It applies
-// the Koord-Queue documentation's example (ElasticQuota team-a, max 4 CPU /
-// 8Gi, and two 4-CPU Jobs), shows the second Job waiting and then running
-// after the first through the visibility API, and stays up until Ctrl-C,
-// when it stops everything and exits 0.
+// running as local processes and every extension on. It applies the
+// Koord-Queue documentation's example (ElasticQuota team-a, max 4 CPU / 8Gi,
+// and two 4-CPU Jobs), shows the second Job waiting and then running after
+// the first through the visibility API; then it builds (once) and starts the
+// framework operators the tests run (the Kubeflow training-operator,
+// KubeRay's ray-operator, the Argo workflow-controller), so a TFJob, a
+// RayCluster or a Workflow can be tried on it too (examples/). It stays up
+// until Ctrl-C, when it stops everything and exits 0.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -117,9 +119,6 @@ func run(dir string, nodes int, podRunTime time.Duration) error {
 	if err != nil {
 		return err
 	}
-	step("Starting the framework operators: Kubeflow training-operator, KubeRay ray-operator, Argo workflow-controller")
-	operators := startOperators(ctx, c)
-
 	step("Applying the Koord-Queue example: ElasticQuota team-a (max 4 CPU / 8Gi) and two 4-CPU Jobs")
 	for _, file := range []string{"004-elastic-quota.yaml", "004-jobs.yaml"} {
 		objs, err := seeds.Objects(file)
@@ -146,10 +145,33 @@ koord-queue is running. Try it:
   visibility API:  http://%s/api/queues
   metrics:         http://%s/metrics
   logs:            %s
-%s
-Press Ctrl-C to stop everything.
-`, c.Kubeconfig, filepath.Join(cluster.BinDir(), "kubectl"), visibilityAddr, visibilityAddr, metricsAddr, c.LogDir(), examples(operators))
+`, c.Kubeconfig, filepath.Join(cluster.BinDir(), "kubectl"), visibilityAddr, visibilityAddr, metricsAddr, c.LogDir())
+
+	// The operators only run the other frameworks' pods: built (the first
+	// time, several minutes) and started after the example, so that it
+	// shows as soon as the cluster is up.
+	step("Building and starting the framework operators for the other examples: Kubeflow training-operator, KubeRay ray-operator, Argo workflow-controller")
+	if err := buildOperators(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		fmt.Fprintf(os.Stderr, "    the operators were not built (jobs of their frameworks are queued and released, but nothing runs their pods): %v\n", err)
+	} else {
+		fmt.Println(examples(startOperators(ctx, c)))
+	}
+	fmt.Println("Press Ctrl-C to stop everything.")
 	<-ctx.Done()
+	return nil
+}
+
+// buildOperators builds the framework operators into the tools' cache (a
+// no-op once they are there), its progress on stderr.
+func buildOperators(ctx context.Context) error {
+	cmd := exec.CommandContext(ctx, "bash", "hack/ensure-tools.sh", "operators")
+	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("hack/ensure-tools.sh operators: %w", err)
+	}
 	return nil
 }
 
