@@ -19,6 +19,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/visibility"
 	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 	"github.com/koord-queue/koord-queue/test/cluster"
+	"github.com/koord-queue/koord-queue/test/testenv"
 	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
@@ -89,6 +90,21 @@ func TestVisibilityAPIAuthorization(t *testing.T) {
 		if diff := cmp.Diff(want, list.Items, cmpUnitWhere()); diff != "" {
 			t.Errorf("units (-want +got):\n%s", diff)
 		}
+	})
+
+	t.Run("a renewed certificate is served without a restart", func(t *testing.T) {
+		caPEM, err := cluster.WriteServingCert(opts.VisibilityCertDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		renewed, err := visibility.HTTPClientTrusting(caPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
+			_, err := (&visibility.Client{BaseURL: base, HTTP: renewed, Token: admin}).Queues(ctx)
+			return err
+		})
 	})
 }
 
