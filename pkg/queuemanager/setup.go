@@ -107,18 +107,22 @@ var _ manager.LeaderElectionRunnable = (*visibilityServer)(nil)
 func (s *visibilityServer) NeedLeaderElection() bool { return false }
 
 func (s *visibilityServer) Start(ctx context.Context) error {
+	var cfg *tls.Config
 	if s.insecure {
 		s.log.Info("WARNING: serving the visibility API over plain HTTP (--visibility-insecure-serving): bearer tokens and units cross the network in clear", "address", s.addr)
-		return serve(ctx, s.addr, s.handler, nil, nil)
+	} else {
+		var err error
+		if cfg, err = servingcert.TLSConfig(ctx, s.certDir); err != nil {
+			return fmt.Errorf("visibility server: %w", err)
+		}
+		if s.certDir == "" {
+			s.log.Info("Serving the visibility API over HTTPS with a self-signed certificate (--visibility-cert-dir names one of yours)", "address", s.addr)
+		}
 	}
-	cfg, err := servingcert.TLSConfig(ctx, s.certDir)
-	if err != nil {
+	if err := serve(ctx, s.addr, s.handler, cfg, nil); err != nil {
 		return fmt.Errorf("visibility server: %w", err)
 	}
-	if s.certDir == "" {
-		s.log.Info("Serving the visibility API over HTTPS with a self-signed certificate (--visibility-cert-dir names one of yours)", "address", s.addr)
-	}
-	return serve(ctx, s.addr, s.handler, cfg, nil)
+	return nil
 }
 
 // serve serves handler on addr until ctx ends: over TLS with cfg, or
