@@ -107,9 +107,25 @@ func run(dir string, nodes int, podRunTime time.Duration) error {
 		return fmt.Errorf("creating namespace %s: %w", ns.Name, err)
 	}
 
+	// The visibility API serves HTTPS with a certificate of a CA of its
+	// own, whose ca.crt lies beside it for curl and this program's client.
+	visibilityCerts := filepath.Join(dir, "visibility-certs")
+	if err := os.MkdirAll(visibilityCerts, 0o700); err != nil {
+		return err
+	}
+	caPEM, err := cluster.WriteServingCert(visibilityCerts)
+	if err != nil {
+		return err
+	}
+	visibilityCA := filepath.Join(visibilityCerts, "ca.crt")
+	if err := os.WriteFile(visibilityCA, caPEM, 0o600); err != nil {
+		return err
+	}
+
 	step("Starting koord-queue and koord-queue-controllers")
 	queueProc, err := c.StartProcess("koord-queue", queueBin, "--kubeconfig="+c.Kubeconfig, "--leader-elect=false",
-		"--visibility-bind-address="+visibilityAddr, "--visibility-insecure-allow-unauthenticated", "--metrics-bind-address="+metricsAddr, "--metrics-secure=false",
+		"--visibility-bind-address="+visibilityAddr, "--visibility-cert-dir="+visibilityCerts, "--visibility-insecure-allow-unauthenticated",
+		"--metrics-bind-address="+metricsAddr, "--metrics-secure=false",
 		"--health-probe-bind-address=127.0.0.1:10258", "--queue-status-refresh-interval=2s")
 	if err != nil {
 		return err
@@ -134,18 +150,18 @@ func run(dir string, nodes int, podRunTime time.Duration) error {
 	}
 
 	step("Watching queue team-a through the visibility API (pods run %s on kwok nodes)", podRunTime)
-	if err := watchExample(ctx, queueProc, extProc); err != nil {
+	if err := watchExample(ctx, caPEM, queueProc, extProc); err != nil {
 		return err
 	}
 	fmt.Printf(`
 koord-queue is running. Try it:
   export KUBECONFIG=%s
   kubectl get queueunits -A            (kubectl: %s)
-  dashboard:       http://%s/
-  visibility API:  http://%s/api/queues
+  dashboard:       https://%s/   (signed by run-local's own CA: accept it in the browser)
+  visibility API:  curl --cacert %s https://%s/api/queues
   metrics:         http://%s/metrics
   logs:            %s
-`, c.Kubeconfig, filepath.Join(cluster.BinDir(), "kubectl"), visibilityAddr, visibilityAddr, metricsAddr, c.LogDir())
+`, c.Kubeconfig, filepath.Join(cluster.BinDir(), "kubectl"), visibilityAddr, visibilityCA, visibilityAddr, metricsAddr, c.LogDir())
 
 	// The operators only run the other frameworks' pods: built (the first
 	// time, several minutes) and started after the example, so that it
@@ -228,9 +244,13 @@ func examples(ops []*operator) string {
 }
 
 // watchExample prints the example's units as their place changes, until
-// both have been admitted.
-func watchExample(ctx context.Context, procs ...*cluster.Process) error {
-	api := &visibility.Client{BaseURL: "http://" + visibilityAddr}
+// both have been admitted. caPEM signs the visibility API's certificate.
+func watchExample(ctx context.Context, caPEM []byte, procs ...*cluster.Process) error {
+	httpClient, err := visibility.HTTPClientTrusting(caPEM)
+	if err != nil {
+		return err
+	}
+	api := &visibility.Client{BaseURL: "https://" + visibilityAddr, HTTP: httpClient}
 	seen := map[string]bool{}
 	last := ""
 	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {
