@@ -53,15 +53,21 @@ func Everything() map[string]any {
 	}
 }
 
-// Render renders the chart with values, CRDs included, and decodes every
-// object.
+// Render renders the chart with values into Namespace, CRDs included, and
+// decodes every object.
 func Render(values map[string]any) ([]*unstructured.Unstructured, error) {
+	return RenderIn(Namespace, values)
+}
+
+// RenderIn is Render into another release namespace, as `helm install -n
+// namespace` does.
+func RenderIn(namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
 	c, err := Load()
 	if err != nil {
 		return nil, err
 	}
 	install := action.NewInstall(&action.Configuration{})
-	install.ReleaseName, install.Namespace = Release, Namespace
+	install.ReleaseName, install.Namespace = Release, namespace
 	install.DryRun, install.ClientOnly, install.IncludeCRDs = true, true, true
 	install.KubeVersion = &chartutil.KubeVersion{Version: "v1.34.4", Major: "1", Minor: "34"}
 	rel, err := install.Run(c, values)

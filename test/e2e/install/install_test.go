@@ -71,7 +71,7 @@ type replica struct {
 // leader failover of each binary.
 func TestChartInstall(t *testing.T) {
 	ctx := context.Background()
-	objs, err := helmchart.Render(values())
+	objs, err := helmchart.RenderIn(releaseNamespace, values())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -233,7 +233,7 @@ func failoverRounds(t *testing.T) int {
 func apply(t *testing.T, objs []*unstructured.Unstructured) []*appsv1.Deployment {
 	t.Helper()
 	ctx := context.Background()
-	if err := k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: helmchart.Namespace}}); err != nil {
+	if err := k8sClient.Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: releaseNamespace}}); err != nil {
 		t.Fatal(err)
 	}
 	// CRDs first, as helm installs them, so the rest's kinds are known.
@@ -256,7 +256,7 @@ func apply(t *testing.T, objs []*unstructured.Unstructured) []*appsv1.Deployment
 			continue // no Prometheus Operator here
 		}
 		if o.GetNamespace() == "" && o.GetKind() != "CustomResourceDefinition" && !clusterScoped(o.GetKind()) {
-			o.SetNamespace(helmchart.Namespace)
+			o.SetNamespace(releaseNamespace)
 		}
 		testenv.Eventually(t, 30*time.Second, func(ctx context.Context) error {
 			err := k8sClient.Create(ctx, o.DeepCopy())
@@ -290,7 +290,7 @@ func apply(t *testing.T, objs []*unstructured.Unstructured) []*appsv1.Deployment
 }
 
 func clusterScoped(kind string) bool {
-	return slices.Contains([]string{"ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
+	return slices.Contains([]string{"Namespace", "ClusterRole", "ClusterRoleBinding", "MutatingWebhookConfiguration", "ValidatingWebhookConfiguration",
 		"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding", "PriorityClass", "APIService"}, kind)
 }
 
@@ -307,7 +307,7 @@ func boolInt(b bool) int {
 // projected token.
 func serviceAccountKubeconfig(t *testing.T, serviceAccount string) string {
 	t.Helper()
-	tr, err := clientset.CoreV1().ServiceAccounts(helmchart.Namespace).CreateToken(context.Background(), serviceAccount,
+	tr, err := clientset.CoreV1().ServiceAccounts(releaseNamespace).CreateToken(context.Background(), serviceAccount,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](3600)}}, metav1.CreateOptions{})
 	if err != nil {
 		t.Fatalf("TokenRequest for ServiceAccount %s: %v", serviceAccount, err)
@@ -407,7 +407,7 @@ func writeVolume(t *testing.T, spec corev1.PodSpec, name, dir string) {
 		files := map[string][]byte{}
 		switch {
 		case v.ConfigMap != nil:
-			cm, err := clientset.CoreV1().ConfigMaps(helmchart.Namespace).Get(ctx, v.ConfigMap.Name, metav1.GetOptions{})
+			cm, err := clientset.CoreV1().ConfigMaps(releaseNamespace).Get(ctx, v.ConfigMap.Name, metav1.GetOptions{})
 			if err != nil {
 				t.Fatalf("volume %s: %v", name, err)
 			}
@@ -415,7 +415,7 @@ func writeVolume(t *testing.T, spec corev1.PodSpec, name, dir string) {
 				files[k] = []byte(s)
 			}
 		case v.Secret != nil:
-			s, err := clientset.CoreV1().Secrets(helmchart.Namespace).Get(ctx, v.Secret.SecretName, metav1.GetOptions{})
+			s, err := clientset.CoreV1().Secrets(releaseNamespace).Get(ctx, v.Secret.SecretName, metav1.GetOptions{})
 			if err != nil {
 				t.Fatalf("volume %s: %v", name, err)
 			}
@@ -445,7 +445,7 @@ func envValue(t *testing.T, pod string, c corev1.Container, e corev1.EnvVar) str
 		case "metadata.name":
 			return pod
 		case "metadata.namespace":
-			return helmchart.Namespace
+			return releaseNamespace
 		}
 	case e.ValueFrom.ResourceFieldRef != nil:
 		ref := e.ValueFrom.ResourceFieldRef
@@ -523,7 +523,7 @@ func pointService(t *testing.T, service string, rs []*replica) []*discoveryv1.En
 	t.Helper()
 	host := hostAddress(t)
 	svc := &corev1.Service{}
-	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: helmchart.Namespace, Name: service}, svc); err != nil {
+	if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: releaseNamespace, Name: service}, svc); err != nil {
 		t.Fatal(err)
 	}
 	target := svc.Spec.Ports[0].TargetPort.String()
@@ -531,7 +531,7 @@ func pointService(t *testing.T, service string, rs []*replica) []*discoveryv1.En
 	for _, r := range rs {
 		port := int32(r.ports[namedPort(t, r.spec.Containers[0], target)])
 		slice := &discoveryv1.EndpointSlice{
-			ObjectMeta: metav1.ObjectMeta{Namespace: helmchart.Namespace, Name: service + "-" + r.name,
+			ObjectMeta: metav1.ObjectMeta{Namespace: releaseNamespace, Name: service + "-" + r.name,
 				Labels: map[string]string{discoveryv1.LabelServiceName: svc.Name}},
 			AddressType: discoveryv1.AddressTypeIPv4,
 			Endpoints:   []discoveryv1.Endpoint{{Addresses: []string{host}, Conditions: discoveryv1.EndpointConditions{Ready: ptr.To(true)}}},
@@ -618,7 +618,7 @@ func waitLeader(t *testing.T, rs []*replica, lease, token string) *replica {
 	var leader *replica
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) error {
 		l := &coordinationv1.Lease{}
-		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: helmchart.Namespace, Name: lease}, l); err != nil {
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: releaseNamespace, Name: lease}, l); err != nil {
 			return fmt.Errorf("the chart's Lease %s: %w", lease, err)
 		}
 		leader = nil
@@ -660,7 +660,7 @@ func waitLeader(t *testing.T, rs []*replica, lease, token string) *replica {
 func metricsScraperToken(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
-	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: helmchart.Namespace, Name: "prometheus"}}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: releaseNamespace, Name: "prometheus"}}
 	binding := &rbacv1.ClusterRoleBinding{
 		ObjectMeta: metav1.ObjectMeta{Name: "prometheus-reads-koord-queue-metrics"},
 		RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "koord-queue-metrics-reader"},

@@ -37,6 +37,11 @@ var (
 	binaries = map[string]string{}
 )
 
+// releaseNamespace is the namespace the chart is installed into, as `helm
+// install -n queue-system` would: not the Queues' namespace (the chart's
+// queueNamespace, koord-queue), which the chart then creates.
+const releaseNamespace = "queue-system"
+
 // podRunTime is how long a Job's pod runs on the fake nodes.
 const podRunTime = 3 * time.Second
 

@@ -23,7 +23,6 @@ import (
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/visibility/api/v1alpha1"
 	"github.com/koord-queue/koord-queue/test/cluster"
-	"github.com/koord-queue/koord-queue/test/helmchart"
 	"github.com/koord-queue/koord-queue/test/testenv"
 	"github.com/koord-queue/koord-queue/test/wrappers"
 )
@@ -67,11 +66,11 @@ func testAggregatedAPI(t *testing.T, rs []*replica) {
 		APIGroups: []string{schedulingv1alpha1.GroupVersion.Group}, Resources: []string{"queueunits"}, Verbs: []string{"get", "list"}}}}
 	ref := rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: lister.Name}
 	subject := func(name string) []rbacv1.Subject {
-		return []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: helmchart.Namespace, Name: name}}
+		return []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: releaseNamespace, Name: name}}
 	}
 	create(lister,
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: helmchart.Namespace, Name: "visibility-tenant"}},
-		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: helmchart.Namespace, Name: "visibility-admin"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: releaseNamespace, Name: "visibility-tenant"}},
+		&corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: releaseNamespace, Name: "visibility-admin"}},
 		&rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: tenantNS, Name: "visibility-tenant"}, RoleRef: ref, Subjects: subject("visibility-tenant")},
 		&rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: "visibility-admin"}, RoleRef: ref, Subjects: subject("visibility-admin")},
 	)
