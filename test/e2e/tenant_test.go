@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -210,9 +212,6 @@ func testTemplatePriority(t *testing.T) {
 		if err := a.c.Get(ctx, client.ObjectKeyFromObject(loud), &u); err != nil {
 			return fmt.Errorf("the tenant reading its unit: %w", err)
 		}
-		if u.Spec.Priority != nil || u.Spec.PriorityClassName != "" {
-			t.Fatalf("loud's unit has priority %d of class %q, want none", ptr.Deref(u.Spec.Priority, 0), u.Spec.PriorityClassName)
-		}
 		if queueunit.HoldsQuota(&u) {
 			t.Fatalf("loud's unit was admitted in a full quota")
 		}
@@ -225,14 +224,19 @@ func testTemplatePriority(t *testing.T) {
 		}
 		return nil
 	})
+	var u schedulingv1alpha1.QueueUnit
+	if err := a.c.Get(context.Background(), client.ObjectKeyFromObject(loud), &u); err != nil {
+		t.Fatal(err)
+	}
+	if u.Spec.Priority != nil || u.Spec.PriorityClassName != "" {
+		t.Errorf("loud's unit has priority %d of class %q, want none", ptr.Deref(u.Spec.Priority, 0), u.Spec.PriorityClassName)
+	}
 }
 
 // testNamesStayInTheirNamespace: tenant ana reclaims its min from tenant
 // bob, who borrowed it. What each reads (its units' status, the events in
 // its namespace, the visibility API with its own token) names no unit
-// and no namespace of the other. bob's pods take 15s to go once deleted,
-// so ana waits for the preemption (after the quota's preemption delay)
-// long enough to be read.
+// and no namespace of the other.
 func testNamesStayInTheirNamespace(t *testing.T) {
 	t.Parallel()
 	nsA, nsB := "tenant-ana", "tenant-bob"
@@ -244,34 +248,58 @@ func testNamesStayInTheirNamespace(t *testing.T) {
 		wrappers.MakeElasticQuota(qb, quotasNamespace).Min(corev1.ResourceCPU, "4").Max(corev1.ResourceCPU, "8").Parent(parent).Obj())
 	ana, bob := newTenant(t, nsA), newTenant(t, nsB)
 	for _, name := range []string{"bob-first", "bob-second"} {
-		j := longJob(nsB, name, qb, "4", "", 10*time.Minute)
-		j.Spec.Template.Annotations["pod-delete.stage.kwok.x-k8s.io/delay"] = "15s"
-		bob.create(t, j)
+		bob.create(t, longJob(nsB, name, qb, "4", "", 10*time.Minute))
 		waitAdmitted(t, nsB, name)
 	}
-	ana.create(t, longJob(nsA, "ana-claim", qa, "4", "", time.Second))
+	ana.create(t, longJob(nsA, "ana-claim", qa, "4", "", 10*time.Minute))
 
-	// While ana waits for bob's victim's pods to go, and once bob's victim
-	// is told: what each reads.
-	var anaSaw []string
-	testenv.Eventually(t, time.Minute, func(ctx context.Context) error {
+	// What ana reads while it waits for the reclaim, until it is admitted
+	// (the wait is short: a preempted Job's quota comes back once its pods
+	// are terminating), then while ana-behind waits in bob's queue behind
+	// bob's victim, and what bob reads once its victim is told.
+	anaSaw := map[string]bool{}
+	saw := func(ctx context.Context, name string) (*schedulingv1alpha1.QueueUnit, api.UnitView, error) {
 		var u schedulingv1alpha1.QueueUnit
-		if err := ana.c.Get(ctx, client.ObjectKey{Namespace: nsA, Name: "ana-claim"}, &u); err != nil {
+		if err := ana.c.Get(ctx, client.ObjectKey{Namespace: nsA, Name: name}, &u); err != nil {
+			return nil, api.UnitView{}, err
+		}
+		for _, s := range readable(&u) {
+			anaSaw[s] = true
+		}
+		v, err := ana.vis.QueueUnit(ctx, nsA, name)
+		if err == nil {
+			anaSaw["view of "+name+": "+v.Reason] = true
+		}
+		return &u, v, err
+	}
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) error {
+		u, _, err := saw(ctx, "ana-claim")
+		if err != nil {
 			return err
 		}
-		if queueunit.HoldsQuota(&u) {
-			t.Fatalf("ana-claim was admitted before it was seen waiting for the reclaim")
+		if !queueunit.HoldsQuota(u) {
+			return fmt.Errorf("ana-claim not admitted yet (%s)", u.Status.Message)
 		}
-		if !strings.Contains(u.Status.Message, "preempting") {
-			return fmt.Errorf("ana-claim's message %q, want it preempting for its min", u.Status.Message)
-		}
-		v, err := ana.vis.QueueUnit(ctx, nsA, "ana-claim")
-		if err != nil || !strings.Contains(v.Reason, "preempting") {
-			return fmt.Errorf("ana-claim's view %+v (err %v), want it preempting for its min", v, err)
-		}
-		anaSaw = append(readable(&u), "view: "+v.Reason)
 		return nil
 	})
+	ana.create(t, longJob(nsA, "ana-behind", qb, "4", "", time.Second))
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) error {
+		u, v, err := saw(ctx, "ana-behind")
+		if err != nil {
+			return err
+		}
+		if !strings.Contains(u.Status.Message, "behind") || !strings.Contains(v.Reason, "behind") {
+			return fmt.Errorf("ana-behind's message %q, view's reason %q: want it waiting behind bob's victim", u.Status.Message, v.Reason)
+		}
+		return nil
+	})
+	events, err := tenantEvents(context.Background(), ana)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range events {
+		anaSaw["event "+e.Reason+": "+e.Message] = true
+	}
 	var bobSaw []string
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) error {
 		var list schedulingv1alpha1.QueueUnitList
@@ -306,18 +334,11 @@ func testNamesStayInTheirNamespace(t *testing.T) {
 		}
 		return nil
 	})
-	anaEvents, err := tenantEvents(context.Background(), ana)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, e := range anaEvents {
-		anaSaw = append(anaSaw, "event "+e.Reason+": "+e.Message)
-	}
 	for _, tc := range []struct {
 		who    *tenant
 		saw    []string
 		others []string
-	}{{ana, anaSaw, []string{nsB, "bob-first", "bob-second"}}, {bob, bobSaw, []string{nsA, "ana-claim"}}} {
+	}{{ana, slices.Sorted(maps.Keys(anaSaw)), []string{nsB, "bob-first", "bob-second"}}, {bob, bobSaw, []string{nsA, "ana-claim", "ana-behind"}}} {
 		for _, q := range []string{qa, qb} {
 			list, err := tc.who.vis.QueueUnits(context.Background(), q, "", 0, 0)
 			if err != nil {
@@ -339,7 +360,6 @@ func testNamesStayInTheirNamespace(t *testing.T) {
 		}
 		t.Logf("%s reads:\n%s", tc.who.ns, strings.Join(tc.saw, "\n"))
 	}
-	waitAdmitted(t, nsA, "ana-claim")
 }
 
 // madeUpNames is how many made-up extended resources each job of
@@ -350,7 +370,8 @@ const madeUpNames = 15
 // resources (no quota and no node names them) are queued and charged what
 // quotas name (cpu) only: nothing limits the rest, as koord-scheduler does
 // not, no quota or queue view shows them, and another tenant's job is
-// admitted meanwhile.
+// admitted meanwhile. A job asking more kinds than a unit holds is held
+// with a Warning.
 func testMadeUpResourceNames(t *testing.T) {
 	t.Parallel()
 	ns, otherNS := "hostile-resnames", "hostile-other"
@@ -359,18 +380,24 @@ func testMadeUpResourceNames(t *testing.T) {
 	create(t, wrappers.MakeElasticQuota(quota, quotasNamespace).Max(corev1.ResourceCPU, "2").Obj(),
 		wrappers.MakeElasticQuota(otherQuota, quotasNamespace).Max(corev1.ResourceCPU, "4").Obj())
 	tn, other := newTenant(t, ns), newTenant(t, otherNS)
-	const jobs = 20 // of 100m cpu each: 2 CPU in all, quota's max
-	for i := range jobs {
-		j := batchJob(ns, fmt.Sprintf("made-up-%02d", i), quota, "100m")
+	madeUp := func(name string, names int) *batchv1.Job {
+		j := batchJob(ns, name, quota, "100m")
 		res := &j.Spec.Template.Spec.Containers[0].Resources
 		res.Limits = corev1.ResourceList{}
-		for k := range madeUpNames {
-			name := corev1.ResourceName(fmt.Sprintf("hostile.example.com/r%02d-%02d", i, k))
+		for k := range names {
+			r := corev1.ResourceName(fmt.Sprintf("hostile.example.com/%s-%02d", name, k))
 			// Extended resources are asked in whole units, limits equal to requests.
-			res.Requests[name], res.Limits[name] = resource.MustParse("1"), resource.MustParse("1")
+			res.Requests[r], res.Limits[r] = resource.MustParse("1"), resource.MustParse("1")
 		}
-		tn.create(t, j)
+		return j
 	}
+	const jobs = 20 // of 100m cpu each: 2 CPU in all, quota's max
+	for i := range jobs {
+		tn.create(t, madeUp(fmt.Sprintf("made-up-%02d", i), madeUpNames))
+	}
+	// One asking more kinds than a unit holds is held, and told so.
+	tooMany := madeUp("too-many", schedulingv1alpha1.MaxResourceNames)
+	tn.create(t, tooMany)
 	start := time.Now()
 	other.create(t, batchJob(otherNS, "other", otherQuota, "1"))
 	waitAdmitted(t, otherNS, "other")
@@ -384,16 +411,27 @@ func testMadeUpResourceNames(t *testing.T) {
 			return err
 		}
 		var waiting []string
+		held := false
 		for _, u := range list.Items {
+			if u.Name == tooMany.Name {
+				held = true
+				if u.IsActive() || queueunit.HoldsQuota(&u) {
+					t.Fatalf("%s's unit is active (holds quota %v), want it held", u.Name, queueunit.HoldsQuota(&u))
+				}
+				continue
+			}
 			if !queueunit.HoldsQuota(&u) {
 				waiting = append(waiting, fmt.Sprintf("%s (%s)", u.Name, u.Status.Message))
 			}
 		}
-		if len(list.Items) != jobs || len(waiting) > 0 {
-			return fmt.Errorf("%d units, of which not admitted: %s; want %d admitted, made-up names limiting nothing", len(list.Items), strings.Join(waiting, "; "), jobs)
+		if len(list.Items) != jobs+1 || len(waiting) > 0 || !held {
+			return fmt.Errorf("%d units (%s's among them: %v), of which not admitted: %s; want %d admitted, made-up names limiting nothing, and %s's held",
+				len(list.Items), tooMany.Name, held, strings.Join(waiting, "; "), jobs, tooMany.Name)
 		}
 		return nil
 	})
+	tenantEvent(t, tn, tooMany.Name, corev1.EventTypeWarning, framework.ReasonInvalidJob,
+		fmt.Sprintf("asks for %d kinds of resources; a queue unit holds at most %d", schedulingv1alpha1.MaxResourceNames+1, schedulingv1alpha1.MaxResourceNames))
 	// What the other tenant sees of the quotas and queues names none.
 	testenv.Eventually(t, 30*time.Second, func(ctx context.Context) error {
 		quotas, err := other.vis.Quotas(ctx)
