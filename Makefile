@@ -98,9 +98,8 @@ perf-compare: ## Kueue's own scheduler performance test (its runner and minimalk
 	$(GO) run ./test/performance/cmd/perfcompare $(PERF_COMPARE_FLAGS)
 
 .PHONY: run-local
-run-local: ## Start a local cluster with the framework operators, run koord-queue on it with the documentation's example, stay up until Ctrl-C.
+run-local: ## Start a local cluster, run koord-queue on it with the documentation's example, then the framework operators; stay up until Ctrl-C.
 	@bash hack/ensure-tools.sh cluster >/dev/null
-	@bash hack/ensure-tools.sh operators >/dev/null
 	@# Built, then run in make's place: `go run` exits 1 when interrupted,
 	@# even when the program it runs stops cleanly and exits 0.
 	@$(GO) build -o bin/run-local ./hack/run-local

@@ -54,6 +54,10 @@ for dir in pkg/extensions/rbac/*/; do
   rbac "extensions/$(basename "$dir")" "./$dir"
 done
 
+# The reference pages (docs/reference): flags, chart values, labels and
+# annotations, metrics and the API's fields, from the code.
+go run ./hack/docgen -out docs/reference
+
 # The chart is of the release: appVersion is RELEASE_VERSION (the images' tag
 # by default), version the same without its "v".
 release=${RELEASE_VERSION:?generate.sh needs RELEASE_VERSION: run it through make generate}

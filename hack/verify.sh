@@ -42,7 +42,7 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 git ls-files --cached --others --exclude-standard -z | xargs -0 cp --parents -t "$scratch"
 (cd "$scratch" && make --no-print-directory generate >/dev/null && go mod tidy)
-for path in apis config charts/koord-queue/Chart.yaml charts/koord-queue/files go.mod go.sum; do
+for path in apis config charts/koord-queue/Chart.yaml charts/koord-queue/files docs/reference go.mod go.sum; do
   if ! diff -r "$root/$path" "$scratch/$path" >/dev/null; then
     echo "$path is stale: run 'make generate' (and 'go mod tidy'), then commit:"
     diff -r "$root/$path" "$scratch/$path" | head -20

@@ -7,7 +7,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strings"
 	"time"
+	"unicode"
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -50,6 +52,9 @@ func run() error {
 		pprofAddr       = flag.String("pprof-bind-address", "", "address of Go's /debug/pprof profiles (heap, CPU, goroutines), unauthenticated; empty turns it off")
 		visibilityAddr  = flag.String("visibility-bind-address", ":8090", "address of the visibility API; empty turns it off")
 		visibilityOpen  = flag.Bool("visibility-insecure-allow-unauthenticated", false, "serve the visibility API to anyone, without a bearer token, every namespace named (by default a token is required, checked with TokenReview, and units are named only where its user may list QueueUnits)")
+		visibilityCerts = flag.String("visibility-cert-dir", "", "directory with tls.crt and tls.key for the visibility API over HTTPS, read again when they change; empty uses a self-signed certificate")
+		visibilityPlain = flag.Bool("visibility-insecure-serving", false, "serve the visibility API over plain HTTP: bearer tokens and units cross the network in clear")
+		tokenAudiences  = flag.String("visibility-token-audiences", "", "comma-separated audiences a bearer token sent to the visibility APIs must be meant for (one of them; TokenReview spec.audiences); empty accepts the API server's own, as ordinary ServiceAccount tokens carry")
 		aggAddr         = flag.String("aggregated-api-bind-address", "", "address of the aggregated visibility API (visibility.koord-queue.x-k8s.io/v1alpha1, HTTPS, for the APIService "+v1alpha1.APIServiceName+"); empty turns it off (the chart serves it on :8443)")
 		aggCertDir      = flag.String("aggregated-api-cert-dir", "/tmp/koord-queue-aggregated-api/serving-certs", "directory of the aggregated API's tls.crt and tls.key")
 		aggRotate       = flag.Bool("aggregated-api-cert-rotation", true, "make and rotate the aggregated API's certificate in --aggregated-api-secret-name, and write its CA into the APIService")
@@ -120,6 +125,9 @@ func run() error {
 		QueueNamespace:                         *queueNamespace,
 		VisibilityAddress:                      *visibilityAddr,
 		VisibilityInsecureAllowUnauthenticated: *visibilityOpen,
+		VisibilityCertDir:                      *visibilityCerts,
+		VisibilityInsecureServing:              *visibilityPlain,
+		VisibilityTokenAudiences:               strings.FieldsFunc(*tokenAudiences, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }),
 		AggregatedAPI: queuemanager.AggregatedAPIOptions{
 			Address: *aggAddr,
 			CertDir: *aggCertDir,
@@ -139,6 +147,6 @@ func run() error {
 	if err := probes.Add(mgr); err != nil {
 		return err
 	}
-	log.Info("Starting", "version", version.Version, "metrics", *metricsAddr, "visibility", *visibilityAddr, "aggregatedAPI", *aggAddr, "leaderElection", *leaderElect)
+	log.Info("Starting", "version", version.Version, "metrics", *metricsAddr, "visibility", *visibilityAddr, "visibilityTLS", !*visibilityPlain, "tokenAudiences", *tokenAudiences, "aggregatedAPI", *aggAddr, "leaderElection", *leaderElect)
 	return mgr.Start(ctx)
 }

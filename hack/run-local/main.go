@@ -1,21 +1,23 @@
 // Command run-local shows koord-queue working on a local cluster it starts
 // itself: etcd, kube-apiserver, kube-controller-manager, kube-scheduler and
 // kwok fake nodes on loopback, with koord-queue and koord-queue-controllers
-// running as local processes, every extension on, and the framework
-// operators the tests run (the Kubeflow training-operator, KubeRay's
-// ray-operator, the Argo workflow-controller) with their CRDs, so a TFJob,
-// a RayCluster or a Workflow can be tried on it too (examples/). It applies
-// the Koord-Queue documentation's example (ElasticQuota team-a, max 4 CPU /
-// 8Gi, and two 4-CPU Jobs), shows the second Job waiting and then running
-// after the first through the visibility API, and stays up until Ctrl-C,
-// when it stops everything and exits 0.
+// running as local processes and every extension on. It applies the
+// Koord-Queue documentation's example (ElasticQuota team-a, max 4 CPU / 8Gi,
+// and two 4-CPU Jobs), shows the second Job waiting and then running after
+// the first through the visibility API; then it builds (once) and starts the
+// framework operators the tests run (the Kubeflow training-operator,
+// KubeRay's ray-operator, the Argo workflow-controller), so a TFJob, a
+// RayCluster or a Workflow can be tried on it too (examples/). It stays up
+// until Ctrl-C, when it stops everything and exits 0.
 package main
 
 import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -105,9 +107,25 @@ func run(dir string, nodes int, podRunTime time.Duration) error {
 		return fmt.Errorf("creating namespace %s: %w", ns.Name, err)
 	}
 
+	// The visibility API serves HTTPS with a certificate of a CA of its
+	// own, whose ca.crt lies beside it for curl and this program's client.
+	visibilityCerts := filepath.Join(dir, "visibility-certs")
+	if err := os.MkdirAll(visibilityCerts, 0o700); err != nil {
+		return err
+	}
+	caPEM, err := cluster.WriteServingCert(visibilityCerts)
+	if err != nil {
+		return err
+	}
+	visibilityCA := filepath.Join(visibilityCerts, "ca.crt")
+	if err := os.WriteFile(visibilityCA, caPEM, 0o600); err != nil {
+		return err
+	}
+
 	step("Starting koord-queue and koord-queue-controllers")
 	queueProc, err := c.StartProcess("koord-queue", queueBin, "--kubeconfig="+c.Kubeconfig, "--leader-elect=false",
-		"--visibility-bind-address="+visibilityAddr, "--visibility-insecure-allow-unauthenticated", "--metrics-bind-address="+metricsAddr, "--metrics-secure=false",
+		"--visibility-bind-address="+visibilityAddr, "--visibility-cert-dir="+visibilityCerts, "--visibility-insecure-allow-unauthenticated",
+		"--metrics-bind-address="+metricsAddr, "--metrics-secure=false",
 		"--health-probe-bind-address=127.0.0.1:10258", "--queue-status-refresh-interval=2s")
 	if err != nil {
 		return err
@@ -117,9 +135,6 @@ func run(dir string, nodes int, podRunTime time.Duration) error {
 	if err != nil {
 		return err
 	}
-	step("Starting the framework operators: Kubeflow training-operator, KubeRay ray-operator, Argo workflow-controller")
-	operators := startOperators(ctx, c)
-
 	step("Applying the Koord-Queue example: ElasticQuota team-a (max 4 CPU / 8Gi) and two 4-CPU Jobs")
 	for _, file := range []string{"004-elastic-quota.yaml", "004-jobs.yaml"} {
 		objs, err := seeds.Objects(file)
@@ -135,21 +150,44 @@ func run(dir string, nodes int, podRunTime time.Duration) error {
 	}
 
 	step("Watching queue team-a through the visibility API (pods run %s on kwok nodes)", podRunTime)
-	if err := watchExample(ctx, queueProc, extProc); err != nil {
+	if err := watchExample(ctx, caPEM, queueProc, extProc); err != nil {
 		return err
 	}
 	fmt.Printf(`
 koord-queue is running. Try it:
   export KUBECONFIG=%s
   kubectl get queueunits -A            (kubectl: %s)
-  dashboard:       http://%s/
-  visibility API:  http://%s/api/queues
+  dashboard:       https://%s/   (signed by run-local's own CA: accept it in the browser)
+  visibility API:  curl --cacert %s https://%s/api/queues
   metrics:         http://%s/metrics
   logs:            %s
-%s
-Press Ctrl-C to stop everything.
-`, c.Kubeconfig, filepath.Join(cluster.BinDir(), "kubectl"), visibilityAddr, visibilityAddr, metricsAddr, c.LogDir(), examples(operators))
+`, c.Kubeconfig, filepath.Join(cluster.BinDir(), "kubectl"), visibilityAddr, visibilityCA, visibilityAddr, metricsAddr, c.LogDir())
+
+	// The operators only run the other frameworks' pods: built (the first
+	// time, several minutes) and started after the example, so that it
+	// shows as soon as the cluster is up.
+	step("Building and starting the framework operators for the other examples: Kubeflow training-operator, KubeRay ray-operator, Argo workflow-controller")
+	if err := buildOperators(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		fmt.Fprintf(os.Stderr, "    the operators were not built (jobs of their frameworks are queued and released, but nothing runs their pods): %v\n", err)
+	} else {
+		fmt.Println(examples(startOperators(ctx, c)))
+	}
+	fmt.Println("Press Ctrl-C to stop everything.")
 	<-ctx.Done()
+	return nil
+}
+
+// buildOperators builds the framework operators into the tools' cache (a
+// no-op once they are there), its progress on stderr.
+func buildOperators(ctx context.Context) error {
+	cmd := exec.CommandContext(ctx, "bash", "hack/ensure-tools.sh", "operators")
+	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("hack/ensure-tools.sh operators: %w", err)
+	}
 	return nil
 }
 
@@ -206,9 +244,13 @@ func examples(ops []*operator) string {
 }
 
 // watchExample prints the example's units as their place changes, until
-// both have been admitted.
-func watchExample(ctx context.Context, procs ...*cluster.Process) error {
-	api := &visibility.Client{BaseURL: "http://" + visibilityAddr}
+// both have been admitted. caPEM signs the visibility API's certificate.
+func watchExample(ctx context.Context, caPEM []byte, procs ...*cluster.Process) error {
+	httpClient, err := visibility.HTTPClientTrusting(caPEM)
+	if err != nil {
+		return err
+	}
+	api := &visibility.Client{BaseURL: "https://" + visibilityAddr, HTTP: httpClient}
 	seen := map[string]bool{}
 	last := ""
 	return wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 5*time.Minute, true, func(ctx context.Context) (bool, error) {

@@ -5,16 +5,11 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"path/filepath"
-	"time"
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
-	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/controller-runtime/pkg/certwatcher"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/koord-queue/koord-queue/pkg/admission"
@@ -112,35 +107,15 @@ func (s *aggregatedServer) Start(ctx context.Context) error {
 	if err := s.authn.Run(ctx); err != nil {
 		return fmt.Errorf("aggregated API: %w", err)
 	}
-	watcher, err := certwatcher.New(filepath.Join(s.certDir, corev1.TLSCertKey), filepath.Join(s.certDir, corev1.TLSPrivateKeyKey))
+	cfg, err := servingcert.TLSConfig(ctx, s.certDir)
 	if err != nil {
 		return fmt.Errorf("aggregated API: %w", err)
 	}
-	go func() { _ = watcher.Start(ctx) }()
-	listener, err := net.Listen("tcp", s.addr)
-	if err != nil {
-		return fmt.Errorf("aggregated API: %w", err)
-	}
-	srv := &http.Server{
-		Handler:           s.handler,
-		ReadHeaderTimeout: 10 * time.Second,
-		TLSConfig: &tls.Config{
-			MinVersion:     tls.VersionTLS12,
-			GetCertificate: watcher.GetCertificate,
-			// A client certificate is asked for, not required: the
-			// authenticators check it (the front proxy's against its CA,
-			// a user's against the client CA); a bearer token needs none.
-			ClientAuth: tls.RequestClientCert,
-		},
-	}
-	go func() {
-		<-ctx.Done()
-		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(shutdown)
-	}()
-	close(s.serving)
-	if err := srv.ServeTLS(listener, "", ""); err != nil && !errors.Is(err, http.ErrServerClosed) {
+	// A client certificate is asked for, not required: the authenticators
+	// check it (the front proxy's against its CA, a user's against the
+	// client CA); a bearer token needs none.
+	cfg.ClientAuth = tls.RequestClientCert
+	if err := serve(ctx, s.addr, s.handler, cfg, func() { close(s.serving) }); err != nil {
 		return fmt.Errorf("aggregated API: %w", err)
 	}
 	return nil

@@ -6,16 +6,19 @@ package queuemanager
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"time"
 
+	"github.com/go-logr/logr"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	"github.com/koord-queue/koord-queue/pkg/admission"
 	"github.com/koord-queue/koord-queue/pkg/queue"
+	"github.com/koord-queue/koord-queue/pkg/servingcert"
 	"github.com/koord-queue/koord-queue/pkg/visibility"
 )
 
@@ -28,6 +31,17 @@ type Options struct {
 	// anyone, without a token; by default a caller needs a bearer token and
 	// sees only the namespaces where it may list QueueUnits.
 	VisibilityInsecureAllowUnauthenticated bool
+	// VisibilityCertDir holds the visibility API's tls.crt and tls.key,
+	// read again when they change; empty serves a self-signed certificate.
+	VisibilityCertDir string
+	// VisibilityInsecureServing serves the visibility API over plain HTTP:
+	// bearer tokens and units cross the network in clear.
+	VisibilityInsecureServing bool
+	// VisibilityTokenAudiences are the audiences a bearer token sent to
+	// either visibility API must be meant for (TokenReview
+	// spec.audiences); empty is the API server's own, which ordinary
+	// ServiceAccount tokens carry.
+	VisibilityTokenAudiences []string
 	// AggregatedAPI serves visibility.koord-queue.x-k8s.io/v1alpha1 for
 	// the API server's aggregation layer; always authenticated.
 	AggregatedAPI AggregatedAPIOptions
@@ -53,13 +67,20 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*admission.C
 	}
 	// Both visibility APIs share one cache of TokenReview and
 	// SubjectAccessReview answers.
-	auth := visibility.NewAuth(visibility.KubeReviewer{Client: mgr.GetClient()})
+	auth := visibility.NewAuth(visibility.KubeReviewer{Client: mgr.GetClient(), Audiences: opts.VisibilityTokenAudiences})
 	if opts.VisibilityAddress != "" {
 		restAuth := auth
 		if opts.VisibilityInsecureAllowUnauthenticated {
 			restAuth = nil
 		}
-		if err := mgr.Add(&httpServer{addr: opts.VisibilityAddress, handler: visibility.NewHandler(cache, restAuth)}); err != nil {
+		srv := &visibilityServer{
+			addr:     opts.VisibilityAddress,
+			certDir:  opts.VisibilityCertDir,
+			insecure: opts.VisibilityInsecureServing,
+			handler:  visibility.NewHandler(cache, restAuth),
+			log:      mgr.GetLogger().WithName("visibility"),
+		}
+		if err := mgr.Add(srv); err != nil {
 			return nil, fmt.Errorf("adding the visibility server: %w", err)
 		}
 	}
@@ -71,30 +92,63 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*admission.C
 	return cache, nil
 }
 
-// httpServer runs on every replica, leader or not.
-type httpServer struct {
-	addr    string
-	handler http.Handler
+// visibilityServer serves the REST API and dashboard on every replica,
+// leader or not: over TLS with certDir's certificate (self-signed when
+// empty), or plain HTTP when insecure.
+type visibilityServer struct {
+	addr, certDir string
+	insecure      bool
+	handler       http.Handler
+	log           logr.Logger
 }
 
-var _ manager.LeaderElectionRunnable = (*httpServer)(nil)
+var _ manager.LeaderElectionRunnable = (*visibilityServer)(nil)
 
-func (s *httpServer) NeedLeaderElection() bool { return false }
+func (s *visibilityServer) NeedLeaderElection() bool { return false }
 
-func (s *httpServer) Start(ctx context.Context) error {
-	listener, err := net.Listen("tcp", s.addr)
-	if err != nil {
+func (s *visibilityServer) Start(ctx context.Context) error {
+	var cfg *tls.Config
+	if s.insecure {
+		s.log.Info("WARNING: serving the visibility API over plain HTTP (--visibility-insecure-serving): bearer tokens and units cross the network in clear", "address", s.addr)
+	} else {
+		var err error
+		if cfg, err = servingcert.TLSConfig(ctx, s.certDir); err != nil {
+			return fmt.Errorf("visibility server: %w", err)
+		}
+		if s.certDir == "" {
+			s.log.Info("Serving the visibility API over HTTPS with a self-signed certificate (--visibility-cert-dir names one of yours)", "address", s.addr)
+		}
+	}
+	if err := serve(ctx, s.addr, s.handler, cfg, nil); err != nil {
 		return fmt.Errorf("visibility server: %w", err)
 	}
-	srv := &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}
+	return nil
+}
+
+// serve serves handler on addr until ctx ends: over TLS with cfg, or
+// plain HTTP when cfg is nil. listening, if set, is called once it listens.
+func serve(ctx context.Context, addr string, handler http.Handler, cfg *tls.Config, listening func()) error {
+	listener, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second, TLSConfig: cfg}
 	go func() {
 		<-ctx.Done()
 		shutdown, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.Shutdown(shutdown)
 	}()
-	if err := srv.Serve(listener); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return fmt.Errorf("visibility server: %w", err)
+	if listening != nil {
+		listening()
+	}
+	if cfg != nil {
+		err = srv.ServeTLS(listener, "", "")
+	} else {
+		err = srv.Serve(listener)
+	}
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
 	}
 	return nil
 }

@@ -2,7 +2,10 @@ package visibility
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -15,12 +18,26 @@ import (
 
 // Client reads the visibility API, for tools and tests.
 type Client struct {
-	// BaseURL is the API's root, such as "http://127.0.0.1:8090".
+	// BaseURL is the API's root, such as "https://127.0.0.1:8090".
 	BaseURL string
-	// HTTP is the client to use; nil means http.DefaultClient.
+	// HTTP is the client to use; nil means http.DefaultClient, which trusts
+	// the system's CAs only (HTTPClientTrusting trusts the API's own).
 	HTTP *http.Client
 	// Token, when set, is sent as a bearer token.
 	Token string
+}
+
+// HTTPClientTrusting returns an HTTP client that accepts a server
+// certificate only when caPEM's certificates sign it: the visibility API's
+// certificate itself, or the CA that issued it.
+func HTTPClientTrusting(caPEM []byte) (*http.Client, error) {
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, errors.New("no PEM certificate to trust")
+	}
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	transport.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return &http.Client{Transport: transport}, nil
 }
 
 // StatusError is an answer other than 200, with the API's message.

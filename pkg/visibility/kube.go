@@ -3,6 +3,7 @@ package visibility
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
@@ -15,6 +16,10 @@ import (
 // SubjectAccessReview for whether they may do something.
 type KubeReviewer struct {
 	Client client.Client
+	// Audiences a token must be meant for (TokenReview spec.audiences);
+	// empty asks for the API server's own, which ordinary ServiceAccount
+	// tokens carry.
+	Audiences []string
 }
 
 var (
@@ -22,13 +27,19 @@ var (
 	_ authz.Reviewer      = KubeReviewer{}
 )
 
-// ReviewToken implements authz.TokenReviewer.
+// ReviewToken implements authz.TokenReviewer. With Audiences, a token is
+// accepted only when the review names one of them in status.audiences: an
+// authenticator that does not check audiences names none, and its answer
+// says nothing about whom the token was meant for.
 func (k KubeReviewer) ReviewToken(ctx context.Context, token string) (authz.User, bool, error) {
-	review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token}}
+	review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: k.Audiences}}
 	if err := k.Client.Create(ctx, review); err != nil {
 		return authz.User{}, false, fmt.Errorf("creating a TokenReview: %w", err)
 	}
 	if !review.Status.Authenticated {
+		return authz.User{}, false, nil
+	}
+	if len(k.Audiences) > 0 && !slices.ContainsFunc(review.Status.Audiences, func(a string) bool { return slices.Contains(k.Audiences, a) }) {
 		return authz.User{}, false, nil
 	}
 	u := review.Status.User

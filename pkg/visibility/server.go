@@ -1,6 +1,7 @@
-// Package visibility serves koord-queue's read-only REST API (port 8090)
-// from the in-memory cache, on every replica: which queues exist, what
-// waits in them and in what order, and why a unit waits.
+// Package visibility serves koord-queue's read-only REST API (port 8090,
+// HTTPS unless --visibility-insecure-serving) from the in-memory cache, on
+// every replica: which queues exist, what waits in them and in what order,
+// and why a unit waits.
 //
 //	GET /api/queues
 //	GET /api/queues/{name}

@@ -64,7 +64,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	shot := filepath.Join(out, "dashboard.png")
-	args := []string{"--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+	// The API's certificate is signed by the test's own CA, which the
+	// browser does not know.
+	args := []string{"--headless", "--no-sandbox", "--ignore-certificate-errors", "--disable-gpu", "--disable-quic", "--no-first-run",
 		"--disable-background-networking", "--disable-component-update", "--disable-sync",
 		"--user-data-dir=" + t.TempDir(), "--window-size=1400,1000", "--virtual-time-budget=8000"}
 	dom, err := exec.CommandContext(ctx, browser, append(args, "--dump-dom", visibilityURL+"/#token="+visibilityToken)...).Output()

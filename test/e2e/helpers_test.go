@@ -29,7 +29,7 @@ func namespaceObj(name string) *corev1.Namespace {
 
 // unitView asks koord-queue's visibility API where a unit is and why.
 func unitView(ctx context.Context, ns, name string) (api.UnitView, error) {
-	return (&visibility.Client{BaseURL: visibilityURL, Token: visibilityToken}).QueueUnit(ctx, ns, name)
+	return (&visibility.Client{BaseURL: visibilityURL, HTTP: visibilityHTTP, Token: visibilityToken}).QueueUnit(ctx, ns, name)
 }
 
 func isAlreadyExists(err error) bool { return apierrors.IsAlreadyExists(err) }

@@ -10,6 +10,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +26,7 @@ import (
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/integrations"
+	"github.com/koord-queue/koord-queue/pkg/visibility"
 	"github.com/koord-queue/koord-queue/test/cluster"
 	"github.com/koord-queue/koord-queue/test/testenv"
 )
@@ -32,10 +34,14 @@ import (
 var (
 	localCluster *cluster.Cluster
 	k8sClient    client.Client
-	// koordQueue is the running koord-queue; visibilityURL its API.
-	koordQueue    *cluster.Process
-	koordQueueBin string
-	visibilityURL string
+	// koordQueue is the running koord-queue; visibilityURL its API, served
+	// over HTTPS with the certificate in visibilityCertDir, which
+	// visibilityHTTP trusts.
+	koordQueue        *cluster.Process
+	koordQueueBin     string
+	visibilityURL     string
+	visibilityCertDir string
+	visibilityHTTP    *http.Client
 	// visibilityToken is a bearer token of a ServiceAccount that may list
 	// QueueUnits everywhere, for the visibility API.
 	visibilityToken string
@@ -180,7 +186,18 @@ func startKoordQueue() (*cluster.Process, error) {
 		if err != nil {
 			return nil, err
 		}
-		visibilityURL = "http://" + cluster.Loopback(ports[0])
+		visibilityURL = "https://" + cluster.Loopback(ports[0])
+		visibilityCertDir = filepath.Join(localCluster.Dir, "visibility-certs")
+		if err := os.MkdirAll(visibilityCertDir, 0o700); err != nil {
+			return nil, err
+		}
+		caPEM, err := cluster.WriteServingCert(visibilityCertDir)
+		if err != nil {
+			return nil, err
+		}
+		if visibilityHTTP, err = visibility.HTTPClientTrusting(caPEM); err != nil {
+			return nil, err
+		}
 	}
 	endpoints, err := endpointFlags()
 	if err != nil {
@@ -189,7 +206,7 @@ func startKoordQueue() (*cluster.Process, error) {
 	restarts++
 	return localCluster.StartProcess(fmt.Sprintf("koord-queue-%d", restarts), koordQueueBin, append([]string{
 		"--kubeconfig=" + localCluster.Kubeconfig, "--leader-elect=false",
-		"--visibility-bind-address=" + visibilityURL[len("http://"):],
+		"--visibility-bind-address=" + strings.TrimPrefix(visibilityURL, "https://"), "--visibility-cert-dir=" + visibilityCertDir,
 		"--queue-status-refresh-interval=1s"}, endpoints...)...)
 }
 

@@ -3,6 +3,8 @@ package admission
 import (
 	"context"
 	"errors"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -13,32 +15,34 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/queuemanager"
 	"github.com/koord-queue/koord-queue/pkg/visibility"
 	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 	"github.com/koord-queue/koord-queue/test/cluster"
+	"github.com/koord-queue/koord-queue/test/testenv"
 	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
-// TestVisibilityAPIAuthorization reads the REST API as two users the real
-// API server authenticates (ServiceAccount tokens) and authorizes (RBAC): a
-// tenant who may list QueueUnits in its namespace only, and an admin who
-// may everywhere.
+// TestVisibilityAPIAuthorization reads the REST API, served over TLS with
+// the certificate of its cert dir, as two users the real API server
+// authenticates (ServiceAccount tokens) and authorizes (RBAC): a tenant who
+// may list QueueUnits in its namespace only, and an admin who may
+// everywhere.
 func TestVisibilityAPIAuthorization(t *testing.T) {
 	opts := fastOptions()
-	ports, err := cluster.FreePorts(1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	opts.VisibilityAddress = cluster.Loopback(ports[0])
+	base, httpClient := startTLSVisibilityAPI(t, &opts)
 	startKoordQueue(t, opts)
-	base := "http://" + opts.VisibilityAddress
+	as := func(token string) *visibility.Client {
+		return &visibility.Client{BaseURL: base, HTTP: httpClient, Token: token}
+	}
 
 	mine, theirs, tenant, admin := twoTenantsInOneQueue(t)
 	ctx := context.Background()
 
-	t.Run("no token or a bad one: 401", func(t *testing.T) {
-		for name, token := range map[string]string{"none": "", "bad": "not-a-token"} {
-			_, err := (&visibility.Client{BaseURL: base, Token: token}).Queues(ctx)
+	t.Run("no token, a bad one, or one meant for another audience: 401", func(t *testing.T) {
+		elsewhere := tokenOf(t, mine, "admin", "https://vault.example")
+		for name, token := range map[string]string{"none": "", "bad": "not-a-token", "another audience": elsewhere} {
+			_, err := as(token).Queues(ctx)
 			var status *visibility.StatusError
 			if !errors.As(err, &status) || status.Code != 401 {
 				t.Errorf("token %s: %v, want 401", name, err)
@@ -46,8 +50,14 @@ func TestVisibilityAPIAuthorization(t *testing.T) {
 		}
 	})
 
+	t.Run("plain HTTP is not served", func(t *testing.T) {
+		if _, err := (&visibility.Client{BaseURL: "http" + strings.TrimPrefix(base, "https"), Token: admin}).Queues(ctx); err == nil {
+			t.Error("a plain HTTP request was answered")
+		}
+	})
+
 	t.Run("the tenant sees its unit named, the other namespace's redacted", func(t *testing.T) {
-		list, err := (&visibility.Client{BaseURL: base, Token: tenant}).QueueUnits(ctx, mine, schedulingv1alpha1.Enqueued, 0, 0)
+		list, err := as(tenant).QueueUnits(ctx, mine, schedulingv1alpha1.Enqueued, 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -61,7 +71,7 @@ func TestVisibilityAPIAuthorization(t *testing.T) {
 	})
 
 	t.Run("the tenant asking for a unit of another namespace: 403", func(t *testing.T) {
-		_, err := (&visibility.Client{BaseURL: base, Token: tenant}).QueueUnit(ctx, theirs, "ahead")
+		_, err := as(tenant).QueueUnit(ctx, theirs, "ahead")
 		var status *visibility.StatusError
 		if !errors.As(err, &status) || status.Code != 403 {
 			t.Errorf("%v, want 403", err)
@@ -69,7 +79,7 @@ func TestVisibilityAPIAuthorization(t *testing.T) {
 	})
 
 	t.Run("the admin sees every unit named", func(t *testing.T) {
-		list, err := (&visibility.Client{BaseURL: base, Token: admin}).QueueUnits(ctx, mine, schedulingv1alpha1.Enqueued, 0, 0)
+		list, err := as(admin).QueueUnits(ctx, mine, schedulingv1alpha1.Enqueued, 0, 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -80,6 +90,21 @@ func TestVisibilityAPIAuthorization(t *testing.T) {
 		if diff := cmp.Diff(want, list.Items, cmpUnitWhere()); diff != "" {
 			t.Errorf("units (-want +got):\n%s", diff)
 		}
+	})
+
+	t.Run("a renewed certificate is served without a restart", func(t *testing.T) {
+		caPEM, err := cluster.WriteServingCert(opts.VisibilityCertDir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		renewed, err := visibility.HTTPClientTrusting(caPEM)
+		if err != nil {
+			t.Fatal(err)
+		}
+		testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
+			_, err := (&visibility.Client{BaseURL: base, HTTP: renewed, Token: admin}).Queues(ctx)
+			return err
+		})
 	})
 }
 
@@ -129,7 +154,6 @@ func clusterRole(t *testing.T, name string, rules ...rbacv1.PolicyRule) rbacv1.R
 // bindNamespace ("" for a ClusterRoleBinding), and returns a token of it.
 func serviceAccountToken(t *testing.T, ns, name string, role rbacv1.RoleRef, bindNamespace string) string {
 	t.Helper()
-	ctx := context.Background()
 	create(t, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: name}})
 	subject := []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}}
 	if bindNamespace == "" {
@@ -137,13 +161,82 @@ func serviceAccountToken(t *testing.T, ns, name string, role rbacv1.RoleRef, bin
 	} else {
 		create(t, &rbacv1.RoleBinding{ObjectMeta: metav1.ObjectMeta{Namespace: bindNamespace, Name: name}, RoleRef: role, Subjects: subject})
 	}
+	return tokenOf(t, ns, name)
+}
+
+// tokenOf returns a new token of ServiceAccount ns/name meant for
+// audiences; none is the API server's own, as `kubectl create token`.
+func tokenOf(t *testing.T, ns, name string, audiences ...string) string {
+	t.Helper()
 	cs, err := kubernetes.NewForConfig(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name, &authenticationv1.TokenRequest{}, metav1.CreateOptions{})
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), name,
+		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{Audiences: audiences}}, metav1.CreateOptions{})
 	if err != nil {
-		t.Fatalf("creating a token of %s/%s: %v", ns, name, err)
+		t.Fatalf("creating a token of %s/%s for %v: %v", ns, name, audiences, err)
 	}
 	return tr.Status.Token
+}
+
+// startTLSVisibilityAPI sets opts to serve the visibility API on a free
+// loopback port over TLS, with a certificate of its own CA in a cert dir,
+// and returns the API's URL and a client that trusts that CA alone.
+func startTLSVisibilityAPI(t *testing.T, opts *queuemanager.Options) (string, *http.Client) {
+	t.Helper()
+	ports, err := cluster.FreePorts(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.VisibilityAddress = cluster.Loopback(ports[0])
+	opts.VisibilityCertDir = t.TempDir()
+	caPEM, err := cluster.WriteServingCert(opts.VisibilityCertDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	httpClient, err := visibility.HTTPClientTrusting(caPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return "https://" + opts.VisibilityAddress, httpClient
+}
+
+// TestVisibilityAPITokenAudience serves the REST API to tokens meant for
+// its own audience only (--visibility-token-audiences): such a token is
+// accepted, an ordinary one for the API server, or one for anything else,
+// is refused, as the real API server's TokenReview tells.
+func TestVisibilityAPITokenAudience(t *testing.T) {
+	const audience = "koord-queue-visibility"
+	opts := fastOptions()
+	opts.VisibilityTokenAudiences = []string{audience}
+	base, httpClient := startTLSVisibilityAPI(t, &opts)
+	startKoordQueue(t, opts)
+	ns := namespace(t)
+	serviceAccountToken(t, ns, "reader", clusterRole(t, "queueunit-reader-"+ns, queueUnitReader), "")
+
+	cases := map[string]struct {
+		audiences  []string
+		wantStatus int
+	}{
+		"a token meant for the visibility API":        {audiences: []string{audience}, wantStatus: http.StatusOK},
+		"a token meant for it and for another":        {audiences: []string{"https://vault.example", audience}, wantStatus: http.StatusOK},
+		"an ordinary token, meant for the API server": {wantStatus: http.StatusUnauthorized},
+		"a token meant for something else":            {audiences: []string{"https://vault.example"}, wantStatus: http.StatusUnauthorized},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			_, err := (&visibility.Client{BaseURL: base, HTTP: httpClient, Token: tokenOf(t, ns, "reader", tc.audiences...)}).Queues(context.Background())
+			got := http.StatusOK
+			var status *visibility.StatusError
+			if errors.As(err, &status) {
+				got = status.Code
+			} else if err != nil {
+				t.Fatal(err)
+			}
+			if got != tc.wantStatus {
+				t.Errorf("status %d (%v), want %d", got, err, tc.wantStatus)
+			}
+		})
+	}
 }

@@ -21,7 +21,8 @@ import (
 	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
-// TestVisibilityAPIAndMetrics reads the REST API and /metrics over HTTP.
+// TestVisibilityAPIAndMetrics reads the REST API and /metrics over plain
+// HTTP (--visibility-insecure-serving).
 func TestVisibilityAPIAndMetrics(t *testing.T) {
 	opts := fastOptions()
 	ports, err := cluster.FreePorts(1)
@@ -31,6 +32,7 @@ func TestVisibilityAPIAndMetrics(t *testing.T) {
 	opts.VisibilityAddress = cluster.Loopback(ports[0])
 	// What is shown; who may see it is TestVisibilityAPIAuthorization's.
 	opts.VisibilityInsecureAllowUnauthenticated = true
+	opts.VisibilityInsecureServing = true
 	startKoordQueue(t, opts)
 	api := &visibility.Client{BaseURL: "http://" + opts.VisibilityAddress}
 	ns := namespace(t)
