@@ -564,7 +564,7 @@ func newTenant(t *testing.T, ns string) *tenant {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &tenant{ns: ns, c: c, vis: &visibility.Client{BaseURL: visibilityURL, Token: tr.Status.Token}}
+	return &tenant{ns: ns, c: c, vis: &visibility.Client{BaseURL: visibilityURL, HTTP: visibilityHTTP, Token: tr.Status.Token}}
 }
 
 // create creates obj as the tenant, and deletes it (and what it made)
