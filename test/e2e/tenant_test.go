@@ -13,7 +13,6 @@ import (
 	"time"
 
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
-	authenticationv1 "k8s.io/api/authentication/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -21,7 +20,6 @@ import (
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -548,23 +546,17 @@ func newTenant(t *testing.T, ns string) *tenant {
 			RoleRef:    rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "edit"},
 			Subjects:   []rbacv1.Subject{{Kind: rbacv1.ServiceAccountKind, Namespace: ns, Name: name}},
 		})
-	cs, err := kubernetes.NewForConfig(localCluster.Config)
+	token, err := serviceAccountToken(context.Background(), localCluster, ns, name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hour := int64(3600)
-	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(context.Background(), name,
-		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &hour}}, metav1.CreateOptions{})
-	if err != nil {
-		t.Fatalf("creating a token of %s/%s: %v", ns, name, err)
-	}
 	cfg := rest.AnonymousClientConfig(localCluster.Config)
-	cfg.BearerToken = tr.Status.Token
+	cfg.BearerToken = token
 	c, err := client.New(cfg, client.Options{Scheme: k8sClient.Scheme(), Mapper: k8sClient.RESTMapper()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &tenant{ns: ns, c: c, vis: &visibility.Client{BaseURL: visibilityURL, HTTP: visibilityHTTP, Token: tr.Status.Token}}
+	return &tenant{ns: ns, c: c, vis: &visibility.Client{BaseURL: visibilityURL, HTTP: visibilityHTTP, Token: token}}
 }
 
 // create creates obj as the tenant, and deletes it (and what it made)
