@@ -234,15 +234,21 @@ func queueUnitReaderToken(ctx context.Context, c *cluster.Cluster) (string, erro
 			return "", fmt.Errorf("creating %T %s: %w", o, o.GetName(), err)
 		}
 	}
+	return serviceAccountToken(ctx, c, schedulingv1alpha1.QueueNamespace, name)
+}
+
+// serviceAccountToken asks the API server for a day's token of the
+// ServiceAccount ns/name (TokenRequest), as a pod of it would get.
+func serviceAccountToken(ctx context.Context, c *cluster.Cluster, ns, name string) (string, error) {
 	cs, err := kubernetes.NewForConfig(c.Config)
 	if err != nil {
 		return "", err
 	}
 	day := int64(24 * 3600)
-	tr, err := cs.CoreV1().ServiceAccounts(schedulingv1alpha1.QueueNamespace).CreateToken(ctx, name,
+	tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, name,
 		&authenticationv1.TokenRequest{Spec: authenticationv1.TokenRequestSpec{ExpirationSeconds: &day}}, metav1.CreateOptions{})
 	if err != nil {
-		return "", fmt.Errorf("creating a token of %s: %w", name, err)
+		return "", fmt.Errorf("creating a token of %s/%s: %w", ns, name, err)
 	}
 	return tr.Status.Token, nil
 }

@@ -11,6 +11,10 @@ const DefaultPodSetName = "main"
 // MaxPodSets is how many pod sets one unit may have, as in Kueue.
 const MaxPodSets = 8
 
+// MaxResourceNames is how many kinds of resources one unit may ask for
+// (the maxProperties of spec.resource and spec.request).
+const MaxResourceNames = 16
+
 // PodSet is a group of identical pods of a job: its template and how many.
 // It has the JSON shape of Kueue's PodSet.
 //

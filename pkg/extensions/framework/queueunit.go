@@ -26,7 +26,8 @@ import (
 const lastAppliedAnnotation = corev1.LastAppliedConfigAnnotation
 
 // unitPodSets turns a job's pod sets into a unit's, checking what the
-// QueueUnit API requires: one to MaxPodSets sets with distinct DNS-label names.
+// QueueUnit API requires: one to MaxPodSets sets with distinct DNS-label
+// names, asking for at most MaxResourceNames kinds of resources in all.
 func unitPodSets(sets []PodSet) ([]schedulingv1alpha1.PodSet, error) {
 	switch {
 	case len(sets) == 0:
@@ -60,6 +61,9 @@ func unitPodSets(sets []PodSet) ([]schedulingv1alpha1.PodSet, error) {
 			return nil, err
 		}
 		out = append(out, ps)
+	}
+	if n := len(resources.PodSetsRequests(out)); n > schedulingv1alpha1.MaxResourceNames {
+		return nil, fmt.Errorf("the job asks for %d kinds of resources; a queue unit holds at most %d", n, schedulingv1alpha1.MaxResourceNames)
 	}
 	return out, nil
 }

@@ -27,6 +27,20 @@ func podSets(counts ...int32) []PodSet {
 	return out
 }
 
+// askingKinds is two pod sets asking n kinds of resources in all, some in both.
+func askingKinds(n int) []PodSet {
+	var a, b []string
+	for i := range n {
+		pair := []string{fmt.Sprintf("example.com/r%02d", i), "1"}
+		a = append(a, pair...)
+		if i%2 == 0 {
+			b = append(b, pair...)
+		}
+	}
+	ta, tb := wrappers.PodTemplate(a...), wrappers.PodTemplate(b...)
+	return []PodSet{{Name: "a", Template: &ta, Count: 1}, {Name: "b", Template: &tb, Count: 2}}
+}
+
 func TestUnitPodSets(t *testing.T) {
 	cases := map[string]struct {
 		sets    []PodSet
@@ -37,6 +51,11 @@ func TestUnitPodSets(t *testing.T) {
 		"more than eight sets": {
 			sets:    podSets(1, 1, 1, 1, 1, 1, 1, 1, 1),
 			wantErr: "the job has 9 groups of pods; a queue unit holds at most 8",
+		},
+		"sixteen kinds of resources are fine": {sets: askingKinds(16)},
+		"more than sixteen kinds of resources": {
+			sets:    askingKinds(17),
+			wantErr: "the job asks for 17 kinds of resources; a queue unit holds at most 16",
 		},
 		"a name that is not a DNS label": {
 			sets:    []PodSet{{Name: "Small_Workers", Count: 1}},

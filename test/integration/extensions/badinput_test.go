@@ -2,6 +2,7 @@ package extensions
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -142,6 +143,23 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("pod sets %+v, want one placeholder", u.Spec.PodSets)
 		}
 		eventRecorded(t, ns, c.Name, corev1.EventTypeWarning, framework.ReasonInvalidJob, "at most 8")
+	})
+
+	t.Run("more kinds of resources than a unit holds hold the unit, saying so", func(t *testing.T) {
+		j := extensionstest.MakeJob("many-resources", ns).Quota("team-a").Request("cpu", "1").Obj()
+		res := &j.Spec.Template.Spec.Containers[0].Resources
+		res.Limits = corev1.ResourceList{}
+		for i := range schedulingv1alpha1.MaxResourceNames {
+			// Extended resources are asked in whole units, limits equal to requests.
+			name := corev1.ResourceName(fmt.Sprintf("example.com/made-up-%02d", i))
+			res.Requests[name], res.Limits[name] = resource.MustParse("1"), resource.MustParse("1")
+		}
+		create(t, j)
+		want := fmt.Sprintf("the job asks for %d kinds of resources; a queue unit holds at most %d", schedulingv1alpha1.MaxResourceNames+1, schedulingv1alpha1.MaxResourceNames)
+		unitWhere(t, client.ObjectKeyFromObject(j), "held inactive with a message", func(u *schedulingv1alpha1.QueueUnit) bool {
+			return !u.IsActive() && strings.Contains(u.Status.Message, want)
+		})
+		eventRecorded(t, ns, j.Name, corev1.EventTypeWarning, framework.ReasonInvalidJob, want)
 	})
 
 	t.Run("an autoscaling RayCluster with no maxReplicas holds the unit", func(t *testing.T) {
