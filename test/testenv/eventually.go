@@ -2,6 +2,8 @@ package testenv
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -23,7 +25,7 @@ func Eventually(t testing.TB, timeout time.Duration, check func(context.Context)
 	var last error
 	err := wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		err := check(ctx)
-		if err != nil && ctx.Err() != nil && last != nil {
+		if err != nil && last != nil && (ctx.Err() != nil || deadlineRefusal(err)) {
 			return false, nil // keep the last real reason, not the deadline's
 		}
 		last = err
@@ -32,4 +34,11 @@ func Eventually(t testing.TB, timeout time.Duration, check func(context.Context)
 	if err != nil {
 		t.Fatalf("condition not met within %v: %v", timeout, last)
 	}
+}
+
+// deadlineRefusal: err says the check could not finish before the deadline,
+// as client-go's rate limiter does ("rate: Wait(n=1) would exceed context
+// deadline") before the context is even done.
+func deadlineRefusal(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || strings.Contains(err.Error(), "would exceed context deadline")
 }
