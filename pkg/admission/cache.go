@@ -65,9 +65,11 @@ type queueRecord struct {
 
 // Cache is the decision core fed from the API server, safe for concurrent use.
 type Cache struct {
-	mu     sync.Mutex
-	core   *scheduler.Scheduler
-	quotas *quotaIndex
+	mu   sync.Mutex
+	core *scheduler.Scheduler
+	// forecast is the latest forecast and what it learned (forecast.go).
+	forecast forecaster
+	quotas   *quotaIndex
 	// quotaObjects by name, for the visibility API and errors: of several
 	// ElasticQuotas with one name, the one in use (see quotaCopies).
 	quotaObjects map[string]*elasticquotav1alpha1.ElasticQuota
@@ -333,6 +335,9 @@ func (c *Cache) UpsertUnit(u *schedulingv1alpha1.QueueUnit) {
 		if len(c.recent) > recentAdmissionsKept {
 			c.recent = c.recent[len(c.recent)-recentAdmissionsKept:]
 		}
+	}
+	if q, _ := c.quotas.quotaNameOf(u); q != "" {
+		c.observeFinished(r.unit, u, q)
 	}
 	r.unit = u
 	c.countJobType(r, jobTypeOf(u))

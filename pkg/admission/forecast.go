@@ -1,0 +1,111 @@
+package admission
+
+import (
+	"sync"
+	"time"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/forecast"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
+)
+
+// The forecast (pkg/forecast): when each waiting unit would be admitted.
+// It is computed from a snapshot of the core taken under the admission lock
+// (O(units)) and replayed after releasing it, at most once every
+// ForecastInterval however often it is asked for, and nothing of it is
+// written to the API server. Runtimes come from each unit's
+// spec.maximumExecutionTimeSeconds, else from what finished units of its
+// quota and size ran (forecast.Learner, fed as units finish and rebuilt
+// from the finished units a restart finds).
+
+// ForecastInterval is the longest a forecast is served before it is
+// computed again; ForecastHorizon how far ahead it looks.
+const (
+	ForecastInterval = 5 * time.Second
+	ForecastHorizon  = 7 * 24 * time.Hour
+)
+
+// forecaster holds the learner and the latest forecast, under its own lock
+// so that neither waits for the admission lock longer than the snapshot.
+type forecaster struct {
+	mu        sync.Mutex
+	learner   forecast.Learner
+	at        time.Time
+	estimates map[string]forecast.Estimate
+	// computing serialises recomputations: one caller replays, the others
+	// are served the previous forecast meanwhile.
+	computing sync.Mutex
+}
+
+// observeFinished teaches the learner how long u ran when u is a finished
+// unit not seen finished before (was is the previous copy, nil if none),
+// with c.mu held: from its admission (lastAllocateTime) to its last status
+// write (lastUpdateTime, when it turned Succeed or Failed).
+func (c *Cache) observeFinished(was, u *schedulingv1alpha1.QueueUnit, quota string) {
+	if !queueunit.Finished(u.EffectivePhase()) || (was != nil && queueunit.Finished(was.EffectivePhase())) {
+		return
+	}
+	if quota == "" || u.Status.LastAllocateTime == nil || u.Status.LastUpdateTime == nil {
+		return
+	}
+	ran := u.Status.LastUpdateTime.Sub(u.Status.LastAllocateTime.Time)
+	c.forecast.mu.Lock()
+	c.forecast.learner.Observe(quota, queueunit.Charged(u), ran)
+	c.forecast.mu.Unlock()
+}
+
+// Estimates is the latest forecast of the waiting units, by key, computed
+// again when older than ForecastInterval at now.
+func (c *Cache) Estimates(now time.Time) map[string]forecast.Estimate {
+	f := &c.forecast
+	f.mu.Lock()
+	if f.estimates != nil && now.Sub(f.at) < ForecastInterval {
+		defer f.mu.Unlock()
+		return f.estimates
+	}
+	f.mu.Unlock()
+	if !f.computing.TryLock() {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.estimates // another caller is computing it: the previous one meanwhile
+	}
+	defer f.computing.Unlock()
+	in := c.forecastInput(now)
+	estimates := forecast.Run(in)
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.at, f.estimates = now, estimates
+	return estimates
+}
+
+// forecastInput snapshots the core under c.mu and gives each unit its
+// runtime after releasing it.
+func (c *Cache) forecastInput(now time.Time) forecast.Input {
+	c.mu.Lock()
+	snap := c.core.Snapshot()
+	declared := make(map[string]time.Duration)
+	for key, r := range c.units {
+		if s := r.unit.Spec.MaximumExecutionTimeSeconds; s != nil && r.inCore {
+			declared[key] = time.Duration(*s) * time.Second
+		}
+	}
+	c.mu.Unlock()
+	in := forecast.Input{Now: now, Capacity: snap.Capacity, Quotas: snap.Quotas, Queues: snap.Queues, Horizon: ForecastHorizon}
+	quotaOf := make(map[string]string, len(snap.Queues))
+	for _, q := range snap.Queues {
+		quotaOf[q.Name] = q.Quota
+	}
+	c.forecast.mu.Lock()
+	defer c.forecast.mu.Unlock()
+	in.Units = make([]forecast.Unit, len(snap.Units))
+	for i, u := range snap.Units {
+		fu := forecast.Unit{Unit: u, Basis: forecast.Unknown}
+		if d, ok := declared[u.Key]; ok {
+			fu.Runtime, fu.Basis = d, forecast.Declared
+		} else if d, ok := c.forecast.learner.Runtime(quotaOf[u.Queue], u.Request); ok {
+			fu.Runtime, fu.Basis = d, forecast.Learned
+		}
+		in.Units[i] = fu
+	}
+	return in
+}

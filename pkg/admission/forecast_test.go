@@ -1,0 +1,67 @@
+package admission
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/forecast"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/test/wrappers"
+)
+
+// TestEstimates: a waiting unit's forecast follows the declared limit of
+// the unit holding its quota, or what the quota's finished units ran; it is
+// served again within ForecastInterval and computed afresh after it.
+func TestEstimates(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	admitted := func(name string, limit *int32) *schedulingv1alpha1.QueueUnit {
+		u := wrappers.MakeQueueUnit(name, "ns").Quota("team").Request(corev1.ResourceCPU, "4").Obj()
+		u.Spec.MaximumExecutionTimeSeconds = limit
+		queueunit.Admit(u, "team", queueunit.Request(u), nil, nil, metav1.NewTime(t0))
+		u.Status.Phase = schedulingv1alpha1.Running
+		return u
+	}
+	setUp := func(running *schedulingv1alpha1.QueueUnit) *Cache {
+		c := NewCache()
+		c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "ns").Max(corev1.ResourceCPU, "4").Obj())
+		c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
+		c.UpsertNode(wrappers.Node("n1", "32", "64Gi"))
+		c.UpsertUnit(running)
+		c.UpsertUnit(wrappers.MakeQueueUnit("next", "ns").Quota("team").Request(corev1.ResourceCPU, "4").Obj())
+		return c
+	}
+	now := t0.Add(2 * time.Minute)
+
+	t.Run("declared", func(t *testing.T) {
+		c := setUp(admitted("running", ptr.To[int32](600)))
+		want := map[string]forecast.Estimate{"ns/next": {At: t0.Add(10 * time.Minute), Basis: forecast.Declared}}
+		if diff := cmp.Diff(want, c.Estimates(now)); diff != "" {
+			t.Errorf("Estimates (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("learned from a finished unit", func(t *testing.T) {
+		c := setUp(admitted("running", nil))
+		if diff := cmp.Diff(map[string]forecast.Estimate{"ns/next": {Basis: forecast.Unknown}}, c.Estimates(now)); diff != "" {
+			t.Errorf("nothing learned yet (-want +got):\n%s", diff)
+		}
+		done := admitted("done", nil)
+		done.Status.Phase, done.Status.Admissions = schedulingv1alpha1.Succeed, nil
+		done.Status.LastUpdateTime = ptr.To(metav1.NewTime(t0.Add(-time.Hour)))
+		done.Status.LastAllocateTime = ptr.To(metav1.NewTime(t0.Add(-time.Hour - 20*time.Minute)))
+		c.UpsertUnit(done)
+		if diff := cmp.Diff(map[string]forecast.Estimate{"ns/next": {Basis: forecast.Unknown}}, c.Estimates(now.Add(time.Second))); diff != "" {
+			t.Errorf("within ForecastInterval, the forecast served again (-want +got):\n%s", diff)
+		}
+		want := map[string]forecast.Estimate{"ns/next": {At: t0.Add(20 * time.Minute), Basis: forecast.Learned}}
+		if diff := cmp.Diff(want, c.Estimates(now.Add(ForecastInterval))); diff != "" {
+			t.Errorf("after ForecastInterval (-want +got):\n%s", diff)
+		}
+	})
+}
