@@ -333,6 +333,9 @@ func metricsPage() (string, error) {
 			if !ok {
 				return true
 			}
+			if sel, ok := call.Fun.(*ast.SelectorExpr); ok && strings.HasSuffix(sel.Sel.Name, "NewConstHistogram") && len(call.Args) > 0 {
+				valueType[lastName(call.Args[0])] = "histogram"
+			}
 			for i := 0; i+1 < len(call.Args); i++ {
 				if vt, ok := call.Args[i+1].(*ast.SelectorExpr); ok && isIdent(vt.X, "prometheus") && strings.HasSuffix(vt.Sel.Name, "Value") {
 					valueType[lastName(call.Args[i])] = strings.ToLower(strings.TrimSuffix(vt.Sel.Name, "Value"))

@@ -1,10 +1,12 @@
 package admission
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -64,4 +66,42 @@ func TestEstimates(t *testing.T) {
 			t.Errorf("after ForecastInterval (-want +got):\n%s", diff)
 		}
 	})
+}
+
+func TestForecastMetrics(t *testing.T) {
+	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	got := forecastMetrics(map[string]forecast.Estimate{
+		"ns/a": {At: now, Basis: forecast.Declared},
+		"ns/b": {At: now.Add(10 * time.Minute), Basis: forecast.Declared},
+		"ns/c": {At: now.Add(2 * time.Hour), Basis: forecast.Learned},
+		"ns/d": {Basis: forecast.Unknown},
+	}, now)
+	var lines []string
+	for _, m := range got {
+		var pb dto.Metric
+		if err := m.Write(&pb); err != nil {
+			t.Fatal(err)
+		}
+		switch {
+		case pb.Gauge != nil:
+			lines = append(lines, fmt.Sprintf("unknown %v", pb.Gauge.GetValue()))
+		case pb.Histogram != nil:
+			h := pb.Histogram
+			line := fmt.Sprintf("%s count %d sum %v", pb.Label[0].GetValue(), h.GetSampleCount(), h.GetSampleSum())
+			for _, b := range h.Bucket {
+				if b.GetUpperBound() == 900 || b.GetUpperBound() == 3*3600 {
+					line += fmt.Sprintf(" le%v=%d", b.GetUpperBound(), b.GetCumulativeCount())
+				}
+			}
+			lines = append(lines, line)
+		}
+	}
+	want := []string{
+		"unknown 1",
+		"Declared count 2 sum 600 le900=2 le10800=2",
+		"Learned count 1 sum 7200 le900=0 le10800=1",
+	}
+	if diff := cmp.Diff(want, lines); diff != "" {
+		t.Errorf("forecast metrics (-want +got):\n%s", diff)
+	}
 }

@@ -106,6 +106,21 @@ var (
 	})
 )
 
+// ForecastHorizon is, per basis of the forecast (Declared or Learned), how
+// far ahead the waiting units are forecast to be admitted; ForecastUnknown
+// counts the waiting units the forecast gives no time (pkg/forecast). Both
+// are computed when scraped, at most once every few seconds.
+var (
+	ForecastHorizon = prometheus.NewDesc("koord_queue_forecast_horizon_seconds",
+		"How far ahead waiting units are forecast to be admitted, by the basis of the forecast.",
+		[]string{"basis"}, nil)
+	ForecastUnknown = prometheus.NewDesc("koord_queue_forecast_unknown_units",
+		"Waiting units the forecast gives no admission time: they wait for units whose end is unknown, or longer than the horizon.",
+		nil, nil)
+	// ForecastHorizonBuckets go from a minute to a week.
+	ForecastHorizonBuckets = []float64{60, 300, 900, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600, 24 * 3600, 3 * 24 * 3600, 7 * 24 * 3600}
+)
+
 // Results of JobScheduleAttempts.
 const (
 	ResultScheduled     = "scheduled"
