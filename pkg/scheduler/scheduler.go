@@ -530,16 +530,25 @@ func behind(qs *queueState, key string) string {
 // Pending lists up to limit waiting units of a queue in order (all when
 // limit <= 0).
 func (s *Scheduler) Pending(queue string, limit int) []PendingUnit {
+	out, _ := s.PendingFrom(queue, 0, limit)
+	return out
+}
+
+// PendingFrom is a page of a queue's waiting units: up to limit of them
+// (all when limit <= 0) from 0-based place offset on, in order, and how
+// many wait in the queue. O(log n + limit).
+func (s *Scheduler) PendingFrom(queue string, offset, limit int) (units []PendingUnit, total int) {
 	qs, ok := s.queues[queue]
 	if !ok {
-		return nil
+		return nil, 0
 	}
-	items := qs.q.Items(limit)
+	offset = max(offset, 0)
+	items := qs.q.ItemsFrom(offset, limit)
 	out := make([]PendingUnit, len(items))
 	for i, it := range items {
-		out[i] = PendingUnit{Key: it.Key, Priority: it.Priority, Position: i + 1}
+		out[i] = PendingUnit{Key: it.Key, Priority: it.Priority, Position: offset + i + 1}
 	}
-	return out
+	return out, qs.q.Len()
 }
 
 // Position is a waiting unit's 1-based place in its queue, 0 if it is not waiting there.

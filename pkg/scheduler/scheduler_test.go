@@ -1053,6 +1053,28 @@ func TestWaitReasonAndPending(t *testing.T) {
 	if diff := cmp.Diff(wantPending, s.Pending("q", 0)); diff != "" {
 		t.Errorf("Pending (-want +got):\n%s", diff)
 	}
+	for name, tc := range map[string]struct {
+		queue         string
+		offset, limit int
+		want          []scheduler.PendingUnit
+		wantTotal     int
+	}{
+		"a page in the middle keeps the queue's positions": {queue: "q", offset: 1, limit: 2, want: wantPending[1:3], wantTotal: 5},
+		"limit 0 lists the rest":                           {queue: "q", offset: 3, want: wantPending[3:], wantTotal: 5},
+		"a limit past the end stops at the end":            {queue: "q", offset: 4, limit: 10, want: wantPending[4:], wantTotal: 5},
+		"an offset past the end lists nothing":             {queue: "q", offset: 5, limit: 1, wantTotal: 5},
+		"a queue that does not exist has none":             {queue: "x", limit: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, total := s.PendingFrom(tc.queue, tc.offset, tc.limit)
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("PendingFrom(%q, %d, %d) (-want +got):\n%s", tc.queue, tc.offset, tc.limit, diff)
+			}
+			if total != tc.wantTotal {
+				t.Errorf("PendingFrom(%q, ...) total = %d, want %d", tc.queue, total, tc.wantTotal)
+			}
+		})
+	}
 }
 
 func TestUpsertUnitRejectsUnitsWithoutKeyOrQueue(t *testing.T) {
