@@ -98,41 +98,45 @@ func (c *Cache) queueView(name string) api.QueueView {
 }
 
 // QueueUnits lists a queue's units: waiting ones in admission order first
-// (with 1-based positions), then those holding quota. phase filters by
-// phase when not empty; offset and limit page the list.
+// (with 1-based positions), then those holding quota, by namespace/name.
+// phase filters by phase when not empty; offset and limit (all when 0)
+// page the list, and total counts the filtered list. Only the page's units
+// are looked at (listing.go).
 func (c *Cache) QueueUnits(queue string, phase schedulingv1alpha1.QueueUnitPhase, offset, limit int) (units []api.UnitView, total int) {
+	offset = max(offset, 0)
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var all []api.UnitView
-	for _, p := range c.core.Pending(queue, 0) {
+	pending, waiting := c.pendingPage(queue, phase, offset, limit)
+	holding := c.lists.holdingOf(queue, phase)
+	total = waiting
+	if holding != nil {
+		total += holding.Len()
+	}
+	if offset >= total {
+		return []api.UnitView{}, total
+	}
+	size := total - offset
+	if limit > 0 {
+		size = min(size, limit)
+	}
+	units = make([]api.UnitView, 0, size)
+	for _, p := range pending {
 		if r, ok := c.units[p.Key]; ok {
 			v := c.unitView(r)
 			v.Position = p.Position
-			all = append(all, v)
+			units = append(units, v)
 		}
 	}
-	var holding []api.UnitView
-	for _, r := range c.units {
-		if r.queue == queue && (queueunit.HoldsQuota(r.unit) || r.admission != nil) {
-			holding = append(holding, c.unitView(r))
-		}
+	if holding != nil {
+		holding.Each(max(offset-waiting, 0), func(key string) bool {
+			if len(units) == size {
+				return false
+			}
+			units = append(units, c.unitView(c.units[key]))
+			return true
+		})
 	}
-	slices.SortFunc(holding, func(a, b api.UnitView) int {
-		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
-	})
-	all = append(all, holding...)
-	if phase != "" {
-		all = slices.DeleteFunc(all, func(v api.UnitView) bool { return v.Phase != phase })
-	}
-	total = len(all)
-	if offset >= len(all) {
-		return []api.UnitView{}, total
-	}
-	all = all[offset:]
-	if limit > 0 && limit < len(all) {
-		all = all[:limit]
-	}
-	return all, total
+	return units, total
 }
 
 // QueueUnit is one unit with its position and reason, and whether it exists.
@@ -156,14 +160,13 @@ func (c *Cache) QueueUnit(namespace, name string) (api.UnitView, bool) {
 
 func (c *Cache) unitView(r *unitRecord) api.UnitView {
 	u := r.unit
-	v := api.UnitView{Namespace: u.Namespace, Name: u.Name, Queue: r.queue, QuotaRule: string(r.rule), Phase: u.EffectivePhase(),
+	v := api.UnitView{Namespace: u.Namespace, Name: u.Name, Queue: r.queue, QuotaRule: string(r.rule), Phase: viewPhase(r),
 		Request: r.request, Resource: u.Spec.Resource, PodState: u.Status.PodState}
 	if u.Spec.Priority != nil {
 		v.Priority = *u.Spec.Priority
 	}
 	switch {
-	case r.admission != nil && !queueunit.HoldsQuota(u):
-		v.Phase = schedulingv1alpha1.Dequeued // admitted, the write in flight
+	case r.admission != nil && !queueunit.HoldsQuota(u): // admitted, the write in flight
 		v.Request, v.PartialAdmission = r.admission.charged, queueunit.PartialNote(u, r.admission.partial)
 	case queueunit.ResizedSinceAdmitted(u):
 		v.Request = queueunit.Charged(u) // its spec (Resource) waits to be queued again
