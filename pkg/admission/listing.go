@@ -46,13 +46,18 @@ func newUnitLists() unitLists {
 	return unitLists{holding: map[string]*holdingList{}, oddWaiting: map[string]map[string]schedulingv1alpha1.QueueUnitPhase{}}
 }
 
-// viewPhase is the phase the visibility API shows for a unit: its own, or
-// Dequeued while its admission is decided and its write in flight.
+// viewPhase is the phase the visibility API shows for r (phaseShown).
 func viewPhase(r *unitRecord) schedulingv1alpha1.QueueUnitPhase {
-	if r.admission != nil && !queueunit.HoldsQuota(r.unit) {
+	return phaseShown(r.unit, r.admission)
+}
+
+// phaseShown is the phase the visibility API shows for unit u: its own, or
+// Dequeued while an admission a is decided and its write in flight.
+func phaseShown(u *schedulingv1alpha1.QueueUnit, a *admission) schedulingv1alpha1.QueueUnitPhase {
+	if a != nil && !queueunit.HoldsQuota(u) {
 		return schedulingv1alpha1.Dequeued
 	}
-	return r.unit.EffectivePhase()
+	return u.EffectivePhase()
 }
 
 // relist lists r where it belongs now (nowhere once gone), with c.mu held.

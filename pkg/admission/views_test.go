@@ -120,13 +120,14 @@ func TestQueueUnitsPages(t *testing.T) {
 }
 
 // wholeList is a queue's units as QueueUnits lists them, built the plain
-// way, with c.mu held: every waiting unit in the core's order, then every
-// unit of the Cache that holds quota in the queue, by namespace/name.
+// way (as QueueUnits once did), with c.mu held: a view of every waiting
+// unit in the core's order, then of every unit of the Cache that holds
+// quota in the queue, by namespace/name.
 func wholeList(c *Cache, queue string) []api.UnitView {
 	var all []api.UnitView
 	for _, p := range c.core.Pending(queue, 0) {
 		if r, ok := c.units[p.Key]; ok {
-			v := c.unitView(r)
+			v := unitView(c, r)
 			v.Position = p.Position
 			all = append(all, v)
 		}
@@ -134,13 +135,40 @@ func wholeList(c *Cache, queue string) []api.UnitView {
 	var holding []api.UnitView
 	for _, r := range c.units {
 		if r.queue == queue && (queueunit.HoldsQuota(r.unit) || r.admission != nil) {
-			holding = append(holding, c.unitView(r))
+			holding = append(holding, unitView(c, r))
 		}
 	}
 	slices.SortFunc(holding, func(a, b api.UnitView) int {
 		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
 	})
 	return append(all, holding...)
+}
+
+// unitView is r's view built the plain way, in one go with c.mu held.
+func unitView(c *Cache, r *unitRecord) api.UnitView {
+	u := r.unit
+	v := api.UnitView{Namespace: u.Namespace, Name: u.Name, Queue: r.queue, QuotaRule: string(r.rule), Phase: u.EffectivePhase(),
+		Request: r.request, Resource: u.Spec.Resource, PodState: u.Status.PodState}
+	if u.Spec.Priority != nil {
+		v.Priority = *u.Spec.Priority
+	}
+	switch {
+	case r.admission != nil && !queueunit.HoldsQuota(u):
+		v.Phase = schedulingv1alpha1.Dequeued // admitted, the write in flight
+		v.Request, v.PartialAdmission = r.admission.charged, queueunit.PartialNote(u, r.admission.partial)
+	case queueunit.ResizedSinceAdmitted(u):
+		v.Request = queueunit.Charged(u)
+	case queueunit.HoldsQuota(u):
+		partial := queueunit.PartialCounts(u)
+		v.Request, v.PartialAdmission = queueunit.HeldWith(u, partial), queueunit.PartialNote(u, partial)
+	}
+	if v.Phase == schedulingv1alpha1.Enqueued && r.inCore {
+		v.Reason = c.core.WaitReason(r.key())
+	}
+	if r.problem != "" {
+		v.Reason = r.problem
+	}
+	return v
 }
 
 // pagePhases are the phases the property test filters by: every phase a

@@ -489,27 +489,34 @@ func (s *Scheduler) ForgetAdmission(key string) {
 // WaitReason says why a waiting unit is not admitted, in words for its
 // status; "" if it holds quota or is unknown.
 func (s *Scheduler) WaitReason(key string) string {
+	return s.WaitReasonText(key).For(namespaceOf(key))
+}
+
+// WaitReasonText is WaitReason before it is rendered for the unit's
+// namespace (Text.For). It keeps nothing of the scheduler, so a caller
+// that holds a lock around the scheduler may render it after releasing it.
+func (s *Scheduler) WaitReasonText(key string) Text {
 	us, ok := s.units[key]
 	if !ok || us.admitted {
-		return ""
+		return Text{}
 	}
 	qs, ok := s.queues[us.u.Queue]
 	if !ok {
-		return fmt.Sprintf("queue %q does not exist", us.u.Queue)
+		return words(fmt.Sprintf("queue %q does not exist", us.u.Queue))
 	}
 	if err := s.engine.Err(qs.quota); err != nil {
-		return err.Error()
+		return words(err.Error())
 	}
 	if us.quotaWait && len(us.victims) == 0 {
 		if why := s.engine.Explain(qs.quota, us.need); why != "" {
-			return why + partialNote(us) + bandNote(us.band)
+			return words(why + partialNote(us) + bandNote(us.band))
 		}
 	}
 	if us.reason != "" {
-		return us.reason
+		return words(us.reason)
 	}
 	if never := s.engine.NeverFits(qs.quota, us.need); never != "" {
-		return never + partialNote(us)
+		return words(never + partialNote(us))
 	}
 	return behind(qs, key)
 }
@@ -518,13 +525,13 @@ func (s *Scheduler) WaitReason(key string) string {
 // just ahead of it: "waiting in queue q at position 3 of 7, behind ns/b"
 // ("behind a unit of another namespace" when it is not of the unit's: the
 // message lands in the unit's status, text.go).
-func behind(qs *queueState, key string) string {
+func behind(qs *queueState, key string) Text {
 	pos := qs.q.Position(key)
 	msg := say("waiting in queue %s at position %d of %d", qs.spec.Name, pos, qs.q.Len())
 	if ahead, ok := qs.q.At(pos - 1); ok {
 		msg = say("%s, behind %s", msg, unitRef(ahead.Key))
 	}
-	return msg.For(namespaceOf(key))
+	return msg
 }
 
 // Pending lists up to limit waiting units of a queue in order (all when

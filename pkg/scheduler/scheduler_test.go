@@ -1077,6 +1077,48 @@ func TestWaitReasonAndPending(t *testing.T) {
 	}
 }
 
+// TestWaitReasonTextKeepsNothingOfTheScheduler: a wait reason taken as a
+// Text renders as WaitReason does, and later, after the queue changed (a
+// caller renders it once its lock is released), still says what it said.
+func TestWaitReasonTextKeepsNothingOfTheScheduler(t *testing.T) {
+	s := world{
+		capacity: bigCluster,
+		quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "1").Obj()},
+		queues:   []scheduler.QueueSpec{st.MakeQueue("q").Obj()},
+		units: []scheduler.Unit{
+			st.MakeUnit("ns/admitted", "q").Request("cpu", "1").Priority(2).Obj(),
+			st.MakeUnit("ns/head", "q").Request("cpu", "1").Priority(1).Obj(),
+			st.MakeUnit("ns/behind", "q").Request("cpu", "1").Priority(1).Enqueued(time.Second).Obj(),
+			st.MakeUnit("other/last", "q").Request("cpu", "1").Priority(0).Obj(),
+		},
+	}.build(t)
+	s.Cycle(st.T0)
+	texts := map[string]scheduler.Text{}
+	for _, k := range []string{"ns/admitted", "ns/head", "ns/behind", "other/last"} {
+		texts[k] = s.WaitReasonText(k)
+		if got, want := texts[k].For(strings.SplitN(k, "/", 2)[0]), s.WaitReason(k); got != want {
+			t.Errorf("WaitReasonText(%q) renders %q, WaitReason says %q", k, got, want)
+		}
+	}
+	if err := s.UpsertUnit(st.MakeUnit("ns/first", "q").Request("cpu", "1").Priority(9).Obj()); err != nil {
+		t.Fatal(err)
+	}
+	s.DeleteUnit("ns/head")
+	got := map[string]string{}
+	for k, text := range texts {
+		got[k] = text.For(strings.SplitN(k, "/", 2)[0])
+	}
+	want := map[string]string{
+		"ns/admitted": "",
+		"ns/head":     "q: cpu 1 used of max 1, request 1",
+		"ns/behind":   "waiting in queue q at position 2 of 3, behind ns/head",
+		"other/last":  "waiting in queue q at position 3 of 3, behind a unit of another namespace",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("texts rendered after the queue changed (-want +got):\n%s", diff)
+	}
+}
+
 func TestUpsertUnitRejectsUnitsWithoutKeyOrQueue(t *testing.T) {
 	s := scheduler.New()
 	for _, u := range []scheduler.Unit{{Queue: "q"}, {Key: "ns/a"}} {
