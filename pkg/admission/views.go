@@ -133,7 +133,7 @@ func (c *Cache) queueUnitsPage(queue string, phase schedulingv1alpha1.QueueUnitP
 	page = make(unitPage, 0, size)
 	for _, p := range pending {
 		if r, ok := c.units[p.Key]; ok {
-			page = append(page, c.viewSource(r, p.Position))
+			page = append(page, c.viewSource(p.Key, r, p.Position))
 		}
 	}
 	if holding != nil {
@@ -141,7 +141,7 @@ func (c *Cache) queueUnitsPage(queue string, phase schedulingv1alpha1.QueueUnitP
 			if len(page) == size {
 				return false
 			}
-			page = append(page, c.viewSource(c.units[key], 0))
+			page = append(page, c.viewSource(key, c.units[key], 0))
 			return true
 		})
 	}
@@ -164,19 +164,20 @@ func (p unitPage) views() []api.UnitView {
 // QueueUnit is one unit with its position and reason, and whether it exists.
 func (c *Cache) QueueUnit(namespace, name string) (api.UnitView, bool) {
 	c.mu.Lock()
-	r, ok := c.units[namespace+"/"+name]
+	key := namespace + "/" + name
+	r, ok := c.units[key]
 	if !ok {
 		c.mu.Unlock()
 		return api.UnitView{}, false
 	}
-	src := c.viewSource(r, 0)
+	src := c.viewSource(key, r, 0)
 	if !queueunit.HoldsQuota(r.unit) && r.admission == nil && r.inCore {
-		src.position = c.core.Position(r.key())
+		src.position = c.core.Position(key)
 	}
 	c.mu.Unlock()
 	v := src.view()
 	if v.Phase == schedulingv1alpha1.Enqueued {
-		v.Reason = c.waitReason(namespace + "/" + name)
+		v.Reason = c.waitReason(key)
 	}
 	return v, true
 }
@@ -195,14 +196,14 @@ type unitViewSource struct {
 	// position in its queue's order, 0: not waiting there.
 	position int
 	// reason is the core's wait reason, rendered by view.
-	reason scheduler.Text
+	reason scheduler.WaitText
 }
 
-// viewSource is r's view source, with c.mu held.
-func (c *Cache) viewSource(r *unitRecord, position int) unitViewSource {
+// viewSource is the view source of r, whose key is key, with c.mu held.
+func (c *Cache) viewSource(key string, r *unitRecord, position int) unitViewSource {
 	src := unitViewSource{unit: r.unit, queue: r.queue, rule: r.rule, request: r.request, admission: r.admission, problem: r.problem, position: position}
 	if r.problem == "" && r.inCore && viewPhase(r) == schedulingv1alpha1.Enqueued {
-		src.reason = c.core.WaitReasonText(r.key())
+		src.reason = c.core.WaitReasonText(key)
 	}
 	return src
 }

@@ -51,7 +51,9 @@ func pageWorld(tb testing.TB, waiting, admitted int) *Cache {
 // BenchmarkQueueUnitsPage50000Waiting: one page (limit 100) of a queue
 // of 50,000 waiting units and 1,000 admitted ones, as the visibility APIs
 // and the dashboard ask for it: at the head, in the middle of the waiting
-// units, among the admitted ones, and filtered by phase.
+// units, among the admitted ones, and filtered by phase; then the
+// dashboard's (the first 20 Enqueued) and one of the APIs' default limit
+// (1,000).
 //
 // Each op is QueueUnits' body, spelt out so that the admission lock's hold
 // is timed: from before c.mu.Lock to after c.mu.Unlock, which includes
@@ -100,6 +102,8 @@ var pageCases = []struct {
 	{name: "admitted", offset: 50_400, limit: 100},
 	{name: "phase Enqueued", phase: schedulingv1alpha1.Enqueued, offset: 10_000, limit: 100},
 	{name: "phase Running", phase: schedulingv1alpha1.Running, offset: 100, limit: 100},
+	{name: "dashboard", phase: schedulingv1alpha1.Enqueued, limit: 20},
+	{name: "default limit", limit: 1000},
 }
 
 // queueUnitsTimed is c.QueueUnits("team", ...), spelt out, and how long it

@@ -1093,7 +1093,7 @@ func TestWaitReasonTextKeepsNothingOfTheScheduler(t *testing.T) {
 		},
 	}.build(t)
 	s.Cycle(st.T0)
-	texts := map[string]scheduler.Text{}
+	texts := map[string]scheduler.WaitText{}
 	for _, k := range []string{"ns/admitted", "ns/head", "ns/behind", "other/last"} {
 		texts[k] = s.WaitReasonText(k)
 		if got, want := texts[k].For(strings.SplitN(k, "/", 2)[0]), s.WaitReason(k); got != want {
