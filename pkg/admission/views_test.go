@@ -185,7 +185,11 @@ var pagePhases = []schedulingv1alpha1.QueueUnitPhase{"", schedulingv1alpha1.Enqu
 // that it names; its total is the filtered list's length.
 func TestQueueUnitsPageIsASliceOfTheList(t *testing.T) {
 	quantities := cmp.Comparer(func(a, b resource.Quantity) bool { return a.Cmp(b) == 0 })
-	for seed := range int64(6) {
+	seeds := 6
+	if testing.Short() {
+		seeds = 3
+	}
+	for seed := range int64(seeds) {
 		t.Run(fmt.Sprint(seed), func(t *testing.T) {
 			w := newPropWorld(t, seed)
 			w.faults = true
