@@ -245,3 +245,57 @@ func (w *propWorld) backOff() string {
 	w.seen["back off"]++
 	return "back off " + u.Name
 }
+
+// TestQueueUnitsWhileUnitsChange: pages are read while units arrive, are
+// admitted (decided, then seen admitted), finish and are deleted; a page's
+// views are built after the lock is released, from what was copied under
+// it, so -race finds no unit's state read there while it changes.
+func TestQueueUnitsWhileUnitsChange(t *testing.T) {
+	c := pageWorld(t, 50, 10)
+	done := make(chan struct{})
+	read := make(chan int)
+	go func() {
+		pages := 0
+		defer func() { read <- pages }()
+		for i := 0; ; i++ {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			phase := pagePhases[i%len(pagePhases)]
+			if units, total := c.QueueUnits("team", phase, i%7, i%5); len(units) > total {
+				t.Errorf("a page of %d units out of %d", len(units), total)
+			}
+			c.QueueUnit("tenant-3", fmt.Sprintf("job-%06d", i%80))
+			pages++
+		}
+	}()
+	t0 := time.Unix(2_000_000, 0)
+	for i := range 300 {
+		name := fmt.Sprintf("job-%06d", 60+i)
+		u := wrappers.MakeQueueUnit(name, fmt.Sprintf("tenant-%d", i%10)).Quota("team").Request("cpu", "1").Priority(int32(i % 3))
+		c.UpsertUnit(u.Obj())
+		res := c.cycle(t0.Add(time.Duration(i)*time.Second), -1)
+		for _, a := range res.Admissions {
+			ns, n, _ := strings.Cut(a.Unit, "/")
+			admitted := wrappers.MakeQueueUnit(n, ns).Quota("team").Request("cpu", "1").
+				Phase(schedulingv1alpha1.Running).RunningAdmission(schedulingv1alpha1.DefaultPodSetName, 1, 1).Obj()
+			c.UpsertUnit(admitted)
+		}
+		views, _ := c.QueueUnits("team", schedulingv1alpha1.Running, 0, 1)
+		for _, v := range views { // the first running unit finishes, or goes
+			if i%2 == 0 {
+				c.UpsertUnit(wrappers.MakeQueueUnit(v.Name, v.Namespace).Quota("team").Request("cpu", "1").Phase(schedulingv1alpha1.Succeed).Obj())
+			} else {
+				c.DeleteUnit(v.Namespace, v.Name)
+			}
+		}
+	}
+	close(done)
+	pages := <-read
+	t.Logf("%d pages read", pages)
+	if pages == 0 {
+		t.Error("no page was read while the units changed")
+	}
+}
