@@ -75,8 +75,9 @@ func (c *Cache) relist(r *unitRecord, gone bool) {
 	if now == r.listed {
 		return
 	}
-	c.lists.remove(r.key(), r.listed)
-	c.lists.add(r.key(), now)
+	key := r.key()
+	c.lists.remove(key, r.listed)
+	c.lists.add(key, now)
 	r.listed = now
 }
 
