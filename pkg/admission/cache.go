@@ -53,6 +53,8 @@ type unitRecord struct {
 	// jobType is what the unit is counted under in Cache.jobTypes; zero:
 	// not counted.
 	jobType jobType
+	// listed is where Cache.lists has it (listing.go).
+	listed listing
 }
 
 func (r *unitRecord) key() string { return r.unit.Namespace + "/" + r.unit.Name }
@@ -103,6 +105,9 @@ type Cache struct {
 	// jobTypes counts the units by namespace and job kind, for
 	// queueunits_by_job_type; a pair no unit has has no entry.
 	jobTypes map[jobType]int
+	// lists are the queues' units holding quota, and their waiting units
+	// in an odd phase, for QueueUnits' pages (listing.go).
+	lists unitLists
 	// log reports what only a bug causes: the core's books disagreeing with
 	// its quota engine (scheduler.ErrBookkeeping). The zero Logger discards.
 	log logr.Logger
@@ -127,6 +132,7 @@ func NewCache() *Cache {
 		wake:           make(chan struct{}, 1),
 		dirty:          map[string]struct{}{},
 		jobTypes:       map[jobType]int{},
+		lists:          newUnitLists(),
 	}
 }
 
@@ -375,6 +381,7 @@ func (c *Cache) DeleteUnit(namespace, name string) {
 		}
 		c.dropAdmission(r)
 		c.countJobType(r, jobType{})
+		c.relist(r, true)
 		r.deadline = time.Time{}
 	}
 	delete(c.units, key)
@@ -395,6 +402,7 @@ func (c *Cache) remapFallbacks() {
 // place puts a unit where it belongs in the core: pending in its queue,
 // admitted, or out (finished, inactive, backing off, or unmapped).
 func (c *Cache) place(r *unitRecord) {
+	defer c.relist(r, false)
 	u := r.unit
 	key := r.key()
 	chargedIn, chargedRule := r.queue, r.rule
@@ -525,6 +533,7 @@ func (c *Cache) cycle(now time.Time, limit int) scheduler.Result {
 		r := c.units[a.Unit]
 		r.admission = &admission{unit: r.unit, queue: r.queue, request: r.request,
 			partial: a.Partial, charged: queueunit.HeldWith(r.unit, a.Partial)}
+		c.relist(r, false)
 		c.unwritten++
 	}
 	for _, p := range res.Preemptions {

@@ -5,8 +5,11 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
+
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/scheduler"
 	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 )
 
@@ -98,84 +101,132 @@ func (c *Cache) queueView(name string) api.QueueView {
 }
 
 // QueueUnits lists a queue's units: waiting ones in admission order first
-// (with 1-based positions), then those holding quota. phase filters by
-// phase when not empty; offset and limit page the list.
+// (with 1-based positions), then those holding quota, by namespace/name.
+// phase filters by phase when not empty; offset and limit (all when 0)
+// page the list, and total counts the filtered list. Only the page's units
+// are looked at (listing.go), and their views are built once the lock is
+// released.
 func (c *Cache) QueueUnits(queue string, phase schedulingv1alpha1.QueueUnitPhase, offset, limit int) (units []api.UnitView, total int) {
 	c.mu.Lock()
-	defer c.mu.Unlock()
-	var all []api.UnitView
-	for _, p := range c.core.Pending(queue, 0) {
+	page, total := c.queueUnitsPage(queue, phase, offset, limit)
+	c.mu.Unlock()
+	return page.views(), total
+}
+
+// queueUnitsPage is QueueUnits' page before its views are built, with c.mu
+// held.
+func (c *Cache) queueUnitsPage(queue string, phase schedulingv1alpha1.QueueUnitPhase, offset, limit int) (page unitPage, total int) {
+	offset = max(offset, 0)
+	pending, waiting := c.pendingPage(queue, phase, offset, limit)
+	holding := c.lists.holdingOf(queue, phase)
+	total = waiting
+	if holding != nil {
+		total += holding.Len()
+	}
+	if offset >= total {
+		return nil, total
+	}
+	size := total - offset
+	if limit > 0 {
+		size = min(size, limit)
+	}
+	page = make(unitPage, 0, size)
+	for _, p := range pending {
 		if r, ok := c.units[p.Key]; ok {
-			v := c.unitView(r)
-			v.Position = p.Position
-			all = append(all, v)
+			page = append(page, c.viewSource(p.Key, r, p.Position))
 		}
 	}
-	var holding []api.UnitView
-	for _, r := range c.units {
-		if r.queue == queue && (queueunit.HoldsQuota(r.unit) || r.admission != nil) {
-			holding = append(holding, c.unitView(r))
-		}
+	if holding != nil {
+		holding.Each(max(offset-waiting, 0), func(key string) bool {
+			if len(page) == size {
+				return false
+			}
+			page = append(page, c.viewSource(key, c.units[key], 0))
+			return true
+		})
 	}
-	slices.SortFunc(holding, func(a, b api.UnitView) int {
-		return strings.Compare(a.Namespace+"/"+a.Name, b.Namespace+"/"+b.Name)
-	})
-	all = append(all, holding...)
-	if phase != "" {
-		all = slices.DeleteFunc(all, func(v api.UnitView) bool { return v.Phase != phase })
+	return page, total
+}
+
+// unitPage is a page of units' view sources.
+type unitPage []unitViewSource
+
+// views builds the page's views; an empty page is an empty list (JSON
+// [], not null).
+func (p unitPage) views() []api.UnitView {
+	out := make([]api.UnitView, len(p))
+	for i := range p {
+		out[i] = p[i].view()
 	}
-	total = len(all)
-	if offset >= len(all) {
-		return []api.UnitView{}, total
-	}
-	all = all[offset:]
-	if limit > 0 && limit < len(all) {
-		all = all[:limit]
-	}
-	return all, total
+	return out
 }
 
 // QueueUnit is one unit with its position and reason, and whether it exists.
 func (c *Cache) QueueUnit(namespace, name string) (api.UnitView, bool) {
 	c.mu.Lock()
-	r, ok := c.units[namespace+"/"+name]
+	key := namespace + "/" + name
+	r, ok := c.units[key]
 	if !ok {
 		c.mu.Unlock()
 		return api.UnitView{}, false
 	}
-	v := c.unitView(r)
+	src := c.viewSource(key, r, 0)
 	if !queueunit.HoldsQuota(r.unit) && r.admission == nil && r.inCore {
-		v.Position = c.core.Position(r.key())
+		src.position = c.core.Position(key)
 	}
 	c.mu.Unlock()
+	v := src.view()
 	if v.Phase == schedulingv1alpha1.Enqueued {
-		v.Reason = c.waitReason(namespace + "/" + name)
+		v.Reason = c.waitReason(key)
 	}
 	return v, true
 }
 
-func (c *Cache) unitView(r *unitRecord) api.UnitView {
-	u := r.unit
-	v := api.UnitView{Namespace: u.Namespace, Name: u.Name, Queue: r.queue, QuotaRule: string(r.rule), Phase: u.EffectivePhase(),
-		Request: r.request, Resource: u.Spec.Resource, PodState: u.Status.PodState}
+// unitViewSource is what a unit's view is built from, copied from its
+// record and the core with c.mu held, so that the view is built once it
+// is released: the objects the record points to are replaced, never
+// changed (admission: but written, which a view does not read).
+type unitViewSource struct {
+	unit      *schedulingv1alpha1.QueueUnit
+	queue     string
+	rule      queueunit.QuotaRule
+	request   corev1.ResourceList
+	admission *admission
+	problem   string
+	// position in its queue's order, 0: not waiting there.
+	position int
+	// reason is the core's wait reason, rendered by view.
+	reason scheduler.WaitText
+}
+
+// viewSource is the view source of r, whose key is key, with c.mu held.
+func (c *Cache) viewSource(key string, r *unitRecord, position int) unitViewSource {
+	src := unitViewSource{unit: r.unit, queue: r.queue, rule: r.rule, request: r.request, admission: r.admission, problem: r.problem, position: position}
+	if r.problem == "" && r.inCore && viewPhase(r) == schedulingv1alpha1.Enqueued {
+		src.reason = c.core.WaitReasonText(key)
+	}
+	return src
+}
+
+func (src *unitViewSource) view() api.UnitView {
+	u := src.unit
+	v := api.UnitView{Namespace: u.Namespace, Name: u.Name, Queue: src.queue, QuotaRule: string(src.rule), Phase: phaseShown(u, src.admission),
+		Request: src.request, Resource: u.Spec.Resource, PodState: u.Status.PodState, Position: src.position}
 	if u.Spec.Priority != nil {
 		v.Priority = *u.Spec.Priority
 	}
 	switch {
-	case r.admission != nil && !queueunit.HoldsQuota(u):
-		v.Phase = schedulingv1alpha1.Dequeued // admitted, the write in flight
-		v.Request, v.PartialAdmission = r.admission.charged, queueunit.PartialNote(u, r.admission.partial)
+	case src.admission != nil && !queueunit.HoldsQuota(u): // admitted, the write in flight
+		v.Request, v.PartialAdmission = src.admission.charged, queueunit.PartialNote(u, src.admission.partial)
 	case queueunit.ResizedSinceAdmitted(u):
 		v.Request = queueunit.Charged(u) // its spec (Resource) waits to be queued again
 	case queueunit.HoldsQuota(u):
 		partial := queueunit.PartialCounts(u)
 		v.Request, v.PartialAdmission = queueunit.HeldWith(u, partial), queueunit.PartialNote(u, partial)
 	}
-	if v.Phase == schedulingv1alpha1.Enqueued && r.inCore {
-		v.Reason = c.core.WaitReason(r.key())
-	}
-	if r.problem != "" {
-		v.Reason = r.problem
+	v.Reason = src.reason.For(u.Namespace)
+	if src.problem != "" {
+		v.Reason = src.problem
 	}
 	return v
 }

@@ -196,9 +196,17 @@ func (q *Queue) At(pos int) (Item, bool) {
 }
 
 // Items returns up to limit units in order (all when limit <= 0).
-func (q *Queue) Items(limit int) []Item {
+func (q *Queue) Items(limit int) []Item { return q.ItemsFrom(0, limit) }
+
+// ItemsFrom returns up to limit units in order (all when limit <= 0),
+// starting at 0-based place offset: a page of the order, found in
+// O(log n + limit) without walking the units before it.
+func (q *Queue) ItemsFrom(offset, limit int) []Item {
 	var out []Item
-	walk(q.root, func(n *tnode) bool {
+	if limit > 0 {
+		out = make([]Item, 0, min(limit, max(q.Len()-max(offset, 0), 0)))
+	}
+	walkFrom(q.root, max(offset, 0), func(n *tnode) bool {
 		if limit > 0 && len(out) >= limit {
 			return false
 		}

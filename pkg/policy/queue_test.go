@@ -350,6 +350,14 @@ func TestPropertyQueueMatchesASortedList(t *testing.T) {
 					t.Fatalf("seed %d step %d: Position(%s) = %d, want %d", seed, i, k, got, len(sorted)/2+1)
 				}
 			}
+			offset, limit := rng.IntN(len(sorted)+3), rng.IntN(6)
+			page := sorted[min(offset, len(sorted)):]
+			if limit > 0 && limit < len(page) {
+				page = page[:limit]
+			}
+			if diff := cmp.Diff(keys(page), keys(q.ItemsFrom(offset, limit))); diff != "" {
+				t.Fatalf("seed %d step %d: ItemsFrom(%d, %d) (-model +queue):\n%s", seed, i, offset, limit, diff)
+			}
 			for pos := 0; pos <= len(sorted)+1; pos++ {
 				got, ok := q.At(pos)
 				if wantOK := pos >= 1 && pos <= len(sorted); ok != wantOK || ok && got.Key != sorted[pos-1].Key {

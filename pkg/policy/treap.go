@@ -277,3 +277,21 @@ func walk(t *tnode, fn func(*tnode) bool) bool {
 	}
 	return walk(t.left, fn) && fn(t) && walk(t.right, fn)
 }
+
+// walkFrom is walk from 0-based place i on, skipping whole the subtrees
+// before it.
+func walkFrom(t *tnode, i int, fn func(*tnode) bool) bool {
+	for t != nil {
+		l := size(t.left)
+		if i > l {
+			i -= l + 1
+			t = t.right
+			continue
+		}
+		if i < l && !walkFrom(t.left, i, fn) || !fn(t) {
+			return false
+		}
+		return walk(t.right, fn)
+	}
+	return true
+}

@@ -489,57 +489,99 @@ func (s *Scheduler) ForgetAdmission(key string) {
 // WaitReason says why a waiting unit is not admitted, in words for its
 // status; "" if it holds quota or is unknown.
 func (s *Scheduler) WaitReason(key string) string {
+	return s.WaitReasonText(key).For(namespaceOf(key))
+}
+
+// WaitText is a wait reason before it is rendered for a reader (For). It
+// keeps nothing of the scheduler, so a caller that holds a lock around the
+// scheduler may render it after releasing it. The zero WaitText is the
+// empty reason.
+type WaitText struct {
+	text Text
+	// behind: the unit waits because others come first (behind), at
+	// position of the queue's length, ahead (a key) just before it.
+	behind       bool
+	queue, ahead string
+	position, of int
+}
+
+// For renders the reason for readers of the namespace ns (Text.For).
+func (w WaitText) For(ns string) string {
+	if w.behind {
+		return behindText(w.queue, w.position, w.of, w.ahead).For(ns)
+	}
+	return w.text.For(ns)
+}
+
+// WaitReasonText is WaitReason before it is rendered for the unit's
+// namespace. Waiting behind others, the commonest reason, it takes no
+// allocation: a caller may take the reasons of a page of units while it
+// holds its lock, and render them after.
+func (s *Scheduler) WaitReasonText(key string) WaitText {
 	us, ok := s.units[key]
 	if !ok || us.admitted {
-		return ""
+		return WaitText{}
 	}
 	qs, ok := s.queues[us.u.Queue]
 	if !ok {
-		return fmt.Sprintf("queue %q does not exist", us.u.Queue)
+		return WaitText{text: words(fmt.Sprintf("queue %q does not exist", us.u.Queue))}
 	}
 	if err := s.engine.Err(qs.quota); err != nil {
-		return err.Error()
+		return WaitText{text: words(err.Error())}
 	}
 	if us.quotaWait && len(us.victims) == 0 {
 		if why := s.engine.Explain(qs.quota, us.need); why != "" {
-			return why + partialNote(us) + bandNote(us.band)
+			return WaitText{text: words(why + partialNote(us) + bandNote(us.band))}
 		}
 	}
 	if us.reason != "" {
-		return us.reason
+		return WaitText{text: words(us.reason)}
 	}
 	if never := s.engine.NeverFits(qs.quota, us.need); never != "" {
-		return never + partialNote(us)
+		return WaitText{text: words(never + partialNote(us))}
 	}
-	return behind(qs, key)
+	w := WaitText{behind: true, queue: qs.spec.Name, position: qs.q.Position(key), of: qs.q.Len()}
+	if ahead, ok := qs.q.At(w.position - 1); ok {
+		w.ahead = ahead.Key
+	}
+	return w
 }
 
-// behind says where a unit waits because others come first, naming the one
-// just ahead of it: "waiting in queue q at position 3 of 7, behind ns/b"
-// ("behind a unit of another namespace" when it is not of the unit's: the
-// message lands in the unit's status, text.go).
-func behind(qs *queueState, key string) string {
-	pos := qs.q.Position(key)
-	msg := say("waiting in queue %s at position %d of %d", qs.spec.Name, pos, qs.q.Len())
-	if ahead, ok := qs.q.At(pos - 1); ok {
-		msg = say("%s, behind %s", msg, unitRef(ahead.Key))
+// behindText says where a unit waits because others come first, naming
+// the one just ahead of it (ahead, "" for none): "waiting in queue q at
+// position 3 of 7, behind ns/b" ("behind a unit of another namespace" when
+// it is not of the reader's: the message lands in the unit's status,
+// text.go).
+func behindText(queue string, position, of int, ahead string) Text {
+	msg := say("waiting in queue %s at position %d of %d", queue, position, of)
+	if ahead != "" {
+		msg = say("%s, behind %s", msg, unitRef(ahead))
 	}
-	return msg.For(namespaceOf(key))
+	return msg
 }
 
 // Pending lists up to limit waiting units of a queue in order (all when
 // limit <= 0).
 func (s *Scheduler) Pending(queue string, limit int) []PendingUnit {
+	out, _ := s.PendingFrom(queue, 0, limit)
+	return out
+}
+
+// PendingFrom is a page of a queue's waiting units: up to limit of them
+// (all when limit <= 0) from 0-based place offset on, in order, and how
+// many wait in the queue. O(log n + limit).
+func (s *Scheduler) PendingFrom(queue string, offset, limit int) (units []PendingUnit, total int) {
 	qs, ok := s.queues[queue]
 	if !ok {
-		return nil
+		return nil, 0
 	}
-	items := qs.q.Items(limit)
+	offset = max(offset, 0)
+	items := qs.q.ItemsFrom(offset, limit)
 	out := make([]PendingUnit, len(items))
 	for i, it := range items {
-		out[i] = PendingUnit{Key: it.Key, Priority: it.Priority, Position: i + 1}
+		out[i] = PendingUnit{Key: it.Key, Priority: it.Priority, Position: offset + i + 1}
 	}
-	return out
+	return out, qs.q.Len()
 }
 
 // Position is a waiting unit's 1-based place in its queue, 0 if it is not waiting there.

@@ -1053,6 +1053,70 @@ func TestWaitReasonAndPending(t *testing.T) {
 	if diff := cmp.Diff(wantPending, s.Pending("q", 0)); diff != "" {
 		t.Errorf("Pending (-want +got):\n%s", diff)
 	}
+	for name, tc := range map[string]struct {
+		queue         string
+		offset, limit int
+		want          []scheduler.PendingUnit
+		wantTotal     int
+	}{
+		"a page in the middle keeps the queue's positions": {queue: "q", offset: 1, limit: 2, want: wantPending[1:3], wantTotal: 5},
+		"limit 0 lists the rest":                           {queue: "q", offset: 3, want: wantPending[3:], wantTotal: 5},
+		"a limit past the end stops at the end":            {queue: "q", offset: 4, limit: 10, want: wantPending[4:], wantTotal: 5},
+		"an offset past the end lists nothing":             {queue: "q", offset: 5, limit: 1, wantTotal: 5},
+		"a queue that does not exist has none":             {queue: "x", limit: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got, total := s.PendingFrom(tc.queue, tc.offset, tc.limit)
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("PendingFrom(%q, %d, %d) (-want +got):\n%s", tc.queue, tc.offset, tc.limit, diff)
+			}
+			if total != tc.wantTotal {
+				t.Errorf("PendingFrom(%q, ...) total = %d, want %d", tc.queue, total, tc.wantTotal)
+			}
+		})
+	}
+}
+
+// TestWaitReasonTextKeepsNothingOfTheScheduler: a wait reason taken as a
+// Text renders as WaitReason does, and later, after the queue changed (a
+// caller renders it once its lock is released), still says what it said.
+func TestWaitReasonTextKeepsNothingOfTheScheduler(t *testing.T) {
+	s := world{
+		capacity: bigCluster,
+		quotas:   []quota.Spec{qt.MakeSpec("q").Max("cpu", "1").Obj()},
+		queues:   []scheduler.QueueSpec{st.MakeQueue("q").Obj()},
+		units: []scheduler.Unit{
+			st.MakeUnit("ns/admitted", "q").Request("cpu", "1").Priority(2).Obj(),
+			st.MakeUnit("ns/head", "q").Request("cpu", "1").Priority(1).Obj(),
+			st.MakeUnit("ns/behind", "q").Request("cpu", "1").Priority(1).Enqueued(time.Second).Obj(),
+			st.MakeUnit("other/last", "q").Request("cpu", "1").Priority(0).Obj(),
+		},
+	}.build(t)
+	s.Cycle(st.T0)
+	texts := map[string]scheduler.WaitText{}
+	for _, k := range []string{"ns/admitted", "ns/head", "ns/behind", "other/last"} {
+		texts[k] = s.WaitReasonText(k)
+		if got, want := texts[k].For(strings.SplitN(k, "/", 2)[0]), s.WaitReason(k); got != want {
+			t.Errorf("WaitReasonText(%q) renders %q, WaitReason says %q", k, got, want)
+		}
+	}
+	if err := s.UpsertUnit(st.MakeUnit("ns/first", "q").Request("cpu", "1").Priority(9).Obj()); err != nil {
+		t.Fatal(err)
+	}
+	s.DeleteUnit("ns/head")
+	got := map[string]string{}
+	for k, text := range texts {
+		got[k] = text.For(strings.SplitN(k, "/", 2)[0])
+	}
+	want := map[string]string{
+		"ns/admitted": "",
+		"ns/head":     "q: cpu 1 used of max 1, request 1",
+		"ns/behind":   "waiting in queue q at position 2 of 3, behind ns/head",
+		"other/last":  "waiting in queue q at position 3 of 3, behind a unit of another namespace",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("texts rendered after the queue changed (-want +got):\n%s", diff)
+	}
 }
 
 func TestUpsertUnitRejectsUnitsWithoutKeyOrQueue(t *testing.T) {
