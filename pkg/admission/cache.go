@@ -69,8 +69,12 @@ type queueRecord struct {
 type Cache struct {
 	mu   sync.Mutex
 	core *scheduler.Scheduler
-	// forecast is the latest forecast and what it learned (forecast.go).
-	forecast forecaster
+	// forecast is the latest forecast and what it learned (forecast.go);
+	// now is the clock it is made at. Views carry estimates only when
+	// showEstimates (Setup turns it on; views in tests stay as they are).
+	forecast      forecaster
+	now           func() time.Time
+	showEstimates bool
 	quotas   *quotaIndex
 	// quotaObjects by name, for the visibility API and errors: of several
 	// ElasticQuotas with one name, the one in use (see quotaCopies).
@@ -133,6 +137,7 @@ func NewCache() *Cache {
 		dirty:          map[string]struct{}{},
 		jobTypes:       map[jobType]int{},
 		lists:          newUnitLists(),
+		now:            time.Now,
 	}
 }
 

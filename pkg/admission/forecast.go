@@ -4,9 +4,12 @@ import (
 	"sync"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/forecast"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 )
 
 // The forecast (pkg/forecast): when each waiting unit would be admitted.
@@ -32,8 +35,8 @@ type forecaster struct {
 	learner   forecast.Learner
 	at        time.Time
 	estimates map[string]forecast.Estimate
-	// computing serialises recomputations: one caller replays, the others
-	// are served the previous forecast meanwhile.
+	// computing serialises recomputations: one replays, the others are
+	// served the previous forecast meanwhile.
 	computing sync.Mutex
 }
 
@@ -54,24 +57,44 @@ func (c *Cache) observeFinished(was, u *schedulingv1alpha1.QueueUnit, quota stri
 	c.forecast.mu.Unlock()
 }
 
-// Estimates is the latest forecast of the waiting units, by key, computed
-// again when older than ForecastInterval at now.
+// Estimates is the latest forecast of the waiting units, by key, at once:
+// when it is older than ForecastInterval at now (or there is none yet), a
+// new one is computed in the background, and served from the next call.
+// nil until the first one is done.
 func (c *Cache) Estimates(now time.Time) map[string]forecast.Estimate {
 	f := &c.forecast
+	f.mu.Lock()
+	estimates, stale := f.estimates, f.estimates == nil || now.Sub(f.at) >= ForecastInterval
+	f.mu.Unlock()
+	if stale && f.computing.TryLock() {
+		go func() {
+			defer f.computing.Unlock()
+			c.computeEstimates(now)
+		}()
+	}
+	return estimates
+}
+
+// RefreshEstimates computes the forecast at now unless one no older than
+// ForecastInterval exists, waiting for it, and returns it.
+func (c *Cache) RefreshEstimates(now time.Time) map[string]forecast.Estimate {
+	f := &c.forecast
+	f.computing.Lock()
+	defer f.computing.Unlock()
 	f.mu.Lock()
 	if f.estimates != nil && now.Sub(f.at) < ForecastInterval {
 		defer f.mu.Unlock()
 		return f.estimates
 	}
 	f.mu.Unlock()
-	if !f.computing.TryLock() {
-		f.mu.Lock()
-		defer f.mu.Unlock()
-		return f.estimates // another caller is computing it: the previous one meanwhile
-	}
-	defer f.computing.Unlock()
-	in := c.forecastInput(now)
-	estimates := forecast.Run(in)
+	return c.computeEstimates(now)
+}
+
+// computeEstimates replays the core at now and keeps the result, with
+// f.computing held.
+func (c *Cache) computeEstimates(now time.Time) map[string]forecast.Estimate {
+	estimates := forecast.Run(c.forecastInput(now))
+	f := &c.forecast
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.at, f.estimates = now, estimates
@@ -108,4 +131,27 @@ func (c *Cache) forecastInput(now time.Time) forecast.Input {
 		in.Units[i] = fu
 	}
 	return in
+}
+
+// addEstimates gives each waiting view its forecast, from the latest one
+// (Estimates: never waiting for a new one); none before the first.
+func (c *Cache) addEstimates(views []api.UnitView) {
+	if !c.showEstimates {
+		return
+	}
+	estimates := c.Estimates(c.now())
+	if estimates == nil {
+		return
+	}
+	for i := range views {
+		v := &views[i]
+		e, ok := estimates[v.Namespace+"/"+v.Name]
+		if !ok || v.Phase != schedulingv1alpha1.Enqueued {
+			continue
+		}
+		v.EstimateBasis = e.Basis.String()
+		if !e.At.IsZero() {
+			v.EstimatedAdmissionTime = &metav1.Time{Time: e.At}
+		}
+	}
 }

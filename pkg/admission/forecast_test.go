@@ -40,17 +40,28 @@ func TestEstimates(t *testing.T) {
 	}
 	now := t0.Add(2 * time.Minute)
 
-	t.Run("declared", func(t *testing.T) {
+	t.Run("declared, and shown in the views", func(t *testing.T) {
 		c := setUp(admitted("running", ptr.To[int32](600)))
 		want := map[string]forecast.Estimate{"ns/next": {At: t0.Add(10 * time.Minute), Basis: forecast.Declared}}
-		if diff := cmp.Diff(want, c.Estimates(now)); diff != "" {
+		if diff := cmp.Diff(want, c.RefreshEstimates(now)); diff != "" {
 			t.Errorf("Estimates (-want +got):\n%s", diff)
+		}
+		c.showEstimates, c.now = true, func() time.Time { return now }
+		units, _ := c.QueueUnits("team", "", 0, 0)
+		one, _ := c.QueueUnit("ns", "next")
+		for _, v := range append(units, one) {
+			if v.Name != "next" {
+				continue
+			}
+			if v.EstimatedAdmissionTime == nil || !v.EstimatedAdmissionTime.Time.Equal(t0.Add(10*time.Minute)) || v.EstimateBasis != "Declared" {
+				t.Errorf("view of next: estimate %v (%s), want %v (Declared)", v.EstimatedAdmissionTime, v.EstimateBasis, t0.Add(10*time.Minute))
+			}
 		}
 	})
 
 	t.Run("learned from a finished unit", func(t *testing.T) {
 		c := setUp(admitted("running", nil))
-		if diff := cmp.Diff(map[string]forecast.Estimate{"ns/next": {Basis: forecast.Unknown}}, c.Estimates(now)); diff != "" {
+		if diff := cmp.Diff(map[string]forecast.Estimate{"ns/next": {Basis: forecast.Unknown}}, c.RefreshEstimates(now)); diff != "" {
 			t.Errorf("nothing learned yet (-want +got):\n%s", diff)
 		}
 		done := admitted("done", nil)
@@ -58,11 +69,11 @@ func TestEstimates(t *testing.T) {
 		done.Status.LastUpdateTime = ptr.To(metav1.NewTime(t0.Add(-time.Hour)))
 		done.Status.LastAllocateTime = ptr.To(metav1.NewTime(t0.Add(-time.Hour - 20*time.Minute)))
 		c.UpsertUnit(done)
-		if diff := cmp.Diff(map[string]forecast.Estimate{"ns/next": {Basis: forecast.Unknown}}, c.Estimates(now.Add(time.Second))); diff != "" {
+		if diff := cmp.Diff(map[string]forecast.Estimate{"ns/next": {Basis: forecast.Unknown}}, c.RefreshEstimates(now.Add(time.Second))); diff != "" {
 			t.Errorf("within ForecastInterval, the forecast served again (-want +got):\n%s", diff)
 		}
 		want := map[string]forecast.Estimate{"ns/next": {At: t0.Add(20 * time.Minute), Basis: forecast.Learned}}
-		if diff := cmp.Diff(want, c.Estimates(now.Add(ForecastInterval))); diff != "" {
+		if diff := cmp.Diff(want, c.RefreshEstimates(now.Add(ForecastInterval))); diff != "" {
 			t.Errorf("after ForecastInterval (-want +got):\n%s", diff)
 		}
 	})

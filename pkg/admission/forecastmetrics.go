@@ -9,9 +9,10 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/metrics"
 )
 
-// forecastCollector exports the forecast's horizons when scraped: the
-// forecast is computed then (at most once every ForecastInterval), so a
-// cluster nobody scrapes or asks pays nothing for it.
+// forecastCollector exports the forecast's horizons when scraped: a scrape
+// serves the latest forecast and has the next one computed when it is older
+// than ForecastInterval, so a cluster nobody scrapes or asks pays nothing
+// for it.
 type forecastCollector struct {
 	cache *Cache
 	now   func() time.Time

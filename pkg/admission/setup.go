@@ -38,6 +38,7 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 		opts.Clock = clock.RealClock{}
 	}
 	c := NewCache()
+	c.now, c.showEstimates = opts.Clock.Now, true
 	if opts.QueueNamespace != "" {
 		c.queueNamespace = opts.QueueNamespace
 	}

@@ -110,7 +110,9 @@ func (c *Cache) QueueUnits(queue string, phase schedulingv1alpha1.QueueUnitPhase
 	c.mu.Lock()
 	page, total := c.queueUnitsPage(queue, phase, offset, limit)
 	c.mu.Unlock()
-	return page.views(), total
+	units = page.views()
+	c.addEstimates(units)
+	return units, total
 }
 
 // queueUnitsPage is QueueUnits' page before its views are built, with c.mu
@@ -179,7 +181,9 @@ func (c *Cache) QueueUnit(namespace, name string) (api.UnitView, bool) {
 	if v.Phase == schedulingv1alpha1.Enqueued {
 		v.Reason = c.waitReason(key)
 	}
-	return v, true
+	views := []api.UnitView{v}
+	c.addEstimates(views)
+	return views[0], true
 }
 
 // unitViewSource is what a unit's view is built from, copied from its

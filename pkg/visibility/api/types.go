@@ -7,6 +7,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 )
@@ -65,6 +66,15 @@ type UnitView struct {
 	Position int `json:"position,omitempty"`
 	// Reason is why the unit waits.
 	Reason string `json:"reason,omitempty"`
+	// EstimatedAdmissionTime is when the forecast says a waiting unit will
+	// be admitted (docs/visibility-api.md says how it is made); absent when
+	// it cannot say.
+	EstimatedAdmissionTime *metav1.Time `json:"estimatedAdmissionTime,omitempty"`
+	// EstimateBasis says how sure that is: Declared (every runtime it
+	// waited for was a declared limit), Learned (some were learned from
+	// finished units) or Unknown (no time: it waits for a unit whose end is
+	// unknown, or longer than the forecast looks ahead).
+	EstimateBasis string `json:"estimateBasis,omitempty"`
 	// Redacted marks a unit of a namespace the caller may not list
 	// QueueUnits in: only Queue, Phase, Priority and Position are shown.
 	Redacted bool `json:"redacted,omitempty"`

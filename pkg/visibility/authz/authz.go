@@ -215,11 +215,13 @@ func RedactUnits(units []api.UnitView, visible Visible) ([]api.UnitView, error) 
 }
 
 // Redact is what a unit of a namespace the caller may not see shows: its
-// queue, phase, priority and position, so the caller knows what waits ahead
-// of theirs and in what order; not its namespace, name, request, quota rule,
-// partial admission or reason, which name or size another tenant's job.
+// queue, phase, priority, position and forecast, so the caller knows what
+// waits ahead of theirs, in what order and until when; not its namespace,
+// name, request, quota rule, partial admission or reason, which name or
+// size another tenant's job.
 func Redact(u api.UnitView) api.UnitView {
-	return api.UnitView{Queue: u.Queue, Phase: u.Phase, Priority: u.Priority, Position: u.Position, Redacted: true}
+	return api.UnitView{Queue: u.Queue, Phase: u.Phase, Priority: u.Priority, Position: u.Position, Redacted: true,
+		EstimatedAdmissionTime: u.EstimatedAdmissionTime, EstimateBasis: u.EstimateBasis}
 }
 
 // FilterAdmissions keeps the admissions of namespaces the caller may see:
