@@ -542,3 +542,23 @@ func TestEachQuotaKnowsItsTreeAndEachRootItsCapacity(t *testing.T) {
 		t.Errorf("Capacity (-want +got):\n%s", diff)
 	}
 }
+
+// A tree root's min follows its pool (koord-manager sets it to the pool's
+// total), and Koordinator's webhook does not check a tree root's min against
+// its children's: a pool shrinking below its children's mins leaves the tree
+// usable, the children's mins then scaled to what the root has.
+func TestATreeRootsMinFallingBelowItsChildrensKeepsTheTree(t *testing.T) {
+	root := func(min string) quota.Spec {
+		return qt.MakeSpec("a100").IsParent().Min("cpu", min).Max("cpu", "1000").TreeRoot("t1", "cpu", min).Obj()
+	}
+	e := newEngine(t, poolCluster, []quota.Spec{
+		root("20"),
+		qt.MakeSpec("a").Parent("a100").Tree("t1").Min("cpu", "10").Max("cpu", "20").Obj(),
+		qt.MakeSpec("b").Parent("a100").Tree("t1").Min("cpu", "10").Max("cpu", "20").Obj(),
+	}, nil)
+	e.MarkLoaded()
+	e.UpsertQuota(root("15"))
+	if diff := cmp.Diff(map[string]error{}, errorsOf(e)); diff != "" {
+		t.Errorf("Errors after the pool shrank (-want +got):\n%s", diff)
+	}
+}
