@@ -84,9 +84,11 @@ type Charge struct {
 }
 
 type node struct {
-	name   string
-	spec   *Spec
-	parent *node // the accounting parent; the root for detached quotas
+	name string
+	spec *Spec
+	// parent is the accounting parent: the root of its tree for detached
+	// quotas, nil for a root (the classic one or a quota tree's).
+	parent *node
 	// top is the root of n's tree: the classic root, or a quota tree's
 	// root quota (see trees in doc.go).
 	top *node

@@ -8,9 +8,10 @@ import (
 // quota is owed it: quota's usage plus the request stays within its min for
 // every resource asked, and the request does not fit only because quotas
 // elsewhere borrowed. Victims come from other quotas of quota's tree (never
-// from another quota tree, nor quota's ancestors or descendants) that borrow when the victim is taken, Kueue's rule: the
-// victim's quota, and each of its ancestors below the common ancestor, uses
-// more than its min of a short resource the victim holds. A unit larger than
+// from another quota tree, nor quota's ancestors or descendants) that borrow
+// when the victim is taken, Kueue's rule: the victim's quota, and each of its
+// ancestors below the common ancestor, uses more than its min of a short
+// resource the victim holds. A unit larger than
 // what its quota borrows may be taken (its quota then drops below its min,
 // and is owed that back), but a unit of a quota within its min never is.
 // Holds (Charge.Hold) are never taken, and borrowing is judged without
