@@ -312,3 +312,43 @@ func TestUnitResizedWhileAdmittedKeepsItsCharge(t *testing.T) {
 		t.Errorf("the visibility API shows it charged %v, want 2 cpu", v.Request)
 	}
 }
+
+// TestVisibilityShowsQuotaTrees: the visibility API shows each quota's tree
+// (Koordinator's multiple quota trees), a tree root's capacity from its
+// total-resource annotation, and the error of a root whose annotation is
+// malformed (its tree then admits nothing).
+func TestVisibilityShowsQuotaTrees(t *testing.T) {
+	quota := func(name, parent, total string) *elasticquotav1alpha1.ElasticQuota {
+		eq := &elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: name,
+			Labels: map[string]string{elasticquotav1alpha1.LabelQuotaTreeID: "t-" + name}}}
+		if parent != "" {
+			eq.Labels[elasticquotav1alpha1.LabelQuotaParent] = parent
+			eq.Labels[elasticquotav1alpha1.LabelQuotaTreeID] = "t-" + parent
+		} else {
+			eq.Labels[elasticquotav1alpha1.LabelQuotaIsRoot] = "true"
+			eq.Labels[elasticquotav1alpha1.LabelQuotaIsParent] = "true"
+			eq.Annotations = map[string]string{elasticquotav1alpha1.AnnotationTotalResource: total}
+		}
+		return eq
+	}
+	c := NewCache()
+	c.UpsertElasticQuota(quota("a100", "", `{"nvidia.com/gpu":"8"}`))
+	c.UpsertElasticQuota(quota("team", "a100", ""))
+	c.UpsertElasticQuota(quota("broken", "", `{"nvidia.com/gpu":`))
+	type seen struct {
+		Tree, Parent, Capacity string
+		Failed                 bool
+	}
+	got := map[string]seen{}
+	for _, v := range c.Quotas() {
+		got[v.Name] = seen{Tree: v.Tree, Parent: v.Parent, Capacity: v.Capacity.Name("nvidia.com/gpu", resource.DecimalSI).String(), Failed: v.Error != ""}
+	}
+	want := map[string]seen{
+		"a100":   {Tree: "t-a100", Capacity: "8"},
+		"team":   {Tree: "t-a100", Parent: "a100", Capacity: "0"},
+		"broken": {Tree: "t-broken", Capacity: "0", Failed: true},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("quota views (-want +got):\n%s", diff)
+	}
+}

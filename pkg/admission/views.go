@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/scheduler"
@@ -30,8 +31,12 @@ func (c *Cache) quotaView(name string) api.QuotaView {
 	v := api.QuotaView{Name: name, Used: e.Used(name), Runtime: e.Runtime(name)}
 	if eq, ok := c.quotaObjects[name]; ok {
 		v.Namespace, v.Min, v.Max = eq.Namespace, eq.Spec.Min, eq.Spec.Max
+		v.Tree = eq.Labels[elasticquotav1alpha1.LabelQuotaTreeID]
 	}
 	v.Parent = e.Parent(name)
+	if v.Parent == "" && name != elasticquotav1alpha1.RootQuotaName {
+		v.Capacity = e.Capacity(name) // a quota tree's root
+	}
 	if copies := c.quotaCopies[name]; len(copies) > 1 {
 		for _, dup := range copies[1:] {
 			v.IgnoredDuplicates = append(v.IgnoredDuplicates, dup.Namespace+"/"+dup.Name)

@@ -170,7 +170,9 @@ func (e *Engine) checkChildrenMins(names []string) {
 // checkChildrenMinsUnder applies the rule to n's children; valid are the
 // histories of the quotas last valid under n. A child labelled
 // allow-force-update is exempt, as at Koordinator's webhook, and its min
-// still counts; so is such a parent's change of its own min.
+// still counts; so is such a parent's change of its own min, and a quota
+// tree root's (koord-manager sets its min to its pool's total, and the
+// webhook does not check it).
 func (e *Engine) checkChildrenMinsUnder(n *node, valid []*quotaHistory) {
 	r := len(e.names)
 	sum := make(Vector, r)
@@ -195,7 +197,7 @@ func (e *Engine) checkChildrenMinsUnder(n *node, valid []*quotaHistory) {
 	// valid with, or no bound before a parent that never was (created, or
 	// created again, after its children); its own change is weighed in turn.
 	limit := n.min
-	if h := e.hist[n.name]; e.live && h != nil && !n.spec.ForceUpdate {
+	if h := e.hist[n.name]; e.live && h != nil && !n.spec.ForceUpdate && n.parent != nil {
 		switch v := h.valid; {
 		case v == nil:
 			limit = make(Vector, r)

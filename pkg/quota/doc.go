@@ -15,6 +15,14 @@
 //     demand), used to order queues when capacity is contested;
 //   - ReclaimVictims and LowerPriorityVictims: whom to evict, fewest first.
 //
+// Trees: Koordinator's multiple quota trees (node pools) make the engine a
+// forest. A quota labelled is-root "true" with a tree-id, hanging from
+// koordinator-root-quota, roots a quota tree: its descendants carry the same
+// tree-id, and its capacity is its total-resource annotation
+// (Spec.TreeTotal), as the cluster's is the classic root's. The classic
+// root's capacity is the cluster's less the quota trees' totals. Nothing
+// crosses a tree: usage, headroom, fair shares and reclaim stay inside it.
+//
 // Amounts are int64: cpu in milli-cores, every other resource in whole units
 // (bytes for memory), as the kube-scheduler counts them. Milli-bytes would
 // overflow int64 on a large cluster. Vectors index resources in the order the

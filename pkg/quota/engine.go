@@ -38,6 +38,22 @@ var (
 	ErrChildrenMinAboveMin = errors.New("children's mins add up to more than the parent's min")
 	// ErrInvalidAncestor: an ancestor is in error, so this quota cannot be used.
 	ErrInvalidAncestor = errors.New("an ancestor quota is invalid")
+	// ErrTreeMismatch: the quota's tree id (label tree-id) is not its
+	// parent's; only a quota hanging from koordinator-root-quota may differ.
+	ErrTreeMismatch = errors.New("a quota's tree-id must be its parent's: quotas never cross quota trees")
+	// ErrTreeCapacity: a tree's root has no valid total-resource annotation,
+	// so the tree's capacity is unknown and the tree admits nothing.
+	ErrTreeCapacity = errors.New(`the root of a quota tree needs a valid ` + elasticquotav1alpha1.AnnotationTotalResource + ` annotation, its capacity`)
+	// ErrNotTreeRoot: a quota with a tree id hangs from koordinator-root-quota
+	// without being labelled its tree's root.
+	ErrNotTreeRoot = errors.New(`a quota with a tree-id that hangs from ` + elasticquotav1alpha1.RootQuotaName +
+		` must be its tree's root (` + elasticquotav1alpha1.LabelQuotaIsRoot + `: "true")`)
+	// ErrDuplicateTreeRoot: another quota (the first by name) is already the
+	// root of this quota's tree.
+	ErrDuplicateTreeRoot = errors.New("another quota is the root of this quota tree")
+	// ErrTreeRootParent: a quota labelled the root of a tree does not hang
+	// from koordinator-root-quota.
+	ErrTreeRootParent = errors.New("the root of a quota tree must hang from " + elasticquotav1alpha1.RootQuotaName)
 	// ErrAlreadyCharged: the unit already holds quota.
 	ErrAlreadyCharged = errors.New("unit already holds quota")
 	// ErrNotCharged: the unit holds no quota.
@@ -68,9 +84,17 @@ type Charge struct {
 }
 
 type node struct {
-	name    string
-	spec    *Spec
-	parent  *node // the accounting parent; the root for detached quotas
+	name string
+	spec *Spec
+	// parent is the accounting parent: the root of its tree for detached
+	// quotas, nil for a root (the classic one or a quota tree's).
+	parent *node
+	// top is the root of n's tree: the classic root, or a quota tree's
+	// root quota (see trees in doc.go).
+	top *node
+	// total is a quota tree root's capacity (Spec.TreeTotal), nil for
+	// every other node. It also caps max.
+	total   Vector
 	kids    []*node
 	depth   int
 	err     error
@@ -116,7 +140,10 @@ type Engine struct {
 	names []corev1.ResourceName
 	index map[corev1.ResourceName]int
 
-	specs       map[string]Spec
+	specs map[string]Spec
+	// roots are the roots of the forest: the classic root first, then each
+	// quota tree's root, by name.
+	roots       []*node
 	capacity    corev1.ResourceList
 	capacitySet bool
 
@@ -185,6 +212,7 @@ func (e *Engine) UpsertQuotas(specs []Spec) {
 	for _, s := range specs {
 		own := s // every field, and copies of the lists the caller may reuse
 		own.Min, own.Max, own.SharedWeight = s.Min.DeepCopy(), s.Max.DeepCopy(), s.SharedWeight.DeepCopy()
+		own.TreeTotal = s.TreeTotal.DeepCopy()
 		e.specs[s.Name] = own
 	}
 	root := e.root
@@ -193,6 +221,7 @@ func (e *Engine) UpsertQuotas(specs []Spec) {
 		e.intern(s.Min)
 		e.intern(s.Max)
 		e.intern(s.SharedWeight)
+		e.intern(s.TreeTotal)
 	}
 	e.root = root
 	for _, s := range specs {
@@ -311,8 +340,8 @@ func (e *Engine) Errors() []QuotaError {
 }
 
 // Parent is the quota's parent in the tree as the engine uses it (the root
-// for quotas whose parent is missing or in a cycle), "" for the root or an
-// unknown quota.
+// of its tree for quotas whose parent is missing or in a cycle), "" for a
+// root (the classic root or a quota tree's) or an unknown quota.
 func (e *Engine) Parent(quota string) string {
 	n, ok := e.nodes[quota]
 	if !ok || n.parent == nil {
@@ -321,7 +350,38 @@ func (e *Engine) Parent(quota string) string {
 	return n.parent.name
 }
 
-// Ancestors calls fn for the quota and each ancestor up to the root.
+// TreeRoot is the root of the quota's tree as the engine counts it:
+// koordinator-root-quota for the classic tree, a quota tree's root quota;
+// "" for a quota it does not know.
+func (e *Engine) TreeRoot(quota string) string {
+	n, ok := e.nodes[quota]
+	if !ok || n.top == nil {
+		return ""
+	}
+	return n.top.name
+}
+
+// Capacity is a root's capacity, what its whole tree may use: for
+// koordinator-root-quota, its max or else the cluster's capacity less the
+// quota trees' (SetClusterCapacity); for a quota tree's root, its
+// total-resource capped by its max. Resources without a limit are left out;
+// nil for any other quota.
+func (e *Engine) Capacity(quota string) corev1.ResourceList {
+	n, ok := e.nodes[quota]
+	if !ok || n.parent != nil || n != e.root && n.total == nil {
+		return nil
+	}
+	out := corev1.ResourceList{}
+	for i, a := range n.max {
+		if a != Unlimited {
+			out[e.names[i]] = quantity(e.names[i], a)
+		}
+	}
+	return out
+}
+
+// Ancestors calls fn for the quota and each ancestor up to the root of its
+// tree.
 func (e *Engine) Ancestors(quota string, fn func(name string)) {
 	n, ok := e.nodes[quota]
 	if !ok {
@@ -333,6 +393,8 @@ func (e *Engine) Ancestors(quota string, fn func(name string)) {
 }
 
 // Used is what admitted units hold in the quota and its descendants.
+// koordinator-root-quota's is the classic tree's: a quota tree's usage is
+// its root's.
 func (e *Engine) Used(quota string) corev1.ResourceList {
 	n, ok := e.nodes[quota]
 	if !ok {
@@ -383,7 +445,7 @@ func (e *Engine) rebuild() {
 	for name, n := range e.nodes {
 		names = append(names, name)
 		n.was = room{built: n.max != nil, parent: n.parent, max: n.max, floor: n.floor, valid: n.err == nil}
-		n.parent, n.kids, n.err, n.spec = nil, nil, nil, nil
+		n.parent, n.kids, n.err, n.spec, n.top, n.total = nil, nil, nil, nil, nil, nil
 		if s, ok := e.specs[name]; ok {
 			s := s
 			n.spec = &s
@@ -401,10 +463,12 @@ func (e *Engine) rebuild() {
 		}
 	}
 	sort.Strings(names)
-	e.setRootCapacity()
 
-	// Resolve parents and find cycles on the declared parents.
+	// Resolve parents and find cycles on the declared parents. The first
+	// quota by name labelled the root of a quota tree, hanging from the
+	// root, is that tree's root (treeRoots).
 	declared := map[string]string{}
+	treeRoots := map[string]*node{}
 	for _, name := range names {
 		n := e.nodes[name]
 		switch {
@@ -417,18 +481,37 @@ func (e *Engine) rebuild() {
 				p = elasticquotav1alpha1.RootQuotaName
 			}
 			ps, ok := e.specs[p]
+			tree := n.spec.TreeID
 			switch {
 			case p == elasticquotav1alpha1.RootQuotaName:
 				declared[name] = p
+				switch {
+				case tree == "":
+				case !n.spec.IsTreeRoot:
+					n.err = fmt.Errorf("quota %q: tree-id %q: %w", name, tree, ErrNotTreeRoot)
+				case treeRoots[tree] != nil:
+					n.err = fmt.Errorf("quota %q: tree-id %q: %q is its root: %w", name, tree, treeRoots[tree].name, ErrDuplicateTreeRoot)
+				default:
+					treeRoots[tree] = n
+					if n.spec.TreeTotal == nil {
+						n.err = fmt.Errorf("quota %q: tree-id %q: %w", name, tree, ErrTreeCapacity)
+					}
+				}
 			case !ok:
 				n.err = fmt.Errorf("quota %q: parent %q: %w", name, p, ErrMissingParent)
 			default:
-				// A parent not marked as one still counts the child's usage
-				// (so it stays bounded), but only the child is refused, as
-				// Koordinator's webhook refuses the child.
+				// A parent not marked as one, or of another tree, still
+				// counts the child's usage (so it stays bounded), but only
+				// the child is refused, as Koordinator's webhook refuses
+				// the child.
 				declared[name] = p
-				if !ps.IsParent {
+				switch {
+				case !ps.IsParent:
 					n.err = fmt.Errorf("quota %q: parent %q: %w", name, p, ErrParentNotMarked)
+				case n.spec.IsTreeRoot && tree != "":
+					n.err = fmt.Errorf("quota %q: tree-id %q, parent %q: %w", name, tree, p, ErrTreeRootParent)
+				case ps.TreeID != tree:
+					n.err = fmt.Errorf("quota %q: tree-id %q, its parent %q's %q: %w", name, tree, p, ps.TreeID, ErrTreeMismatch)
 				}
 			}
 		}
@@ -439,9 +522,14 @@ func (e *Engine) rebuild() {
 			delete(declared, name)
 		}
 	}
+	e.roots = append(e.roots[:0], e.root)
 	for _, name := range names {
 		n := e.nodes[name]
 		if n == e.root {
+			continue
+		}
+		if n.spec != nil && n.spec.TreeID != "" && treeRoots[n.spec.TreeID] == n {
+			e.roots = append(e.roots, n) // a root: counted in its tree only
 			continue
 		}
 		if p, ok := declared[name]; ok {
@@ -449,8 +537,14 @@ func (e *Engine) rebuild() {
 		} else {
 			n.parent = e.root // detached: still counted against the cluster
 		}
+		if n.parent == e.root && n.spec != nil && treeRoots[n.spec.TreeID] != nil {
+			// Hanging from the root with a tree id (refused above), or
+			// detached: still counted against its tree.
+			n.parent = treeRoots[n.spec.TreeID]
+		}
 		n.parent.kids = append(n.parent.kids, n)
 	}
+	e.setRootCapacity()
 
 	// Per-quota checks (the parent is resolved).
 	for _, name := range names {
@@ -476,17 +570,33 @@ func (e *Engine) rebuild() {
 	// valid on their own.
 	e.checkChildrenMins(names)
 
-	// Order: parents before children for inheritance, reversed for sums.
-	pre := make([]*node, 0, len(e.nodes))
-	var walk func(n *node, depth int)
-	walk = func(n *node, depth int) {
-		n.depth = depth
-		pre = append(pre, n)
-		for _, k := range n.kids {
-			walk(k, depth+1)
+	// A quota tree's capacity bounds its root as the cluster's does the
+	// classic root (after the checks: min above it is no error of the
+	// quota's).
+	for _, t := range e.roots[1:] {
+		if t.spec.TreeTotal == nil {
+			continue // invalid (ErrTreeCapacity): admits nothing
+		}
+		t.total = grow(nil, r)
+		e.fill(t.total, t.spec.TreeTotal, 0)
+		for i := range t.max {
+			t.max[i] = min(t.max[i], t.total[i])
 		}
 	}
-	walk(e.root, 0)
+
+	// Order: parents before children for inheritance, reversed for sums.
+	pre := make([]*node, 0, len(e.nodes))
+	var walk func(n, top *node, depth int)
+	walk = func(n, top *node, depth int) {
+		n.depth, n.top = depth, top
+		pre = append(pre, n)
+		for _, k := range n.kids {
+			walk(k, top, depth+1)
+		}
+	}
+	for _, root := range e.roots {
+		walk(root, root, 0)
+	}
 	for _, n := range pre {
 		if n.err == nil && n.parent != nil && n.parent.err != nil {
 			n.err = fmt.Errorf("quota %q: ancestor %q is invalid (%v): %w", n.name, n.parent.name, n.parent.err, ErrInvalidAncestor)
@@ -498,7 +608,7 @@ func (e *Engine) rebuild() {
 				n.weight[i] = n.max[i]
 			}
 			e.fill(n.weight, n.spec.SharedWeight, -1)
-			if n.spec.DisallowLending && n != e.root {
+			if n.spec.DisallowLending && n.parent != nil { // a root has no siblings
 				copy(n.floor, n.min)
 			}
 		}
@@ -558,6 +668,10 @@ func (e *Engine) shrank() bool {
 // it saw when it decided them.
 func (e *Engine) Shrinks() uint64 { return e.shrinks }
 
+// setRootCapacity sets the classic root's capacity: its max if it has one,
+// else the cluster's, less the capacity of every quota tree whose root is
+// not labelled ignore-default-tree (as koord-scheduler takes it out of its
+// default tree), never below zero.
 func (e *Engine) setRootCapacity() {
 	root := e.root
 	switch {
@@ -568,6 +682,15 @@ func (e *Engine) setRootCapacity() {
 			root.max[i] = 0
 		}
 		e.fill(root.max, e.capacity, 0)
+		for _, t := range e.roots[1:] {
+			if t.spec.IgnoreDefaultTree {
+				continue
+			}
+			for name, q := range t.spec.TreeTotal {
+				i := e.index[name]
+				root.max[i] = max(0, root.max[i]-scaled(name, q))
+			}
+		}
 	}
 	for i := range root.min {
 		root.min[i] = root.max[i]

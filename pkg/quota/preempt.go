@@ -7,10 +7,11 @@ import (
 // ReclaimVictims picks whom to evict so that request fits in quota, when the
 // quota is owed it: quota's usage plus the request stays within its min for
 // every resource asked, and the request does not fit only because quotas
-// elsewhere borrowed. Victims come from other quotas (not quota's ancestors
-// or descendants) that borrow when the victim is taken, Kueue's rule: the
-// victim's quota, and each of its ancestors below the common ancestor, uses
-// more than its min of a short resource the victim holds. A unit larger than
+// elsewhere borrowed. Victims come from other quotas of quota's tree (never
+// from another quota tree, nor quota's ancestors or descendants) that borrow
+// when the victim is taken, Kueue's rule: the victim's quota, and each of its
+// ancestors below the common ancestor, uses more than its min of a short
+// resource the victim holds. A unit larger than
 // what its quota borrows may be taken (its quota then drops below its min,
 // and is owed that back), but a unit of a quota within its min never is.
 // Holds (Charge.Hold) are never taken, and borrowing is judged without
@@ -61,7 +62,7 @@ func (e *Engine) ReclaimVictims(quota string, request Vector, canEvict func(key 
 			}
 			continue
 		}
-		if m == n || isAncestor(m, n) || isAncestor(n, m) || !uses(c.Request, short) || !canEvict(c.Key) {
+		if m == n || m.top != n.top || isAncestor(m, n) || isAncestor(n, m) || !uses(c.Request, short) || !canEvict(c.Key) {
 			continue
 		}
 		cands = append(cands, c)

@@ -90,12 +90,13 @@ func (e *Engine) refreshRuntime() {
 			n.demand[i] = min(d, n.max[i])
 		}
 	}
-	root := e.root
-	for i := range root.runtime {
-		if root.max[i] == Unlimited {
-			root.runtime[i] = root.demand[i]
-		} else {
-			root.runtime[i] = root.max[i]
+	for _, root := range e.roots { // each tree shares its own capacity
+		for i := range root.runtime {
+			if root.max[i] == Unlimited {
+				root.runtime[i] = root.demand[i]
+			} else {
+				root.runtime[i] = root.max[i]
+			}
 		}
 	}
 	for j := len(e.order) - 1; j >= 0; j-- { // parents first

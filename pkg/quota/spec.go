@@ -2,6 +2,7 @@ package quota
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -33,6 +34,24 @@ type Spec struct {
 	// DisallowLending keeps the quota's unused min from its siblings
 	// (allow-lent-resource: "false"). The zero value lends, as in Koordinator.
 	DisallowLending bool
+	// TreeID is the quota tree (node pool) of Koordinator's multiple quota
+	// trees the quota belongs to (label tree-id). Empty: the classic tree
+	// under koordinator-root-quota, whose capacity is the cluster's. A quota's
+	// tree id must be its parent's, unless its parent is the classic root.
+	TreeID string
+	// IsTreeRoot: labelled is-root "true". With a TreeID and hanging from
+	// koordinator-root-quota, the quota is the root of its tree: the tree's
+	// capacity is TreeTotal, as the cluster's is the classic root's.
+	IsTreeRoot bool
+	// TreeTotal is a tree root's capacity (annotation total-resource): a
+	// resource it does not name has none. Nil when the annotation is missing
+	// or malformed: the tree's capacity is then unknown, and its root is
+	// invalid (ErrTreeCapacity), so the tree admits nothing rather than
+	// guess. Read only for a tree root.
+	TreeTotal corev1.ResourceList
+	// IgnoreDefaultTree: a tree root labelled ignore-default-tree "true",
+	// whose TreeTotal is not taken out of the classic tree's capacity.
+	IgnoreDefaultTree bool
 	// Created orders siblings whose order of change the engine did not see
 	// (those fed before Engine.MarkLoaded) when their mins breach their
 	// parent's: the newest are the ones refused (see changes.go).
@@ -41,27 +60,43 @@ type Spec struct {
 
 // SpecFromElasticQuota reads a Spec from an ElasticQuota's spec, labels and
 // annotations. A malformed shared-weight annotation is reported as an error
-// and ignored (the weight falls back to max); the returned Spec is usable
-// either way.
+// and ignored (the weight falls back to max); a tree root's malformed
+// total-resource annotation is reported too, and leaves TreeTotal nil (the
+// tree admits nothing). The returned Spec is usable either way.
 func SpecFromElasticQuota(eq *elasticquotav1alpha1.ElasticQuota) (Spec, error) {
 	s := Spec{
-		Name:            eq.Name,
-		Parent:          eq.Labels[elasticquotav1alpha1.LabelQuotaParent],
-		Min:             eq.Spec.Min,
-		Max:             eq.Spec.Max,
-		IsParent:        eq.Labels[elasticquotav1alpha1.LabelQuotaIsParent] == "true",
-		ForceUpdate:     eq.Labels[elasticquotav1alpha1.LabelAllowForceUpdate] == "true",
-		DisallowLending: eq.Labels[elasticquotav1alpha1.LabelAllowLentResource] == "false",
-		Created:         eq.CreationTimestamp.Time,
+		Name:              eq.Name,
+		Parent:            eq.Labels[elasticquotav1alpha1.LabelQuotaParent],
+		Min:               eq.Spec.Min,
+		Max:               eq.Spec.Max,
+		IsParent:          eq.Labels[elasticquotav1alpha1.LabelQuotaIsParent] == "true",
+		ForceUpdate:       eq.Labels[elasticquotav1alpha1.LabelAllowForceUpdate] == "true",
+		DisallowLending:   eq.Labels[elasticquotav1alpha1.LabelAllowLentResource] == "false",
+		TreeID:            eq.Labels[elasticquotav1alpha1.LabelQuotaTreeID],
+		IsTreeRoot:        eq.Labels[elasticquotav1alpha1.LabelQuotaIsRoot] == "true",
+		IgnoreDefaultTree: eq.Labels[elasticquotav1alpha1.LabelQuotaIgnoreDefaultTree] == "true",
+		Created:           eq.CreationTimestamp.Time,
 	}
-	raw, ok := eq.Annotations[elasticquotav1alpha1.AnnotationSharedWeight]
-	if !ok || raw == "" {
-		return s, nil
+	var errs []error
+	if raw, ok := eq.Annotations[elasticquotav1alpha1.AnnotationSharedWeight]; ok && raw != "" {
+		var weight corev1.ResourceList
+		if err := json.Unmarshal([]byte(raw), &weight); err != nil {
+			errs = append(errs, fmt.Errorf("quota %q: annotation %s: %w", eq.Name, elasticquotav1alpha1.AnnotationSharedWeight, err))
+		} else {
+			s.SharedWeight = weight
+		}
 	}
-	var weight corev1.ResourceList
-	if err := json.Unmarshal([]byte(raw), &weight); err != nil {
-		return s, fmt.Errorf("quota %q: annotation %s: %w", eq.Name, elasticquotav1alpha1.AnnotationSharedWeight, err)
+	if s.IsTreeRoot && s.TreeID != "" {
+		if raw, ok := eq.Annotations[elasticquotav1alpha1.AnnotationTotalResource]; ok && raw != "" {
+			var total corev1.ResourceList
+			if err := json.Unmarshal([]byte(raw), &total); err != nil {
+				errs = append(errs, fmt.Errorf("quota %q: annotation %s: %w", eq.Name, elasticquotav1alpha1.AnnotationTotalResource, err))
+			} else if total != nil {
+				s.TreeTotal = total
+			} else {
+				s.TreeTotal = corev1.ResourceList{} // "null": a tree of no capacity
+			}
+		}
 	}
-	s.SharedWeight = weight
-	return s, nil
+	return s, errors.Join(errs...)
 }

@@ -406,7 +406,7 @@ func (e *Engine) Explain(quota string, request Vector) string {
 			taken := max(p[i], m[i])
 			reserved := taken - a.used[i]
 			limit := "max"
-			if e.isCluster(a) {
+			if e.isCluster(a) || a.total != nil && c == a.total[i] {
 				limit = "capacity"
 			}
 			msg := fmt.Sprintf("%s %s used", name, format(name, a.used[i]))
@@ -419,8 +419,11 @@ func (e *Engine) Explain(quota string, request Vector) string {
 		if len(parts) > 0 {
 			sort.Strings(parts)
 			who := a.name
-			if e.isCluster(a) {
+			switch {
+			case e.isCluster(a):
 				who = "cluster"
+			case a.total != nil:
+				who = fmt.Sprintf("%s (root of quota tree %s)", a.name, a.spec.TreeID)
 			}
 			return who + ": " + strings.Join(parts, "; ")
 		}
@@ -441,28 +444,36 @@ func (e *Engine) NeverFits(quota string, request Vector) string {
 
 // neverFits says why request could not fit even with nothing else admitted:
 // it asks more of a resource than the max of a quota on n's chain, or than
-// the cluster has. "" if no such limit stands in its way.
+// the cluster or the quota tree (node pool) has. "" if no such limit stands
+// in its way.
 func (e *Engine) neverFits(n *node, request Vector) string {
 	for a := n; a != nil; a = a.parent {
 		var parts []string
+		grows := "" // what must grow for the request to fit, if anything can
 		for i, r := range request {
 			if r <= 0 || i >= len(a.max) || a.max[i] == Unlimited || r <= a.max[i] {
 				continue
 			}
 			name := e.names[i]
-			parts = append(parts, fmt.Sprintf("%s %s", name, format(name, r)))
-			if e.isCluster(a) {
-				parts[len(parts)-1] += fmt.Sprintf(" exceeds the cluster's capacity %s", format(name, a.max[i]))
-			} else {
-				parts[len(parts)-1] += fmt.Sprintf(" exceeds max %s of %s", format(name, a.max[i]), a.name)
+			part := fmt.Sprintf("%s %s", name, format(name, r))
+			switch {
+			case e.isCluster(a):
+				part += fmt.Sprintf(" exceeds the cluster's capacity %s", format(name, a.max[i]))
+				grows = "cluster"
+			case a.total != nil && a.max[i] == a.total[i]:
+				part += fmt.Sprintf(" exceeds the capacity %s of quota tree %s (root %s)", format(name, a.max[i]), a.spec.TreeID, a.name)
+				grows = "pool"
+			default:
+				part += fmt.Sprintf(" exceeds max %s of %s", format(name, a.max[i]), a.name)
 			}
+			parts = append(parts, part)
 		}
 		if len(parts) == 0 {
 			continue
 		}
 		sort.Strings(parts)
-		if e.isCluster(a) {
-			return "request " + strings.Join(parts, "; ") + ": it cannot be admitted until the cluster grows"
+		if grows != "" {
+			return "request " + strings.Join(parts, "; ") + ": it cannot be admitted until the " + grows + " grows"
 		}
 		return "request " + strings.Join(parts, "; ") + ": it can never be admitted"
 	}

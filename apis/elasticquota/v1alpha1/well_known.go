@@ -26,6 +26,24 @@ const (
 	// AnnotationQuotaNamespaces is a JSON list of namespaces the quota serves.
 	AnnotationQuotaNamespaces = "quota.scheduling.koordinator.sh/namespaces"
 
+	// Koordinator's multiple quota trees (node pools, feature gate
+	// MultiQuotaTree): koord-manager's ElasticQuotaProfile controller creates
+	// each tree's root quota, and its webhook copies the root's tree id to
+	// every descendant.
+
+	// LabelQuotaTreeID names the quota tree a quota belongs to; empty: the
+	// classic tree under koordinator-root-quota.
+	LabelQuotaTreeID = "quota.scheduling.koordinator.sh/tree-id"
+	// LabelQuotaIsRoot "true" marks the root quota of a tree.
+	LabelQuotaIsRoot = "quota.scheduling.koordinator.sh/is-root"
+	// LabelQuotaIgnoreDefaultTree "true" on a tree's root keeps its total out
+	// of the classic tree's accounting: the classic tree's capacity is then
+	// not reduced by it.
+	LabelQuotaIgnoreDefaultTree = "quota.scheduling.koordinator.sh/ignore-default-tree"
+	// AnnotationTotalResource on a tree's root is the tree's capacity, a JSON
+	// resource list (the pool's nodes' allocatable times the profile's ratio).
+	AnnotationTotalResource = "quota.scheduling.koordinator.sh/total-resource"
+
 	// koord-scheduler's figures of a quota, JSON resource lists it rewrites
 	// (with status.used) about once a second whenever they moved.
 	// koord-queue computes its own and reads none of them.

@@ -64,5 +64,19 @@ func (w *SpecWrapper) Created(t time.Time) *SpecWrapper { w.Spec.Created = t; re
 // NoLending marks the quota allow-lent-resource: "false".
 func (w *SpecWrapper) NoLending() *SpecWrapper { w.Spec.DisallowLending = true; return w }
 
+// Tree puts the quota in the quota tree id (label tree-id).
+func (w *SpecWrapper) Tree(id string) *SpecWrapper { w.Spec.TreeID = id; return w }
+
+// TreeRoot makes the quota the root of quota tree id (labels tree-id and
+// is-root "true"), the tree's capacity (annotation total-resource) from
+// name, quantity pairs.
+func (w *SpecWrapper) TreeRoot(id string, total ...string) *SpecWrapper {
+	w.Spec.TreeID, w.Spec.IsTreeRoot, w.Spec.TreeTotal = id, true, Res(total...)
+	return w
+}
+
+// IgnoreDefaultTree labels the quota ignore-default-tree "true".
+func (w *SpecWrapper) IgnoreDefaultTree() *SpecWrapper { w.Spec.IgnoreDefaultTree = true; return w }
+
 // Obj returns the Spec.
 func (w *SpecWrapper) Obj() quota.Spec { return w.Spec }

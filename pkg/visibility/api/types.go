@@ -22,7 +22,13 @@ type QuotaView struct {
 	Used      corev1.ResourceList `json:"used,omitempty"`
 	// Runtime is the quota's fair share of what it may use now.
 	Runtime corev1.ResourceList `json:"runtime,omitempty"`
-	Error   string              `json:"error,omitempty"`
+	// Tree is the quota tree (node pool) the quota belongs to, its tree-id
+	// label; empty for the classic tree.
+	Tree string `json:"tree,omitempty"`
+	// Capacity is a quota tree root's capacity, its total-resource (capped
+	// by its max): what the whole tree may use.
+	Capacity corev1.ResourceList `json:"capacity,omitempty"`
+	Error    string              `json:"error,omitempty"`
 	// IgnoredDuplicates are the ElasticQuotas (namespace/name) of the same
 	// name in other namespaces, not used: quota names are global in
 	// Koordinator, so the oldest is used.
