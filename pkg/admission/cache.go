@@ -75,7 +75,7 @@ type Cache struct {
 	forecast      forecaster
 	now           func() time.Time
 	showEstimates bool
-	quotas   *quotaIndex
+	quotas        *quotaIndex
 	// quotaObjects by name, for the visibility API and errors: of several
 	// ElasticQuotas with one name, the one in use (see quotaCopies).
 	quotaObjects map[string]*elasticquotav1alpha1.ElasticQuota
