@@ -144,10 +144,6 @@ func TestRejectJobsSubmittedRunning(t *testing.T) {
 				t.Errorf("unlabelled, submitted running: %v, want it let in", err)
 			}
 			// The policy cannot read the owner: it lets in a job whose
-			// controller is of a kind that makes jobs of its kind (the
-			// webhook and the extension check that owner), and refuses one
-			// naming any other kind.
-			// The policy cannot read the owner: it lets in a job whose
 			// controller is of a kind that makes jobs of its kind
 			// (Integration.Makes; the webhook and the extension check that
 			// owner), and refuses one naming any other kind.
