@@ -861,21 +861,7 @@ func TestUnitsOfOtherQuotasDoNotTakeWhatAPreemptorIsOwed(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			w := world{
-				capacity: qt.Res("cpu", "10"),
-				quotas: append(tc.quotas,
-					qt.MakeSpec("o").Min("cpu", "4").Max("cpu", "10").Obj(),
-					qt.MakeSpec("t").Min("cpu", "2").Max("cpu", "10").Obj()),
-				queues: []scheduler.QueueSpec{st.MakeQueue("q").Obj(), st.MakeQueue(tc.small).Obj(), st.MakeQueue("o").Obj(), st.MakeQueue("t").Obj()},
-				units: []scheduler.Unit{
-					st.MakeUnit("ns/t1", "t").Request("cpu", "2").Admitted(0).Running().Obj(),
-					st.MakeUnit("ns/p", "q").Priority(5).Request("cpu", "4").Obj(),
-				},
-			}
-			for i := 0; i < 8; i++ {
-				w.units = append(w.units, st.MakeUnit(fmt.Sprintf("ns/o%d", i), "o").Request("cpu", "1").Admitted(time.Duration(i)*time.Second).Running().Obj())
-			}
-			runSteps(t, w.build(t), []step{
+			runSteps(t, reclaimingWorld(tc.quotas, tc.small).build(t), []step{
 				{want: outcome{Waits: map[string]string{"ns/p": waitsToReclaim("q")}}},
 				{at: delay, want: outcome{Preempted: []string{"ns/p <- ns/o7, ns/o6, ns/o5, ns/o4"}}, skipWaits: true},
 				{
@@ -898,21 +884,7 @@ func TestUnitsOfOtherQuotasDoNotTakeWhatAPreemptorIsOwed(t *testing.T) {
 			})
 		})
 		t.Run(name+": p leaves, small is woken", func(t *testing.T) {
-			w := world{
-				capacity: qt.Res("cpu", "10"),
-				quotas: append(slices.Clone(tc.quotas),
-					qt.MakeSpec("o").Min("cpu", "4").Max("cpu", "10").Obj(),
-					qt.MakeSpec("t").Min("cpu", "2").Max("cpu", "10").Obj()),
-				queues: []scheduler.QueueSpec{st.MakeQueue("q").Obj(), st.MakeQueue(tc.small).Obj(), st.MakeQueue("o").Obj(), st.MakeQueue("t").Obj()},
-				units: []scheduler.Unit{
-					st.MakeUnit("ns/t1", "t").Request("cpu", "2").Admitted(0).Running().Obj(),
-					st.MakeUnit("ns/p", "q").Priority(5).Request("cpu", "4").Obj(),
-				},
-			}
-			for i := 0; i < 8; i++ {
-				w.units = append(w.units, st.MakeUnit(fmt.Sprintf("ns/o%d", i), "o").Request("cpu", "1").Admitted(time.Duration(i)*time.Second).Running().Obj())
-			}
-			runSteps(t, w.build(t), []step{
+			runSteps(t, reclaimingWorld(tc.quotas, tc.small).build(t), []step{
 				{skipWaits: true},
 				{at: delay, want: outcome{Preempted: []string{"ns/p <- ns/o7, ns/o6, ns/o5, ns/o4"}}, skipWaits: true},
 				{
@@ -927,6 +899,27 @@ func TestUnitsOfOtherQuotasDoNotTakeWhatAPreemptorIsOwed(t *testing.T) {
 			})
 		})
 	}
+}
+
+// reclaimingWorld is a cluster of 10 cpu where p (4 cpu) waits in quota q,
+// owed its min (quotas gives q and the quota named small), o (min 4)
+// borrows 4 with eight running 1-cpu units, and t1 holds 2 in t (min 2).
+func reclaimingWorld(quotas []quota.Spec, small string) world {
+	w := world{
+		capacity: qt.Res("cpu", "10"),
+		quotas: append(slices.Clone(quotas),
+			qt.MakeSpec("o").Min("cpu", "4").Max("cpu", "10").Obj(),
+			qt.MakeSpec("t").Min("cpu", "2").Max("cpu", "10").Obj()),
+		queues: []scheduler.QueueSpec{st.MakeQueue("q").Obj(), st.MakeQueue(small).Obj(), st.MakeQueue("o").Obj(), st.MakeQueue("t").Obj()},
+		units: []scheduler.Unit{
+			st.MakeUnit("ns/t1", "t").Request("cpu", "2").Admitted(0).Running().Obj(),
+			st.MakeUnit("ns/p", "q").Priority(5).Request("cpu", "4").Obj(),
+		},
+	}
+	for i := 0; i < 8; i++ {
+		w.units = append(w.units, st.MakeUnit(fmt.Sprintf("ns/o%d", i), "o").Request("cpu", "1").Admitted(time.Duration(i)*time.Second).Running().Obj())
+	}
+	return w
 }
 
 // TestASecondPreemptionWaitsUntilItFitsBesideTheFirst: p1 reclaims for
