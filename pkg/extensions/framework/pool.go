@@ -200,3 +200,19 @@ func restoreRequired(spec *corev1.PodSpec, want *corev1.NodeSelector) bool {
 	spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = want.DeepCopy()
 	return true
 }
+
+// completeOriginals fills in the required node affinity of originals
+// recorded before node pools (NodeAffinity nil) from the templates as they
+// are: no update changed it then. It reports whether originals changed.
+func completeOriginals(originals podSetOriginals, sets []PodSet) bool {
+	changed := false
+	for _, s := range sets {
+		d, ok := originals[s.Name]
+		if !ok || s.Template == nil || d.NodeAffinity != nil {
+			continue
+		}
+		d.NodeAffinity = &requiredNodeAffinity{Required: requiredOf(&s.Template.Spec)}
+		originals[s.Name], changed = d, true
+	}
+	return changed
+}

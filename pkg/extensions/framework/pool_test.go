@@ -160,3 +160,23 @@ func TestPoolOnMadeUpPodSetsIsReported(t *testing.T) {
 		t.Errorf("a made-up template got an affinity: %+v", sets[0].Template.Spec.Affinity)
 	}
 }
+
+// TestOriginalsFromBeforePoolsGetTheAffinity: originals recorded by a
+// version that never changed affinity lack it; a release with a pool
+// completes them from the template first, so that a suspension still takes
+// the pool's affinity away.
+func TestOriginalsFromBeforePoolsGetTheAffinity(t *testing.T) {
+	queued := requiring(term(in("zone", "a")))
+	tmpl := queued.DeepCopy()
+	sets := []PodSet{{Name: "main", Template: tmpl}}
+	originals := podSetOriginals{"main": {}} // as recorded before node pools
+
+	if !completeOriginals(originals, sets) || completeOriginals(originals, sets) {
+		t.Errorf("completeOriginals should change the originals once")
+	}
+	applyPodSetUpdates(sets, nil, &nodePool{Profile: "a100", Requirements: []corev1.NodeSelectorRequirement{in("pool", "a100")}})
+	restorePodSets(sets, originals)
+	if diff := cmp.Diff(queued, *tmpl); diff != "" {
+		t.Errorf("suspended template (-want +got):\n%s", diff)
+	}
+}

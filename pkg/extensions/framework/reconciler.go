@@ -548,9 +548,11 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 			return err // a locked job's next change brings us back
 		}
 	}
-	if updates && originals == nil {
+	if updates && (originals == nil || pool != nil && completeOriginals(originals, sets)) {
 		// Record what the updates replace before making them.
-		originals = recordOriginals(sets)
+		if originals == nil {
+			originals = recordOriginals(sets)
+		}
 		if err := r.patchUnit(ctx, unit, false, func(u *schedulingv1alpha1.QueueUnit) bool { return keepOriginals(u, originals) }); err != nil {
 			return err
 		}
