@@ -16,6 +16,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/job"
+	"github.com/koord-queue/koord-queue/pkg/extensions/spark"
 	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
@@ -84,4 +85,16 @@ func TestJobsLandOnTheirPool(t *testing.T) {
 	if diff := cmp.Diff(want, templateOf(t, released, "main").Spec.Affinity); diff != "" {
 		t.Errorf("released again with affinity (-want +got):\n%s", diff)
 	}
+
+	// A Spark application's pods come from templates it does not hold:
+	// released all the same, its unit says the pool's affinity missed them.
+	app := extensionstest.MakeSparkApplication("etl", ns).Quota(leaf).Driver(1, "1g").Executors(1, 1, "1g").Obj()
+	create(t, app)
+	appKey := client.ObjectKey{Namespace: ns, Name: spark.Integration().UnitName(app.Name)}
+	unitWhere(t, appKey, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.EffectivePhase() == schedulingv1alpha1.Enqueued })
+	admit(t, appKey)
+	unitWhere(t, appKey, "PodSetUpdatesApplied False, naming the pool", func(u *schedulingv1alpha1.QueueUnit) bool {
+		c := apimeta.FindStatusCondition(u.Status.Conditions, schedulingv1alpha1.QueueUnitPodSetUpdatesApplied)
+		return c != nil && c.Status == metav1.ConditionFalse && strings.Contains(c.Message, "node pool a100 was not put on pod sets driver, executor")
+	})
 }
