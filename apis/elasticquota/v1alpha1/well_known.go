@@ -36,6 +36,9 @@ const (
 	LabelQuotaTreeID = "quota.scheduling.koordinator.sh/tree-id"
 	// LabelQuotaIsRoot "true" marks the root quota of a tree.
 	LabelQuotaIsRoot = "quota.scheduling.koordinator.sh/is-root"
+	// LabelQuotaProfile on a tree's root names the ElasticQuotaProfile, in
+	// the root's namespace, that made it.
+	LabelQuotaProfile = "quota.scheduling.koordinator.sh/profile"
 	// LabelQuotaIgnoreDefaultTree "true" on a tree's root keeps its total out
 	// of the classic tree's accounting: the classic tree's capacity is then
 	// not reduced by it.

@@ -37,9 +37,15 @@ type missedUpdates struct {
 	Unknown []string
 	// MadeUp pod sets have no template in the job (MadeUpPodSet).
 	MadeUp []string
+	// Pool pod sets have no template in the job to take the node affinity
+	// of the node pool named PoolProfile.
+	Pool        []string
+	PoolProfile string
 }
 
-func (m missedUpdates) empty() bool { return len(m.Unknown) == 0 && len(m.MadeUp) == 0 }
+func (m missedUpdates) empty() bool {
+	return len(m.Unknown) == 0 && len(m.MadeUp) == 0 && len(m.Pool) == 0
+}
 
 // String says what was missed, for an event and the unit's condition.
 func (m missedUpdates) String() string {
@@ -50,7 +56,15 @@ func (m missedUpdates) String() string {
 	if len(m.MadeUp) > 0 {
 		parts = append(parts, "the pods of "+strings.Join(m.MadeUp, ", ")+" are made by the framework from templates the job does not hold")
 	}
-	return "Admission checks' pod set updates were not applied: " + strings.Join(parts, "; ")
+	var out []string
+	if len(parts) > 0 {
+		out = append(out, "Admission checks' pod set updates were not applied: "+strings.Join(parts, "; "))
+	}
+	if len(m.Pool) > 0 {
+		out = append(out, "The required node affinity of node pool "+m.PoolProfile+" was not put on pod sets "+strings.Join(m.Pool, ", ")+
+			": their pods are made by the framework from templates the job does not hold")
+	}
+	return strings.Join(out, ". ")
 }
 
 // applyPodSetUpdates merges the pod set updates of a unit's admission checks
@@ -58,8 +72,10 @@ func (m missedUpdates) String() string {
 // directives: labels, annotations and node selectors are merged, an update's
 // value winning over the template's; tolerations are added unless present.
 // It returns the updates it could not apply: those naming pod sets the job
-// lacks, or whose template is made up.
-func applyPodSetUpdates(sets []PodSet, checks []schedulingv1alpha1.AdmissionCheckState) (missed missedUpdates) {
+// lacks, or whose template is made up. A unit of a node pool's quota tree
+// (pool not nil) has the pool's node selector required by every template
+// (requirePool); made-up ones are reported.
+func applyPodSetUpdates(sets []PodSet, checks []schedulingv1alpha1.AdmissionCheckState, pool *nodePool) (missed missedUpdates) {
 	byName := map[string]PodSet{}
 	for _, s := range sets {
 		if s.Template != nil {
@@ -90,6 +106,15 @@ func applyPodSetUpdates(sets []PodSet, checks []schedulingv1alpha1.AdmissionChec
 			}
 		}
 	}
+	if pool != nil {
+		for _, s := range sets {
+			if s.Template == nil || s.MadeUp {
+				missed.Pool, missed.PoolProfile = append(missed.Pool, s.Name), pool.Profile
+				continue
+			}
+			requirePool(&s.Template.Spec, pool.Requirements)
+		}
+	}
 	return missed
 }
 
@@ -99,6 +124,9 @@ type directives struct {
 	Annotations  map[string]string   `json:"annotations,omitempty"`
 	NodeSelector map[string]string   `json:"nodeSelector,omitempty"`
 	Tolerations  []corev1.Toleration `json:"tolerations,omitempty"`
+	// NodeAffinity is nil in originals recorded before node pools, whose
+	// templates' affinity was never changed.
+	NodeAffinity *requiredNodeAffinity `json:"nodeAffinity,omitempty"`
 }
 
 // podSetOriginals are the directives of each pod set before updates.
@@ -117,6 +145,7 @@ func recordOriginals(sets []PodSet) podSetOriginals {
 			Annotations:  maps.Clone(t.Annotations),
 			NodeSelector: maps.Clone(t.Spec.NodeSelector),
 			Tolerations:  slices.Clone(t.Spec.Tolerations),
+			NodeAffinity: &requiredNodeAffinity{Required: requiredOf(&t.Spec)},
 		}
 	}
 	return out
@@ -161,8 +190,8 @@ func hasPodSetUpdates(checks []schedulingv1alpha1.AdmissionCheckState) bool {
 	return slices.ContainsFunc(checks, func(c schedulingv1alpha1.AdmissionCheckState) bool { return len(c.PodSetUpdates) > 0 })
 }
 
-// restorePodSets puts each template's labels, annotations, node selector
-// and tolerations back to the originals, undoing applyPodSetUpdates. It
+// restorePodSets puts each template's labels, annotations, node selector,
+// tolerations and required node affinity back to the originals, undoing applyPodSetUpdates. It
 // reports whether anything changed.
 func restorePodSets(sets []PodSet, originals podSetOriginals) bool {
 	changed := false
@@ -183,6 +212,9 @@ func restorePodSets(sets []PodSet, originals podSetOriginals) bool {
 		}
 		if !equality.Semantic.DeepEqual(t.Spec.Tolerations, want.Tolerations) {
 			t.Spec.Tolerations, changed = slices.Clone(want.Tolerations), true
+		}
+		if want.NodeAffinity != nil && restoreRequired(&t.Spec, want.NodeAffinity.Required) {
+			changed = true
 		}
 	}
 	return changed

@@ -60,7 +60,7 @@ func TestApplyPodSetUpdates(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tmpl := tc.template.DeepCopy()
 			missed := applyPodSetUpdates([]PodSet{{Name: "main", Template: tmpl, MadeUp: tc.madeUp}},
-				[]schedulingv1alpha1.AdmissionCheckState{{Name: "check", PodSetUpdates: tc.updates}})
+				[]schedulingv1alpha1.AdmissionCheckState{{Name: "check", PodSetUpdates: tc.updates}}, nil)
 			if diff := cmp.Diff(tc.want, *tmpl); diff != "" {
 				t.Errorf("template (-want +got):\n%s", diff)
 			}

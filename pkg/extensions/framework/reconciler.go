@@ -535,7 +535,11 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 		ctrl.LoggerFrom(ctx).Error(err, "Ignoring the recorded pod set originals")
 		originals = nil
 	}
-	updates := hasPodSetUpdates(unit.Status.AdmissionChecks)
+	pool, err := r.poolOf(ctx, unit)
+	if err != nil {
+		return err
+	}
+	updates := hasPodSetUpdates(unit.Status.AdmissionChecks) || pool != nil
 	// Only a job whose templates must change waits for them to unlock; one
 	// resumed as it is (the common case, and a Job that ran before its
 	// eviction keeps its start time while suspended) is released at once.
@@ -544,9 +548,11 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 			return err // a locked job's next change brings us back
 		}
 	}
-	if updates && originals == nil {
+	if updates && (originals == nil || pool != nil && completeOriginals(originals, sets)) {
 		// Record what the updates replace before making them.
-		originals = recordOriginals(sets)
+		if originals == nil {
+			originals = recordOriginals(sets)
+		}
 		if err := r.patchUnit(ctx, unit, false, func(u *schedulingv1alpha1.QueueUnit) bool { return keepOriginals(u, originals) }); err != nil {
 			return err
 		}
@@ -555,7 +561,7 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 	err = r.patchJob(ctx, job, func() {
 		restorePodSets(sets, originals)
 		if updates {
-			missed = applyPodSetUpdates(sets, unit.Status.AdmissionChecks)
+			missed = applyPodSetUpdates(sets, unit.Status.AdmissionChecks, pool)
 		}
 		switch {
 		case partial != nil:
@@ -574,7 +580,7 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 	if err != nil {
 		return err
 	}
-	if err := r.reportPodSetUpdates(ctx, obj, unit, updates, missed); err != nil {
+	if err := r.reportPodSetUpdates(ctx, obj, unit, updates, pool, missed); err != nil {
 		return err
 	}
 	if !updates && originals != nil {
@@ -594,15 +600,19 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 }
 
 // reportPodSetUpdates says on the unit, by its PodSetUpdatesApplied
-// condition, whether the job took its admission checks' pod set updates,
-// and warns on the job and the unit of those it could not apply. A unit
-// released without updates keeps no such condition.
-func (r *JobReconciler) reportPodSetUpdates(ctx context.Context, obj client.Object, unit *schedulingv1alpha1.QueueUnit, updates bool, missed missedUpdates) error {
+// condition, whether the job took its admission checks' pod set updates
+// and its node pool's affinity, and warns on the job and the unit of those
+// it could not apply. A unit released without either keeps no such
+// condition.
+func (r *JobReconciler) reportPodSetUpdates(ctx context.Context, obj client.Object, unit *schedulingv1alpha1.QueueUnit, updates bool, pool *nodePool, missed missedUpdates) error {
 	cond := metav1.Condition{
 		Type:    schedulingv1alpha1.QueueUnitPodSetUpdatesApplied,
 		Status:  metav1.ConditionTrue,
 		Reason:  ReasonPodSetUpdatesApplied,
 		Message: "The job's templates took every pod set update of the admission checks",
+	}
+	if pool != nil {
+		cond.Message += " and the required node affinity of node pool " + pool.Profile
 	}
 	if !missed.empty() {
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonPodSetUpdatesNotApplied, missed.String()

@@ -1,6 +1,8 @@
 // Package common declares the RBAC rules every extension needs; pods are
 // read to count a job's pods on nodes (admissions[].running); TokenReviews
-// and SubjectAccessReviews check who scrapes /metrics.
+// and SubjectAccessReviews check who scrapes /metrics; ElasticQuotas and
+// ElasticQuotaProfiles name the node pool whose affinity a job of a quota
+// tree is released with.
 //
 // +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=queueunits,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
@@ -8,6 +10,7 @@
 // +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=queueunits/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.sigs.k8s.io,resources=elasticquotas,verbs=get;list;watch
+// +kubebuilder:rbac:groups=quota.koordinator.sh,resources=elasticquotaprofiles,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
