@@ -38,8 +38,8 @@ func TestDashboardInBrowser(t *testing.T) {
 	create(t, namespaceObj(ns))
 	create(t, wrappers.MakeElasticQuota("dash-team", ns).Min(corev1.ResourceCPU, "2").Max(corev1.ResourceCPU, "4").Obj())
 	// dash-running declares it runs at most an hour: dash-first, next,
-	// gets an estimate from that limit; dash-second, after dash-first that
-	// declares nothing, gets none.
+	// gets an estimate from that limit; dash-second, too big to run beside
+	// dash-first, which declares nothing, gets none.
 	running := wrappers.MakeQueueUnit("dash-running", ns).Quota("dash-team").Priority(5).Request(corev1.ResourceCPU, "3").Obj()
 	running.Spec.MaximumExecutionTimeSeconds = ptr.To[int32](3600)
 	create(t, running)
@@ -54,7 +54,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		return nil
 	})
 	create(t, wrappers.MakeQueueUnit("dash-first", ns).Quota("dash-team").Priority(5).Request(corev1.ResourceCPU, "2").Obj())
-	create(t, wrappers.MakeQueueUnit("dash-second", ns).Quota("dash-team").Priority(1).Request(corev1.ResourceCPU, "2").Obj())
+	create(t, wrappers.MakeQueueUnit("dash-second", ns).Quota("dash-team").Priority(1).Request(corev1.ResourceCPU, "3").Obj())
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) error {
 		u, err := unitView(ctx, ns, "dash-first")
 		if err != nil {
