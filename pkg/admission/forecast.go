@@ -1,14 +1,17 @@
 package admission
 
 import (
+	"slices"
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/forecast"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/quota"
 	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 )
 
@@ -139,10 +142,11 @@ func (c *Cache) addEstimates(views []api.UnitView) {
 	if !c.showEstimates {
 		return
 	}
-	estimates := c.Estimates(c.now())
-	if estimates == nil {
-		return
-	}
+	setEstimates(views, c.Estimates(c.now()))
+}
+
+// setEstimates gives each waiting view its estimate in estimates.
+func setEstimates(views []api.UnitView, estimates map[string]forecast.Estimate) {
 	for i := range views {
 		v := &views[i]
 		e, ok := estimates[v.Namespace+"/"+v.Name]
@@ -154,4 +158,55 @@ func (c *Cache) addEstimates(views []api.UnitView) {
 			v.EstimatedAdmissionTime = &metav1.Time{Time: e.At}
 		}
 	}
+}
+
+// WhatIf is the forecast of queue's waiting units, in admission order, had
+// the queue's quota the min and max change gives: replayed at once, like
+// Estimates from a snapshot taken under the admission lock and run after
+// releasing it, and neither kept nor served to anyone else. false when the
+// queue does not exist or its quota is not in the core.
+func (c *Cache) WhatIf(queue string, change api.QuotaChange) (api.WhatIf, bool) {
+	now := c.now()
+	c.mu.Lock()
+	_, ok := c.queues[queue]
+	var page unitPage
+	if ok {
+		page, _ = c.queueUnitsPage(queue, schedulingv1alpha1.Enqueued, 0, 0)
+	}
+	c.mu.Unlock()
+	if !ok {
+		return api.WhatIf{}, false
+	}
+	in := c.forecastInput(now)
+	name := queue
+	for _, q := range in.Queues {
+		if q.Name == queue && q.Quota != "" {
+			name = q.Quota
+		}
+	}
+	i := slices.IndexFunc(in.Quotas, func(q quota.Spec) bool { return q.Name == name })
+	if i < 0 {
+		return api.WhatIf{}, false
+	}
+	q := &in.Quotas[i]
+	q.Min, q.Max = withAmounts(q.Min, change.Min), withAmounts(q.Max, change.Max)
+	out := api.WhatIf{Queue: queue, Quota: name, Min: q.Min, Max: q.Max, Items: page.views()}
+	setEstimates(out.Items, forecast.Run(in))
+	return out, true
+}
+
+// withAmounts is list with each resource of amounts set to its amount: a
+// copy, list unchanged.
+func withAmounts(list, amounts corev1.ResourceList) corev1.ResourceList {
+	if len(amounts) == 0 {
+		return list
+	}
+	out := list.DeepCopy()
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	for name, amount := range amounts {
+		out[name] = amount.DeepCopy()
+	}
+	return out
 }

@@ -8,12 +8,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	dto "github.com/prometheus/client_model/go"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/forecast"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
@@ -114,5 +116,88 @@ func TestForecastMetrics(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, lines); diff != "" {
 		t.Errorf("forecast metrics (-want +got):\n%s", diff)
+	}
+}
+
+// TestWhatIf: the forecast of a queue's waiting units with its quota's min
+// or max changed, each named resource set and the others kept, and the live
+// forecast left as it was.
+func TestWhatIf(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	now := t0.Add(2 * time.Minute)
+	setUp := func() *Cache {
+		c := NewCache()
+		c.now = func() time.Time { return now }
+		c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "ns").Max(corev1.ResourceCPU, "4").Max(corev1.ResourceMemory, "64Gi").Obj())
+		c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
+		c.UpsertNode(wrappers.Node("n1", "32", "64Gi"))
+		running := wrappers.MakeQueueUnit("running", "ns").Quota("team").Request(corev1.ResourceCPU, "4").Obj()
+		running.Spec.MaximumExecutionTimeSeconds = ptr.To[int32](600)
+		queueunit.Admit(running, "team", queueunit.Request(running), nil, nil, metav1.NewTime(t0))
+		running.Status.Phase = schedulingv1alpha1.Running
+		c.UpsertUnit(running)
+		for _, name := range []string{"a", "b"} {
+			u := wrappers.MakeQueueUnit(name, "ns").Quota("team").Request(corev1.ResourceCPU, "4").Obj()
+			u.Spec.MaximumExecutionTimeSeconds = ptr.To[int32](300)
+			c.UpsertUnit(u)
+		}
+		return c
+	}
+	type estimate struct {
+		Name  string
+		At    time.Time
+		Basis string
+	}
+	for name, tc := range map[string]struct {
+		change  api.QuotaChange
+		wantMax corev1.ResourceList
+		want    []estimate
+	}{
+		"unchanged: each waits for the one before": {
+			wantMax: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4"), corev1.ResourceMemory: resource.MustParse("64Gi")},
+			want:    []estimate{{"a", t0.Add(10 * time.Minute), "Declared"}, {"b", t0.Add(15 * time.Minute), "Declared"}},
+		},
+		"max cpu 8: the first starts now": {
+			change:  api.QuotaChange{Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8")}},
+			wantMax: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("8"), corev1.ResourceMemory: resource.MustParse("64Gi")},
+			want:    []estimate{{"a", now, "Declared"}, {"b", now.Add(5 * time.Minute), "Declared"}},
+		},
+		"max cpu 12: both start now": {
+			change:  api.QuotaChange{Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("12")}},
+			wantMax: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("12"), corev1.ResourceMemory: resource.MustParse("64Gi")},
+			want:    []estimate{{"a", now, "Declared"}, {"b", now, "Declared"}},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := setUp()
+			got, ok := c.WhatIf("team", tc.change)
+			if !ok {
+				t.Fatal("WhatIf: queue team not found")
+			}
+			if got.Queue != "team" || got.Quota != "team" {
+				t.Errorf("queue %q, quota %q, want team and team", got.Queue, got.Quota)
+			}
+			if diff := cmp.Diff(tc.wantMax, got.Max); diff != "" {
+				t.Errorf("max (-want +got):\n%s", diff)
+			}
+			var estimates []estimate
+			for _, v := range got.Items {
+				e := estimate{Name: v.Name, Basis: v.EstimateBasis}
+				if v.EstimatedAdmissionTime != nil {
+					e.At = v.EstimatedAdmissionTime.Time
+				}
+				estimates = append(estimates, e)
+			}
+			if diff := cmp.Diff(tc.want, estimates); diff != "" {
+				t.Errorf("estimates (-want +got):\n%s", diff)
+			}
+			live := c.RefreshEstimates(now)
+			if at := live["ns/a"].At; !at.Equal(t0.Add(10 * time.Minute)) {
+				t.Errorf("the live forecast of a after the what-if: %v, want %v", at, t0.Add(10*time.Minute))
+			}
+		})
+	}
+	if _, ok := setUp().WhatIf("nobody", api.QuotaChange{}); ok {
+		t.Error("WhatIf of a queue that does not exist: found")
 	}
 }

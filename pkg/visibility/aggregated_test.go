@@ -26,11 +26,19 @@ import (
 
 // source is a Source of one queue, "q" (of quota "q"), whose units wait in
 // the order given.
-type source struct{ units []api.UnitView }
+type source struct {
+	units []api.UnitView
+	// whatIf, when set, answers WhatIf.
+	whatIf func() api.WhatIf
+}
 
 func (s source) Queues() []api.QueueView { return []api.QueueView{{Name: "q"}} }
 func (s source) Queue(name string) (api.QueueView, bool) {
-	return api.QueueView{Name: name}, name == "q"
+	v := api.QueueView{Name: name}
+	if s.whatIf != nil {
+		v.Quota = &api.QuotaView{Name: name, Namespace: "quotas"}
+	}
+	return v, name == "q"
 }
 
 func (s source) QueueUnits(queue string, phase schedulingv1alpha1.QueueUnitPhase, offset, limit int) ([]api.UnitView, int) {
@@ -50,6 +58,12 @@ func (s source) Quota(name string) (api.QuotaView, bool) {
 	return api.QuotaView{Name: name}, name == "q"
 }
 func (s source) RecentAdmissions() []api.AdmissionRecord { return nil }
+func (s source) WhatIf(queue string, _ api.QuotaChange) (api.WhatIf, bool) {
+	if s.whatIf == nil || queue != "q" {
+		return api.WhatIf{}, false
+	}
+	return s.whatIf(), true
+}
 
 // namespaceReviewer lets each user list QueueUnits in the namespaces given
 // ("" for all), and get the aggregated API's resources unless the user's

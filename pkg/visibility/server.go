@@ -9,6 +9,8 @@
 //	GET /api/queueunits/{namespace}/{name}
 //	GET /api/elasticquotas
 //	GET /api/admissions            the latest admissions, newest first
+//	GET /api/queues/{name}/forecast?max.cpu=&min.memory=
+//	                               what-if: the queue's forecast, its quota changed
 //	GET /                          a read-only dashboard of all of the above
 //
 // Every /api/ request needs a bearer token the API server accepts
@@ -16,7 +18,8 @@
 // mode, --visibility-insecure-allow-unauthenticated). Units are named only
 // in the namespaces where the token's user may list QueueUnits
 // (SubjectAccessReview); others are redacted (authz.Redact). Queues and
-// quotas, cluster-wide settings, are shown to every authenticated user.
+// quotas, cluster-wide settings, are shown to every authenticated user. A
+// what-if forecast is for who may get the queue's ElasticQuota.
 //
 // NewAggregatedHandler serves the same units, with the same paging and
 // redaction, as Koord-Queue v1.8's aggregated API
@@ -56,6 +59,10 @@ type Source interface {
 	Quotas() []api.QuotaView
 	Quota(name string) (api.QuotaView, bool)
 	RecentAdmissions() []api.AdmissionRecord
+	// WhatIf is the forecast of queue's waiting units had its quota the
+	// min and max change gives; false when the queue or its quota does
+	// not exist.
+	WhatIf(queue string, change api.QuotaChange) (api.WhatIf, bool)
 }
 
 //go:embed dashboard/index.html
@@ -104,7 +111,11 @@ func visibleOf(ctx context.Context) authz.Visible {
 
 // NewHandler returns the API's routes; a nil auth serves everyone.
 func NewHandler(src Source, auth *Auth) http.Handler {
-	mux := newMux(src)
+	var authorizer *authz.Authorizer
+	if auth != nil {
+		authorizer = auth.Authorizer
+	}
+	mux := newMux(src, authorizer)
 	if auth == nil {
 		return mux
 	}
@@ -137,13 +148,16 @@ func NewHandler(src Source, auth *Auth) http.Handler {
 		}) {
 			return
 		}
-		visible := auth.Authorizer.ForUser(r.Context(), user)
-		mux.ServeHTTP(w, r.WithContext(withVisible(r.Context(), visible)))
+		ctx := context.WithValue(r.Context(), userKey{}, user)
+		mux.ServeHTTP(w, r.WithContext(withVisible(ctx, auth.Authorizer.ForUser(ctx, user))))
 	})
 }
 
-func newMux(src Source) *http.ServeMux {
+// newMux returns the routes; a what-if asks authorizer, nil in the open
+// mode.
+func newMux(src Source, authorizer *authz.Authorizer) *http.ServeMux {
 	mux := http.NewServeMux()
+	mux.HandleFunc("GET /api/queues/{name}/forecast", whatIf(src, authorizer, authz.NewOneAtATime()))
 	mux.HandleFunc("GET /api/queues", func(w http.ResponseWriter, _ *http.Request) {
 		writeJSON(w, http.StatusOK, src.Queues())
 	})

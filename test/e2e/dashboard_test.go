@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/utils/ptr"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/test/cluster"
@@ -35,7 +37,12 @@ func TestDashboardInBrowser(t *testing.T) {
 	ns := "dashboard"
 	create(t, namespaceObj(ns))
 	create(t, wrappers.MakeElasticQuota("dash-team", ns).Min(corev1.ResourceCPU, "2").Max(corev1.ResourceCPU, "4").Obj())
-	create(t, wrappers.MakeQueueUnit("dash-running", ns).Quota("dash-team").Priority(5).Request(corev1.ResourceCPU, "3").Obj())
+	// dash-running declares it runs at most an hour: dash-first, next,
+	// gets an estimate from that limit; dash-second, too big to run beside
+	// dash-first, which declares nothing, gets none.
+	running := wrappers.MakeQueueUnit("dash-running", ns).Quota("dash-team").Priority(5).Request(corev1.ResourceCPU, "3").Obj()
+	running.Spec.MaximumExecutionTimeSeconds = ptr.To[int32](3600)
+	create(t, running)
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) error {
 		u, err := unitView(ctx, ns, "dash-running")
 		if err != nil {
@@ -47,7 +54,7 @@ func TestDashboardInBrowser(t *testing.T) {
 		return nil
 	})
 	create(t, wrappers.MakeQueueUnit("dash-first", ns).Quota("dash-team").Priority(5).Request(corev1.ResourceCPU, "2").Obj())
-	create(t, wrappers.MakeQueueUnit("dash-second", ns).Quota("dash-team").Priority(1).Request(corev1.ResourceCPU, "2").Obj())
+	create(t, wrappers.MakeQueueUnit("dash-second", ns).Quota("dash-team").Priority(1).Request(corev1.ResourceCPU, "3").Obj())
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) error {
 		u, err := unitView(ctx, ns, "dash-first")
 		if err != nil {
@@ -55,6 +62,9 @@ func TestDashboardInBrowser(t *testing.T) {
 		}
 		if !strings.Contains(u.Reason, "cpu") {
 			return fmt.Errorf("dash-first reason %q, want it to explain cpu", u.Reason)
+		}
+		if u.EstimatedAdmissionTime == nil || u.EstimateBasis != "Declared" {
+			return fmt.Errorf("dash-first estimate %v (%s), want one from dash-running's declared limit", u.EstimatedAdmissionTime, u.EstimateBasis)
 		}
 		return nil
 	})
@@ -85,6 +95,16 @@ func TestDashboardInBrowser(t *testing.T) {
 	} {
 		if !strings.Contains(page, want) {
 			t.Errorf("the rendered dashboard lacks %q", want)
+		}
+	}
+	// The queue view's Starts column: dash-first within the hour dash-running
+	// may run, from a declared limit; dash-second unknown.
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`(?s)data-unit="dashboard/dash-first".*?<td class="estimate" data-estimate="[^"]+" data-basis="Declared" title="[^"]+">(in [0-9]+ min|in 1 h)<div class="meta">declared limits</div></td>`),
+		regexp.MustCompile(`(?s)data-unit="dashboard/dash-second".*?<td class="estimate meta" data-estimate="unknown"[^>]*>unknown</td>`),
+	} {
+		if !want.MatchString(page) {
+			t.Errorf("the rendered dashboard lacks %s", want)
 		}
 	}
 	if first, second := strings.Index(page, `data-unit="dashboard/dash-first"`), strings.Index(page, `data-unit="dashboard/dash-second"`); first > second {

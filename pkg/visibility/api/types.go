@@ -103,6 +103,28 @@ type QueueUnitList struct {
 	Items  []UnitView `json:"items"`
 }
 
+// QuotaChange is what a what-if forecast changes in a queue's ElasticQuota:
+// each resource named in Min or Max is set to the amount given, the others
+// are kept.
+type QuotaChange struct {
+	Min corev1.ResourceList `json:"min,omitempty"`
+	Max corev1.ResourceList `json:"max,omitempty"`
+}
+
+// WhatIf is the forecast of a queue's waiting units had its ElasticQuota
+// the min and max given (GET /api/queues/{name}/forecast).
+type WhatIf struct {
+	Queue string `json:"queue"`
+	// Quota is the queue's ElasticQuota; Min and Max its min and max as
+	// the forecast assumed them.
+	Quota string              `json:"quota"`
+	Min   corev1.ResourceList `json:"min,omitempty"`
+	Max   corev1.ResourceList `json:"max,omitempty"`
+	// Items are the queue's waiting units in admission order, each with
+	// its estimatedAdmissionTime and estimateBasis under that quota.
+	Items []UnitView `json:"items"`
+}
+
 // Error is the body of every 4xx answer.
 type Error struct {
 	Error string `json:"error"`

@@ -68,3 +68,31 @@ func (l *RateLimiter) Allow(user User) bool {
 	b.lastSeen = now
 	return b.limiter.AllowN(now, 1)
 }
+
+// OneAtATime lets each user (every field of their identity) have one
+// request of a kind in flight: for requests costly enough that even the
+// rate of RateLimiter is too many at once.
+type OneAtATime struct {
+	mu   sync.Mutex
+	busy map[string]struct{}
+}
+
+// NewOneAtATime returns a OneAtATime with no request in flight.
+func NewOneAtATime() *OneAtATime { return &OneAtATime{busy: map[string]struct{}{}} }
+
+// Start says whether user has no request in flight and, if so, marks one
+// until done is called.
+func (o *OneAtATime) Start(user User) (done func(), ok bool) {
+	key := identity(user)
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if _, busy := o.busy[key]; busy {
+		return nil, false
+	}
+	o.busy[key] = struct{}{}
+	return func() {
+		o.mu.Lock()
+		defer o.mu.Unlock()
+		delete(o.busy, key)
+	}, true
+}
