@@ -196,6 +196,9 @@ func summaryItem(u api.UnitView) v1alpha1.QueueUnit {
 		QuotaRule:        u.QuotaRule,
 		PartialAdmission: u.PartialAdmission,
 		Redacted:         u.Redacted,
+
+		EstimatedAdmissionTime: u.EstimatedAdmissionTime,
+		EstimateBasis:          u.EstimateBasis,
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
@@ -293,5 +294,19 @@ func TestContinueToken(t *testing.T) {
 				t.Errorf("offset %d, err %v; want %d", got, err, tc.wantOffset)
 			}
 		})
+	}
+}
+
+// TestSummaryItemCarriesTheForecast: the aggregated API gives a waiting
+// unit's forecast as the REST API does, redacted or not.
+func TestSummaryItemCarriesTheForecast(t *testing.T) {
+	at := metav1.NewTime(time.Date(2026, 12, 3, 12, 0, 0, 0, time.UTC))
+	for _, redacted := range []bool{false, true} {
+		u := api.UnitView{Namespace: "ns", Name: "a", Queue: "q", Phase: schedulingv1alpha1.Enqueued, Position: 1,
+			EstimatedAdmissionTime: &at, EstimateBasis: "Learned", Redacted: redacted}
+		got := summaryItem(u)
+		if got.EstimatedAdmissionTime == nil || !got.EstimatedAdmissionTime.Equal(&at) || got.EstimateBasis != "Learned" {
+			t.Errorf("redacted %v: item's forecast %v (%s), want %v (Learned)", redacted, got.EstimatedAdmissionTime, got.EstimateBasis, at)
+		}
 	}
 }

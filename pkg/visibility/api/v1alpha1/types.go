@@ -80,8 +80,12 @@ type QueueUnit struct {
 	// PartialAdmission, for a unit admitted with fewer pods than it asks
 	// for, says how many.
 	PartialAdmission string `json:"partialAdmission,omitempty"`
+	// EstimatedAdmissionTime and EstimateBasis are the forecast of a
+	// waiting unit, as the REST API gives them (docs/visibility-api.md).
+	EstimatedAdmissionTime *metav1.Time `json:"estimatedAdmissionTime,omitempty"`
+	EstimateBasis          string       `json:"estimateBasis,omitempty"`
 	// Redacted marks a unit of a namespace the caller may not list
-	// QueueUnits in: only its queue, quota, phase, priority and position
-	// are shown.
+	// QueueUnits in: only its queue, quota, phase, priority, position and
+	// forecast are shown.
 	Redacted bool `json:"redacted,omitempty"`
 }
