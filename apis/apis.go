@@ -5,12 +5,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	quotav1alpha1 "github.com/koord-queue/koord-queue/apis/quota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 )
 
-// AddToScheme adds Queue, QueueUnit and ElasticQuota to a scheme.
+// AddToScheme adds Queue, QueueUnit, ElasticQuota and ElasticQuotaProfile
+// to a scheme.
 func AddToScheme(s *runtime.Scheme) error {
 	if err := schedulingv1alpha1.AddToScheme(s); err != nil {
+		return err
+	}
+	if err := quotav1alpha1.AddToScheme(s); err != nil {
 		return err
 	}
 	return elasticquotav1alpha1.AddToScheme(s)
