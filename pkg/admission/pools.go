@@ -149,6 +149,9 @@ func (c *Cache) treeSpec(namespace string, spec quota.Spec, err error) (quota.Sp
 	}
 	t, ok := c.pools.totals[namespace+"/"+spec.Name]
 	if !ok {
+		if spec.IsTreeRoot && spec.TreeID != "" && spec.TreeTotal == nil {
+			err = joinErr(err, fmt.Errorf("quota %q: no ElasticQuotaProfile in namespace %q names it (spec.quotaName)", spec.Name, namespace))
+		}
 		return spec, err
 	}
 	if !spec.IsTreeRoot || spec.TreeID == "" {
