@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -131,10 +132,9 @@ func (c *Cache) refreshTrees() {
 		if equality.Semantic.DeepEqual(before.total, after.total) && errString(before.err) == errString(after.err) {
 			continue
 		}
-		for _, eq := range c.quotaObjects {
-			if eq.Namespace+"/"+eq.Name == root {
-				c.useQuota(eq)
-			}
+		namespace, name, _ := strings.Cut(root, "/")
+		if eq := c.quotaObjects[name]; eq != nil && eq.Namespace == namespace {
+			c.useQuota(eq)
 		}
 	}
 }
