@@ -15,8 +15,8 @@ func AddToScheme(s *runtime.Scheme) error {
 	if err := schedulingv1alpha1.AddToScheme(s); err != nil {
 		return err
 	}
-	if err := quotav1alpha1.AddToScheme(s); err != nil {
+	if err := elasticquotav1alpha1.AddToScheme(s); err != nil {
 		return err
 	}
-	return elasticquotav1alpha1.AddToScheme(s)
+	return quotav1alpha1.AddToScheme(s)
 }
