@@ -67,6 +67,7 @@ func run() error {
 		requeueMax      = flag.Duration("admission-check-requeue-max-delay", 10*time.Minute, "longest backoff after an admission check")
 		statusRefresh   = flag.Duration("queue-status-refresh-interval", 15*time.Second, "default time between two writes of a Queue's status (annotation koord-queue/queue-items-refresh-interval overrides)")
 		statusTopN      = flag.Int("queue-status-top-n", 20, "how many pending units a Queue's status lists")
+		treeCapacity    = flag.Bool("compute-tree-capacity", false, "where no koord-manager runs: compute each quota tree root's capacity from its ElasticQuotaProfile and the nodes (overriding its total-resource annotation), in memory")
 	)
 	leaderSettings := leaderelection.BindFlags(flag.CommandLine)
 	opts := zap.Options{}
@@ -136,9 +137,10 @@ func run() error {
 			DNSName: fmt.Sprintf("%s.%s.svc", *aggServiceName, *aggNamespace),
 		},
 		Admission: admission.Options{
-			ReclaimProtection: cfg.ReclaimProtectTime(),
-			Writer:            admission.WriterOptions{Workers: *writeWorkers, MessageQPS: *messageQPS, RequeueBaseDelay: *requeueBase, RequeueMaxDelay: *requeueMax},
-			Status:            admission.StatusOptions{RefreshInterval: *statusRefresh, TopN: *statusTopN},
+			ReclaimProtection:   cfg.ReclaimProtectTime(),
+			ComputeTreeCapacity: *treeCapacity,
+			Writer:              admission.WriterOptions{Workers: *writeWorkers, MessageQPS: *messageQPS, RequeueBaseDelay: *requeueBase, RequeueMaxDelay: *requeueMax},
+			Status:              admission.StatusOptions{RefreshInterval: *statusRefresh, TopN: *statusTopN},
 		},
 	})
 	if err != nil {

@@ -96,6 +96,10 @@ type Cache struct {
 	deadlines deadlineHeap
 	// nodes' capacity (watched.NodeCapacity; nil while unusable), by name.
 	nodes map[string]corev1.ResourceList
+	// computeTrees: quota trees' capacities come from ElasticQuotaProfiles
+	// and nodes (pools.go), not from their roots' total-resource annotation.
+	computeTrees bool
+	pools        pools
 	// wake has room for one signal: events coalesce while a cycle runs.
 	wake chan struct{}
 	// dirty units changed since the loop last looked at them.
@@ -133,6 +137,7 @@ func NewCache() *Cache {
 		backingOff:     map[string]*unitRecord{},
 		queueNamespace: schedulingv1alpha1.QueueNamespace,
 		nodes:          map[string]corev1.ResourceList{},
+		pools:          newPools(),
 		wake:           make(chan struct{}, 1),
 		dirty:          map[string]struct{}{},
 		jobTypes:       map[jobType]int{},
@@ -190,6 +195,7 @@ func olderFirst(a, b *elasticquotav1alpha1.ElasticQuota) int {
 // useQuota makes eq the quota of its name, with c.mu held.
 func (c *Cache) useQuota(eq *elasticquotav1alpha1.ElasticQuota) {
 	spec, err := quota.SpecFromElasticQuota(eq)
+	spec, err = c.treeSpec(eq.Namespace, spec, err)
 	if nsErr := c.quotas.upsert(eq); nsErr != nil {
 		err = nsErr // names the annotation
 	}
@@ -289,21 +295,31 @@ func (c *Cache) DeleteQueue(name string) {
 }
 
 // UpsertNode counts a node's allocatable while it is Ready and schedulable
-// (watched.NodeCapacity). An update that leaves that as it was (a heartbeat,
-// a label) changes nothing.
+// (watched.NodeCapacity), and, when koord-queue computes the quota trees'
+// capacities, in the pools whose selector chooses it. An update that leaves
+// all that as it was (a heartbeat; a label, unless trees are computed)
+// changes nothing.
 func (c *Cache) UpsertNode(n *corev1.Node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	capacity := watched.NodeCapacity(n)
-	if before, known := c.nodes[n.Name]; known && !watched.CapacityChanged(before, capacity) {
+	before, known := c.nodes[n.Name]
+	clusterChanged := !known || watched.CapacityChanged(before, capacity)
+	poolChanged := c.computeTrees && c.upsertPoolNode(n)
+	if !clusterChanged && !poolChanged {
 		metrics.WatchedUpdates.WithLabelValues(metrics.KindNode, metrics.UpdateIgnored).Inc()
 		return
 	}
 	metrics.WatchedUpdates.WithLabelValues(metrics.KindNode, metrics.UpdateApplied).Inc()
-	// Kept even when nil: the first node seen, usable or not, sets the
-	// cluster's capacity, so nodes none of which is Ready give nothing.
-	c.nodes[n.Name] = capacity
-	c.setCapacity()
+	if clusterChanged {
+		// Kept even when nil: the first node seen, usable or not, sets the
+		// cluster's capacity, so nodes none of which is Ready give nothing.
+		c.nodes[n.Name] = capacity
+		c.setCapacity()
+	}
+	if poolChanged {
+		c.refreshTrees()
+	}
 }
 
 // DeleteNode stops counting a node.
@@ -312,6 +328,10 @@ func (c *Cache) DeleteNode(name string) {
 	defer c.mu.Unlock()
 	delete(c.nodes, name)
 	c.setCapacity()
+	if _, ok := c.pools.nodes[name]; ok {
+		delete(c.pools.nodes, name)
+		c.refreshTrees()
+	}
 }
 
 func (c *Cache) setCapacity() {

@@ -13,6 +13,7 @@ import (
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	quotav1alpha1 "github.com/koord-queue/koord-queue/apis/quota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 )
 
@@ -28,6 +29,11 @@ type Options struct {
 	// QueueNamespace holds the Queues (empty:
 	// schedulingv1alpha1.QueueNamespace); Queues elsewhere are not read.
 	QueueNamespace string
+	// ComputeTreeCapacity: where no koord-manager writes the quota tree
+	// roots' total-resource annotation, each root's capacity is computed
+	// from the ElasticQuotaProfile naming it and the nodes its selector
+	// chooses, and overrides the annotation.
+	ComputeTreeCapacity bool
 }
 
 // Setup feeds a new Cache from the manager's informers (on every replica)
@@ -42,6 +48,7 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 	if opts.QueueNamespace != "" {
 		c.queueNamespace = opts.QueueNamespace
 	}
+	c.computeTrees = opts.ComputeTreeCapacity
 	c.log = mgr.GetLogger().WithName("admission")
 	c.core.SetReclaimProtection(opts.ReclaimProtection)
 	var synced []toolscache.InformerSynced
@@ -114,6 +121,22 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 					c.DeleteNode(n.Name)
 				}
 			}},
+	}
+	if opts.ComputeTreeCapacity {
+		handlers = append(handlers, struct {
+			obj            client.Object
+			upsert, remove func(any)
+		}{&quotav1alpha1.ElasticQuotaProfile{},
+			func(o any) {
+				if p, ok := o.(*quotav1alpha1.ElasticQuotaProfile); ok {
+					c.UpsertElasticQuotaProfile(p)
+				}
+			},
+			func(o any) {
+				if p, ok := o.(*quotav1alpha1.ElasticQuotaProfile); ok {
+					c.DeleteElasticQuotaProfile(p.Namespace, p.Name)
+				}
+			}})
 	}
 	for _, h := range handlers {
 		if err := feed(h.obj, h.upsert, h.remove); err != nil {

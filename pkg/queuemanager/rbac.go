@@ -5,6 +5,7 @@ package queuemanager
 // Leader election's Lease is granted by a Role in the release namespace only.
 //
 // +kubebuilder:rbac:groups=scheduling.sigs.k8s.io,resources=elasticquotas,verbs=get;list;watch
+// +kubebuilder:rbac:groups=quota.koordinator.sh,resources=elasticquotaprofiles,verbs=get;list;watch
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
 // +kubebuilder:rbac:groups=authorization.k8s.io,resources=subjectaccessreviews,verbs=create
 // +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=queues,verbs=get;list;watch;create;update;patch;delete

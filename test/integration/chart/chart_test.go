@@ -171,6 +171,25 @@ func TestRender(t *testing.T) {
 		}
 	})
 
+	t.Run("computeTreeCapacity: off by default, on with its value; ElasticQuotaProfiles readable", func(t *testing.T) {
+		for value, want := range map[any]string{nil: "--compute-tree-capacity=false", true: "--compute-tree-capacity=true"} {
+			var values map[string]any
+			if value != nil {
+				values = map[string]any{"computeTreeCapacity": value}
+			}
+			objs, err := render(t, values)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if args := containerArgs(t, objs, "koord-queue"); !slices.Contains(args, want) {
+				t.Errorf("computeTreeCapacity %v: koord-queue args %v, want %s", value, args, want)
+			}
+			if rules := ruleResources(t, objs, "ClusterRole", "koord-queue"); !slices.Contains(rules, "quota.koordinator.sh/elasticquotaprofiles") {
+				t.Errorf("koord-queue's rules %v lack quota.koordinator.sh/elasticquotaprofiles", rules)
+			}
+		}
+	})
+
 	t.Run("visibility.insecureAllowUnauthenticated opens the visibility API", func(t *testing.T) {
 		objs, err := render(t, map[string]any{"visibility": map[string]any{"insecureAllowUnauthenticated": true}})
 		if err != nil {

@@ -1,0 +1,188 @@
+package admission
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	quotav1alpha1 "github.com/koord-queue/koord-queue/apis/quota/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/pool"
+	"github.com/koord-queue/koord-queue/pkg/quota"
+)
+
+// Where no koord-manager writes a quota tree root's total-resource
+// annotation, koord-queue computes the tree's capacity itself (Options.
+// ComputeTreeCapacity): the schedulable part of what the nodes of its
+// ElasticQuotaProfile's pool offer (pool.Of), kept in memory, never written.
+
+// pools is what the Cache keeps to compute the trees' capacities.
+type pools struct {
+	// profiles by namespace/name.
+	profiles map[string]*quotav1alpha1.ElasticQuotaProfile
+	// nodes are slim copies of every node (poolNode), by name.
+	nodes map[string]corev1.Node
+	// totals are the computed capacities, by the root quota's
+	// namespace/name.
+	totals map[string]treeTotal
+}
+
+// treeTotal is a tree root's computed capacity, or why there is none.
+type treeTotal struct {
+	total corev1.ResourceList
+	err   error
+}
+
+func newPools() pools {
+	return pools{
+		profiles: map[string]*quotav1alpha1.ElasticQuotaProfile{},
+		nodes:    map[string]corev1.Node{},
+		totals:   map[string]treeTotal{},
+	}
+}
+
+// poolNode keeps of a node only what pool.Of reads: its labels, allocatable,
+// whether it is cordoned and whether it is Ready. Heartbeats leave it as it
+// was.
+func poolNode(n *corev1.Node) corev1.Node {
+	slim := corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels},
+		Spec:       corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable},
+		Status:     corev1.NodeStatus{Allocatable: n.Status.Allocatable},
+	}
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			slim.Status.Conditions = []corev1.NodeCondition{{Type: cond.Type, Status: cond.Status}}
+			break
+		}
+	}
+	return slim
+}
+
+// UpsertElasticQuotaProfile records a profile and recomputes the trees'
+// capacities. Without ComputeTreeCapacity it is not called.
+func (c *Cache) UpsertElasticQuotaProfile(p *quotav1alpha1.ElasticQuotaProfile) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	key := p.Namespace + "/" + p.Name
+	if old, ok := c.pools.profiles[key]; ok && equality.Semantic.DeepEqual(old.Spec, p.Spec) {
+		c.pools.profiles[key] = p
+		return
+	}
+	c.pools.profiles[key] = p
+	c.refreshTrees()
+}
+
+// DeleteElasticQuotaProfile forgets a profile: its tree's root falls back
+// to its annotation (none: the tree admits nothing).
+func (c *Cache) DeleteElasticQuotaProfile(namespace, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.pools.profiles, namespace+"/"+name)
+	c.refreshTrees()
+}
+
+// upsertPoolNode records a node's slim copy, with c.mu held, and reports
+// whether it changed.
+func (c *Cache) upsertPoolNode(n *corev1.Node) bool {
+	slim := poolNode(n)
+	if old, ok := c.pools.nodes[n.Name]; ok && equality.Semantic.DeepEqual(old, slim) {
+		return false
+	}
+	c.pools.nodes[n.Name] = slim
+	return true
+}
+
+// refreshTrees computes every profile's tree capacity, with c.mu held, and
+// uses again the root quotas whose capacity changed. Of two profiles naming
+// one root, the first by namespace/name is used.
+func (c *Cache) refreshTrees() {
+	if !c.computeTrees {
+		return
+	}
+	nodes := make([]corev1.Node, 0, len(c.pools.nodes))
+	for _, name := range slices.Sorted(maps.Keys(c.pools.nodes)) {
+		nodes = append(nodes, c.pools.nodes[name])
+	}
+	totals := map[string]treeTotal{}
+	for _, key := range slices.Sorted(maps.Keys(c.pools.profiles)) {
+		p := c.pools.profiles[key]
+		root := p.Namespace + "/" + p.Spec.QuotaName
+		if first, ok := totals[root]; ok {
+			first.err = joinErr(first.err, fmt.Errorf("ElasticQuotaProfile %s also names quota %q: ignored", key, p.Spec.QuotaName))
+			totals[root] = first
+			continue
+		}
+		capacity, err := pool.Of(p, nodes)
+		if err != nil {
+			totals[root] = treeTotal{err: err}
+			continue
+		}
+		totals[root] = treeTotal{total: capacity.Schedulable()}
+	}
+	old := c.pools.totals
+	c.pools.totals = totals
+	for root := range keysOfEither(old, totals) {
+		before, after := old[root], totals[root]
+		if equality.Semantic.DeepEqual(before.total, after.total) && errString(before.err) == errString(after.err) {
+			continue
+		}
+		namespace, name, _ := strings.Cut(root, "/")
+		if eq := c.quotaObjects[name]; eq != nil && eq.Namespace == namespace {
+			c.useQuota(eq)
+		}
+	}
+}
+
+// treeSpec sets a tree root's capacity from its profile, with c.mu held,
+// when koord-queue computes them and a profile names the root; err is
+// SpecFromElasticQuota's, whose complaint about the annotation no longer
+// matters then.
+func (c *Cache) treeSpec(namespace string, spec quota.Spec, err error) (quota.Spec, error) {
+	if !c.computeTrees {
+		return spec, err
+	}
+	t, ok := c.pools.totals[namespace+"/"+spec.Name]
+	if !ok {
+		if spec.IsTreeRoot && spec.TreeID != "" && spec.TreeTotal == nil {
+			err = joinErr(err, fmt.Errorf("quota %q: no ElasticQuotaProfile in namespace %q names it (spec.quotaName)", spec.Name, namespace))
+		}
+		return spec, err
+	}
+	if !spec.IsTreeRoot || spec.TreeID == "" {
+		return spec, joinErr(err, fmt.Errorf("quota %q: named by an ElasticQuotaProfile but not a quota tree's root (labels %s and %s=\"true\"): its capacity is not used",
+			spec.Name, elasticquotav1alpha1.LabelQuotaTreeID, elasticquotav1alpha1.LabelQuotaIsRoot))
+	}
+	spec.TreeTotal = t.total // nil when the profile is invalid: the tree admits nothing
+	return spec, t.err
+}
+
+func keysOfEither[V any](a, b map[string]V) map[string]struct{} {
+	out := map[string]struct{}{}
+	for k := range a {
+		out[k] = struct{}{}
+	}
+	for k := range b {
+		out[k] = struct{}{}
+	}
+	return out
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func joinErr(a, b error) error {
+	if a == nil {
+		return b
+	}
+	return fmt.Errorf("%w; %w", a, b)
+}

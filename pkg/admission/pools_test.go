@@ -1,0 +1,186 @@
+package admission
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	quotav1alpha1 "github.com/koord-queue/koord-queue/apis/quota/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/test/wrappers"
+)
+
+// nodeInPool is a Ready node of pool with cpu allocatable.
+func nodeInPool(name, pool, cpu string) *corev1.Node {
+	n := wrappers.Node(name, cpu, "64Gi")
+	n.Labels = map[string]string{"pool": pool}
+	return n
+}
+
+// poolProfile is an ElasticQuotaProfile choosing the nodes of pool for the
+// tree rooted at quota root in namespace kube-system.
+func poolProfile(pool, root string, ratio *string) *quotav1alpha1.ElasticQuotaProfile {
+	return &quotav1alpha1.ElasticQuotaProfile{
+		ObjectMeta: metav1.ObjectMeta{Namespace: "kube-system", Name: pool},
+		Spec: quotav1alpha1.ElasticQuotaProfileSpec{QuotaName: root, ResourceRatio: ratio,
+			NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": pool}}},
+	}
+}
+
+// TestTreeCapacityFromProfiles: with ComputeTreeCapacity on, a quota tree's
+// root (no koord-manager writing its total-resource annotation) offers what
+// its ElasticQuotaProfile's nodes offer, times the ratio, less the cordoned
+// and NotReady ones, and follows nodes coming and going; with it off, the
+// annotation stays in charge.
+func TestTreeCapacityFromProfiles(t *testing.T) {
+	type seen struct {
+		Capacity string
+		Admitted int
+		Error    bool
+	}
+	cordon := func(n *corev1.Node) *corev1.Node {
+		n = n.DeepCopy()
+		n.Spec.Unschedulable = true
+		return n
+	}
+	cases := map[string]struct {
+		compute    bool
+		annotation string
+		profile    *quotav1alpha1.ElasticQuotaProfile
+		nodes      []*corev1.Node
+		// change happens after a first cycle; want is seen after a second.
+		change       func(c *Cache)
+		before, want seen
+	}{
+		"capacity from the profile's nodes times its ratio": {
+			compute: true,
+			profile: poolProfile("a100", "a100", ptr.To("0.5")),
+			nodes:   []*corev1.Node{nodeInPool("n1", "a100", "8"), nodeInPool("n2", "a100", "8"), nodeInPool("n3", "other", "32")},
+			before:  seen{Capacity: "8", Admitted: 1},
+			want:    seen{Capacity: "8"},
+		},
+		"a node joining the pool admits a waiting unit": {
+			compute: true,
+			profile: poolProfile("a100", "a100", nil),
+			nodes:   []*corev1.Node{nodeInPool("n1", "a100", "4"), nodeInPool("n3", "other", "32")},
+			change:  func(c *Cache) { c.UpsertNode(nodeInPool("n2", "a100", "4")) },
+			before:  seen{Capacity: "4"},
+			want:    seen{Capacity: "8", Admitted: 1},
+		},
+		"a node relabelled into the pool admits a waiting unit": {
+			compute: true,
+			profile: poolProfile("a100", "a100", nil),
+			nodes:   []*corev1.Node{nodeInPool("n1", "a100", "4"), nodeInPool("n2", "other", "4")},
+			change:  func(c *Cache) { c.UpsertNode(nodeInPool("n2", "a100", "4")) },
+			before:  seen{Capacity: "4"},
+			want:    seen{Capacity: "8", Admitted: 1},
+		},
+		"a cordoned node shrinks the tree": {
+			compute: true,
+			profile: poolProfile("a100", "a100", nil),
+			nodes:   []*corev1.Node{nodeInPool("n1", "a100", "4"), nodeInPool("n2", "a100", "4")},
+			change:  func(c *Cache) { c.UpsertNode(cordon(nodeInPool("n2", "a100", "4"))) },
+			before:  seen{Capacity: "8", Admitted: 1},
+			want:    seen{Capacity: "4"},
+		},
+		"a deleted node shrinks the tree": {
+			compute: true,
+			profile: poolProfile("a100", "a100", nil),
+			nodes:   []*corev1.Node{nodeInPool("n1", "a100", "4"), nodeInPool("n2", "a100", "4")},
+			change:  func(c *Cache) { c.DeleteNode("n2") },
+			before:  seen{Capacity: "8", Admitted: 1},
+			want:    seen{Capacity: "4"},
+		},
+		"flag off: the annotation is in charge": {
+			annotation: `{"cpu":"2"}`,
+			profile:    poolProfile("a100", "a100", nil),
+			nodes:      []*corev1.Node{nodeInPool("n1", "a100", "8")},
+			change:     func(c *Cache) { c.UpsertNode(nodeInPool("n2", "a100", "8")) },
+			before:     seen{Capacity: "2"},
+			want:       seen{Capacity: "2"},
+		},
+		"flag on: the profile overrides the annotation": {
+			compute:    true,
+			annotation: `{"cpu":"2"}`,
+			profile:    poolProfile("a100", "a100", nil),
+			nodes:      []*corev1.Node{nodeInPool("n1", "a100", "8")},
+			before:     seen{Capacity: "8", Admitted: 1},
+			want:       seen{Capacity: "8"},
+		},
+		"a profile of another namespace does not set the root": {
+			compute: true,
+			profile: func() *quotav1alpha1.ElasticQuotaProfile {
+				p := poolProfile("a100", "a100", nil)
+				p.Namespace = "elsewhere"
+				return p
+			}(),
+			nodes:  []*corev1.Node{nodeInPool("n1", "a100", "8")},
+			before: seen{Capacity: "0", Error: true},
+			want:   seen{Capacity: "0", Error: true},
+		},
+		"an invalid selector is said on the root, whose tree admits nothing": {
+			compute: true,
+			profile: func() *quotav1alpha1.ElasticQuotaProfile {
+				p := poolProfile("a100", "a100", nil)
+				p.Spec.NodeSelector = &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{{Key: "pool", Operator: "Near"}}}
+				return p
+			}(),
+			nodes:  []*corev1.Node{nodeInPool("n1", "a100", "8")},
+			before: seen{Capacity: "0", Error: true},
+			want:   seen{Capacity: "0", Error: true},
+		},
+		"a profile deleted: the tree admits nothing": {
+			compute: true,
+			profile: poolProfile("a100", "a100", nil),
+			nodes:   []*corev1.Node{nodeInPool("n1", "a100", "8")},
+			change:  func(c *Cache) { c.DeleteElasticQuotaProfile("kube-system", "a100") },
+			before:  seen{Capacity: "8", Admitted: 1},
+			want:    seen{Capacity: "0", Error: true},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := NewCache()
+			c.computeTrees = tc.compute
+			root := wrappers.MakeElasticQuota("a100", "kube-system").IsParent().
+				Label(elasticquotav1alpha1.LabelQuotaTreeID, "t-a100").Label(elasticquotav1alpha1.LabelQuotaIsRoot, "true")
+			if tc.annotation != "" {
+				root.Annotation(elasticquotav1alpha1.AnnotationTotalResource, tc.annotation)
+			}
+			c.UpsertElasticQuota(root.Obj())
+			c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "team").Parent("a100").
+				Label(elasticquotav1alpha1.LabelQuotaTreeID, "t-a100").Max(corev1.ResourceCPU, "100").Obj())
+			c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
+			c.UpsertElasticQuotaProfile(tc.profile)
+			for _, n := range tc.nodes {
+				c.UpsertNode(n)
+			}
+			c.UpsertUnit(wrappers.MakeQueueUnit("u", "team").Quota("team").Request(corev1.ResourceCPU, "6").Obj())
+			look := func(at int64) seen {
+				res := c.cycle(time.Unix(at, 0), -1)
+				v := c.quotaView("a100")
+				return seen{Capacity: v.Capacity.Cpu().String(), Admitted: len(res.Admissions), Error: v.Error != ""}
+			}
+			if diff := cmp.Diff(tc.before, look(10)); diff != "" {
+				t.Errorf("before (-want +got):\n%s", diff)
+			}
+			if tc.change != nil {
+				if tc.before.Admitted > 0 {
+					// Undo the admission: the unit waits again.
+					c.mu.Lock()
+					c.forgetUnwritten()
+					c.mu.Unlock()
+				}
+				tc.change(c)
+			}
+			if diff := cmp.Diff(tc.want, look(200)); diff != "" {
+				t.Errorf("after the change (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
