@@ -7,12 +7,13 @@
 // on the policy, a policy change takes effect in place (Queue.SetConfig)
 // without losing anyone's place.
 //
-// Units are kept in a treap (a balanced search tree) augmented with subtree
-// sizes and the element-wise minimum request of each subtree. "The first unit
-// in order, among the first max-depth, that fits this headroom" is then a
-// descent that skips whole subtrees that cannot fit: O(log n) when units of a
-// queue ask for similar things, which they usually do, and never worse than a
-// scan. Nothing is re-sorted per cycle.
+// Units are kept in pkg/ordered's order-statistics treap (a balanced search
+// tree with subtree sizes), augmented with the element-wise minimum and
+// maximum request of each subtree. "The first unit in order, among the first
+// max-depth, that fits this headroom" is then a descent that skips whole
+// subtrees that cannot fit: O(log n) when units of a queue ask for similar
+// things, which they usually do, and never worse than a scan. Nothing is
+// re-sorted per cycle.
 //
 // The package knows nothing of quotas: requests and headroom are vectors of
 // amounts in an order the caller chooses (the quota engine's).

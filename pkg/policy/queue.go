@@ -6,6 +6,7 @@ import (
 	"time"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/ordered"
 )
 
 // Item is a waiting unit as a queue orders it.
@@ -52,7 +53,7 @@ type Offer struct {
 // Queue holds one queue's waiting units in order.
 type Queue struct {
 	cfg   Config
-	root  *tnode
+	tree  ordered.Tree[unit]
 	byKey map[string]*tnode
 	// ages orders the low band by enqueue time, for starvation protection;
 	// kept only when that is on.
@@ -64,7 +65,7 @@ type Queue struct {
 
 // NewQueue returns an empty queue.
 func NewQueue(cfg Config) *Queue {
-	return &Queue{cfg: normalise(cfg), byKey: map[string]*tnode{}}
+	return &Queue{cfg: normalise(cfg), tree: newUnitTree(), byKey: map[string]*tnode{}}
 }
 
 func normalise(c Config) Config {
@@ -92,12 +93,12 @@ func (q *Queue) SetConfig(cfg Config) {
 	}
 	if q.agesOn(old) != q.agesOn(cfg) || old.PriorityThreshold != cfg.PriorityThreshold {
 		for _, n := range q.ages {
-			n.age = -1
+			n.Item.age = -1
 		}
 		q.ages = q.ages[:0]
 		if q.agesOn(cfg) {
-			walk(q.root, func(n *tnode) bool {
-				if n.k.priority < cfg.PriorityThreshold {
+			q.tree.Each(func(n *tnode) bool {
+				if n.Item.k.priority < cfg.PriorityThreshold {
 					heap.Push(&q.ages, n)
 				}
 				return true
@@ -111,7 +112,7 @@ func (q *Queue) agesOn(c Config) bool {
 }
 
 // Len is the number of waiting units.
-func (q *Queue) Len() int { return size(q.root) }
+func (q *Queue) Len() int { return q.tree.Len() }
 
 // Upsert adds the unit, or moves it if its priority, enqueue time or request
 // changed. O(log n).
@@ -120,8 +121,8 @@ func (q *Queue) Upsert(it Item) {
 	q.Remove(it.Key)
 	n := newTNode(it)
 	q.byKey[it.Key] = n
-	q.root = insert(q.root, n)
-	if q.agesOn(q.cfg) && n.k.priority < q.cfg.PriorityThreshold {
+	q.tree.Insert(n)
+	if q.agesOn(q.cfg) && n.Item.k.priority < q.cfg.PriorityThreshold {
 		heap.Push(&q.ages, n)
 	}
 }
@@ -134,9 +135,9 @@ func (q *Queue) Remove(key string) bool {
 		return false
 	}
 	delete(q.byKey, key)
-	q.root = remove(q.root, n.k)
-	if n.age >= 0 {
-		heap.Remove(&q.ages, n.age)
+	q.tree.Remove(&n.Item)
+	if n.Item.age >= 0 {
+		heap.Remove(&q.ages, n.Item.age)
 	}
 	return true
 }
@@ -148,8 +149,8 @@ func (q *Queue) Take(key string) bool {
 	if !ok {
 		return false
 	}
-	if q.cfg.Policy == schedulingv1alpha1.QueuePolicyIntelligent && n.k.priority < q.cfg.PriorityThreshold {
-		k := n.k
+	if q.cfg.Policy == schedulingv1alpha1.QueuePolicyIntelligent && n.Item.k.priority < q.cfg.PriorityThreshold {
+		k := n.Item.k
 		q.cursor = &k
 	}
 	return q.Remove(key)
@@ -159,10 +160,10 @@ func (q *Queue) Take(key string) bool {
 // when empty); callers must not modify it. A resource whose headroom covers
 // it holds nobody back. O(1).
 func (q *Queue) MaxRequest() []int64 {
-	if q.root == nil {
+	if q.tree.Root() == nil {
 		return nil
 	}
-	return q.root.maxReq
+	return q.tree.Root().Item.maxReq
 }
 
 // Get returns the waiting unit with this key.
@@ -171,7 +172,7 @@ func (q *Queue) Get(key string) (Item, bool) {
 	if !ok {
 		return Item{}, false
 	}
-	return n.item, true
+	return n.Item.item, true
 }
 
 // Position is the unit's 1-based place in the queue's order, 0 if absent.
@@ -180,7 +181,7 @@ func (q *Queue) Position(key string) int {
 	if !ok {
 		return 0
 	}
-	return rank(q.root, n.k) + 1
+	return q.tree.Rank(&n.Item) + 1
 }
 
 // At is the unit at 1-based place pos in the queue's order. O(log n).
@@ -188,11 +189,11 @@ func (q *Queue) At(pos int) (Item, bool) {
 	if pos < 1 {
 		return Item{}, false
 	}
-	n := nth(q.root, pos-1)
+	n := q.tree.Nth(pos - 1)
 	if n == nil {
 		return Item{}, false
 	}
-	return n.item, true
+	return n.Item.item, true
 }
 
 // Items returns up to limit units in order (all when limit <= 0).
@@ -206,11 +207,11 @@ func (q *Queue) ItemsFrom(offset, limit int) []Item {
 	if limit > 0 {
 		out = make([]Item, 0, min(limit, max(q.Len()-max(offset, 0), 0)))
 	}
-	walkFrom(q.root, max(offset, 0), func(n *tnode) bool {
+	q.tree.EachFrom(offset, func(n *tnode) bool {
 		if limit > 0 && len(out) >= limit {
 			return false
 		}
-		out = append(out, n.item)
+		out = append(out, n.Item.item)
 		return true
 	})
 	return out
@@ -228,18 +229,18 @@ func (q *Queue) depth() int {
 // Take. O(log n) when the subtrees it must skip ask for similar amounts.
 func (q *Queue) Offer(now time.Time, free []int64) Offer {
 	var o Offer
-	if q.root == nil {
+	if q.tree.Root() == nil {
 		return o
 	}
 	switch q.cfg.Policy {
 	case schedulingv1alpha1.QueuePolicyBlock:
-		o.serveHead(first(q.root), BandAll, free)
+		o.serveHead(q.tree.First(), BandAll, free)
 	case schedulingv1alpha1.QueuePolicyIntelligent:
 		q.offerIntelligent(now, free, &o)
 	default:
-		o.setHead(first(q.root), BandAll)
-		if n := firstFit(q.root, 0, &window{limit: q.depth()}, free); n != nil {
-			o.Admit, o.HasAdmit = n.item, true
+		o.setHead(q.tree.First(), BandAll)
+		if n := firstFit(q.tree.Root(), 0, &window{limit: q.depth()}, free); n != nil {
+			o.Admit, o.HasAdmit = n.Item.item, true
 		}
 	}
 	return o
@@ -256,12 +257,12 @@ func (q *Queue) offerIntelligent(now time.Time, free []int64, o *Offer) {
 	limit := q.depth()
 	after := &window{after: q.cursor, limit: limit}
 	wrapped := &window{upTo: q.cursor, limit: limit}
-	n := firstFit(q.root, 0, after, free)
+	n := firstFit(q.tree.Root(), 0, after, free)
 	if n == nil && q.cursor != nil {
-		n = firstFit(q.root, 0, wrapped, free)
+		n = firstFit(q.tree.Root(), 0, wrapped, free)
 	}
 	if n != nil {
-		o.Admit, o.HasAdmit = n.item, true
+		o.Admit, o.HasAdmit = n.Item.item, true
 	}
 }
 
@@ -273,13 +274,13 @@ func (q *Queue) headIntelligent(now time.Time) (*tnode, Band) {
 	if n := q.promoted(now); n != nil {
 		return n, BandPromoted
 	}
-	if countAtLeast(q.root, q.cfg.PriorityThreshold) > 0 {
-		return first(q.root), BandHigh
+	if countAtLeast(q.tree.Root(), q.cfg.PriorityThreshold) > 0 {
+		return q.tree.First(), BandHigh
 	}
 	limit := q.depth()
-	head := firstFit(q.root, 0, &window{after: q.cursor, limit: limit}, nil)
+	head := firstFit(q.tree.Root(), 0, &window{after: q.cursor, limit: limit}, nil)
 	if head == nil || q.cursor == nil {
-		head = firstFit(q.root, 0, &window{upTo: q.cursor, limit: limit}, nil)
+		head = firstFit(q.tree.Root(), 0, &window{upTo: q.cursor, limit: limit}, nil)
 	}
 	return head, BandLow
 }
@@ -291,14 +292,14 @@ func (q *Queue) headIntelligent(now time.Time) (*tnode, Band) {
 // taken (Intelligent's cursor), the config changes, or, with starvation
 // protection, a low unit passes its maximum wait (NextPromotion).
 func (q *Queue) HeadRank(now time.Time) (priority int32, enqueued int64, ok bool) {
-	if q.root == nil {
+	if q.tree.Root() == nil {
 		return 0, 0, false
 	}
-	n := first(q.root)
+	n := q.tree.First()
 	if q.cfg.Policy == schedulingv1alpha1.QueuePolicyIntelligent {
 		n, _ = q.headIntelligent(now)
 	}
-	return n.k.priority, n.k.enqueued, true
+	return n.Item.k.priority, n.Item.k.enqueued, true
 }
 
 // promoted is the oldest low unit past its maximum wait, if any.
@@ -307,7 +308,7 @@ func (q *Queue) promoted(now time.Time) *tnode {
 		return nil
 	}
 	n := q.ages[0]
-	if n.item.EnqueueTime.Add(q.cfg.LowPriorityMaxWait).After(now) {
+	if n.Item.item.EnqueueTime.Add(q.cfg.LowPriorityMaxWait).After(now) {
 		return nil
 	}
 	return n
@@ -319,7 +320,7 @@ func (q *Queue) NextPromotion(now time.Time) (time.Time, bool) {
 	if !q.agesOn(q.cfg) || len(q.ages) == 0 {
 		return time.Time{}, false
 	}
-	t := q.ages[0].item.EnqueueTime.Add(q.cfg.LowPriorityMaxWait)
+	t := q.ages[0].Item.item.EnqueueTime.Add(q.cfg.LowPriorityMaxWait)
 	if !t.After(now) {
 		return time.Time{}, false
 	}
@@ -330,14 +331,14 @@ func (o *Offer) setHead(n *tnode, b Band) {
 	if n == nil {
 		return
 	}
-	o.Head, o.HasHead, o.Band = n.item, true, b
+	o.Head, o.HasHead, o.Band = n.Item.item, true, b
 }
 
 // serveHead: only the head may be admitted; if it does not fit it blocks.
 func (o *Offer) serveHead(n *tnode, b Band, free []int64) {
 	o.setHead(n, b)
-	if fits(n.item.Request, free) {
-		o.Admit, o.HasAdmit = n.item, true
+	if fits(n.Item.item.Request, free) {
+		o.Admit, o.HasAdmit = n.Item.item, true
 	} else {
 		o.Blocking = true
 	}
@@ -348,25 +349,25 @@ type ageHeap []*tnode
 
 func (h ageHeap) Len() int { return len(h) }
 func (h ageHeap) Less(i, j int) bool {
-	if h[i].k.enqueued != h[j].k.enqueued {
-		return h[i].k.enqueued < h[j].k.enqueued
+	if h[i].Item.k.enqueued != h[j].Item.k.enqueued {
+		return h[i].Item.k.enqueued < h[j].Item.k.enqueued
 	}
-	return h[i].k.key < h[j].k.key
+	return h[i].Item.k.key < h[j].Item.k.key
 }
 func (h ageHeap) Swap(i, j int) {
 	h[i], h[j] = h[j], h[i]
-	h[i].age, h[j].age = i, j
+	h[i].Item.age, h[j].Item.age = i, j
 }
 func (h *ageHeap) Push(x any) {
 	n := x.(*tnode)
-	n.age = len(*h)
+	n.Item.age = len(*h)
 	*h = append(*h, n)
 }
 func (h *ageHeap) Pop() any {
 	old := *h
 	n := old[len(old)-1]
 	old[len(old)-1] = nil
-	n.age = -1
+	n.Item.age = -1
 	*h = old[:len(old)-1]
 	return n
 }

@@ -5,6 +5,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"github.com/google/btree"
 )
 
 // The line is the order in which queues take their turns in a cycle.
@@ -254,7 +256,7 @@ func (s *Scheduler) unsettle(qs *queueState) {
 		}
 	}
 	s.settledCount--
-	if g.members.root == nil {
+	if g.members.empty() {
 		if s.settledAt[g.quota][g.state] == g {
 			delete(s.settledAt[g.quota], g.state)
 		}
@@ -482,106 +484,61 @@ func (s *Scheduler) groupTurn(line *queueLine) {
 	}
 }
 
-// memberTree is a treap of settled queues by key: O(log n) insert, remove
-// and successor. Node priorities hash the queue's name, so the same events
-// build the same tree.
-type memberTree struct{ root *memberNode }
+// memberTree is the settled queues of a group by key, a B-tree: O(log n)
+// insert, remove and successor. The zero value is an empty tree. A member's
+// key is copied in when it is inserted; it must not change while it is in.
+type memberTree struct{ t *btree.BTreeG[member] }
 
-type memberNode struct {
-	qs          *queueState
-	prio        uint64
-	left, right *memberNode
+type member struct {
+	key lineKey
+	qs  *queueState
 }
+
+func memberLess(a, b member) bool { return a.key.less(b.key) }
+
+// memberDegree is the B-tree's degree: groups are mostly small.
+const memberDegree = 8
 
 func (t *memberTree) insert(qs *queueState) {
-	prio := uint64(14695981039346656037) // FNV-1a of the name
-	for i := 0; i < len(qs.spec.Name); i++ {
-		prio = (prio ^ uint64(qs.spec.Name[i])) * 1099511628211
+	if t.t == nil {
+		t.t = btree.NewG(memberDegree, memberLess)
 	}
-	t.root = insertMember(t.root, &memberNode{qs: qs, prio: prio})
+	t.t.ReplaceOrInsert(member{qs.key, qs})
 }
 
-func insertMember(n, x *memberNode) *memberNode {
-	if n == nil {
-		return x
-	}
-	if x.prio > n.prio {
-		x.left, x.right = splitMembers(n, x.qs.key)
-		return x
-	}
-	if x.qs.key.less(n.qs.key) {
-		n.left = insertMember(n.left, x)
-	} else {
-		n.right = insertMember(n.right, x)
-	}
-	return n
-}
-
-// splitMembers splits n into the keys below k and the keys above it.
-func splitMembers(n *memberNode, k lineKey) (lo, hi *memberNode) {
-	if n == nil {
-		return nil, nil
-	}
-	if n.qs.key.less(k) {
-		n.right, hi = splitMembers(n.right, k)
-		return n, hi
-	}
-	lo, n.left = splitMembers(n.left, k)
-	return lo, n
-}
-
-func (t *memberTree) remove(k lineKey) { t.root = removeMember(t.root, k) }
-
-func removeMember(n *memberNode, k lineKey) *memberNode {
-	switch {
-	case n == nil:
-		return nil
-	case k.less(n.qs.key):
-		n.left = removeMember(n.left, k)
-	case n.qs.key.less(k):
-		n.right = removeMember(n.right, k)
-	default:
-		return joinMembers(n.left, n.right)
-	}
-	return n
-}
-
-func joinMembers(a, b *memberNode) *memberNode {
-	switch {
-	case a == nil:
-		return b
-	case b == nil:
-		return a
-	case a.prio > b.prio:
-		a.right = joinMembers(a.right, b)
-		return a
-	default:
-		b.left = joinMembers(a, b.left)
-		return b
+func (t *memberTree) remove(k lineKey) {
+	if t.t != nil {
+		t.t.Delete(member{key: k})
 	}
 }
+
+// empty says whether the tree has no member.
+func (t *memberTree) empty() bool { return t.t == nil || t.t.Len() == 0 }
 
 // after is the member with the smallest key above k (the first if k is nil).
 func (t *memberTree) after(k *lineKey) *queueState {
+	if t.t == nil {
+		return nil
+	}
 	var best *queueState
-	for n := t.root; n != nil; {
-		if k == nil || k.less(n.qs.key) {
-			best = n.qs
-			n = n.left
-		} else {
-			n = n.right
+	find := func(m member) bool {
+		if k != nil && !k.less(m.key) {
+			return true // m's key is k itself: the next one
 		}
+		best = m.qs
+		return false
+	}
+	if k == nil {
+		t.t.Ascend(find)
+	} else {
+		t.t.AscendGreaterOrEqual(member{key: *k}, find)
 	}
 	return best
 }
 
 // each calls fn for every member in key order.
-func (t *memberTree) each(fn func(*queueState)) { eachMember(t.root, fn) }
-
-func eachMember(n *memberNode, fn func(*queueState)) {
-	if n != nil {
-		eachMember(n.left, fn)
-		fn(n.qs)
-		eachMember(n.right, fn)
+func (t *memberTree) each(fn func(*queueState)) {
+	if t.t != nil {
+		t.t.Ascend(func(m member) bool { fn(m.qs); return true })
 	}
 }
