@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -174,22 +173,13 @@ func (c *Cache) UpsertElasticQuota(eq *elasticquotav1alpha1.ElasticQuota) {
 	metrics.WatchedUpdates.WithLabelValues(metrics.KindElasticQuota, metrics.UpdateApplied).Inc()
 	copies := slices.DeleteFunc(c.quotaCopies[eq.Name], sameNamespace)
 	copies = append(copies, eq)
-	slices.SortFunc(copies, olderFirst)
+	slices.SortFunc(copies, quota.OlderFirst)
 	c.quotaCopies[eq.Name] = copies
 	if copies[0] != eq {
 		c.notify() // a duplicate: only reported
 		return
 	}
 	c.useQuota(eq)
-}
-
-// olderFirst orders ElasticQuotas of one name: the oldest is used, and of
-// two created in the same second, the one whose namespace sorts first.
-func olderFirst(a, b *elasticquotav1alpha1.ElasticQuota) int {
-	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
-		return c
-	}
-	return strings.Compare(a.Namespace, b.Namespace)
 }
 
 // useQuota makes eq the quota of its name, with c.mu held.

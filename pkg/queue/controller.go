@@ -30,6 +30,7 @@ import (
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/quota"
 	"github.com/koord-queue/koord-queue/pkg/watched"
 )
 
@@ -141,7 +142,12 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 		}
 		return reconcile.Result{}, nil
 	}
-	eq := oldest(live)
+	eq := &live[0]
+	for i := range live {
+		if quota.OlderFirst(&live[i], eq) < 0 {
+			eq = &live[i]
+		}
+	}
 	if len(live) > 1 {
 		for i := range live {
 			if live[i].UID != eq.UID {
@@ -263,17 +269,4 @@ func (r *Reconciler) policyOf(eq *elasticquotav1alpha1.ElasticQuota) schedulingv
 func equalManagedFields(a, b *schedulingv1alpha1.Queue) bool {
 	return maps.Equal(a.Labels, b.Labels) && maps.Equal(a.Annotations, b.Annotations) &&
 		a.Spec.QueuePolicy == b.Spec.QueuePolicy && ptr.Equal(a.Spec.Priority, b.Spec.Priority)
-}
-
-// oldest picks the quota that owns the name when several namespaces use it.
-func oldest(quotas []elasticquotav1alpha1.ElasticQuota) *elasticquotav1alpha1.ElasticQuota {
-	best := &quotas[0]
-	for i := range quotas[1:] {
-		q := &quotas[i+1]
-		if q.CreationTimestamp.Before(&best.CreationTimestamp) ||
-			(q.CreationTimestamp.Equal(&best.CreationTimestamp) && q.Namespace < best.Namespace) {
-			best = q
-		}
-	}
-	return best
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -56,6 +57,18 @@ type Spec struct {
 	// (those fed before Engine.MarkLoaded) when their mins breach their
 	// parent's: the newest are the ones refused (see changes.go).
 	Created time.Time
+}
+
+// OlderFirst orders ElasticQuotas of one name (names are unique
+// cluster-wide to koord-scheduler, yet the API server accepts one per
+// namespace): the oldest is the quota of that name, and of two created in
+// the same second, the one whose namespace sorts first. The Queue sync and
+// the admission cache both follow it, so they never pick different copies.
+func OlderFirst(a, b *elasticquotav1alpha1.ElasticQuota) int {
+	if c := a.CreationTimestamp.Compare(b.CreationTimestamp.Time); c != 0 {
+		return c
+	}
+	return strings.Compare(a.Namespace, b.Namespace)
 }
 
 // SpecFromElasticQuota reads a Spec from an ElasticQuota's spec, labels and
