@@ -40,7 +40,7 @@ rbac() {
   mv "$tmp/role.yaml" "$chart/files/rbac/$name.yaml"
   rm -rf "$tmp"
 }
-rbac koord-queue ./pkg/queuemanager/...
+rbac koord-queue ./cmd/queue/app/...
 # koord-queue's aggregated visibility API, granted only when it is enabled.
 for dir in pkg/visibility/rbac/*/; do
   [[ -d $dir ]] || continue

@@ -21,11 +21,11 @@ import (
 	"github.com/koord-queue/koord-queue/apis"
 	configv1 "github.com/koord-queue/koord-queue/apis/config/v1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/cmd/queue/app"
 	"github.com/koord-queue/koord-queue/pkg/admission"
 	"github.com/koord-queue/koord-queue/pkg/leaderelection"
 	kqmetrics "github.com/koord-queue/koord-queue/pkg/metrics"
 	"github.com/koord-queue/koord-queue/pkg/probes"
-	"github.com/koord-queue/koord-queue/pkg/queuemanager"
 	"github.com/koord-queue/koord-queue/pkg/version"
 	"github.com/koord-queue/koord-queue/pkg/visibility/api/v1alpha1"
 )
@@ -114,7 +114,7 @@ func run() error {
 		LeaderElectionID:              "koord-queue",
 		LeaderElectionNamespace:       *leaderNamespace,
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         queuemanager.CacheOptions(*queueNamespace),
+		Cache:                         app.CacheOptions(*queueNamespace),
 	}
 	leaderSettings.Apply(&mgrOpts)
 	mgr, err := ctrl.NewManager(restConfig, mgrOpts)
@@ -122,14 +122,14 @@ func run() error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	_, err = queuemanager.Setup(ctx, mgr, queuemanager.Options{
+	_, err = app.Setup(ctx, mgr, app.Options{
 		QueueNamespace:                         *queueNamespace,
 		VisibilityAddress:                      *visibilityAddr,
 		VisibilityInsecureAllowUnauthenticated: *visibilityOpen,
 		VisibilityCertDir:                      *visibilityCerts,
 		VisibilityInsecureServing:              *visibilityPlain,
 		VisibilityTokenAudiences:               strings.FieldsFunc(*tokenAudiences, func(r rune) bool { return r == ',' || unicode.IsSpace(r) }),
-		AggregatedAPI: queuemanager.AggregatedAPIOptions{
+		AggregatedAPI: app.AggregatedAPIOptions{
 			Address: *aggAddr,
 			CertDir: *aggCertDir,
 			Rotate:  *aggRotate,

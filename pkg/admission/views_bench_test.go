@@ -11,8 +11,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/pkg/visibility/api"
-	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // pageWorld is a Cache with one queue "team" of waiting units of one cpu,

@@ -15,8 +15,8 @@ import (
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/pkg/visibility/api"
-	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // rows shows a list of views as "namespace/name@position phase".

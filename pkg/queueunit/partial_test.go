@@ -12,7 +12,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
 	"github.com/koord-queue/koord-queue/pkg/resources"
-	"github.com/koord-queue/koord-queue/test/wrappers"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
 // TestAdmitPartially: a partial admission writes the pods admitted as each

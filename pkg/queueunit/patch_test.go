@@ -18,7 +18,7 @@ import (
 	"github.com/koord-queue/koord-queue/apis"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
-	"github.com/koord-queue/koord-queue/test/wrappers"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
 var unitResource = schema.GroupResource{Group: schedulingv1alpha1.GroupVersion.Group, Resource: "queueunits"}

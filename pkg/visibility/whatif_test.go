@@ -19,9 +19,9 @@ import (
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/admission"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 	"github.com/koord-queue/koord-queue/pkg/visibility/authz"
-	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // quotaReviewer lets users named admin-* get ElasticQuotas in namespace

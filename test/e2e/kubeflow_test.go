@@ -18,9 +18,9 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/policy"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/test/cluster"
 	"github.com/koord-queue/koord-queue/test/testenv"
-	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // The tests in this file run the real Kubeflow training-operator (the

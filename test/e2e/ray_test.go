@@ -25,9 +25,9 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
 	"github.com/koord-queue/koord-queue/pkg/resources"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/test/cluster"
 	"github.com/koord-queue/koord-queue/test/testenv"
-	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // The tests in this file run KubeRay's ray-operator (the release whose API

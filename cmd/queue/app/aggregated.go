@@ -1,4 +1,4 @@
-package queuemanager
+package app
 
 import (
 	"context"

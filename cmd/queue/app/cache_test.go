@@ -1,4 +1,4 @@
-package queuemanager
+package app
 
 import (
 	"encoding/json"
@@ -184,7 +184,7 @@ func TestStripUnitKeepsWhatKoordQueueReads(t *testing.T) {
 // server defaults it, the Job's labels) after its life (admitted, run,
 // finished). It reports live bytes per unit, after a collection:
 //
-//	go test ./pkg/queuemanager -run XXX -bench CachedUnit -benchtime 5x
+//	go test ./cmd/queue/app -run XXX -bench CachedUnit -benchtime 5x
 func BenchmarkCachedUnit(b *testing.B) {
 	tmpl := jobTemplate([]corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Requests: requests("cpu", "1")}}}, nil)
 	tmpl.Spec.TerminationGracePeriodSeconds = ptr.To[int64](30)

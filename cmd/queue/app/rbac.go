@@ -1,4 +1,4 @@
-package queuemanager
+package app
 
 // What the koord-queue binary may do; `make generate` turns these markers
 // into the Helm chart's ClusterRole (charts/koord-queue/files/rbac/koord-queue.yaml).

@@ -1,8 +1,8 @@
-// Package queuemanager assembles the koord-queue binary's controllers on a
+// Package app assembles the koord-queue binary's controllers on a
 // controller-runtime manager: Queues from ElasticQuotas, the admission loop,
 // the visibility REST API and the aggregated visibility API. cmd/queue parses flags and calls Setup; integration
 // tests call the same Setup on their own API server.
-package queuemanager
+package app
 
 import (
 	"context"

@@ -5,7 +5,7 @@
 //	extensionstest.MakeTFJob("tf", "ns").Quota("team-a").Replica("Worker", 2, "cpu", "1").Obj()
 //
 // QueueUnits and the pod templates the jobs are made of are built by
-// test/wrappers, resource lists by quotatest.Res.
+// pkg/testing/wrappers, resource lists by quotatest.Res.
 package extensionstest
 
 import (

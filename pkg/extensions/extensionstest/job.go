@@ -7,7 +7,7 @@ import (
 	"k8s.io/utils/ptr"
 
 	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
-	"github.com/koord-queue/koord-queue/test/wrappers"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
 // JobWrapper builds a batch Job.

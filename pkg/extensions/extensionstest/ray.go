@@ -6,7 +6,7 @@ import (
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
-	"github.com/koord-queue/koord-queue/test/wrappers"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
 // RayClusterSpecWrapper builds a Ray cluster spec with a head requesting

@@ -7,7 +7,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/koord-queue/koord-queue/test/wrappers"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
 func in(key string, values ...string) corev1.NodeSelectorRequirement {

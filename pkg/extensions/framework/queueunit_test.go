@@ -15,7 +15,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
 	"github.com/koord-queue/koord-queue/pkg/resources"
-	"github.com/koord-queue/koord-queue/test/wrappers"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
 func podSets(counts ...int32) []PodSet {

@@ -22,7 +22,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework/frameworktest"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
-	"github.com/koord-queue/koord-queue/test/wrappers"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
 // TestReconcileRunningJobs: which jobs that run without a unit the

@@ -16,7 +16,7 @@ import (
 
 // Res builds a ResourceList from name, quantity pairs. It is the tests' one
 // resource-list builder, for quotas, units and jobs' pods alike: it lives
-// here, in the lowest of the builders' packages, so test/wrappers,
+// here, in the lowest of the builders' packages, so pkg/testing/wrappers,
 // extensionstest and schedtest can all use it. It panics on an odd number
 // of arguments or a malformed quantity: it is for tests only.
 func Res(pairs ...string) corev1.ResourceList {

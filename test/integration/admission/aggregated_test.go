@@ -21,7 +21,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
-	"github.com/koord-queue/koord-queue/pkg/queuemanager"
+	"github.com/koord-queue/koord-queue/cmd/queue/app"
 	"github.com/koord-queue/koord-queue/pkg/visibility/api/v1alpha1"
 	"github.com/koord-queue/koord-queue/test/cluster"
 	"github.com/koord-queue/koord-queue/test/testenv"
@@ -57,7 +57,7 @@ func TestAggregatedAPIAuthorization(t *testing.T) {
 		t.Fatal(err)
 	}
 	opts := fastOptions()
-	opts.AggregatedAPI = queuemanager.AggregatedAPIOptions{
+	opts.AggregatedAPI = app.AggregatedAPIOptions{
 		Address: cluster.Loopback(ports[0]), CertDir: t.TempDir(), Rotate: true,
 		Secret: types.NamespacedName{Namespace: secret.Namespace, Name: secret.Name}, DNSName: "localhost",
 		RotatorName: "visibility-api-rotator",

@@ -16,8 +16,8 @@ import (
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/admission"
 	"github.com/koord-queue/koord-queue/pkg/metrics"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/test/testenv"
-	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // watchedUpdates reads koord_queue_watched_updates_total: what the

@@ -10,10 +10,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
-	"github.com/koord-queue/koord-queue/pkg/queuemanager"
+	"github.com/koord-queue/koord-queue/cmd/queue/app"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/test/testenv"
-	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // TestLeaderElection runs two replicas, as the chart can: only the elected
@@ -28,7 +28,7 @@ func TestLeaderElection(t *testing.T) {
 		r := &replica{}
 		stop, err := env.StartManager(context.Background(), func(mgr manager.Manager) error {
 			r.mgr = mgr
-			_, err := queuemanager.Setup(context.Background(), mgr, fastOptions())
+			_, err := app.Setup(context.Background(), mgr, fastOptions())
 			return err
 		}, func(o *manager.Options) {
 			o.LeaderElection = true

@@ -21,10 +21,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/cmd/queue/app"
 	"github.com/koord-queue/koord-queue/pkg/admission"
-	"github.com/koord-queue/koord-queue/pkg/queuemanager"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/test/testenv"
-	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 var env *testenv.Env
@@ -51,12 +51,12 @@ func TestMain(m *testing.M) {
 }
 
 // startKoordQueue runs the koord-queue controllers until the test ends.
-func startKoordQueue(t *testing.T, opts queuemanager.Options) *admission.Cache {
+func startKoordQueue(t *testing.T, opts app.Options) *admission.Cache {
 	t.Helper()
 	var cache *admission.Cache
 	stop, err := env.StartManager(context.Background(), func(mgr manager.Manager) error {
 		var err error
-		cache, err = queuemanager.Setup(context.Background(), mgr, opts)
+		cache, err = app.Setup(context.Background(), mgr, opts)
 		return err
 	})
 	if err != nil {
@@ -67,8 +67,8 @@ func startKoordQueue(t *testing.T, opts queuemanager.Options) *admission.Cache {
 }
 
 // fastOptions refresh queue status and retry admission checks quickly.
-func fastOptions() queuemanager.Options {
-	return queuemanager.Options{Admission: admission.Options{
+func fastOptions() app.Options {
+	return app.Options{Admission: admission.Options{
 		Writer: admission.WriterOptions{MessageQPS: 100, RequeueBaseDelay: 2e9, RequeueMaxDelay: 4e9},
 		Status: admission.StatusOptions{RefreshInterval: 1e9},
 	}}

@@ -11,8 +11,8 @@ import (
 	"k8s.io/utils/ptr"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/test/testenv"
-	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // TestMaximumExecutionTimeDeactivates: a unit admitted with

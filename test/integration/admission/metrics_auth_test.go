@@ -12,8 +12,8 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/koord-queue/koord-queue/cmd/queue/app"
 	"github.com/koord-queue/koord-queue/pkg/metrics"
-	"github.com/koord-queue/koord-queue/pkg/queuemanager"
 	"github.com/koord-queue/koord-queue/test/cluster"
 	"github.com/koord-queue/koord-queue/test/testenv"
 )
@@ -74,7 +74,7 @@ func startSecureMetricsManager(t *testing.T) string {
 	}
 	addr := cluster.Loopback(ports[0])
 	stop, err := env.StartManager(context.Background(), func(mgr manager.Manager) error {
-		_, err := queuemanager.Setup(context.Background(), mgr, fastOptions())
+		_, err := app.Setup(context.Background(), mgr, fastOptions())
 		return err
 	}, func(o *manager.Options) { o.Metrics = metrics.ServerOptions(addr, true, "") })
 	if err != nil {

@@ -6,7 +6,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
-	"github.com/koord-queue/koord-queue/test/wrappers"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
 // TestRequestsTooLargeToCount: a request koord-queue cannot count (memory

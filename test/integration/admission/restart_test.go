@@ -11,10 +11,10 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
-	"github.com/koord-queue/koord-queue/pkg/queuemanager"
+	"github.com/koord-queue/koord-queue/cmd/queue/app"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/test/testenv"
-	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // TestRestartRebuildsUsage: a restarted koord-queue counts every admitted
@@ -25,7 +25,7 @@ func TestRestartRebuildsUsage(t *testing.T) {
 	create(t, wrappers.MakeElasticQuota(ns, ns).Max(corev1.ResourceCPU, fmt.Sprint(admitted)).Obj())
 
 	stop, err := env.StartManager(context.Background(), func(mgr manager.Manager) error {
-		_, err := queuemanager.Setup(context.Background(), mgr, fastOptions())
+		_, err := app.Setup(context.Background(), mgr, fastOptions())
 		return err
 	})
 	if err != nil {

@@ -14,9 +14,9 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
-	"github.com/koord-queue/koord-queue/pkg/queuemanager"
+	"github.com/koord-queue/koord-queue/cmd/queue/app"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/test/testenv"
-	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // TestStrippedUnitsAreNotWrittenBack runs koord-queue with the binary's
@@ -29,9 +29,9 @@ func TestStrippedUnitsAreNotWrittenBack(t *testing.T) {
 	var mgrCache client.Reader
 	stop, err := env.StartManager(ctx, func(mgr manager.Manager) error {
 		mgrCache = mgr.GetCache()
-		_, err := queuemanager.Setup(ctx, mgr, fastOptions())
+		_, err := app.Setup(ctx, mgr, fastOptions())
 		return err
-	}, func(o *manager.Options) { o.Cache = queuemanager.CacheOptions("") })
+	}, func(o *manager.Options) { o.Cache = app.CacheOptions("") })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,12 +15,12 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
-	"github.com/koord-queue/koord-queue/pkg/queuemanager"
+	"github.com/koord-queue/koord-queue/cmd/queue/app"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/pkg/visibility"
 	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 	"github.com/koord-queue/koord-queue/test/cluster"
 	"github.com/koord-queue/koord-queue/test/testenv"
-	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // TestVisibilityAPIAuthorization reads the REST API, served over TLS with
@@ -183,7 +183,7 @@ func tokenOf(t *testing.T, ns, name string, audiences ...string) string {
 // startTLSVisibilityAPI sets opts to serve the visibility API on a free
 // loopback port over TLS, with a certificate of its own CA in a cert dir,
 // and returns the API's URL and a client that trusts that CA alone.
-func startTLSVisibilityAPI(t *testing.T, opts *queuemanager.Options) (string, *http.Client) {
+func startTLSVisibilityAPI(t *testing.T, opts *app.Options) (string, *http.Client) {
 	t.Helper()
 	ports, err := cluster.FreePorts(1)
 	if err != nil {

@@ -23,8 +23,8 @@ import (
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/test/testenv"
-	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 const elasticQuotaCRD = "elasticquotas.scheduling.sigs.k8s.io"

@@ -17,7 +17,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/argo"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
-	"github.com/koord-queue/koord-queue/test/wrappers"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
 // TestBadInput: a job the queue cannot take as it is gets a Warning event

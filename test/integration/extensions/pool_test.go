@@ -17,7 +17,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/job"
 	"github.com/koord-queue/koord-queue/pkg/extensions/spark"
-	"github.com/koord-queue/koord-queue/test/wrappers"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
 // TestJobsLandOnTheirPool: a Job of a quota in a node pool's tree (as

@@ -10,7 +10,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/config"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
-	"github.com/koord-queue/koord-queue/pkg/queuemanager"
+	"github.com/koord-queue/koord-queue/cmd/queue/app"
 	"github.com/koord-queue/koord-queue/test/testenv"
 )
 
@@ -37,13 +37,13 @@ func StartInProcess(ctx context.Context, cfg *rest.Config, qps float64, burst in
 		HealthProbeBindAddress: "0",
 		// The restart scenario builds the same controllers again.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:      queuemanager.CacheOptions(""),
+		Cache:      app.CacheOptions(""),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
-	if _, err := queuemanager.Setup(ctx, mgr, queuemanager.Options{}); err != nil {
+	if _, err := app.Setup(ctx, mgr, app.Options{}); err != nil {
 		cancel()
 		return nil, err
 	}

@@ -23,10 +23,10 @@ import (
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/test/performance/checker"
 	"github.com/koord-queue/koord-queue/test/performance/runner"
 	"github.com/koord-queue/koord-queue/test/performance/scenario"
-	"github.com/koord-queue/koord-queue/test/wrappers"
 )
 
 // QuotaNamespace holds the scenario's ElasticQuotas.
