@@ -22,66 +22,29 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/queue"
-	"github.com/koord-queue/koord-queue/pkg/resources"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/test/cluster"
 	"github.com/koord-queue/koord-queue/test/testenv"
 )
 
-// v18Annotations are what Koord-Queue v1.8 writes on a job it queued; a job
-// it released also carries koord-queue/job-dequeue-timestamp. Only their
-// presence is meaningful (the values are Go's time.Now().String()).
-func v18Annotations(released bool) map[string]string {
-	a := map[string]string{
-		"koord-queue/job-has-enqueued":      "true",
-		"koord-queue/job-enqueue-timestamp": "2026-12-03 10:04:05.000000001 +0000 UTC m=+1.000000001",
-	}
-	if released {
-		a["koord-queue/job-dequeue-timestamp"] = "2026-12-03 10:05:00.000000001 +0000 UTC m=+56.000000001"
-	}
-	return a
-}
-
-// v18Unit makes the QueueUnit Koord-Queue v1.8 makes for a job: named like
-// the job plus its kind's suffix, in the job's namespace, an owner reference
-// to the job without controller: true, the job's labels and annotations, its
-// pod sets under Koord-Queue's names; and, for a job it released, phase
-// Running with status.admissions of every pod set.
+// v18Unit creates the QueueUnit Koord-Queue v1.8 makes for a job
+// (wrappers.KoordQueueV18Unit): Running for a job it released, else
+// Enqueued.
 func v18Unit(t *testing.T, job client.Object, gvk metav1.GroupVersionKind, unitName string, sets []schedulingv1alpha1.PodSet, running bool) client.ObjectKey {
 	t.Helper()
-	request := resources.PodSetsRequests(sets)
-	apiVersion := gvk.Group + "/" + gvk.Version
-	u := &schedulingv1alpha1.QueueUnit{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: unitName, Namespace: job.GetNamespace(),
-			Labels: job.GetLabels(), Annotations: job.GetAnnotations(),
-			OwnerReferences: []metav1.OwnerReference{{APIVersion: apiVersion, Kind: gvk.Kind, Name: job.GetName(), UID: job.GetUID()}},
-		},
-		Spec: schedulingv1alpha1.QueueUnitSpec{
-			ConsumerRef: &corev1.ObjectReference{APIVersion: apiVersion, Kind: gvk.Kind, Name: job.GetName(), Namespace: job.GetNamespace()},
-			Resource:    request, Request: request.DeepCopy(), PodSets: sets,
-		},
+	phase := schedulingv1alpha1.Enqueued
+	if running {
+		phase = schedulingv1alpha1.Running
 	}
+	u := wrappers.KoordQueueV18Unit(job, gvk, unitName, sets, phase)
+	status := u.Status
 	create(t, u)
 	key := client.ObjectKeyFromObject(u)
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) error {
 		if err := k8sClient.Get(ctx, key, u); err != nil {
 			return err
 		}
-		u.Status.Phase, u.Status.Message = schedulingv1alpha1.Enqueued, "Enqueued"
-		if running {
-			u.Status.Phase, u.Status.Message = schedulingv1alpha1.Running, "Running"
-			u.Status.Admissions = nil
-			pods := 0
-			for _, s := range sets {
-				u.Status.Admissions = append(u.Status.Admissions, schedulingv1alpha1.Admission{
-					Name: s.Name, Replicas: int64(s.Count), Running: int64(s.Count),
-					Resources: resources.PodSetsRequests([]schedulingv1alpha1.PodSet{s}),
-				})
-				pods += int(s.Count)
-			}
-			u.Status.PodState = schedulingv1alpha1.PodState{Running: pods}
-		}
+		u.Status = status
 		return k8sClient.Status().Update(ctx, u)
 	})
 	return key
@@ -128,7 +91,7 @@ func TestTakeoverFromKoordQueue(t *testing.T) {
 	// A Job Koord-Queue released: running, 1 cpu, for 40 s.
 	running := batchJob(ns, "running", quota, "1")
 	running.Spec.Suspend = ptr.To(false)
-	running.Annotations = v18Annotations(true)
+	running.Annotations = wrappers.KoordQueueV18Annotations(true)
 	running.Spec.Template.Annotations = map[string]string{cluster.PodRunTimeAnnotation: "40s"}
 	create(t, running)
 	jobGVK := metav1.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}
@@ -139,7 +102,7 @@ func TestTakeoverFromKoordQueue(t *testing.T) {
 	pt := extensionstest.MakePyTorchJob("pt", kubeflowNamespace).Quota(quota).Suspend(false).
 		Replica(kftraining.PyTorchJobReplicaTypeMaster, 1, "cpu", "1").Replica(kftraining.PyTorchJobReplicaTypeWorker, 1, "cpu", "1").
 		Container(kftraining.PyTorchJobDefaultContainerName).PodAnnotation(cluster.PodRunTimeAnnotation, "40s").Obj()
-	pt.Annotations = v18Annotations(true)
+	pt.Annotations = wrappers.KoordQueueV18Annotations(true)
 	pt.Annotations["scheduling.x-k8s.io/suspend"] = "false"
 	create(t, pt)
 	var ptSets []schedulingv1alpha1.PodSet
@@ -154,7 +117,7 @@ func TestTakeoverFromKoordQueue(t *testing.T) {
 	var waiting []*batchv1.Job
 	for _, name := range []string{"waiting-1", "waiting-2"} {
 		j := batchJob(ns, name, quota, "1")
-		j.Annotations = v18Annotations(false)
+		j.Annotations = wrappers.KoordQueueV18Annotations(false)
 		create(t, j)
 		v18Unit(t, j, jobGVK, j.Name, []schedulingv1alpha1.PodSet{{Name: j.Name, Count: 1, Template: *j.Spec.Template.DeepCopy()}}, false)
 		waiting = append(waiting, j)

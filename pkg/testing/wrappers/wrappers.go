@@ -10,6 +10,7 @@ package wrappers
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -21,6 +22,7 @@ import (
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
+	"github.com/koord-queue/koord-queue/pkg/resources"
 )
 
 // QueueUnitWrapper builds a QueueUnit.
@@ -233,4 +235,57 @@ func KoordSchedulerPatch(cpu string) client.Patch {
 		"status":   map[string]any{"used": map[string]string{"cpu": cpu}},
 	})
 	return client.RawPatch(types.MergePatchType, patch)
+}
+
+// KoordQueueV18Annotations are what Koord-Queue v1.8 writes on a job it
+// queued; a job it released also carries koord-queue/job-dequeue-timestamp.
+// Only their presence is meaningful (the values are Go's time.Now().String()).
+func KoordQueueV18Annotations(released bool) map[string]string {
+	a := map[string]string{
+		"koord-queue/job-has-enqueued":      "true",
+		"koord-queue/job-enqueue-timestamp": "2026-12-03 10:04:05.000000001 +0000 UTC m=+1.000000001",
+	}
+	if released {
+		a["koord-queue/job-dequeue-timestamp"] = "2026-12-03 10:05:00.000000001 +0000 UTC m=+56.000000001"
+	}
+	return a
+}
+
+// KoordQueueV18Unit is the QueueUnit Koord-Queue v1.8 makes for job, of the
+// kind gvk: named unitName (the job's name plus its kind's suffix), in the
+// job's namespace, owned by the job without controller: true, with the
+// job's labels and annotations and its pod sets under Koord-Queue's names.
+// Its status is what v1.8 writes in phase: for Running, status.admissions
+// of every pod set, all running. Create the unit, then write its status
+// through the status subresource.
+func KoordQueueV18Unit(job metav1.Object, gvk metav1.GroupVersionKind, unitName string, sets []schedulingv1alpha1.PodSet, phase schedulingv1alpha1.QueueUnitPhase) *schedulingv1alpha1.QueueUnit {
+	request := resources.PodSetsRequests(sets)
+	apiVersion := gvk.Group + "/" + gvk.Version
+	if gvk.Group == "" {
+		apiVersion = gvk.Version
+	}
+	u := &schedulingv1alpha1.QueueUnit{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: unitName, Namespace: job.GetNamespace(),
+			Labels: maps.Clone(job.GetLabels()), Annotations: maps.Clone(job.GetAnnotations()),
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: apiVersion, Kind: gvk.Kind, Name: job.GetName(), UID: job.GetUID()}},
+		},
+		Spec: schedulingv1alpha1.QueueUnitSpec{
+			ConsumerRef: &corev1.ObjectReference{APIVersion: apiVersion, Kind: gvk.Kind, Name: job.GetName(), Namespace: job.GetNamespace()},
+			Resource:    request, Request: request.DeepCopy(), PodSets: sets,
+		},
+	}
+	u.Status.Phase, u.Status.Message = phase, string(phase)
+	if phase == schedulingv1alpha1.Running {
+		pods := 0
+		for _, s := range sets {
+			u.Status.Admissions = append(u.Status.Admissions, schedulingv1alpha1.Admission{
+				Name: s.Name, Replicas: int64(s.Count), Running: int64(s.Count),
+				Resources: resources.PodSetsRequests([]schedulingv1alpha1.PodSet{s}),
+			})
+			pods += int(s.Count)
+		}
+		u.Status.PodState = schedulingv1alpha1.PodState{Running: pods}
+	}
+	return u
 }

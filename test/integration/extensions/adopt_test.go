@@ -16,7 +16,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/job"
-	"github.com/koord-queue/koord-queue/pkg/resources"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
 // TestAdoptKoordQueueUnits starts from what Koord-Queue v1.8 leaves in a
@@ -30,44 +30,26 @@ import (
 func TestAdoptKoordQueueUnits(t *testing.T) {
 	ns := newNamespaceWithoutWebhook(t)
 	integ := job.Integration()
-	v18 := map[string]string{"koord-queue/job-has-enqueued": "true", "koord-queue/job-enqueue-timestamp": "2025-01-02 03:04:05 +0000 UTC"}
 
 	// The Jobs are made without the quota label, so that the extension
 	// leaves them be until their v1.8 units exist; then they get it, as
 	// Koord-Queue's users' Jobs have it.
 	released := extensionstest.MakeJob("released", ns).Parallelism(2).Request("cpu", "1").Suspend(false).Obj()
-	released.Annotations = map[string]string{"koord-queue/job-dequeue-timestamp": "2025-01-02 03:05:00 +0000 UTC"}
-	for k, v := range v18 {
-		released.Annotations[k] = v
-	}
+	released.Annotations = wrappers.KoordQueueV18Annotations(true)
 	create(t, released)
 	waiting := extensionstest.MakeJob("waiting", ns).Parallelism(1).Request("cpu", "1").Obj()
-	waiting.Annotations = v18
+	waiting.Annotations = wrappers.KoordQueueV18Annotations(false)
 	create(t, waiting)
 
 	v18Unit := func(j *batchv1.Job, phase schedulingv1alpha1.QueueUnitPhase) client.ObjectKey {
 		t.Helper()
 		ps := schedulingv1alpha1.PodSet{Name: j.Name, Count: ptr.Deref(j.Spec.Parallelism, 1), Template: *j.Spec.Template.DeepCopy()}
-		request := resources.PodSetsRequests([]schedulingv1alpha1.PodSet{ps})
-		u := &schedulingv1alpha1.QueueUnit{
-			ObjectMeta: metav1.ObjectMeta{Name: j.Name, Namespace: ns,
-				Labels:          map[string]string{elasticquotav1alpha1.LabelQuotaName: "team-a"},
-				Annotations:     j.Annotations,
-				OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: j.Name, UID: j.UID}}},
-			Spec: schedulingv1alpha1.QueueUnitSpec{
-				ConsumerRef: &corev1.ObjectReference{APIVersion: "batch/v1", Kind: "Job", Name: j.Name, Namespace: ns},
-				Resource:    request, Request: request.DeepCopy(), PodSets: []schedulingv1alpha1.PodSet{ps},
-			},
-		}
+		u := wrappers.KoordQueueV18Unit(j, metav1.GroupVersionKind{Group: "batch", Version: "v1", Kind: "Job"}, j.Name, []schedulingv1alpha1.PodSet{ps}, phase)
+		u.Labels = map[string]string{elasticquotav1alpha1.LabelQuotaName: "team-a"}
+		status := u.Status
 		create(t, u)
 		key := client.ObjectKeyFromObject(u)
-		setUnitStatus(t, key, func(u *schedulingv1alpha1.QueueUnit) {
-			u.Status.Phase, u.Status.Message = phase, string(phase)
-			if phase == schedulingv1alpha1.Running {
-				u.Status.Admissions = []schedulingv1alpha1.Admission{{Name: j.Name, Replicas: int64(ps.Count), Running: int64(ps.Count), Resources: request}}
-				u.Status.PodState = schedulingv1alpha1.PodState{Running: int(ps.Count)}
-			}
-		})
+		setUnitStatus(t, key, func(u *schedulingv1alpha1.QueueUnit) { u.Status = status })
 		return key
 	}
 	releasedKey := v18Unit(released, schedulingv1alpha1.Running)
