@@ -28,6 +28,8 @@ mkdir -p "$chart/files/crds" "$chart/files/rbac"
 cp config/crd/bases/scheduling.x-k8s.io_queues.yaml config/crd/bases/scheduling.x-k8s.io_queueunits.yaml "$chart/files/crds/"
 # ElasticQuota is Koordinator's: installed only when asked (installElasticQuotaCRD).
 cp config/crd/bases/scheduling.sigs.k8s.io_elasticquotas.yaml "$chart/files/crds/elasticquota.yaml"
+# So is ElasticQuotaProfile, for computeTreeCapacity (installElasticQuotaProfileCRD).
+cp config/crd/bases/quota.koordinator.sh_elasticquotaprofiles.yaml "$chart/files/crds/elasticquotaprofile.yaml"
 
 # rbac FILE PACKAGE...: the rules of the markers in PACKAGE, as files/rbac/FILE.yaml.
 rbac() {

@@ -67,7 +67,7 @@ func run() error {
 		requeueMax      = flag.Duration("admission-check-requeue-max-delay", 10*time.Minute, "longest backoff after an admission check")
 		statusRefresh   = flag.Duration("queue-status-refresh-interval", 15*time.Second, "default time between two writes of a Queue's status (annotation koord-queue/queue-items-refresh-interval overrides)")
 		statusTopN      = flag.Int("queue-status-top-n", 20, "how many pending units a Queue's status lists")
-		treeCapacity    = flag.Bool("compute-tree-capacity", false, "where no koord-manager runs: compute each quota tree root's capacity from its ElasticQuotaProfile and the nodes (overriding its total-resource annotation), in memory")
+		treeCapacity    = flag.Bool("compute-tree-capacity", false, "where no koord-manager runs: compute each quota tree root's capacity from its ElasticQuotaProfile and the nodes (overriding its total-resource annotation), in memory; needs the ElasticQuotaProfile CRD (Koordinator's, or the chart's installElasticQuotaProfileCRD)")
 	)
 	leaderSettings := leaderelection.BindFlags(flag.CommandLine)
 	opts := zap.Options{}

@@ -2,10 +2,12 @@ package admission
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -16,6 +18,12 @@ import (
 	quotav1alpha1 "github.com/koord-queue/koord-queue/apis/quota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 )
+
+// ErrNoProfileCRD: ComputeTreeCapacity is on, and the cluster does not
+// serve ElasticQuotaProfiles.
+var ErrNoProfileCRD = errors.New("--compute-tree-capacity (chart value computeTreeCapacity) reads ElasticQuotaProfiles, " +
+	"and the cluster has no CRD elasticquotaprofiles.quota.koordinator.sh: install Koordinator's, " +
+	"or set the chart value installElasticQuotaProfileCRD: true")
 
 // Options configure admission.
 type Options struct {
@@ -140,6 +148,9 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 	}
 	for _, h := range handlers {
 		if err := feed(h.obj, h.upsert, h.remove); err != nil {
+			if _, profile := h.obj.(*quotav1alpha1.ElasticQuotaProfile); profile && apimeta.IsNoMatchError(err) {
+				return nil, fmt.Errorf("%w: %w", ErrNoProfileCRD, err)
+			}
 			return nil, err
 		}
 	}

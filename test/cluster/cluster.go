@@ -6,6 +6,7 @@ import (
 	_ "embed"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -367,14 +368,7 @@ func (c *Cluster) createNodes(ctx context.Context) error {
 	}
 	for i := range c.opts.Nodes {
 		name := fmt.Sprintf("kwok-node-%d", i)
-		node := &corev1.Node{
-			ObjectMeta: metav1.ObjectMeta{
-				Name:        name,
-				Annotations: map[string]string{FakeNodeAnnotation: "fake"},
-				Labels:      map[string]string{"type": "kwok", corev1.LabelHostname: name, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64"},
-			},
-			Status: corev1.NodeStatus{Allocatable: allocatable, Capacity: allocatable},
-		}
+		node := FakeNode(name, nil, allocatable)
 		if _, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating node %s: %w", name, err)
 		}
@@ -397,6 +391,22 @@ func (c *Cluster) createNodes(ctx context.Context) error {
 		}
 		return nil
 	})
+}
+
+// FakeNode is a node kwok manages (and makes Ready once created) with
+// allocatable (and the same capacity), labelled as a kwok node and with
+// labels.
+func FakeNode(name string, labels map[string]string, allocatable corev1.ResourceList) *corev1.Node {
+	all := map[string]string{"type": "kwok", corev1.LabelHostname: name, corev1.LabelOSStable: "linux", corev1.LabelArchStable: "amd64"}
+	maps.Copy(all, labels)
+	return &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        name,
+			Annotations: map[string]string{FakeNodeAnnotation: "fake"},
+			Labels:      all,
+		},
+		Status: corev1.NodeStatus{Allocatable: allocatable.DeepCopy(), Capacity: allocatable.DeepCopy()},
+	}
 }
 
 // waitForServiceAccount waits for the default service account, which pods

@@ -179,7 +179,10 @@ var extensionsStarts int
 const webhookOnLabel = "koord-queue.e2e/webhook"
 
 // startKoordQueue runs the koord-queue binary against the cluster, as a
-// user would, with its visibility API on a free loopback port.
+// user would, with its visibility API on a free loopback port. No
+// koord-manager runs here, so koord-queue computes the node pools' tree
+// capacities itself (--compute-tree-capacity, for TestNodePoolsOnKwok):
+// with no ElasticQuotaProfile, which only that test makes, nothing changes.
 func startKoordQueue() (*cluster.Process, error) {
 	if visibilityURL == "" {
 		ports, err := cluster.FreePorts(1)
@@ -207,7 +210,7 @@ func startKoordQueue() (*cluster.Process, error) {
 	return localCluster.StartProcess(fmt.Sprintf("koord-queue-%d", restarts), koordQueueBin, append([]string{
 		"--kubeconfig=" + localCluster.Kubeconfig, "--leader-elect=false",
 		"--visibility-bind-address=" + strings.TrimPrefix(visibilityURL, "https://"), "--visibility-cert-dir=" + visibilityCertDir,
-		"--queue-status-refresh-interval=1s"}, endpoints...)...)
+		"--queue-status-refresh-interval=1s", "--compute-tree-capacity"}, endpoints...)...)
 }
 
 // restarts counts koord-queue starts, so each process logs to its own file.

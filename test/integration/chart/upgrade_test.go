@@ -31,18 +31,20 @@ const elasticQuotaCRD = "elasticquotas.scheduling.sigs.k8s.io"
 
 // TestUpgradeFromKoordQueueV18: `helm upgrade` over a release of Koord-Queue
 // v1.8's chart (testdata/koord-queue-v1.8: its Deployments' selectors, its
-// CRDs as templates) succeeds, beside a Koordinator ElasticQuota CRD that no
-// release owns; no CRD, Queue, QueueUnit or AdmissionCheck is lost, and
-// `helm uninstall` afterwards deletes none of them either.
+// CRDs as templates) succeeds, beside Koordinator's ElasticQuota and
+// ElasticQuotaProfile CRDs that no release owns (and the chart, asked to
+// install them, leaves alone); no CRD, Queue, QueueUnit or AdmissionCheck
+// is lost, and `helm uninstall` afterwards deletes none of them either.
 func TestUpgradeFromKoordQueueV18(t *testing.T) {
 	e := bareAPIServer(t)
 	ctx := context.Background()
 	cfg := helmConfig(t, e)
 
-	// Koordinator's ElasticQuota CRD, installed by Koordinator, not by Helm.
-	koordinatorCRD := readCRD(t, filepath.Join(testenv.CRDDir(), "scheduling.sigs.k8s.io_elasticquotas.yaml"))
-	if err := e.Client.Create(ctx, koordinatorCRD); err != nil {
-		t.Fatal(err)
+	// Koordinator's CRDs, installed by Koordinator, not by Helm.
+	for _, file := range []string{"scheduling.sigs.k8s.io_elasticquotas.yaml", "quota.koordinator.sh_elasticquotaprofiles.yaml"} {
+		if err := e.Client.Create(ctx, readCRD(t, filepath.Join(testenv.CRDDir(), file))); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	v18, err := loader.Load(filepath.Join("testdata", "koord-queue-v1.8"))
@@ -54,7 +56,7 @@ func TestUpgradeFromKoordQueueV18(t *testing.T) {
 	if _, err := install.RunWithContext(ctx, v18, nil); err != nil {
 		t.Fatalf("installing Koord-Queue v1.8's chart: %v", err)
 	}
-	crds := []string{"queues.scheduling.x-k8s.io", "queueunits.scheduling.x-k8s.io", "admissionchecks.kueue.x-k8s.io", elasticQuotaCRD}
+	crds := []string{"queues.scheduling.x-k8s.io", "queueunits.scheduling.x-k8s.io", "admissionchecks.kueue.x-k8s.io", elasticQuotaCRD, profileCRD}
 	for _, name := range crds {
 		waitEstablished(t, e, name)
 	}
@@ -78,7 +80,9 @@ func TestUpgradeFromKoordQueueV18(t *testing.T) {
 
 	upgrade := action.NewUpgrade(cfg)
 	upgrade.Namespace = namespace
-	if _, err := upgrade.RunWithContext(ctx, "koord-queue", loadChart(t), everything()); err != nil {
+	values := everything()
+	values["installElasticQuotaProfileCRD"] = true
+	if _, err := upgrade.RunWithContext(ctx, "koord-queue", loadChart(t), values); err != nil {
 		t.Fatalf("helm upgrade from Koord-Queue v1.8's release: %v", err)
 	}
 	for _, name := range []string{"koord-queue", "koord-queue-controllers"} {
@@ -90,13 +94,15 @@ func TestUpgradeFromKoordQueueV18(t *testing.T) {
 			t.Errorf("Deployment %s runs %s after the upgrade, want this chart's image", name, image)
 		}
 	}
-	// The ElasticQuota CRD stays Koordinator's: not taken into the release.
-	eqCRD := &apiextensionsv1.CustomResourceDefinition{}
-	if err := e.Client.Get(ctx, client.ObjectKey{Name: elasticQuotaCRD}, eqCRD); err != nil {
-		t.Fatal(err)
-	}
-	if owner := eqCRD.Annotations["meta.helm.sh/release-name"]; owner != "" {
-		t.Errorf("Koordinator's ElasticQuota CRD was taken into release %q", owner)
+	// Koordinator's CRDs stay Koordinator's: not taken into the release.
+	for _, name := range []string{elasticQuotaCRD, profileCRD} {
+		crd := &apiextensionsv1.CustomResourceDefinition{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Name: name}, crd); err != nil {
+			t.Fatal(err)
+		}
+		if owner := crd.Annotations["meta.helm.sh/release-name"]; owner != "" {
+			t.Errorf("Koordinator's CRD %s was taken into release %q", name, owner)
+		}
 	}
 	expectKept(t, e, "after the upgrade", crds, queue, unit, check)
 
