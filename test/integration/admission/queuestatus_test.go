@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
-	"github.com/koord-queue/koord-queue/pkg/admission"
+	"github.com/koord-queue/koord-queue/pkg/queue"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/test/testenv"
@@ -50,7 +50,7 @@ func TestQueueStatus(t *testing.T) {
 		if q.Status.Pending != 2 || q.Status.Admitted != 1 {
 			return fmt.Errorf("pending %d admitted %d, want 2 and 1", q.Status.Pending, q.Status.Admitted)
 		}
-		if !meta.IsStatusConditionTrue(q.Status.Conditions, admission.QueueConditionReady) {
+		if !meta.IsStatusConditionTrue(q.Status.Conditions, queue.QueueConditionReady) {
 			return fmt.Errorf("conditions %+v, want Ready", q.Status.Conditions)
 		}
 		return nil
