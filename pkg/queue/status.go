@@ -3,11 +3,14 @@ package queue
 import (
 	"context"
 	"fmt"
-	"reflect"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -157,7 +160,8 @@ func (s *StatusWriter) refresh(ctx context.Context, log logr.Logger) {
 		// based on a stale copy must not drop theirs.
 		_, err := queueunit.Patch(ctx, s.client, s.apiReader, q.DeepCopy(), queueunit.Status, admission.FieldOwner, func(cur *schedulingv1alpha1.Queue) bool {
 			desired := s.desiredStatus(cur, metav1.NewTime(now))
-			if reflect.DeepEqual(stripTimes(cur.Status), stripTimes(desired)) {
+			// Semantic: amounts equal in value, written another way, are equal.
+			if equality.Semantic.DeepEqual(stripTimes(cur.Status), stripTimes(desired)) {
 				return false
 			}
 			cur.Status = desired
@@ -182,6 +186,13 @@ func (s *StatusWriter) desiredStatus(q *schedulingv1alpha1.Queue, now metav1.Tim
 		}
 		st.QueueItemDetails[schedulingv1alpha1.QueueItemDetailsActive] = append(st.QueueItemDetails[schedulingv1alpha1.QueueItemDetailsActive], p)
 	}
+	if view.Quota != nil {
+		st.Used = view.Quota.Used
+	}
+	if t := view.QuotaTree; t != nil {
+		st.Tree, st.TreeRoot, st.TreeCapacity, st.TreeUsed = t.Pool, t.Root, t.Capacity, t.Used
+		st.TreeUsage = usage(t.Used, t.Capacity)
+	}
 	cond := metav1.Condition{Type: QueueConditionReady, Status: metav1.ConditionTrue, Reason: ReasonQueueReady,
 		Message: fmt.Sprintf("%s policy; %d pending, %d admitted", view.Policy, view.Pending, view.Admitted), LastTransitionTime: now}
 	switch {
@@ -195,6 +206,17 @@ func (s *StatusWriter) desiredStatus(q *schedulingv1alpha1.Queue, now metav1.Tim
 	}
 	meta.SetStatusCondition(&st.Conditions, cond)
 	return st
+}
+
+// usage sums up used against capacity, each resource of capacity by name:
+// "cpu 12/40, nvidia.com/gpu 3/8".
+func usage(used, capacity corev1.ResourceList) string {
+	parts := make([]string, 0, len(capacity))
+	for _, name := range slices.Sorted(maps.Keys(capacity)) {
+		u, c := used[name], capacity[name]
+		parts = append(parts, fmt.Sprintf("%s %s/%s", name, u.String(), c.String()))
+	}
+	return strings.Join(parts, ", ")
 }
 
 // stripTimes hides condition times, so a status that only aged is not rewritten.
