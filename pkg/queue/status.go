@@ -29,7 +29,8 @@ import (
 )
 
 // AnnotationQueueItemsRefreshInterval on a Queue (or its ElasticQuota) sets
-// how often its status.queueItemDetails is rewritten (a duration, default 15s).
+// how often its status (queueItemDetails, counts, tree and usage) is
+// rewritten at most (a duration, default 15s).
 const AnnotationQueueItemsRefreshInterval = "koord-queue/queue-items-refresh-interval"
 
 // Queue condition types and reasons.
