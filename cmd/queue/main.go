@@ -26,6 +26,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/leaderelection"
 	kqmetrics "github.com/koord-queue/koord-queue/pkg/metrics"
 	"github.com/koord-queue/koord-queue/pkg/probes"
+	"github.com/koord-queue/koord-queue/pkg/queue"
 	"github.com/koord-queue/koord-queue/pkg/version"
 	"github.com/koord-queue/koord-queue/pkg/visibility/api/v1alpha1"
 )
@@ -140,8 +141,8 @@ func run() error {
 			ReclaimProtection:   cfg.ReclaimProtectTime(),
 			ComputeTreeCapacity: *treeCapacity,
 			Writer:              admission.WriterOptions{Workers: *writeWorkers, MessageQPS: *messageQPS, RequeueBaseDelay: *requeueBase, RequeueMaxDelay: *requeueMax},
-			Status:              admission.StatusOptions{RefreshInterval: *statusRefresh, TopN: *statusTopN},
 		},
+		QueueStatus: queue.StatusOptions{RefreshInterval: *statusRefresh, TopN: *statusTopN},
 	})
 	if err != nil {
 		return err

@@ -11,6 +11,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
@@ -115,6 +116,8 @@ type Cache struct {
 	// lists are the queues' units holding quota, and their waiting units
 	// in an odd phase, for QueueUnits' pages (listing.go).
 	lists unitLists
+	// synced are the informers feeding the Cache (Setup), for HasSynced.
+	synced []toolscache.InformerSynced
 	// log reports what only a bug causes: the core's books disagreeing with
 	// its quota engine (scheduler.ErrBookkeeping). The zero Logger discards.
 	log logr.Logger
@@ -709,18 +712,6 @@ func (c *Cache) RecentAdmissions() []api.AdmissionRecord {
 	out := make([]api.AdmissionRecord, len(c.recent))
 	for i, r := range c.recent {
 		out[len(out)-1-i] = r
-	}
-	return out
-}
-
-// duplicateQuotas are the ElasticQuotas not used because an older one has
-// their name.
-func (c *Cache) duplicateQuotas() []*elasticquotav1alpha1.ElasticQuota {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []*elasticquotav1alpha1.ElasticQuota
-	for _, copies := range c.quotaCopies {
-		out = append(out, copies[1:]...)
 	}
 	return out
 }

@@ -5,42 +5,23 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/tools/record"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
-	"github.com/koord-queue/koord-queue/pkg/metrics"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
-// TestQuotaMetricsGoWithTheirQuota: a deleted ElasticQuota's
-// koord_queue_quota_resource series are deleted too, as its queue's gauges
-// are, so dashboards do not chart a quota that is gone.
-func TestQuotaMetricsGoWithTheirQuota(t *testing.T) {
-	c := NewCache()
-	c.UpsertElasticQuota(&elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gone"},
-		Spec: elasticquotav1alpha1.ElasticQuotaSpec{Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}})
-	(&StatusWriter{cache: c, lastQuotaErrs: map[string]string{}, warnedDuplicates: map[types.UID]bool{}}).reportQuotas()
-	before := testutil.CollectAndCount(metrics.QuotaResource)
-	if before == 0 {
-		t.Fatal("no quota_resource series for quota gone")
-	}
-	c.DeleteElasticQuota("ns", "gone")
-	if after := testutil.CollectAndCount(metrics.QuotaResource); after != 0 {
-		t.Errorf("%d quota_resource series left after the quota was deleted (%d before)", after, before)
-	}
-}
-
 // TestDuplicateQuotaNames: quota names are global in Koordinator. Of two
 // ElasticQuotas with one name in two namespaces, whatever order they arrive
-// in, the older is used, the other is reported (a Warning event on it, once,
-// and in the visibility API), and deleting the one used uses the other.
+// in, the older is used, the other is reported (in the visibility API, and
+// to the Queue status writer, which raises a Warning event on it:
+// TestDuplicateQuotaNameWarnedOnce in pkg/queue), and deleting the one used
+// uses the other.
 func TestDuplicateQuotaNames(t *testing.T) {
 	at := func(ns string, sec int64, max string) *elasticquotav1alpha1.ElasticQuota {
 		return &elasticquotav1alpha1.ElasticQuota{
@@ -52,7 +33,7 @@ func TestDuplicateQuotaNames(t *testing.T) {
 	type seen struct {
 		Namespace, Max string
 		Ignored        []string
-		Events         []string
+		Duplicates     []string
 	}
 	for name, order := range map[string][]*elasticquotav1alpha1.ElasticQuota{
 		"older first": {older, newer},
@@ -60,23 +41,18 @@ func TestDuplicateQuotaNames(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := NewCache()
-			recorder := record.NewFakeRecorder(10)
-			sw := &StatusWriter{cache: c, recorder: recorder, lastQuotaErrs: map[string]string{}, warnedDuplicates: map[types.UID]bool{}}
 			for _, eq := range order {
 				c.UpsertElasticQuota(eq)
-				sw.reportQuotas()
 			}
-			sw.reportQuotas() // once only
 			look := func() seen {
 				v := c.quotaView("team")
 				s := seen{Namespace: v.Namespace, Max: v.Max.Cpu().String(), Ignored: v.IgnoredDuplicates}
-				for len(recorder.Events) > 0 {
-					s.Events = append(s.Events, <-recorder.Events)
+				for _, dup := range c.DuplicateQuotas() {
+					s.Duplicates = append(s.Duplicates, dup.Namespace+"/"+dup.Name)
 				}
 				return s
 			}
-			want := seen{Namespace: "first", Max: "4", Ignored: []string{"second/team"},
-				Events: []string{"Warning DuplicateQuotaName Not used: ElasticQuota names are global in Koordinator and first/team, older, has this name; rename or delete this one"}}
+			want := seen{Namespace: "first", Max: "4", Ignored: []string{"second/team"}, Duplicates: []string{"second/team"}}
 			if diff := cmp.Diff(want, look()); diff != "" {
 				t.Errorf("with both (-want +got):\n%s", diff)
 			}
@@ -184,7 +160,7 @@ func TestUpdatesOfWhatIsNotReadCostNothing(t *testing.T) {
 			if woken != tc.want || (tc.quota != nil && replaced != tc.want) {
 				t.Errorf("woke the loop: %v, re-placed units: %v; want %v", woken, replaced, tc.want)
 			}
-			if got := c.quotaObject("ml"); got != eq {
+			if got := c.QuotaObject("ml"); got != eq {
 				t.Errorf("the Cache keeps resourceVersion %s of the quota, want the latest (%s)", got.ResourceVersion, eq.ResourceVersion)
 			}
 		})

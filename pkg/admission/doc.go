@@ -19,7 +19,8 @@
 //     a large backlog never starves admissions of API quota. A deferred
 //     write whose turn comes while urgent writes wait checks again every
 //     250 ms (deferredRetry), on the injected clock.
-//   - Queue status and admission checks, kept level-based.
+//   - Admission checks, kept level-based. The Queue status is written by
+//     pkg/queue's StatusWriter from what the Cache gives (statusreads.go).
 //   - Koord-Queue v1.8's metrics (v18metrics.go): read from the Cache when
 //     scraped, on the leader.
 //

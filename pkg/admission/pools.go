@@ -36,6 +36,9 @@ type pools struct {
 type treeTotal struct {
 	total corev1.ResourceList
 	err   error
+	// profile is the name of the ElasticQuotaProfile naming the root: the
+	// tree's pool.
+	profile string
 }
 
 func newPools() pools {
@@ -120,16 +123,16 @@ func (c *Cache) refreshTrees() {
 		}
 		capacity, err := pool.Of(p, nodes)
 		if err != nil {
-			totals[root] = treeTotal{err: err}
+			totals[root] = treeTotal{err: err, profile: p.Name}
 			continue
 		}
-		totals[root] = treeTotal{total: capacity.Schedulable()}
+		totals[root] = treeTotal{total: capacity.Schedulable(), profile: p.Name}
 	}
 	old := c.pools.totals
 	c.pools.totals = totals
 	for root := range keysOfEither(old, totals) {
 		before, after := old[root], totals[root]
-		if equality.Semantic.DeepEqual(before.total, after.total) && errString(before.err) == errString(after.err) {
+		if equality.Semantic.DeepEqual(before.total, after.total) && errString(before.err) == errString(after.err) && before.profile == after.profile {
 			continue
 		}
 		namespace, name, _ := strings.Cut(root, "/")
@@ -159,6 +162,7 @@ func (c *Cache) treeSpec(namespace string, spec quota.Spec, err error) (quota.Sp
 			spec.Name, elasticquotav1alpha1.LabelQuotaTreeID, elasticquotav1alpha1.LabelQuotaIsRoot))
 	}
 	spec.TreeTotal = t.total // nil when the profile is invalid: the tree admits nothing
+	spec.Pool = t.profile
 	return spec, t.err
 }
 

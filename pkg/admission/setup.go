@@ -28,7 +28,6 @@ var ErrNoProfileCRD = errors.New("--compute-tree-capacity (chart value computeTr
 // Options configure admission.
 type Options struct {
 	Writer WriterOptions
-	Status StatusOptions
 	// Clock is the wall clock; tests may inject another.
 	Clock clock.WithTicker
 	// ReclaimProtection keeps units admitted more recently from being
@@ -45,8 +44,8 @@ type Options struct {
 }
 
 // Setup feeds a new Cache from the manager's informers (on every replica)
-// and adds the leader's scheduling loop and queue-status writer. It returns
-// the Cache for the visibility API.
+// and adds the leader's scheduling loop. It returns the Cache for the
+// visibility API and the Queue status writer (pkg/queue).
 func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, error) {
 	if opts.Clock == nil {
 		opts.Clock = clock.RealClock{}
@@ -154,6 +153,9 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 			return nil, err
 		}
 	}
+	c.mu.Lock()
+	c.synced = synced
+	c.mu.Unlock()
 	recorder := mgr.GetEventRecorderFor("koord-queue")
 	writer := NewWriter(mgr.GetClient(), mgr.GetAPIReader(), recorder, c, opts.Clock, opts.Writer)
 	if err := mgr.Add(&Loop{cache: c, writer: writer, clock: opts.Clock, synced: synced}); err != nil {
@@ -164,10 +166,6 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 	}
 	if err := mgr.Add(&v18Exporter{registry: ctrlmetrics.Registry, collector: &v18Collector{cache: c}, synced: synced}); err != nil {
 		return nil, fmt.Errorf("adding Koord-Queue v1.8's metrics: %w", err)
-	}
-	status := &StatusWriter{client: mgr.GetClient(), apiReader: mgr.GetAPIReader(), recorder: recorder, cache: c, clock: opts.Clock, opts: opts.Status, synced: synced}
-	if err := mgr.Add(status); err != nil {
-		return nil, fmt.Errorf("adding the queue status writer: %w", err)
 	}
 	return c, nil
 }

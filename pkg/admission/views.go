@@ -53,6 +53,21 @@ func (c *Cache) quotaView(name string) api.QuotaView {
 	return v
 }
 
+// treeView is the tree of quota name, with c.mu held; nil when the engine
+// does not know the quota.
+func (c *Cache) treeView(name string) *api.TreeView {
+	e := c.core.Quotas()
+	root := e.TreeRoot(name)
+	if root == "" {
+		return nil
+	}
+	t := &api.TreeView{Root: root, Pool: e.Pool(name), Capacity: e.Capacity(root), Used: e.Used(root)}
+	if eq, ok := c.quotaObjects[root]; ok && root != elasticquotav1alpha1.RootQuotaName {
+		t.ID = eq.Labels[elasticquotav1alpha1.LabelQuotaTreeID]
+	}
+	return t
+}
+
 // Quota is one quota of the tree, and whether it exists.
 func (c *Cache) Quota(name string) (api.QuotaView, bool) {
 	c.mu.Lock()
@@ -98,6 +113,7 @@ func (c *Cache) queueView(name string) api.QueueView {
 	if _, ok := c.quotaObjects[name]; ok {
 		q := c.quotaView(name)
 		v.Quota = &q
+		v.QuotaTree = c.treeView(name)
 	}
 	if r.configErr != nil {
 		v.ConfigError = r.configErr.Error()

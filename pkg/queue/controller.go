@@ -1,9 +1,11 @@
-// Package queue keeps a Queue in namespace koord-queue for every
-// ElasticQuota: same name, priority 1000, policy from the quota's
-// koord-queue/queue-policy label and every koord-queue/* annotation copied.
-// Queues it created are deleted when their quota goes; Queues a user created
-// by hand are left alone. Queues Koord-Queue made (MadeByKoordQueue) are
-// adopted: they follow their quota from then on.
+// Package queue holds everything about Queue objects. The Reconciler keeps
+// a Queue in namespace koord-queue for every ElasticQuota: same name,
+// priority 1000, policy from the quota's koord-queue/queue-policy label and
+// every koord-queue/* annotation copied. Queues it created are deleted when
+// their quota goes; Queues a user created by hand are left alone. Queues
+// Koord-Queue made (MadeByKoordQueue) are adopted: they follow their quota
+// from then on. The StatusWriter (status.go) writes every Queue's status
+// from what the admission Cache knows (StatusSource), at a bounded rate.
 package queue
 
 import (
@@ -51,7 +53,9 @@ const (
 
 	// ReasonUnknownQueuePolicy is the Warning event for a bad policy label.
 	ReasonUnknownQueuePolicy = "UnknownQueuePolicy"
-	// ReasonDuplicateQuotaName is the Warning event when two namespaces hold a quota of one name.
+	// ReasonDuplicateQuotaName is the Warning event (StatusWriter) on an
+	// ElasticQuota not used because an older one in another namespace has
+	// its name.
 	ReasonDuplicateQuotaName = "DuplicateQuotaName"
 
 	controllerName = "elasticquota-queue"
@@ -148,15 +152,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, req reconcile.Request) (reco
 			eq = &live[i]
 		}
 	}
-	if len(live) > 1 {
-		for i := range live {
-			if live[i].UID != eq.UID {
-				r.recorder.Eventf(&live[i], corev1.EventTypeWarning, ReasonDuplicateQuotaName,
-					"ElasticQuota names are unique cluster-wide; %s/%s already has this name and owns Queue %s/%s",
-					eq.Namespace, eq.Name, r.namespace, eq.Name)
-			}
-		}
-	}
+	// Each other one gets its Warning event from the StatusWriter, once.
 
 	if !exists {
 		queue = &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{

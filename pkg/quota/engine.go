@@ -785,3 +785,17 @@ func isZero(v Vector) bool {
 	}
 	return true
 }
+
+// Pool is the node pool of the quota's tree: its root's Spec.Pool, else
+// the tree's id; "" for the classic tree or a quota the engine does not
+// know.
+func (e *Engine) Pool(quota string) string {
+	n, ok := e.nodes[quota]
+	if !ok || n.top == nil || n.top == e.root || n.top.spec == nil {
+		return ""
+	}
+	if n.top.spec.Pool != "" {
+		return n.top.spec.Pool
+	}
+	return n.top.spec.TreeID
+}

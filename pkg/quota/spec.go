@@ -50,6 +50,11 @@ type Spec struct {
 	// invalid (ErrTreeCapacity), so the tree admits nothing rather than
 	// guess. Read only for a tree root.
 	TreeTotal corev1.ResourceList
+	// Pool is a tree root's node pool: the ElasticQuotaProfile that made it
+	// (label profile), or the one naming it when koord-queue computes the
+	// trees' capacities. Only named in messages and views; read only for a
+	// tree root.
+	Pool string
 	// IgnoreDefaultTree: a tree root labelled ignore-default-tree "true",
 	// whose TreeTotal is not taken out of the classic tree's capacity.
 	IgnoreDefaultTree bool
@@ -87,6 +92,7 @@ func SpecFromElasticQuota(eq *elasticquotav1alpha1.ElasticQuota) (Spec, error) {
 		DisallowLending:   eq.Labels[elasticquotav1alpha1.LabelAllowLentResource] == "false",
 		TreeID:            eq.Labels[elasticquotav1alpha1.LabelQuotaTreeID],
 		IsTreeRoot:        eq.Labels[elasticquotav1alpha1.LabelQuotaIsRoot] == "true",
+		Pool:              eq.Labels[elasticquotav1alpha1.LabelQuotaProfile],
 		IgnoreDefaultTree: eq.Labels[elasticquotav1alpha1.LabelQuotaIgnoreDefaultTree] == "true",
 		Created:           eq.CreationTimestamp.Time,
 	}

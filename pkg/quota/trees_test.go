@@ -170,6 +170,27 @@ func TestATreeAdmitsOnlyWithinItsOwnCapacity(t *testing.T) {
 			want:  "request nvidia.com/gpu 9 exceeds the capacity 8 of quota tree t1 (root a100): it cannot be admitted until the pool grows",
 		},
 		{
+			name: "a full pool's unit waits, naming the tree and its pool",
+			specs: []quota.Spec{
+				qt.MakeSpec("a100").IsParent().TreeRoot("t1", "nvidia.com/gpu", "8").Pool("gpu-a100").Obj(),
+				qt.MakeSpec("a100-team").Parent("a100").Tree("t1").Obj(),
+			},
+			charges: []charge{{key: "u1", quota: "a100-team", req: qt.Res("nvidia.com/gpu", "6")}},
+			quota:   "a100-team",
+			req:     qt.Res("nvidia.com/gpu", "4"),
+			want:    "a100 (root of quota tree t1, pool gpu-a100): nvidia.com/gpu 6 used of capacity 8, request 4",
+		},
+		{
+			name: "a request beyond the pool's capacity names the tree and its pool",
+			specs: []quota.Spec{
+				qt.MakeSpec("a100").IsParent().TreeRoot("t1", "nvidia.com/gpu", "8").Pool("gpu-a100").Obj(),
+				qt.MakeSpec("a100-team").Parent("a100").Tree("t1").Obj(),
+			},
+			quota: "a100-team",
+			req:   qt.Res("nvidia.com/gpu", "9"),
+			want:  "request nvidia.com/gpu 9 exceeds the capacity 8 of quota tree t1 (pool gpu-a100, root a100): it cannot be admitted until the pool grows",
+		},
+		{
 			name: "a tree root's own max binds below its capacity",
 			specs: []quota.Spec{
 				qt.MakeSpec("a100").IsParent().Max("nvidia.com/gpu", "4").TreeRoot("t1", "nvidia.com/gpu", "8").Obj(),
@@ -560,5 +581,25 @@ func TestATreeRootsMinFallingBelowItsChildrensKeepsTheTree(t *testing.T) {
 	e.UpsertQuota(root("15"))
 	if diff := cmp.Diff(map[string]error{}, errorsOf(e)); diff != "" {
 		t.Errorf("Errors after the pool shrank (-want +got):\n%s", diff)
+	}
+}
+
+// TestPoolOfAQuota: a quota's pool is its tree root's pool, else its tree
+// id; the classic tree has none.
+func TestPoolOfAQuota(t *testing.T) {
+	e := newEngine(t, poolCluster, []quota.Spec{
+		qt.MakeSpec("a100").IsParent().TreeRoot("t1", "nvidia.com/gpu", "8").Pool("gpu-a100").Obj(),
+		qt.MakeSpec("a100-team").Parent("a100").Tree("t1").Obj(),
+		qt.MakeSpec("h100").IsParent().TreeRoot("t2", "nvidia.com/gpu", "8").Obj(),
+		qt.MakeSpec("h100-team").Parent("h100").Tree("t2").Obj(),
+		qt.MakeSpec("classic").Obj(),
+	}, nil)
+	got := map[string]string{}
+	for _, name := range []string{"a100", "a100-team", "h100-team", "classic", "unknown"} {
+		got[name] = e.Pool(name)
+	}
+	want := map[string]string{"a100": "gpu-a100", "a100-team": "gpu-a100", "h100-team": "t2", "classic": "", "unknown": ""}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Pool (-want +got):\n%s", diff)
 	}
 }

@@ -423,7 +423,7 @@ func (e *Engine) Explain(quota string, request Vector) string {
 			case e.isCluster(a):
 				who = "cluster"
 			case a.total != nil:
-				who = fmt.Sprintf("%s (root of quota tree %s)", a.name, a.spec.TreeID)
+				who = fmt.Sprintf("%s (root of quota tree %s%s)", a.name, a.spec.TreeID, poolNote(a.spec, ", pool %s"))
 			}
 			return who + ": " + strings.Join(parts, "; ")
 		}
@@ -461,7 +461,7 @@ func (e *Engine) neverFits(n *node, request Vector) string {
 				part += fmt.Sprintf(" exceeds the cluster's capacity %s", format(name, a.max[i]))
 				grows = "cluster"
 			case a.total != nil && a.max[i] == a.total[i]:
-				part += fmt.Sprintf(" exceeds the capacity %s of quota tree %s (root %s)", format(name, a.max[i]), a.spec.TreeID, a.name)
+				part += fmt.Sprintf(" exceeds the capacity %s of quota tree %s (%sroot %s)", format(name, a.max[i]), a.spec.TreeID, poolNote(a.spec, "pool %s, "), a.name)
 				grows = "pool"
 			default:
 				part += fmt.Sprintf(" exceeds max %s of %s", format(name, a.max[i]), a.name)
@@ -478,6 +478,15 @@ func (e *Engine) neverFits(n *node, request Vector) string {
 		return "request " + strings.Join(parts, "; ") + ": it can never be admitted"
 	}
 	return ""
+}
+
+// poolNote is the tree root's pool in format, when it has a name other
+// than its tree id; "" otherwise.
+func poolNote(root *Spec, format string) string {
+	if root == nil || root.Pool == "" || root.Pool == root.TreeID {
+		return ""
+	}
+	return fmt.Sprintf(format, root.Pool)
 }
 
 // isCluster reports whether n stands for the cluster itself: the root with

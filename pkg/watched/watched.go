@@ -26,15 +26,20 @@ import (
 func readLabel(key string) bool {
 	switch key {
 	case elasticquotav1alpha1.LabelQuotaParent, elasticquotav1alpha1.LabelQuotaIsParent,
-		elasticquotav1alpha1.LabelAllowLentResource, schedulingv1alpha1.LabelQueuePolicy:
+		elasticquotav1alpha1.LabelAllowLentResource, elasticquotav1alpha1.LabelAllowForceUpdate,
+		elasticquotav1alpha1.LabelQuotaTreeID, elasticquotav1alpha1.LabelQuotaIsRoot,
+		elasticquotav1alpha1.LabelQuotaProfile, elasticquotav1alpha1.LabelQuotaIgnoreDefaultTree,
+		schedulingv1alpha1.LabelQueuePolicy:
 		return true
 	}
 	return false
 }
 
-// readAnnotation: shared-weight, namespaces, and every koord-queue/* one.
+// readAnnotation: shared-weight, namespaces, a tree root's total-resource,
+// and every koord-queue/* one.
 func readAnnotation(key string) bool {
 	return key == elasticquotav1alpha1.AnnotationSharedWeight || key == elasticquotav1alpha1.AnnotationQuotaNamespaces ||
+		key == elasticquotav1alpha1.AnnotationTotalResource ||
 		strings.HasPrefix(key, schedulingv1alpha1.AnnotationPrefix)
 }
 

@@ -98,6 +98,42 @@ func TestElasticQuotaChanged(t *testing.T) {
 			},
 			want: true,
 		},
+		"moved to another quota tree": {
+			update: func(eq *elasticquotav1alpha1.ElasticQuota) {
+				eq.Labels[elasticquotav1alpha1.LabelQuotaTreeID] = "t1"
+			},
+			want: true,
+		},
+		"becomes a quota tree's root": {
+			update: func(eq *elasticquotav1alpha1.ElasticQuota) {
+				eq.Labels[elasticquotav1alpha1.LabelQuotaIsRoot] = "true"
+			},
+			want: true,
+		},
+		"a tree root's capacity written by koord-manager": {
+			update: func(eq *elasticquotav1alpha1.ElasticQuota) {
+				eq.Annotations[elasticquotav1alpha1.AnnotationTotalResource] = `{"cpu":"16"}`
+			},
+			want: true,
+		},
+		"a tree root's pool (profile) named": {
+			update: func(eq *elasticquotav1alpha1.ElasticQuota) {
+				eq.Labels[elasticquotav1alpha1.LabelQuotaProfile] = "a100"
+			},
+			want: true,
+		},
+		"a tree root kept out of the classic tree": {
+			update: func(eq *elasticquotav1alpha1.ElasticQuota) {
+				eq.Labels[elasticquotav1alpha1.LabelQuotaIgnoreDefaultTree] = "true"
+			},
+			want: true,
+		},
+		"allowed to force updates": {
+			update: func(eq *elasticquotav1alpha1.ElasticQuota) {
+				eq.Labels[elasticquotav1alpha1.LabelAllowForceUpdate] = "true"
+			},
+			want: true,
+		},
 		"queue policy changed": {
 			update: func(eq *elasticquotav1alpha1.ElasticQuota) {
 				eq.Labels[schedulingv1alpha1.LabelQueuePolicy] = string(schedulingv1alpha1.QueuePolicyPriority)

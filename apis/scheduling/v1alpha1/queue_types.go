@@ -1,6 +1,7 @@
 package v1alpha1
 
 import (
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -78,6 +79,38 @@ type QueueStatus struct {
 	// +kubebuilder:default=0
 	Admitted int32 `json:"admitted,omitempty"`
 
+	// tree is the quota tree (node pool of Koordinator's multiple quota
+	// trees) of the queue's ElasticQuota: the pool's name (the
+	// ElasticQuotaProfile of the tree's root) where known, else the tree's
+	// id; empty for the classic tree.
+	// +optional
+	Tree string `json:"tree,omitempty"`
+
+	// treeRoot is the root quota of that tree: koordinator-root-quota for
+	// the classic tree.
+	// +optional
+	TreeRoot string `json:"treeRoot,omitempty"`
+
+	// used is what the units of the queue's ElasticQuota and of the quotas
+	// under it hold.
+	// +optional
+	Used corev1.ResourceList `json:"used,omitempty"`
+
+	// treeCapacity is what the whole tree may use: its root's capacity. A
+	// resource it does not name has no limit.
+	// +optional
+	TreeCapacity corev1.ResourceList `json:"treeCapacity,omitempty"`
+
+	// treeUsed is what the units of the whole tree hold.
+	// +optional
+	TreeUsed corev1.ResourceList `json:"treeUsed,omitempty"`
+
+	// treeUsage is a summary of treeUsed against treeCapacity for
+	// `kubectl get queues -o wide`: each resource of the capacity as
+	// "name used/capacity", such as "cpu 12/40, nvidia.com/gpu 3/8".
+	// +optional
+	TreeUsage string `json:"treeUsage,omitempty"`
+
 	// conditions of the queue, such as whether its quota is valid.
 	// +optional
 	// +listType=map
@@ -102,6 +135,9 @@ type QueueItemDetail struct {
 // +kubebuilder:printcolumn:name="Priority",type=integer,JSONPath=`.spec.priority`
 // +kubebuilder:printcolumn:name="Pending",type=integer,JSONPath=`.status.pending`
 // +kubebuilder:printcolumn:name="Admitted",type=integer,JSONPath=`.status.admitted`
+// +kubebuilder:printcolumn:name="Tree",type=string,JSONPath=`.status.tree`,description="The queue's quota tree (node pool); empty for the classic tree"
+// +kubebuilder:printcolumn:name="Tree Root",type=string,JSONPath=`.status.treeRoot`,priority=1,description="The root quota of the queue's tree"
+// +kubebuilder:printcolumn:name="Tree Usage",type=string,JSONPath=`.status.treeUsage`,priority=1,description="What the tree's units hold of its capacity"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Queue struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -1,5 +1,5 @@
 // Package app assembles the koord-queue binary's controllers on a
-// controller-runtime manager: Queues from ElasticQuotas, the admission loop,
+// controller-runtime manager: Queues from ElasticQuotas and their status, the admission loop,
 // the visibility REST API and the aggregated visibility API. cmd/queue parses flags and calls Setup; integration
 // tests call the same Setup on their own API server.
 package app
@@ -25,6 +25,9 @@ import (
 // Options configure the koord-queue controllers.
 type Options struct {
 	Admission admission.Options
+	// QueueStatus tunes the Queue status writer (it reads the admission
+	// Cache, on Admission.Clock).
+	QueueStatus queue.StatusOptions
 	// VisibilityAddress serves the visibility API; empty turns it off.
 	VisibilityAddress string
 	// VisibilityInsecureAllowUnauthenticated serves the visibility API to
@@ -64,6 +67,10 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*admission.C
 	cache, err := admission.Setup(ctx, mgr, opts.Admission)
 	if err != nil {
 		return nil, err
+	}
+	status := queue.NewStatusWriter(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetEventRecorderFor("koord-queue"), cache, opts.Admission.Clock, opts.QueueStatus)
+	if err := mgr.Add(status); err != nil {
+		return nil, fmt.Errorf("adding the queue status writer: %w", err)
 	}
 	// Both visibility APIs share one cache of TokenReview and
 	// SubjectAccessReview answers.

@@ -75,6 +75,10 @@ func (w *SpecWrapper) TreeRoot(id string, total ...string) *SpecWrapper {
 	return w
 }
 
+// Pool names the node pool of the tree the quota is the root of (its
+// ElasticQuotaProfile: label profile).
+func (w *SpecWrapper) Pool(name string) *SpecWrapper { w.Spec.Pool = name; return w }
+
 // IgnoreDefaultTree labels the quota ignore-default-tree "true".
 func (w *SpecWrapper) IgnoreDefaultTree() *SpecWrapper { w.Spec.IgnoreDefaultTree = true; return w }
 

@@ -43,8 +43,29 @@ type QueueView struct {
 	Pending  int                            `json:"pending"`
 	Admitted int                            `json:"admitted"`
 	Quota    *QuotaView                     `json:"quota,omitempty"`
+	// QuotaTree is the quota tree (node pool) of the queue's quota; nil
+	// when the queue has no quota.
+	QuotaTree *TreeView `json:"quotaTree,omitempty"`
 	// ConfigError reports malformed koord-queue/* annotations.
 	ConfigError string `json:"configError,omitempty"`
+}
+
+// TreeView is a quota tree (node pool of Koordinator's multiple quota
+// trees) as the visibility API shows it.
+type TreeView struct {
+	// ID is the tree's id (label tree-id); empty for the classic tree.
+	ID string `json:"id,omitempty"`
+	// Pool names the tree's node pool: the ElasticQuotaProfile of its root
+	// where known, else ID; empty for the classic tree.
+	Pool string `json:"pool,omitempty"`
+	// Root is the tree's root quota (koordinator-root-quota for the
+	// classic tree).
+	Root string `json:"root"`
+	// Capacity is what the whole tree may use (its root's capacity); a
+	// resource it does not name has no limit.
+	Capacity corev1.ResourceList `json:"capacity,omitempty"`
+	// Used is what the tree's admitted units hold.
+	Used corev1.ResourceList `json:"used,omitempty"`
 }
 
 // UnitView is one unit: where it is and why.

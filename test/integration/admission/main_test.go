@@ -23,6 +23,7 @@ import (
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/cmd/queue/app"
 	"github.com/koord-queue/koord-queue/pkg/admission"
+	"github.com/koord-queue/koord-queue/pkg/queue"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/test/testenv"
 )
@@ -68,10 +69,12 @@ func startKoordQueue(t *testing.T, opts app.Options) *admission.Cache {
 
 // fastOptions refresh queue status and retry admission checks quickly.
 func fastOptions() app.Options {
-	return app.Options{Admission: admission.Options{
-		Writer: admission.WriterOptions{MessageQPS: 100, RequeueBaseDelay: 2e9, RequeueMaxDelay: 4e9},
-		Status: admission.StatusOptions{RefreshInterval: 1e9},
-	}}
+	return app.Options{
+		Admission: admission.Options{
+			Writer: admission.WriterOptions{MessageQPS: 100, RequeueBaseDelay: 2e9, RequeueMaxDelay: 4e9},
+		},
+		QueueStatus: queue.StatusOptions{RefreshInterval: 1e9},
+	}
 }
 
 var invalidNameChars = regexp.MustCompile(`[^a-z0-9-]+`)

@@ -15,8 +15,9 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
-	"github.com/koord-queue/koord-queue/pkg/admission"
+	"github.com/koord-queue/koord-queue/pkg/queue"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/test/testenv"
@@ -50,7 +51,7 @@ func TestQueueStatus(t *testing.T) {
 		if q.Status.Pending != 2 || q.Status.Admitted != 1 {
 			return fmt.Errorf("pending %d admitted %d, want 2 and 1", q.Status.Pending, q.Status.Admitted)
 		}
-		if !meta.IsStatusConditionTrue(q.Status.Conditions, admission.QueueConditionReady) {
+		if !meta.IsStatusConditionTrue(q.Status.Conditions, queue.QueueConditionReady) {
 			return fmt.Errorf("conditions %+v, want Ready", q.Status.Conditions)
 		}
 		return nil
@@ -147,4 +148,37 @@ func tableRow(ctx context.Context, path string) (map[string]any, error) {
 		row[col.Name] = table.Rows[0].Cells[i]
 	}
 	return row, nil
+}
+
+// TestQueueColumnsShowTheTree: `kubectl get queues` shows each queue's quota
+// tree by its pool (the profile koord-manager labels the tree's root with),
+// and `-o wide` the tree's root and what its units hold of its capacity.
+func TestQueueColumnsShowTheTree(t *testing.T) {
+	startKoordQueue(t, fastOptions())
+	ns := namespace(t)
+	root, team := ns+"-a100", ns+"-gpu-team"
+	create(t,
+		wrappers.MakeElasticQuota(root, ns).IsParent().
+			Label(elasticquotav1alpha1.LabelQuotaTreeID, ns+"-t1").Label(elasticquotav1alpha1.LabelQuotaIsRoot, "true").
+			Label(elasticquotav1alpha1.LabelQuotaProfile, ns+"-pool").
+			Annotation(elasticquotav1alpha1.AnnotationTotalResource, `{"cpu":"8"}`).Obj(),
+		wrappers.MakeElasticQuota(team, ns).Parent(root).Label(elasticquotav1alpha1.LabelQuotaTreeID, ns+"-t1").Obj(),
+	)
+	create(t, wrappers.MakeQueueUnit("job", ns).Quota(team).Request(corev1.ResourceCPU, "6").Obj())
+	waitPhase(t, ns, "job", schedulingv1alpha1.Dequeued)
+	path := fmt.Sprintf("/apis/%s/namespaces/%s/queues/%s", schedulingv1alpha1.GroupVersion, schedulingv1alpha1.QueueNamespace, team)
+	// The root's total-resource names cpu only: the tree has no memory
+	// and no pods.
+	want := map[string]any{"Tree": ns + "-pool", "Tree Root": root, "Tree Usage": "cpu 6/8, memory 0/0, pods 0/0"}
+	testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
+		row, err := tableRow(ctx, path)
+		if err != nil {
+			return err
+		}
+		got := map[string]any{"Tree": row["Tree"], "Tree Root": row["Tree Root"], "Tree Usage": row["Tree Usage"]}
+		if diff := cmp.Diff(want, got); diff != "" {
+			return fmt.Errorf("columns (-want +got):\n%s", diff)
+		}
+		return nil
+	})
 }

@@ -1,13 +1,16 @@
-package admission
+package queue
 
 import (
 	"context"
 	"fmt"
-	"reflect"
+	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,26 +22,50 @@ import (
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/admission"
 	"github.com/koord-queue/koord-queue/pkg/metrics"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 )
 
 // AnnotationQueueItemsRefreshInterval on a Queue (or its ElasticQuota) sets
-// how often its status.queueItemDetails is rewritten (a duration, default 15s).
+// how often its status (queueItemDetails, counts, tree and usage) is
+// rewritten at most (a duration, default 15s).
 const AnnotationQueueItemsRefreshInterval = "koord-queue/queue-items-refresh-interval"
 
 // Queue condition types and reasons.
 const (
-	QueueConditionReady   = "Ready"
-	ReasonQueueReady      = "Ready"
+	QueueConditionReady = "Ready"
+	ReasonQueueReady    = "Ready"
+	// ReasonQuotaInvalid is the Ready condition's reason on a Queue whose
+	// ElasticQuota is invalid, and the Warning event's on that quota.
 	ReasonQuotaInvalid    = "QuotaInvalid"
 	ReasonQuotaNotFound   = "QuotaNotFound"
 	ReasonInvalidSettings = "InvalidSettings"
-	EventQuotaInvalid     = "QuotaInvalid"
-	// EventDuplicateQuotaName is raised on an ElasticQuota not used because
-	// an older one in another namespace has its name.
-	EventDuplicateQuotaName = "DuplicateQuotaName"
 )
+
+// StatusSource is what the status writer reads: the admission Cache
+// (admission.Cache) gives it, on every replica.
+type StatusSource interface {
+	// HasSynced: the informers feeding the source have delivered their
+	// initial objects.
+	HasSynced() bool
+	// QueueObjects are the latest Queue objects.
+	QueueObjects() []*schedulingv1alpha1.Queue
+	// Queue is one queue as the visibility API shows it.
+	Queue(name string) (api.QueueView, bool)
+	// PendingItems are the first n waiting units of a queue, in order.
+	PendingItems(queue string, n int) []schedulingv1alpha1.QueueItemDetail
+	// Quotas are the quotas as the visibility API shows them.
+	Quotas() []api.QuotaView
+	// QuotaObject is the ElasticQuota used under a name, or nil.
+	QuotaObject(name string) *elasticquotav1alpha1.ElasticQuota
+	// DuplicateQuotas are the ElasticQuotas not used because an older one
+	// has their name.
+	DuplicateQuotas() []*elasticquotav1alpha1.ElasticQuota
+}
+
+var _ StatusSource = (*admission.Cache)(nil)
 
 // StatusOptions tune the queue status writer.
 type StatusOptions struct {
@@ -52,15 +79,15 @@ type StatusOptions struct {
 // StatusWriter keeps each Queue's status (pending units in order, counts,
 // conditions) and the metrics of queues and quotas current, on the leader,
 // at a bounded rate, and raises a Warning event on an ElasticQuota when it
-// becomes invalid.
+// becomes invalid, and once on each ElasticQuota not used because an older
+// one in another namespace has its name.
 type StatusWriter struct {
 	client    client.Client
 	apiReader client.Reader
 	recorder  record.EventRecorder
-	cache     *Cache
+	cache     StatusSource
 	clock     clock.WithTicker
 	opts      StatusOptions
-	synced    []toolscache.InformerSynced
 
 	lastWrite     map[string]time.Time
 	lastQuotaErrs map[string]string
@@ -70,6 +97,16 @@ type StatusWriter struct {
 }
 
 var _ manager.LeaderElectionRunnable = (*StatusWriter)(nil)
+
+// NewStatusWriter returns a StatusWriter writing with c (reading back with
+// apiReader when a write conflicts) what source gives, on clk's ticks; add
+// it to the manager.
+func NewStatusWriter(c client.Client, apiReader client.Reader, recorder record.EventRecorder, source StatusSource, clk clock.WithTicker, opts StatusOptions) *StatusWriter {
+	if clk == nil {
+		clk = clock.RealClock{}
+	}
+	return &StatusWriter{client: c, apiReader: apiReader, recorder: recorder, cache: source, clock: clk, opts: opts}
+}
 
 // NeedLeaderElection: only the leader writes queue status.
 func (s *StatusWriter) NeedLeaderElection() bool { return true }
@@ -84,8 +121,8 @@ func (s *StatusWriter) Start(ctx context.Context) error {
 	}
 	s.lastWrite, s.lastQuotaErrs, s.warnedDuplicates = map[string]time.Time{}, map[string]string{}, map[types.UID]bool{}
 	log := logr.FromContextOrDiscard(ctx).WithName("queue-status")
-	if err := waitSynced(ctx, s.synced); err != nil {
-		return fmt.Errorf("waiting for the cache: %w", err)
+	if !toolscache.WaitForCacheSync(ctx.Done(), s.cache.HasSynced) {
+		return nil // ctx ended first
 	}
 	// Status is a report for people, not a decision input: a one-second
 	// tick bounds its cost whatever the event rate.
@@ -104,7 +141,7 @@ func (s *StatusWriter) Start(ctx context.Context) error {
 func (s *StatusWriter) refresh(ctx context.Context, log logr.Logger) {
 	now := s.clock.Now()
 	s.reportQuotas()
-	for _, q := range s.cache.queueObjects() {
+	for _, q := range s.cache.QueueObjects() {
 		// Metrics every tick; the Queue object only at its refresh interval.
 		if view, ok := s.cache.Queue(q.Name); ok {
 			metrics.PendingUnits.WithLabelValues(q.Name).Set(float64(view.Pending))
@@ -122,9 +159,10 @@ func (s *StatusWriter) refresh(ctx context.Context, log logr.Logger) {
 		s.lastWrite[q.Name] = now
 		// Locked: the status keeps conditions others may set, so a write
 		// based on a stale copy must not drop theirs.
-		_, err := queueunit.Patch(ctx, s.client, s.apiReader, q.DeepCopy(), queueunit.Status, FieldOwner, func(cur *schedulingv1alpha1.Queue) bool {
+		_, err := queueunit.Patch(ctx, s.client, s.apiReader, q.DeepCopy(), queueunit.Status, admission.FieldOwner, func(cur *schedulingv1alpha1.Queue) bool {
 			desired := s.desiredStatus(cur, metav1.NewTime(now))
-			if reflect.DeepEqual(stripTimes(cur.Status), stripTimes(desired)) {
+			// Semantic: amounts equal in value, written another way, are equal.
+			if equality.Semantic.DeepEqual(stripTimes(cur.Status), stripTimes(desired)) {
 				return false
 			}
 			cur.Status = desired
@@ -143,11 +181,18 @@ func (s *StatusWriter) desiredStatus(q *schedulingv1alpha1.Queue, now metav1.Tim
 		Admitted:   int32(view.Admitted),
 		Conditions: append([]metav1.Condition(nil), q.Status.Conditions...),
 	}
-	for _, p := range s.cache.pending(q.Name, s.opts.TopN) {
+	for _, p := range s.cache.PendingItems(q.Name, s.opts.TopN) {
 		if st.QueueItemDetails == nil {
 			st.QueueItemDetails = map[string][]schedulingv1alpha1.QueueItemDetail{}
 		}
 		st.QueueItemDetails[schedulingv1alpha1.QueueItemDetailsActive] = append(st.QueueItemDetails[schedulingv1alpha1.QueueItemDetailsActive], p)
+	}
+	if view.Quota != nil {
+		st.Used = view.Quota.Used
+	}
+	if t := view.QuotaTree; t != nil {
+		st.Tree, st.TreeRoot, st.TreeCapacity, st.TreeUsed = t.Pool, t.Root, t.Capacity, t.Used
+		st.TreeUsage = usage(t.Used, t.Capacity)
 	}
 	cond := metav1.Condition{Type: QueueConditionReady, Status: metav1.ConditionTrue, Reason: ReasonQueueReady,
 		Message: fmt.Sprintf("%s policy; %d pending, %d admitted", view.Policy, view.Pending, view.Admitted), LastTransitionTime: now}
@@ -164,6 +209,17 @@ func (s *StatusWriter) desiredStatus(q *schedulingv1alpha1.Queue, now metav1.Tim
 	return st
 }
 
+// usage sums up used against capacity, each resource of capacity by name:
+// "cpu 12/40, nvidia.com/gpu 3/8".
+func usage(used, capacity corev1.ResourceList) string {
+	parts := make([]string, 0, len(capacity))
+	for _, name := range slices.Sorted(maps.Keys(capacity)) {
+		u, c := used[name], capacity[name]
+		parts = append(parts, fmt.Sprintf("%s %s/%s", name, u.String(), c.String()))
+	}
+	return strings.Join(parts, ", ")
+}
+
 // stripTimes hides condition times, so a status that only aged is not rewritten.
 func stripTimes(st schedulingv1alpha1.QueueStatus) schedulingv1alpha1.QueueStatus {
 	st = *st.DeepCopy()
@@ -178,17 +234,17 @@ func stripTimes(st schedulingv1alpha1.QueueStatus) schedulingv1alpha1.QueueStatu
 // ElasticQuota whose error changed, and once on each ElasticQuota not used
 // because an older one in another namespace has its name.
 func (s *StatusWriter) reportQuotas() {
-	for _, dup := range s.cache.duplicateQuotas() {
+	for _, dup := range s.cache.DuplicateQuotas() {
 		if s.warnedDuplicates[dup.UID] {
 			continue
 		}
 		s.warnedDuplicates[dup.UID] = true
-		used := s.cache.quotaObject(dup.Name)
+		used := s.cache.QuotaObject(dup.Name)
 		usedAt := "another namespace"
 		if used != nil {
 			usedAt = used.Namespace + "/" + used.Name
 		}
-		s.recorder.Eventf(dup, corev1.EventTypeWarning, EventDuplicateQuotaName,
+		s.recorder.Eventf(dup, corev1.EventTypeWarning, ReasonDuplicateQuotaName,
 			"Not used: ElasticQuota names are global in Koordinator and %s, older, has this name; rename or delete this one", usedAt)
 	}
 	for _, q := range s.cache.Quotas() {
@@ -203,45 +259,11 @@ func (s *StatusWriter) reportQuotas() {
 				eq := &elasticquotav1alpha1.ElasticQuota{}
 				eq.Name, eq.Namespace = q.Name, q.Namespace
 				eq.SetGroupVersionKind(elasticquotav1alpha1.GroupVersion.WithKind("ElasticQuota"))
-				if obj := s.cache.quotaObject(q.Name); obj != nil {
+				if obj := s.cache.QuotaObject(q.Name); obj != nil {
 					eq = obj
 				}
-				s.recorder.Event(eq, corev1.EventTypeWarning, EventQuotaInvalid, q.Error+"; its units wait")
+				s.recorder.Event(eq, corev1.EventTypeWarning, ReasonQuotaInvalid, q.Error+"; its units wait")
 			}
 		}
 	}
-}
-
-// queueObjects are the latest Queue objects.
-func (c *Cache) queueObjects() []*schedulingv1alpha1.Queue {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]*schedulingv1alpha1.Queue, 0, len(c.queues))
-	for _, r := range c.queues {
-		out = append(out, r.queue)
-	}
-	return out
-}
-
-func (c *Cache) quotaObject(name string) *elasticquotav1alpha1.ElasticQuota {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.quotaObjects[name]
-}
-
-// pending is the first n waiting units of a queue as QueueItemDetails.
-func (c *Cache) pending(queue string, n int) []schedulingv1alpha1.QueueItemDetail {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var out []schedulingv1alpha1.QueueItemDetail
-	for _, p := range c.core.Pending(queue, n) {
-		r, ok := c.units[p.Key]
-		if !ok {
-			continue
-		}
-		out = append(out, schedulingv1alpha1.QueueItemDetail{
-			Name: r.unit.Name, Namespace: r.unit.Namespace, Priority: p.Priority, Position: int32(p.Position),
-		})
-	}
-	return out
 }

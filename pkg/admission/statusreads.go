@@ -1,0 +1,74 @@
+package admission
+
+import (
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+)
+
+// What the Queue status writer (pkg/queue) reads of the Cache, besides the
+// visibility API's views (Queue, Quotas).
+
+// HasSynced reports whether every informer Setup feeds the Cache from has
+// delivered its initial objects (false until Setup has run).
+func (c *Cache) HasSynced() bool {
+	c.mu.Lock()
+	synced := c.synced
+	c.mu.Unlock()
+	if synced == nil {
+		return false
+	}
+	for _, s := range synced {
+		if !s() {
+			return false
+		}
+	}
+	return true
+}
+
+// QueueObjects are the latest Queue objects.
+func (c *Cache) QueueObjects() []*schedulingv1alpha1.Queue {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]*schedulingv1alpha1.Queue, 0, len(c.queues))
+	for _, r := range c.queues {
+		out = append(out, r.queue)
+	}
+	return out
+}
+
+// QuotaObject is the ElasticQuota used under a name, nil when none is.
+func (c *Cache) QuotaObject(name string) *elasticquotav1alpha1.ElasticQuota {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.quotaObjects[name]
+}
+
+// PendingItems are the first n waiting units of a queue, in admission
+// order, as a Queue's status lists them.
+func (c *Cache) PendingItems(queue string, n int) []schedulingv1alpha1.QueueItemDetail {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []schedulingv1alpha1.QueueItemDetail
+	for _, p := range c.core.Pending(queue, n) {
+		r, ok := c.units[p.Key]
+		if !ok {
+			continue
+		}
+		out = append(out, schedulingv1alpha1.QueueItemDetail{
+			Name: r.unit.Name, Namespace: r.unit.Namespace, Priority: p.Priority, Position: int32(p.Position),
+		})
+	}
+	return out
+}
+
+// DuplicateQuotas are the ElasticQuotas not used because an older one has
+// their name.
+func (c *Cache) DuplicateQuotas() []*elasticquotav1alpha1.ElasticQuota {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*elasticquotav1alpha1.ElasticQuota
+	for _, copies := range c.quotaCopies {
+		out = append(out, copies[1:]...)
+	}
+	return out
+}

@@ -1,0 +1,98 @@
+package admission
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
+)
+
+// TestQueueViewShowsItsTree: a queue's view names its quota's tree and
+// pool (the root's ElasticQuotaProfile where known: the profile label
+// koord-manager puts on the root, or the profile naming the root when
+// koord-queue computes capacities; else the tree id; none for the classic
+// tree) with the root's capacity and use, and a unit waiting for room in
+// a full tree is told the tree and the pool.
+func TestQueueViewShowsItsTree(t *testing.T) {
+	type seen struct {
+		ID, Pool, Root, Capacity, Used string
+		Reason                         string
+	}
+	cases := map[string]struct {
+		classic bool
+		compute bool
+		profile string // label on the root
+		want    seen
+	}{
+		"a queue of the classic tree": {
+			classic: true,
+			want:    seen{Root: elasticquotav1alpha1.RootQuotaName, Capacity: "32", Used: "6", Reason: "cluster: cpu 6 used of capacity 32, request 30"},
+		},
+		"the pool koord-manager labelled the root with": {
+			profile: "gpu-a100",
+			want: seen{ID: "t1", Pool: "gpu-a100", Root: "a100", Capacity: "8", Used: "6",
+				Reason: "a100 (root of quota tree t1, pool gpu-a100): cpu 6 used of capacity 8, request 4"},
+		},
+		"no profile known: the tree id": {
+			want: seen{ID: "t1", Pool: "t1", Root: "a100", Capacity: "8", Used: "6",
+				Reason: "a100 (root of quota tree t1): cpu 6 used of capacity 8, request 4"},
+		},
+		"capacity computed: the profile naming the root": {
+			compute: true,
+			want: seen{ID: "t1", Pool: "a100-nodes", Root: "a100", Capacity: "8", Used: "6",
+				Reason: "a100 (root of quota tree t1, pool a100-nodes): cpu 6 used of capacity 8, request 4"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := NewCache()
+			c.computeTrees = tc.compute
+			c.UpsertNode(wrappers.Node("n0", "32", "64Gi"))
+			team := wrappers.MakeElasticQuota("team", "team").Max(corev1.ResourceCPU, "100")
+			request := "4"
+			if tc.classic {
+				request = "30"
+			} else {
+				root := wrappers.MakeElasticQuota("a100", "kube-system").IsParent().
+					Label(elasticquotav1alpha1.LabelQuotaTreeID, "t1").Label(elasticquotav1alpha1.LabelQuotaIsRoot, "true")
+				if !tc.compute {
+					root.Annotation(elasticquotav1alpha1.AnnotationTotalResource, `{"cpu":"8"}`)
+				}
+				if tc.profile != "" {
+					root.Label(elasticquotav1alpha1.LabelQuotaProfile, tc.profile)
+				}
+				c.UpsertElasticQuota(root.Obj())
+				team.Parent("a100").Label(elasticquotav1alpha1.LabelQuotaTreeID, "t1")
+			}
+			if tc.compute {
+				c.UpsertElasticQuotaProfile(poolProfile("a100-nodes", "a100", nil))
+				c.UpsertNode(nodeInPool("n1", "a100-nodes", "8"))
+			}
+			c.UpsertElasticQuota(team.Obj())
+			c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
+			c.UpsertUnit(wrappers.MakeQueueUnit("first", "team").Quota("team").Request(corev1.ResourceCPU, "6").Obj())
+			if res := c.cycle(time.Unix(10, 0), -1); len(res.Admissions) != 1 {
+				t.Fatalf("first: %d admissions, want 1", len(res.Admissions))
+			}
+			c.UpsertUnit(wrappers.MakeQueueUnit("second", "team").Quota("team").Request(corev1.ResourceCPU, request).Obj())
+			c.cycle(time.Unix(20, 0), -1)
+
+			v, ok := c.Queue("team")
+			if !ok || v.QuotaTree == nil {
+				t.Fatalf("queue team: %+v (found %v), want its tree", v, ok)
+			}
+			second, _ := c.QueueUnit("team", "second")
+			got := seen{ID: v.QuotaTree.ID, Pool: v.QuotaTree.Pool, Root: v.QuotaTree.Root,
+				Capacity: v.QuotaTree.Capacity.Cpu().String(), Used: v.QuotaTree.Used.Cpu().String(), Reason: second.Reason}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

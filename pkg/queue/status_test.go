@@ -1,0 +1,149 @@
+package queue
+
+import (
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/tools/record"
+
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/admission"
+	"github.com/koord-queue/koord-queue/pkg/metrics"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
+)
+
+// reporter is a StatusWriter reading source, before Start: enough for
+// reportQuotas and desiredStatus.
+func reporter(source StatusSource, recorder record.EventRecorder) *StatusWriter {
+	return &StatusWriter{cache: source, recorder: recorder, lastQuotaErrs: map[string]string{}, warnedDuplicates: map[types.UID]bool{}}
+}
+
+// TestQuotaMetricsGoWithTheirQuota: a deleted ElasticQuota's
+// koord_queue_quota_resource series are deleted too, as its queue's gauges
+// are, so dashboards do not chart a quota that is gone.
+func TestQuotaMetricsGoWithTheirQuota(t *testing.T) {
+	c := admission.NewCache()
+	c.UpsertElasticQuota(&elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "gone"},
+		Spec: elasticquotav1alpha1.ElasticQuotaSpec{Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}})
+	reporter(c, nil).reportQuotas()
+	before := testutil.CollectAndCount(metrics.QuotaResource)
+	if before == 0 {
+		t.Fatal("no quota_resource series for quota gone")
+	}
+	c.DeleteElasticQuota("ns", "gone")
+	if after := testutil.CollectAndCount(metrics.QuotaResource); after != 0 {
+		t.Errorf("%d quota_resource series left after the quota was deleted (%d before)", after, before)
+	}
+}
+
+// TestDuplicateQuotaNameWarnedOnce: of two ElasticQuotas with one name in
+// two namespaces, whatever order they arrive in, the one not used (the
+// newer) gets one DuplicateQuotaName Warning event naming the one used, and
+// only one however often the writer looks.
+func TestDuplicateQuotaNameWarnedOnce(t *testing.T) {
+	at := func(ns string, sec int64) *elasticquotav1alpha1.ElasticQuota {
+		return &elasticquotav1alpha1.ElasticQuota{
+			ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: "team", UID: types.UID(ns), CreationTimestamp: metav1.Unix(sec, 0)},
+			Spec:       elasticquotav1alpha1.ElasticQuotaSpec{Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}},
+		}
+	}
+	older, newer := at("first", 100), at("second", 200)
+	for name, order := range map[string][]*elasticquotav1alpha1.ElasticQuota{
+		"older first": {older, newer},
+		"newer first": {newer, older},
+	} {
+		t.Run(name, func(t *testing.T) {
+			c := admission.NewCache()
+			recorder := record.NewFakeRecorder(10)
+			sw := reporter(c, recorder)
+			for _, eq := range order {
+				c.UpsertElasticQuota(eq)
+				sw.reportQuotas()
+			}
+			sw.reportQuotas()
+			var got []string
+			for len(recorder.Events) > 0 {
+				got = append(got, <-recorder.Events)
+			}
+			want := []string{"Warning DuplicateQuotaName Not used: ElasticQuota names are global in Koordinator and first/team, older, has this name; rename or delete this one"}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestStatusShowsTheTree: a Queue's status names its quota's tree (the
+// pool, else the tree id; nothing for the classic tree) and its root, with
+// what the quota and the whole tree hold and the tree's capacity, summed
+// up for `kubectl get queues -o wide`.
+func TestStatusShowsTheTree(t *testing.T) {
+	type seen struct {
+		Tree, TreeRoot, Used, TreeCapacity, TreeUsed, TreeUsage string
+	}
+	cases := map[string]struct {
+		quotas []*elasticquotav1alpha1.ElasticQuota
+		want   seen
+	}{
+		"a queue of the classic tree": {
+			quotas: []*elasticquotav1alpha1.ElasticQuota{wrappers.MakeElasticQuota("team", "team").Max(corev1.ResourceCPU, "10").Obj()},
+			want: seen{TreeRoot: elasticquotav1alpha1.RootQuotaName, Used: "cpu=6", TreeCapacity: "cpu=32,memory=64Gi,pods=110", TreeUsed: "cpu=6",
+				TreeUsage: "cpu 6/32, memory 0/64Gi, pods 0/110"},
+		},
+		"a queue of a pool's tree": {
+			quotas: []*elasticquotav1alpha1.ElasticQuota{
+				wrappers.MakeElasticQuota("a100", "kube-system").IsParent().
+					Label(elasticquotav1alpha1.LabelQuotaTreeID, "t1").Label(elasticquotav1alpha1.LabelQuotaIsRoot, "true").
+					Label(elasticquotav1alpha1.LabelQuotaProfile, "gpu-a100").
+					Annotation(elasticquotav1alpha1.AnnotationTotalResource, `{"cpu":"8","nvidia.com/gpu":"4"}`).Obj(),
+				wrappers.MakeElasticQuota("other", "other").Parent("a100").Label(elasticquotav1alpha1.LabelQuotaTreeID, "t1").Obj(),
+				wrappers.MakeElasticQuota("team", "team").Parent("a100").Label(elasticquotav1alpha1.LabelQuotaTreeID, "t1").Obj(),
+			},
+			// A resource the root's total-resource does not name has none
+			// in the tree.
+			want: seen{Tree: "gpu-a100", TreeRoot: "a100", Used: "cpu=6", TreeCapacity: "cpu=8,memory=0,nvidia.com/gpu=4,pods=0", TreeUsed: "cpu=7",
+				TreeUsage: "cpu 7/8, memory 0/0, nvidia.com/gpu 0/4, pods 0/0"},
+		},
+	}
+	list := func(l corev1.ResourceList) string {
+		var parts []string
+		for _, name := range slices.Sorted(maps.Keys(l)) {
+			q := l[name]
+			parts = append(parts, string(name)+"="+q.String())
+		}
+		return strings.Join(parts, ",")
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := admission.NewCache()
+			c.UpsertNode(wrappers.Node("n1", "32", "64Gi"))
+			for _, eq := range tc.quotas {
+				c.UpsertElasticQuota(eq)
+			}
+			queue := &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}}
+			c.UpsertQueue(queue)
+			admitted := func(name, quota, cpu string) *schedulingv1alpha1.QueueUnit {
+				return wrappers.MakeQueueUnit(name, quota).Quota(quota).Request(corev1.ResourceCPU, cpu).
+					Phase(schedulingv1alpha1.Running).RunningAdmission(schedulingv1alpha1.DefaultPodSetName, 1, 1).Obj()
+			}
+			c.UpsertUnit(admitted("mine", "team", "6"))
+			if len(tc.quotas) > 1 {
+				c.UpsertUnit(admitted("theirs", "other", "1"))
+			}
+			st := reporter(c, nil).desiredStatus(queue, metav1.Unix(10, 0))
+			got := seen{Tree: st.Tree, TreeRoot: st.TreeRoot, Used: list(st.Used), TreeCapacity: list(st.TreeCapacity), TreeUsed: list(st.TreeUsed), TreeUsage: st.TreeUsage}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("status (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
