@@ -90,27 +90,35 @@ func TestStatusShowsTheTree(t *testing.T) {
 	type seen struct {
 		Tree, TreeRoot, Used, TreeCapacity, TreeUsed, TreeUsage string
 	}
+	pool := []*elasticquotav1alpha1.ElasticQuota{
+		wrappers.MakeElasticQuota("a100", "kube-system").IsParent().
+			Label(elasticquotav1alpha1.LabelQuotaTreeID, "t1").Label(elasticquotav1alpha1.LabelQuotaIsRoot, "true").
+			Label(elasticquotav1alpha1.LabelQuotaProfile, "gpu-a100").
+			Annotation(elasticquotav1alpha1.AnnotationTotalResource, `{"cpu":"8","nvidia.com/gpu":"4"}`).Obj(),
+		wrappers.MakeElasticQuota("other", "other").Parent("a100").Label(elasticquotav1alpha1.LabelQuotaTreeID, "t1").Obj(),
+		wrappers.MakeElasticQuota("team", "team").Parent("a100").Label(elasticquotav1alpha1.LabelQuotaTreeID, "t1").Obj(),
+	}
 	cases := map[string]struct {
+		queue  string // default "team"
 		quotas []*elasticquotav1alpha1.ElasticQuota
 		want   seen
 	}{
 		"a queue of the classic tree": {
 			quotas: []*elasticquotav1alpha1.ElasticQuota{wrappers.MakeElasticQuota("team", "team").Max(corev1.ResourceCPU, "10").Obj()},
-			want: seen{TreeRoot: elasticquotav1alpha1.RootQuotaName, Used: "cpu=6", TreeCapacity: "cpu=32,memory=64Gi,pods=110", TreeUsed: "cpu=6",
-				TreeUsage: "cpu 6/32, memory 0/64Gi, pods 0/110"},
+			want:   seen{TreeRoot: elasticquotav1alpha1.RootQuotaName, Used: "cpu=6"},
 		},
 		"a queue of a pool's tree": {
-			quotas: []*elasticquotav1alpha1.ElasticQuota{
-				wrappers.MakeElasticQuota("a100", "kube-system").IsParent().
-					Label(elasticquotav1alpha1.LabelQuotaTreeID, "t1").Label(elasticquotav1alpha1.LabelQuotaIsRoot, "true").
-					Label(elasticquotav1alpha1.LabelQuotaProfile, "gpu-a100").
-					Annotation(elasticquotav1alpha1.AnnotationTotalResource, `{"cpu":"8","nvidia.com/gpu":"4"}`).Obj(),
-				wrappers.MakeElasticQuota("other", "other").Parent("a100").Label(elasticquotav1alpha1.LabelQuotaTreeID, "t1").Obj(),
-				wrappers.MakeElasticQuota("team", "team").Parent("a100").Label(elasticquotav1alpha1.LabelQuotaTreeID, "t1").Obj(),
-			},
+			quotas: pool,
+			want:   seen{Tree: "gpu-a100", TreeRoot: "a100", Used: "cpu=6"},
+		},
+		// Only the root's queue carries the tree's figures, which move with
+		// every admission in the tree.
+		"the queue of a pool's root": {
+			queue:  "a100",
+			quotas: pool,
 			// A resource the root's total-resource does not name has none
 			// in the tree.
-			want: seen{Tree: "gpu-a100", TreeRoot: "a100", Used: "cpu=6", TreeCapacity: "cpu=8,memory=0,nvidia.com/gpu=4,pods=0", TreeUsed: "cpu=7",
+			want: seen{Tree: "gpu-a100", TreeRoot: "a100", Used: "cpu=7", TreeCapacity: "cpu=8,memory=0,nvidia.com/gpu=4,pods=0", TreeUsed: "cpu=7",
 				TreeUsage: "cpu 7/8, memory 0/0, nvidia.com/gpu 0/4, pods 0/0"},
 		},
 	}
@@ -129,7 +137,11 @@ func TestStatusShowsTheTree(t *testing.T) {
 			for _, eq := range tc.quotas {
 				c.UpsertElasticQuota(eq)
 			}
-			queue := &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}}
+			name := tc.queue
+			if name == "" {
+				name = "team"
+			}
+			queue := &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: name}}
 			c.UpsertQueue(queue)
 			admitted := func(name, quota, cpu string) *schedulingv1alpha1.QueueUnit {
 				return wrappers.MakeQueueUnit(name, quota).Quota(quota).Request(corev1.ResourceCPU, cpu).

@@ -97,7 +97,9 @@ type QueueStatus struct {
 	Used corev1.ResourceList `json:"used,omitempty"`
 
 	// treeCapacity is what the whole tree may use: its root's capacity. A
-	// resource it does not name has no limit.
+	// resource it does not name has no limit. The tree's figures
+	// (treeCapacity, treeUsed, treeUsage) are on the Queue of the tree's
+	// root only, so that an admission rewrites one Queue, not every one.
 	// +optional
 	TreeCapacity corev1.ResourceList `json:"treeCapacity,omitempty"`
 
@@ -137,7 +139,7 @@ type QueueItemDetail struct {
 // +kubebuilder:printcolumn:name="Admitted",type=integer,JSONPath=`.status.admitted`
 // +kubebuilder:printcolumn:name="Tree",type=string,JSONPath=`.status.tree`,description="The queue's quota tree (node pool); empty for the classic tree"
 // +kubebuilder:printcolumn:name="Tree Root",type=string,JSONPath=`.status.treeRoot`,priority=1,description="The root quota of the queue's tree"
-// +kubebuilder:printcolumn:name="Tree Usage",type=string,JSONPath=`.status.treeUsage`,priority=1,description="What the tree's units hold of its capacity"
+// +kubebuilder:printcolumn:name="Tree Usage",type=string,JSONPath=`.status.treeUsage`,priority=1,description="What the tree's units hold of its capacity (on the root's queue)"
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Queue struct {
 	metav1.TypeMeta   `json:",inline"`

@@ -152,7 +152,8 @@ func tableRow(ctx context.Context, path string) (map[string]any, error) {
 
 // TestQueueColumnsShowTheTree: `kubectl get queues` shows each queue's quota
 // tree by its pool (the profile koord-manager labels the tree's root with),
-// and `-o wide` the tree's root and what its units hold of its capacity.
+// and `-o wide` the tree's root and, on the root's queue, what the tree's
+// units hold of its capacity.
 func TestQueueColumnsShowTheTree(t *testing.T) {
 	startKoordQueue(t, fastOptions())
 	ns := namespace(t)
@@ -166,19 +167,23 @@ func TestQueueColumnsShowTheTree(t *testing.T) {
 	)
 	create(t, wrappers.MakeQueueUnit("job", ns).Quota(team).Request(corev1.ResourceCPU, "6").Obj())
 	waitPhase(t, ns, "job", schedulingv1alpha1.Dequeued)
-	path := fmt.Sprintf("/apis/%s/namespaces/%s/queues/%s", schedulingv1alpha1.GroupVersion, schedulingv1alpha1.QueueNamespace, team)
 	// The root's total-resource names cpu only: the tree has no memory
-	// and no pods.
-	want := map[string]any{"Tree": ns + "-pool", "Tree Root": root, "Tree Usage": "cpu 6/8, memory 0/0, pods 0/0"}
-	testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
-		row, err := tableRow(ctx, path)
-		if err != nil {
-			return err
-		}
-		got := map[string]any{"Tree": row["Tree"], "Tree Root": row["Tree Root"], "Tree Usage": row["Tree Usage"]}
-		if diff := cmp.Diff(want, got); diff != "" {
-			return fmt.Errorf("columns (-want +got):\n%s", diff)
-		}
-		return nil
-	})
+	// and no pods. Only the root's queue carries the tree's usage.
+	for queue, want := range map[string]map[string]any{
+		team: {"Tree": ns + "-pool", "Tree Root": root, "Tree Usage": nil},
+		root: {"Tree": ns + "-pool", "Tree Root": root, "Tree Usage": "cpu 6/8, memory 0/0, pods 0/0"},
+	} {
+		path := fmt.Sprintf("/apis/%s/namespaces/%s/queues/%s", schedulingv1alpha1.GroupVersion, schedulingv1alpha1.QueueNamespace, queue)
+		testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
+			row, err := tableRow(ctx, path)
+			if err != nil {
+				return err
+			}
+			got := map[string]any{"Tree": row["Tree"], "Tree Root": row["Tree Root"], "Tree Usage": row["Tree Usage"]}
+			if diff := cmp.Diff(want, got); diff != "" {
+				return fmt.Errorf("queue %s: columns (-want +got):\n%s", queue, diff)
+			}
+			return nil
+		})
+	}
 }
