@@ -4,11 +4,11 @@
 // and every summary to <out>/summary.txt. It exits 1 if a run fails or a
 // bound is missed.
 //
-//	go run ./test/performance/cmd/perf -short                  # make perf
-//	go run ./test/performance/cmd/perf -scenarios all          # make perf-full
-//	go run ./test/performance/cmd/perf -scenarios baseline -controller in-process -cpuprofile cpu.pprof
-//	go run ./test/performance/cmd/perf -scenarios baseline -heapprofile heap.pprof   # live heap per unit, and its profile
-//	go run ./test/performance/cmd/perf -scenarios baseline -simulate   # the replay alone, in seconds, no API server
+//	go -C test/performance run ./cmd/perf -short                  # make perf
+//	go -C test/performance run ./cmd/perf -scenarios all          # make perf-full
+//	go -C test/performance run ./cmd/perf -scenarios baseline -controller in-process -cpuprofile cpu.pprof
+//	go -C test/performance run ./cmd/perf -scenarios baseline -heapprofile heap.pprof   # live heap per unit, and its profile
+//	go -C test/performance run ./cmd/perf -scenarios baseline -simulate   # the replay alone, in seconds, no API server
 //
 // Every scenario's summary (but restart's: restarts are not modelled) ends
 // with its replay: the same scenario run
@@ -51,7 +51,7 @@ func run() (bool, error) {
 	var (
 		names        = flag.String("scenarios", strings.Join(scenario.Names, ","), "comma-separated scenarios to run, of "+strings.Join(scenario.Names, ", ")+", "+jobs.Name+"; or all")
 		short        = flag.Bool("short", false, "run the short variants (about two minutes in all, loose bounds)")
-		out          = flag.String("out", filepath.Join("_output", "perf"), "directory for the results")
+		out          = flag.String("out", filepath.Join(cluster.RepoRoot(), "_output", "perf"), "directory for the results (a relative one is relative to the working directory: test/performance under go -C test/performance run)")
 		mode         = flag.String("controller", checker.ModeBinary, "run koord-queue as a separate process (binary: CPU and RSS measured) or in this process (in-process: for -cpuprofile)")
 		cpuProfile   = flag.String("cpuprofile", "", "with -controller in-process: write a CPU profile of each scenario to <out>/<scenario>/<this name>")
 		heapProfile  = flag.String("heapprofile", "", "with -controller binary: serve koord-queue's /debug/pprof, report its live heap per unit, and write a heap profile, taken once every unit finished, to <out>/<scenario>/<this name>")
@@ -127,7 +127,7 @@ func run() (bool, error) {
 		}
 	}
 
-	command := "go run ./test/performance/cmd/perf " + strings.Join(os.Args[1:], " ")
+	command := "go -C test/performance run ./cmd/perf " + strings.Join(os.Args[1:], " ")
 	var results []*checker.Result
 	var failures []error
 	for _, s := range scenarios {
