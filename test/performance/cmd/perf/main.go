@@ -49,7 +49,7 @@ func main() {
 
 func run() (bool, error) {
 	var (
-		names        = flag.String("scenarios", strings.Join(scenario.Names, ","), "comma-separated scenarios to run, of "+strings.Join(scenario.Names, ", ")+", "+jobs.Name+"; or all")
+		names        = flag.String("scenarios", strings.Join(scenario.Names, ","), "comma-separated scenarios to run, of "+strings.Join(scenario.Names, ", ")+", "+scenario.DeclaredName+", "+jobs.Name+"; or all")
 		short        = flag.Bool("short", false, "run the short variants (about two minutes in all, loose bounds)")
 		out          = flag.String("out", filepath.Join(cluster.RepoRoot(), "_output", "perf"), "directory for the results (a relative one is relative to the working directory: test/performance under go -C test/performance run)")
 		mode         = flag.String("controller", checker.ModeBinary, "run koord-queue as a separate process (binary: CPU and RSS measured) or in this process (in-process: for -cpuprofile)")
@@ -57,6 +57,7 @@ func run() (bool, error) {
 		heapProfile  = flag.String("heapprofile", "", "with -controller binary: serve koord-queue's /debug/pprof, report its live heap per unit, and write a heap profile, taken once every unit finished, to <out>/<scenario>/<this name>")
 		jobPodSets   = flag.Bool("job-pod-sets", false, "units carry the pod set (pod template) koord-queue-controllers writes for a one-pod batch Job, not their request alone: what templates cost memory")
 		prebuilt     = flag.String("binary", "", "a koord-queue binary to measure instead of building ./cmd/queue (to compare a change)")
+		measureCast  = flag.Bool("forecast", false, "read koord-queue's forecast of every waiting unit through the visibility API and report its error against the admissions (the declared scenario always does)")
 		extraFlags   = flag.String("koord-queue-flags", "", "space-separated flags added to koord-queue's command line (to compare settings)")
 		simulateOnly = flag.Bool("simulate", false, "only replay the scenarios through the decision core in virtual time (no API server): what the decisions cost with no delays")
 		decideAhead  = flag.Bool("simulate-decide-ahead", false, "with -simulate: decide every admission that fits at once, as koord-queue did before it paced its decisions")
@@ -66,7 +67,7 @@ func run() (bool, error) {
 	flag.Parse()
 	list := strings.Split(*names, ",")
 	if *names == "all" {
-		list = append(slices.Clone(scenario.Names), jobs.Name)
+		list = append(slices.Clone(scenario.Names), scenario.DeclaredName, jobs.Name)
 	}
 	if *mode != checker.ModeBinary && *mode != checker.ModeInProcess {
 		return false, fmt.Errorf("-controller must be %s or %s", checker.ModeBinary, checker.ModeInProcess)
@@ -134,7 +135,7 @@ func run() (bool, error) {
 		fmt.Printf("Running %s: %s (%d units)\n", s.Name, s.Title, s.Units())
 		opts := harness.Options{
 			Dir: filepath.Join(*out, s.Name), Mode: *mode, Binary: binary, ExtraArgs: strings.Fields(*extraFlags),
-			Command: command + " # scenario " + s.Name, Short: *short, Progress: os.Stdout,
+			Command: command + " # scenario " + s.Name, Short: *short, Progress: os.Stdout, Forecast: *measureCast,
 		}
 		if *cpuProfile != "" {
 			opts.CPUProfile = filepath.Join(opts.Dir, *cpuProfile)
