@@ -93,8 +93,10 @@ type Accuracy struct {
 	// forecast promised admissions earlier than they came.
 	MedianSigned time.Duration
 	// MedianLead is the median time from the forecast's read to the
-	// admission: how far ahead it was made.
-	MedianLead time.Duration
+	// admission: how far ahead it was made; MedianDelay the median time
+	// from the unit's creation to that read (while the forecast had no
+	// time for it, or had not yet been computed with it).
+	MedianLead, MedianDelay time.Duration
 	// Bases counts the forecasts by estimateBasis.
 	Bases map[string]int
 }
@@ -104,7 +106,7 @@ type Accuracy struct {
 // raced the admission) does not count.
 func Measure(first map[string]Seen, times map[string]checker.UnitTimes, minWait time.Duration) Accuracy {
 	acc := Accuracy{MinWait: minWait, Bases: map[string]int{}}
-	var errs, signed, lead []time.Duration
+	var errs, signed, lead, delay []time.Duration
 	var rel []float64
 	for key, t := range times {
 		if t.Admitted.IsZero() {
@@ -126,13 +128,15 @@ func Measure(first map[string]Seen, times map[string]checker.UnitTimes, minWait 
 		errs = append(errs, d.Abs())
 		rel = append(rel, d.Abs().Seconds()/wait.Seconds())
 		lead = append(lead, t.Admitted.Sub(f.At))
+		delay = append(delay, f.At.Sub(t.Created))
 	}
-	for _, ds := range [][]time.Duration{errs, signed, lead} {
+	for _, ds := range [][]time.Duration{errs, signed, lead, delay} {
 		slices.Sort(ds)
 	}
 	slices.Sort(rel)
 	acc.MedianError, acc.P90Error = checker.Percentile(errs, 50), checker.Percentile(errs, 90)
 	acc.MedianSigned, acc.MedianLead = checker.Percentile(signed, 50), checker.Percentile(lead, 50)
+	acc.MedianDelay = checker.Percentile(delay, 50)
 	acc.MedianRelative, acc.P90Relative = percentile(rel, 50), percentile(rel, 90)
 	return acc
 }
@@ -163,6 +167,7 @@ func (a Accuracy) Extra() map[string]float64 {
 	out[prefix+"p90 |forecast - admitted| / wait"] = a.P90Relative
 	out[prefix+"median forecast - admitted (s)"] = a.MedianSigned.Seconds()
 	out[prefix+"median forecast lead (s)"] = a.MedianLead.Seconds()
+	out[prefix+"median creation to first forecast (s)"] = a.MedianDelay.Seconds()
 	for basis, n := range a.Bases {
 		out[prefix+"basis "+basis] = float64(n)
 	}

@@ -73,7 +73,7 @@ func TestMeasure(t *testing.T) {
 		MinWait: MinWait, Waited: 5, Forecast: 3,
 		MedianError: 10 * time.Second, P90Error: 20 * time.Second,
 		MedianRelative: 0.1, P90Relative: 0.5,
-		MedianSigned: 0, MedianLead: 55 * time.Second,
+		MedianSigned: 0, MedianLead: 55 * time.Second, MedianDelay: 5 * time.Second,
 		Bases: map[string]int{"Declared": 2, "Learned": 1},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
