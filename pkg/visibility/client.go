@@ -118,3 +118,23 @@ func (c *Client) Quotas(ctx context.Context) ([]api.QuotaView, error) {
 	var out []api.QuotaView
 	return out, c.Get(ctx, "/api/elasticquotas", &out)
 }
+
+// WhatIf is GET /api/queues/{queue}/forecast: the forecast of queue's
+// waiting units had its ElasticQuota the min and max change gives (amounts
+// it leaves out are the quota's own). The caller must be allowed to get
+// the queue's ElasticQuota.
+func (c *Client) WhatIf(ctx context.Context, queue string, change api.QuotaChange) (api.WhatIf, error) {
+	q := url.Values{}
+	for name, amount := range change.Min {
+		q.Set("min."+string(name), amount.String())
+	}
+	for name, amount := range change.Max {
+		q.Set("max."+string(name), amount.String())
+	}
+	path := "/api/queues/" + url.PathEscape(queue) + "/forecast"
+	if len(q) > 0 {
+		path += "?" + q.Encode()
+	}
+	var out api.WhatIf
+	return out, c.Get(ctx, path, &out)
+}

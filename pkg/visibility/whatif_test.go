@@ -3,6 +3,7 @@ package visibility
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -178,5 +180,60 @@ func TestWhatIfOneAtATime(t *testing.T) {
 	}
 	if code := get(h, "admin-ann", "/api/queues/q/forecast?max.cpu=8").Code; code != http.StatusOK {
 		t.Errorf("a what-if after the first is done: %d, want 200", code)
+	}
+}
+
+// TestClientWhatIf: the client asks for the quota change it is given and
+// reads the forecast under it; a refusal is a StatusError with the API's
+// code and message.
+func TestClientWhatIf(t *testing.T) {
+	srv := httptest.NewServer(whatIfHandler(whatIfCache()))
+	defer srv.Close()
+	ctx := context.Background()
+	admin := &Client{BaseURL: srv.URL, Token: "admin-ann"}
+	change := api.QuotaChange{
+		Min: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")},
+		Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("12"), corev1.ResourceMemory: resource.MustParse("64Gi")},
+	}
+	got, err := admin.WhatIf(ctx, "team", change)
+	if err != nil {
+		t.Fatalf("WhatIf: %v", err)
+	}
+	quota := func(w api.WhatIf) map[string]string {
+		out := map[string]string{"queue": w.Queue, "quota": w.Quota}
+		for name, q := range w.Min {
+			out["min."+string(name)] = q.String()
+		}
+		for name, q := range w.Max {
+			out["max."+string(name)] = q.String()
+		}
+		return out
+	}
+	want := map[string]string{"queue": "team", "quota": "team", "min.cpu": "2", "max.cpu": "12", "max.memory": "64Gi"}
+	if diff := cmp.Diff(want, quota(got)); diff != "" {
+		t.Errorf("the quota the forecast assumed (-want +got):\n%s", diff)
+	}
+	live, err := admin.WhatIf(ctx, "team", api.QuotaChange{})
+	if err != nil {
+		t.Fatalf("WhatIf with no change: %v", err)
+	}
+	if len(got.Items) != 2 || len(live.Items) != 2 {
+		t.Fatalf("items: %d and %d, want the 2 waiting units", len(got.Items), len(live.Items))
+	}
+	for i := range got.Items {
+		was, is := live.Items[i].EstimatedAdmissionTime, got.Items[i].EstimatedAdmissionTime
+		if was == nil || is == nil || !is.Before(was) {
+			t.Errorf("unit %d: estimate %v with max cpu 12, want one before %v with the quota as it is", i+1, is, was)
+		}
+	}
+
+	_, err = (&Client{BaseURL: srv.URL, Token: "tenant"}).WhatIf(ctx, "team", change)
+	var status *StatusError
+	if !errors.As(err, &status) || status.Code != http.StatusForbidden || !strings.Contains(status.Message, "may not get elasticquotas") {
+		t.Errorf("a tenant's what-if: %v, want a 403 StatusError saying it may not get the quota", err)
+	}
+	_, err = admin.WhatIf(ctx, "a/b", api.QuotaChange{})
+	if !errors.As(err, &status) || status.Code != http.StatusNotFound {
+		t.Errorf("a queue named a/b: %v, want a 404 StatusError (the name escaped, not a path)", err)
 	}
 }

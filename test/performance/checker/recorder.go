@@ -374,3 +374,29 @@ func (r *Recorder) WriteUnitsCSV(w io.Writer) error {
 	}
 	return nil
 }
+
+// UnitTimes is when the checker saw a unit created and first admitted.
+type UnitTimes struct {
+	Created time.Time
+	// Admitted is zero for a unit never admitted.
+	Admitted time.Time
+}
+
+// Times are every unit's creation and first admission as seen, by
+// namespace/name.
+func (r *Recorder) Times() map[string]UnitTimes {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]UnitTimes, len(r.units))
+	for key, u := range r.units {
+		t := UnitTimes{Created: r.start.Add(u.created)}
+		if u.admitted {
+			t.Admitted = r.start.Add(u.firstAdmitted)
+		}
+		out[key] = t
+	}
+	return out
+}
+
+// Start is when the run's clock started (koord-queue's start).
+func (r *Recorder) Start() time.Time { return r.start }

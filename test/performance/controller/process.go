@@ -39,6 +39,9 @@ type Stats struct {
 type Process struct {
 	proc        *cluster.Process
 	metricsAddr string
+	// visibilityAddr serves koord-queue's visibility API over plain HTTP,
+	// to anyone (Start); empty for another binary.
+	visibilityAddr string
 	// stopping is set before Stop or Kill signal the process, so its exit
 	// is not taken for a crash.
 	stopping atomic.Bool
@@ -62,8 +65,23 @@ func Start(ctx context.Context, binary, kubeconfig string, qps float64, burst in
 		"--metrics-secure=false", // scraped over plain HTTP below
 		"--health-probe-bind-address=" + probeAddr,
 		"--visibility-bind-address=" + cluster.Loopback(ports[2]), "--visibility-insecure-allow-unauthenticated",
+		"--visibility-insecure-serving", // on the loopback, read by the harness (VisibilityURL)
 	}
-	return StartBinary(ctx, binary, logPath, metricsAddr, probeAddr, append(args, extraArgs...)...)
+	p, err := StartBinary(ctx, binary, logPath, metricsAddr, probeAddr, append(args, extraArgs...)...)
+	if err != nil {
+		return nil, err
+	}
+	p.visibilityAddr = cluster.Loopback(ports[2])
+	return p, nil
+}
+
+// VisibilityURL is the root of koord-queue's visibility API (plain HTTP,
+// no token needed); empty for a process Start did not start.
+func (p *Process) VisibilityURL() string {
+	if p.visibilityAddr == "" {
+		return ""
+	}
+	return "http://" + p.visibilityAddr
 }
 
 // StartBinary runs a controller-runtime binary whose args make it serve

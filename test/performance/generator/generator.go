@@ -171,14 +171,20 @@ func Arrival(set scenario.Set, i int) time.Duration {
 }
 
 // Unit is the unit number i of a class in a leaf quota.
+// A class that declares its run time gives the unit
+// spec.maximumExecutionTimeSeconds.
 func Unit(leaf string, class scenario.Class, i int) *schedulingv1alpha1.QueueUnit {
-	return wrappers.MakeQueueUnit(fmt.Sprintf("%s-%05d", class.Name, i), UnitNamespace(leaf)).
+	u := wrappers.MakeQueueUnit(fmt.Sprintf("%s-%05d", class.Name, i), UnitNamespace(leaf)).
 		Quota(leaf).
 		Priority(class.Priority).
 		Request(corev1.ResourceCPU, strconv.FormatInt(class.CPU, 10)).
 		Label(checker.LabelClass, class.Name).
 		Label(runner.LabelRuntime, strconv.FormatInt(class.Runtime.Milliseconds(), 10)).
 		Obj()
+	if class.Declared > 0 {
+		u.Spec.MaximumExecutionTimeSeconds = ptr.To(int32(class.Declared / time.Second))
+	}
+	return u
 }
 
 // WithJobPodSet gives u the pod set koord-queue-controllers writes into the

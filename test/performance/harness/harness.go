@@ -28,6 +28,7 @@ import (
 	"github.com/koord-queue/koord-queue/test/performance/checker"
 	"github.com/koord-queue/koord-queue/test/performance/churn"
 	"github.com/koord-queue/koord-queue/test/performance/controller"
+	"github.com/koord-queue/koord-queue/test/performance/forecast"
 	"github.com/koord-queue/koord-queue/test/performance/generator"
 	"github.com/koord-queue/koord-queue/test/performance/kube"
 	"github.com/koord-queue/koord-queue/test/performance/plot"
@@ -62,6 +63,11 @@ type Options struct {
 	// AuditLog, if set, has the API server log every write there
 	// (cluster.AuditFlags), for cluster.WritesBy.
 	AuditLog string
+	// Forecast reads koord-queue's forecast of every waiting unit through
+	// the visibility API while the run goes on and reports its error
+	// (package forecast), as a scenario with MeasureForecast always does.
+	// For checker.ModeBinary.
+	Forecast bool
 }
 
 // Run runs the scenario and returns its checked result. An error means the
@@ -137,6 +143,8 @@ type run struct {
 	servers map[string]int
 
 	recorder *checker.Recorder
+	// forecasts are the first forecasts read, when the run measures them.
+	forecasts *forecast.Record
 	// crashed receives why koord-queue exited when nobody stopped it.
 	crashed chan error
 
@@ -206,15 +214,18 @@ func (r *run) run(ctx context.Context) (*checker.Result, error) {
 			return nil, err
 		}
 	}
+	stopProbe := r.startForecastProbe(ctx)
 	genErr := make(chan error, 1)
 	go func() { genErr <- generator.Generate(ctx, genClient, r.s) }()
 	restartErr := make(chan error, 1)
 	go func() { restartErr <- r.restarts(ctx) }()
 	if err := r.waitFinished(ctx, start, genErr, restartErr); err != nil {
 		stopChurn()
+		stopProbe()
 		return nil, err
 	}
 	churned := stopChurn()
+	probeReads, probeFailed := stopProbe()
 	serversAfterUnits := r.serverCPU()
 	var heapWithUnits int64
 	if r.pprofAddr != "" {
@@ -248,6 +259,13 @@ func (r *run) run(ctx context.Context) (*checker.Result, error) {
 			// is what the run's requests cost everyone.
 			addExtra(res, name+" cores from the first unit created", (after-before)/res.WorkloadSeconds)
 		}
+	}
+	if r.forecasts != nil {
+		for name, v := range forecast.Measure(r.forecasts.First(), r.recorder.Times(), forecast.MinWait).Extra() {
+			addExtra(res, name, v)
+		}
+		addExtra(res, "forecast: visibility API reads", float64(probeReads))
+		addExtra(res, "forecast: visibility API reads failed", float64(probeFailed))
 	}
 	if r.s.Churn.Quotas > 0 {
 		addExtra(res, "churn: ElasticQuotas patched", float64(len(r.churnNames())))
@@ -303,6 +321,55 @@ func (r *run) startChurn(ctx context.Context) (stop func() churn.Stats, err erro
 		cancel()
 		return <-done
 	}, nil
+}
+
+// startForecastProbe reads koord-queue's forecast of the waiting units
+// until stop is called, if the run measures it (Options.Forecast or the
+// scenario's MeasureForecast) and koord-queue runs as a binary (the
+// in-process manager serves no visibility API); stop returns how many
+// reads the probe made and how many failed.
+func (r *run) startForecastProbe(ctx context.Context) (stop func() (reads, failed int)) {
+	if !r.opts.Forecast && !r.s.MeasureForecast {
+		return func() (int, int) { return 0, 0 }
+	}
+	if r.opts.Mode == checker.ModeInProcess {
+		if r.opts.Progress != nil {
+			fmt.Fprintf(r.opts.Progress, "  %s: the forecast is not measured in-process (no visibility API)\n", r.s.Name)
+		}
+		return func() (int, int) { return 0, 0 }
+	}
+	r.forecasts = &forecast.Record{}
+	var queues []string
+	for _, leaf := range r.s.Leaves() {
+		queues = append(queues, leaf.Name) // each quota's Queue has its name
+	}
+	probe := &forecast.Probe{URL: r.visibilityURL, Queues: queues, Record: r.forecasts, Now: time.Now}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		probe.Run(ctx, forecast.DefaultEvery)
+	}()
+	return func() (int, int) {
+		cancel()
+		<-done
+		reads, failed, last := probe.Stats()
+		if last != nil && r.opts.Progress != nil {
+			fmt.Fprintf(r.opts.Progress, "  %s: %d of %d forecast reads failed, the last: %v\n", r.s.Name, failed, reads, last)
+		}
+		return reads, failed
+	}
+}
+
+// visibilityURL is the running koord-queue's visibility API; empty while
+// none runs.
+func (r *run) visibilityURL() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.process == nil {
+		return ""
+	}
+	return r.process.VisibilityURL()
 }
 
 // serverProcesses finds the API server's and etcd's processes by the
@@ -546,12 +613,24 @@ func BinaryStats(stats []controller.Stats, wall float64) checker.ControllerStats
 	return cs
 }
 
-// write saves the run's results.
+// write saves the run's results, and forecast.csv when the forecast was
+// measured.
 func (r *run) write(res *checker.Result) error {
 	if err := WriteResults(r.opts.Dir, res, r.recorder); err != nil {
 		return fmt.Errorf("writing results of %s: %w", r.s.Name, err)
 	}
-	return nil
+	if r.forecasts == nil {
+		return nil
+	}
+	f, err := os.Create(filepath.Join(r.opts.Dir, "forecast.csv"))
+	if err != nil {
+		return err
+	}
+	if err := forecast.WriteCSV(f, r.recorder.Start(), r.forecasts.First(), r.recorder.Times()); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // WriteResults saves result.json, summary.txt, units.png and units.csv in dir.

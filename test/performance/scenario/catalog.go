@@ -5,6 +5,10 @@ import (
 	"time"
 )
 
+// DeclaredName is the scenario whose units declare their run times. It is
+// not in Names: `make perf` leaves it out, -scenarios all runs it.
+const DeclaredName = "declared"
+
 // Kueue's measured means on the baseline shape (test/performance/scheduler,
 // configs/baseline/rangespec.yaml: five trial runs at QPS 50, burst 100).
 const (
@@ -47,8 +51,10 @@ func Get(name string, short bool) (Scenario, error) {
 		s = Churn(short)
 	case "large-scale":
 		s = LargeScale(short)
+	case DeclaredName:
+		s = Declared(short)
 	default:
-		return Scenario{}, fmt.Errorf("unknown scenario %q (known: %v, and jobs)", name, Names)
+		return Scenario{}, fmt.Errorf("unknown scenario %q (known: %v, %s and jobs)", name, Names, DeclaredName)
 	}
 	return s, s.Validate()
 }
@@ -349,4 +355,47 @@ func Jobs(short bool) Scenario {
 			KoordQueueJobsRateQPS50, KoordQueueJobsRateQPS500),
 		Bounds: Bounds{NoReadmission: true, MinAdmissionRate: 20 * KoordQueueJobsRateQPS50},
 	}
+}
+
+// The declared scenario's classes: each declares a run time a little above
+// the one it runs (a job that ends before its limit).
+var (
+	DeclaredShort = Class{Name: "short", CPU: 2, Runtime: 9 * time.Second, Declared: 10 * time.Second, Priority: 100}
+	DeclaredLong  = Class{Name: "long", CPU: 4, Runtime: 28 * time.Second, Declared: 30 * time.Second, Priority: 100}
+)
+
+// Declared is what koord-queue's forecast is made for: units that declare
+// their run times (spec.maximumExecutionTimeSeconds), in quotas they fill
+// for minutes. Four quotas of 20 cpu under the root, none borrowing; each
+// receives 30 short units (2 cpu, 9s, declaring 10s; one every 2s) and 15
+// long ones (4 cpu, 28s, declaring 30s; one every 4s): 2,400 cpu·s per
+// quota, so its queue drains about 2 minutes in, a minute after the last
+// arrival, and most units wait more than 30s. Every unit has the same
+// priority: no later unit overtakes one forecast earlier. The forecast is
+// measured (MeasureForecast); the bounds are the invariants.
+//
+// The short variant has two quotas.
+func Declared(short bool) Scenario {
+	leaves := 4
+	s := Scenario{
+		Name:            DeclaredName,
+		Title:           "Units that declare their run times: the forecast's accuracy",
+		QPS:             50,
+		Burst:           100,
+		Timeout:         6 * time.Minute,
+		MeasureForecast: true,
+	}
+	if short {
+		leaves = 2
+		s.Timeout = 4 * time.Minute
+	}
+	for i := range leaves {
+		s.Quotas = append(s.Quotas, Quota{Name: fmt.Sprintf("declared-%d", i), Max: 20})
+		s.ClusterCPU += 20
+	}
+	s.Sets = []Set{
+		{Class: DeclaredShort, Count: 30, Interval: 2 * time.Second},
+		{Class: DeclaredLong, Count: 15, Interval: 4 * time.Second},
+	}
+	return s
 }

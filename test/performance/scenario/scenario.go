@@ -34,6 +34,10 @@ type Scenario struct {
 	// Restarts kills (SIGKILL) and restarts koord-queue this many times,
 	// spread evenly over the admissions.
 	Restarts int
+	// MeasureForecast has the harness read koord-queue's forecast of every
+	// waiting unit (the visibility API) and report its error against the
+	// admissions seen, whatever the command line says.
+	MeasureForecast bool
 	// Churn plays koord-scheduler while the units run; zero: it is not there.
 	Churn KoordSchedulerChurn
 	// Timeout bounds the whole run; a run that has not finished by then fails.
@@ -90,6 +94,11 @@ type Class struct {
 	CPU      int64 // cores
 	Runtime  time.Duration
 	Priority int32
+	// Declared, when set, is the run time each unit declares
+	// (spec.maximumExecutionTimeSeconds, whole seconds): what koord-queue's
+	// forecast takes its runtime to be. It must exceed Runtime, or
+	// koord-queue would evict the unit before the runner finishes it.
+	Declared time.Duration
 }
 
 // Set is Count units of Class, created one every Interval (all at once when
@@ -204,6 +213,9 @@ func (s *Scenario) Validate() error {
 		errs = append(errs, "no units")
 	}
 	for _, set := range s.Sets {
+		if d := set.Class.Declared; d != 0 && (d%time.Second != 0 || d <= set.Class.Runtime) {
+			errs = append(errs, fmt.Sprintf("class %s declares %v: whole seconds, more than its runtime %v", set.Class.Name, d, set.Class.Runtime))
+		}
 		for _, leaf := range s.Leaves() {
 			if set.Class.CPU > leaf.Max {
 				errs = append(errs, fmt.Sprintf("class %s asks %d cpu, more than quota %s's max %d", set.Class.Name, set.Class.CPU, leaf.Name, leaf.Max))

@@ -50,6 +50,12 @@ func TestCatalog(t *testing.T) {
 		"short large-scale: 100 queues of a fifth of the units": {
 			name: "large-scale", short: true, wantUnits: 1000, wantLeaves: 100, wantQPS: 50, wantCPU: 2000, wantGeneration: 700 * time.Millisecond,
 		},
+		"declared: 4 quotas of 20 cpu, 45 units each declaring its run time": {
+			name: "declared", wantUnits: 180, wantLeaves: 4, wantQPS: 50, wantCPU: 80, wantGeneration: 60 * time.Second,
+		},
+		"short declared: 2 quotas": {
+			name: "declared", short: true, wantUnits: 90, wantLeaves: 2, wantQPS: 50, wantCPU: 40, wantGeneration: 60 * time.Second,
+		},
 	}
 	for desc, tc := range cases {
 		t.Run(desc, func(t *testing.T) {
@@ -155,6 +161,13 @@ func TestValidate(t *testing.T) {
 			s: Scenario{Name: "x", QPS: 1, Burst: 1, Quotas: []Quota{{Name: "q", Min: 2, Max: 1}},
 				Sets: []Set{{Class: Class{Name: "big", CPU: 4}, Count: 1}}},
 			want: []string{"min 2 above max 1", "class big asks 4 cpu"},
+		},
+		"a declared run time not above the runtime, or not whole seconds": {
+			s: Scenario{Name: "x", QPS: 1, Burst: 1, Quotas: []Quota{{Name: "q", Max: 1}}, Sets: []Set{
+				{Class: Class{Name: "early", CPU: 1, Runtime: 10 * time.Second, Declared: 10 * time.Second}, Count: 1},
+				{Class: Class{Name: "fraction", CPU: 1, Runtime: time.Second, Declared: 1500 * time.Millisecond}, Count: 1},
+			}},
+			want: []string{"class early declares 10s", "class fraction declares 1.5s"},
 		},
 		"no units and no budget": {
 			s:    Scenario{Name: "x", Quotas: []Quota{{Name: "q", Max: 1}}},

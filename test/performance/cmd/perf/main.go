@@ -4,11 +4,11 @@
 // and every summary to <out>/summary.txt. It exits 1 if a run fails or a
 // bound is missed.
 //
-//	go run ./test/performance/cmd/perf -short                  # make perf
-//	go run ./test/performance/cmd/perf -scenarios all          # make perf-full
-//	go run ./test/performance/cmd/perf -scenarios baseline -controller in-process -cpuprofile cpu.pprof
-//	go run ./test/performance/cmd/perf -scenarios baseline -heapprofile heap.pprof   # live heap per unit, and its profile
-//	go run ./test/performance/cmd/perf -scenarios baseline -simulate   # the replay alone, in seconds, no API server
+//	go -C test/performance run ./cmd/perf -short                  # make perf
+//	go -C test/performance run ./cmd/perf -scenarios all          # make perf-full
+//	go -C test/performance run ./cmd/perf -scenarios baseline -controller in-process -cpuprofile cpu.pprof
+//	go -C test/performance run ./cmd/perf -scenarios baseline -heapprofile heap.pprof   # live heap per unit, and its profile
+//	go -C test/performance run ./cmd/perf -scenarios baseline -simulate   # the replay alone, in seconds, no API server
 //
 // Every scenario's summary (but restart's: restarts are not modelled) ends
 // with its replay: the same scenario run
@@ -49,14 +49,15 @@ func main() {
 
 func run() (bool, error) {
 	var (
-		names        = flag.String("scenarios", strings.Join(scenario.Names, ","), "comma-separated scenarios to run, of "+strings.Join(scenario.Names, ", ")+", "+jobs.Name+"; or all")
+		names        = flag.String("scenarios", strings.Join(scenario.Names, ","), "comma-separated scenarios to run, of "+strings.Join(scenario.Names, ", ")+", "+scenario.DeclaredName+", "+jobs.Name+"; or all")
 		short        = flag.Bool("short", false, "run the short variants (about two minutes in all, loose bounds)")
-		out          = flag.String("out", filepath.Join("_output", "perf"), "directory for the results")
+		out          = flag.String("out", filepath.Join(cluster.RepoRoot(), "_output", "perf"), "directory for the results (a relative one is relative to the working directory: test/performance under go -C test/performance run)")
 		mode         = flag.String("controller", checker.ModeBinary, "run koord-queue as a separate process (binary: CPU and RSS measured) or in this process (in-process: for -cpuprofile)")
 		cpuProfile   = flag.String("cpuprofile", "", "with -controller in-process: write a CPU profile of each scenario to <out>/<scenario>/<this name>")
 		heapProfile  = flag.String("heapprofile", "", "with -controller binary: serve koord-queue's /debug/pprof, report its live heap per unit, and write a heap profile, taken once every unit finished, to <out>/<scenario>/<this name>")
 		jobPodSets   = flag.Bool("job-pod-sets", false, "units carry the pod set (pod template) koord-queue-controllers writes for a one-pod batch Job, not their request alone: what templates cost memory")
 		prebuilt     = flag.String("binary", "", "a koord-queue binary to measure instead of building ./cmd/queue (to compare a change)")
+		measureCast  = flag.Bool("forecast", false, "read koord-queue's forecast of every waiting unit through the visibility API and report its error against the admissions (the declared scenario always does)")
 		extraFlags   = flag.String("koord-queue-flags", "", "space-separated flags added to koord-queue's command line (to compare settings)")
 		simulateOnly = flag.Bool("simulate", false, "only replay the scenarios through the decision core in virtual time (no API server): what the decisions cost with no delays")
 		decideAhead  = flag.Bool("simulate-decide-ahead", false, "with -simulate: decide every admission that fits at once, as koord-queue did before it paced its decisions")
@@ -66,7 +67,7 @@ func run() (bool, error) {
 	flag.Parse()
 	list := strings.Split(*names, ",")
 	if *names == "all" {
-		list = append(slices.Clone(scenario.Names), jobs.Name)
+		list = append(slices.Clone(scenario.Names), scenario.DeclaredName, jobs.Name)
 	}
 	if *mode != checker.ModeBinary && *mode != checker.ModeInProcess {
 		return false, fmt.Errorf("-controller must be %s or %s", checker.ModeBinary, checker.ModeInProcess)
@@ -127,14 +128,14 @@ func run() (bool, error) {
 		}
 	}
 
-	command := "go run ./test/performance/cmd/perf " + strings.Join(os.Args[1:], " ")
+	command := "go -C test/performance run ./cmd/perf " + strings.Join(os.Args[1:], " ")
 	var results []*checker.Result
 	var failures []error
 	for _, s := range scenarios {
 		fmt.Printf("Running %s: %s (%d units)\n", s.Name, s.Title, s.Units())
 		opts := harness.Options{
 			Dir: filepath.Join(*out, s.Name), Mode: *mode, Binary: binary, ExtraArgs: strings.Fields(*extraFlags),
-			Command: command + " # scenario " + s.Name, Short: *short, Progress: os.Stdout,
+			Command: command + " # scenario " + s.Name, Short: *short, Progress: os.Stdout, Forecast: *measureCast,
 		}
 		if *cpuProfile != "" {
 			opts.CPUProfile = filepath.Join(opts.Dir, *cpuProfile)

@@ -10,10 +10,10 @@
 // the scenario that mirrors Kueue's config. Both API servers log writes to
 // an audit log, so that both controllers' writes are counted the same way.
 //
-//	go run ./test/performance/cmd/perfcompare                          # baseline, 3 pairs
-//	go run ./test/performance/cmd/perfcompare -pairs 1 -only koord-queue -binary /tmp/kq
-//	go run ./test/performance/cmd/perfcompare -config large-scale
-//	go run ./test/performance/cmd/perfcompare -summarize               # the table again from <out>
+//	go -C test/performance run ./cmd/perfcompare                          # baseline, 3 pairs
+//	go -C test/performance run ./cmd/perfcompare -pairs 1 -only koord-queue -binary /tmp/kq
+//	go -C test/performance run ./cmd/perfcompare -config large-scale
+//	go -C test/performance run ./cmd/perfcompare -summarize               # the table again from <out>
 package main
 
 import (
@@ -68,7 +68,7 @@ func run() error {
 		o.scenario = cfg.Scenario
 	}
 	if o.out == "" {
-		o.out = filepath.Join("_output", "perf", "compare")
+		o.out = filepath.Join(cluster.RepoRoot(), "_output", "perf", "compare")
 		if o.config != "baseline" {
 			o.out += "-" + o.config
 		}
@@ -128,7 +128,7 @@ func run() error {
 			}
 		}
 	}
-	command := "go run ./test/performance/cmd/perfcompare " + strings.Join(os.Args[1:], " ")
+	command := "go -C test/performance run ./cmd/perfcompare " + strings.Join(os.Args[1:], " ")
 	commit := gitCommit()
 	var ms []compare.Measurement
 	for pair := 1; pair <= o.pairs; pair++ {
@@ -177,7 +177,7 @@ func newFlags(o *options) *flag.FlagSet {
 	f.IntVar(&o.pairs, "pairs", 3, "pairs of runs (Kueue first in odd pairs, koord-queue first in even ones)")
 	f.StringVar(&o.only, "only", "", "run one side only: kueue or koord-queue (for development)")
 	f.StringVar(&o.binary, "binary", "", "the koord-queue binary to measure (default: built from ./cmd/queue)")
-	f.StringVar(&o.out, "out", "", "directory for the results, whose earlier runs (pair-*) are removed first (default: _output/perf/compare for baseline, _output/perf/compare-<config> for another)")
+	f.StringVar(&o.out, "out", "", "directory for the results, whose earlier runs (pair-*) are removed first (default: the repository's _output/perf/compare for baseline, _output/perf/compare-<config> for another)")
 	f.StringVar(&o.kueueGenerator, "kueue-generator", "", "another generator.yaml for Kueue's runner (for development)")
 	f.StringVar(&o.kueueRangeSpec, "kueue-rangespec", "", "another rangespec.yaml for Kueue's checker (for development)")
 	f.DurationVar(&o.kueueTimeout, "kueue-timeout", 0, "Kueue's runner --timeout (default: 20m for baseline, where Kueue's CI keeps the runner's 10m, which two cores with the audit log overrun; 30m for large-scale, as its CI)")
