@@ -17,6 +17,7 @@ import (
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	quotav1alpha1 "github.com/koord-queue/koord-queue/apis/quota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/watched"
 )
 
 // ErrNoProfileCRD: ComputeTreeCapacity is on, and the cluster does not
@@ -147,8 +148,13 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 	}
 	for _, h := range handlers {
 		if err := feed(h.obj, h.upsert, h.remove); err != nil {
-			if _, profile := h.obj.(*quotav1alpha1.ElasticQuotaProfile); profile && apimeta.IsNoMatchError(err) {
-				return nil, fmt.Errorf("%w: %w", ErrNoProfileCRD, err)
+			if apimeta.IsNoMatchError(err) {
+				switch h.obj.(type) {
+				case *quotav1alpha1.ElasticQuotaProfile:
+					return nil, fmt.Errorf("%w: %w", ErrNoProfileCRD, err)
+				case *elasticquotav1alpha1.ElasticQuota:
+					return nil, watched.NoElasticQuotaCRD(err)
+				}
 			}
 			return nil, err
 		}

@@ -87,7 +87,7 @@ func SetupIndexes(ctx context.Context, indexer client.FieldIndexer) error {
 		return []string{o.GetName()}
 	})
 	if err != nil {
-		return fmt.Errorf("indexing ElasticQuotas by name: %w", err)
+		return fmt.Errorf("indexing ElasticQuotas by name: %w", watched.NoElasticQuotaCRD(err))
 	}
 	return nil
 }

@@ -10,9 +10,12 @@
 package watched
 
 import (
+	"errors"
+	"fmt"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	apimeta "k8s.io/apimachinery/pkg/api/meta"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
@@ -112,4 +115,19 @@ func NodeCapacity(n *corev1.Node) corev1.ResourceList {
 // the same.
 func CapacityChanged(before, after corev1.ResourceList) bool {
 	return !sameAmounts(before, after)
+}
+
+// ErrNoElasticQuotaCRD: the cluster does not serve Koordinator's
+// ElasticQuotas, which both binaries read.
+var ErrNoElasticQuotaCRD = errors.New("koord-queue queues jobs by Koordinator's ElasticQuotas, " +
+	"and the cluster has no CRD elasticquotas.scheduling.sigs.k8s.io: install Koordinator, " +
+	"or set the chart value installElasticQuotaCRD: true")
+
+// NoElasticQuotaCRD returns err, which came of reading ElasticQuotas,
+// wrapped in ErrNoElasticQuotaCRD when it says the cluster has no such kind.
+func NoElasticQuotaCRD(err error) error {
+	if apimeta.IsNoMatchError(err) {
+		return fmt.Errorf("%w: %w", ErrNoElasticQuotaCRD, err)
+	}
+	return err
 }

@@ -13,6 +13,7 @@ import (
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/watched"
 )
 
 // IndexQuotaNamespaces indexes ElasticQuotas by each namespace their
@@ -25,7 +26,7 @@ const IndexQuotaNamespaces = "elasticquota.quotaNamespaces"
 // before the manager starts.
 func SetupIndexes(ctx context.Context, indexer client.FieldIndexer, integs ...Integration) error {
 	if err := indexer.IndexField(ctx, &elasticquotav1alpha1.ElasticQuota{}, IndexQuotaNamespaces, QuotaNamespacesIndex); err != nil {
-		return fmt.Errorf("indexing ElasticQuotas by namespace: %w", err)
+		return fmt.Errorf("indexing ElasticQuotas by namespace: %w", watched.NoElasticQuotaCRD(err))
 	}
 	if err := indexer.IndexField(ctx, &corev1.Pod{}, IndexPodOwner, PodOwnerIndex); err != nil {
 		return fmt.Errorf("indexing pods by controller: %w", err)

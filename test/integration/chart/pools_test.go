@@ -67,7 +67,7 @@ func TestElasticQuotaProfileCRD(t *testing.T) {
 	}
 
 	t.Run("computeTreeCapacity without the CRD: koord-queue names the CRD and the value that installs it", func(t *testing.T) {
-		err := startKoordQueue(t, e)
+		err := startKoordQueue(t, e, computeTreeCapacity)
 		if err == nil {
 			t.Fatal("koord-queue started with --compute-tree-capacity and no ElasticQuotaProfile CRD")
 		}
@@ -89,7 +89,7 @@ func TestElasticQuotaProfileCRD(t *testing.T) {
 
 	t.Run("computeTreeCapacity with the chart's CRD: koord-queue starts", func(t *testing.T) {
 		testenv.Eventually(t, testenv.DefaultTimeout, func(context.Context) error {
-			return startKoordQueue(t, e) // the new CRD's type may take a moment to be served
+			return startKoordQueue(t, e, computeTreeCapacity) // the new CRD's type may take a moment to be served
 		})
 	})
 
@@ -101,14 +101,16 @@ func TestElasticQuotaProfileCRD(t *testing.T) {
 	})
 }
 
-// startKoordQueue sets koord-queue up with --compute-tree-capacity on e and
-// starts it until the test ends, or returns why it could not.
-func startKoordQueue(t *testing.T, e *testenv.Env) error {
+var computeTreeCapacity = app.Options{Admission: admission.Options{ComputeTreeCapacity: true}}
+
+// startKoordQueue sets koord-queue up on e as cmd/queue does, with opts,
+// and starts it until the test ends, or returns why it could not.
+func startKoordQueue(t *testing.T, e *testenv.Env, opts app.Options) error {
 	t.Helper()
 	stop, err := e.StartManager(context.Background(), func(mgr manager.Manager) error {
-		_, err := app.Setup(context.Background(), mgr, app.Options{Admission: admission.Options{ComputeTreeCapacity: true}})
+		_, err := app.Setup(context.Background(), mgr, opts)
 		return err
-	})
+	}, func(o *manager.Options) { o.Cache = app.CacheOptions(opts.QueueNamespace) })
 	if err != nil {
 		return err
 	}

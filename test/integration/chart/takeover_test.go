@@ -179,14 +179,9 @@ func startBinaries(t *testing.T, e *testenv.Env) {
 	if err := integrations.AddToScheme(e.Scheme, integs); err != nil {
 		t.Fatal(err)
 	}
-	stopQueue, err := e.StartManager(context.Background(), func(mgr manager.Manager) error {
-		_, err := app.Setup(context.Background(), mgr, app.Options{QueueNamespace: namespace})
-		return err
-	}, func(o *manager.Options) { o.Cache = app.CacheOptions(namespace) })
-	if err != nil {
+	if err := startKoordQueue(t, e, app.Options{QueueNamespace: namespace}); err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(stopQueue)
 	scope, err := integrations.Scope(integs, false, false)
 	if err != nil {
 		t.Fatal(err)

@@ -23,6 +23,7 @@ import (
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/cmd/queue/app"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/test/testenv"
 )
@@ -183,6 +184,31 @@ func TestKoordSchedulerWritesStatusUsed(t *testing.T) {
 	}
 	if got.Annotations[elasticquotav1alpha1.KoordSchedulerFigures[0]] == "" {
 		t.Errorf("annotation %s missing after koord-scheduler's patch", elasticquotav1alpha1.KoordSchedulerFigures[0])
+	}
+}
+
+// TestNoElasticQuotaCRD: on a cluster without Koordinator's ElasticQuota
+// CRD (the chart's installElasticQuotaCRD off), koord-queue does not start,
+// and says which CRD is missing and how to get it.
+func TestNoElasticQuotaCRD(t *testing.T) {
+	e := bareAPIServer(t)
+	cfg := helmConfig(t, e)
+	install := action.NewInstall(cfg)
+	install.ReleaseName, install.Namespace, install.CreateNamespace = "koord-queue", namespace, true
+	if _, err := install.RunWithContext(context.Background(), loadChart(t), nil); err != nil {
+		t.Fatalf("helm install: %v", err)
+	}
+	for _, name := range []string{"queues.scheduling.x-k8s.io", "queueunits.scheduling.x-k8s.io"} {
+		waitEstablished(t, e, name)
+	}
+	err := startKoordQueue(t, e, app.Options{})
+	if err == nil {
+		t.Fatal("koord-queue started on a cluster without the ElasticQuota CRD")
+	}
+	for _, want := range []string{elasticQuotaCRD, "installElasticQuotaCRD"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("error %q does not name %s", err, want)
+		}
 	}
 }
 
