@@ -99,6 +99,7 @@ func unitMemory(b *testing.B, unit func(int) *schedulingv1alpha1.QueueUnit, set 
 		if err := json.Unmarshal(data, u); err != nil {
 			b.Fatal(err)
 		}
+		CompactUnit(u) // as the binary's cache does
 		store[u.Namespace+"/"+u.Name] = u
 	}
 	decoded := liveHeap()

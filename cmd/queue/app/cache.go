@@ -6,6 +6,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/admission"
 )
 
 // CacheOptions is how the koord-queue binary's manager caches objects, for
@@ -35,8 +36,9 @@ func CacheOptions(queueNamespace string) cache.Options {
 // cannot be admitted partially; the rest of the template (images, commands,
 // environment, volumes, scheduling constraints, its metadata), the managed
 // fields and kubectl's last-applied copy of the object are dropped.
-// Everything else is kept as it is. Anything but a QueueUnit passes
-// unchanged.
+// Everything else is kept as it reads, in less memory
+// (admission.CompactUnit: lists equal to spec.resource share its map,
+// repeated strings one copy). Anything but a QueueUnit passes unchanged.
 //
 // koord-queue writes a QueueUnit only through queueunit.Patch: a merge patch
 // of what its change made different, never the object whole, so what is
@@ -64,6 +66,7 @@ func StripUnit(obj any) (any, error) {
 			u.Spec.PodSets[i].Template = requestsOnly(&u.Spec.PodSets[i].Template.Spec)
 		}
 	}
+	admission.CompactUnit(u)
 	return u, nil
 }
 
