@@ -1,6 +1,10 @@
 package admission
 
 import (
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
@@ -9,32 +13,61 @@ import (
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 )
 
-// CompactUnit makes a QueueUnit as an informer decoded it cheaper to keep,
-// and leaves it reading exactly as before. A decoder gives every list and
-// every string of every object an allocation of its own; of a unit's:
+// UnitCompactor makes the QueueUnits an informer decoded cheaper to keep,
+// and leaves each reading exactly as before. A decoder gives every list and
+// every string of every object an allocation of its own:
 //
+//   - a unit's resource lists that list what another unit's do, written the
+//     same way, become that unit's map: units of one job template, or of one
+//     size, keep one list (about 700 bytes) between them. At most
+//     maxSharedLists lists of at most maxSharedNames resources each are
+//     kept to be shared, the first seen: past that, units keep their own;
 //   - spec.request, and the resources of an admission, equal to
 //     spec.resource (as the extensions write spec.request, and as a unit
-//     without pod sets is admitted) become spec.resource's map: about 700
-//     bytes each;
+//     without pod sets is admitted) become spec.resource's map;
 //   - the strings that units repeat (their namespace, label and annotation
 //     keys and values, their owner's and consumer's kinds, pod set names,
 //     conditions' types, reasons and messages, the status message) become
 //     one copy each while any unit keeps it (unique.Make).
 //
-// The unit must not be changed in place afterwards: an informer's objects
+// A unit compacted must not be changed in place: an informer's objects
 // never are (every writer changes a copy), and a copy (DeepCopy) has lists
-// of its own again.
-func CompactUnit(u *schedulingv1alpha1.QueueUnit) {
+// of its own again. Safe for concurrent use.
+type UnitCompactor struct {
+	mu sync.Mutex
+	// lists to share, by what they list (listKey); at most max.
+	lists map[string]corev1.ResourceList
+	max   int
+}
+
+// Bounds of what a UnitCompactor keeps to share: tenants choose resource
+// names and amounts, so the lists kept are few and small whatever they ask.
+const (
+	maxSharedLists = 4096
+	maxSharedNames = 16
+)
+
+// NewUnitCompactor returns a UnitCompactor that shares nothing yet.
+func NewUnitCompactor() *UnitCompactor {
+	return &UnitCompactor{lists: map[string]corev1.ResourceList{}, max: maxSharedLists}
+}
+
+// Compact compacts u.
+func (c *UnitCompactor) Compact(u *schedulingv1alpha1.QueueUnit) {
 	spec, st := &u.Spec, &u.Status
+	spec.Resource = c.share(spec.Resource)
 	if sameList(spec.Request, spec.Resource) {
 		spec.Request = spec.Resource
+	} else {
+		spec.Request = c.share(spec.Request)
 	}
 	for i := range st.Admissions {
 		a := &st.Admissions[i]
 		a.Name = intern(a.Name)
 		if sameList(a.Resources, spec.Resource) {
 			a.Resources = spec.Resource
+		} else {
+			a.Resources = c.share(a.Resources)
 		}
 	}
 
@@ -45,8 +78,8 @@ func CompactUnit(u *schedulingv1alpha1.QueueUnit) {
 		o := &u.OwnerReferences[i]
 		o.APIVersion, o.Kind = intern(o.APIVersion), intern(o.Kind)
 	}
-	if c := spec.ConsumerRef; c != nil {
-		c.APIVersion, c.Kind, c.Namespace = intern(c.APIVersion), intern(c.Kind), intern(c.Namespace)
+	if ref := spec.ConsumerRef; ref != nil {
+		ref.APIVersion, ref.Kind, ref.Namespace = intern(ref.APIVersion), intern(ref.Kind), intern(ref.Namespace)
 	}
 	spec.Queue, spec.PriorityClassName = intern(spec.Queue), intern(spec.PriorityClassName)
 	for i := range spec.PodSets {
@@ -57,9 +90,49 @@ func CompactUnit(u *schedulingv1alpha1.QueueUnit) {
 		internCondition(&st.Conditions[i])
 	}
 	for i := range st.AdmissionChecks {
-		c := &st.AdmissionChecks[i]
-		c.Name, c.Message = intern(c.Name), intern(c.Message)
+		check := &st.AdmissionChecks[i]
+		check.Name, check.Message = intern(check.Name), intern(check.Message)
 	}
+}
+
+// share is a list kept to share that lists what list does, written the
+// same way, or list, kept to share if there is room.
+func (c *UnitCompactor) share(list corev1.ResourceList) corev1.ResourceList {
+	if len(list) == 0 || len(list) > maxSharedNames {
+		return list
+	}
+	key := listKey(list)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if kept, ok := c.lists[key]; ok && sameList(kept, list) {
+		return kept
+	}
+	if len(c.lists) < c.max {
+		c.lists[key] = list
+	}
+	return list
+}
+
+// listKey is what list lists, as each amount is written: lists that read
+// the same (sameList) have one key. Names are the tenant's: share checks
+// the list found besides.
+func listKey(list corev1.ResourceList) string {
+	names := make([]string, 0, len(list))
+	for name := range list {
+		names = append(names, string(name))
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	for _, name := range names {
+		q := list[corev1.ResourceName(name)]
+		b.WriteString(strconv.Itoa(len(name)))
+		b.WriteByte(':')
+		b.WriteString(name)
+		b.WriteByte('=')
+		b.WriteString(q.String())
+		b.WriteByte(';')
+	}
+	return b.String()
 }
 
 // sameList reports whether a and b, both set, list the same amounts

@@ -3,11 +3,13 @@ package admission
 import (
 	"encoding/json"
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 	"unsafe"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -18,8 +20,9 @@ import (
 // TestCompactUnitReadsTheSame: a unit compacted as the informer decoded it
 // is equal to the unit decoded, field by field; its resource lists equal
 // to spec.resource share spec.resource's map and the others keep their
-// own; two units decoded apart share their repeated strings; and a copy
-// of a compacted unit can be changed without changing it.
+// own; two units decoded apart share their lists and their repeated
+// strings; and a copy of a compacted unit can be changed without changing
+// it.
 func TestCompactUnitReadsTheSame(t *testing.T) {
 	at := metav1.NewTime(time.Unix(1_000_000, 0))
 	resized := harnessUnit(1)
@@ -82,8 +85,9 @@ func TestCompactUnitReadsTheSame(t *testing.T) {
 				return u
 			}
 			want, got, other := decode(), decode(), decode()
-			CompactUnit(got)
-			CompactUnit(other)
+			compactor := NewUnitCompactor()
+			compactor.Compact(got)
+			compactor.Compact(other)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("compacted unit (-decoded +compacted):\n%s", diff)
 			}
@@ -93,6 +97,14 @@ func TestCompactUnitReadsTheSame(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.wantShared, shared); diff != "" {
 				t.Errorf("lists sharing spec.resource's map (-want +got):\n%s", diff)
+			}
+			if !sameMap(got.Spec.Resource, other.Spec.Resource) || !sameMap(got.Spec.Request, other.Spec.Request) {
+				t.Error("two units asking for the same keep a list each")
+			}
+			for i := range got.Status.Admissions {
+				if a, b := got.Status.Admissions[i].Resources, other.Status.Admissions[i].Resources; len(a) > 0 && !sameMap(a, b) {
+					t.Errorf("admission %d: two units holding the same keep a list each", i)
+				}
 			}
 			for what, pair := range map[string][2]string{
 				"namespace": {got.Namespace, other.Namespace},
@@ -125,4 +137,58 @@ func TestCompactUnitReadsTheSame(t *testing.T) {
 // sameMap reports whether a and b are one map.
 func sameMap[M ~map[K]V, K comparable, V any](a, b M) bool {
 	return a != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// TestCompactorSharesOnlyWhatReadsTheSame: a unit is given another unit's
+// list only when it lists the same amounts, written the same way, however
+// its resources are named; and past its bound a compactor keeps no more
+// lists to share.
+func TestCompactorSharesOnlyWhatReadsTheSame(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		first, then corev1.ResourceList
+		wantShared  bool
+	}{
+		{name: "the same", first: qt.Res("cpu", "1", "memory", "1Gi"), then: qt.Res("memory", "1Gi", "cpu", "1"), wantShared: true},
+		{name: "another amount", first: qt.Res("cpu", "1"), then: qt.Res("cpu", "2")},
+		{name: "one resource more", first: qt.Res("cpu", "1"), then: qt.Res("cpu", "1", "memory", "1")},
+		{name: "written otherwise", first: qt.Res("memory", "1Ki"), then: qt.Res("memory", "1024")},
+		{name: "a name that spells another list", first: qt.Res("1:a=1;1:b", "1"), then: qt.Res("a", "1", "b", "1")},
+		{name: "names that spell each other's", first: qt.Res("a=1;1:b", "1"), then: qt.Res("a", "1", "b", "1")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewUnitCompactor()
+			first := harnessUnit(0)
+			first.Spec.Resource = tc.first
+			c.Compact(first)
+			then := harnessUnit(1)
+			then.Spec.Resource = tc.then
+			want := then.Spec.Resource.DeepCopy()
+			c.Compact(then)
+			if got := sameMap(first.Spec.Resource, then.Spec.Resource); got != tc.wantShared {
+				t.Errorf("shared: %v, want %v", got, tc.wantShared)
+			}
+			if diff := cmp.Diff(want, then.Spec.Resource); diff != "" {
+				t.Errorf("spec.resource (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	c := &UnitCompactor{lists: map[string]corev1.ResourceList{}, max: 2}
+	var units []*schedulingv1alpha1.QueueUnit
+	for i := range 4 {
+		u := harnessUnit(i)
+		u.Spec.Resource = qt.Res("cpu", strconv.Itoa(i+1))
+		c.Compact(u)
+		units = append(units, u)
+	}
+	if len(c.lists) != 2 {
+		t.Errorf("%d lists kept to share, want at most 2", len(c.lists))
+	}
+	u := harnessUnit(9)
+	u.Spec.Resource = qt.Res("cpu", "2")
+	c.Compact(u)
+	if !sameMap(u.Spec.Resource, units[1].Spec.Resource) {
+		t.Error("a list kept is not shared")
+	}
 }

@@ -94,12 +94,13 @@ func unitMemory(b *testing.B, unit func(int) *schedulingv1alpha1.QueueUnit, set 
 	}
 	start := liveHeap()
 	store := make(map[string]*schedulingv1alpha1.QueueUnit)
+	compactor := NewUnitCompactor()
 	for _, data := range encoded {
 		u := &schedulingv1alpha1.QueueUnit{}
 		if err := json.Unmarshal(data, u); err != nil {
 			b.Fatal(err)
 		}
-		CompactUnit(u) // as the binary's cache does
+		compactor.Compact(u) // as the binary's cache does
 		store[u.Namespace+"/"+u.Name] = u
 	}
 	decoded := liveHeap()

@@ -2,6 +2,7 @@ package app
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -23,7 +24,7 @@ func CacheOptions(queueNamespace string) cache.Options {
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&schedulingv1alpha1.Queue{}:     {Namespaces: map[string]cache.Config{queueNamespace: {}}},
-			&schedulingv1alpha1.QueueUnit{}: {Transform: StripUnit},
+			&schedulingv1alpha1.QueueUnit{}: {Transform: UnitTransform(admission.NewUnitCompactor())},
 		},
 	}
 }
@@ -36,9 +37,8 @@ func CacheOptions(queueNamespace string) cache.Options {
 // cannot be admitted partially; the rest of the template (images, commands,
 // environment, volumes, scheduling constraints, its metadata), the managed
 // fields and kubectl's last-applied copy of the object are dropped.
-// Everything else is kept as it reads, in less memory
-// (admission.CompactUnit: lists equal to spec.resource share its map,
-// repeated strings one copy). Anything but a QueueUnit passes unchanged.
+// Everything else is kept as it is. Anything but a QueueUnit passes
+// unchanged.
 //
 // koord-queue writes a QueueUnit only through queueunit.Patch: a merge patch
 // of what its change made different, never the object whole, so what is
@@ -66,8 +66,20 @@ func StripUnit(obj any) (any, error) {
 			u.Spec.PodSets[i].Template = requestsOnly(&u.Spec.PodSets[i].Template.Spec)
 		}
 	}
-	admission.CompactUnit(u)
 	return u, nil
+}
+
+// UnitTransform is the cache's transform of a QueueUnit: StripUnit, then
+// compactor's Compact, which keeps what is left in less memory (lists shared
+// between units and within one, repeated strings once) and reading the same.
+func UnitTransform(compactor *admission.UnitCompactor) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		obj, err := StripUnit(obj)
+		if u, ok := obj.(*schedulingv1alpha1.QueueUnit); ok && err == nil {
+			compactor.Compact(u)
+		}
+		return obj, err
+	}
 }
 
 // requestsOnly is a template that asks for what spec asks for, and says
