@@ -28,7 +28,10 @@ import (
 //   - the strings that units repeat (their namespace, label and annotation
 //     keys and values, their owner's and consumer's kinds, pod set names,
 //     conditions' types, reasons and messages, the status message) become
-//     one copy each while any unit keeps it (unique.Make).
+//     one copy each while any unit keeps it (unique.Make);
+//   - lists (pod sets, conditions, admissions, owners) have no room to
+//     spare: a decoder doubles a slice's room as it fills it, and a unit's
+//     third condition or pod set would keep room for a fourth.
 //
 // A unit compacted must not be changed in place: an informer's objects
 // never are (every writer changes a copy), and a copy (DeepCopy) has lists
@@ -70,6 +73,12 @@ func (c *UnitCompactor) Compact(u *schedulingv1alpha1.QueueUnit) {
 			a.Resources = c.share(a.Resources)
 		}
 	}
+
+	u.OwnerReferences = clip(u.OwnerReferences)
+	spec.PodSets = clip(spec.PodSets)
+	st.Admissions = clip(st.Admissions)
+	st.Conditions = clip(st.Conditions)
+	st.AdmissionChecks = clip(st.AdmissionChecks)
 
 	u.Namespace = intern(u.Namespace)
 	u.Labels = internMap(u.Labels)
@@ -164,6 +173,14 @@ func internMap(m map[string]string) map[string]string {
 		out[intern(k)] = intern(v)
 	}
 	return out
+}
+
+// clip is s in a slice with no room to spare.
+func clip[S ~[]E, E any](s S) S {
+	if len(s) == 0 || cap(s) == len(s) {
+		return s
+	}
+	return append(make(S, 0, len(s)), s...)
 }
 
 // intern is s, sharing its bytes with every other string of its value

@@ -71,6 +71,15 @@ func TestCompactUnitReadsTheSame(t *testing.T) {
 		name:       "a partial admission",
 		unit:       partial,
 		wantShared: []bool{true, false, false},
+	}, {
+		name: "three pod sets, admitted: three conditions",
+		unit: func() *schedulingv1alpha1.QueueUnit {
+			u := jobUnit(4)
+			u.Spec.PodSets = append(u.Spec.PodSets, schedulingv1alpha1.PodSet{Name: "evaluator", Count: 1})
+			admittedStatus(u, at)
+			return u
+		}(),
+		wantShared: []bool{true, false, false, false},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			data, err := json.Marshal(tc.unit)
@@ -122,10 +131,23 @@ func TestCompactUnitReadsTheSame(t *testing.T) {
 				}
 			}
 
+			for what, lens := range map[string][2]int{
+				"pod sets":   {len(got.Spec.PodSets), cap(got.Spec.PodSets)},
+				"conditions": {len(got.Status.Conditions), cap(got.Status.Conditions)},
+				"admissions": {len(got.Status.Admissions), cap(got.Status.Admissions)},
+				"owners":     {len(got.OwnerReferences), cap(got.OwnerReferences)},
+			} {
+				if lens[1] > lens[0] {
+					t.Errorf("%d %s kept in room for %d", lens[0], what, lens[1])
+				}
+			}
+
 			cp := got.DeepCopy()
 			cp.Spec.Request["cpu"] = resource.MustParse("99")
 			for i := range cp.Status.Admissions {
-				cp.Status.Admissions[i].Resources["cpu"] = resource.MustParse("98")
+				if cp.Status.Admissions[i].Resources != nil {
+					cp.Status.Admissions[i].Resources["cpu"] = resource.MustParse("98")
+				}
 			}
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("changing a copy changed the unit (-before +after):\n%s", diff)
