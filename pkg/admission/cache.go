@@ -28,6 +28,9 @@ import (
 // unitRecord is what the Cache keeps of a QueueUnit besides what the core keeps.
 type unitRecord struct {
 	unit *schedulingv1alpha1.QueueUnit // the latest object seen
+	// key is the unit's namespace/name, the one string every index of the
+	// Cache and the core keeps of it.
+	key string
 	// queue the unit waits in or is admitted to; empty when no quota serves it.
 	queue string
 	// rule chose queue; unless the unit named it (rule.Named()), it is
@@ -56,8 +59,6 @@ type unitRecord struct {
 	// listed is where Cache.lists has it (listing.go).
 	listed listing
 }
-
-func (r *unitRecord) key() string { return r.unit.Namespace + "/" + r.unit.Name }
 
 // queueRecord is what the Cache keeps of a Queue.
 type queueRecord struct {
@@ -348,7 +349,7 @@ func (c *Cache) UpsertUnit(u *schedulingv1alpha1.QueueUnit) {
 	key := u.Namespace + "/" + u.Name
 	r := c.units[key]
 	if r == nil {
-		r = &unitRecord{}
+		r = &unitRecord{key: key}
 		c.units[key] = r
 	}
 	if queueunit.HoldsQuota(u) && (r.unit == nil || !queueunit.HoldsQuota(r.unit)) && u.Status.LastAllocateTime != nil {
@@ -422,7 +423,7 @@ func (c *Cache) remapFallbacks() {
 func (c *Cache) place(r *unitRecord) {
 	defer c.relist(r, false)
 	u := r.unit
-	key := r.key()
+	key := r.key
 	chargedIn, chargedRule := r.queue, r.rule
 	r.queue, r.rule = c.quotas.quotaNameOf(u)
 	r.problem = ""
@@ -701,7 +702,9 @@ func (c *Cache) takeDirty() followUp {
 			f.pin = append(f.pin, key)
 		}
 	}
-	clear(c.dirty)
+	// A new map, not clear: one that held a burst's keys (every unit, on
+	// start) would keep their room, and clear would walk it every time.
+	c.dirty = map[string]struct{}{}
 	return f
 }
 

@@ -58,7 +58,7 @@ func (c *Cache) setDeadline(r *unitRecord) {
 
 // current reports whether e is its unit's deadline, with c.mu held.
 func (c *Cache) current(e deadlineEntry) bool {
-	return !e.r.deadline.IsZero() && e.r.deadline.Equal(e.at) && c.units[e.r.key()] == e.r
+	return !e.r.deadline.IsZero() && e.r.deadline.Equal(e.at) && c.units[e.r.key] == e.r
 }
 
 // nextDeadline is the earliest execution deadline, zero if none, with c.mu
@@ -89,7 +89,7 @@ func (c *Cache) expireExecutions(now time.Time) []string {
 		}
 		r.eviction = &eviction{reason: schedulingv1alpha1.EvictedByMaximumExecutionTimeExceeded,
 			message: queueunit.MaximumExecutionTimeMessage(r.unit), deactivate: true}
-		keys = append(keys, r.key())
+		keys = append(keys, r.key)
 	}
 	return keys
 }

@@ -75,7 +75,7 @@ func (c *Cache) relist(r *unitRecord, gone bool) {
 	if now == r.listed {
 		return
 	}
-	key := r.key()
+	key := r.key
 	c.lists.remove(key, r.listed)
 	c.lists.add(key, now)
 	r.listed = now

@@ -122,7 +122,7 @@ func (c *Cache) forget(key string, a *admission) {
 // c.mu held; the caller places the unit again.
 func (c *Cache) undoAdmission(r *unitRecord) {
 	c.dropAdmission(r)
-	c.core.ForgetAdmission(r.key())
+	c.core.ForgetAdmission(r.key)
 }
 
 // dropAdmission clears r's admission, with c.mu held.

@@ -163,7 +163,7 @@ func unitView(c *Cache, r *unitRecord) api.UnitView {
 		v.Request, v.PartialAdmission = queueunit.HeldWith(u, partial), queueunit.PartialNote(u, partial)
 	}
 	if v.Phase == schedulingv1alpha1.Enqueued && r.inCore {
-		v.Reason = c.core.WaitReason(r.key())
+		v.Reason = c.core.WaitReason(r.key)
 	}
 	if r.problem != "" {
 		v.Reason = r.problem

@@ -2,10 +2,12 @@ package app
 
 import (
 	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/admission"
 )
 
 // CacheOptions is how the koord-queue binary's manager caches objects, for
@@ -22,7 +24,7 @@ func CacheOptions(queueNamespace string) cache.Options {
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
 			&schedulingv1alpha1.Queue{}:     {Namespaces: map[string]cache.Config{queueNamespace: {}}},
-			&schedulingv1alpha1.QueueUnit{}: {Transform: StripUnit},
+			&schedulingv1alpha1.QueueUnit{}: {Transform: UnitTransform(admission.NewUnitCompactor())},
 		},
 	}
 }
@@ -65,6 +67,19 @@ func StripUnit(obj any) (any, error) {
 		}
 	}
 	return u, nil
+}
+
+// UnitTransform is the cache's transform of a QueueUnit: StripUnit, then
+// compactor's Compact, which keeps what is left in less memory (lists shared
+// between units and within one, repeated strings once) and reading the same.
+func UnitTransform(compactor *admission.UnitCompactor) toolscache.TransformFunc {
+	return func(obj any) (any, error) {
+		obj, err := StripUnit(obj)
+		if u, ok := obj.(*schedulingv1alpha1.QueueUnit); ok && err == nil {
+			compactor.Compact(u)
+		}
+		return obj, err
+	}
 }
 
 // requestsOnly is a template that asks for what spec asks for, and says

@@ -10,9 +10,11 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/admission"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/resources"
 )
@@ -179,7 +181,8 @@ func TestStripUnitKeepsWhatKoordQueueReads(t *testing.T) {
 }
 
 // BenchmarkCachedUnit measures what one cached QueueUnit costs koord-queue's
-// heap, decoded as the informer decodes it, as it is and stripped: the
+// heap, decoded as the informer decodes it, as it is, stripped, and as
+// cached (stripped and compacted, by one compactor for all units): the
 // unit the Job extension writes for a one-pod Job (its template as the API
 // server defaults it, the Job's labels) after its life (admitted, run,
 // finished). It reports live bytes per unit, after a collection:
@@ -222,21 +225,29 @@ func BenchmarkCachedUnit(b *testing.B) {
 	}
 	const units = 2000
 	for _, tc := range []struct {
-		name  string
-		strip bool
-	}{{"as decoded", false}, {"stripped", true}} {
+		name      string
+		transform func() toolscache.TransformFunc
+	}{
+		{"as decoded", nil},
+		{"stripped", func() toolscache.TransformFunc { return StripUnit }},
+		{"as cached", func() toolscache.TransformFunc { return UnitTransform(admission.NewUnitCompactor()) }},
+	} {
 		b.Run(tc.name, func(b *testing.B) {
 			var perUnit float64
 			for range b.N {
 				cached := make([]*schedulingv1alpha1.QueueUnit, units)
+				var transform toolscache.TransformFunc
+				if tc.transform != nil {
+					transform = tc.transform()
+				}
 				before := liveHeap()
 				for i := range cached {
 					c := &schedulingv1alpha1.QueueUnit{}
 					if err := json.Unmarshal(data, c); err != nil {
 						b.Fatal(err)
 					}
-					if tc.strip {
-						if _, err := StripUnit(c); err != nil {
+					if transform != nil {
+						if _, err := transform(c); err != nil {
 							b.Fatal(err)
 						}
 					}

@@ -1,0 +1,193 @@
+package admission
+
+import (
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"unique"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+)
+
+// UnitCompactor makes the QueueUnits an informer decoded cheaper to keep,
+// and leaves each reading exactly as before. A decoder gives every list and
+// every string of every object an allocation of its own:
+//
+//   - a unit's resource lists that list what another unit's do, written the
+//     same way, become that unit's map: units of one job template, or of one
+//     size, keep one list (about 700 bytes) between them. At most
+//     maxSharedLists lists of at most maxSharedNames resources each are
+//     kept to be shared, the first seen: past that, units keep their own;
+//   - spec.request, and the resources of an admission, equal to
+//     spec.resource (as the extensions write spec.request, and as a unit
+//     without pod sets is admitted) become spec.resource's map;
+//   - the strings that units repeat (their namespace, label and annotation
+//     keys and values, their owner's and consumer's kinds, pod set names,
+//     conditions' types, reasons and messages, the status message) become
+//     one copy each while any unit keeps it (unique.Make);
+//   - lists (pod sets, conditions, admissions, owners) have no room to
+//     spare: a decoder doubles a slice's room as it fills it, and a unit's
+//     third condition or pod set would keep room for a fourth.
+//
+// A unit compacted must not be changed in place: an informer's objects
+// never are (every writer changes a copy), and a copy (DeepCopy) has lists
+// of its own again. Safe for concurrent use.
+type UnitCompactor struct {
+	mu sync.Mutex
+	// lists to share, by what they list (listKey); at most max.
+	lists map[string]corev1.ResourceList
+	max   int
+}
+
+// Bounds of what a UnitCompactor keeps to share: tenants choose resource
+// names and amounts, so the lists kept are few and small whatever they ask.
+const (
+	maxSharedLists = 4096
+	maxSharedNames = 16
+)
+
+// NewUnitCompactor returns a UnitCompactor that shares nothing yet.
+func NewUnitCompactor() *UnitCompactor {
+	return &UnitCompactor{lists: map[string]corev1.ResourceList{}, max: maxSharedLists}
+}
+
+// Compact compacts u.
+func (c *UnitCompactor) Compact(u *schedulingv1alpha1.QueueUnit) {
+	spec, st := &u.Spec, &u.Status
+	spec.Resource = c.share(spec.Resource)
+	if sameList(spec.Request, spec.Resource) {
+		spec.Request = spec.Resource
+	} else {
+		spec.Request = c.share(spec.Request)
+	}
+	for i := range st.Admissions {
+		a := &st.Admissions[i]
+		a.Name = intern(a.Name)
+		if sameList(a.Resources, spec.Resource) {
+			a.Resources = spec.Resource
+		} else {
+			a.Resources = c.share(a.Resources)
+		}
+	}
+
+	u.OwnerReferences = clip(u.OwnerReferences)
+	spec.PodSets = clip(spec.PodSets)
+	st.Admissions = clip(st.Admissions)
+	st.Conditions = clip(st.Conditions)
+	st.AdmissionChecks = clip(st.AdmissionChecks)
+
+	u.Namespace = intern(u.Namespace)
+	u.Labels = internMap(u.Labels)
+	u.Annotations = internMap(u.Annotations)
+	for i := range u.OwnerReferences {
+		o := &u.OwnerReferences[i]
+		o.APIVersion, o.Kind = intern(o.APIVersion), intern(o.Kind)
+	}
+	if ref := spec.ConsumerRef; ref != nil {
+		ref.APIVersion, ref.Kind, ref.Namespace = intern(ref.APIVersion), intern(ref.Kind), intern(ref.Namespace)
+	}
+	spec.Queue, spec.PriorityClassName = intern(spec.Queue), intern(spec.PriorityClassName)
+	for i := range spec.PodSets {
+		spec.PodSets[i].Name = intern(spec.PodSets[i].Name)
+	}
+	st.Message = intern(st.Message)
+	for i := range st.Conditions {
+		internCondition(&st.Conditions[i])
+	}
+	for i := range st.AdmissionChecks {
+		check := &st.AdmissionChecks[i]
+		check.Name, check.Message = intern(check.Name), intern(check.Message)
+	}
+}
+
+// share is a list kept to share that lists what list does, written the
+// same way, or list, kept to share if there is room.
+func (c *UnitCompactor) share(list corev1.ResourceList) corev1.ResourceList {
+	if len(list) == 0 || len(list) > maxSharedNames {
+		return list
+	}
+	key := listKey(list)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if kept, ok := c.lists[key]; ok && sameList(kept, list) {
+		return kept
+	}
+	if len(c.lists) < c.max {
+		c.lists[key] = list
+	}
+	return list
+}
+
+// listKey is what list lists, as each amount is written: lists that read
+// the same (sameList) have one key. Names are the tenant's: share checks
+// the list found besides.
+func listKey(list corev1.ResourceList) string {
+	names := make([]string, 0, len(list))
+	for name := range list {
+		names = append(names, string(name))
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	for _, name := range names {
+		q := list[corev1.ResourceName(name)]
+		b.WriteString(strconv.Itoa(len(name)))
+		b.WriteByte(':')
+		b.WriteString(name)
+		b.WriteByte('=')
+		b.WriteString(q.String())
+		b.WriteByte(';')
+	}
+	return b.String()
+}
+
+// sameList reports whether a and b, both set, list the same amounts
+// written the same way: sharing one map for both then reads as the two did.
+func sameList(a, b corev1.ResourceList) bool {
+	if len(a) == 0 || len(a) != len(b) {
+		return false
+	}
+	for name, qa := range a {
+		qb, ok := b[name]
+		if !ok || qa.Cmp(qb) != 0 || qa.String() != qb.String() {
+			return false
+		}
+	}
+	return true
+}
+
+func internCondition(c *metav1.Condition) {
+	c.Type, c.Reason, c.Message = intern(c.Type), intern(c.Reason), intern(c.Message)
+}
+
+// internMap is m with its keys and values interned: a map of the same size.
+func internMap(m map[string]string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	out := make(map[string]string, len(m))
+	for k, v := range m {
+		out[intern(k)] = intern(v)
+	}
+	return out
+}
+
+// clip is s in a slice with no room to spare.
+func clip[S ~[]E, E any](s S) S {
+	if len(s) == 0 || cap(s) == len(s) {
+		return s
+	}
+	return append(make(S, 0, len(s)), s...)
+}
+
+// intern is s, sharing its bytes with every other string of its value
+// interned while either is kept.
+func intern(s string) string {
+	if s == "" {
+		return s
+	}
+	return unique.Make(s).Value()
+}

@@ -1,0 +1,216 @@
+package admission
+
+import (
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"testing"
+	"time"
+	"unsafe"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
+)
+
+// TestCompactUnitReadsTheSame: a unit compacted as the informer decoded it
+// is equal to the unit decoded, field by field; its resource lists equal
+// to spec.resource share spec.resource's map and the others keep their
+// own; two units decoded apart share their lists and their repeated
+// strings; and a copy of a compacted unit can be changed without changing
+// it.
+func TestCompactUnitReadsTheSame(t *testing.T) {
+	at := metav1.NewTime(time.Unix(1_000_000, 0))
+	resized := harnessUnit(1)
+	admittedStatus(resized, at)
+	resized.Spec.Resource, resized.Spec.Request = qt.Res("cpu", "2"), qt.Res("cpu", "2")
+	otherwise := harnessUnit(2)
+	otherwise.Spec.Resource = qt.Res("cpu", "1", "memory", "1Ki")
+	otherwise.Spec.Request = qt.Res("cpu", "1", "memory", "1024") // the same amounts, written otherwise
+	job := func(i int, set func(*schedulingv1alpha1.QueueUnit, metav1.Time)) *schedulingv1alpha1.QueueUnit {
+		u := jobUnit(i)
+		set(u, at)
+		u.Status.Admissions[0].Resources = qt.Res("cpu", "1", "memory", "4Gi")
+		u.Status.Admissions[1].Resources = qt.Res("cpu", "16", "memory", "64Gi", "nvidia.com/gpu", "4")
+		return u
+	}
+	partial := job(3, admittedStatus)
+	partial.Status.Admissions[1].Replicas = 2
+	partial.Status.Admissions[1].Resources = qt.Res("cpu", "8", "memory", "32Gi", "nvidia.com/gpu", "2")
+	for _, tc := range []struct {
+		name string
+		unit *schedulingv1alpha1.QueueUnit
+		// wantShared: spec.request, then each admission's resources, is
+		// spec.resource's map.
+		wantShared []bool
+	}{{
+		name:       "a harness unit waiting: spec.request is spec.resource",
+		unit:       func() *schedulingv1alpha1.QueueUnit { u := harnessUnit(0); waitingStatus(u, at); return u }(),
+		wantShared: []bool{true},
+	}, {
+		name:       "a harness unit admitted: so is its admission's",
+		unit:       func() *schedulingv1alpha1.QueueUnit { u := harnessUnit(0); admittedStatus(u, at); return u }(),
+		wantShared: []bool{true, true},
+	}, {
+		name:       "a unit resized since admitted keeps the admission's resources",
+		unit:       resized,
+		wantShared: []bool{true, false},
+	}, {
+		name:       "a request written otherwise than the resource is kept",
+		unit:       otherwise,
+		wantShared: []bool{false},
+	}, {
+		name:       "a job's pod sets each hold their own share",
+		unit:       job(0, admittedStatus),
+		wantShared: []bool{true, false, false},
+	}, {
+		name:       "a partial admission",
+		unit:       partial,
+		wantShared: []bool{true, false, false},
+	}, {
+		name: "three pod sets, admitted: three conditions",
+		unit: func() *schedulingv1alpha1.QueueUnit {
+			u := jobUnit(4)
+			u.Spec.PodSets = append(u.Spec.PodSets, schedulingv1alpha1.PodSet{Name: "evaluator", Count: 1})
+			admittedStatus(u, at)
+			return u
+		}(),
+		wantShared: []bool{true, false, false, false},
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			data, err := json.Marshal(tc.unit)
+			if err != nil {
+				t.Fatal(err)
+			}
+			decode := func() *schedulingv1alpha1.QueueUnit {
+				u := &schedulingv1alpha1.QueueUnit{}
+				if err := json.Unmarshal(data, u); err != nil {
+					t.Fatal(err)
+				}
+				return u
+			}
+			want, got, other := decode(), decode(), decode()
+			compactor := NewUnitCompactor()
+			compactor.Compact(got)
+			compactor.Compact(other)
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("compacted unit (-decoded +compacted):\n%s", diff)
+			}
+			shared := []bool{sameMap(got.Spec.Request, got.Spec.Resource)}
+			for _, a := range got.Status.Admissions {
+				shared = append(shared, sameMap(a.Resources, got.Spec.Resource))
+			}
+			if diff := cmp.Diff(tc.wantShared, shared); diff != "" {
+				t.Errorf("lists sharing spec.resource's map (-want +got):\n%s", diff)
+			}
+			if !sameMap(got.Spec.Resource, other.Spec.Resource) || !sameMap(got.Spec.Request, other.Spec.Request) {
+				t.Error("two units asking for the same keep a list each")
+			}
+			for i := range got.Status.Admissions {
+				if a, b := got.Status.Admissions[i].Resources, other.Status.Admissions[i].Resources; len(a) > 0 && !sameMap(a, b) {
+					t.Errorf("admission %d: two units holding the same keep a list each", i)
+				}
+			}
+			for what, pair := range map[string][2]string{
+				"namespace": {got.Namespace, other.Namespace},
+				"message":   {got.Status.Message, other.Status.Message},
+			} {
+				if unsafe.StringData(pair[0]) != unsafe.StringData(pair[1]) {
+					t.Errorf("%s %q: two copies", what, pair[0])
+				}
+			}
+			for k := range got.Labels {
+				for k2 := range other.Labels {
+					if k == k2 && unsafe.StringData(k) != unsafe.StringData(k2) {
+						t.Errorf("label key %q: two copies", k)
+					}
+				}
+			}
+
+			for what, lens := range map[string][2]int{
+				"pod sets":   {len(got.Spec.PodSets), cap(got.Spec.PodSets)},
+				"conditions": {len(got.Status.Conditions), cap(got.Status.Conditions)},
+				"admissions": {len(got.Status.Admissions), cap(got.Status.Admissions)},
+				"owners":     {len(got.OwnerReferences), cap(got.OwnerReferences)},
+			} {
+				if lens[1] > lens[0] {
+					t.Errorf("%d %s kept in room for %d", lens[0], what, lens[1])
+				}
+			}
+
+			cp := got.DeepCopy()
+			cp.Spec.Request["cpu"] = resource.MustParse("99")
+			for i := range cp.Status.Admissions {
+				if cp.Status.Admissions[i].Resources != nil {
+					cp.Status.Admissions[i].Resources["cpu"] = resource.MustParse("98")
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("changing a copy changed the unit (-before +after):\n%s", diff)
+			}
+		})
+	}
+}
+
+// sameMap reports whether a and b are one map.
+func sameMap[M ~map[K]V, K comparable, V any](a, b M) bool {
+	return a != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// TestCompactorSharesOnlyWhatReadsTheSame: a unit is given another unit's
+// list only when it lists the same amounts, written the same way, however
+// its resources are named; and past its bound a compactor keeps no more
+// lists to share.
+func TestCompactorSharesOnlyWhatReadsTheSame(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		first, then corev1.ResourceList
+		wantShared  bool
+	}{
+		{name: "the same", first: qt.Res("cpu", "1", "memory", "1Gi"), then: qt.Res("memory", "1Gi", "cpu", "1"), wantShared: true},
+		{name: "another amount", first: qt.Res("cpu", "1"), then: qt.Res("cpu", "2")},
+		{name: "one resource more", first: qt.Res("cpu", "1"), then: qt.Res("cpu", "1", "memory", "1")},
+		{name: "written otherwise", first: qt.Res("memory", "1Ki"), then: qt.Res("memory", "1024")},
+		{name: "a name that spells another list", first: qt.Res("1:a=1;1:b", "1"), then: qt.Res("a", "1", "b", "1")},
+		{name: "names that spell each other's", first: qt.Res("a=1;1:b", "1"), then: qt.Res("a", "1", "b", "1")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewUnitCompactor()
+			first := harnessUnit(0)
+			first.Spec.Resource = tc.first
+			c.Compact(first)
+			then := harnessUnit(1)
+			then.Spec.Resource = tc.then
+			want := then.Spec.Resource.DeepCopy()
+			c.Compact(then)
+			if got := sameMap(first.Spec.Resource, then.Spec.Resource); got != tc.wantShared {
+				t.Errorf("shared: %v, want %v", got, tc.wantShared)
+			}
+			if diff := cmp.Diff(want, then.Spec.Resource); diff != "" {
+				t.Errorf("spec.resource (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	c := &UnitCompactor{lists: map[string]corev1.ResourceList{}, max: 2}
+	var units []*schedulingv1alpha1.QueueUnit
+	for i := range 4 {
+		u := harnessUnit(i)
+		u.Spec.Resource = qt.Res("cpu", strconv.Itoa(i+1))
+		c.Compact(u)
+		units = append(units, u)
+	}
+	if len(c.lists) != 2 {
+		t.Errorf("%d lists kept to share, want at most 2", len(c.lists))
+	}
+	u := harnessUnit(9)
+	u.Spec.Resource = qt.Res("cpu", "2")
+	c.Compact(u)
+	if !sameMap(u.Spec.Resource, units[1].Spec.Resource) {
+		t.Error("a list kept is not shared")
+	}
+}
