@@ -186,17 +186,21 @@ func TestAdoptKoordQueueUnits(t *testing.T) {
 					}
 					got := look(t, c, integ, job, unit, recorder)
 					// Koord-Queue's names become the job's (a batch
-					// Job's one set is "main"), but on a unit that
-					// waits for koord-queue holding nothing (TimeoutBackoff): it is
-					// resized once Enqueued.
+					// Job's one set is "main").
 					wantSets := []string{}
 					for _, ps := range unit.Spec.PodSets {
-						if integ.Name == "job" && (phase != schedulingv1alpha1.TimeoutBackoff || withAdmissions) {
+						if integ.Name == "job" {
 							ps.Name = schedulingv1alpha1.DefaultPodSetName
 						}
 						wantSets = append(wantSets, ps.Name)
 					}
-					want := adopted{Controller: true, Suspended: !runs, Phase: phase, PodSets: wantSets, AdoptedCond: metav1.ConditionTrue}
+					// A unit backing off (TimeoutBackoff) whose backoff
+					// ended (the default backoff is 0) is queued again.
+					wantPhase := phase
+					if phase == schedulingv1alpha1.TimeoutBackoff {
+						wantPhase = schedulingv1alpha1.Enqueued
+					}
+					want := adopted{Controller: true, Suspended: !runs, Phase: wantPhase, PodSets: wantSets, AdoptedCond: metav1.ConditionTrue}
 					if withAdmissions && queueHolds(phase) || phase == schedulingv1alpha1.Reserved && withAdmissions {
 						want.Admissions = wantSets
 					}
