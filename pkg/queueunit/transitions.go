@@ -234,9 +234,11 @@ func FailChecks(u *schedulingv1alpha1.QueueUnit, check *schedulingv1alpha1.Admis
 }
 
 // Explain records why a waiting unit waits, and reports false when there is
-// nothing to write: it holds quota, or already says so.
+// nothing to write: it holds quota, already says so, or backs off after its
+// running timeout (TimeoutBackoff: its phase and message, written by its
+// extension, say why and until when).
 func Explain(u *schedulingv1alpha1.QueueUnit, reason string) bool {
-	if HoldsQuota(u) || u.Status.Message == reason {
+	if HoldsQuota(u) || u.Status.Message == reason || u.Status.Phase == schedulingv1alpha1.TimeoutBackoff {
 		return false
 	}
 	u.Status.Message = reason

@@ -208,6 +208,17 @@ func TestTransitions(t *testing.T) {
 			transition: func(u *schedulingv1alpha1.QueueUnit) bool { return queueunit.Explain(u, "cpu 4 of max 4 used") },
 			want:       after{Phase: schedulingv1alpha1.Enqueued, Message: "cpu 4 of max 4 used"},
 		},
+		"a unit backing off after its running timeout keeps its phase and its own message": {
+			unit: func() *schedulingv1alpha1.QueueUnit {
+				u := unit(schedulingv1alpha1.TimeoutBackoff, true)
+				u.Status.Message = "no pod of the job ran within the running timeout"
+				return u
+			}(),
+			transition: func(u *schedulingv1alpha1.QueueUnit) bool {
+				return queueunit.Explain(u, "backing off after its running timeout")
+			},
+			want: after{Phase: schedulingv1alpha1.TimeoutBackoff, Message: "no pod of the job ran within the running timeout"},
+		},
 		"an admitted unit is not told why it waits": {
 			unit:       admitted(true),
 			transition: func(u *schedulingv1alpha1.QueueUnit) bool { return queueunit.Explain(u, "cpu 4 of max 4 used") },
