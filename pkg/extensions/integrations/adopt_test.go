@@ -425,3 +425,49 @@ func firstWarning(r *record.FakeRecorder) string {
 	}
 	return ""
 }
+
+// TestAdoptKoordQueueUnitsNamedWithoutSuffix: Koord-Queue's extensions run
+// with the environment variable PAI_ENV set name every unit after its job
+// with no suffix (QueueUnitSuffix returns "" for TFJob, PyTorchJob, MPIJob,
+// RayJob, RayCluster and SparkApplication alike). With
+// WithoutUnitSuffixes, such a unit, Enqueued or holding quota, is adopted by
+// its job and no second unit is made.
+func TestAdoptKoordQueueUnitsNamedWithoutSuffix(t *testing.T) {
+	s := scheme(t)
+	for _, integ := range WithoutUnitSuffixes(All()) {
+		for _, phase := range []schedulingv1alpha1.QueueUnitPhase{schedulingv1alpha1.Enqueued, schedulingv1alpha1.Running} {
+			t.Run(integ.Name+"/"+string(phase), func(t *testing.T) {
+				ctx := context.Background()
+				runs := phase == schedulingv1alpha1.Running
+				job := setSuspended(integ, v18Job(integ), !runs)
+				unit := v18Unit(t, integ, job, phase, runs)
+				unit.Name = job.GetName() // as Koord-Queue with PAI_ENV names it
+				c := frameworktest.ClientBuilder(t, s).WithObjects(job, unit).
+					WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, job).Build()
+				recorder := record.NewFakeRecorder(100)
+				r := framework.NewJobReconciler(c, c, recorder, integ, framework.WithStatusDelay(0))
+				req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(job)}
+				for range 2 {
+					if _, err := r.Reconcile(ctx, req); err != nil {
+						t.Fatalf("Reconcile: %v", err)
+					}
+				}
+				got := look(t, c, integ, job, unit, recorder)
+				if !got.Controller || got.Suspended == runs || got.Phase != phase || got.NameTakenSeen {
+					t.Errorf("after adoption: %+v; want the job's controller reference, the job suspended %v, phase %s", got, !runs, phase)
+				}
+				var units schedulingv1alpha1.QueueUnitList
+				if err := c.List(ctx, &units); err != nil {
+					t.Fatal(err)
+				}
+				if len(units.Items) != 1 {
+					names := []string{}
+					for _, u := range units.Items {
+						names = append(names, u.Name)
+					}
+					t.Errorf("units %v; want only the adopted %s", names, unit.Name)
+				}
+			})
+		}
+	}
+}
