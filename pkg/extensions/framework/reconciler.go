@@ -559,7 +559,11 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 	partial := queueunit.PartialCounts(unit)
 	scaler, scales := job.(JobWithPartialAdmission)
 	cannotShrink := partial != nil && !scales
-	if cannotShrink || setsErr == nil && (grew(unit.Spec.PodSets, unitSets) || outgrew(unit, unitSets, partial)) {
+	held := unitSets
+	if apimeta.IsStatusConditionTrue(unit.Status.Conditions, schedulingv1alpha1.QueueUnitAdopted) {
+		held = withoutSetsKoordQueueLeftOut(job, unit, unitSets) // admitted by Koord-Queue without them
+	}
+	if cannotShrink || setsErr == nil && (grew(unit.Spec.PodSets, held) || outgrew(unit, held, partial)) {
 		// Suspend, restore the counts and the templates (steps of their
 		// own, see restore), then let the unit go; the next pass queues the
 		// job afresh.

@@ -471,3 +471,69 @@ func TestAdoptKoordQueueUnitsNamedWithoutSuffix(t *testing.T) {
 		}
 	}
 }
+
+// TestAdoptKoordQueueUnitsInTheirOwnPodSets: units holding quota in the
+// pod sets Koord-Queue's extensions give them (pkg/jobext/handles): a
+// RayJob's and a RayCluster's "head" and one per worker group named after
+// it in lower case, with no set for a RayJob's submitter; an Argo
+// Workflow's one set "default"; a SparkApplication's "driver" and
+// "executor". Each is adopted and its running job runs on.
+func TestAdoptKoordQueueUnitsInTheirOwnPodSets(t *testing.T) {
+	s := scheme(t)
+	koordQueueSets := map[string][]string{
+		"rayjob":           {"head", "workers"},
+		"raycluster":       {"head", "workers"},
+		"workflow":         {"default"},
+		"sparkapplication": {"driver", "executor"},
+	}
+	for _, integ := range All() {
+		names, ok := koordQueueSets[integ.Name]
+		if !ok {
+			continue
+		}
+		t.Run(integ.Name, func(t *testing.T) {
+			ctx := context.Background()
+			job := setSuspended(integ, v18Job(integ), false)
+			unit := v18Unit(t, integ, job, schedulingv1alpha1.Running, true)
+			// Koord-Queue's sets: the job's own, by Koord-Queue's names, in
+			// its order, those it does not make left out.
+			byName := map[string]schedulingv1alpha1.PodSet{}
+			for _, ps := range unit.Spec.PodSets {
+				byName[ps.Name] = ps
+			}
+			var sets []schedulingv1alpha1.PodSet
+			var admissions []schedulingv1alpha1.Admission
+			for _, name := range names {
+				ps, ok := byName[name]
+				if !ok {
+					ps = unit.Spec.PodSets[0] // the Workflow's one made-up set
+				}
+				ps.Name = name
+				sets = append(sets, ps)
+				admissions = append(admissions, schedulingv1alpha1.Admission{Name: name, Replicas: int64(ps.Count),
+					Resources: resources.PodSetsRequests([]schedulingv1alpha1.PodSet{ps})})
+			}
+			unit.Spec.PodSets, unit.Status.Admissions = sets, admissions
+			unit.Spec.Resource = resources.PodSetsRequests(sets)
+			unit.Spec.Request = unit.Spec.Resource.DeepCopy()
+			c := frameworktest.ClientBuilder(t, s).WithObjects(job, unit).
+				WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, job).Build()
+			recorder := record.NewFakeRecorder(100)
+			r := framework.NewJobReconciler(c, c, recorder, integ, framework.WithStatusDelay(0))
+			req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(job)}
+			for range 2 {
+				if _, err := r.Reconcile(ctx, req); err != nil {
+					t.Fatalf("Reconcile: %v", err)
+				}
+			}
+			got := look(t, c, integ, job, unit, recorder)
+			if !got.Controller || got.Suspended || got.Phase != schedulingv1alpha1.Running || got.AdoptedCond != metav1.ConditionTrue {
+				var events []string
+				for len(recorder.Events) > 0 {
+					events = append(events, <-recorder.Events)
+				}
+				t.Errorf("after adoption: %+v, events %v; want adopted, the job running", got, events)
+			}
+		})
+	}
+}
