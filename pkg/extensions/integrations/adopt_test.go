@@ -442,16 +442,7 @@ func TestAdoptKoordQueueUnitsNamedWithoutSuffix(t *testing.T) {
 				job := setSuspended(integ, v18Job(integ), !runs)
 				unit := v18Unit(t, integ, job, phase, runs)
 				unit.Name = job.GetName() // as Koord-Queue with PAI_ENV names it
-				c := frameworktest.ClientBuilder(t, s).WithObjects(job, unit).
-					WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, job).Build()
-				recorder := record.NewFakeRecorder(100)
-				r := framework.NewJobReconciler(c, c, recorder, integ, framework.WithStatusDelay(0))
-				req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(job)}
-				for range 2 {
-					if _, err := r.Reconcile(ctx, req); err != nil {
-						t.Fatalf("Reconcile: %v", err)
-					}
-				}
+				c, recorder := adoptOnce(t, s, integ, job, unit)
 				got := look(t, c, integ, job, unit, recorder)
 				if !got.Controller || got.Suspended == runs || got.Phase != phase || got.NameTakenSeen {
 					t.Errorf("after adoption: %+v; want the job's controller reference, the job suspended %v, phase %s", got, !runs, phase)
@@ -492,7 +483,6 @@ func TestAdoptKoordQueueUnitsInTheirOwnPodSets(t *testing.T) {
 			continue
 		}
 		t.Run(integ.Name, func(t *testing.T) {
-			ctx := context.Background()
 			job := setSuspended(integ, v18Job(integ), false)
 			unit := v18Unit(t, integ, job, schedulingv1alpha1.Running, true)
 			// Koord-Queue's sets: the job's own, by Koord-Queue's names, in
@@ -516,16 +506,7 @@ func TestAdoptKoordQueueUnitsInTheirOwnPodSets(t *testing.T) {
 			unit.Spec.PodSets, unit.Status.Admissions = sets, admissions
 			unit.Spec.Resource = resources.PodSetsRequests(sets)
 			unit.Spec.Request = unit.Spec.Resource.DeepCopy()
-			c := frameworktest.ClientBuilder(t, s).WithObjects(job, unit).
-				WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, job).Build()
-			recorder := record.NewFakeRecorder(100)
-			r := framework.NewJobReconciler(c, c, recorder, integ, framework.WithStatusDelay(0))
-			req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(job)}
-			for range 2 {
-				if _, err := r.Reconcile(ctx, req); err != nil {
-					t.Fatalf("Reconcile: %v", err)
-				}
-			}
+			c, recorder := adoptOnce(t, s, integ, job, unit)
 			got := look(t, c, integ, job, unit, recorder)
 			if !got.Controller || got.Suspended || got.Phase != schedulingv1alpha1.Running || got.AdoptedCond != metav1.ConditionTrue {
 				var events []string
@@ -536,4 +517,22 @@ func TestAdoptKoordQueueUnitsInTheirOwnPodSets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// adoptOnce runs two passes of integ's reconciler over job and its unit,
+// Koord-Queue's, in a fake client of scheme s, and returns the client and
+// the events recorded.
+func adoptOnce(t *testing.T, s *runtime.Scheme, integ framework.Integration, job client.Object, unit *schedulingv1alpha1.QueueUnit) (client.Client, *record.FakeRecorder) {
+	t.Helper()
+	c := frameworktest.ClientBuilder(t, s).WithObjects(job, unit).
+		WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, job).Build()
+	recorder := record.NewFakeRecorder(100)
+	r := framework.NewJobReconciler(c, c, recorder, integ, framework.WithStatusDelay(0))
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(job)}
+	for range 2 {
+		if _, err := r.Reconcile(context.Background(), req); err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+	}
+	return c, recorder
 }
