@@ -226,9 +226,9 @@ func TestQueueUnitsPageIsASliceOfTheList(t *testing.T) {
 	}
 }
 
-// backOff sends a waiting unit to TimeoutBackoff, as Koord-Queue did when
-// a job's pods did not start in time; koord-queue adopts such units and
-// queues them again.
+// backOff sends a waiting unit to TimeoutBackoff, as an extension does
+// when a job's pods did not start in time; koord-queue keeps such a unit
+// out of its queue until it is Enqueued again.
 func (w *propWorld) backOff() string {
 	var waiting []schedulingv1alpha1.QueueUnit
 	for _, u := range w.units() {
