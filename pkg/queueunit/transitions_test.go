@@ -144,6 +144,18 @@ func TestTransitions(t *testing.T) {
 			want: after{Phase: schedulingv1alpha1.Enqueued, HoldsQuota: true, Message: "preempted",
 				Conditions: []string{"Admitted=False/Preempted", "Evicted=True/Preempted", reserved}, Admissions: 1},
 		},
+		"a unit backing off after its running timeout is not evicted: its backoff stands": {
+			unit: func() *schedulingv1alpha1.QueueUnit {
+				u := admitted(true)
+				u.Status.Phase, u.Status.Message = schedulingv1alpha1.TimeoutBackoff, "backing off"
+				return u
+			}(),
+			transition: func(u *schedulingv1alpha1.QueueUnit) bool {
+				return queueunit.Evict(u, schedulingv1alpha1.EvictedByPreemption, "preempted", now)
+			},
+			want: after{Phase: schedulingv1alpha1.TimeoutBackoff, HoldsQuota: true, Message: "backing off",
+				Conditions: []string{admittedOK, reserved}, Admissions: 1},
+		},
 		"a waiting unit is not evicted": {
 			unit: unit(schedulingv1alpha1.Enqueued, true),
 			transition: func(u *schedulingv1alpha1.QueueUnit) bool {
