@@ -62,6 +62,9 @@ func run() error {
 		secretNamespace = flag.String("webhook-secret-namespace", namespace, "namespace of --webhook-secret-name and of the webhook Service")
 		serviceName     = flag.String("webhook-service-name", "koord-queue-controllers-webhook", "Service the API server calls the webhook through")
 		configName      = flag.String("webhook-config-name", "koord-queue-controllers", "MutatingWebhookConfiguration to write the CA into")
+		noUnitSuffix    = flag.Bool("unit-names-without-suffix", false, "compatibility with Koord-Queue v1.8 run with the environment variable PAI_ENV: name every job's QueueUnit after the job alone, without its framework's suffix (-tf-qu, -py-qu, -mpi-qu, -ray-qu, -raycluster-qu, -spark-qu), so that the units it made are adopted. Two jobs of different kinds and one name in a namespace then want the same unit name: the second is not queued (QueueUnitNameTaken)")
+		runningTimeout  = flag.Duration("job-running-timeout", 0, "suspend a released job none of whose pods runs within this long, send its QueueUnit to TimeoutBackoff (its quota given back once the pods are gone) and queue it again after --job-backoff-time; 0 never times out")
+		backoffTime     = flag.Duration("job-backoff-time", 0, "how long a QueueUnit stays in TimeoutBackoff after --job-running-timeout before it is queued again (Enqueued); 0 queues it again at once. A unit Koord-Queue left in TimeoutBackoff is queued again this long after its last update")
 		statusDelay     = flag.Duration("unit-status-delay", framework.DefaultStatusDelay, "how long a QueueUnit's pod counts may lag its job's, so that a burst of pod changes is one write; phase changes and quota given back are written at once; 0 writes every change")
 	)
 	leaderSettings := leaderelection.BindFlags(flag.CommandLine)
@@ -79,6 +82,9 @@ func run() error {
 	integs, err := integrations.Lookup(splitList(*enabled))
 	if err != nil {
 		return err
+	}
+	if *noUnitSuffix {
+		integs = integrations.WithoutUnitSuffixes(integs)
 	}
 	scope, err := integrations.Scope(integs, *manageAll, *leaveRunning)
 	if err != nil {
@@ -129,7 +135,11 @@ func run() error {
 		return fmt.Errorf("creating manager: %w", err)
 	}
 	ctx := ctrl.SetupSignalHandler()
-	if err := integrations.Setup(ctx, mgr, integs, scope, framework.WithStatusDelay(*statusDelay)); err != nil {
+	if *runningTimeout < 0 || *backoffTime < 0 {
+		return fmt.Errorf("--job-running-timeout %s and --job-backoff-time %s must not be negative", *runningTimeout, *backoffTime)
+	}
+	if err := integrations.Setup(ctx, mgr, integs, scope, framework.WithStatusDelay(*statusDelay),
+		framework.WithRunningTimeout(*runningTimeout, *backoffTime)); err != nil {
 		return err
 	}
 	if *enableWebhook {
@@ -148,7 +158,7 @@ func run() error {
 		return err
 	}
 	log.Info("Starting", "version", version.Version, "extensions", integrations.NamesOf(integs), "manageAllJobs", *manageAll, "leaveJobsSubmittedRunning", *leaveRunning,
-		"webhook", *enableWebhook, "metrics", *metricsAddr, "leaderElection", *leaderElect)
+		"webhook", *enableWebhook, "metrics", *metricsAddr, "leaderElection", *leaderElect, "jobRunningTimeout", *runningTimeout, "jobBackoffTime", *backoffTime, "unitNamesWithoutSuffix", *noUnitSuffix)
 	return mgr.Start(ctx)
 }
 

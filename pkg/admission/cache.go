@@ -419,7 +419,8 @@ func (c *Cache) remapFallbacks() {
 }
 
 // place puts a unit where it belongs in the core: pending in its queue,
-// admitted, or out (finished, inactive, backing off, or unmapped).
+// admitted, or out (finished, inactive, backing off after its admission
+// checks or its running timeout, or unmapped).
 func (c *Cache) place(r *unitRecord) {
 	defer c.relist(r, false)
 	u := r.unit
@@ -464,6 +465,11 @@ func (c *Cache) place(r *unitRecord) {
 	case r.queue == "" && !holds:
 		out = true
 		r.problem = "no ElasticQuota serves this unit: label it quota.scheduling.koordinator.sh/name=<quota>"
+	case phase == schedulingv1alpha1.TimeoutBackoff && !holds:
+		// Sent back after its running timeout: its extension queues it
+		// again (Enqueued) when its backoff ends (queueunit.EndBackoff).
+		out = true
+		r.problem = "backing off after its running timeout; koord-queue-controllers queues it again (Enqueued) when the backoff ends"
 	case !holds && !r.notBefore.IsZero():
 		out = true
 		r.problem = fmt.Sprintf("backing off until %s after admission checks sent it back", r.notBefore.UTC().Format(time.RFC3339))

@@ -20,8 +20,7 @@ type listing struct {
 	queue string
 	// holding: among the queue's units holding quota, under phase;
 	// otherwise, when phase is set, a unit waiting in the core in a phase
-	// other than Enqueued (TimeoutBackoff, say), which an Enqueued page
-	// skips.
+	// other than Enqueued, which an Enqueued page skips.
 	holding bool
 	phase   schedulingv1alpha1.QueueUnitPhase
 }
@@ -30,8 +29,9 @@ type listing struct {
 type unitLists struct {
 	holding map[string]*holdingList
 	// oddWaiting: by queue and key, the units waiting in the core whose
-	// phase is not Enqueued, with that phase. Few: a unit Koord-Queue sent
-	// to TimeoutBackoff, until it is queued again.
+	// phase is not Enqueued, with that phase. None today: a unit in
+	// TimeoutBackoff, the one waiting phase besides Enqueued that holds
+	// nothing, is kept out of the core until it is queued again (place).
 	oddWaiting map[string]map[string]schedulingv1alpha1.QueueUnitPhase
 }
 

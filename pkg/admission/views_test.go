@@ -55,8 +55,10 @@ func TestQueueUnitsPages(t *testing.T) {
 	c.UpsertUnit(unit("ns-c", "w4", 0, time.Second).Obj())
 	c.cycle(t0.Add(time.Minute), -1) // admits ns-a/w1 into the last cpu; its write is in flight
 
+	// ns-a/back, backing off after its running timeout, is out of the
+	// queue until it is queued again: not listed.
 	all := []string{
-		"ns-a/back@1 TimeoutBackoff", "ns-b/w2@2 Enqueued", "ns-a/w3@3 Enqueued", "ns-c/w4@4 Enqueued",
+		"ns-b/w2@1 Enqueued", "ns-a/w3@2 Enqueued", "ns-c/w4@3 Enqueued",
 		"ns-a/run1@0 Running", "ns-a/w1@0 Dequeued", "ns-b/run0@0 Running",
 	}
 	for name, tc := range map[string]struct {
@@ -66,17 +68,17 @@ func TestQueueUnitsPages(t *testing.T) {
 		want          []string
 		wantTotal     int
 	}{
-		"limit 0 lists every unit":                 {want: all, wantTotal: 7},
-		"the first page":                           {limit: 2, want: all[:2], wantTotal: 7},
-		"a page across waiting and admitted units": {offset: 3, limit: 3, want: all[3:6], wantTotal: 7},
-		"a page of admitted units":                 {offset: 5, limit: 10, want: all[5:], wantTotal: 7},
-		"limit 0 from an offset lists the rest":    {offset: 4, want: all[4:], wantTotal: 7},
-		"the last unit":                            {offset: 6, limit: 1, want: all[6:], wantTotal: 7},
-		"an offset at the end lists nothing":       {offset: 7, limit: 1, want: []string{}, wantTotal: 7},
-		"an offset past the end lists nothing":     {offset: 100, limit: 5, want: []string{}, wantTotal: 7},
-		"Enqueued skips the unit backing off, positions kept": {phase: schedulingv1alpha1.Enqueued, offset: 1, limit: 5,
-			want: []string{"ns-a/w3@3 Enqueued", "ns-c/w4@4 Enqueued"}, wantTotal: 3},
-		"a waiting unit's own phase":        {phase: schedulingv1alpha1.TimeoutBackoff, want: all[:1], wantTotal: 1},
+		"limit 0 lists every unit":                 {want: all, wantTotal: 6},
+		"the first page":                           {limit: 2, want: all[:2], wantTotal: 6},
+		"a page across waiting and admitted units": {offset: 2, limit: 3, want: all[2:5], wantTotal: 6},
+		"a page of admitted units":                 {offset: 4, limit: 10, want: all[4:], wantTotal: 6},
+		"limit 0 from an offset lists the rest":    {offset: 3, want: all[3:], wantTotal: 6},
+		"the last unit":                            {offset: 5, limit: 1, want: all[5:], wantTotal: 6},
+		"an offset at the end lists nothing":       {offset: 6, limit: 1, want: []string{}, wantTotal: 6},
+		"an offset past the end lists nothing":     {offset: 100, limit: 5, want: []string{}, wantTotal: 6},
+		"Enqueued from an offset, positions kept": {phase: schedulingv1alpha1.Enqueued, offset: 1, limit: 5,
+			want: []string{"ns-a/w3@2 Enqueued", "ns-c/w4@3 Enqueued"}, wantTotal: 3},
+		"a unit backing off is not listed":  {phase: schedulingv1alpha1.TimeoutBackoff, want: []string{}, wantTotal: 0},
 		"Running lists admitted units only": {phase: schedulingv1alpha1.Running, want: []string{"ns-a/run1@0 Running", "ns-b/run0@0 Running"}, wantTotal: 2},
 		"a page of one phase":               {phase: schedulingv1alpha1.Running, offset: 1, limit: 1, want: []string{"ns-b/run0@0 Running"}, wantTotal: 2},
 		"an admission in flight is Dequeued": {phase: schedulingv1alpha1.Dequeued, limit: 5,
@@ -108,10 +110,9 @@ func TestQueueUnitsPages(t *testing.T) {
 		reasons[v.Namespace+"/"+v.Name] = v.Reason
 	}
 	wantReasons := map[string]string{
-		"ns-a/back": "", // only Enqueued units are given a reason
-		"ns-b/w2":   "waiting in queue team at position 2 of 4, behind a unit of another namespace",
-		"ns-a/w3":   "waiting in queue team at position 3 of 4, behind a unit of another namespace",
-		"ns-c/w4":   "waiting in queue team at position 4 of 4, behind a unit of another namespace",
+		"ns-b/w2":   "team: cpu 3 used of max 3, request 1",
+		"ns-a/w3":   "waiting in queue team at position 2 of 3, behind a unit of another namespace",
+		"ns-c/w4":   "waiting in queue team at position 3 of 3, behind a unit of another namespace",
 		"ns-a/run1": "", "ns-a/w1": "", "ns-b/run0": "",
 	}
 	if diff := cmp.Diff(wantReasons, reasons); diff != "" {
@@ -225,9 +226,9 @@ func TestQueueUnitsPageIsASliceOfTheList(t *testing.T) {
 	}
 }
 
-// backOff sends a waiting unit to TimeoutBackoff, as Koord-Queue did when
-// a job's pods did not start in time; koord-queue adopts such units and
-// queues them again.
+// backOff sends a waiting unit to TimeoutBackoff, as an extension does
+// when a job's pods did not start in time; koord-queue keeps such a unit
+// out of its queue until it is Enqueued again.
 func (w *propWorld) backOff() string {
 	var waiting []schedulingv1alpha1.QueueUnit
 	for _, u := range w.units() {

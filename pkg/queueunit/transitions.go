@@ -111,10 +111,12 @@ func Admissible(u *schedulingv1alpha1.QueueUnit, queue string, request corev1.Re
 // its job's extension reports the pods gone (FollowJob), so its quota is
 // not handed out twice; a unit no extension manages (no consumerRef) has
 // nothing to wait for and gives its quota back at once. It reports false
-// when there is nothing to evict: the unit holds no quota, or is evicted
-// already.
+// when there is nothing to evict: the unit holds no quota, is evicted
+// already, or backs off after its running timeout (TimeoutBackoff: its job
+// is being suspended and its quota given back; queued now, it would skip
+// its backoff).
 func Evict(u *schedulingv1alpha1.QueueUnit, reason, message string, now metav1.Time) bool {
-	if !HoldsQuota(u) || (u.EffectivePhase() == schedulingv1alpha1.Enqueued && Evicted(u)) {
+	if !HoldsQuota(u) || (u.EffectivePhase() == schedulingv1alpha1.Enqueued && Evicted(u)) || u.Status.Phase == schedulingv1alpha1.TimeoutBackoff {
 		return false
 	}
 	st := &u.Status
@@ -234,9 +236,11 @@ func FailChecks(u *schedulingv1alpha1.QueueUnit, check *schedulingv1alpha1.Admis
 }
 
 // Explain records why a waiting unit waits, and reports false when there is
-// nothing to write: it holds quota, or already says so.
+// nothing to write: it holds quota, already says so, or backs off after its
+// running timeout (TimeoutBackoff: its phase and message, written by its
+// extension, say why and until when).
 func Explain(u *schedulingv1alpha1.QueueUnit, reason string) bool {
-	if HoldsQuota(u) || u.Status.Message == reason {
+	if HoldsQuota(u) || u.Status.Message == reason || u.Status.Phase == schedulingv1alpha1.TimeoutBackoff {
 		return false
 	}
 	u.Status.Message = reason

@@ -144,6 +144,18 @@ func TestTransitions(t *testing.T) {
 			want: after{Phase: schedulingv1alpha1.Enqueued, HoldsQuota: true, Message: "preempted",
 				Conditions: []string{"Admitted=False/Preempted", "Evicted=True/Preempted", reserved}, Admissions: 1},
 		},
+		"a unit backing off after its running timeout is not evicted: its backoff stands": {
+			unit: func() *schedulingv1alpha1.QueueUnit {
+				u := admitted(true)
+				u.Status.Phase, u.Status.Message = schedulingv1alpha1.TimeoutBackoff, "backing off"
+				return u
+			}(),
+			transition: func(u *schedulingv1alpha1.QueueUnit) bool {
+				return queueunit.Evict(u, schedulingv1alpha1.EvictedByPreemption, "preempted", now)
+			},
+			want: after{Phase: schedulingv1alpha1.TimeoutBackoff, HoldsQuota: true, Message: "backing off",
+				Conditions: []string{admittedOK, reserved}, Admissions: 1},
+		},
 		"a waiting unit is not evicted": {
 			unit: unit(schedulingv1alpha1.Enqueued, true),
 			transition: func(u *schedulingv1alpha1.QueueUnit) bool {
@@ -207,6 +219,17 @@ func TestTransitions(t *testing.T) {
 			}(),
 			transition: func(u *schedulingv1alpha1.QueueUnit) bool { return queueunit.Explain(u, "cpu 4 of max 4 used") },
 			want:       after{Phase: schedulingv1alpha1.Enqueued, Message: "cpu 4 of max 4 used"},
+		},
+		"a unit backing off after its running timeout keeps its phase and its own message": {
+			unit: func() *schedulingv1alpha1.QueueUnit {
+				u := unit(schedulingv1alpha1.TimeoutBackoff, true)
+				u.Status.Message = "no pod of the job ran within the running timeout"
+				return u
+			}(),
+			transition: func(u *schedulingv1alpha1.QueueUnit) bool {
+				return queueunit.Explain(u, "backing off after its running timeout")
+			},
+			want: after{Phase: schedulingv1alpha1.TimeoutBackoff, Message: "no pod of the job ran within the running timeout"},
 		},
 		"an admitted unit is not told why it waits": {
 			unit:       admitted(true),

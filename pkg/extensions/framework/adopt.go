@@ -129,6 +129,7 @@ func (r *JobReconciler) planAdoption(job GenericJob, u *schedulingv1alpha1.Queue
 	if err != nil {
 		return adoption{} // release does not resize an invalid job
 	}
+	jobSets = withoutSetsKoordQueueLeftOut(job, u, jobSets)
 	renames, ok := podSetRenames(u.Spec.PodSets, jobSets)
 	if !ok {
 		return adoption{problem: fmt.Sprintf("it holds quota for pod sets %s, which do not match the job's %s",
@@ -139,6 +140,20 @@ func (r *JobReconciler) planAdoption(job GenericJob, u *schedulingv1alpha1.Queue
 			podSetCounts(u.Spec.PodSets), podSetCounts(jobSets))}
 	}
 	return adoption{renames: renames}
+}
+
+// withoutSetsKoordQueueLeftOut is a job's pod sets, sets, without those
+// Koord-Queue leaves out of its units (JobWithPodSetsKoordQueueLeftOut)
+// that u has none of: what u, made by Koord-Queue, holds quota for.
+func withoutSetsKoordQueueLeftOut(job GenericJob, u *schedulingv1alpha1.QueueUnit, sets []schedulingv1alpha1.PodSet) []schedulingv1alpha1.PodSet {
+	j, ok := job.(JobWithPodSetsKoordQueueLeftOut)
+	if !ok {
+		return sets
+	}
+	leftOut := j.PodSetsKoordQueueLeftOut()
+	return slices.DeleteFunc(slices.Clone(sets), func(s schedulingv1alpha1.PodSet) bool {
+		return slices.Contains(leftOut, s.Name) && !slices.ContainsFunc(u.Spec.PodSets, func(us schedulingv1alpha1.PodSet) bool { return us.Name == s.Name })
+	})
 }
 
 // podSetRenames matches a unit's pod sets with its job's, by name, else by

@@ -128,3 +128,12 @@ type JobWithTemplateLock interface {
 	// resumed).
 	UnlockTemplates()
 }
+
+// JobWithPodSetsKoordQueueLeftOut is a job with pod sets Koord-Queue's
+// extension leaves out of its units (a RayJob's submitter pod). A unit
+// Koord-Queue made, taken over while it holds quota, is not outgrown by
+// them: it is adopted, and its job runs on, without them, as it did
+// before; once queued again the unit asks for them too.
+type JobWithPodSetsKoordQueueLeftOut interface {
+	PodSetsKoordQueueLeftOut() []string
+}

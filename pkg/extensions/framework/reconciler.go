@@ -80,6 +80,10 @@ type JobReconciler struct {
 	// more.
 	deferredMu    sync.Mutex
 	deferredSince map[client.ObjectKey]time.Time
+
+	// runningTimeout, when positive, is how long a released job may run
+	// no pod before its unit backs off (queueunit.BackOff) for backoff.
+	runningTimeout, backoff time.Duration
 }
 
 // DefaultStatusDelay is how long a unit's pod counts may lag its job's.
@@ -104,6 +108,15 @@ func WithScope(s Scope) Option {
 // change at once.
 func WithStatusDelay(d time.Duration) Option {
 	return func(r *JobReconciler) { r.statusDelay = d }
+}
+
+// WithRunningTimeout suspends a released job that runs no pod within
+// timeout (0: never) and queues it again after backoff: its unit backs off
+// in phase TimeoutBackoff meanwhile, its quota given back once its pods are
+// gone. A unit found in TimeoutBackoff (Koord-Queue's) is queued again
+// after backoff whatever the timeout.
+func WithRunningTimeout(timeout, backoff time.Duration) Option {
+	return func(r *JobReconciler) { r.runningTimeout, r.backoff = timeout, backoff }
 }
 
 // WithClock sets the clock status times are read from.
@@ -387,10 +400,16 @@ func (r *JobReconciler) follow(ctx context.Context, job GenericJob, unit *schedu
 			return 0, client.IgnoreNotFound(err)
 		}
 	}
-	phase := unit.EffectivePhase()
-	if js.Finished || queueunit.Finished(phase) {
+	if js.Finished || queueunit.Finished(unit.EffectivePhase()) {
 		r.forgetDeferred(client.ObjectKeyFromObject(unit))
 		return 0, nil
+	}
+	timer, err := r.timeOut(ctx, job.Object(), unit, followed, now)
+	if err != nil {
+		return 0, client.IgnoreNotFound(err)
+	}
+	if wait == 0 || timer > 0 && timer < wait {
+		wait = timer
 	}
 
 	sets, setsErr := job.PodSets()
@@ -398,13 +417,57 @@ func (r *JobReconciler) follow(ctx context.Context, job GenericJob, unit *schedu
 	if setsErr == nil {
 		unitSets, setsErr = unitPodSets(sets)
 	}
-	switch {
+	switch phase := unit.EffectivePhase(); {
 	case queueunit.Waiting(phase):
 		return wait, r.hold(ctx, job, unit, sets, unitSets, setsErr)
 	case queueunit.Admitted(phase):
 		return wait, r.release(ctx, job, unit, sets, unitSets, setsErr)
 	}
 	return wait, nil
+}
+
+// timeOut sends the unit of a job released for longer than the running
+// timeout without running a pod (followed: the unit as the job says it is
+// now, its pod counts perhaps not written yet) to TimeoutBackoff, and
+// queues a unit whose backoff ended again (queueunit.BackOff, EndBackoff).
+// A unit backing off is Waiting, so the same pass suspends its job (hold).
+// It returns when the next of these is due, 0 if none is.
+func (r *JobReconciler) timeOut(ctx context.Context, obj client.Object, unit, followed *schedulingv1alpha1.QueueUnit, now metav1.Time) (time.Duration, error) {
+	if deadline, ok := queueunit.RunningDeadline(followed, r.runningTimeout); ok {
+		if now.Time.Before(deadline) {
+			return deadline.Sub(now.Time), nil
+		}
+		backedOff := false
+		if err := r.patchUnit(ctx, unit, true, func(u *schedulingv1alpha1.QueueUnit) bool {
+			backedOff = queueunit.BackOff(u, r.runningTimeout, r.backoff, now)
+			return backedOff
+		}); err != nil {
+			return 0, err
+		}
+		if backedOff {
+			ctrl.LoggerFrom(ctx).V(2).Info("No pod ran within the running timeout; backing off", "queueUnit", klog.KObj(unit), "runningTimeout", r.runningTimeout, "backoff", r.backoff)
+			r.recorder.Event(unit, corev1.EventTypeWarning, schedulingv1alpha1.EvictedByBackoffTimeout, unit.Status.Message)
+		}
+	}
+	end, ok := queueunit.BackoffEnd(unit, r.backoff)
+	if !ok {
+		return 0, nil
+	}
+	if now.Time.Before(end) {
+		return end.Sub(now.Time), nil
+	}
+	requeued := false
+	if err := r.patchUnit(ctx, unit, true, func(u *schedulingv1alpha1.QueueUnit) bool {
+		requeued = queueunit.EndBackoff(u, r.backoff, now)
+		return requeued
+	}); err != nil {
+		return 0, err
+	}
+	if requeued {
+		ctrl.LoggerFrom(ctx).V(2).Info("Backoff ended; queued again", "queueUnit", klog.KObj(unit))
+		r.recorder.Event(obj, corev1.EventTypeNormal, ReasonRequeued, "The backoff after the running timeout ended: QueueUnit "+unit.Name+" is queued again")
+	}
+	return 0, nil
 }
 
 // hold keeps the job of a waiting unit suspended with its templates as they
@@ -496,7 +559,11 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 	partial := queueunit.PartialCounts(unit)
 	scaler, scales := job.(JobWithPartialAdmission)
 	cannotShrink := partial != nil && !scales
-	if cannotShrink || setsErr == nil && (grew(unit.Spec.PodSets, unitSets) || outgrew(unit, unitSets, partial)) {
+	held := unitSets
+	if apimeta.IsStatusConditionTrue(unit.Status.Conditions, schedulingv1alpha1.QueueUnitAdopted) {
+		held = withoutSetsKoordQueueLeftOut(job, unit, unitSets) // admitted by Koord-Queue without them
+	}
+	if cannotShrink || setsErr == nil && (grew(unit.Spec.PodSets, held) || outgrew(unit, held, partial)) {
 		// Suspend, restore the counts and the templates (steps of their
 		// own, see restore), then let the unit go; the next pass queues the
 		// job afresh.

@@ -186,17 +186,21 @@ func TestAdoptKoordQueueUnits(t *testing.T) {
 					}
 					got := look(t, c, integ, job, unit, recorder)
 					// Koord-Queue's names become the job's (a batch
-					// Job's one set is "main"), but on a unit that
-					// waits for koord-queue holding nothing (TimeoutBackoff): it is
-					// resized once Enqueued.
+					// Job's one set is "main").
 					wantSets := []string{}
 					for _, ps := range unit.Spec.PodSets {
-						if integ.Name == "job" && (phase != schedulingv1alpha1.TimeoutBackoff || withAdmissions) {
+						if integ.Name == "job" {
 							ps.Name = schedulingv1alpha1.DefaultPodSetName
 						}
 						wantSets = append(wantSets, ps.Name)
 					}
-					want := adopted{Controller: true, Suspended: !runs, Phase: phase, PodSets: wantSets, AdoptedCond: metav1.ConditionTrue}
+					// A unit backing off (TimeoutBackoff) whose backoff
+					// ended (the default backoff is 0) is queued again.
+					wantPhase := phase
+					if phase == schedulingv1alpha1.TimeoutBackoff {
+						wantPhase = schedulingv1alpha1.Enqueued
+					}
+					want := adopted{Controller: true, Suspended: !runs, Phase: wantPhase, PodSets: wantSets, AdoptedCond: metav1.ConditionTrue}
 					if withAdmissions && queueHolds(phase) || phase == schedulingv1alpha1.Reserved && withAdmissions {
 						want.Admissions = wantSets
 					}
@@ -420,4 +424,115 @@ func firstWarning(r *record.FakeRecorder) string {
 		}
 	}
 	return ""
+}
+
+// TestAdoptKoordQueueUnitsNamedWithoutSuffix: Koord-Queue's extensions run
+// with the environment variable PAI_ENV set name every unit after its job
+// with no suffix (QueueUnitSuffix returns "" for TFJob, PyTorchJob, MPIJob,
+// RayJob, RayCluster and SparkApplication alike). With
+// WithoutUnitSuffixes, such a unit, Enqueued or holding quota, is adopted by
+// its job and no second unit is made.
+func TestAdoptKoordQueueUnitsNamedWithoutSuffix(t *testing.T) {
+	s := scheme(t)
+	for _, integ := range WithoutUnitSuffixes(All()) {
+		for _, phase := range []schedulingv1alpha1.QueueUnitPhase{schedulingv1alpha1.Enqueued, schedulingv1alpha1.Running} {
+			t.Run(integ.Name+"/"+string(phase), func(t *testing.T) {
+				ctx := context.Background()
+				runs := phase == schedulingv1alpha1.Running
+				job := setSuspended(integ, v18Job(integ), !runs)
+				unit := v18Unit(t, integ, job, phase, runs)
+				unit.Name = job.GetName() // as Koord-Queue with PAI_ENV names it
+				c, recorder := adoptOnce(t, s, integ, job, unit)
+				got := look(t, c, integ, job, unit, recorder)
+				if !got.Controller || got.Suspended == runs || got.Phase != phase || got.NameTakenSeen {
+					t.Errorf("after adoption: %+v; want the job's controller reference, the job suspended %v, phase %s", got, !runs, phase)
+				}
+				var units schedulingv1alpha1.QueueUnitList
+				if err := c.List(ctx, &units); err != nil {
+					t.Fatal(err)
+				}
+				if len(units.Items) != 1 {
+					names := []string{}
+					for _, u := range units.Items {
+						names = append(names, u.Name)
+					}
+					t.Errorf("units %v; want only the adopted %s", names, unit.Name)
+				}
+			})
+		}
+	}
+}
+
+// TestAdoptKoordQueueUnitsInTheirOwnPodSets: units holding quota in the
+// pod sets Koord-Queue's extensions give them (pkg/jobext/handles): a
+// RayJob's and a RayCluster's "head" and one per worker group named after
+// it in lower case, with no set for a RayJob's submitter; an Argo
+// Workflow's one set "default"; a SparkApplication's "driver" and
+// "executor". Each is adopted and its running job runs on.
+func TestAdoptKoordQueueUnitsInTheirOwnPodSets(t *testing.T) {
+	s := scheme(t)
+	koordQueueSets := map[string][]string{
+		"rayjob":           {"head", "workers"},
+		"raycluster":       {"head", "workers"},
+		"workflow":         {"default"},
+		"sparkapplication": {"driver", "executor"},
+	}
+	for _, integ := range All() {
+		names, ok := koordQueueSets[integ.Name]
+		if !ok {
+			continue
+		}
+		t.Run(integ.Name, func(t *testing.T) {
+			job := setSuspended(integ, v18Job(integ), false)
+			unit := v18Unit(t, integ, job, schedulingv1alpha1.Running, true)
+			// Koord-Queue's sets: the job's own, by Koord-Queue's names, in
+			// its order, those it does not make left out.
+			byName := map[string]schedulingv1alpha1.PodSet{}
+			for _, ps := range unit.Spec.PodSets {
+				byName[ps.Name] = ps
+			}
+			var sets []schedulingv1alpha1.PodSet
+			var admissions []schedulingv1alpha1.Admission
+			for _, name := range names {
+				ps, ok := byName[name]
+				if !ok {
+					ps = unit.Spec.PodSets[0] // the Workflow's one made-up set
+				}
+				ps.Name = name
+				sets = append(sets, ps)
+				admissions = append(admissions, schedulingv1alpha1.Admission{Name: name, Replicas: int64(ps.Count),
+					Resources: resources.PodSetsRequests([]schedulingv1alpha1.PodSet{ps})})
+			}
+			unit.Spec.PodSets, unit.Status.Admissions = sets, admissions
+			unit.Spec.Resource = resources.PodSetsRequests(sets)
+			unit.Spec.Request = unit.Spec.Resource.DeepCopy()
+			c, recorder := adoptOnce(t, s, integ, job, unit)
+			got := look(t, c, integ, job, unit, recorder)
+			if !got.Controller || got.Suspended || got.Phase != schedulingv1alpha1.Running || got.AdoptedCond != metav1.ConditionTrue {
+				var events []string
+				for len(recorder.Events) > 0 {
+					events = append(events, <-recorder.Events)
+				}
+				t.Errorf("after adoption: %+v, events %v; want adopted, the job running", got, events)
+			}
+		})
+	}
+}
+
+// adoptOnce runs two passes of integ's reconciler over job and its unit,
+// Koord-Queue's, in a fake client of scheme s, and returns the client and
+// the events recorded.
+func adoptOnce(t *testing.T, s *runtime.Scheme, integ framework.Integration, job client.Object, unit *schedulingv1alpha1.QueueUnit) (client.Client, *record.FakeRecorder) {
+	t.Helper()
+	c := frameworktest.ClientBuilder(t, s).WithObjects(job, unit).
+		WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, job).Build()
+	recorder := record.NewFakeRecorder(100)
+	r := framework.NewJobReconciler(c, c, recorder, integ, framework.WithStatusDelay(0))
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(job)}
+	for range 2 {
+		if _, err := r.Reconcile(context.Background(), req); err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+	}
+	return c, recorder
 }

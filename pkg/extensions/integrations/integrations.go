@@ -104,3 +104,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, integs []framework.Integration
 	}
 	return nil
 }
+
+// WithoutUnitSuffixes is integs with every unit named after its job alone
+// (no UnitSuffix), as Koord-Queue's extensions name them when run with the
+// environment variable PAI_ENV set, so that those units are adopted.
+func WithoutUnitSuffixes(integs []framework.Integration) []framework.Integration {
+	out := slices.Clone(integs)
+	for i := range out {
+		out[i].UnitSuffix = ""
+	}
+	return out
+}

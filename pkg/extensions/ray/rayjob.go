@@ -97,6 +97,10 @@ func (j *RayJob) PodSets() ([]framework.PodSet, error) {
 	return sets, nil
 }
 
+// PodSetsKoordQueueLeftOut: Koord-Queue's units of RayJobs have no pod set
+// for the submitter.
+func (j *RayJob) PodSetsKoordQueueLeftOut() []string { return []string{SubmitterPodSet} }
+
 // submits reports whether KubeRay runs a submitter pod for the job.
 func (j *RayJob) submits() bool {
 	return j.Spec.SubmissionMode == "" || j.Spec.SubmissionMode == rayv1.K8sJobMode

@@ -49,6 +49,8 @@ func TestKoordQueueV18Values(t *testing.T) {
 		wantError string
 		// wantArgs are in both Deployments' args.
 		wantArgs []string
+		// wantControllersArgs are in koord-queue-controllers' args.
+		wantControllersArgs []string
 		// wantTolerations are both Deployments' tolerations.
 		wantTolerations []any
 	}{
@@ -63,12 +65,20 @@ func TestKoordQueueV18Values(t *testing.T) {
 			},
 			wantTolerations: []any{toleration},
 		},
-		"oversellrate 1 is what koord-queue does":   {values: map[string]any{"oversellrate": 1}},
-		"oversellrate above 1 is refused":           {values: map[string]any{"oversellrate": 1.5}, wantError: "oversellrate: 1.5 is not supported"},
-		"jobRunningTimeout is refused":              {values: map[string]any{"jobRunningTimeout": "10m"}, wantError: "jobRunningTimeout is not supported"},
-		"jobBackoffTime is refused":                 {values: map[string]any{"jobBackoffTime": "5m"}, wantError: "jobBackoffTime is not supported"},
-		"installation.namespace koord-queue":        {values: map[string]any{"installation": map[string]any{"namespace": "koord-queue"}}},
-		"another installation.namespace is refused": {values: map[string]any{"installation": map[string]any{"namespace": "queues"}}, wantError: `installation.namespace: "queues" differs from queueNamespace "koord-queue"`},
+		"oversellrate 1 is what koord-queue does": {values: map[string]any{"oversellrate": 1}},
+		"oversellrate above 1 is refused":         {values: map[string]any{"oversellrate": 1.5}, wantError: "oversellrate: 1.5 is not supported"},
+		"jobRunningTimeout and jobBackoffTime go to koord-queue-controllers": {
+			values:              map[string]any{"jobRunningTimeout": "10m", "jobBackoffTime": "1m30s"},
+			wantControllersArgs: []string{"--job-running-timeout=10m", "--job-backoff-time=1m30s"},
+		},
+		"Koord-Queue's defaults, off": {
+			values:              map[string]any{"jobRunningTimeout": "0", "jobBackoffTime": "0"},
+			wantControllersArgs: []string{"--job-running-timeout=0", "--job-backoff-time=0"},
+		},
+		"a jobRunningTimeout without a unit is refused": {values: map[string]any{"jobRunningTimeout": "600"}, wantError: "jobRunningTimeout"},
+		"a negative jobBackoffTime is refused":          {values: map[string]any{"jobBackoffTime": "-5m"}, wantError: "jobBackoffTime"},
+		"installation.namespace koord-queue":            {values: map[string]any{"installation": map[string]any{"namespace": "koord-queue"}}},
+		"another installation.namespace is refused":     {values: map[string]any{"installation": map[string]any{"namespace": "queues"}}, wantError: `installation.namespace: "queues" differs from queueNamespace "koord-queue"`},
 		"installation.namespace equal to queueNamespace": {
 			values: map[string]any{"queueNamespace": "queues", "installation": map[string]any{"namespace": "queues"}},
 		},
@@ -104,6 +114,13 @@ func TestKoordQueueV18Values(t *testing.T) {
 			}
 			if err != nil {
 				t.Fatal(err)
+			}
+			if args := containerArgs(t, objs, "koord-queue-controllers"); len(tc.wantControllersArgs) > 0 {
+				for _, want := range tc.wantControllersArgs {
+					if !slices.Contains(args, want) {
+						t.Errorf("koord-queue-controllers' args %v: want %s", args, want)
+					}
+				}
 			}
 			for _, d := range []string{"koord-queue", "koord-queue-controllers"} {
 				args := containerArgs(t, objs, d)
