@@ -112,12 +112,8 @@ type Scheduler struct {
 	engine *quota.Engine
 	queues map[string]*queueState
 	units  map[string]*unitState
-	// orphans are units whose queue does not exist, by queue name.
-	orphans map[string]map[string]struct{}
-	// admittedOrphans are admitted units whose queue does not exist (yet:
-	// after a restart informers deliver units before their Queue), by queue
-	// name; the queue counts and gates on them when it comes.
-	admittedOrphans map[string]map[string]struct{}
+	// orphans are the units whose queue does not exist (orphans.go).
+	orphans orphans
 	// dirty queues are reconsidered by the next cycle.
 	dirty map[string]struct{}
 	// wakeAt: queues parked because of a limit of this quota.
@@ -182,8 +178,7 @@ func New() *Scheduler {
 		engine:           quota.NewEngine(),
 		queues:           map[string]*queueState{},
 		units:            map[string]*unitState{},
-		orphans:          map[string]map[string]struct{}{},
-		admittedOrphans:  map[string]map[string]struct{}{},
+		orphans:          newOrphans(),
 		dirty:            map[string]struct{}{},
 		wakeAt:           map[string]map[string]struct{}{},
 		reclaimWaiters:   map[string]struct{}{},
@@ -259,18 +254,16 @@ func (s *Scheduler) UpsertQueue(spec QueueSpec) {
 		qs = &queueState{q: policy.NewQueue(spec.Config), quota: quotaName, notRunning: map[string]struct{}{}}
 		qs.spec = spec
 		s.queues[spec.Name] = qs
-		keys := sortedKeys(s.orphans[spec.Name])
-		delete(s.orphans, spec.Name)
-		for _, k := range keys {
+		waiting, admitted := s.orphans.claim(spec.Name)
+		for _, k := range waiting {
 			s.enqueue(s.units[k])
 		}
-		for k := range s.admittedOrphans[spec.Name] {
+		for k := range admitted {
 			qs.admitted++
 			if !s.units[k].u.Running {
 				qs.notRunning[k] = struct{}{}
 			}
 		}
-		delete(s.admittedOrphans, spec.Name)
 		s.wake(spec.Name)
 		return
 	}
@@ -301,12 +294,12 @@ func (s *Scheduler) DeleteQueue(name string) {
 	}
 	for _, it := range qs.q.Items(0) {
 		s.dequeue(s.units[it.Key])
-		s.orphan(s.units[it.Key])
+		s.orphans.wait(s.units[it.Key])
 	}
 	if qs.admitted > 0 {
 		for _, us := range s.units {
 			if us.admitted && us.u.Queue == name {
-				s.adoptLater(us)
+				s.orphans.adoptLater(us)
 			}
 		}
 	}
@@ -372,14 +365,14 @@ func (s *Scheduler) upsertUnit(u Unit) error {
 		// Admitted elsewhere (for example restored before its queue
 		// existed): count it.
 		s.dequeue(us)
-		s.orphanDrop(us)
+		s.orphans.stopWaiting(us)
 		us.u, us.req, us.need, us.sets = u, req, need, sets
 		return s.restoreAdmitted(us)
 	default:
 		if old.Queue != u.Queue || old.Priority != u.Priority || !old.EnqueueTime.Equal(u.EnqueueTime) ||
 			!equalVec(us.req, req) || !equalVec(us.need, need) {
 			s.dequeue(us)
-			s.orphanDrop(us)
+			s.orphans.stopWaiting(us)
 			us.u, us.req, us.need, us.sets = u, req, need, sets
 			s.enqueue(us)
 		} else {
@@ -400,7 +393,7 @@ func (s *Scheduler) DeleteUnit(key string) {
 		s.release(us)
 	} else {
 		s.dequeue(us)
-		s.orphanDrop(us)
+		s.orphans.stopWaiting(us)
 	}
 	s.endPreemption(us)
 	delete(s.nominated, key)
@@ -601,7 +594,7 @@ func (s *Scheduler) Position(key string) int {
 func (s *Scheduler) QueueCounts(queue string) (pending, admitted int) {
 	qs, ok := s.queues[queue]
 	if !ok {
-		return len(s.orphans[queue]), len(s.admittedOrphans[queue])
+		return s.orphans.counts(queue)
 	}
 	return qs.q.Len(), qs.admitted
 }
@@ -648,7 +641,7 @@ func (s *Scheduler) restoreAdmitted(us *unitState) error {
 			qs.notRunning[us.u.Key] = struct{}{}
 		}
 	} else {
-		s.adoptLater(us)
+		s.orphans.adoptLater(us)
 	}
 	s.wakeReclaimWaiters(us.quota)
 	return nil
@@ -699,7 +692,7 @@ func (s *Scheduler) release(us *unitState) {
 		delete(qs.notRunning, us.u.Key)
 		s.wake(us.u.Queue)
 	} else {
-		dropKey(s.admittedOrphans, us.u.Queue, us.u.Key)
+		s.orphans.released(us)
 	}
 	if us.evicting {
 		if p, ok := s.units[us.evictedFor]; ok && p.victims != nil {
@@ -764,7 +757,7 @@ func (s *Scheduler) enqueue(us *unitState) {
 	us.reason, us.reported, us.quotaWait = "", "", false
 	qs, ok := s.queues[us.u.Queue]
 	if !ok {
-		s.orphan(us)
+		s.orphans.wait(us)
 		return
 	}
 	us.quota = qs.quota
@@ -793,14 +786,6 @@ func (s *Scheduler) dequeue(us *unitState) {
 	}
 	s.engine.RemovePending(us.quota, us.req)
 }
-
-// adoptLater records an admitted unit whose queue does not exist, for the
-// queue to count when it comes.
-func (s *Scheduler) adoptLater(us *unitState) { addKey(s.admittedOrphans, us.u.Queue, us.u.Key) }
-
-func (s *Scheduler) orphan(us *unitState) { addKey(s.orphans, us.u.Queue, us.u.Key) }
-
-func (s *Scheduler) orphanDrop(us *unitState) { dropKey(s.orphans, us.u.Queue, us.u.Key) }
 
 // addKey adds key to the set of group in sets.
 func addKey(sets map[string]map[string]struct{}, group, key string) {
