@@ -85,7 +85,7 @@ func (s *Scheduler) CycleLimited(now time.Time, limit int) Result {
 	s.lineBuf = (*line)[:0]
 	s.line = nil
 	res.NextWakeup = s.nextWakeup()
-	res.More = len(s.dirty) > 0 || len(s.activeGroups) > 0
+	res.More = len(s.dirty) > 0 || s.parked.woken()
 	return res
 }
 
@@ -171,7 +171,7 @@ func (s *Scheduler) tryHead(qs *queueState, now time.Time, res *Result) bool {
 	if b, ok := s.settleable(qs, off.Head.Key, preempting); ok {
 		s.settle(qs, b, now)
 	} else {
-		s.park(qs, s.binding)
+		s.parked.park(qs, s.binding)
 	}
 	if p, ok := qs.q.NextPromotion(now); ok {
 		qs.nextPromo = p

@@ -78,7 +78,6 @@ type queueState struct {
 	// wait-for-pods-running.
 	notRunning map[string]struct{}
 	admitted   int
-	parkedAt   []string
 	nextPromo  time.Time
 	// patient is the unit of the queue that holds a reservation while it
 	// waits to preempt (patience.go), or nil.
@@ -88,12 +87,8 @@ type queueState struct {
 	headPrio  int32
 	headSince int64
 	entry     lineEntry // its entry in the line, kept to spare an allocation
-	// settledIn is the group the queue is settled in (line.go), with its
-	// key there, the quota it was charged to and the cycle it parked in.
-	settledIn    *settledGroup
-	key          lineKey
-	settledQuota string
-	parkCycle    int
+	// parkedState is where it is parked (parked.go).
+	parkedState
 	// scheduled and unschedulable count the queue's turns that admitted a
 	// unit and those that ended without (Attempts).
 	scheduled, unschedulable uint64
@@ -116,8 +111,6 @@ type Scheduler struct {
 	orphans orphans
 	// dirty queues are reconsidered by the next cycle.
 	dirty map[string]struct{}
-	// wakeAt: queues parked because of a limit of this quota.
-	wakeAt map[string]map[string]struct{}
 	// reclaimWaiters: queues whose head is owed its min but found no
 	// victims; new borrowing elsewhere may give it some.
 	reclaimWaiters map[string]struct{}
@@ -143,22 +136,12 @@ type Scheduler struct {
 	patient    map[*queueState]struct{}
 	patientBuf []*queueState
 
-	// settledAt: settled groups by the quota that holds them back, then by
-	// that quota's ChainState; settledBy: settled queues by their own quota;
-	// activeGroups: groups woken for the next cycle; keyedGen: the runtime
-	// generation members' keys were computed in (-1: mixed).
-	settledAt    map[string]map[string]*settledGroup
-	settledBy    map[string]map[*queueState]struct{}
-	activeGroups map[*settledGroup]struct{}
-	settledCount int
-	keyedGen     int
-	// noSettle turns settling off (tests compare both ways).
-	noSettle bool
+	// parked: the queues that wait for an event, and what wakes them
+	// (parked.go).
+	parked parkedQueues
 	// line is the running cycle's line, nil between cycles.
-	line       *queueLine
-	lineBuf    queueLine
-	stateBuf   []byte
-	changedBuf []string
+	line    *queueLine
+	lineBuf queueLine
 
 	free    quota.Vector
 	binding []string
@@ -180,7 +163,6 @@ func New() *Scheduler {
 		units:            map[string]*unitState{},
 		orphans:          newOrphans(),
 		dirty:            map[string]struct{}{},
-		wakeAt:           map[string]map[string]struct{}{},
 		reclaimWaiters:   map[string]struct{}{},
 		nominated:        map[string]struct{}{},
 		preempting:       map[string]map[string]struct{}{},
@@ -188,9 +170,7 @@ func New() *Scheduler {
 		protectedUntil:   map[string]time.Time{},
 		patient:          map[*queueState]struct{}{},
 		timed:            map[string]struct{}{},
-		settledAt:        map[string]map[string]*settledGroup{},
-		settledBy:        map[string]map[*queueState]struct{}{},
-		activeGroups:     map[*settledGroup]struct{}{},
+		parked:           newParkedQueues(),
 	}
 }
 
@@ -303,7 +283,7 @@ func (s *Scheduler) DeleteQueue(name string) {
 			}
 		}
 	}
-	s.unpark(qs, name)
+	s.parked.unpark(qs, s.line)
 	delete(s.patient, qs)
 	delete(s.queues, name)
 	delete(s.timed, name)
@@ -746,10 +726,7 @@ func at(v quota.Vector, i int) int64 {
 // released wakes queues held back by a limit of the quota or an ancestor.
 func (s *Scheduler) released(quotaName string) {
 	s.engine.Ancestors(quotaName, func(name string) {
-		for q := range s.wakeAt[name] {
-			s.wake(q)
-		}
-		s.wakeSettled(name)
+		s.parked.released(name, s.line, s.wake)
 	})
 }
 
@@ -818,7 +795,7 @@ func (s *Scheduler) wake(queue string) {
 	if !ok {
 		return
 	}
-	s.unpark(qs, queue)
+	s.parked.unpark(qs, s.line)
 	s.dirty[queue] = struct{}{}
 }
 
@@ -838,31 +815,6 @@ func (s *Scheduler) wakeReclaimWaiters(quotaName string) {
 		s.wake(q)
 	}
 	clear(s.reclaimWaiters)
-}
-
-func (s *Scheduler) park(qs *queueState, binding []string) {
-	for _, b := range binding {
-		if b == "" || contains(qs.parkedAt, b) {
-			continue
-		}
-		set, ok := s.wakeAt[b]
-		if !ok {
-			set = map[string]struct{}{}
-			s.wakeAt[b] = set
-		}
-		set[qs.spec.Name] = struct{}{}
-		qs.parkedAt = append(qs.parkedAt, b)
-	}
-}
-
-func (s *Scheduler) unpark(qs *queueState, name string) {
-	s.unsettle(qs)
-	for _, b := range qs.parkedAt {
-		// Empty sets are kept: a busy quota's set would otherwise be
-		// rebuilt (and regrown) on every release.
-		delete(s.wakeAt[b], name)
-	}
-	qs.parkedAt = qs.parkedAt[:0]
 }
 
 func contains(list []string, s string) bool {
