@@ -11,7 +11,7 @@ import (
 // that break the engine's bookkeeping on purpose.
 func ReservationKey(unit string) string { return reservationKey(unit) }
 
-// NoSettle makes s give every woken queue its turn (line.go), the reference
+// NoSettle makes s give every woken queue its turn (parked.go), the reference
 // the settled queues are checked against.
 func NoSettle(s *Scheduler) { s.parked.noSettle = true }
 

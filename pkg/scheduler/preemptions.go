@@ -394,6 +394,32 @@ func (s *Scheduler) victimLeft(us *unitState) {
 	us.evicting, us.evictedFor = false, ""
 }
 
+// growReservation adds what a departed victim held to its preemptor's
+// reservation (up to the preemptor's request, and up to what the
+// preemptor's quota may still take: a victim elsewhere frees capacity its
+// quota's max, or an ancestor's, may not allow), so other queues cannot take
+// it while the preemptor's other victims are still leaving.
+//
+// p is reserved, so the engine holds its reservation. If it does not, that
+// is reported with the next Result (the caller, a victim leaving, has no
+// error to return) and p holds none from then on.
+func (s *Scheduler) growReservation(p *unitState, freed quota.Vector) {
+	key := reservationKey(p.u.Key)
+	c, _ := s.engine.Charged(key) // held, or Resize says it is not
+	free, _, err := s.engine.Headroom(p.quota, nil, nil)
+	if err != nil {
+		return // the quota turned invalid: the reservation stays as it is
+	}
+	hold := make(quota.Vector, len(p.req))
+	for i, r := range p.req {
+		hold[i] = min(r, at(c.Request, i)+max(min(at(freed, i), at(free, i)), 0))
+	}
+	if err := s.engine.Resize(key, hold); err != nil {
+		p.reserved = false
+		s.errs = append(s.errs, UnitError{Unit: p.u.Key, Queue: p.u.Queue, Err: bookkeeping(err)})
+	}
+}
+
 // reserve holds, for a preemptor, the part of its request that is free now
 // (s.free is its quota's headroom), so that no other unit takes it while the
 // victims leave: when they are gone, the preemptor fits. A refused charge
@@ -461,32 +487,6 @@ func (s *Scheduler) admitNominated(now time.Time, res *Result) {
 		if err := s.admit(qs, key, now, res); err != nil {
 			s.admitRefused(qs, key, err, res)
 		}
-	}
-}
-
-// growReservation adds what a departed victim held to its preemptor's
-// reservation (up to the preemptor's request, and up to what the
-// preemptor's quota may still take: a victim elsewhere frees capacity its
-// quota's max, or an ancestor's, may not allow), so other queues cannot take
-// it while the preemptor's other victims are still leaving.
-//
-// p is reserved, so the engine holds its reservation. If it does not, that
-// is reported with the next Result (the caller, a victim leaving, has no
-// error to return) and p holds none from then on.
-func (s *Scheduler) growReservation(p *unitState, freed quota.Vector) {
-	key := reservationKey(p.u.Key)
-	c, _ := s.engine.Charged(key) // held, or Resize says it is not
-	free, _, err := s.engine.Headroom(p.quota, nil, nil)
-	if err != nil {
-		return // the quota turned invalid: the reservation stays as it is
-	}
-	hold := make(quota.Vector, len(p.req))
-	for i, r := range p.req {
-		hold[i] = min(r, at(c.Request, i)+max(min(at(freed, i), at(free, i)), 0))
-	}
-	if err := s.engine.Resize(key, hold); err != nil {
-		p.reserved = false
-		s.errs = append(s.errs, UnitError{Unit: p.u.Key, Queue: p.u.Queue, Err: bookkeeping(err)})
 	}
 }
 
