@@ -118,7 +118,7 @@ func BenchmarkAdmission1000Queues100Pending(b *testing.B) {
 // compete for a cluster that holds 5 units of each: every release wakes them
 // all, and the one furthest below its fair share takes the freed unit. A
 // decision must stay O(log queues): each of those queues would replay its
-// last turn unchanged (line.go).
+// last turn unchanged (parked.go).
 func BenchmarkContendedQueues(b *testing.B) {
 	for _, queues := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("queues=%d", queues), func(b *testing.B) {

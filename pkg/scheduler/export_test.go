@@ -11,9 +11,9 @@ import (
 // that break the engine's bookkeeping on purpose.
 func ReservationKey(unit string) string { return reservationKey(unit) }
 
-// NoSettle makes s give every woken queue its turn (line.go), the reference
+// NoSettle makes s give every woken queue its turn (parked.go), the reference
 // the settled queues are checked against.
-func NoSettle(s *Scheduler) { s.noSettle = true }
+func NoSettle(s *Scheduler) { s.parked.noSettle = true }
 
 // StaleSettledHeads lists the settled queues whose key holds another head
 // than their policy serves first now (line.go: a head change must
@@ -21,7 +21,7 @@ func NoSettle(s *Scheduler) { s.noSettle = true }
 // since)".
 func StaleSettledHeads(s *Scheduler, now time.Time) []string {
 	var stale []string
-	for _, groups := range s.settledAt {
+	for _, groups := range s.parked.groups {
 		for _, g := range groups {
 			g.members.each(func(m *queueState) {
 				p, t, ok := m.q.HeadRank(now)
@@ -47,7 +47,7 @@ type PatientHead struct {
 // order feedPatient gives them what frees.
 func PatientHeads(s *Scheduler) []PatientHead {
 	var order []*queueState
-	for qs := range s.patient {
+	for qs := range s.preemptions.patient {
 		order = append(order, qs)
 	}
 	slices.SortFunc(order, fedFirst)

@@ -18,7 +18,7 @@ import (
 )
 
 // twins are two schedulers fed the same events: one settles queues
-// (line.go), the reference gives every woken queue its turn.
+// (parked.go), the reference gives every woken queue its turn.
 type twins struct {
 	t        *testing.T
 	seed     uint64

@@ -46,7 +46,7 @@ func (s *Scheduler) waitToPreempt(qs *queueState, us *unitState, kind Preemption
 		return false // the engine refused (a bug, reported): evict rather than wait without a hold
 	}
 	qs.patient = us
-	s.patient[qs] = struct{}{}
+	s.preemptions.addPatient(qs)
 	what := "preempts lower-priority units of quota " + qs.quota
 	if kind == Reclaim {
 		what = "reclaims the min of quota " + qs.quota + " from borrowers"
@@ -64,7 +64,7 @@ func (s *Scheduler) endPatience(us *unitState) {
 		return
 	}
 	qs.patient = nil
-	delete(s.patient, qs)
+	s.preemptions.dropPatient(qs)
 	s.unreserve(us)
 }
 
@@ -75,11 +75,12 @@ func (s *Scheduler) endPatience(us *unitState) {
 // reservation until then, so no other queue takes it first, and gives it
 // back at the start of that turn, whatever the turn then does).
 func (s *Scheduler) feedPatient(now time.Time, res *Result) {
-	if len(s.patient) == 0 {
+	p := &s.preemptions
+	if len(p.patient) == 0 {
 		return
 	}
-	order := s.patientBuf[:0]
-	for qs := range s.patient {
+	order := p.patientBuf[:0]
+	for qs := range p.patient {
 		order = append(order, qs)
 	}
 	slices.SortFunc(order, fedFirst)
@@ -95,7 +96,7 @@ func (s *Scheduler) feedPatient(now time.Time, res *Result) {
 		}
 		s.feed(qs, us, now, res)
 	}
-	s.patientBuf = order[:0]
+	p.patientBuf = order[:0]
 }
 
 // fedFirst orders queues with a patient head as feedPatient feeds them:
@@ -149,7 +150,7 @@ func (s *Scheduler) feed(qs *queueState, us *unitState, now time.Time, res *Resu
 		// Not covered after all (a limit that does not add up): hold again.
 		s.reserve(qs, us, now, res)
 		qs.patient = us
-		s.patient[qs] = struct{}{}
+		s.preemptions.addPatient(qs)
 		return
 	}
 	if !grows {
@@ -167,9 +168,9 @@ func (s *Scheduler) feed(qs *queueState, us *unitState, now time.Time, res *Resu
 }
 
 // patienceEnds is when the first patient head's delay ends, zero if none.
-func (s *Scheduler) patienceEnds() time.Time {
+func (p *preemptions) patienceEnds() time.Time {
 	var next time.Time
-	for qs := range s.patient {
+	for qs := range p.patient {
 		if end := qs.patient.patientUntil; next.IsZero() || end.Before(next) {
 			next = end
 		}

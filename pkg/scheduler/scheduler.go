@@ -43,21 +43,8 @@ type unitState struct {
 	quota string
 	// inQueue is true while the unit waits in an existing queue's order.
 	inQueue bool
-	// evicting: chosen as a victim of evictedFor; still holds quota.
-	evicting   bool
-	evictedFor string
-	// victims the unit preempted that still hold quota.
-	victims map[string]struct{}
-	// reserved: the unit holds a reservation while its victims leave.
-	reserved bool
-	// preemptReason is its wait reason while its victims leave.
-	preemptReason Text
-	// patientUntil, once set, is when the unit may evict (reclaim or
-	// in-queue): it first waits until then for quota to free (patience.go).
-	// Zero: it has not found victims yet in this wait.
-	patientUntil time.Time
-	// triedCycle is the last cycle this unit looked for victims.
-	triedCycle int
+	// preemptState is its side of preemption (preemptions.go).
+	preemptState
 	// reason is the latest reason it waits; reported the latest one sent
 	// out in a Wait.
 	reason, reported string
@@ -78,22 +65,17 @@ type queueState struct {
 	// wait-for-pods-running.
 	notRunning map[string]struct{}
 	admitted   int
-	parkedAt   []string
 	nextPromo  time.Time
 	// patient is the unit of the queue that holds a reservation while it
-	// waits to preempt (patience.go), or nil.
+	// waits to preempt (patience.go), or nil; kept by preemptions.
 	patient *unitState
 	// cycle scheduling: its share and its head's rank (line.go) as last taken
 	share     float64
 	headPrio  int32
 	headSince int64
 	entry     lineEntry // its entry in the line, kept to spare an allocation
-	// settledIn is the group the queue is settled in (line.go), with its
-	// key there, the quota it was charged to and the cycle it parked in.
-	settledIn    *settledGroup
-	key          lineKey
-	settledQuota string
-	parkCycle    int
+	// parkedState is where it is parked (parked.go).
+	parkedState
 	// scheduled and unschedulable count the queue's turns that admitted a
 	// unit and those that ended without (Attempts).
 	scheduled, unschedulable uint64
@@ -112,66 +94,27 @@ type Scheduler struct {
 	engine *quota.Engine
 	queues map[string]*queueState
 	units  map[string]*unitState
-	// orphans are units whose queue does not exist, by queue name.
-	orphans map[string]map[string]struct{}
-	// admittedOrphans are admitted units whose queue does not exist (yet:
-	// after a restart informers deliver units before their Queue), by queue
-	// name; the queue counts and gates on them when it comes.
-	admittedOrphans map[string]map[string]struct{}
+	// orphans are the units whose queue does not exist (orphans.go).
+	orphans orphans
 	// dirty queues are reconsidered by the next cycle.
 	dirty map[string]struct{}
-	// wakeAt: queues parked because of a limit of this quota.
-	wakeAt map[string]map[string]struct{}
-	// reclaimWaiters: queues whose head is owed its min but found no
-	// victims; new borrowing elsewhere may give it some.
-	reclaimWaiters map[string]struct{}
-	// nominated: preemptors whose victims are all gone.
-	nominated map[string]struct{}
-	// preempting: by quota, the units whose preemption is in flight (victims
-	// chosen, the unit not yet admitted).
-	preempting map[string]map[string]struct{}
-	// afterPreemptions: queues whose head found victims but would not fit
-	// beside the preemptions in flight; woken when one of them ends.
-	afterPreemptions map[string]struct{}
 	// timed: queues with starvation protection, the only ones with a
 	// time-based rule.
 	timed map[string]struct{}
 	cycle int
-	// reclaimProtect: units admitted more recently are not reclaimed.
-	reclaimProtect time.Duration
-	// protectedUntil: queues whose owed head found only protected victims,
-	// and when the first protection ends.
-	protectedUntil map[string]time.Time
-	// patient: queues whose head holds a reservation while it waits to
-	// preempt (queueState.patient); patientBuf orders them each cycle.
-	patient    map[*queueState]struct{}
-	patientBuf []*queueState
+	// preemptions: who may evict whom and when, and the room held
+	// meanwhile (preemptions.go).
+	preemptions preemptions
 
-	// settledAt: settled groups by the quota that holds them back, then by
-	// that quota's ChainState; settledBy: settled queues by their own quota;
-	// activeGroups: groups woken for the next cycle; keyedGen: the runtime
-	// generation members' keys were computed in (-1: mixed).
-	settledAt    map[string]map[string]*settledGroup
-	settledBy    map[string]map[*queueState]struct{}
-	activeGroups map[*settledGroup]struct{}
-	settledCount int
-	keyedGen     int
-	// noSettle turns settling off (tests compare both ways).
-	noSettle bool
+	// parked: the queues that wait for an event, and what wakes them
+	// (parked.go).
+	parked parkedQueues
 	// line is the running cycle's line, nil between cycles.
-	line       *queueLine
-	lineBuf    queueLine
-	stateBuf   []byte
-	changedBuf []string
+	line    *queueLine
+	lineBuf queueLine
 
 	free    quota.Vector
 	binding []string
-	// gone, coming and after are holdForPreemptors' buffers; heldFor is
-	// what it found.
-	gone    []string
-	coming  []quota.Charge
-	after   quota.Vector
-	heldFor string
 	// errs are bookkeeping errors met outside a cycle, for the next Result.
 	errs []UnitError
 }
@@ -179,23 +122,14 @@ type Scheduler struct {
 // New returns a Scheduler with an empty quota tree.
 func New() *Scheduler {
 	return &Scheduler{
-		engine:           quota.NewEngine(),
-		queues:           map[string]*queueState{},
-		units:            map[string]*unitState{},
-		orphans:          map[string]map[string]struct{}{},
-		admittedOrphans:  map[string]map[string]struct{}{},
-		dirty:            map[string]struct{}{},
-		wakeAt:           map[string]map[string]struct{}{},
-		reclaimWaiters:   map[string]struct{}{},
-		nominated:        map[string]struct{}{},
-		preempting:       map[string]map[string]struct{}{},
-		afterPreemptions: map[string]struct{}{},
-		protectedUntil:   map[string]time.Time{},
-		patient:          map[*queueState]struct{}{},
-		timed:            map[string]struct{}{},
-		settledAt:        map[string]map[string]*settledGroup{},
-		settledBy:        map[string]map[*queueState]struct{}{},
-		activeGroups:     map[*settledGroup]struct{}{},
+		engine:      quota.NewEngine(),
+		queues:      map[string]*queueState{},
+		units:       map[string]*unitState{},
+		orphans:     newOrphans(),
+		dirty:       map[string]struct{}{},
+		preemptions: newPreemptions(),
+		timed:       map[string]struct{}{},
+		parked:      newParkedQueues(),
 	}
 }
 
@@ -204,7 +138,7 @@ func New() *Scheduler {
 // defaultReclaimProtectTime); 0 turns it off. In-queue preemption is not
 // affected. A head that needs a protected unit waits, and is reconsidered
 // at the next event.
-func (s *Scheduler) SetReclaimProtection(d time.Duration) { s.reclaimProtect = d }
+func (s *Scheduler) SetReclaimProtection(d time.Duration) { s.preemptions.reclaimProtect = d }
 
 // Quotas is the quota engine, for queries (Runtime, Used, Errors, Explain).
 // Change quotas only through the Scheduler, so affected queues are woken,
@@ -259,18 +193,16 @@ func (s *Scheduler) UpsertQueue(spec QueueSpec) {
 		qs = &queueState{q: policy.NewQueue(spec.Config), quota: quotaName, notRunning: map[string]struct{}{}}
 		qs.spec = spec
 		s.queues[spec.Name] = qs
-		keys := sortedKeys(s.orphans[spec.Name])
-		delete(s.orphans, spec.Name)
-		for _, k := range keys {
+		waiting, admitted := s.orphans.claim(spec.Name)
+		for _, k := range waiting {
 			s.enqueue(s.units[k])
 		}
-		for k := range s.admittedOrphans[spec.Name] {
+		for k := range admitted {
 			qs.admitted++
 			if !s.units[k].u.Running {
 				qs.notRunning[k] = struct{}{}
 			}
 		}
-		delete(s.admittedOrphans, spec.Name)
 		s.wake(spec.Name)
 		return
 	}
@@ -301,22 +233,20 @@ func (s *Scheduler) DeleteQueue(name string) {
 	}
 	for _, it := range qs.q.Items(0) {
 		s.dequeue(s.units[it.Key])
-		s.orphan(s.units[it.Key])
+		s.orphans.wait(s.units[it.Key])
 	}
 	if qs.admitted > 0 {
 		for _, us := range s.units {
 			if us.admitted && us.u.Queue == name {
-				s.adoptLater(us)
+				s.orphans.adoptLater(us)
 			}
 		}
 	}
-	s.unpark(qs, name)
-	delete(s.patient, qs)
+	s.parked.unpark(qs, s.line)
+	s.preemptions.forgetQueue(qs, name)
 	delete(s.queues, name)
 	delete(s.timed, name)
 	delete(s.dirty, name)
-	delete(s.reclaimWaiters, name)
-	delete(s.afterPreemptions, name)
 }
 
 // UpsertUnit adds or updates a unit. Admitted false on a unit that held
@@ -372,14 +302,14 @@ func (s *Scheduler) upsertUnit(u Unit) error {
 		// Admitted elsewhere (for example restored before its queue
 		// existed): count it.
 		s.dequeue(us)
-		s.orphanDrop(us)
+		s.orphans.stopWaiting(us)
 		us.u, us.req, us.need, us.sets = u, req, need, sets
 		return s.restoreAdmitted(us)
 	default:
 		if old.Queue != u.Queue || old.Priority != u.Priority || !old.EnqueueTime.Equal(u.EnqueueTime) ||
 			!equalVec(us.req, req) || !equalVec(us.need, need) {
 			s.dequeue(us)
-			s.orphanDrop(us)
+			s.orphans.stopWaiting(us)
 			us.u, us.req, us.need, us.sets = u, req, need, sets
 			s.enqueue(us)
 		} else {
@@ -400,76 +330,11 @@ func (s *Scheduler) DeleteUnit(key string) {
 		s.release(us)
 	} else {
 		s.dequeue(us)
-		s.orphanDrop(us)
+		s.orphans.stopWaiting(us)
 	}
 	s.endPreemption(us)
-	delete(s.nominated, key)
+	s.preemptions.unnominate(key)
 	delete(s.units, key)
-}
-
-// endPreemption: the unit no longer waits for its victims (it was admitted
-// or deleted). The victims still leave, but their departure no longer
-// concerns it.
-func (s *Scheduler) endPreemption(us *unitState) {
-	if us.victims == nil {
-		return
-	}
-	for v := range us.victims {
-		if vs, ok := s.units[v]; ok && vs.evictedFor == us.u.Key {
-			vs.evictedFor = ""
-		}
-	}
-	us.victims = nil
-	s.unreserve(us)
-	for name := range s.afterPreemptions {
-		delete(s.afterPreemptions, name)
-		s.wake(name) // its head may now fit beside those left
-	}
-	for q := range s.preempting {
-		if _, ok := s.preempting[q][us.u.Key]; ok {
-			dropKey(s.preempting, q, us.u.Key)
-			s.wakeQueuesOf(q) // their heads may preempt now
-		}
-	}
-}
-
-// preemptionInFlight names a unit other than key whose preemption in quota
-// is in flight, or "". Entries no longer true (the unit moved or left) are
-// dropped on the way.
-func (s *Scheduler) preemptionInFlight(quotaName, key string) string {
-	set := s.preempting[quotaName]
-	if len(set) == 0 {
-		return "" // the common case, on every turn
-	}
-	// Usually one entry: no sorting (no allocation) on the hot path; the
-	// smallest key when there are more, so the answer does not depend on
-	// the map's order.
-	found := ""
-	for other := range set {
-		if other == key {
-			continue
-		}
-		if os, ok := s.units[other]; ok && os.victims != nil && !os.admitted && os.quota == quotaName {
-			if found == "" || other < found {
-				found = other
-			}
-			continue
-		}
-		delete(set, other) // deleting the current entry while ranging is safe
-	}
-	if len(set) == 0 {
-		delete(s.preempting, quotaName)
-	}
-	return found
-}
-
-// wakeQueuesOf wakes every queue charged to quota.
-func (s *Scheduler) wakeQueuesOf(quotaName string) {
-	for name, qs := range s.queues {
-		if qs.quota == quotaName {
-			s.wake(name)
-		}
-	}
 }
 
 // ForgetAdmission undoes an admission the controller could not write: the
@@ -601,7 +466,7 @@ func (s *Scheduler) Position(key string) int {
 func (s *Scheduler) QueueCounts(queue string) (pending, admitted int) {
 	qs, ok := s.queues[queue]
 	if !ok {
-		return len(s.orphans[queue]), len(s.admittedOrphans[queue])
+		return s.orphans.counts(queue)
 	}
 	return qs.q.Len(), qs.admitted
 }
@@ -648,7 +513,7 @@ func (s *Scheduler) restoreAdmitted(us *unitState) error {
 			qs.notRunning[us.u.Key] = struct{}{}
 		}
 	} else {
-		s.adoptLater(us)
+		s.orphans.adoptLater(us)
 	}
 	s.wakeReclaimWaiters(us.quota)
 	return nil
@@ -699,48 +564,12 @@ func (s *Scheduler) release(us *unitState) {
 		delete(qs.notRunning, us.u.Key)
 		s.wake(us.u.Queue)
 	} else {
-		dropKey(s.admittedOrphans, us.u.Queue, us.u.Key)
+		s.orphans.released(us)
 	}
 	if us.evicting {
-		if p, ok := s.units[us.evictedFor]; ok && p.victims != nil {
-			delete(p.victims, us.u.Key)
-			if len(p.victims) > 0 && p.reserved {
-				s.growReservation(p, us.req)
-			}
-			if len(p.victims) == 0 && !p.admitted {
-				s.nominated[p.u.Key] = struct{}{}
-				s.wake(p.u.Queue)
-			}
-		}
-		us.evicting, us.evictedFor = false, ""
+		s.victimLeft(us)
 	}
 	s.released(us.quota)
-}
-
-// growReservation adds what a departed victim held to its preemptor's
-// reservation (up to the preemptor's request, and up to what the
-// preemptor's quota may still take: a victim elsewhere frees capacity its
-// quota's max, or an ancestor's, may not allow), so other queues cannot take
-// it while the preemptor's other victims are still leaving.
-//
-// p is reserved, so the engine holds its reservation. If it does not, that
-// is reported with the next Result (the caller, a victim leaving, has no
-// error to return) and p holds none from then on.
-func (s *Scheduler) growReservation(p *unitState, freed quota.Vector) {
-	key := reservationKey(p.u.Key)
-	c, _ := s.engine.Charged(key) // held, or Resize says it is not
-	free, _, err := s.engine.Headroom(p.quota, nil, nil)
-	if err != nil {
-		return // the quota turned invalid: the reservation stays as it is
-	}
-	hold := make(quota.Vector, len(p.req))
-	for i, r := range p.req {
-		hold[i] = min(r, at(c.Request, i)+max(min(at(freed, i), at(free, i)), 0))
-	}
-	if err := s.engine.Resize(key, hold); err != nil {
-		p.reserved = false
-		s.errs = append(s.errs, UnitError{Unit: p.u.Key, Queue: p.u.Queue, Err: bookkeeping(err)})
-	}
 }
 
 func at(v quota.Vector, i int) int64 {
@@ -753,10 +582,7 @@ func at(v quota.Vector, i int) int64 {
 // released wakes queues held back by a limit of the quota or an ancestor.
 func (s *Scheduler) released(quotaName string) {
 	s.engine.Ancestors(quotaName, func(name string) {
-		for q := range s.wakeAt[name] {
-			s.wake(q)
-		}
-		s.wakeSettled(name)
+		s.parked.released(name, s.line, s.wake)
 	})
 }
 
@@ -764,7 +590,7 @@ func (s *Scheduler) enqueue(us *unitState) {
 	us.reason, us.reported, us.quotaWait = "", "", false
 	qs, ok := s.queues[us.u.Queue]
 	if !ok {
-		s.orphan(us)
+		s.orphans.wait(us)
 		return
 	}
 	us.quota = qs.quota
@@ -793,14 +619,6 @@ func (s *Scheduler) dequeue(us *unitState) {
 	}
 	s.engine.RemovePending(us.quota, us.req)
 }
-
-// adoptLater records an admitted unit whose queue does not exist, for the
-// queue to count when it comes.
-func (s *Scheduler) adoptLater(us *unitState) { addKey(s.admittedOrphans, us.u.Queue, us.u.Key) }
-
-func (s *Scheduler) orphan(us *unitState) { addKey(s.orphans, us.u.Queue, us.u.Key) }
-
-func (s *Scheduler) orphanDrop(us *unitState) { dropKey(s.orphans, us.u.Queue, us.u.Key) }
 
 // addKey adds key to the set of group in sets.
 func addKey(sets map[string]map[string]struct{}, group, key string) {
@@ -833,7 +651,7 @@ func (s *Scheduler) wake(queue string) {
 	if !ok {
 		return
 	}
-	s.unpark(qs, queue)
+	s.parked.unpark(qs, s.line)
 	s.dirty[queue] = struct{}{}
 }
 
@@ -841,43 +659,6 @@ func (s *Scheduler) wakeAll() {
 	for name := range s.queues {
 		s.wake(name)
 	}
-}
-
-// wakeReclaimWaiters: a quota started borrowing, so quotas owed their min
-// may now find victims.
-func (s *Scheduler) wakeReclaimWaiters(quotaName string) {
-	if len(s.reclaimWaiters) == 0 || !s.engine.Borrowing(quotaName) {
-		return
-	}
-	for q := range s.reclaimWaiters {
-		s.wake(q)
-	}
-	clear(s.reclaimWaiters)
-}
-
-func (s *Scheduler) park(qs *queueState, binding []string) {
-	for _, b := range binding {
-		if b == "" || contains(qs.parkedAt, b) {
-			continue
-		}
-		set, ok := s.wakeAt[b]
-		if !ok {
-			set = map[string]struct{}{}
-			s.wakeAt[b] = set
-		}
-		set[qs.spec.Name] = struct{}{}
-		qs.parkedAt = append(qs.parkedAt, b)
-	}
-}
-
-func (s *Scheduler) unpark(qs *queueState, name string) {
-	s.unsettle(qs)
-	for _, b := range qs.parkedAt {
-		// Empty sets are kept: a busy quota's set would otherwise be
-		// rebuilt (and regrown) on every release.
-		delete(s.wakeAt[b], name)
-	}
-	qs.parkedAt = qs.parkedAt[:0]
 }
 
 func contains(list []string, s string) bool {
