@@ -275,7 +275,6 @@ func (s *Scheduler) upsertUnit(u Unit) error {
 		// Never counted, so never charged as whatever it wraps around to.
 		return err // it becomes the unit's own message: no need to name it
 	}
-	u.Request = u.Request.DeepCopy()
 	u.PodSets = slices.Clone(u.PodSets)
 	u.Partial = maps.Clone(u.Partial)
 	req, need, sets := s.vectors(u)
