@@ -93,6 +93,13 @@ func (c *UnitCompactor) Compact(u *schedulingv1alpha1.QueueUnit) {
 	spec.Queue, spec.PriorityClassName = intern(spec.Queue), intern(spec.PriorityClassName)
 	for i := range spec.PodSets {
 		spec.PodSets[i].Name = intern(spec.PodSets[i].Name)
+		pod := &spec.PodSets[i].Template.Spec
+		for _, containers := range [][]corev1.Container{pod.Containers, pod.InitContainers} {
+			for j := range containers {
+				r := &containers[j].Resources
+				r.Requests, r.Limits = c.share(r.Requests), c.share(r.Limits)
+			}
+		}
 	}
 	st.Message = intern(st.Message)
 	for i := range st.Conditions {

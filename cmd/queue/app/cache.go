@@ -8,6 +8,7 @@ import (
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/admission"
+	"github.com/koord-queue/koord-queue/pkg/resources"
 )
 
 // CacheOptions is how the koord-queue binary's manager caches objects, for
@@ -33,8 +34,8 @@ func CacheOptions(queueNamespace string) cache.Options {
 // koord-queue reads. Of each pod set's template that is only what the pod's
 // request is made of (resources.PodRequests reads each container's and init
 // container's resources, an init container's restart policy, the pod's
-// resources and overhead), and nothing when the unit states its request and
-// cannot be admitted partially; the rest of the template (images, commands,
+// resources and overhead), which each admission records per pod set; the
+// rest of the template (images, commands,
 // environment, volumes, scheduling constraints, its metadata), the managed
 // fields and kubectl's last-applied copy of the object are dropped.
 // Everything else is kept as it is. Anything but a QueueUnit passes
@@ -51,20 +52,10 @@ func StripUnit(obj any) (any, error) {
 	}
 	u.ManagedFields = nil
 	delete(u.Annotations, corev1.LastAppliedConfigAnnotation)
-	// A unit that states its request (spec.resource or spec.request, as
-	// every extension's unit does) and cannot be admitted partially (no pod
-	// set has a minCount) is charged what it states: nothing reads its
-	// templates at all.
-	unread := len(u.Spec.Resource) > 0 || len(u.Spec.Request) > 0
-	for _, ps := range u.Spec.PodSets {
-		unread = unread && ps.MinCount == nil
-	}
+	// Kept even for a unit charged what it states: each admission records
+	// what its pod set holds (status.admissions[].resources).
 	for i := range u.Spec.PodSets {
-		if unread {
-			u.Spec.PodSets[i].Template = corev1.PodTemplateSpec{}
-		} else {
-			u.Spec.PodSets[i].Template = requestsOnly(&u.Spec.PodSets[i].Template.Spec)
-		}
+		u.Spec.PodSets[i].Template = requestsOnly(&u.Spec.PodSets[i].Template.Spec)
 	}
 	return u, nil
 }
@@ -83,8 +74,26 @@ func UnitTransform(compactor *admission.UnitCompactor) toolscache.TransformFunc 
 }
 
 // requestsOnly is a template that asks for what spec asks for, and says
-// nothing else.
+// nothing else: one container asking for the pod's request (without its
+// overhead, which is kept beside it). A template with a negative amount
+// keeps every container's resources, so that the unit is still refused for
+// it (queueunit.CheckAmounts): summed, a negative amount could hide in a
+// total that is not.
 func requestsOnly(spec *corev1.PodSpec) corev1.PodTemplateSpec {
+	if resources.CheckPodSpec(spec) != nil {
+		return everyContainersResources(spec)
+	}
+	withoutOverhead := corev1.PodSpec{Containers: spec.Containers, InitContainers: spec.InitContainers, Resources: spec.Resources}
+	return corev1.PodTemplateSpec{Spec: corev1.PodSpec{
+		Containers: []corev1.Container{{Resources: corev1.ResourceRequirements{Requests: resources.PodRequests(&withoutOverhead)}}},
+		Overhead:   spec.Overhead,
+	}}
+}
+
+// everyContainersResources is spec with nothing but what its pod's request
+// is made of: each container's and init container's resources, an init
+// container's restart policy, the pod's resources and overhead.
+func everyContainersResources(spec *corev1.PodSpec) corev1.PodTemplateSpec {
 	out := corev1.PodSpec{Resources: spec.Resources, Overhead: spec.Overhead}
 	if len(spec.Containers) > 0 {
 		out.Containers = make([]corev1.Container, len(spec.Containers))

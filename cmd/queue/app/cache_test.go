@@ -7,7 +7,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -78,7 +77,7 @@ func strippedUnits() map[string]*schedulingv1alpha1.QueueUnit {
 	})
 	stated.Spec.Resource, stated.Spec.Request = requests("cpu", "2"), requests("cpu", "2")
 	return map[string]*schedulingv1alpha1.QueueUnit{
-		"a unit stating its request, not admitted partially: its template is not read": stated,
+		"a unit stating its request, not admitted partially": stated,
 		"containers with requests, and a limit standing in for a request": unit(schedulingv1alpha1.PodSet{
 			Name: "main", Count: 4, MinCount: ptr.To[int32](2),
 			Template: jobTemplate([]corev1.Container{
@@ -127,12 +126,6 @@ func TestStripUnitKeepsWhatKoordQueueReads(t *testing.T) {
 				t.Errorf("Request (-want +got):\n%s", diff)
 			}
 			for i := range orig.Spec.PodSets {
-				if len(orig.Spec.Resource) > 0 {
-					if tmpl := got.Spec.PodSets[i].Template; !equality.Semantic.DeepEqual(tmpl, corev1.PodTemplateSpec{}) {
-						t.Errorf("pod set %s: template %+v kept, want none: the unit states its request", orig.Spec.PodSets[i].Name, tmpl)
-					}
-					continue
-				}
 				want, have := resources.PodRequests(&orig.Spec.PodSets[i].Template.Spec), resources.PodRequests(&got.Spec.PodSets[i].Template.Spec)
 				if diff := cmp.Diff(want, have); diff != "" {
 					t.Errorf("pod set %s: PodRequests (-want +got):\n%s", orig.Spec.PodSets[i].Name, diff)
@@ -267,4 +260,27 @@ func liveHeap() int64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return int64(m.HeapAlloc)
+}
+
+// TestStripUnitKeepsANegativeAmount: a template whose containers ask for
+// -8 and 10 cpu asks for 2 in total; stripped, it still shows the -8, so
+// that the unit is refused for it.
+func TestStripUnitKeepsANegativeAmount(t *testing.T) {
+	u := &schedulingv1alpha1.QueueUnit{Spec: schedulingv1alpha1.QueueUnitSpec{PodSets: []schedulingv1alpha1.PodSet{{
+		Name: "main", Count: 1,
+		Template: jobTemplate([]corev1.Container{
+			{Name: "a", Resources: corev1.ResourceRequirements{Requests: requests("cpu", "-8")}},
+			{Name: "b", Resources: corev1.ResourceRequirements{Requests: requests("cpu", "10")}},
+		}, nil),
+	}}}}
+	if err := queueunit.CheckAmounts(u); err == nil {
+		t.Fatal("CheckAmounts accepts the unit as created")
+	}
+	obj, err := StripUnit(u.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := queueunit.CheckAmounts(obj.(*schedulingv1alpha1.QueueUnit)); err == nil {
+		t.Error("CheckAmounts accepts the stripped unit: its negative amount was summed away")
+	}
 }

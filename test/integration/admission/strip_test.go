@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
@@ -20,10 +21,11 @@ import (
 )
 
 // TestStrippedUnitsAreNotWrittenBack runs koord-queue with the binary's
-// cache, which keeps of a unit's pod templates only their requests (none
-// of a unit that states its request): units are admitted (one partially),
-// wait with a reason, and have spec.queue written, and the API server still
-// holds every unit's templates and annotations as they were created.
+// cache, which keeps of a unit's pod templates only their requests: units
+// are admitted (one partially), each admission recording what its pod set
+// holds, wait with a reason, and have spec.queue written, and the API
+// server still holds every unit's templates and annotations as they were
+// created.
 func TestStrippedUnitsAreNotWrittenBack(t *testing.T) {
 	ctx := context.Background()
 	var mgrCache client.Reader
@@ -62,9 +64,8 @@ func TestStrippedUnitsAreNotWrittenBack(t *testing.T) {
 		}
 		return u
 	}
-	// whole asks 1 cpu; stated 1, which it states (spec.request), so its
-	// templates are not cached at all; partial 4, of which 2 fit; waiting
-	// 2 that do not fit then.
+	// whole asks 1 cpu; stated 1, which it states (spec.request); partial
+	// 4, of which 2 fit; waiting 2 that do not fit then.
 	whole, partial, waiting := unit("whole", 10, 1, 0), unit("partial", 5, 4, 2), unit("waiting", 1, 2, 0)
 	stated := unit("stated", 8, 1, 0)
 	stated.Spec.Request = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}
@@ -90,6 +91,18 @@ func TestStrippedUnitsAreNotWrittenBack(t *testing.T) {
 		}
 		return nil
 	})
+	// Each admission records what its pod set holds (the contract's
+	// status.admissions[].resources), whatever the cache dropped.
+	for name, cpu := range map[string]string{"whole": "1", "stated": "1", "partial": "2"} {
+		u, err := getUnit(ctx, ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}
+		if len(u.Status.Admissions) != 1 || !equality.Semantic.DeepEqual(u.Status.Admissions[0].Resources, want) {
+			t.Errorf("unit %s admissions %+v, want main holding %s cpu", name, u.Status.Admissions, cpu)
+		}
+	}
 
 	for _, want := range created {
 		u, err := getUnit(ctx, ns, want.Name)
@@ -102,18 +115,13 @@ func TestStrippedUnitsAreNotWrittenBack(t *testing.T) {
 		if diff := cmp.Diff(want.Annotations, u.Annotations); diff != "" {
 			t.Errorf("unit %s: annotations on the API server (-created +now):\n%s", want.Name, diff)
 		}
-		// What the binary's cache holds of it: the requests alone, or
-		// nothing of the template of a unit that states its request.
+		// What the binary's cache holds of it: the requests alone.
 		cached := &schedulingv1alpha1.QueueUnit{}
 		if err := mgrCache.Get(ctx, client.ObjectKeyFromObject(want), cached); err != nil {
 			t.Fatal(err)
 		}
 		c := cached.Spec.PodSets[0].Template
-		wantContainers := 1
-		if len(want.Spec.Request) > 0 {
-			wantContainers = 0
-		}
-		if len(c.Spec.Containers) != wantContainers || wantContainers > 0 && c.Spec.Containers[0].Image != "" ||
+		if len(c.Spec.Containers) != 1 || c.Spec.Containers[0].Image != "" ||
 			c.Labels != nil || c.Spec.NodeSelector != nil || cached.Annotations[corev1.LastAppliedConfigAnnotation] != "" {
 			t.Errorf("unit %s is cached with its template or last-applied annotation: %+v, annotations %v", want.Name, c, cached.Annotations)
 		}
