@@ -21,7 +21,12 @@ type Loop struct {
 	cache  *Cache
 	writer *Writer
 	clock  clock.WithTicker
-	synced []toolscache.InformerSynced
+	// listed report the informers' initial lists in their stores; synced
+	// that the Cache received every object listed (its rebuild).
+	listed, synced []toolscache.InformerSynced
+	// processStart is when the process started (Options.ProcessStart);
+	// zero if unknown.
+	processStart time.Time
 }
 
 var _ manager.LeaderElectionRunnable = (*Loop)(nil)
@@ -34,7 +39,10 @@ func (l *Loop) NeedLeaderElection() bool { return true }
 func (l *Loop) Start(ctx context.Context) error {
 	log := logr.FromContextOrDiscard(ctx).WithName("admission")
 	ctx = logr.NewContext(ctx, log)
-	if err := waitSynced(ctx, l.synced); err != nil {
+	phases := startPhases{process: l.processStart, leading: l.clock.Now()}
+	var err error
+	phases.listed, phases.rebuilt, err = waitSynced(ctx, l.clock, l.listed, l.synced)
+	if err != nil {
 		return fmt.Errorf("waiting for the cache to be rebuilt: %w", err)
 	}
 	log.Info("Cache rebuilt from the API server; admitting")
@@ -42,8 +50,12 @@ func (l *Loop) Start(ctx context.Context) error {
 
 	timer := l.clock.NewTimer(time.Hour)
 	timer.Stop()
-	for {
-		next, more := l.runOnce()
+	for first := true; ; first = false {
+		next, more, admitted := l.runOnce()
+		if first {
+			phases.firstCycleDone, phases.firstCycleAdmissions = l.clock.Now(), admitted
+			log.Info("Started leading: where the time went", phases.keysAndValues()...)
+		}
 		if more {
 			l.cache.notify()
 		}
@@ -62,7 +74,8 @@ func (l *Loop) Start(ctx context.Context) error {
 
 // runOnce is one pass: follow up on units that changed, run a cycle, hand
 // its decisions to the writer.
-func (l *Loop) runOnce() (next time.Time, more bool) {
+// admitted is how many admissions the cycle decided.
+func (l *Loop) runOnce() (next time.Time, more bool, admitted int) {
 	f := l.cache.takeDirty()
 	for _, key := range f.checksPassed {
 		l.writer.checksPassed(key)
@@ -103,16 +116,80 @@ func (l *Loop) runOnce() (next time.Time, more bool) {
 		l.writer.explain(key)
 	}
 	// When the budget ran out, the next admission written wakes the loop.
-	return res.NextWakeup, res.More && len(res.Admissions) < budget
+	return res.NextWakeup, res.More && len(res.Admissions) < budget, len(res.Admissions)
 }
 
-func waitSynced(ctx context.Context, synced []toolscache.InformerSynced) error {
-	return wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
-		for _, s := range synced {
-			if !s() {
-				return false, nil
+// waitSynced polls until every informer's initial list is in its store
+// (listed) and every handler has received it (rebuilt: the Cache has every
+// object), and says when each was first seen, to the poll's 50ms.
+func waitSynced(ctx context.Context, clk clock.PassiveClock, listed, synced []toolscache.InformerSynced) (listedAt, rebuiltAt time.Time, err error) {
+	all := func(fs []toolscache.InformerSynced) bool {
+		for _, f := range fs {
+			if !f() {
+				return false
 			}
+		}
+		return true
+	}
+	err = wait.PollUntilContextCancel(ctx, 50*time.Millisecond, true, func(context.Context) (bool, error) {
+		if listedAt.IsZero() && all(listed) {
+			listedAt = clk.Now()
+		}
+		if !all(synced) {
+			return false, nil
+		}
+		rebuiltAt = clk.Now()
+		if listedAt.IsZero() {
+			listedAt = rebuiltAt
 		}
 		return true, nil
 	})
+	return listedAt, rebuiltAt, err
+}
+
+// startPhases are the moments a leader's start went through, to log where
+// its time went.
+type startPhases struct {
+	// process is when the process started; zero if unknown.
+	process time.Time
+	// leading is when this replica started leading (at once without
+	// leader election).
+	leading time.Time
+	// listed: every informer's initial list was in its store. A standby
+	// listed long before it led.
+	listed time.Time
+	// rebuilt: the Cache had received every object listed.
+	rebuilt time.Time
+	// firstCycleDone: the first scheduling cycle had decided, and handed
+	// its firstCycleAdmissions to the writer.
+	firstCycleDone       time.Time
+	firstCycleAdmissions int
+}
+
+// keysAndValues are the phases' durations, in seconds, for a log line:
+// from the process's start to leading (set-up and leader election), then
+// the informers' lists, the Cache's rebuild and the first cycle; a phase
+// that ended before leading (a standby's lists) took no time of its own.
+func (p startPhases) keysAndValues() []any {
+	since := func(from, to time.Time) float64 {
+		return max(to.Sub(from), 0).Seconds()
+	}
+	listed, rebuilt := maxTime(p.listed, p.leading), maxTime(p.rebuilt, p.leading)
+	kv := []any{}
+	if !p.process.IsZero() {
+		kv = append(kv, "sinceProcessStartSeconds", since(p.process, p.firstCycleDone), "beforeLeadingSeconds", since(p.process, p.leading))
+	}
+	return append(kv,
+		"sinceLeadingSeconds", since(p.leading, p.firstCycleDone),
+		"listSeconds", since(p.leading, listed),
+		"rebuildSeconds", since(listed, rebuilt),
+		"firstCycleSeconds", since(rebuilt, p.firstCycleDone),
+		"firstCycleAdmissions", p.firstCycleAdmissions)
+}
+
+func maxTime(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }
