@@ -24,6 +24,9 @@ type Loop struct {
 	// listed report the informers' initial lists in their stores; synced
 	// that the Cache received every object listed (its rebuild).
 	listed, synced []toolscache.InformerSynced
+	// log is the Loop's logger (controller-runtime starts a runnable
+	// with none in its context); a logger in Start's context wins.
+	log logr.Logger
 	// processStart is when the process started (Options.ProcessStart);
 	// zero if unknown.
 	processStart time.Time
@@ -37,7 +40,10 @@ func (l *Loop) NeedLeaderElection() bool { return true }
 // Start waits until every informer has delivered its initial objects to the
 // Cache, so every admitted unit is counted, then runs cycles until ctx ends.
 func (l *Loop) Start(ctx context.Context) error {
-	log := logr.FromContextOrDiscard(ctx).WithName("admission")
+	log := l.log
+	if fromCtx, err := logr.FromContext(ctx); err == nil {
+		log = fromCtx.WithName("admission")
+	}
 	ctx = logr.NewContext(ctx, log)
 	phases := startPhases{process: l.processStart, leading: l.clock.Now()}
 	var err error

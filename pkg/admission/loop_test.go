@@ -2,9 +2,11 @@ package admission
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
 	toolscache "k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
@@ -65,5 +67,32 @@ func TestWaitSyncedSaysWhenListedAndRebuilt(t *testing.T) {
 	no := func() bool { return false }
 	if _, _, err := waitSynced(ctx, clk, []toolscache.InformerSynced{yes}, []toolscache.InformerSynced{no}); err == nil {
 		t.Error("waitSynced on a Cache never rebuilt and a context ended: no error")
+	}
+}
+
+// TestLoopLogsThroughItsOwnLogger: controller-runtime starts a runnable
+// with a context that carries no logger, so the Loop logs, and its writer
+// with it, through the logger Setup gave it.
+func TestLoopLogsThroughItsOwnLogger(t *testing.T) {
+	ww := newWriterWorld(t, victim())
+	lines := make(chan string, 100)
+	log := funcr.New(func(prefix, args string) {
+		select {
+		case lines <- prefix + " " + args:
+		default:
+		}
+	}, funcr.Options{})
+	loop := &Loop{cache: ww.cache, writer: ww.writer, clock: ww.clock, log: log.WithName("admission")}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- loop.Start(ctx) }()
+	for line := range lines {
+		if strings.Contains(line, "Started leading: where the time went") {
+			break
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Start: %v", err)
 	}
 }
