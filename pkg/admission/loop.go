@@ -21,9 +21,10 @@ type Loop struct {
 	cache  *Cache
 	writer *Writer
 	clock  clock.WithTicker
-	// listed report the informers' initial lists in their stores; synced
-	// that the Cache received every object listed (its rebuild).
-	listed, synced []toolscache.InformerSynced
+	// synced says when the informers' initial lists reached their stores
+	// and the Cache (Setup starts the watch with the manager, on every
+	// replica); nil: at once.
+	synced *syncTimes
 	// log is the Loop's logger (controller-runtime starts a runnable
 	// with none in its context); a logger in Start's context wins.
 	log logr.Logger
@@ -46,10 +47,17 @@ func (l *Loop) Start(ctx context.Context) error {
 	}
 	ctx = logr.NewContext(ctx, log)
 	phases := startPhases{process: l.processStart, leading: l.clock.Now()}
-	var err error
-	phases.listed, phases.rebuilt, err = waitSynced(ctx, l.clock, l.listed, l.synced)
-	if err != nil {
-		return fmt.Errorf("waiting for the cache to be rebuilt: %w", err)
+	phases.listed, phases.rebuilt = phases.leading, phases.leading
+	if l.synced != nil {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for the cache to be rebuilt: %w", ctx.Err())
+		case <-l.synced.done:
+		}
+		if err := l.synced.err; err != nil {
+			return fmt.Errorf("waiting for the cache to be rebuilt: %w", err)
+		}
+		phases.listed, phases.rebuilt = l.synced.listed, l.synced.rebuilt
 	}
 	log.Info("Cache rebuilt from the API server; admitting")
 	go l.writer.Run(ctx)
@@ -153,19 +161,37 @@ func waitSynced(ctx context.Context, clk clock.PassiveClock, listed, synced []to
 	return listedAt, rebuiltAt, err
 }
 
+// syncTimes are when the informers' initial lists reached their stores
+// and the Cache, once done is closed; err if the wait ended first.
+type syncTimes struct {
+	done            chan struct{}
+	listed, rebuilt time.Time
+	err             error
+}
+
+// watchSync records, until ctx ends, when listed and synced report true.
+func watchSync(ctx context.Context, clk clock.PassiveClock, listed, synced []toolscache.InformerSynced) *syncTimes {
+	st := &syncTimes{done: make(chan struct{})}
+	go func() {
+		defer close(st.done)
+		st.listed, st.rebuilt, st.err = waitSynced(ctx, clk, listed, synced)
+	}()
+	return st
+}
+
 // startPhases are the moments a leader's start went through, to log where
 // its time went.
 type startPhases struct {
 	// process is when the process started; zero if unknown.
 	process time.Time
-	// leading is when this replica started leading (at once without
-	// leader election).
-	leading time.Time
-	// listed: every informer's initial list was in its store. A standby
-	// listed long before it led.
+	// listed: every informer's initial list was in its store.
 	listed time.Time
 	// rebuilt: the Cache had received every object listed.
 	rebuilt time.Time
+	// leading is when this replica started leading (at once without
+	// leader election, once the manager's caches synced). A standby
+	// listed and rebuilt long before.
+	leading time.Time
 	// firstCycleDone: the first scheduling cycle had decided, and handed
 	// its firstCycleAdmissions to the writer.
 	firstCycleDone       time.Time
@@ -173,23 +199,23 @@ type startPhases struct {
 }
 
 // keysAndValues are the phases' durations, in seconds, for a log line:
-// from the process's start to leading (set-up and leader election), then
-// the informers' lists, the Cache's rebuild and the first cycle; a phase
-// that ended before leading (a standby's lists) took no time of its own.
+// the informers' lists (from the process's start), the Cache's rebuild,
+// the time from the process's start to leading, and from leading to the
+// end of the first cycle, and the first cycle itself (from the later of
+// leading and the rebuild).
 func (p startPhases) keysAndValues() []any {
 	since := func(from, to time.Time) float64 {
 		return max(to.Sub(from), 0).Seconds()
 	}
-	listed, rebuilt := maxTime(p.listed, p.leading), maxTime(p.rebuilt, p.leading)
 	kv := []any{}
 	if !p.process.IsZero() {
-		kv = append(kv, "sinceProcessStartSeconds", since(p.process, p.firstCycleDone), "beforeLeadingSeconds", since(p.process, p.leading))
+		kv = append(kv, "sinceProcessStartSeconds", since(p.process, p.firstCycleDone),
+			"listSeconds", since(p.process, p.listed), "beforeLeadingSeconds", since(p.process, p.leading))
 	}
 	return append(kv,
+		"rebuildSeconds", since(p.listed, p.rebuilt),
 		"sinceLeadingSeconds", since(p.leading, p.firstCycleDone),
-		"listSeconds", since(p.leading, listed),
-		"rebuildSeconds", since(listed, rebuilt),
-		"firstCycleSeconds", since(rebuilt, p.firstCycleDone),
+		"firstCycleSeconds", since(maxTime(p.leading, p.rebuilt), p.firstCycleDone),
 		"firstCycleAdmissions", p.firstCycleAdmissions)
 }
 

@@ -21,23 +21,23 @@ func TestStartPhasesSayWhereTheTimeWent(t *testing.T) {
 		want   []any
 	}{
 		{
-			name: "a cold start lists, rebuilds and cycles after leading",
-			phases: startPhases{process: at(0), leading: at(0.5), listed: at(3), rebuilt: at(4.5),
+			name: "a cold start lists and rebuilds before it leads, the rebuild may end after",
+			phases: startPhases{process: at(0), listed: at(3), leading: at(4), rebuilt: at(4.5),
 				firstCycleDone: at(4.75), firstCycleAdmissions: 100},
-			want: []any{"sinceProcessStartSeconds", 4.75, "beforeLeadingSeconds", 0.5,
-				"sinceLeadingSeconds", 4.25, "listSeconds", 2.5, "rebuildSeconds", 1.5, "firstCycleSeconds", 0.25, "firstCycleAdmissions", 100},
+			want: []any{"sinceProcessStartSeconds", 4.75, "listSeconds", 3.0, "beforeLeadingSeconds", 4.0,
+				"rebuildSeconds", 1.5, "sinceLeadingSeconds", 0.75, "firstCycleSeconds", 0.25, "firstCycleAdmissions", 100},
 		},
 		{
-			name: "a standby listed and rebuilt before it led: only the cycle is its own",
+			name: "a standby listed and rebuilt long before it led",
 			phases: startPhases{process: at(0), listed: at(3), rebuilt: at(4), leading: at(60),
 				firstCycleDone: at(60.5), firstCycleAdmissions: 7},
-			want: []any{"sinceProcessStartSeconds", 60.5, "beforeLeadingSeconds", 60.0,
-				"sinceLeadingSeconds", 0.5, "listSeconds", 0.0, "rebuildSeconds", 0.0, "firstCycleSeconds", 0.5, "firstCycleAdmissions", 7},
+			want: []any{"sinceProcessStartSeconds", 60.5, "listSeconds", 3.0, "beforeLeadingSeconds", 60.0,
+				"rebuildSeconds", 1.0, "sinceLeadingSeconds", 0.5, "firstCycleSeconds", 0.5, "firstCycleAdmissions", 7},
 		},
 		{
 			name:   "an unknown process start leaves its phases out",
-			phases: startPhases{leading: at(1), listed: at(2), rebuilt: at(2), firstCycleDone: at(3)},
-			want: []any{"sinceLeadingSeconds", 2.0, "listSeconds", 1.0, "rebuildSeconds", 0.0,
+			phases: startPhases{listed: at(2), rebuilt: at(2), leading: at(1), firstCycleDone: at(3)},
+			want: []any{"rebuildSeconds", 0.0, "sinceLeadingSeconds", 2.0,
 				"firstCycleSeconds", 1.0, "firstCycleAdmissions", 0},
 		},
 	}

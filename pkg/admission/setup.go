@@ -167,7 +167,7 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 	c.mu.Unlock()
 	recorder := mgr.GetEventRecorderFor("koord-queue")
 	writer := NewWriter(mgr.GetClient(), mgr.GetAPIReader(), recorder, c, opts.Clock, opts.Writer)
-	if err := mgr.Add(&Loop{cache: c, writer: writer, clock: opts.Clock, listed: listed, synced: synced, log: c.log, processStart: opts.ProcessStart}); err != nil {
+	if err := mgr.Add(&Loop{cache: c, writer: writer, clock: opts.Clock, synced: watchSync(ctx, opts.Clock, listed, synced), log: c.log, processStart: opts.ProcessStart}); err != nil {
 		return nil, fmt.Errorf("adding the scheduling loop: %w", err)
 	}
 	if err := mgr.Add(&v18Exporter{registry: ctrlmetrics.Registry, collector: &forecastCollector{cache: c, now: opts.Clock.Now}, synced: synced}); err != nil {

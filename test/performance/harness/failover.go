@@ -188,9 +188,9 @@ func (r *run) runFailover(ctx context.Context) (*checker.Result, error) {
 		if !killed.IsZero() {
 			extras[prefix+": seconds from the kill to its first admission"] = first.Sub(killed).Seconds()
 		}
-		extras[prefix+": seconds before leading (set-up, leader election)"] = phases.BeforeLeading
-		extras[prefix+": seconds listing (informers' initial lists)"] = phases.List
-		extras[prefix+": seconds rebuilding the Cache"] = phases.Rebuild
+		extras[prefix+": seconds from its process's start to leading"] = phases.BeforeLeading
+		extras[prefix+": seconds from its process's start to its informers' lists in their stores"] = phases.List
+		extras[prefix+": seconds rebuilding the Cache (after the lists)"] = phases.Rebuild
 		extras[prefix+": seconds of the first cycle"] = phases.FirstCycle
 		extras[prefix+": admissions of the first cycle"] = phases.FirstCycleAdmissions
 		limit := f.MaxToFirstAdmission
