@@ -39,6 +39,7 @@ func main() {
 }
 
 func run() error {
+	started := time.Now()
 	var (
 		configFile      = flag.String("config", "", "path to a KoordQueueConfiguration file (default: Priority and ElasticQuotaV2 plugins)")
 		qps             = flag.Float64("qps", 50, "queries per second to the API server")
@@ -140,6 +141,7 @@ func run() error {
 		Admission: admission.Options{
 			ReclaimProtection:   cfg.ReclaimProtectTime(),
 			ComputeTreeCapacity: *treeCapacity,
+			ProcessStart:        started,
 			Writer:              admission.WriterOptions{Workers: *writeWorkers, MessageQPS: *messageQPS, RequeueBaseDelay: *requeueBase, RequeueMaxDelay: *requeueMax},
 		},
 		QueueStatus: queue.StatusOptions{RefreshInterval: *statusRefresh, TopN: *statusTopN},

@@ -79,7 +79,7 @@ func TestMaximumExecutionTime(t *testing.T) {
 			}
 			ww.clock.SetTime(admittedAt.Add(tc.at))
 			loop := &Loop{cache: ww.cache, writer: ww.writer, clock: ww.clock}
-			next, _ := loop.runOnce()
+			next, _, _ := loop.runOnce()
 			for ww.writer.urgent.Len() > 0 {
 				if !ww.writer.processUrgent(ctx) {
 					t.Fatal("the writer shut down")

@@ -42,6 +42,9 @@ type Options struct {
 	// from the ElasticQuotaProfile naming it and the nodes its selector
 	// chooses, and overrides the annotation.
 	ComputeTreeCapacity bool
+	// ProcessStart is when the process started, for the log line that
+	// says where a leader's start went; zero leaves that phase out.
+	ProcessStart time.Time
 }
 
 // Setup feeds a new Cache from the manager's informers (on every replica)
@@ -59,7 +62,7 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 	c.computeTrees = opts.ComputeTreeCapacity
 	c.log = mgr.GetLogger().WithName("admission")
 	c.core.SetReclaimProtection(opts.ReclaimProtection)
-	var synced []toolscache.InformerSynced
+	var listed, synced []toolscache.InformerSynced
 	feed := func(obj client.Object, upsert func(any), remove func(any)) error {
 		informer, err := mgr.GetCache().GetInformer(ctx, obj)
 		if err != nil {
@@ -78,7 +81,7 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 		if err != nil {
 			return fmt.Errorf("watching %T: %w", obj, err)
 		}
-		synced = append(synced, reg.HasSynced)
+		listed, synced = append(listed, informer.HasSynced), append(synced, reg.HasSynced)
 		return nil
 	}
 	handlers := []struct {
@@ -164,7 +167,7 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 	c.mu.Unlock()
 	recorder := mgr.GetEventRecorderFor("koord-queue")
 	writer := NewWriter(mgr.GetClient(), mgr.GetAPIReader(), recorder, c, opts.Clock, opts.Writer)
-	if err := mgr.Add(&Loop{cache: c, writer: writer, clock: opts.Clock, synced: synced}); err != nil {
+	if err := mgr.Add(&Loop{cache: c, writer: writer, clock: opts.Clock, synced: watchSync(ctx, opts.Clock, listed, synced), log: c.log, processStart: opts.ProcessStart}); err != nil {
 		return nil, fmt.Errorf("adding the scheduling loop: %w", err)
 	}
 	if err := mgr.Add(&v18Exporter{registry: ctrlmetrics.Registry, collector: &forecastCollector{cache: c, now: opts.Clock.Now}, synced: synced}); err != nil {

@@ -8,6 +8,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	toolscache "k8s.io/client-go/tools/cache"
+	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
@@ -136,7 +137,7 @@ func (x *v18Exporter) NeedLeaderElection() bool { return true }
 
 // Start exports the metrics until ctx ends.
 func (x *v18Exporter) Start(ctx context.Context) error {
-	if err := waitSynced(ctx, x.synced); err != nil {
+	if _, _, err := waitSynced(ctx, clock.RealClock{}, nil, x.synced); err != nil {
 		return fmt.Errorf("waiting for the cache: %w", err)
 	}
 	if err := x.registry.Register(x.collector); err != nil {

@@ -64,6 +64,8 @@ type Recorder struct {
 
 	done    chan struct{}
 	waiters []admissionWaiter
+	// admittedAt are every admission's times, in the order seen.
+	admittedAt []time.Duration
 }
 
 type unitState struct {
@@ -74,6 +76,9 @@ type unitState struct {
 	holding                bool
 	held                   int64 // milli-cpu
 	admissions, evictions  int
+	// attempts is the unit's status.attempts when last admitted: it grows
+	// with every admission written, even over one still held.
+	attempts int64
 }
 
 type quotaState struct {
@@ -187,9 +192,8 @@ func (r *Recorder) Observe(now time.Time, u *schedulingv1alpha1.QueueUnit) {
 	case holding && !s.holding:
 		r.setPending(t, s, -1)
 		r.charge(t, s, held, key)
-		s.holding, s.held = true, held
-		s.admissions++
-		r.admissions++
+		s.holding, s.held, s.attempts = true, held, u.Status.Attempts
+		r.admitted(t, s)
 		r.holding++
 		if r.pending > 0 {
 			r.admissionsInBacklog++
@@ -203,6 +207,12 @@ func (r *Recorder) Observe(now time.Time, u *schedulingv1alpha1.QueueUnit) {
 			r.firstAdmitted++
 			r.wakeWaiters()
 		}
+	case holding && u.Status.Attempts > s.attempts:
+		// Admitted again over its admission (a leader that did not
+		// count it), to the same or other resources.
+		r.charge(t, s, held-s.held, key)
+		s.held, s.attempts = held, u.Status.Attempts
+		r.admitted(t, s)
 	case holding && held != s.held:
 		r.charge(t, s, held-s.held, key)
 		s.held = held
@@ -214,6 +224,36 @@ func (r *Recorder) Observe(now time.Time, u *schedulingv1alpha1.QueueUnit) {
 		r.setPending(t, s, +1)
 	}
 	r.sample(t)
+}
+
+// admitted counts an admission of the unit at t.
+func (r *Recorder) admitted(t time.Duration, s *unitState) {
+	s.admissions++
+	r.admissions++
+	r.admittedAt = append(r.admittedAt, t)
+}
+
+// FirstAdmissionAfter is the first admission seen after t; false if none.
+func (r *Recorder) FirstAdmissionAfter(t time.Time) (time.Time, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	after := t.Sub(r.start)
+	var first time.Duration
+	found := false
+	for _, at := range r.admittedAt {
+		if at > after && (!found || at < first) {
+			first, found = at, true
+		}
+	}
+	return r.start.Add(first), found
+}
+
+// Counts are how many units were seen created, admitted at least once,
+// and finished, and how many admissions were seen.
+func (r *Recorder) Counts() (created, firstAdmitted, finished, admissions int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.created, r.firstAdmitted, r.finished, r.admissions
 }
 
 // Delete records that a unit is gone: what it held is released.

@@ -41,6 +41,13 @@ func admitted(u *schedulingv1alpha1.QueueUnit) *schedulingv1alpha1.QueueUnit {
 	return u
 }
 
+// attempt is u as an admission numbered n was written.
+func attempt(u *schedulingv1alpha1.QueueUnit, n int64) *schedulingv1alpha1.QueueUnit {
+	u = u.DeepCopy()
+	u.Status.Attempts = n
+	return u
+}
+
 func evicted(u *schedulingv1alpha1.QueueUnit) *schedulingv1alpha1.QueueUnit {
 	u = u.DeepCopy()
 	u.Status.Phase = schedulingv1alpha1.Enqueued
@@ -104,6 +111,15 @@ func TestRecorder(t *testing.T) {
 				AvgToAdmission: 1, P50ToAdmission: 1, P90ToAdmission: 1, MaxToAdmission: 1, AvgToFinish: 5}},
 			wantAdmissions: 2, wantEvictions: 1, wantMoreThanOnce: 1, wantFinished: 1,
 			wantUsage:   100 * 4.0 / 20,
+			wantBacklog: 0,
+		},
+		"a unit admitted again over the admission it holds counts twice": {
+			units: 1,
+			steps: []step{{0, x}, {time.Second, attempt(admitted(x), 1)}, {2 * time.Second, attempt(admitted(x), 2)}, {3 * time.Second, finished(x)}},
+			wantClasses: []ClassResult{{Name: "c", Count: 1, Admitted: 1,
+				AvgToAdmission: 1, P50ToAdmission: 1, P90ToAdmission: 1, MaxToAdmission: 1, AvgToFinish: 3}},
+			wantAdmissions: 2, wantMoreThanOnce: 1, wantFinished: 1,
+			wantUsage:   100 * 4.0 / 12,
 			wantBacklog: 0,
 		},
 	}
@@ -232,5 +248,32 @@ func TestCheck(t *testing.T) {
 	}
 	if res.OK() {
 		t.Error("OK() = true with missed bounds")
+	}
+}
+
+func TestFirstAdmissionAfter(t *testing.T) {
+	x, y := unit("x", "a", "1"), unit("y", "b", "1")
+	s := twoChildren(2)
+	r := NewRecorder(s, t0, 2)
+	for _, st := range []step{{0, x}, {0, y}, {time.Second, admitted(x)}, {3 * time.Second, admitted(y)}} {
+		r.Observe(t0.Add(st.at), st.u)
+	}
+	tests := []struct {
+		name   string
+		after  time.Duration
+		want   time.Duration
+		wantOK bool
+	}{
+		{name: "before every admission: the first", after: 0, want: time.Second, wantOK: true},
+		{name: "between two: the later", after: 2 * time.Second, want: 3 * time.Second, wantOK: true},
+		{name: "after the last: none", after: 4 * time.Second},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := r.FirstAdmissionAfter(t0.Add(tt.after))
+			if ok != tt.wantOK || (ok && !got.Equal(t0.Add(tt.want))) {
+				t.Errorf("FirstAdmissionAfter(%v) = %v, %t; want %v, %t", tt.after, got.Sub(t0), ok, tt.want, tt.wantOK)
+			}
+		})
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/test/performance/checker"
 	"github.com/koord-queue/koord-queue/test/performance/runner"
@@ -248,6 +249,50 @@ func Generate(ctx context.Context, c client.Client, s *scenario.Scenario) error 
 		all = append(all, err)
 	}
 	return errors.Join(all...)
+}
+
+// preloadWorkers create a failover scenario's units.
+const preloadWorkers = 32
+
+// Preload creates every unit of the sets that have a state (a failover
+// scenario's), all at once, as a running cluster holds them: waiting;
+// admitted, with the status koord-queue writes (queueunit.Admit, in the
+// queue of its quota's name); or finished, as the runner leaves a unit
+// that ran. It returns when all exist.
+func Preload(ctx context.Context, c client.Client, s *scenario.Scenario) error {
+	g, ctx := errgroup.WithContext(ctx)
+	g.SetLimit(preloadWorkers)
+	for _, leaf := range s.Leaves() {
+		for _, set := range s.Sets {
+			if set.State == "" {
+				continue
+			}
+			for i := range set.Count {
+				g.Go(func() error { return preload(ctx, c, leaf.Name, set, i) })
+			}
+		}
+	}
+	return g.Wait()
+}
+
+func preload(ctx context.Context, c client.Client, leaf string, set scenario.Set, i int) error {
+	u := Unit(leaf, set.Class, i)
+	if err := c.Create(ctx, u); err != nil {
+		return fmt.Errorf("creating unit %d of class %s in %s: %w", i, set.Class.Name, leaf, err)
+	}
+	if set.State == scenario.Waiting {
+		return nil
+	}
+	queueunit.Admit(u, leaf, queueunit.Request(u), nil, nil, metav1.Now())
+	if set.State == scenario.Finished {
+		u.Status.Phase = schedulingv1alpha1.Succeed
+		u.Status.Admissions = nil
+		u.Status.Message = "finished (performance runner)"
+	}
+	if err := c.Status().Update(ctx, u); err != nil {
+		return fmt.Errorf("writing the %s status of unit %d of class %s in %s: %w", set.State, i, set.Class.Name, leaf, err)
+	}
+	return nil
 }
 
 func generateSet(ctx context.Context, c client.Client, leaf string, set scenario.Set, jobPodSets bool, start time.Time) error {

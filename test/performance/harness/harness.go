@@ -165,6 +165,9 @@ type run struct {
 // start koord-queue, create the quotas and the units, wait until every unit
 // finished (restarting koord-queue if the scenario says so), summarize.
 func (r *run) run(ctx context.Context) (*checker.Result, error) {
+	if r.s.Failover != nil {
+		return r.runFailover(ctx)
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.s.Timeout)
 	defer cancel()
 	genClient, err := kube.Client(r.cfg, "perf-generator")
@@ -501,7 +504,9 @@ func startCPUProfile(path string) (stop func(), err error) {
 // logPath is koord-queue's log; each restart appends to it.
 func (r *run) logPath() string { return filepath.Join(r.opts.Dir, "koord-queue.log") }
 
-func (r *run) startController(ctx context.Context) error {
+// startController starts koord-queue, with extra added to its command line
+// (a binary only).
+func (r *run) startController(ctx context.Context, extra ...string) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.ended {
@@ -515,7 +520,7 @@ func (r *run) startController(ctx context.Context) error {
 		}
 		r.inProcess = p
 	default:
-		args := r.opts.ExtraArgs
+		args := append(slices.Clone(r.opts.ExtraArgs), extra...)
 		if r.opts.HeapProfile != "" && r.s.Restarts == 0 {
 			ports, err := cluster.FreePorts(1)
 			if err != nil {
@@ -529,17 +534,23 @@ func (r *run) startController(ctx context.Context) error {
 			return fmt.Errorf("%w (log in %s)", err, r.logPath())
 		}
 		r.process = p
-		go func() {
-			<-p.Done()
-			if p.Crashed() {
-				select {
-				case r.crashed <- fmt.Errorf("%w without being stopped", p.Err()):
-				default:
-				}
-			}
-		}()
+		r.watchCrash(p)
 	}
 	return nil
+}
+
+// watchCrash reports on r.crashed a process that exits without being
+// stopped.
+func (r *run) watchCrash(p *controller.Process) {
+	go func() {
+		<-p.Done()
+		if p.Crashed() {
+			select {
+			case r.crashed <- fmt.Errorf("%w without being stopped", p.Err()):
+			default:
+			}
+		}
+	}()
 }
 
 // stopController stops the running koord-queue: gracefully, or killed as

@@ -53,8 +53,12 @@ func Get(name string, short bool) (Scenario, error) {
 		s = LargeScale(short)
 	case DeclaredName:
 		s = Declared(short)
+	case FailoverLargeName:
+		s = FailoverLarge(short, true)
+	case RestartLargeName:
+		s = FailoverLarge(short, false)
 	default:
-		return Scenario{}, fmt.Errorf("unknown scenario %q (known: %v, %s and jobs)", name, Names, DeclaredName)
+		return Scenario{}, fmt.Errorf("unknown scenario %q (known: %v, %s, %s, %s and jobs)", name, Names, DeclaredName, FailoverLargeName, RestartLargeName)
 	}
 	return s, s.Validate()
 }

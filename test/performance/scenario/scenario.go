@@ -31,6 +31,10 @@ type Scenario struct {
 	// writes for a one-pod batch Job (its pod template), not its request
 	// alone, to see what the templates cost koord-queue's memory.
 	JobPodSets bool
+	// Failover, when set, creates the units in their sets' states before
+	// koord-queue starts, then kills its leader once (harness's failover
+	// run) instead of creating units on a schedule.
+	Failover *Failover
 	// Restarts kills (SIGKILL) and restarts koord-queue this many times,
 	// spread evenly over the admissions.
 	Restarts int
@@ -107,6 +111,9 @@ type Set struct {
 	Class    Class
 	Count    int
 	Interval time.Duration
+	// State, for a failover scenario, is the state the units are
+	// created in, all at once before koord-queue starts.
+	State UnitState
 }
 
 // Bounds are what a run must meet. Zero values are not checked.
@@ -131,6 +138,9 @@ type Bounds struct {
 	MaxCPUSeconds float64
 	// NoReadmission: no unit may be admitted more than once.
 	NoReadmission bool
+	// SomeUnitsWait: the run ends before every unit finished (a failover
+	// scenario), so that is not checked.
+	SomeUnitsWait bool
 }
 
 // Leaves are the quotas no other quota names as parent: units go there.
@@ -222,6 +232,7 @@ func (s *Scenario) Validate() error {
 			}
 		}
 	}
+	errs = append(errs, s.validateFailover()...)
 	if s.Churn.Quotas > 0 && s.Churn.Interval <= 0 {
 		errs = append(errs, "churn needs an interval")
 	}

@@ -49,7 +49,7 @@ func main() {
 
 func run() (bool, error) {
 	var (
-		names        = flag.String("scenarios", strings.Join(scenario.Names, ","), "comma-separated scenarios to run, of "+strings.Join(scenario.Names, ", ")+", "+scenario.DeclaredName+", "+jobs.Name+"; or all")
+		names        = flag.String("scenarios", strings.Join(scenario.Names, ","), "comma-separated scenarios to run, of "+strings.Join(scenario.Names, ", ")+", "+scenario.DeclaredName+", "+jobs.Name+"; or all; or "+scenario.FailoverLargeName+", "+scenario.RestartLargeName+" (not in all)")
 		short        = flag.Bool("short", false, "run the short variants (about two minutes in all, loose bounds)")
 		out          = flag.String("out", filepath.Join(cluster.RepoRoot(), "_output", "perf"), "directory for the results (a relative one is relative to the working directory: test/performance under go -C test/performance run)")
 		mode         = flag.String("controller", checker.ModeBinary, "run koord-queue as a separate process (binary: CPU and RSS measured) or in this process (in-process: for -cpuprofile)")
@@ -97,7 +97,7 @@ func run() (bool, error) {
 	}
 	replays := map[string]*simulate.Result{}
 	for _, s := range scenarios {
-		if s.Restarts > 0 {
+		if s.Restarts > 0 || s.Failover != nil {
 			continue // the replay has no restarts to model
 		}
 		replay, err := simulate.Run(&s, opts)
