@@ -170,25 +170,30 @@ func TestStatusShowsTheTree(t *testing.T) {
 	}
 }
 
-// admittingSource is a Cache whose admissions wait for their write, or not.
+// admittingSource is a Cache whose admissions wait for their write at the
+// ticks writing says.
 type admittingSource struct {
 	*admission.Cache
-	writing bool
+	writing func() bool
 }
 
-func (s admittingSource) WritingAdmissions() bool { return s.writing }
+func (s admittingSource) WritingAdmissions() bool { return s.writing() }
 
 // TestStatusLeavesTheBudgetToAdmissions: a Queue's status changes at every
 // refresh while units arrive, and each write of it takes the client's
 // budget from an admission. While admissions wait for their write it is
-// written every four refresh intervals; otherwise at every interval.
+// written every four refresh intervals; otherwise at every interval. A
+// backlog's admissions wait for their write at some ticks, not at all.
 func TestStatusLeavesTheBudgetToAdmissions(t *testing.T) {
+	tick := 0
 	cases := map[string]struct {
-		writing    bool
+		writing    func() bool
 		wantWrites int
 	}{
-		"nothing to admit: a write every interval":       {writing: false, wantWrites: 5},
-		"admissions to write: a write every 4 intervals": {writing: true, wantWrites: 2},
+		"nothing to admit: a write every interval":                 {writing: func() bool { return false }, wantWrites: 5},
+		"admissions to write: a write every 4 intervals":           {writing: func() bool { return true }, wantWrites: 2},
+		"admissions to write at one tick in 3: every 4 intervals":  {writing: func() bool { return tick%3 == 1 }, wantWrites: 2},
+		"admissions to write at one tick a minute: every interval": {writing: func() bool { return tick == 1 }, wantWrites: 4},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -216,6 +221,7 @@ func TestStatusLeavesTheBudgetToAdmissions(t *testing.T) {
 				StatusOptions{RefreshInterval: 15 * time.Second, TopN: 20})
 			sw.lastWrite, sw.lastQuotaErrs, sw.warnedDuplicates = map[string]time.Time{}, map[string]string{}, map[types.UID]bool{}
 			for i := range 61 { // a minute of ticks, a unit arriving at each
+				tick = i
 				cache.UpsertUnit(wrappers.MakeQueueUnit(fmt.Sprintf("u%d", i), "team").Quota("team").Request(corev1.ResourceCPU, "2").Obj())
 				sw.refresh(ctx, logr.Discard())
 				clk.Step(time.Second)
