@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -598,19 +599,25 @@ func (c *Cache) nextBackoff() time.Time {
 
 // waitReason is why a unit waits now, or its problem, or "".
 func (c *Cache) waitReason(key string) string {
+	reason, _ := c.waitReasonAndTurn(key)
+	return reason
+}
+
+// waitReasonAndTurn is waitReason, and whether the unit only waits its
+// turn behind others in its queue (scheduler.WaitText.Behind).
+func (c *Cache) waitReasonAndTurn(key string) (reason string, behind bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.units[key]
 	if !ok {
-		return ""
+		return "", false
 	}
 	if r.problem != "" {
-		return r.problem
+		return r.problem, false
 	}
 	if !r.inCore || queueunit.HoldsQuota(r.unit) || r.admission != nil {
-		return ""
+		return "", false
 	}
-	var reason string
 	if _, ok := c.queues[r.queue]; !ok {
 		if c.quotas.Exists(r.queue) {
 			reason = fmt.Sprintf("waiting for Queue %s/%s to be created for ElasticQuota %s", c.queueNamespace, r.queue, r.queue)
@@ -618,12 +625,14 @@ func (c *Cache) waitReason(key string) string {
 			reason = fmt.Sprintf("ElasticQuota %s not found: the unit is admitted as soon as it exists", r.queue)
 		}
 	} else {
-		reason = c.core.WaitReason(key)
+		text := c.core.WaitReasonText(key)
+		ns, _, _ := strings.Cut(key, "/")
+		reason, behind = text.For(ns), text.Behind()
 	}
 	if reason != "" && !r.rule.Named() {
 		reason += " (" + r.rule.Describe(r.queue) + ")"
 	}
-	return reason
+	return reason, behind
 }
 
 // checksFor lists the Queue's admission checks that select the unit, with
@@ -637,18 +646,18 @@ func (c *Cache) checksFor(queue string, u *schedulingv1alpha1.QueueUnit) (queueu
 	return queueunit.Checks{Names: names, Known: err == nil}, err
 }
 
-// waitReasonAndQueueNotFound is waitReason, and whether the reason is that
-// no quota or queue serves the unit.
-func (c *Cache) waitReasonAndQueueNotFound(key string) (string, bool) {
-	reason := c.waitReason(key)
+// waitReasonAndQueueNotFound is waitReasonAndTurn, and whether the reason
+// is that no quota or queue serves the unit.
+func (c *Cache) waitReasonAndQueueNotFound(key string) (reason string, noQueue, behind bool) {
+	reason, behind = c.waitReasonAndTurn(key)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	r, ok := c.units[key]
 	if !ok {
-		return reason, false
+		return reason, false, behind
 	}
 	_, queueExists := c.queues[r.queue]
-	return reason, !queueExists && !queueunit.HoldsQuota(r.unit)
+	return reason, !queueExists && !queueunit.HoldsQuota(r.unit), behind
 }
 
 // firstQueueNotFound reports true once per unit, so QueueNotFound is raised once.

@@ -92,6 +92,11 @@ func (c *Cache) unwrittenAdmissions() int {
 	return c.unwritten
 }
 
+// WritingAdmissions reports whether admissions decided wait for their
+// write: a backlog admitted as fast as the client's rate allows, whose
+// budget writes that only report (Queue status) should leave to them.
+func (c *Cache) WritingAdmissions() bool { return c.unwrittenAdmissions() > 0 }
+
 // admissionWritten records that a's write finished, and wakes the loop,
 // which may have waited for room in the writer's budget.
 func (c *Cache) admissionWritten(key string, a *admission) {

@@ -446,7 +446,7 @@ func (w *Writer) writeMessage(ctx context.Context, key string) {
 	if !ok || d.assumed || queueunit.HoldsQuota(d.unit) {
 		return
 	}
-	reason, noQueue := w.cache.waitReasonAndQueueNotFound(key)
+	reason, noQueue, behind := w.cache.waitReasonAndQueueNotFound(key)
 	if reason == "" || reason == d.unit.Status.Message {
 		return
 	}
@@ -471,9 +471,14 @@ func (w *Writer) writeMessage(ctx context.Context, key string) {
 	}
 	if changed {
 		metrics.AdmissionAttempts.WithLabelValues(metrics.ResultWaiting).Inc()
-		if noQueue && w.cache.firstQueueNotFound(key) {
+		switch {
+		case noQueue && w.cache.firstQueueNotFound(key):
 			w.recorder.Event(u, corev1.EventTypeWarning, queueunit.EventQueueNotFound, reason)
-		} else {
+		case behind:
+			// Waiting its turn is a queue at work, not a failure: the
+			// status says where it waits, and an event would be a second
+			// write per waiting unit.
+		default:
 			w.recorder.Event(u, corev1.EventTypeWarning, queueunit.EventFailedScheduling, reason)
 		}
 	}

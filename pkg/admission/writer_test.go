@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 	"time"
 
@@ -439,5 +440,78 @@ func TestPinOfAFallbackUnitIsRepaired(t *testing.T) {
 	used := restarted.core.Quotas().Used(elasticquotav1alpha1.RootQuotaName)
 	if got := used.Cpu().String(); got != "3" {
 		t.Errorf("restarted after its quota was deleted, the cluster uses %s cpu, want its 3", got)
+	}
+}
+
+// TestWaitMessageEvents: a waiting unit's status says why it waits; a
+// Warning FailedScheduling event says it too only when the unit was tried
+// and did not fit (or has a problem). A unit waiting its turn behind others
+// in its queue is a queue at work, not a failure: its status says where it
+// waits, and an event would be a second write per waiting unit.
+func TestWaitMessageEvents(t *testing.T) {
+	ctx := context.Background()
+	unit := func(name, cpu string) *schedulingv1alpha1.QueueUnit {
+		return wrappers.MakeQueueUnit(name, "ns").Quota("q").Request(corev1.ResourceCPU, cpu).Obj()
+	}
+	cases := []struct {
+		name       string
+		explain    string
+		wantReason string
+		wantEvents []string
+	}{
+		{
+			name:       "the head of the queue does not fit: status and event",
+			explain:    "ns/head",
+			wantReason: "q: cpu 4 used of max 4, request 4",
+			wantEvents: []string{"Warning FailedScheduling q: cpu 4 used of max 4, request 4"},
+		},
+		{
+			name:       "waiting behind the head: status only",
+			explain:    "ns/behind",
+			wantReason: "waiting in queue q at position 2 of 2, behind ns/head",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			holder := unit("holder", "4")
+			ww := newWriterWorld(t, holder)
+			ww.cache.UpsertElasticQuota(&elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q"},
+				Spec: elasticquotav1alpha1.ElasticQuotaSpec{Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}})
+			ww.cache.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "q"}})
+			ww.cache.UpsertUnit(holder)
+			if res := ww.cache.cycle(time.Unix(1000, 0), -1); len(res.Admissions) != 1 {
+				t.Fatalf("first cycle admitted %v, want the holder", res.Admissions)
+			}
+			for _, u := range []*schedulingv1alpha1.QueueUnit{unit("head", "4"), unit("behind", "4")} {
+				u.CreationTimestamp = metav1.NewTime(ww.clock.Now())
+				ww.clock.Step(time.Second)
+				if err := ww.client.Create(ctx, u); err != nil {
+					t.Fatal(err)
+				}
+				ww.cache.UpsertUnit(u)
+			}
+			if res := ww.cache.cycle(ww.clock.Now(), -1); len(res.Admissions) != 0 {
+				t.Fatalf("second cycle admitted %v, want none", res.Admissions)
+			}
+
+			ww.writer.writeMessage(ctx, tc.explain)
+
+			ns, name, _ := strings.Cut(tc.explain, "/")
+			got := &schedulingv1alpha1.QueueUnit{}
+			if err := ww.client.Get(ctx, client.ObjectKey{Namespace: ns, Name: name}, got); err != nil {
+				t.Fatal(err)
+			}
+			if got.Status.Message != tc.wantReason {
+				t.Errorf("status.message %q, want %q", got.Status.Message, tc.wantReason)
+			}
+			close(ww.recorder.Events)
+			var events []string
+			for e := range ww.recorder.Events {
+				events = append(events, e)
+			}
+			if diff := cmp.Diff(tc.wantEvents, events); diff != "" {
+				t.Errorf("events (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

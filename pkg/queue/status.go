@@ -30,7 +30,8 @@ import (
 
 // AnnotationQueueItemsRefreshInterval on a Queue (or its ElasticQuota) sets
 // how often its status (queueItemDetails, counts, tree and usage) is
-// rewritten at most (a duration, default 15s).
+// rewritten at most (a duration, default 15s); four times that while
+// admissions wait for their write.
 const AnnotationQueueItemsRefreshInterval = "koord-queue/queue-items-refresh-interval"
 
 // Queue condition types and reasons.
@@ -63,7 +64,16 @@ type StatusSource interface {
 	// DuplicateQuotas are the ElasticQuotas not used because an older one
 	// has their name.
 	DuplicateQuotas() []*elasticquotav1alpha1.ElasticQuota
+	// WritingAdmissions: admissions decided wait for their write.
+	WritingAdmissions() bool
 }
+
+// busyIntervals stretches a queue's refresh interval when admissions waited
+// for their write within it: each status write is one admission fewer that
+// second, and in a backlog every queue's counts change at every interval
+// (at 15 s, 35 queues took 0.05 writes per admission from Kueue's
+// baseline). The visibility API and the metrics stay current meanwhile.
+const busyIntervals = 4
 
 var _ StatusSource = (*admission.Cache)(nil)
 
@@ -91,6 +101,9 @@ type StatusWriter struct {
 
 	lastWrite     map[string]time.Time
 	lastQuotaErrs map[string]string
+	// lastBusy is the last tick at which admissions waited for their
+	// write: in a backlog they do at some ticks, not at all.
+	lastBusy time.Time
 	// warnedDuplicates are the duplicate ElasticQuotas (by UID) already
 	// given their Warning event.
 	warnedDuplicates map[types.UID]bool
@@ -140,6 +153,9 @@ func (s *StatusWriter) Start(ctx context.Context) error {
 
 func (s *StatusWriter) refresh(ctx context.Context, log logr.Logger) {
 	now := s.clock.Now()
+	if s.cache.WritingAdmissions() {
+		s.lastBusy = now
+	}
 	s.reportQuotas()
 	for _, q := range s.cache.QueueObjects() {
 		// Metrics every tick; the Queue object only at its refresh interval.
@@ -152,6 +168,9 @@ func (s *StatusWriter) refresh(ctx context.Context, log logr.Logger) {
 			if d, err := time.ParseDuration(v); err == nil && d > 0 {
 				interval = d
 			}
+		}
+		if !s.lastBusy.IsZero() && now.Sub(s.lastBusy) < interval {
+			interval *= busyIntervals // admissions waited within the interval
 		}
 		if last, ok := s.lastWrite[q.Name]; ok && now.Sub(last) < interval {
 			continue

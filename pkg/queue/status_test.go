@@ -1,19 +1,29 @@
 package queue
 
 import (
+	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/go-logr/logr"
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
+	clocktesting "k8s.io/utils/clock/testing"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
+	"github.com/koord-queue/koord-queue/apis"
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/admission"
@@ -155,6 +165,69 @@ func TestStatusShowsTheTree(t *testing.T) {
 			got := seen{Tree: st.Tree, TreeRoot: st.TreeRoot, Used: list(st.Used), TreeCapacity: list(st.TreeCapacity), TreeUsed: list(st.TreeUsed), TreeUsage: st.TreeUsage}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("status (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// admittingSource is a Cache whose admissions wait for their write at the
+// ticks writing says.
+type admittingSource struct {
+	*admission.Cache
+	writing func() bool
+}
+
+func (s admittingSource) WritingAdmissions() bool { return s.writing() }
+
+// TestStatusLeavesTheBudgetToAdmissions: a Queue's status changes at every
+// refresh while units arrive, and each write of it takes the client's
+// budget from an admission. While admissions wait for their write it is
+// written every four refresh intervals; otherwise at every interval. A
+// backlog's admissions wait for their write at some ticks, not at all.
+func TestStatusLeavesTheBudgetToAdmissions(t *testing.T) {
+	tick := 0
+	cases := map[string]struct {
+		writing    func() bool
+		wantWrites int
+	}{
+		"nothing to admit: a write every interval":                 {writing: func() bool { return false }, wantWrites: 5},
+		"admissions to write: a write every 4 intervals":           {writing: func() bool { return true }, wantWrites: 2},
+		"admissions to write at one tick in 3: every 4 intervals":  {writing: func() bool { return tick%3 == 1 }, wantWrites: 2},
+		"admissions to write at one tick a minute: every interval": {writing: func() bool { return tick == 1 }, wantWrites: 4},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			scheme := runtime.NewScheme()
+			if err := apis.AddToScheme(scheme); err != nil {
+				t.Fatal(err)
+			}
+			queue := &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}}
+			writes := 0
+			c := interceptor.NewClient(
+				fake.NewClientBuilder().WithScheme(scheme).WithObjects(queue.DeepCopy()).WithStatusSubresource(queue).Build(),
+				interceptor.Funcs{SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+					err := c.SubResource(sub).Patch(ctx, obj, patch, opts...)
+					if err == nil { // the cache's copy is not updated: each write conflicts once first
+						writes++
+					}
+					return err
+				}})
+			cache := admission.NewCache()
+			cache.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "team").Max(corev1.ResourceCPU, "1").Obj())
+			cache.UpsertQueue(queue)
+			clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+			sw := NewStatusWriter(c, c, record.NewFakeRecorder(10), admittingSource{Cache: cache, writing: tc.writing}, clk,
+				StatusOptions{RefreshInterval: 15 * time.Second, TopN: 20})
+			sw.lastWrite, sw.lastQuotaErrs, sw.warnedDuplicates = map[string]time.Time{}, map[string]string{}, map[types.UID]bool{}
+			for i := range 61 { // a minute of ticks, a unit arriving at each
+				tick = i
+				cache.UpsertUnit(wrappers.MakeQueueUnit(fmt.Sprintf("u%d", i), "team").Quota("team").Request(corev1.ResourceCPU, "2").Obj())
+				sw.refresh(ctx, logr.Discard())
+				clk.Step(time.Second)
+			}
+			if writes != tc.wantWrites {
+				t.Errorf("%d status writes in a minute, want %d", writes, tc.wantWrites)
 			}
 		})
 	}

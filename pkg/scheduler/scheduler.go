@@ -377,6 +377,11 @@ func (w WaitText) For(ns string) string {
 	return w.text.For(ns)
 }
 
+// Behind reports whether the unit only waits its turn: others come first
+// in its queue. Any other reason says the unit was tried and does not fit,
+// or cannot be tried.
+func (w WaitText) Behind() bool { return w.behind }
+
 // WaitReasonText is WaitReason before it is rendered for the unit's
 // namespace. Waiting behind others, the commonest reason, it takes no
 // allocation: a caller may take the reasons of a page of units while it

@@ -22,6 +22,28 @@ rules:
 - level: None
 `
 
+// auditBodiesPolicy logs, besides, the request body of every write to an
+// Event or a QueueUnit (small objects and merge patches), so that a write
+// can be told by what it wrote: an Event by its reason, a status write by
+// whether it admitted, evicted or explained.
+const auditBodiesPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted]
+rules:
+- level: Request
+  verbs: [create, update, patch]
+  resources:
+  - group: ""
+    resources: [events]
+  - group: events.k8s.io
+    resources: [events]
+  - group: scheduling.x-k8s.io
+    resources: [queueunits, queueunits/status]
+- level: Metadata
+  verbs: [create, update, patch, delete, deletecollection]
+- level: None
+`
+
 // auditFlags writes the policy into dir and returns the API server
 // flags that log writes to the cluster's audit log.
 func (c *Cluster) auditFlags(dir string) ([]string, error) {
@@ -36,8 +58,19 @@ func (c *Cluster) auditFlags(dir string) ([]string, error) {
 // for WritesBy: what Options.AuditWrites adds, for API servers started
 // otherwise (the performance harness's envtest, Kueue's runner's).
 func AuditFlags(dir, logPath string) ([]string, error) {
+	return auditFlags(dir, logPath, auditPolicy)
+}
+
+// AuditFlagsWithBodies is AuditFlags with the request bodies of the writes
+// to Events and QueueUnits logged as well, for a breakdown of the writes by
+// what they wrote; it costs the API server more than AuditFlags.
+func AuditFlagsWithBodies(dir, logPath string) ([]string, error) {
+	return auditFlags(dir, logPath, auditBodiesPolicy)
+}
+
+func auditFlags(dir, logPath, text string) ([]string, error) {
 	policy := filepath.Join(dir, "audit-policy.yaml")
-	if err := os.WriteFile(policy, []byte(auditPolicy), 0o600); err != nil {
+	if err := os.WriteFile(policy, []byte(text), 0o600); err != nil {
 		return nil, fmt.Errorf("writing the audit policy: %w", err)
 	}
 	return []string{
@@ -85,6 +118,21 @@ func AuditLogFiles(path string) ([]string, error) {
 		files = append(files, path)
 	}
 	return files, nil
+}
+
+// RemoveAuditLogs removes the audit log at path and its backups
+// (AuditLogFiles).
+func RemoveAuditLogs(path string) error {
+	files, err := AuditLogFiles(path)
+	if err != nil {
+		return err
+	}
+	for _, f := range files {
+		if err := os.Remove(f); err != nil {
+			return fmt.Errorf("removing the audit log: %w", err)
+		}
+	}
+	return nil
 }
 
 // AuditLog is the file the API server logs writes to with

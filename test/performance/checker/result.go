@@ -46,6 +46,9 @@ type Result struct {
 	OverAdmissionExamples []OverAdmission `json:"overAdmissionExamples,omitempty"`
 	Quotas                []QuotaResult   `json:"quotas"`
 	Controller            ControllerStats `json:"controller"`
+	// Writes break the run's API writes down, when the harness counted
+	// them (harness.Options.Writes).
+	Writes *Writes `json:"writes,omitempty"`
 	// Extra holds scenario-specific figures (the Jobs scenario's).
 	Extra     map[string]float64 `json:"extra,omitempty"`
 	Bounds    []BoundResult      `json:"bounds"`
@@ -312,6 +315,9 @@ func (res *Result) Text() string {
 			parts = append(parts, fmt.Sprintf("%s %.0f", k, c.Requests[k]))
 		}
 		fmt.Fprintf(&b, "  koord-queue's API requests: %s\n", strings.Join(parts, ", "))
+	}
+	if res.Writes != nil {
+		b.WriteString(res.Writes.Text())
 	}
 	if len(res.Extra) > 0 {
 		keys := make([]string, 0, len(res.Extra))

@@ -252,16 +252,7 @@ func CountWrites(m *Measurement, auditLog, agent string, keep bool) error {
 	if keep {
 		return nil
 	}
-	files, err := cluster.AuditLogFiles(auditLog)
-	if err != nil {
-		return err
-	}
-	for _, f := range files {
-		if err := os.Remove(f); err != nil {
-			return err
-		}
-	}
-	return nil
+	return cluster.RemoveAuditLogs(auditLog)
 }
 
 // RecountWrites counts m's writes again from the audit log, and its

@@ -63,6 +63,12 @@ type Options struct {
 	// AuditLog, if set, has the API server log every write there
 	// (cluster.AuditFlags), for cluster.WritesBy.
 	AuditLog string
+	// Writes has the API server log every write, with the bodies of those
+	// to Events and QueueUnits (cluster.AuditFlagsWithBodies), to
+	// <Dir>/audit.log, and the result break them down by who wrote what
+	// (checker.CountWrites). The log is removed once counted unless
+	// KeepAudit. It excludes AuditLog.
+	Writes, KeepAudit bool
 	// Forecast reads koord-queue's forecast of every waiting unit through
 	// the visibility API while the run goes on and reports its error
 	// (package forecast), as a scenario with MeasureForecast always does.
@@ -77,7 +83,14 @@ func Run(ctx context.Context, s scenario.Scenario, opts Options) (*checker.Resul
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", opts.Dir, err)
 	}
-	env, cfg, err := startAPIServer(opts.Dir, opts.AuditLog)
+	audit := cluster.AuditFlags
+	if opts.Writes {
+		if opts.AuditLog != "" {
+			return nil, fmt.Errorf("set AuditLog or Writes, not both")
+		}
+		opts.AuditLog, audit = filepath.Join(opts.Dir, "audit.log"), cluster.AuditFlagsWithBodies
+	}
+	env, cfg, err := startAPIServer(opts.Dir, opts.AuditLog, audit)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +112,7 @@ func Run(ctx context.Context, s scenario.Scenario, opts Options) (*checker.Resul
 // startAPIServer starts etcd and kube-apiserver with koord-queue's CRDs,
 // with room for the harness's request rate (as Kueue's harness does), and,
 // if auditLog is set, logging every write there (the policy in dir).
-func startAPIServer(dir, auditLog string) (*envtest.Environment, *rest.Config, error) {
+func startAPIServer(dir, auditLog string, auditFlags func(dir, logPath string) ([]string, error)) (*envtest.Environment, *rest.Config, error) {
 	if _, err := cluster.Tool("kube-apiserver"); err != nil {
 		return nil, nil, err
 	}
@@ -117,7 +130,7 @@ func startAPIServer(dir, auditLog string) (*envtest.Environment, *rest.Config, e
 		Append("max-requests-inflight", "800").
 		Append("max-mutating-requests-inflight", "400")
 	if auditLog != "" {
-		flags, err := cluster.AuditFlags(dir, auditLog)
+		flags, err := auditFlags(dir, auditLog)
 		if err != nil {
 			return nil, nil, err
 		}
@@ -278,6 +291,17 @@ func (r *run) run(ctx context.Context) (*checker.Result, error) {
 		addExtra(res, "churn: failed patches", float64(churned.Failed))
 		if churned.LastError != nil && r.opts.Progress != nil {
 			fmt.Fprintf(r.opts.Progress, "  %s: the last of %d failed churn patches: %v\n", r.s.Name, churned.Failed, churned.LastError)
+		}
+	}
+	if r.opts.Writes {
+		// The API server is still up: the log holds every write.
+		if res.Writes, err = checker.CountWrites(r.opts.AuditLog, checker.KoordQueueAgent, res.Admissions+res.Evictions); err != nil {
+			return nil, err
+		}
+		if !r.opts.KeepAudit {
+			if err := cluster.RemoveAuditLogs(r.opts.AuditLog); err != nil {
+				return nil, err
+			}
 		}
 	}
 	res.Check(r.s.Bounds)
