@@ -189,20 +189,13 @@ func WritesBy(path, program string) (map[Write]int, error) {
 
 // countWrites adds the writes of program that one audit log file holds.
 func countWrites(counts map[Write]int, path, program string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("opening the audit log: %w", err)
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	s.Buffer(make([]byte, 0, 64<<10), 4<<20)
-	for s.Scan() {
+	return ScanAuditLog(path, func(line []byte) error {
 		var e auditEvent
-		if err := json.Unmarshal(s.Bytes(), &e); err != nil {
-			return fmt.Errorf("reading %s: %w", path, err)
+		if err := json.Unmarshal(line, &e); err != nil {
+			return err
 		}
 		if e.Stage != "ResponseComplete" || e.ObjectRef == nil || (e.UserAgent != program && !strings.HasPrefix(e.UserAgent, program+"/")) {
-			continue
+			return nil
 		}
 		w := Write{Verb: e.Verb, Resource: e.ObjectRef.Resource}
 		if e.ObjectRef.Subresource != "" {
@@ -212,6 +205,25 @@ func countWrites(counts map[Write]int, path, program string) error {
 			w.Code = e.ResponseStatus.Code
 		}
 		counts[w]++
+		return nil
+	})
+}
+
+// ScanAuditLog calls each with every line (one event) of the audit log file
+// at path, in order, and stops at the first error, which it returns naming
+// the file. Lines may be as long as the request bodies a policy records.
+func ScanAuditLog(path string, each func(line []byte) error) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return fmt.Errorf("opening the audit log: %w", err)
+	}
+	defer f.Close()
+	s := bufio.NewScanner(f)
+	s.Buffer(make([]byte, 0, 64<<10), 16<<20)
+	for s.Scan() {
+		if err := each(s.Bytes()); err != nil {
+			return fmt.Errorf("reading %s: %w", path, err)
+		}
 	}
 	if err := s.Err(); err != nil {
 		return fmt.Errorf("reading %s: %w", path, err)

@@ -1,10 +1,8 @@
 package checker
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 
@@ -128,20 +126,13 @@ type writeCounter struct {
 }
 
 func (c *writeCounter) read(path string) error {
-	f, err := os.Open(path)
-	if err != nil {
-		return fmt.Errorf("opening the audit log: %w", err)
-	}
-	defer f.Close()
-	s := bufio.NewScanner(f)
-	s.Buffer(make([]byte, 0, 64<<10), 16<<20)
-	for s.Scan() {
+	return cluster.ScanAuditLog(path, func(line []byte) error {
 		var e auditEntry
-		if err := json.Unmarshal(s.Bytes(), &e); err != nil {
-			return fmt.Errorf("reading %s: %w", path, err)
+		if err := json.Unmarshal(line, &e); err != nil {
+			return err
 		}
 		if e.Stage != "ResponseComplete" || e.ObjectRef == nil {
-			continue
+			return nil
 		}
 		k := WriteKind{User: program(e.UserAgent), Verb: e.Verb, Resource: e.ObjectRef.Resource}
 		if e.ObjectRef.Subresource != "" {
@@ -152,11 +143,8 @@ func (c *writeCounter) read(path string) error {
 		}
 		k.What = c.what(&e, k.Resource)
 		c.counts[k]++
-	}
-	if err := s.Err(); err != nil {
-		return fmt.Errorf("reading %s: %w", path, err)
-	}
-	return nil
+		return nil
+	})
 }
 
 // program is the user agent's program: client-go's default is
