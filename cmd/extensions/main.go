@@ -30,6 +30,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/leaderelection"
 	kqmetrics "github.com/koord-queue/koord-queue/pkg/metrics"
 	"github.com/koord-queue/koord-queue/pkg/probes"
+	"github.com/koord-queue/koord-queue/pkg/streamedlists"
 	"github.com/koord-queue/koord-queue/pkg/version"
 )
 
@@ -68,6 +69,7 @@ func run() error {
 		statusDelay     = flag.Duration("unit-status-delay", framework.DefaultStatusDelay, "how long a QueueUnit's pod counts may lag its job's, so that a burst of pod changes is one write; phase changes and quota given back are written at once; 0 writes every change")
 	)
 	leaderSettings := leaderelection.BindFlags(flag.CommandLine)
+	streamLists := streamedlists.BindFlags(flag.CommandLine)
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	showVersion := version.Flag(flag.CommandLine)
@@ -76,6 +78,7 @@ func run() error {
 		return nil
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	streamedlists.Apply(*streamLists)
 	log := ctrl.Log.WithName("koord-queue-controllers")
 	ctrlmetrics.Registry.MustRegister(version.BuildInfo())
 

@@ -27,6 +27,7 @@ import (
 	kqmetrics "github.com/koord-queue/koord-queue/pkg/metrics"
 	"github.com/koord-queue/koord-queue/pkg/probes"
 	"github.com/koord-queue/koord-queue/pkg/queue"
+	"github.com/koord-queue/koord-queue/pkg/streamedlists"
 	"github.com/koord-queue/koord-queue/pkg/version"
 	"github.com/koord-queue/koord-queue/pkg/visibility/api/v1alpha1"
 )
@@ -72,6 +73,7 @@ func run() error {
 		treeCapacity    = flag.Bool("compute-tree-capacity", false, "where no koord-manager runs: compute each quota tree root's capacity from its ElasticQuotaProfile and the nodes (overriding its total-resource annotation), in memory; needs the ElasticQuotaProfile CRD (Koordinator's, or the chart's installElasticQuotaProfileCRD)")
 	)
 	leaderSettings := leaderelection.BindFlags(flag.CommandLine)
+	streamLists := streamedlists.BindFlags(flag.CommandLine)
 	opts := zap.Options{}
 	opts.BindFlags(flag.CommandLine)
 	showVersion := version.Flag(flag.CommandLine)
@@ -80,6 +82,7 @@ func run() error {
 		return nil
 	}
 	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
+	streamedlists.Apply(*streamLists)
 	log := ctrl.Log.WithName("koord-queue")
 	ctrlmetrics.Registry.MustRegister(version.BuildInfo())
 
