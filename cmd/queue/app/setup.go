@@ -86,9 +86,16 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*admission.C
 			insecure: opts.VisibilityInsecureServing,
 			handler:  visibility.NewHandler(cache, restAuth),
 			log:      mgr.GetLogger().WithName("visibility"),
+			serving:  make(chan struct{}),
 		}
 		if err := mgr.Add(srv); err != nil {
 			return nil, fmt.Errorf("adding the visibility server: %w", err)
+		}
+		// Ready means the visibility API answers: a client (the dashboard,
+		// a Service's endpoints) sent here once /readyz passes must not be
+		// refused.
+		if err := mgr.AddReadyzCheck("visibility-api", srv.ready); err != nil {
+			return nil, fmt.Errorf("adding the visibility API's readiness check: %w", err)
 		}
 	}
 	if opts.AggregatedAPI.Address != "" {
@@ -107,9 +114,21 @@ type visibilityServer struct {
 	insecure      bool
 	handler       http.Handler
 	log           logr.Logger
+	// serving is closed once the server listens.
+	serving chan struct{}
 }
 
 var _ manager.LeaderElectionRunnable = (*visibilityServer)(nil)
+
+// ready is the readiness check: the server listens.
+func (s *visibilityServer) ready(*http.Request) error {
+	select {
+	case <-s.serving:
+		return nil
+	default:
+		return errors.New("the visibility API does not listen yet")
+	}
+}
 
 func (s *visibilityServer) NeedLeaderElection() bool { return false }
 
@@ -126,7 +145,7 @@ func (s *visibilityServer) Start(ctx context.Context) error {
 			s.log.Info("Serving the visibility API over HTTPS with a self-signed certificate (--visibility-cert-dir names one of yours)", "address", s.addr)
 		}
 	}
-	if err := serve(ctx, s.addr, s.handler, cfg, nil); err != nil {
+	if err := serve(ctx, s.addr, s.handler, cfg, func() { close(s.serving) }); err != nil {
 		return fmt.Errorf("visibility server: %w", err)
 	}
 	return nil

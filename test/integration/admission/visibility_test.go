@@ -12,9 +12,12 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/cmd/queue/app"
+	"github.com/koord-queue/koord-queue/pkg/probes"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/pkg/visibility"
 	"github.com/koord-queue/koord-queue/test/cluster"
@@ -147,4 +150,57 @@ func TestVisibilityAPIAndMetrics(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// TestReadyOnceTheVisibilityAPIListens: /readyz passes only with the
+// visibility API listening, so what is sent to a ready replica is answered.
+func TestReadyOnceTheVisibilityAPIListens(t *testing.T) {
+	opts := fastOptions()
+	ports, err := cluster.FreePorts(2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts.VisibilityAddress = cluster.Loopback(ports[0])
+	opts.VisibilityInsecureAllowUnauthenticated = true
+	opts.VisibilityInsecureServing = true
+	probeAddr := cluster.Loopback(ports[1])
+	stop, err := env.StartManager(context.Background(), func(mgr manager.Manager) error {
+		if _, err := app.Setup(context.Background(), mgr, opts); err != nil {
+			return err
+		}
+		return probes.Add(mgr) // as the binary does
+	}, func(o *manager.Options) { o.HealthProbeBindAddress = probeAddr })
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+
+	var checks string
+	testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+probeAddr+"/readyz?verbose", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		body, err := io.ReadAll(resp.Body)
+		if err != nil {
+			return err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("/readyz %s:\n%s", resp.Status, body)
+		}
+		checks = string(body)
+		return nil
+	})
+	if !strings.Contains(checks, "[+]visibility-api ok") {
+		t.Errorf("/readyz passed without checking the visibility API:\n%s", checks)
+	}
+	api := &visibility.Client{BaseURL: "http://" + opts.VisibilityAddress}
+	if _, err := api.Queues(context.Background()); err != nil {
+		t.Errorf("ready, but the visibility API does not answer: %v", err)
+	}
 }
