@@ -127,6 +127,9 @@ func (r *run) runFailover(ctx context.Context) (*checker.Result, error) {
 	if r.opts.Mode == checker.ModeInProcess {
 		return nil, errors.New("a failover scenario kills koord-queue: it runs as a binary only")
 	}
+	if r.opts.DashboardPollers > 0 && r.opts.Progress != nil {
+		fmt.Fprintf(r.opts.Progress, "  %s: no dashboard pollers in a failover scenario\n", r.s.Name)
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.s.Timeout)
 	defer cancel()
 	genClient, err := kube.Client(r.cfg, "perf-generator")

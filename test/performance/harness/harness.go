@@ -24,10 +24,12 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
+	"github.com/koord-queue/koord-queue/pkg/visibility"
 	"github.com/koord-queue/koord-queue/test/cluster"
 	"github.com/koord-queue/koord-queue/test/performance/checker"
 	"github.com/koord-queue/koord-queue/test/performance/churn"
 	"github.com/koord-queue/koord-queue/test/performance/controller"
+	"github.com/koord-queue/koord-queue/test/performance/dashboard"
 	"github.com/koord-queue/koord-queue/test/performance/forecast"
 	"github.com/koord-queue/koord-queue/test/performance/generator"
 	"github.com/koord-queue/koord-queue/test/performance/kube"
@@ -74,6 +76,10 @@ type Options struct {
 	// (package forecast), as a scenario with MeasureForecast always does.
 	// For checker.ModeBinary.
 	Forecast bool
+	// DashboardPollers is how many open dashboard tabs poll the visibility
+	// API (package dashboard) from koord-queue's start to the run's end.
+	// For checker.ModeBinary; not in failover scenarios.
+	DashboardPollers int
 }
 
 // Run runs the scenario and returns its checked result. An error means the
@@ -210,6 +216,7 @@ func (r *run) run(ctx context.Context) (*checker.Result, error) {
 		return nil, err
 	}
 	defer r.stopController(true)
+	stopPollers := r.startDashboardPollers(ctx)
 	if r.s.Churn.Quotas > 0 {
 		if err := generator.CreateChurnQuotas(ctx, genClient, r.s); err != nil {
 			return nil, err
@@ -238,10 +245,12 @@ func (r *run) run(ctx context.Context) (*checker.Result, error) {
 	if err := r.waitFinished(ctx, start, genErr, restartErr); err != nil {
 		stopChurn()
 		stopProbe()
+		stopPollers()
 		return nil, err
 	}
 	churned := stopChurn()
 	probeReads, probeFailed := stopProbe()
+	polled := stopPollers()
 	serversAfterUnits := r.serverCPU()
 	var heapWithUnits int64
 	if r.pprofAddr != "" {
@@ -282,6 +291,11 @@ func (r *run) run(ctx context.Context) (*checker.Result, error) {
 		}
 		addExtra(res, "forecast: visibility API reads", float64(probeReads))
 		addExtra(res, "forecast: visibility API reads failed", float64(probeFailed))
+	}
+	if polled.Pollers > 0 {
+		for name, v := range polled.Extra() {
+			addExtra(res, name, v)
+		}
 	}
 	if r.s.Churn.Quotas > 0 {
 		addExtra(res, "churn: ElasticQuotas patched", float64(len(r.churnNames())))
@@ -385,6 +399,62 @@ func (r *run) startForecastProbe(ctx context.Context) (stop func() (reads, faile
 			fmt.Fprintf(r.opts.Progress, "  %s: %d of %d forecast reads failed, the last: %v\n", r.s.Name, failed, reads, last)
 		}
 		return reads, failed
+	}
+}
+
+// startDashboardPollers runs Options.DashboardPollers open dashboard tabs
+// against koord-queue's visibility API, from when it first answers (a
+// user opens the dashboard once it is served) until stop is called, for a binary
+// (the in-process manager serves no visibility API); stop returns what
+// they did. A failed request is counted, never fatal.
+func (r *run) startDashboardPollers(ctx context.Context) (stop func() dashboard.Stats) {
+	if r.opts.DashboardPollers <= 0 {
+		return func() dashboard.Stats { return dashboard.Stats{} }
+	}
+	if r.opts.Mode == checker.ModeInProcess {
+		if r.opts.Progress != nil {
+			fmt.Fprintf(r.opts.Progress, "  %s: no dashboard pollers in-process (no visibility API)\n", r.s.Name)
+		}
+		return func() dashboard.Stats { return dashboard.Stats{} }
+	}
+	pollers := &dashboard.Pollers{URL: r.visibilityURL, N: r.opts.DashboardPollers}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		if waitServing(ctx, r.visibilityURL) {
+			pollers.Run(ctx)
+		}
+	}()
+	return func() dashboard.Stats {
+		cancel()
+		<-done
+		st := pollers.Stats()
+		if st.LastError != nil && r.opts.Progress != nil {
+			fmt.Fprintf(r.opts.Progress, "  %s: %d of %d dashboard requests failed, the last: %v\n", r.s.Name, st.FailedRequests, st.Requests, st.LastError)
+		}
+		return st
+	}
+}
+
+// waitServing waits until the visibility API at url answers, or ctx ends
+// (false). koord-queue reports itself ready (/readyz) before its
+// visibility server listens.
+func waitServing(ctx context.Context, url func() string) bool {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if base := url(); base != "" {
+			c := &visibility.Client{BaseURL: base}
+			if _, err := c.Queues(ctx); err == nil {
+				return true
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-tick.C:
+		}
 	}
 }
 

@@ -9,6 +9,7 @@
 //	go -C test/performance run ./cmd/perf -scenarios baseline -controller in-process -cpuprofile cpu.pprof
 //	go -C test/performance run ./cmd/perf -scenarios baseline -heapprofile heap.pprof   # live heap per unit, and its profile
 //	go -C test/performance run ./cmd/perf -scenarios baseline -writes     # koord-queue's API writes, kind by kind
+//	go -C test/performance run ./cmd/perf -scenarios baseline -dashboard-pollers 10   # ten open dashboard tabs polling meanwhile
 //	go -C test/performance run ./cmd/perf -scenarios baseline -simulate   # the replay alone, in seconds, no API server
 //
 // Every scenario's summary (but restart's: restarts are not modelled) ends
@@ -61,6 +62,7 @@ func run() (bool, error) {
 		measureCast  = flag.Bool("forecast", false, "read koord-queue's forecast of every waiting unit through the visibility API and report its error against the admissions (the declared scenario always does)")
 		writes       = flag.Bool("writes", false, "have the API server log every write (with the bodies of those to Events and QueueUnits) and break koord-queue's down by kind in the summary: what each admission costs")
 		keepAudit    = flag.Bool("keep-audit", false, "with -writes: keep <out>/<scenario>/audit.log (large) once counted")
+		pollers      = flag.Int("dashboard-pollers", 0, "this many open dashboard tabs read the visibility API every 3 s, as the dashboard does, while each scenario runs (not failover ones); the summary says what their refreshes took")
 		extraFlags   = flag.String("koord-queue-flags", "", "space-separated flags added to koord-queue's command line (to compare settings)")
 		simulateOnly = flag.Bool("simulate", false, "only replay the scenarios through the decision core in virtual time (no API server): what the decisions cost with no delays")
 		decideAhead  = flag.Bool("simulate-decide-ahead", false, "with -simulate: decide every admission that fits at once, as koord-queue did before it paced its decisions")
@@ -139,7 +141,7 @@ func run() (bool, error) {
 		opts := harness.Options{
 			Dir: filepath.Join(*out, s.Name), Mode: *mode, Binary: binary, ExtraArgs: strings.Fields(*extraFlags),
 			Command: command + " # scenario " + s.Name, Short: *short, Progress: os.Stdout, Forecast: *measureCast,
-			Writes: *writes, KeepAudit: *keepAudit,
+			Writes: *writes, KeepAudit: *keepAudit, DashboardPollers: *pollers,
 		}
 		if *cpuProfile != "" {
 			opts.CPUProfile = filepath.Join(opts.Dir, *cpuProfile)
