@@ -24,7 +24,6 @@ import (
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/envtest"
 
-	"github.com/koord-queue/koord-queue/pkg/visibility"
 	"github.com/koord-queue/koord-queue/test/cluster"
 	"github.com/koord-queue/koord-queue/test/performance/checker"
 	"github.com/koord-queue/koord-queue/test/performance/churn"
@@ -403,8 +402,8 @@ func (r *run) startForecastProbe(ctx context.Context) (stop func() (reads, faile
 }
 
 // startDashboardPollers runs Options.DashboardPollers open dashboard tabs
-// against koord-queue's visibility API, from when it first answers (a
-// user opens the dashboard once it is served) until stop is called, for a binary
+// against koord-queue's visibility API (which answers once koord-queue is
+// ready) until stop is called, for a binary
 // (the in-process manager serves no visibility API); stop returns what
 // they did. A failed request is counted, never fatal.
 func (r *run) startDashboardPollers(ctx context.Context) (stop func() dashboard.Stats) {
@@ -422,9 +421,7 @@ func (r *run) startDashboardPollers(ctx context.Context) (stop func() dashboard.
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		if waitServing(ctx, r.visibilityURL) {
-			pollers.Run(ctx)
-		}
+		pollers.Run(ctx)
 	}()
 	return func() dashboard.Stats {
 		cancel()
@@ -434,27 +431,6 @@ func (r *run) startDashboardPollers(ctx context.Context) (stop func() dashboard.
 			fmt.Fprintf(r.opts.Progress, "  %s: %d of %d dashboard requests failed, the last: %v\n", r.s.Name, st.FailedRequests, st.Requests, st.LastError)
 		}
 		return st
-	}
-}
-
-// waitServing waits until the visibility API at url answers, or ctx ends
-// (false). koord-queue reports itself ready (/readyz) before its
-// visibility server listens.
-func waitServing(ctx context.Context, url func() string) bool {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		if base := url(); base != "" {
-			c := &visibility.Client{BaseURL: base}
-			if _, err := c.Queues(ctx); err == nil {
-				return true
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-tick.C:
-		}
 	}
 }
 
