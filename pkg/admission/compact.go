@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -25,6 +26,10 @@ import (
 //   - spec.request, and the resources of an admission, equal to
 //     spec.resource (as the extensions write spec.request, and as a unit
 //     without pod sets is admitted) become spec.resource's map;
+//   - a unit's labels, or its annotations, that are another unit's, key for
+//     key and value for value, become that unit's map: units of one quota
+//     and one kind of job keep one map of labels (about 300 bytes for
+//     three). The same bounds hold as for resource lists;
 //   - the strings that units repeat (their namespace, label and annotation
 //     keys and values, their owner's and consumer's kinds, pod set names,
 //     conditions' types, reasons and messages, the status message) become
@@ -40,7 +45,10 @@ type UnitCompactor struct {
 	mu sync.Mutex
 	// lists to share, by what they list (listKey); at most max.
 	lists map[string]corev1.ResourceList
-	max   int
+	// labels (and annotations) to share, by what they hold (mapKey); at
+	// most max.
+	labels map[string]map[string]string
+	max    int
 }
 
 // Bounds of what a UnitCompactor keeps to share: tenants choose resource
@@ -52,7 +60,7 @@ const (
 
 // NewUnitCompactor returns a UnitCompactor that shares nothing yet.
 func NewUnitCompactor() *UnitCompactor {
-	return &UnitCompactor{lists: map[string]corev1.ResourceList{}, max: maxSharedLists}
+	return &UnitCompactor{lists: map[string]corev1.ResourceList{}, labels: map[string]map[string]string{}, max: maxSharedLists}
 }
 
 // Compact compacts u.
@@ -81,8 +89,8 @@ func (c *UnitCompactor) Compact(u *schedulingv1alpha1.QueueUnit) {
 	st.AdmissionChecks = clip(st.AdmissionChecks)
 
 	u.Namespace = intern(u.Namespace)
-	u.Labels = internMap(u.Labels)
-	u.Annotations = internMap(u.Annotations)
+	u.Labels = c.shareMap(u.Labels)
+	u.Annotations = c.shareMap(u.Annotations)
 	for i := range u.OwnerReferences {
 		o := &u.OwnerReferences[i]
 		o.APIVersion, o.Kind = intern(o.APIVersion), intern(o.Kind)
@@ -127,6 +135,41 @@ func (c *UnitCompactor) share(list corev1.ResourceList) corev1.ResourceList {
 		c.lists[key] = list
 	}
 	return list
+}
+
+// shareMap is a map kept to share that holds what m holds, or m interned
+// (internMap), kept to share if there is room.
+func (c *UnitCompactor) shareMap(m map[string]string) map[string]string {
+	if len(m) == 0 || len(m) > maxSharedNames {
+		return internMap(m)
+	}
+	key := mapKey(m)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if kept, ok := c.labels[key]; ok && maps.Equal(kept, m) {
+		return kept
+	}
+	m = internMap(m)
+	if len(c.labels) < c.max {
+		c.labels[key] = m
+	}
+	return m
+}
+
+// mapKey is what m holds, each key and value prefixed by its length so that
+// no two maps have one key. Keys and values are the tenant's: shareMap
+// checks the map found besides.
+func mapKey(m map[string]string) string {
+	keys := slices.Sorted(maps.Keys(m))
+	var b strings.Builder
+	for _, k := range keys {
+		for _, s := range []string{k, m[k]} {
+			b.WriteString(strconv.Itoa(len(s)))
+			b.WriteByte(':')
+			b.WriteString(s)
+		}
+	}
+	return b.String()
 }
 
 // listKey is what list lists, as each amount is written: lists that read

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"encoding/json"
+	"maps"
 	"reflect"
 	"strconv"
 	"testing"
@@ -196,7 +197,7 @@ func TestCompactorSharesOnlyWhatReadsTheSame(t *testing.T) {
 		})
 	}
 
-	c := &UnitCompactor{lists: map[string]corev1.ResourceList{}, max: 2}
+	c := &UnitCompactor{lists: map[string]corev1.ResourceList{}, labels: map[string]map[string]string{}, max: 2}
 	var units []*schedulingv1alpha1.QueueUnit
 	for i := range 4 {
 		u := harnessUnit(i)
@@ -212,5 +213,62 @@ func TestCompactorSharesOnlyWhatReadsTheSame(t *testing.T) {
 	c.Compact(u)
 	if !sameMap(u.Spec.Resource, units[1].Spec.Resource) {
 		t.Error("a list kept is not shared")
+	}
+}
+
+// TestCompactorSharesLabelsOnlyWhenTheSame: a unit is given another unit's
+// labels (or annotations) only when they hold the same keys and values,
+// however a tenant spells them; past its bound a compactor keeps no more.
+func TestCompactorSharesLabelsOnlyWhenTheSame(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		first, then map[string]string
+		wantShared  bool
+	}{
+		{name: "the same", first: map[string]string{"team": "a", "class": "small"}, then: map[string]string{"class": "small", "team": "a"}, wantShared: true},
+		{name: "another value", first: map[string]string{"team": "a"}, then: map[string]string{"team": "b"}},
+		{name: "one label more", first: map[string]string{"team": "a"}, then: map[string]string{"team": "a", "x": ""}},
+		{name: "an empty value and a missing key", first: map[string]string{"a": "", "b": "1"}, then: map[string]string{"b": "1", "c": ""}},
+		{name: "a key that spells two labels", first: map[string]string{"1:a1:b1:c": "d"}, then: map[string]string{"a": "b", "c": "d"}},
+		{name: "a value that spells the next label", first: map[string]string{"a": "b1:c1:d"}, then: map[string]string{"a": "b", "c": "d"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewUnitCompactor()
+			first, then := harnessUnit(0), harnessUnit(1)
+			first.Labels, first.Annotations = maps.Clone(tc.first), maps.Clone(tc.first)
+			then.Labels, then.Annotations = maps.Clone(tc.then), maps.Clone(tc.then)
+			c.Compact(first)
+			c.Compact(then)
+			if got := sameMap(first.Labels, then.Labels); got != tc.wantShared {
+				t.Errorf("labels shared: %v, want %v", got, tc.wantShared)
+			}
+			if got := sameMap(first.Annotations, then.Annotations); got != tc.wantShared {
+				t.Errorf("annotations shared: %v, want %v", got, tc.wantShared)
+			}
+			if diff := cmp.Diff(tc.then, then.Labels); diff != "" {
+				t.Errorf("labels (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.first, first.Annotations); diff != "" {
+				t.Errorf("the first unit's annotations (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	c := &UnitCompactor{lists: map[string]corev1.ResourceList{}, labels: map[string]map[string]string{}, max: 2}
+	var units []*schedulingv1alpha1.QueueUnit
+	for i := range 4 {
+		u := harnessUnit(i)
+		u.Labels, u.Annotations = map[string]string{"n": strconv.Itoa(i)}, nil
+		c.Compact(u)
+		units = append(units, u)
+	}
+	if len(c.labels) != 2 {
+		t.Errorf("%d label maps kept to share, want at most 2", len(c.labels))
+	}
+	u := harnessUnit(9)
+	u.Labels = map[string]string{"n": "1"}
+	c.Compact(u)
+	if !sameMap(u.Labels, units[1].Labels) {
+		t.Error("a label map kept is not shared")
 	}
 }
