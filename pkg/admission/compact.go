@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"encoding/json"
 	"maps"
 	"slices"
 	"strconv"
@@ -26,6 +27,11 @@ import (
 //   - spec.request, and the resources of an admission, equal to
 //     spec.resource (as the extensions write spec.request, and as a unit
 //     without pod sets is admitted) become spec.resource's map;
+//   - a unit's pod sets that read as another unit's (the same JSON) become
+//     that unit's list: the cache keeps of each template only the pod's
+//     request, so jobs of one template keep one list (a pod set is about
+//     1,250 bytes as kept). At most maxSharedLists lists of at most
+//     maxSharedNames pod sets, each list under maxPodSetsKey bytes of JSON;
 //   - a unit's labels, or its annotations, that are another unit's, key for
 //     key and value for value, become that unit's map: units of one quota
 //     and one kind of job keep one map of labels (about 300 bytes for
@@ -48,7 +54,9 @@ type UnitCompactor struct {
 	// labels (and annotations) to share, by what they hold (mapKey); at
 	// most max.
 	labels map[string]map[string]string
-	max    int
+	// podSets to share, by their JSON; at most max.
+	podSets map[string][]schedulingv1alpha1.PodSet
+	max     int
 }
 
 // Bounds of what a UnitCompactor keeps to share: tenants choose resource
@@ -56,11 +64,13 @@ type UnitCompactor struct {
 const (
 	maxSharedLists = 4096
 	maxSharedNames = 16
+	maxPodSetsKey  = 4096
 )
 
 // NewUnitCompactor returns a UnitCompactor that shares nothing yet.
 func NewUnitCompactor() *UnitCompactor {
-	return &UnitCompactor{lists: map[string]corev1.ResourceList{}, labels: map[string]map[string]string{}, max: maxSharedLists}
+	return &UnitCompactor{lists: map[string]corev1.ResourceList{}, labels: map[string]map[string]string{},
+		podSets: map[string][]schedulingv1alpha1.PodSet{}, max: maxSharedLists}
 }
 
 // Compact compacts u.
@@ -109,6 +119,7 @@ func (c *UnitCompactor) Compact(u *schedulingv1alpha1.QueueUnit) {
 			}
 		}
 	}
+	spec.PodSets = c.sharePodSets(spec.PodSets)
 	st.Message = intern(st.Message)
 	for i := range st.Conditions {
 		internCondition(&st.Conditions[i])
@@ -135,6 +146,29 @@ func (c *UnitCompactor) share(list corev1.ResourceList) corev1.ResourceList {
 		c.lists[key] = list
 	}
 	return list
+}
+
+// sharePodSets is a list of pod sets kept to share that has sets' JSON, or
+// sets, kept to share if there is room. Compact shares their lists and
+// strings first, so the list kept shares them too.
+func (c *UnitCompactor) sharePodSets(sets []schedulingv1alpha1.PodSet) []schedulingv1alpha1.PodSet {
+	if len(sets) == 0 || len(sets) > maxSharedNames {
+		return sets
+	}
+	data, err := json.Marshal(sets)
+	if err != nil || len(data) > maxPodSetsKey {
+		return sets
+	}
+	key := string(data)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if kept, ok := c.podSets[key]; ok {
+		return kept
+	}
+	if len(c.podSets) < c.max {
+		c.podSets[key] = sets
+	}
+	return sets
 }
 
 // shareMap is a map kept to share that holds what m holds, or m interned

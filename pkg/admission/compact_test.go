@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"reflect"
+	"slices"
 	"strconv"
 	"testing"
 	"time"
@@ -13,9 +14,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
 // TestCompactUnitReadsTheSame: a unit compacted as the informer decoded it
@@ -197,7 +200,7 @@ func TestCompactorSharesOnlyWhatReadsTheSame(t *testing.T) {
 		})
 	}
 
-	c := &UnitCompactor{lists: map[string]corev1.ResourceList{}, labels: map[string]map[string]string{}, max: 2}
+	c := &UnitCompactor{lists: map[string]corev1.ResourceList{}, labels: map[string]map[string]string{}, podSets: map[string][]schedulingv1alpha1.PodSet{}, max: 2}
 	var units []*schedulingv1alpha1.QueueUnit
 	for i := range 4 {
 		u := harnessUnit(i)
@@ -254,7 +257,7 @@ func TestCompactorSharesLabelsOnlyWhenTheSame(t *testing.T) {
 		})
 	}
 
-	c := &UnitCompactor{lists: map[string]corev1.ResourceList{}, labels: map[string]map[string]string{}, max: 2}
+	c := &UnitCompactor{lists: map[string]corev1.ResourceList{}, labels: map[string]map[string]string{}, podSets: map[string][]schedulingv1alpha1.PodSet{}, max: 2}
 	var units []*schedulingv1alpha1.QueueUnit
 	for i := range 4 {
 		u := harnessUnit(i)
@@ -270,5 +273,61 @@ func TestCompactorSharesLabelsOnlyWhenTheSame(t *testing.T) {
 	c.Compact(u)
 	if !sameMap(u.Labels, units[1].Labels) {
 		t.Error("a label map kept is not shared")
+	}
+}
+
+// TestCompactorSharesPodSetsOnlyWhenTheSame: a unit is given another unit's
+// pod sets only when they read the same, field for field and amount for
+// amount as written; past its bound a compactor keeps no more.
+func TestCompactorSharesPodSetsOnlyWhenTheSame(t *testing.T) {
+	sets := func(count int32, minCount *int32, memory string) []schedulingv1alpha1.PodSet {
+		return []schedulingv1alpha1.PodSet{
+			{Name: "master", Count: 1, Template: wrappers.PodTemplate("cpu", "1")},
+			{Name: "worker", Count: count, MinCount: minCount, Template: wrappers.PodTemplate("memory", memory, "nvidia.com/gpu", "1")},
+		}
+	}
+	for _, tc := range []struct {
+		name        string
+		first, then []schedulingv1alpha1.PodSet
+		wantShared  bool
+	}{
+		{name: "the same", first: sets(4, nil, "1Ki"), then: sets(4, nil, "1Ki"), wantShared: true},
+		{name: "another count", first: sets(4, nil, "1Ki"), then: sets(8, nil, "1Ki")},
+		{name: "a min count", first: sets(4, nil, "1Ki"), then: sets(4, ptr.To[int32](2), "1Ki")},
+		{name: "another request", first: sets(4, nil, "1Ki"), then: sets(4, nil, "2Ki")},
+		{name: "written otherwise", first: sets(4, nil, "1Ki"), then: sets(4, nil, "1024")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := NewUnitCompactor()
+			first, then := harnessUnit(0), harnessUnit(1)
+			first.Spec.PodSets, then.Spec.PodSets = tc.first, tc.then
+			want := slices.Clone(tc.then)
+			c.Compact(first)
+			c.Compact(then)
+			if got := unsafe.SliceData(first.Spec.PodSets) == unsafe.SliceData(then.Spec.PodSets); got != tc.wantShared {
+				t.Errorf("pod sets shared: %v, want %v", got, tc.wantShared)
+			}
+			if diff := cmp.Diff(want, then.Spec.PodSets); diff != "" {
+				t.Errorf("pod sets (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	c := &UnitCompactor{lists: map[string]corev1.ResourceList{}, labels: map[string]map[string]string{}, podSets: map[string][]schedulingv1alpha1.PodSet{}, max: 2}
+	var units []*schedulingv1alpha1.QueueUnit
+	for i := range 4 {
+		u := harnessUnit(i)
+		u.Spec.PodSets = sets(int32(i+1), nil, "1Ki")
+		c.Compact(u)
+		units = append(units, u)
+	}
+	if len(c.podSets) != 2 {
+		t.Errorf("%d pod set lists kept to share, want at most 2", len(c.podSets))
+	}
+	u := harnessUnit(9)
+	u.Spec.PodSets = sets(2, nil, "1Ki")
+	c.Compact(u)
+	if unsafe.SliceData(u.Spec.PodSets) != unsafe.SliceData(units[1].Spec.PodSets) {
+		t.Error("a pod set list kept is not shared")
 	}
 }
