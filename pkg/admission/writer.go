@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/go-logr/logr"
@@ -53,9 +54,9 @@ type WriterOptions struct {
 	// client's QPS limit is what really bounds them.
 	Workers int
 	// MessageQPS bounds the writes that only inform (why a unit waits, the
-	// admitting queue in spec.queue); they are made only while no admission
-	// or eviction waits, so a backlog never takes the budget admissions need
-	// (default 5).
+	// admitting queue in spec.queue); they are made only once no admission
+	// or eviction has been written for a second (quietAfterUrgent), so a
+	// backlog never takes the budget admissions need (default 5).
 	MessageQPS float64
 	// RequeueBaseDelay and RequeueMaxDelay bound the backoff after an
 	// admission check says Retry or Rejected (default 10s and 10m).
@@ -79,6 +80,9 @@ type Writer struct {
 	// spends the API budget that admissions need.
 	deferred workqueue.TypedInterface[op]
 	limiter  *rate.Limiter
+	// lastUrgent is when the last admission or eviction was written (Unix
+	// nanoseconds on clock): deferred writes wait for a quiet moment after.
+	lastUrgent atomic.Int64
 }
 
 // NewWriter returns a Writer; Run starts it.
@@ -169,6 +173,7 @@ func (w *Writer) processUrgent(ctx context.Context) bool {
 		return true
 	}
 	w.urgent.Forget(o)
+	w.lastUrgent.Store(w.clock.Now().UnixNano())
 	return true
 }
 
@@ -419,7 +424,7 @@ func (w *Writer) processDeferred(ctx context.Context) bool {
 	// Admissions and evictions first: hold this write until none waits.
 	// (Re-adding every deferred write each time was half of koord-queue's
 	// CPU with 15,000 units waiting.)
-	for w.urgent.Len() > 0 {
+	for !w.quiet() {
 		select {
 		case <-ctx.Done():
 			return false // shutting down
@@ -437,6 +442,19 @@ func (w *Writer) processDeferred(ctx context.Context) bool {
 
 // deferredRetry is how long a deferred write waits while urgent ones run.
 const deferredRetry = 250 * time.Millisecond
+
+// quietAfterUrgent is how long after the last admission or eviction written
+// deferred writes wait. While admissions flow, at the client's rate or in
+// bursts a moment apart, every write that only informs is one admission
+// fewer, and the queue moves on before a unit's explanation is read; once
+// they pause this long, units that still wait are explained.
+const quietAfterUrgent = time.Second
+
+// quiet reports whether writes that only inform may go: no admission or
+// eviction waits, and none was written within quietAfterUrgent.
+func (w *Writer) quiet() bool {
+	return w.urgent.Len() == 0 && w.clock.Since(time.Unix(0, w.lastUrgent.Load())) >= quietAfterUrgent
+}
 
 // writeMessage writes why one unit waits, if that changed since the last
 // write: the latest reason is read when the write happens, so a unit whose

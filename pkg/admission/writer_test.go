@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"errors"
+	goruntime "runtime"
 	"strings"
 	"testing"
 	"time"
@@ -513,5 +514,87 @@ func TestWaitMessageEvents(t *testing.T) {
 				t.Errorf("events (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestWaitMessagesWaitForAQuietMoment: why a unit waits is written only
+// once no admission has been written for quietAfterUrgent: while
+// admissions flow, each such write is one admission fewer.
+func TestWaitMessagesWaitForAQuietMoment(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	holder := wrappers.MakeQueueUnit("holder", "ns").Quota("q").Request(corev1.ResourceCPU, "4").Obj()
+	ww := newWriterWorld(t, holder)
+	ww.cache.UpsertElasticQuota(&elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q"},
+		Spec: elasticquotav1alpha1.ElasticQuotaSpec{Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}})
+	ww.cache.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "q"}})
+	ww.cache.UpsertUnit(holder)
+	if res := ww.cache.cycle(ww.clock.Now(), -1); len(res.Admissions) != 1 {
+		t.Fatalf("first cycle admitted %v, want the holder", res.Admissions)
+	}
+	// The holder's admission is written now.
+	ww.writer.admit("ns/holder")
+	if !ww.writer.processUrgent(ctx) {
+		t.Fatal("the urgent queue shut down")
+	}
+	waiting := wrappers.MakeQueueUnit("waiting", "ns").Quota("q").Request(corev1.ResourceCPU, "4").Obj()
+	if err := ww.client.Create(ctx, waiting); err != nil {
+		t.Fatal(err)
+	}
+	ww.cache.UpsertUnit(waiting)
+	ww.cache.cycle(ww.clock.Now(), -1)
+
+	ww.writer.explain("ns/waiting")
+	written := make(chan struct{})
+	go func() {
+		// The holder's spec.queue first, then the message.
+		for ww.writer.deferred.Len() > 0 && ww.writer.processDeferred(ctx) {
+		}
+		close(written)
+	}()
+	message := func() string {
+		u := &schedulingv1alpha1.QueueUnit{}
+		if err := ww.client.Get(ctx, client.ObjectKey{Namespace: "ns", Name: "waiting"}, u); err != nil {
+			t.Fatal(err)
+		}
+		return u.Status.Message
+	}
+	// Step the clock to just short of quiet, one retry at a time.
+	for range quietAfterUrgent/deferredRetry - 1 {
+		waitForWaiter(t, ww.clock, written)
+		ww.clock.Step(deferredRetry)
+	}
+	waitForWaiter(t, ww.clock, written)
+	if got := message(); got != "" {
+		t.Fatalf("status.message %q written %v after an admission, want nothing before %v", got, quietAfterUrgent-deferredRetry, quietAfterUrgent)
+	}
+	ww.clock.Step(deferredRetry)
+	select {
+	case <-written:
+	case <-time.After(testTimeout):
+		t.Fatalf("no message written %v after the last admission", quietAfterUrgent)
+	}
+	if got, want := message(), "q: cpu 4 used of max 4, request 4"; got != want {
+		t.Errorf("status.message %q, want %q", got, want)
+	}
+}
+
+// testTimeout bounds a wait for another goroutine: reaching it fails the test.
+const testTimeout = 30 * time.Second
+
+// waitForWaiter waits until something waits on clk, failing if done
+// closes first.
+func waitForWaiter(t *testing.T, clk *clocktesting.FakeClock, done <-chan struct{}) {
+	t.Helper()
+	deadline := time.After(testTimeout)
+	for !clk.HasWaiters() {
+		select {
+		case <-done:
+			t.Fatal("the deferred write did not wait")
+		case <-deadline:
+			t.Fatal("nothing waits on the clock")
+		default:
+			goruntime.Gosched()
+		}
 	}
 }
