@@ -46,7 +46,9 @@ import (
 //
 // A unit compacted must not be changed in place: an informer's objects
 // never are (every writer changes a copy), and a copy (DeepCopy) has lists
-// of its own again. Safe for concurrent use.
+// of its own again. Compacting a unit again, as a streamed list does (its
+// objects pass the informer's transform twice), writes only the unit's own
+// fields, never what it shares. Safe for concurrent use.
 type UnitCompactor struct {
 	mu sync.Mutex
 	// lists to share, by what they list (listKey); at most max.
@@ -54,9 +56,11 @@ type UnitCompactor struct {
 	// labels (and annotations) to share, by what they hold (mapKey); at
 	// most max.
 	labels map[string]map[string]string
-	// podSets to share, by their JSON; at most max.
-	podSets map[string][]schedulingv1alpha1.PodSet
-	max     int
+	// podSets to share, by their JSON; at most max. keptSets are their
+	// first elements, to know a list kept when it comes again.
+	podSets  map[string][]schedulingv1alpha1.PodSet
+	keptSets map[*schedulingv1alpha1.PodSet]struct{}
+	max      int
 }
 
 // Bounds of what a UnitCompactor keeps to share: tenants choose resource
@@ -70,7 +74,7 @@ const (
 // NewUnitCompactor returns a UnitCompactor that shares nothing yet.
 func NewUnitCompactor() *UnitCompactor {
 	return &UnitCompactor{lists: map[string]corev1.ResourceList{}, labels: map[string]map[string]string{},
-		podSets: map[string][]schedulingv1alpha1.PodSet{}, max: maxSharedLists}
+		podSets: map[string][]schedulingv1alpha1.PodSet{}, keptSets: map[*schedulingv1alpha1.PodSet]struct{}{}, max: maxSharedLists}
 }
 
 // Compact compacts u.
@@ -109,17 +113,19 @@ func (c *UnitCompactor) Compact(u *schedulingv1alpha1.QueueUnit) {
 		ref.APIVersion, ref.Kind, ref.Namespace = intern(ref.APIVersion), intern(ref.Kind), intern(ref.Namespace)
 	}
 	spec.Queue, spec.PriorityClassName = intern(spec.Queue), intern(spec.PriorityClassName)
-	for i := range spec.PodSets {
-		spec.PodSets[i].Name = intern(spec.PodSets[i].Name)
-		pod := &spec.PodSets[i].Template.Spec
-		for _, containers := range [][]corev1.Container{pod.Containers, pod.InitContainers} {
-			for j := range containers {
-				r := &containers[j].Resources
-				r.Requests, r.Limits = c.share(r.Requests), c.share(r.Limits)
+	if !c.keptPodSets(spec.PodSets) { // compacted already: other units read it
+		for i := range spec.PodSets {
+			spec.PodSets[i].Name = intern(spec.PodSets[i].Name)
+			pod := &spec.PodSets[i].Template.Spec
+			for _, containers := range [][]corev1.Container{pod.Containers, pod.InitContainers} {
+				for j := range containers {
+					r := &containers[j].Resources
+					r.Requests, r.Limits = c.share(r.Requests), c.share(r.Limits)
+				}
 			}
 		}
+		spec.PodSets = c.sharePodSets(spec.PodSets)
 	}
-	spec.PodSets = c.sharePodSets(spec.PodSets)
 	st.Message = intern(st.Message)
 	for i := range st.Conditions {
 		internCondition(&st.Conditions[i])
@@ -148,6 +154,17 @@ func (c *UnitCompactor) share(list corev1.ResourceList) corev1.ResourceList {
 	return list
 }
 
+// keptPodSets reports whether sets is a list kept to share.
+func (c *UnitCompactor) keptPodSets(sets []schedulingv1alpha1.PodSet) bool {
+	if len(sets) == 0 {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, ok := c.keptSets[&sets[0]]
+	return ok
+}
+
 // sharePodSets is a list of pod sets kept to share that has sets' JSON, or
 // sets, kept to share if there is room. Compact shares their lists and
 // strings first, so the list kept shares them too.
@@ -167,6 +184,7 @@ func (c *UnitCompactor) sharePodSets(sets []schedulingv1alpha1.PodSet) []schedul
 	}
 	if len(c.podSets) < c.max {
 		c.podSets[key] = sets
+		c.keptSets[&sets[0]] = struct{}{}
 	}
 	return sets
 }

@@ -200,7 +200,7 @@ func TestCompactorSharesOnlyWhatReadsTheSame(t *testing.T) {
 		})
 	}
 
-	c := &UnitCompactor{lists: map[string]corev1.ResourceList{}, labels: map[string]map[string]string{}, podSets: map[string][]schedulingv1alpha1.PodSet{}, max: 2}
+	c := &UnitCompactor{lists: map[string]corev1.ResourceList{}, labels: map[string]map[string]string{}, podSets: map[string][]schedulingv1alpha1.PodSet{}, keptSets: map[*schedulingv1alpha1.PodSet]struct{}{}, max: 2}
 	var units []*schedulingv1alpha1.QueueUnit
 	for i := range 4 {
 		u := harnessUnit(i)
@@ -257,7 +257,7 @@ func TestCompactorSharesLabelsOnlyWhenTheSame(t *testing.T) {
 		})
 	}
 
-	c := &UnitCompactor{lists: map[string]corev1.ResourceList{}, labels: map[string]map[string]string{}, podSets: map[string][]schedulingv1alpha1.PodSet{}, max: 2}
+	c := &UnitCompactor{lists: map[string]corev1.ResourceList{}, labels: map[string]map[string]string{}, podSets: map[string][]schedulingv1alpha1.PodSet{}, keptSets: map[*schedulingv1alpha1.PodSet]struct{}{}, max: 2}
 	var units []*schedulingv1alpha1.QueueUnit
 	for i := range 4 {
 		u := harnessUnit(i)
@@ -313,7 +313,7 @@ func TestCompactorSharesPodSetsOnlyWhenTheSame(t *testing.T) {
 		})
 	}
 
-	c := &UnitCompactor{lists: map[string]corev1.ResourceList{}, labels: map[string]map[string]string{}, podSets: map[string][]schedulingv1alpha1.PodSet{}, max: 2}
+	c := &UnitCompactor{lists: map[string]corev1.ResourceList{}, labels: map[string]map[string]string{}, podSets: map[string][]schedulingv1alpha1.PodSet{}, keptSets: map[*schedulingv1alpha1.PodSet]struct{}{}, max: 2}
 	var units []*schedulingv1alpha1.QueueUnit
 	for i := range 4 {
 		u := harnessUnit(i)
@@ -329,5 +329,31 @@ func TestCompactorSharesPodSetsOnlyWhenTheSame(t *testing.T) {
 	c.Compact(u)
 	if unsafe.SliceData(u.Spec.PodSets) != unsafe.SliceData(units[1].Spec.PodSets) {
 		t.Error("a pod set list kept is not shared")
+	}
+}
+
+// TestCompactingAgainWritesNothingShared: a unit compacted again whose pod
+// sets are a list kept to share (a streamed list's second pass) leaves the
+// list as it is, while other units read it: run with -race.
+func TestCompactingAgainWritesNothingShared(t *testing.T) {
+	c := NewUnitCompactor()
+	first := harnessUnit(0)
+	first.Spec.PodSets = []schedulingv1alpha1.PodSet{{Name: "main", Count: 2, Template: wrappers.PodTemplate("cpu", "1")}}
+	c.Compact(first)
+	again := harnessUnit(1)
+	again.Spec.PodSets = first.Spec.PodSets
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for range 1000 {
+			for _, ps := range first.Spec.PodSets {
+				_, _ = ps.Name, ps.Template.Spec.Containers[0].Resources.Requests.Cpu()
+			}
+		}
+	}()
+	c.Compact(again)
+	<-done
+	if unsafe.SliceData(again.Spec.PodSets) != unsafe.SliceData(first.Spec.PodSets) {
+		t.Error("the kept pod sets are no longer shared")
 	}
 }

@@ -51,11 +51,22 @@ func StripUnit(obj any) (any, error) {
 		return obj, nil
 	}
 	u.ManagedFields = nil
-	delete(u.Annotations, corev1.LastAppliedConfigAnnotation)
+	// A streamed list transforms each unit twice, and after the first pass
+	// its annotations and pod sets may be other units' too (the compactor
+	// shares them): nothing shared is written, so the second pass reads
+	// them and writes the unit's own fields alone.
+	if _, ok := u.Annotations[corev1.LastAppliedConfigAnnotation]; ok {
+		delete(u.Annotations, corev1.LastAppliedConfigAnnotation)
+	}
 	// Kept even for a unit charged what it states: each admission records
 	// what its pod set holds (status.admissions[].resources).
-	for i := range u.Spec.PodSets {
-		u.Spec.PodSets[i].Template = requestsOnly(&u.Spec.PodSets[i].Template.Spec)
+	if len(u.Spec.PodSets) > 0 {
+		sets := make([]schedulingv1alpha1.PodSet, len(u.Spec.PodSets))
+		for i, set := range u.Spec.PodSets {
+			sets[i] = set
+			sets[i].Template = requestsOnly(&set.Template.Spec)
+		}
+		u.Spec.PodSets = sets
 	}
 	return u, nil
 }

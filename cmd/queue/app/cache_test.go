@@ -284,3 +284,66 @@ func TestStripUnitKeepsANegativeAmount(t *testing.T) {
 		t.Error("CheckAmounts accepts the stripped unit: its negative amount was summed away")
 	}
 }
+
+// TestUnitTransformTwiceWritesNothingShared: a streamed list transforms each
+// unit twice (client-go's watch list keeps its objects in a transforming
+// store, then hands them to the informer's queue, which transforms them
+// again). The second pass must not write into what the first shared with
+// units already cached, which readers read meanwhile: run with -race.
+func TestUnitTransformTwiceWritesNothingShared(t *testing.T) {
+	transform := UnitTransform(admission.NewUnitCompactor())
+	units := strippedUnits()
+	var cached []*schedulingv1alpha1.QueueUnit
+	for _, u := range units {
+		obj, err := transform(u.DeepCopy())
+		if err != nil {
+			t.Fatal(err)
+		}
+		cached = append(cached, obj.(*schedulingv1alpha1.QueueUnit))
+	}
+	want := make([]*schedulingv1alpha1.QueueUnit, len(cached))
+	for i, u := range cached {
+		want[i] = u.DeepCopy()
+	}
+
+	// Readers of the cached units, as the admission cache and the
+	// visibility API read them.
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			for _, u := range cached {
+				_ = u.Annotations["koord-queue/kept"]
+				for range u.Labels {
+				}
+				for _, ps := range u.Spec.PodSets {
+					_ = resources.PodRequests(&ps.Template.Spec)
+				}
+			}
+		}
+	}()
+	for range 20 {
+		for _, u := range units {
+			obj, err := transform(u.DeepCopy())
+			if err == nil {
+				_, err = transform(obj) // the second pass
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	close(stop)
+	<-done
+	for i := range cached {
+		if diff := cmp.Diff(want[i], cached[i]); diff != "" {
+			t.Errorf("a cached unit changed (-want +got):\n%s", diff)
+		}
+	}
+}
