@@ -55,6 +55,7 @@ func StripUnit(obj any) (any, error) {
 	// its annotations and pod sets may be other units' too (the compactor
 	// shares them): nothing shared is written, so the second pass reads
 	// them and writes the unit's own fields alone.
+	//lint:ignore S1033 delete writes to the map even when the key is absent, and the map may be shared
 	if _, ok := u.Annotations[corev1.LastAppliedConfigAnnotation]; ok {
 		delete(u.Annotations, corev1.LastAppliedConfigAnnotation)
 	}
