@@ -525,13 +525,7 @@ func TestWaitMessagesWaitForAQuietMoment(t *testing.T) {
 	defer cancel()
 	holder := wrappers.MakeQueueUnit("holder", "ns").Quota("q").Request(corev1.ResourceCPU, "4").Obj()
 	ww := newWriterWorld(t, holder)
-	ww.cache.UpsertElasticQuota(&elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q"},
-		Spec: elasticquotav1alpha1.ElasticQuotaSpec{Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}})
-	ww.cache.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "q"}})
-	ww.cache.UpsertUnit(holder)
-	if res := ww.cache.cycle(ww.clock.Now(), -1); len(res.Admissions) != 1 {
-		t.Fatalf("first cycle admitted %v, want the holder", res.Admissions)
-	}
+	ww.admitInCore(t, holder)
 	// The holder's admission is written now.
 	ww.writer.admit("ns/holder")
 	if !ww.writer.processUrgent(ctx) {
