@@ -212,8 +212,13 @@ func (c *Cache) useQuota(eq *elasticquotav1alpha1.ElasticQuota) {
 // lost or NotReady, the root's total fallen, a non-lending min raised,
 // lending turned off, a quota turned invalid), admissions decided in the
 // old room and not yet handed to the API server are not written in the new
-// one: they are decided again.
+// one: they are decided again. With none decided it leaves the tree unbuilt
+// (quota.Engine builds it at its next read), so a start's thousands of
+// quotas build it once; cycle takes the count when it decides the first.
 func (c *Cache) forgetIfShrunk() {
+	if c.unwritten == 0 {
+		return
+	}
 	if n := c.core.Quotas().Shrinks(); n != c.shrinksSeen {
 		c.shrinksSeen = n
 		c.forgetUnwritten()
@@ -554,6 +559,9 @@ func (c *Cache) cycle(now time.Time, limit int) scheduler.Result {
 		// Each such unit waits, saying why (its wait reason), and is tried
 		// again at the next event.
 		c.log.Error(e.Err, "The quota engine refused a decision of the core: a bug", "queueUnit", e.Unit, "queue", e.Queue)
+	}
+	if c.unwritten == 0 && len(res.Admissions) > 0 {
+		c.shrinksSeen = c.core.Quotas().Shrinks() // the room they were decided in
 	}
 	for _, a := range res.Admissions {
 		r := c.units[a.Unit]

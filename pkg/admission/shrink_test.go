@@ -89,6 +89,14 @@ func TestUnwrittenAdmissionsAreDecidedAgainWhenTheRoomShrinks(t *testing.T) {
 		"a max raised": {
 			change: func(c *Cache) { c.UpsertElasticQuota(org().Max(corev1.ResourceCPU, "40").Obj()) },
 		},
+		// The admission was decided in the room left after the shrink.
+		"a node added after a shrink before the admission": {
+			setup: func(c *Cache) {
+				c.cycle(time.Unix(50, 0), -1) // nothing to admit yet
+				c.DeleteNode("n2")
+			},
+			change: func(c *Cache) { c.UpsertNode(wrappers.Node("n3", "16", "64Gi")) },
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -87,8 +87,14 @@ type quotaHistory struct {
 
 // MarkLoaded ends the initial load: changes seen from now on are weighed in
 // the order they are seen. The Scheduler calls it at every cycle; the quotas
-// fed before the first one (a restart's) have no known order of change.
-func (e *Engine) MarkLoaded() { e.live = true }
+// fed before the first one (a restart's) have no known order of change, and
+// the tree is built with them all before the load ends.
+func (e *Engine) MarkLoaded() {
+	if !e.live {
+		e.settle()
+	}
+	e.live = true
+}
 
 // noteChange records s's facts for the rule, with the resource names
 // interned.

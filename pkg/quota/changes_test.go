@@ -284,3 +284,128 @@ func shuffled(rng *rand.Rand, names []string) []string {
 	rng.Shuffle(len(names), func(i, j int) { names[i], names[j] = names[j], names[i] })
 	return names
 }
+
+// TestPropertyChangesReadLateDecideAsReadAtOnce: the engine builds its tree
+// only when it is read, so changes fed without a read between them (a
+// start's quotas, a burst of edits) are built together. Two engines fed the
+// same random changes (quotas created, edited, moved, deleted; a new
+// resource named; the cluster's capacity; units charged and released), one
+// read after every change and one only now and then, must agree at every
+// read: the same errors, the same usage and the same headroom everywhere.
+func TestPropertyChangesReadLateDecideAsReadAtOnce(t *testing.T) {
+	parents := []string{"p", "q"}
+	kids := []string{"k0", "k1", "k2", "k3", "k4", "k5"}
+	all := append(slices.Clone(parents), kids...)
+	for seed := uint64(1); seed <= 100; seed++ {
+		rng := rand.New(rand.NewPCG(seed, 31))
+		resources := []string{"cpu", "memory", "nvidia.com/gpu"}
+		limits := func(min bool) []string {
+			var pairs []string
+			for _, r := range resources[:1+rng.IntN(len(resources))] {
+				amount := 1 + rng.IntN(10)
+				if min {
+					amount = rng.IntN(4)
+				}
+				pairs = append(pairs, r, fmt.Sprint(amount))
+			}
+			return pairs
+		}
+		spec := func(name string) quota.Spec {
+			w := qt.MakeSpec(name).Max(limits(false)...).Min(limits(true)...).Created(time.Unix(int64(rng.IntN(1000)), 0))
+			if slices.Contains(parents, name) {
+				w.IsParent()
+			} else if rng.IntN(4) > 0 {
+				w.Parent(parents[rng.IntN(2)])
+			}
+			if rng.IntN(4) == 0 {
+				w.NoLending()
+			}
+			return w.Obj()
+		}
+		atOnce, late := quota.NewEngine(), quota.NewEngine()
+		both := func(change func(e *quota.Engine)) {
+			change(atOnce)
+			atOnce.Errors()
+			change(late)
+		}
+		var charged []string
+		for step := range 60 {
+			name := all[rng.IntN(len(all))]
+			var what string
+			switch r := rng.IntN(10); {
+			case r == 0:
+				capacity := qt.Res("cpu", fmt.Sprint(rng.IntN(40)), "memory", fmt.Sprint(rng.IntN(40)))
+				both(func(e *quota.Engine) { e.SetClusterCapacity(capacity) })
+				what = "capacity " + fmt.Sprint(capacity)
+			case r == 1:
+				both(func(e *quota.Engine) { e.DeleteQuota(name) })
+				what = "deleted " + name
+			case r == 2 && step > 10:
+				// Not before the first cycle: changes seen once live
+				// are weighed in the order seen.
+				both(func(e *quota.Engine) { e.MarkLoaded() })
+				what = "loaded"
+			case r == 3 && len(charged) > 0:
+				key := charged[rng.IntN(len(charged))]
+				both(func(e *quota.Engine) { e.Release(key) })
+				what = "released " + key
+			case r == 4:
+				req := atOnce.Vector(qt.Res("cpu", fmt.Sprint(rng.IntN(3)), "nvidia.com/gpu", fmt.Sprint(rng.IntN(2))))
+				key := fmt.Sprintf("u%d", step)
+				free, _, err := atOnce.Headroom(name, nil, nil)
+				if err != nil || !quota.Fits(req, free) {
+					continue
+				}
+				both(func(e *quota.Engine) {
+					if err := e.Charge(quota.Charge{Key: key, Quota: name, Request: req}); err != nil {
+						t.Fatalf("seed %d step %d: charging %s to %s: %v", seed, step, key, name, err)
+					}
+				})
+				charged = append(charged, key)
+				what = "charged " + key + " to " + name
+			default:
+				s := spec(name)
+				both(func(e *quota.Engine) { e.UpsertQuota(s) })
+				what = fmt.Sprintf("upserted %+v", s)
+			}
+			if rng.IntN(4) > 0 {
+				continue // late is not read
+			}
+			// Each read comes first now and then: every one must build the
+			// tree it reads.
+			req := atOnce.Vector(qt.Res("cpu", "1", "nvidia.com/gpu", "1"))
+			quotas := append([]string{"koordinator-root-quota"}, all...)
+			reads := []struct {
+				name string
+				read func(e *quota.Engine, q string) any
+			}{
+				{"Errors", func(e *quota.Engine, _ string) any { return messages(errorsOf(e)) }},
+				{"Err", func(e *quota.Engine, q string) any { return fmt.Sprint(e.Err(q)) }},
+				{"Parent", func(e *quota.Engine, q string) any { return e.Parent(q) }},
+				{"TreeRoot", func(e *quota.Engine, q string) any { return e.TreeRoot(q) }},
+				{"Capacity", func(e *quota.Engine, q string) any { return e.Capacity(q) }},
+				{"Used", func(e *quota.Engine, q string) any { return e.Used(q) }},
+				{"UsedVector", func(e *quota.Engine, q string) any { return slices.Clone(e.UsedVector(q)) }},
+				{"Runtime", func(e *quota.Engine, q string) any { return e.Runtime(q) }},
+				{"DominantShare", func(e *quota.Engine, q string) any { return e.DominantShare(q) }},
+				{"WithinMin", func(e *quota.Engine, q string) any { return e.WithinMin(q, req) }},
+				{"Borrowing", func(e *quota.Engine, q string) any { return e.Borrowing(q) }},
+				{"ChainState", func(e *quota.Engine, q string) any { return string(e.ChainState(q, nil)) }},
+				{"Explain", func(e *quota.Engine, q string) any { return e.Explain(q, req) }},
+				{"NeverFits", func(e *quota.Engine, q string) any { return e.NeverFits(q, req) }},
+				{"Headroom", func(e *quota.Engine, q string) any {
+					free, binding, err := e.Headroom(q, nil, nil)
+					return fmt.Sprint(free, binding, err)
+				}},
+			}
+			rng.Shuffle(len(reads), func(i, j int) { reads[i], reads[j] = reads[j], reads[i] })
+			for _, r := range reads {
+				for _, q := range quotas {
+					if diff := cmp.Diff(r.read(atOnce, q), r.read(late, q)); diff != "" {
+						t.Fatalf("seed %d step %d (%s): %s(%s) differs (-read at once +read late):\n%s", seed, step, what, r.name, q, diff)
+					}
+				}
+			}
+		}
+	}
+}

@@ -155,6 +155,9 @@ type Engine struct {
 	// a namespace whose charges hold nothing has no entry.
 	nsUsed map[string]Vector
 
+	// stale: a spec, the capacity or the resource list changed since the
+	// tree was last built (settle).
+	stale        bool
 	runtimeStale bool
 	// runtimeTree: the tree changed, so the next refresh recomputes every
 	// runtime; otherwise it does only if some dpTouched node's direct+pending
@@ -199,7 +202,7 @@ func (e *Engine) SetClusterCapacity(capacity corev1.ResourceList) {
 	e.capacity = capacity.DeepCopy()
 	e.capacitySet = true
 	e.intern(capacity)
-	e.rebuild()
+	e.treeChanged()
 }
 
 // UpsertQuota adds or replaces a quota. Problems with the tree are not
@@ -207,7 +210,7 @@ func (e *Engine) SetClusterCapacity(capacity corev1.ResourceList) {
 // involve several quotas and heal when another quota changes.
 func (e *Engine) UpsertQuota(s Spec) { e.UpsertQuotas([]Spec{s}) }
 
-// UpsertQuotas is UpsertQuota for many quotas, rebuilding the tree once.
+// UpsertQuotas is UpsertQuota for many quotas.
 func (e *Engine) UpsertQuotas(specs []Spec) {
 	for _, s := range specs {
 		own := s // every field, and copies of the lists the caller may reuse
@@ -215,19 +218,16 @@ func (e *Engine) UpsertQuotas(specs []Spec) {
 		own.TreeTotal = s.TreeTotal.DeepCopy()
 		e.specs[s.Name] = own
 	}
-	root := e.root
-	e.root = nil // intern rebuilds only once the specs are in
 	for _, s := range specs {
 		e.intern(s.Min)
 		e.intern(s.Max)
 		e.intern(s.SharedWeight)
 		e.intern(s.TreeTotal)
 	}
-	e.root = root
 	for _, s := range specs {
 		e.noteChange(s)
 	}
-	e.rebuild()
+	e.treeChanged()
 }
 
 // DeleteQuota removes a quota. Units still charged to it keep counting
@@ -238,7 +238,7 @@ func (e *Engine) DeleteQuota(name string) {
 	}
 	delete(e.specs, name)
 	delete(e.hist, name)
-	e.rebuild()
+	e.treeChanged()
 }
 
 // Vector converts a ResourceList into the engine's scaled amounts. Only the
@@ -275,17 +275,14 @@ func (e *Engine) ResourceList(v Vector) corev1.ResourceList {
 // capacity name); vectors it returns have this length. It only grows.
 func (e *Engine) Len() int { return len(e.names) }
 
+// intern learns the resources list names; its callers then mark the tree
+// changed (treeChanged), as the nodes' vectors may be too short.
 func (e *Engine) intern(list corev1.ResourceList) {
-	grew := false
 	for _, name := range sortedNames(list) {
 		if _, ok := e.index[name]; !ok {
 			e.index[name] = len(e.names)
 			e.names = append(e.names, name)
-			grew = true
 		}
-	}
-	if grew && e.root != nil {
-		e.rebuild()
 	}
 }
 
@@ -311,6 +308,7 @@ func (e *Engine) checkKeys(n *node) error {
 
 // Err is why units of the quota cannot be admitted, or nil.
 func (e *Engine) Err(quota string) error {
+	e.settle()
 	n, ok := e.nodes[quota]
 	if !ok {
 		if quota == elasticquotav1alpha1.RootQuotaName {
@@ -329,6 +327,7 @@ type QuotaError struct {
 
 // Errors lists every quota in error, by name.
 func (e *Engine) Errors() []QuotaError {
+	e.settle()
 	var out []QuotaError
 	for _, n := range e.order {
 		if n.err != nil {
@@ -343,6 +342,7 @@ func (e *Engine) Errors() []QuotaError {
 // of its tree for quotas whose parent is missing or in a cycle), "" for a
 // root (the classic root or a quota tree's) or an unknown quota.
 func (e *Engine) Parent(quota string) string {
+	e.settle()
 	n, ok := e.nodes[quota]
 	if !ok || n.parent == nil {
 		return ""
@@ -354,6 +354,7 @@ func (e *Engine) Parent(quota string) string {
 // koordinator-root-quota for the classic tree, a quota tree's root quota;
 // "" for a quota it does not know.
 func (e *Engine) TreeRoot(quota string) string {
+	e.settle()
 	n, ok := e.nodes[quota]
 	if !ok || n.top == nil {
 		return ""
@@ -367,6 +368,7 @@ func (e *Engine) TreeRoot(quota string) string {
 // total-resource capped by its max. Resources without a limit are left out;
 // nil for any other quota.
 func (e *Engine) Capacity(quota string) corev1.ResourceList {
+	e.settle()
 	n, ok := e.nodes[quota]
 	if !ok || n.parent != nil || n != e.root && n.total == nil {
 		return nil
@@ -383,6 +385,7 @@ func (e *Engine) Capacity(quota string) corev1.ResourceList {
 // Ancestors calls fn for the quota and each ancestor up to the root of its
 // tree.
 func (e *Engine) Ancestors(quota string, fn func(name string)) {
+	e.settle()
 	n, ok := e.nodes[quota]
 	if !ok {
 		return
@@ -396,6 +399,7 @@ func (e *Engine) Ancestors(quota string, fn func(name string)) {
 // koordinator-root-quota's is the classic tree's: a quota tree's usage is
 // its root's.
 func (e *Engine) Used(quota string) corev1.ResourceList {
+	e.settle()
 	n, ok := e.nodes[quota]
 	if !ok {
 		return corev1.ResourceList{}
@@ -407,6 +411,7 @@ func (e *Engine) Used(quota string) corev1.ResourceList {
 // (Charge.Namespace) and what they hold, whatever their quotas, in no
 // particular order.
 func (e *Engine) NamespaceUsed(fn func(namespace string, used corev1.ResourceList)) {
+	e.settle()
 	for ns, v := range e.nsUsed {
 		fn(ns, e.ResourceList(v))
 	}
@@ -414,16 +419,38 @@ func (e *Engine) NamespaceUsed(fn func(namespace string, used corev1.ResourceLis
 
 // UsedVector is Used as a Vector; callers must not modify it.
 func (e *Engine) UsedVector(quota string) Vector {
+	e.settle()
 	if n, ok := e.nodes[quota]; ok {
 		return n.used
 	}
 	return nil
 }
 
+// treeChanged is called when a quota, the capacity or the resource list
+// changed. While loading (before MarkLoaded) it only marks the tree stale,
+// so a start's thousands of quotas, fed one at a time, build it once: what
+// a build decides then follows from the specs alone. Once live, the tree is
+// built at once, because the children's-mins rule weighs each change
+// against what its quotas were last valid with, which each build records.
+func (e *Engine) treeChanged() {
+	e.stale = true
+	if e.live {
+		e.rebuild()
+	}
+}
+
+// settle builds the tree if it is stale. Every method that reads or charges
+// the tree calls it first.
+func (e *Engine) settle() {
+	if e.stale {
+		e.rebuild()
+	}
+}
+
 // rebuild recomputes the tree from the specs. Usage (direct, pending and the
-// charges) is kept; everything derived is recomputed. It is O(quotas) and
-// runs only when a quota, the capacity or the resource list changes.
+// charges) is kept; everything derived is recomputed. It is O(quotas).
 func (e *Engine) rebuild() {
+	e.stale = false
 	r := len(e.names)
 	// Keep nodes that have a spec, the root, and nodes still holding usage.
 	for name, n := range e.nodes {
@@ -666,7 +693,10 @@ func (e *Engine) shrank() bool {
 // shrank the room in which some decision may have been made (see shrank).
 // A caller holding decisions not yet carried out compares it with the count
 // it saw when it decided them.
-func (e *Engine) Shrinks() uint64 { return e.shrinks }
+func (e *Engine) Shrinks() uint64 {
+	e.settle()
+	return e.shrinks
+}
 
 // setRootCapacity sets the classic root's capacity: its max if it has one,
 // else the cluster's, less the capacity of every quota tree whose root is
@@ -790,6 +820,7 @@ func isZero(v Vector) bool {
 // the tree's id; "" for the classic tree or a quota the engine does not
 // know.
 func (e *Engine) Pool(quota string) string {
+	e.settle()
 	n, ok := e.nodes[quota]
 	if !ok || n.top == nil || n.top == e.root || n.top.spec == nil {
 		return ""

@@ -27,6 +27,7 @@ import (
 // evicted). ok is false when the quota is not owed the request or no set of
 // victims makes it fit; then nothing is chosen.
 func (e *Engine) ReclaimVictims(quota string, request Vector, canEvict func(key string) bool) (victims []string, ok bool) {
+	e.settle()
 	n, found := e.nodes[quota]
 	if !found || n.err != nil {
 		return nil, false
@@ -96,6 +97,7 @@ func (e *Engine) ReclaimVictims(quota string, request Vector, canEvict func(key 
 // recently admitted, only as many as needed. canEvict filters candidates (the
 // scheduler uses it to spare running units unless the queue allows it).
 func (e *Engine) LowerPriorityVictims(quota string, request Vector, priority int32, canEvict func(key string) bool) (victims []string, ok bool) {
+	e.settle()
 	n, found := e.nodes[quota]
 	if !found || n.err != nil {
 		return nil, false

@@ -13,6 +13,7 @@ import (
 // capped by its max and by its demand (what it holds plus what its waiting
 // units ask for). A quota that does not lend demands at least its min.
 func (e *Engine) Runtime(quota string) corev1.ResourceList {
+	e.settle()
 	n, ok := e.nodes[quota]
 	if !ok {
 		return corev1.ResourceList{}
@@ -26,6 +27,7 @@ func (e *Engine) Runtime(quota string) corev1.ResourceList {
 // share) are served first. A quota using a resource it has no share of
 // counts as infinitely far in.
 func (e *Engine) DominantShare(quota string) float64 {
+	e.settle()
 	n, ok := e.nodes[quota]
 	if !ok {
 		return 0
@@ -47,11 +49,15 @@ func (e *Engine) DominantShare(quota string) float64 {
 
 // RuntimeStale reports whether the next Runtime or DominantShare call may
 // recompute every share (because usage, demand or the tree changed).
-func (e *Engine) RuntimeStale() bool { return e.runtimeStale }
+func (e *Engine) RuntimeStale() bool {
+	e.settle()
+	return e.runtimeStale
+}
 
 // RuntimeGeneration changes whenever runtimes (and so dominant shares of
 // quotas whose usage did not change) may have changed.
 func (e *Engine) RuntimeGeneration() int {
+	e.settle()
 	e.refreshRuntime()
 	return e.runtimeGen
 }

@@ -16,6 +16,7 @@ import (
 // whatever they hold. A quota the engine does not know is created, in error,
 // so that its usage still counts against the cluster.
 func (e *Engine) Charge(c Charge) error {
+	e.settle()
 	if _, ok := e.charges[c.Key]; ok {
 		return fmt.Errorf("unit %q: %w", c.Key, ErrAlreadyCharged)
 	}
@@ -36,6 +37,7 @@ func (e *Engine) Charge(c Charge) error {
 // AddPending): its request moves from pending to used. Demand, and so every
 // runtime, is unchanged, which keeps an admission O(depth × resources).
 func (e *Engine) Admit(c Charge) error {
+	e.settle()
 	if _, ok := e.charges[c.Key]; ok {
 		return fmt.Errorf("unit %q: %w", c.Key, ErrAlreadyCharged)
 	}
@@ -60,6 +62,7 @@ func (e *Engine) Admit(c Charge) error {
 // preemptor's reservation grew. Like Charge, it never refuses for lack of
 // room. It fails only if the unit holds nothing (ErrNotCharged).
 func (e *Engine) Resize(key string, request Vector) error {
+	e.settle()
 	c, ok := e.charges[key]
 	if !ok {
 		return fmt.Errorf("unit %q: %w", key, ErrNotCharged)
@@ -98,6 +101,7 @@ func (e *Engine) checkNotNegative(key string, request Vector) error {
 // min for every resource the request asks for: the quota is owed it, so it
 // may reclaim what others borrowed.
 func (e *Engine) WithinMin(quota string, request Vector) bool {
+	e.settle()
 	n, ok := e.nodes[quota]
 	if !ok || n.err != nil {
 		return false
@@ -113,6 +117,7 @@ func (e *Engine) WithinMin(quota string, request Vector) bool {
 // Borrowing reports whether the quota uses more than its min of some
 // resource, and so may be asked to give it back.
 func (e *Engine) Borrowing(quota string) bool {
+	e.settle()
 	n, ok := e.nodes[quota]
 	if !ok {
 		return false
@@ -129,6 +134,7 @@ func (e *Engine) Borrowing(quota string) bool {
 // only when the unit is really gone (finished, failed, deleted, or evicted
 // and its pods gone), so nothing is counted twice or freed early.
 func (e *Engine) Release(key string) bool {
+	e.settle()
 	c, ok := e.charges[key]
 	if !ok {
 		return false
@@ -147,6 +153,7 @@ func (e *Engine) Release(key string) bool {
 
 // Charged returns the unit's charge, if it holds one.
 func (e *Engine) Charged(key string) (Charge, bool) {
+	e.settle()
 	c, ok := e.charges[key]
 	if !ok {
 		return Charge{}, false
@@ -156,6 +163,7 @@ func (e *Engine) Charged(key string) (Charge, bool) {
 
 // SetPriority updates the priority a charge is ordered by as a victim.
 func (e *Engine) SetPriority(key string, priority int32) {
+	e.settle()
 	if c, ok := e.charges[key]; ok {
 		c.Priority = priority
 	}
@@ -164,6 +172,7 @@ func (e *Engine) SetPriority(key string, priority int32) {
 // AddPending counts a waiting unit's request in its quota's demand, which
 // the runtime (fair share) computation caps shares by.
 func (e *Engine) AddPending(quota string, request Vector) {
+	e.settle()
 	n := e.nodeFor(quota)
 	for i, a := range request {
 		n.pending[i] += a
@@ -173,6 +182,7 @@ func (e *Engine) AddPending(quota string, request Vector) {
 
 // RemovePending undoes AddPending.
 func (e *Engine) RemovePending(quota string, request Vector) {
+	e.settle()
 	n, ok := e.nodes[quota]
 	if !ok {
 		return
@@ -201,6 +211,7 @@ func (e *Engine) touchDP(n *node) {
 // units' headroom (Headroom) and whether it is owed a request (WithinMin)
 // depend on.
 func (e *Engine) DrainChanged(buf []string) []string {
+	e.settle()
 	for _, n := range e.changed {
 		n.changed = false
 		buf = append(buf, n.name)
@@ -213,6 +224,7 @@ func (e *Engine) DrainChanged(buf []string) []string {
 // usage did not change, reads of quota and its ancestors. Two equal results
 // mean such a child's headroom (and binding) is the same.
 func (e *Engine) ChainState(quota string, buf []byte) []byte {
+	e.settle()
 	n, ok := e.nodes[quota]
 	if !ok {
 		return buf
@@ -304,6 +316,7 @@ func (e *Engine) tally(namespace string, req Vector, sign int64) {
 // free and binding are reused if large enough, so a caller on a hot path
 // can avoid allocating.
 func (e *Engine) Headroom(quota string, free Vector, binding []string) (Vector, []string, error) {
+	e.settle()
 	free = grow(free[:0], len(e.names))
 	binding = growStrings(binding[:0], len(e.names))
 	n, ok := e.nodes[quota]
@@ -367,6 +380,7 @@ func (e *Engine) headroom(n *node, free Vector) {
 // unit's status ("team-a: cpu 4 used of max 4, request 4"), or "" if it fits.
 // It names the lowest quota on the chain that is short.
 func (e *Engine) Explain(quota string, request Vector) string {
+	e.settle()
 	n, ok := e.nodes[quota]
 	if !ok || n.err != nil {
 		if err := e.Err(quota); err != nil {
@@ -435,6 +449,7 @@ func (e *Engine) Explain(quota string, request Vector) string {
 // NeverFits says why request could not fit in quota even with nothing else
 // admitted, or "" (also for a quota it does not know).
 func (e *Engine) NeverFits(quota string, request Vector) string {
+	e.settle()
 	n, ok := e.nodes[quota]
 	if !ok {
 		return ""
@@ -513,6 +528,7 @@ func growStrings(v []string, n int) []string {
 // woken by it. Unknown keys are skipped, as are added charges to unknown
 // quotas.
 func (e *Engine) HeadroomAfter(quota string, gone []string, added []Charge, free Vector) (Vector, error) {
+	e.settle()
 	free = grow(free[:0], len(e.names))
 	n, ok := e.nodes[quota]
 	if !ok {
