@@ -110,7 +110,8 @@ type Cache struct {
 	recent []api.AdmissionRecord
 	// unwritten counts the admissions decided whose write has not finished.
 	unwritten int
-	// shrinksSeen is the core's quota.Engine.Shrinks as last seen.
+	// shrinksSeen is the core's quota.Engine.Shrinks as last seen with
+	// admissions unwritten (forgetIfShrunk; cycle, at the first of them).
 	shrinksSeen uint64
 	// jobTypes counts the units by namespace and job kind, for
 	// queueunits_by_job_type; a pair no unit has has no entry.

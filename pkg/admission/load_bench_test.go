@@ -18,7 +18,7 @@ import (
 // Queue, one at a time, and then the first cycle runs. It is what a new
 // leader or a cold start spends on the tree before its first admission:
 //
-//	go test ./pkg/admission -run XXX -bench LoadQuotaTree -count 6
+//	go test ./pkg/admission -run XXX -bench LoadQuotaTree -benchmem -count 6
 func BenchmarkLoadQuotaTree(b *testing.B) {
 	const parents, leaves = 10, 100
 	var quotas []*wrappers.ElasticQuotaWrapper

@@ -12,6 +12,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/quota"
 	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
 )
@@ -285,13 +286,14 @@ func shuffled(rng *rand.Rand, names []string) []string {
 	return names
 }
 
-// TestPropertyChangesReadLateDecideAsReadAtOnce: the engine builds its tree
-// only when it is read, so changes fed without a read between them (a
-// start's quotas, a burst of edits) are built together. Two engines fed the
-// same random changes (quotas created, edited, moved, deleted; a new
-// resource named; the cluster's capacity; units charged and released), one
-// read after every change and one only now and then, must agree at every
-// read: the same errors, the same usage and the same headroom everywhere.
+// TestPropertyChangesReadLateDecideAsReadAtOnce: while loading, the engine
+// builds its tree only when it is read, so a start's quotas, fed without a
+// read between them, are built together; once loaded, each change builds
+// it. Two engines fed the same random changes (quotas created, edited,
+// moved, deleted; a new resource named; the cluster's capacity; units
+// charged and released; the load's end), one read after every change and
+// one only now and then, must agree on every read of every quota, whichever
+// read comes first.
 func TestPropertyChangesReadLateDecideAsReadAtOnce(t *testing.T) {
 	parents := []string{"p", "q"}
 	kids := []string{"k0", "k1", "k2", "k3", "k4", "k5"}
@@ -341,8 +343,8 @@ func TestPropertyChangesReadLateDecideAsReadAtOnce(t *testing.T) {
 				both(func(e *quota.Engine) { e.DeleteQuota(name) })
 				what = "deleted " + name
 			case r == 2 && step > 10:
-				// Not before the first cycle: changes seen once live
-				// are weighed in the order seen.
+				// The load ends (the first cycle) after a dozen changes
+				// or more; changes seen after it are weighed in order.
 				both(func(e *quota.Engine) { e.MarkLoaded() })
 				what = "loaded"
 			case r == 3 && len(charged) > 0:
@@ -374,7 +376,8 @@ func TestPropertyChangesReadLateDecideAsReadAtOnce(t *testing.T) {
 			// Each read comes first now and then: every one must build the
 			// tree it reads.
 			req := atOnce.Vector(qt.Res("cpu", "1", "nvidia.com/gpu", "1"))
-			quotas := append([]string{"koordinator-root-quota"}, all...)
+			quotas := append([]string{elasticquotav1alpha1.RootQuotaName}, all...)
+			anyUnit := func(string) bool { return true }
 			reads := []struct {
 				name string
 				read func(e *quota.Engine, q string) any
@@ -384,6 +387,12 @@ func TestPropertyChangesReadLateDecideAsReadAtOnce(t *testing.T) {
 				{"Parent", func(e *quota.Engine, q string) any { return e.Parent(q) }},
 				{"TreeRoot", func(e *quota.Engine, q string) any { return e.TreeRoot(q) }},
 				{"Capacity", func(e *quota.Engine, q string) any { return e.Capacity(q) }},
+				{"Pool", func(e *quota.Engine, q string) any { return e.Pool(q) }},
+				{"Ancestors", func(e *quota.Engine, q string) any {
+					var names []string
+					e.Ancestors(q, func(name string) { names = append(names, name) })
+					return names
+				}},
 				{"Used", func(e *quota.Engine, q string) any { return e.Used(q) }},
 				{"UsedVector", func(e *quota.Engine, q string) any { return slices.Clone(e.UsedVector(q)) }},
 				{"Runtime", func(e *quota.Engine, q string) any { return e.Runtime(q) }},
@@ -396,6 +405,18 @@ func TestPropertyChangesReadLateDecideAsReadAtOnce(t *testing.T) {
 				{"Headroom", func(e *quota.Engine, q string) any {
 					free, binding, err := e.Headroom(q, nil, nil)
 					return fmt.Sprint(free, binding, err)
+				}},
+				{"HeadroomAfter", func(e *quota.Engine, q string) any {
+					free, err := e.HeadroomAfter(q, charged, nil, nil)
+					return fmt.Sprint(free, err)
+				}},
+				{"ReclaimVictims", func(e *quota.Engine, q string) any {
+					victims, ok := e.ReclaimVictims(q, req, anyUnit)
+					return fmt.Sprint(victims, ok)
+				}},
+				{"LowerPriorityVictims", func(e *quota.Engine, q string) any {
+					victims, ok := e.LowerPriorityVictims(q, req, 1000, anyUnit)
+					return fmt.Sprint(victims, ok)
 				}},
 			}
 			rng.Shuffle(len(reads), func(i, j int) { reads[i], reads[j] = reads[j], reads[i] })
