@@ -110,6 +110,10 @@ func run() error {
 	if err := leaderSettings.Validate(); err != nil {
 		return err
 	}
+	cacheOpts, err := app.CacheOptions(*queueNamespace, restConfig)
+	if err != nil {
+		return err
+	}
 	mgrOpts := ctrl.Options{
 		Scheme:                        scheme,
 		Metrics:                       kqmetrics.ServerOptions(*metricsAddr, *metricsSecure, *metricsCertDir),
@@ -119,7 +123,7 @@ func run() error {
 		LeaderElectionID:              "koord-queue",
 		LeaderElectionNamespace:       *leaderNamespace,
 		LeaderElectionReleaseOnCancel: true,
-		Cache:                         app.CacheOptions(*queueNamespace),
+		Cache:                         cacheOpts,
 	}
 	leaderSettings.Apply(&mgrOpts)
 	mgr, err := ctrl.NewManager(restConfig, mgrOpts)

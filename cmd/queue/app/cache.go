@@ -1,7 +1,12 @@
 package app
 
 import (
+	"fmt"
+	"time"
+
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -9,25 +14,64 @@ import (
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/admission"
 	"github.com/koord-queue/koord-queue/pkg/resources"
+	"github.com/koord-queue/koord-queue/pkg/watchcodec"
 )
 
-// CacheOptions is how the koord-queue binary's manager caches objects, for
-// every manager that runs Setup as the binary does: Queues of queueNamespace
-// only (empty: schedulingv1alpha1.QueueNamespace).
-func CacheOptions(queueNamespace string) cache.Options {
+// CacheOptions is how the koord-queue binary's manager, connecting with
+// config, caches objects, for every manager that runs Setup as the binary
+// does: Queues of queueNamespace only (empty:
+// schedulingv1alpha1.QueueNamespace); QueueUnits of every namespace, read
+// through watchcodec.
+func CacheOptions(queueNamespace string, config *rest.Config) (cache.Options, error) {
 	if queueNamespace == "" {
 		queueNamespace = schedulingv1alpha1.QueueNamespace
 	}
+	newInformer, err := unitsThroughWatchCodec(config)
+	if err != nil {
+		return cache.Options{}, err
+	}
 	return cache.Options{
+		NewInformer: newInformer,
 		// Nothing here reads managedFields, and the API server keeps them
 		// on writes that leave them out: with 15,000 QueueUnits cached,
 		// dropping them lowers peak RSS by about 13%.
 		DefaultTransform: cache.TransformStripManagedFields(),
 		ByObject: map[client.Object]cache.ByObject{
-			&schedulingv1alpha1.Queue{}:     {Namespaces: map[string]cache.Config{queueNamespace: {}}},
+			&schedulingv1alpha1.Queue{}: {Namespaces: map[string]cache.Config{queueNamespace: {}}},
+			// No namespace and no selector: unitsThroughWatchCodec lists
+			// and watches them all.
 			&schedulingv1alpha1.QueueUnit{}: {Transform: UnitTransform(admission.NewUnitCompactor())},
 		},
+	}, nil
+}
+
+// unitsThroughWatchCodec is the cache's NewInformer: the QueueUnits'
+// informer lists and watches through watchcodec, which at a start of
+// 50,000 units spends about half the CPU client-go's decoding does; every
+// other informer is controller-runtime's.
+func unitsThroughWatchCodec(config *rest.Config) (func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer, error) {
+	httpClient, err := rest.HTTPClientFor(config)
+	if err != nil {
+		return nil, fmt.Errorf("making the HTTP client of QueueUnits: %w", err)
 	}
+	scheme := runtime.NewScheme()
+	if err := schedulingv1alpha1.AddToScheme(scheme); err != nil {
+		return nil, err
+	}
+	units, err := watchcodec.ListWatch(config, httpClient, scheme, watchcodec.Resource{
+		GroupVersion: schedulingv1alpha1.GroupVersion,
+		Resource:     "queueunits",
+		NewList:      func() runtime.Object { return &schedulingv1alpha1.QueueUnitList{} },
+	})
+	if err != nil {
+		return nil, err
+	}
+	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
+		if _, ok := obj.(*schedulingv1alpha1.QueueUnit); ok {
+			lw = units
+		}
+		return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
+	}, nil
 }
 
 // StripUnit is the cache's transform of a QueueUnit: it keeps what

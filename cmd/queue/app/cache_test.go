@@ -1,14 +1,23 @@
 package app
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
 	"runtime"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	k8sruntime "k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
@@ -346,4 +355,72 @@ func TestUnitTransformTwiceWritesNothingShared(t *testing.T) {
 			t.Errorf("a cached unit changed (-want +got):\n%s", diff)
 		}
 	}
+}
+
+// TestCacheReadsUnitsThroughWatchCodec: the cache's QueueUnit informer
+// lists and watches through its own client (watchcodec's), and every other
+// informer through the ListerWatcher controller-runtime gives it.
+func TestCacheReadsUnitsThroughWatchCodec(t *testing.T) {
+	const unit = `{"apiVersion":"scheduling.x-k8s.io/v1alpha1","kind":"QueueUnit","metadata":{"name":"a","namespace":"n","resourceVersion":"5"}}`
+	var unitRequests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/apis/scheduling.x-k8s.io/v1alpha1/queueunits" {
+			http.NotFound(w, r)
+			return
+		}
+		unitRequests.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Query().Get("watch") != "true" {
+			fmt.Fprint(w, `{"apiVersion":"scheduling.x-k8s.io/v1alpha1","kind":"QueueUnitList","metadata":{"resourceVersion":"5"},"items":[`+unit+`]}`)
+			return
+		}
+		if r.URL.Query().Get("sendInitialEvents") == "true" {
+			fmt.Fprintf(w, `{"type":"ADDED","object":%s}`+"\n", unit)
+			fmt.Fprint(w, `{"type":"BOOKMARK","object":{"apiVersion":"scheduling.x-k8s.io/v1alpha1","kind":"QueueUnit","metadata":{"resourceVersion":"5","annotations":{"k8s.io/initial-events-end":"true"}}}}`+"\n")
+		}
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(srv.Close)
+	opts, err := CacheOptions("", &rest.Config{Host: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	given := &recordingListWatch{}
+	given.ListWithContextFunc = func(context.Context, metav1.ListOptions) (k8sruntime.Object, error) {
+		given.calls.Add(1)
+		return &schedulingv1alpha1.QueueList{}, nil
+	}
+	given.WatchFuncWithContext = func(context.Context, metav1.ListOptions) (watch.Interface, error) {
+		given.calls.Add(1)
+		return watch.NewFake(), nil
+	}
+
+	units := opts.NewInformer(given, &schedulingv1alpha1.QueueUnit{}, 0, toolscache.Indexers{})
+	go units.RunWithContext(ctx)
+	if !toolscache.WaitForCacheSync(ctx.Done(), units.HasSynced) {
+		t.Fatal("the QueueUnit informer did not sync")
+	}
+	if diff := cmp.Diff([]string{"n/a"}, units.GetStore().ListKeys()); diff != "" {
+		t.Errorf("QueueUnits cached (-want +got):\n%s", diff)
+	}
+	if n := given.calls.Load(); n != 0 || unitRequests.Load() == 0 {
+		t.Errorf("QueueUnits read with %d calls of controller-runtime's ListerWatcher and %d requests of watchcodec's client, want 0 and some", n, unitRequests.Load())
+	}
+
+	queues := opts.NewInformer(given, &schedulingv1alpha1.Queue{}, 0, toolscache.Indexers{})
+	go queues.RunWithContext(ctx)
+	if !toolscache.WaitForCacheSync(ctx.Done(), queues.HasSynced) {
+		t.Fatal("the Queue informer did not sync")
+	}
+	if given.calls.Load() == 0 {
+		t.Error("Queues were not read through controller-runtime's ListerWatcher")
+	}
+}
+
+type recordingListWatch struct {
+	toolscache.ListWatch
+	calls atomic.Int32
 }

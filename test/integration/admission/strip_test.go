@@ -29,11 +29,15 @@ import (
 func TestStrippedUnitsAreNotWrittenBack(t *testing.T) {
 	ctx := context.Background()
 	var mgrCache client.Reader
+	cacheOpts, err := app.CacheOptions("", env.Config)
+	if err != nil {
+		t.Fatal(err)
+	}
 	stop, err := env.StartManager(ctx, func(mgr manager.Manager) error {
 		mgrCache = mgr.GetCache()
 		_, err := app.Setup(ctx, mgr, fastOptions())
 		return err
-	}, func(o *manager.Options) { o.Cache = app.CacheOptions("") })
+	}, func(o *manager.Options) { o.Cache = cacheOpts })
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,10 +107,14 @@ var computeTreeCapacity = app.Options{Admission: admission.Options{ComputeTreeCa
 // and starts it until the test ends, or returns why it could not.
 func startKoordQueue(t *testing.T, e *testenv.Env, opts app.Options) error {
 	t.Helper()
+	cacheOpts, err := app.CacheOptions(opts.QueueNamespace, e.Config)
+	if err != nil {
+		return err
+	}
 	stop, err := e.StartManager(context.Background(), func(mgr manager.Manager) error {
 		_, err := app.Setup(context.Background(), mgr, opts)
 		return err
-	}, func(o *manager.Options) { o.Cache = app.CacheOptions(opts.QueueNamespace) })
+	}, func(o *manager.Options) { o.Cache = cacheOpts })
 	if err != nil {
 		return err
 	}

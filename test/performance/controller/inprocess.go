@@ -31,13 +31,17 @@ func StartInProcess(ctx context.Context, cfg *rest.Config, qps float64, burst in
 	if err != nil {
 		return nil, fmt.Errorf("building scheme: %w", err)
 	}
+	cacheOpts, err := app.CacheOptions("", cfg)
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(cfg, ctrl.Options{
 		Scheme:                 scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		// The restart scenario builds the same controllers again.
 		Controller: config.Controller{SkipNameValidation: ptr.To(true)},
-		Cache:      app.CacheOptions(""),
+		Cache:      cacheOpts,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating manager: %w", err)
