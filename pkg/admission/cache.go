@@ -26,7 +26,11 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/watched"
 )
 
-// unitRecord is what the Cache keeps of a QueueUnit besides what the core keeps.
+// unitRecord is what the Cache keeps of a QueueUnit besides what the core
+// keeps. There is one per unit, so what few units have is kept beside it,
+// in the Cache's maps: when a unit's backoff ends (backingOff) and when it
+// passes its maximum execution time (deadlineOf); in every record, these
+// two would be 48 bytes more, 3.2 MB at 50,000 units with the size class.
 type unitRecord struct {
 	unit *schedulingv1alpha1.QueueUnit // the latest object seen
 	// key is the unit's namespace/name, the one string every index of the
@@ -40,18 +44,13 @@ type unitRecord struct {
 	request corev1.ResourceList
 	// inCore: the unit is in the scheduler.
 	inCore bool
+	// warnedNoQueue: the QueueNotFound event was already raised.
+	warnedNoQueue bool
 	// admission the core decided and the API server has not shown back yet
 	// (the unit is "assumed" admitted); nil otherwise.
 	admission *admission
 	// eviction decided and not yet seen on the API server; nil otherwise.
 	eviction *eviction
-	// notBefore holds a unit out of its queue while its backoff runs.
-	notBefore time.Time
-	// deadline is when the unit passes its maximum execution time
-	// (deadlines.go); zero: none.
-	deadline time.Time
-	// warnedNoQueue: the QueueNotFound event was already raised.
-	warnedNoQueue bool
 	// problem is why the unit cannot be queued at all, for its status.
 	problem string
 	// jobType is what the unit is counted under in Cache.jobTypes; zero:
@@ -59,6 +58,12 @@ type unitRecord struct {
 	jobType jobType
 	// listed is where Cache.lists has it (listing.go).
 	listed listing
+}
+
+// backoff is a unit held out of its queue until a time.
+type backoff struct {
+	r     *unitRecord
+	until time.Time
 }
 
 // queueRecord is what the Cache keeps of a Queue.
@@ -91,9 +96,13 @@ type Cache struct {
 	queueNamespace string
 	queues         map[string]*queueRecord
 	units          map[string]*unitRecord
-	// backingOff are the units whose notBefore is set, so a cycle looks
-	// only at them, not at every unit.
-	backingOff map[string]*unitRecord
+	// backingOff are the units held out of their queue while their backoff
+	// runs, each until when, so a cycle looks only at them, not at every
+	// unit.
+	backingOff map[string]backoff
+	// deadlineOf is when each unit that has a maximum execution time
+	// passes it (deadlines.go).
+	deadlineOf map[*unitRecord]time.Time
 	// deadlines are the admitted units' execution deadlines, soonest first.
 	deadlines deadlineHeap
 	// nodes' capacity (watched.NodeCapacity; nil while unusable), by name.
@@ -139,7 +148,8 @@ func NewCache() *Cache {
 		quotaErrs:      map[string]error{},
 		queues:         map[string]*queueRecord{},
 		units:          map[string]*unitRecord{},
-		backingOff:     map[string]*unitRecord{},
+		backingOff:     map[string]backoff{},
+		deadlineOf:     map[*unitRecord]time.Time{},
 		queueNamespace: schedulingv1alpha1.QueueNamespace,
 		nodes:          map[string]corev1.ResourceList{},
 		pools:          newPools(),
@@ -384,10 +394,8 @@ func (c *Cache) UpsertUnit(u *schedulingv1alpha1.QueueUnit) {
 		r.eviction = nil // evicted, finished or released
 	}
 	if rs := u.Status.RequeueState; rs != nil && rs.RequeueAt != nil && !queueunit.HoldsQuota(u) {
-		r.notBefore = rs.RequeueAt.Time
-		c.backingOff[key] = r
+		c.backingOff[key] = backoff{r: r, until: rs.RequeueAt.Time}
 	} else {
-		r.notBefore = time.Time{}
 		delete(c.backingOff, key)
 	}
 	c.place(r)
@@ -408,7 +416,7 @@ func (c *Cache) DeleteUnit(namespace, name string) {
 		c.dropAdmission(r)
 		c.countJobType(r, jobType{})
 		c.relist(r, true)
-		r.deadline = time.Time{}
+		delete(c.deadlineOf, r)
 	}
 	delete(c.units, key)
 	delete(c.backingOff, key)
@@ -477,9 +485,9 @@ func (c *Cache) place(r *unitRecord) {
 		// again (Enqueued) when its backoff ends (queueunit.EndBackoff).
 		out = true
 		r.problem = "backing off after its running timeout; koord-queue-controllers queues it again (Enqueued) when the backoff ends"
-	case !holds && !r.notBefore.IsZero():
+	case !holds && c.backingOff[key].r == r:
 		out = true
-		r.problem = fmt.Sprintf("backing off until %s after admission checks sent it back", r.notBefore.UTC().Format(time.RFC3339))
+		r.problem = fmt.Sprintf("backing off until %s after admission checks sent it back", c.backingOff[key].until.UTC().Format(time.RFC3339))
 	}
 	if out {
 		if r.inCore {
@@ -587,20 +595,19 @@ func (c *Cache) cycle(now time.Time, limit int) scheduler.Result {
 }
 
 func (c *Cache) releaseBackoffs(now time.Time) {
-	for key, r := range c.backingOff {
-		if !now.Before(r.notBefore) {
-			r.notBefore = time.Time{}
+	for key, b := range c.backingOff {
+		if !now.Before(b.until) {
 			delete(c.backingOff, key)
-			c.place(r)
+			c.place(b.r)
 		}
 	}
 }
 
 func (c *Cache) nextBackoff() time.Time {
 	var next time.Time
-	for _, r := range c.backingOff {
-		if next.IsZero() || r.notBefore.Before(next) {
-			next = r.notBefore
+	for _, b := range c.backingOff {
+		if next.IsZero() || b.until.Before(next) {
+			next = b.until
 		}
 	}
 	return next

@@ -40,13 +40,13 @@ func (h *deadlineHeap) Pop() any {
 func (c *Cache) setDeadline(r *unitRecord) {
 	at, ok := queueunit.ExecutionDeadline(r.unit)
 	if !ok || r.eviction != nil {
-		r.deadline = time.Time{}
+		delete(c.deadlineOf, r)
 		return
 	}
-	if at.Equal(r.deadline) {
+	if was, ok := c.deadlineOf[r]; ok && at.Equal(was) {
 		return
 	}
-	r.deadline = at
+	c.deadlineOf[r] = at
 	heap.Push(&c.deadlines, deadlineEntry{r: r, at: at})
 	if len(c.deadlines) > 2*len(c.units)+16 {
 		// Stale entries are dropped only when they come up, and a follower
@@ -58,7 +58,8 @@ func (c *Cache) setDeadline(r *unitRecord) {
 
 // current reports whether e is its unit's deadline, with c.mu held.
 func (c *Cache) current(e deadlineEntry) bool {
-	return !e.r.deadline.IsZero() && e.r.deadline.Equal(e.at) && c.units[e.r.key] == e.r
+	at, ok := c.deadlineOf[e.r]
+	return ok && at.Equal(e.at) && c.units[e.r.key] == e.r
 }
 
 // nextDeadline is the earliest execution deadline, zero if none, with c.mu
@@ -83,7 +84,7 @@ func (c *Cache) expireExecutions(now time.Time) []string {
 	var keys []string
 	for next := c.nextDeadline(); !next.IsZero() && !now.Before(next); next = c.nextDeadline() {
 		r := heap.Pop(&c.deadlines).(deadlineEntry).r
-		r.deadline = time.Time{}
+		delete(c.deadlineOf, r)
 		if r.eviction != nil {
 			continue // already being evicted
 		}

@@ -143,7 +143,7 @@ func TestMaximumExecutionTimeRaisedBeforeTheWrite(t *testing.T) {
 		Evicted  bool
 		Deadline time.Time
 	}
-	got := outcome{Active: after.IsActive(), Phase: after.EffectivePhase(), Evicted: queueunit.Evicted(after), Deadline: r.deadline}
+	got := outcome{Active: after.IsActive(), Phase: after.EffectivePhase(), Evicted: queueunit.Evicted(after), Deadline: ww.cache.deadlineOf[r]}
 	want := outcome{Active: true, Phase: schedulingv1alpha1.Dequeued, Deadline: admittedAt.Add(time.Hour)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

@@ -60,3 +60,48 @@ func TestTimeoutBackoffWaitsOutsideTheQueue(t *testing.T) {
 		t.Errorf("queued again: admitted (-want +got):\n%s", diff)
 	}
 }
+
+// TestRequeuedUnitWaitsOutItsBackoff: a unit that admission checks sent
+// back (status.requeueState.requeueAt) is not admitted before requeueAt,
+// whatever room there is, says until when it backs off, and wakes the loop
+// then; at requeueAt it is admitted. Deleted while it backs off, it is
+// forgotten.
+func TestRequeuedUnitWaitsOutItsBackoff(t *testing.T) {
+	c := NewCache()
+	c.UpsertNode(wrappers.Node("n1", "100", "100Gi"))
+	c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "quotas").Max("cpu", "4").Obj())
+	c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
+	t0 := time.Unix(1_000_000, 0)
+	requeueAt := t0.Add(10 * time.Minute)
+	unit := func(name string) *schedulingv1alpha1.QueueUnit {
+		u := wrappers.MakeQueueUnit(name, "ns").Quota("team").Request("cpu", "1").Consumer().Obj()
+		u.CreationTimestamp = metav1.NewTime(t0)
+		u.Status.RequeueState = &schedulingv1alpha1.RequeueState{Count: 1, RequeueAt: &metav1.Time{Time: requeueAt}}
+		return u
+	}
+	type outcome struct {
+		Admitted []string
+		Reason   string
+		Wakeup   time.Time
+	}
+	at := func(now time.Time, key string) outcome {
+		t.Helper()
+		res := c.cycle(now, -1)
+		var got outcome
+		for _, a := range res.Admissions {
+			got.Admitted = append(got.Admitted, a.Unit)
+		}
+		got.Reason, got.Wakeup = c.waitReason(key), c.nextBackoff()
+		return got
+	}
+	c.UpsertUnit(unit("back"))
+	c.UpsertUnit(unit("gone"))
+	c.DeleteUnit("ns", "gone")
+	want := outcome{Reason: "backing off until 1970-01-12T13:56:40Z after admission checks sent it back", Wakeup: requeueAt}
+	if diff := cmp.Diff(want, at(t0.Add(5*time.Minute), "ns/back")); diff != "" {
+		t.Errorf("before requeueAt (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(outcome{Admitted: []string{"ns/back"}}, at(requeueAt, "ns/back")); diff != "" {
+		t.Errorf("at requeueAt (-want +got):\n%s", diff)
+	}
+}
