@@ -328,3 +328,13 @@ func TestVisibilityShowsQuotaTrees(t *testing.T) {
 		t.Errorf("quota views (-want +got):\n%s", diff)
 	}
 }
+
+// teamCache is a Cache with a 100-cpu node and quota team, of max maxCPU
+// cpus, with its Queue.
+func teamCache(maxCPU string) *Cache {
+	c := NewCache()
+	c.UpsertNode(wrappers.Node("n1", "100", "100Gi"))
+	c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "quotas").Max("cpu", maxCPU).Obj())
+	c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
+	return c
+}

@@ -17,10 +17,7 @@ import (
 // admitted, whatever room there is, and says why; queued again (Enqueued),
 // it is admitted.
 func TestTimeoutBackoffWaitsOutsideTheQueue(t *testing.T) {
-	c := NewCache()
-	c.UpsertNode(wrappers.Node("n1", "100", "100Gi"))
-	c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "quotas").Max("cpu", "4").Obj())
-	c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
+	c := teamCache("4")
 	t0 := time.Unix(1_000_000, 0)
 	unit := func(name string) *wrappers.QueueUnitWrapper {
 		u := wrappers.MakeQueueUnit(name, "ns").Quota("team").Request("cpu", "4").Consumer()
@@ -67,10 +64,7 @@ func TestTimeoutBackoffWaitsOutsideTheQueue(t *testing.T) {
 // then; at requeueAt it is admitted. Deleted while it backs off, it is
 // forgotten.
 func TestRequeuedUnitWaitsOutItsBackoff(t *testing.T) {
-	c := NewCache()
-	c.UpsertNode(wrappers.Node("n1", "100", "100Gi"))
-	c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "quotas").Max("cpu", "4").Obj())
-	c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
+	c := teamCache("4")
 	t0 := time.Unix(1_000_000, 0)
 	requeueAt := t0.Add(10 * time.Minute)
 	unit := func(name string) *schedulingv1alpha1.QueueUnit {

@@ -33,10 +33,7 @@ func rows(views []api.UnitView) []string {
 // filter skips some), then those holding quota by namespace/name; a page
 // is a slice of that list, and total counts the whole (filtered) list.
 func TestQueueUnitsPages(t *testing.T) {
-	c := NewCache()
-	c.UpsertNode(wrappers.Node("n1", "100", "100Gi"))
-	c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "quotas").Max("cpu", "3").Obj())
-	c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
+	c := teamCache("3")
 	t0 := time.Unix(1_000_000, 0)
 	unit := func(namespace, name string, priority int32, created time.Duration) *wrappers.QueueUnitWrapper {
 		u := wrappers.MakeQueueUnit(name, namespace).Quota("team").Request("cpu", "1").Priority(priority)
