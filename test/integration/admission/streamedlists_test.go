@@ -1,8 +1,11 @@
 package admission
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
 	"sync"
@@ -15,8 +18,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
+	"k8s.io/apimachinery/pkg/runtime/serializer/streaming"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/rest"
+	restclientwatch "k8s.io/client-go/rest/watch"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -141,8 +146,9 @@ type roundTripperFunc func(*http.Request) (*http.Response, error)
 func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
 
 // TestWatchCodecReadsUnitsAsClientGoDoes: QueueUnits whose strings hold
-// what JSON escapes, listed and streamed by a real API server, decode
-// through watchcodec as through client-go's codecs.
+// what JSON escapes, as a real API server lists and streams them, decode
+// through watchcodec as through client-go's codecs. Both decode the same
+// bytes: the package's koord-queue writes to units between two reads.
 func TestWatchCodecReadsUnitsAsClientGoDoes(t *testing.T) {
 	ns := namespace(t)
 	hostile := []string{`"quoted" {braces} [brackets]`, `back\slash \" \\`, "line\nbreak\ttab", "ünïcödé ☃ 𝄞 \u2028", `{"kind":"Pod","apiVersion":"v1"}`, "<script>&amp;", `a"{ unbalanced`, `unbalanced ]}"`, `\"}`}
@@ -152,74 +158,79 @@ func TestWatchCodecReadsUnitsAsClientGoDoes(t *testing.T) {
 		u.Spec.ConsumerRef = &corev1.ObjectReference{Kind: "Job", Name: fmt.Sprintf("job-%d", i), FieldPath: s}
 		create(t, u)
 	}
-	gvk := schedulingv1alpha1.GroupVersion.WithKind("QueueUnit")
 	httpClient, err := rest.HTTPClientFor(env.Config)
 	if err != nil {
 		t.Fatal(err)
 	}
-	clientGo, err := apiutil.RESTClientForGVK(gvk, false, false, env.Config, serializer.NewCodecFactory(env.Scheme), httpClient)
+	gv := schedulingv1alpha1.GroupVersion
+	client, err := apiutil.RESTClientForGVK(gv.WithKind("QueueUnit"), false, false, env.Config, serializer.NewCodecFactory(env.Scheme), httpClient)
 	if err != nil {
 		t.Fatal(err)
 	}
 	params := runtime.NewParameterCodec(env.Scheme)
-	ours, err := watchcodec.ListWatch(env.Config, httpClient, env.Scheme, watchcodec.Resource{
-		GroupVersion: schedulingv1alpha1.GroupVersion, Resource: "queueunits",
-		NewList: func() runtime.Object { return &schedulingv1alpha1.QueueUnitList{} },
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
+	clientGo := serializer.WithoutConversionCodecFactory{CodecFactory: serializer.NewCodecFactory(env.Scheme)}
+	ours := watchcodec.NewSerializers(env.Scheme)
 
-	wantList := &schedulingv1alpha1.QueueUnitList{}
-	if err := clientGo.Get().Resource("queueunits").VersionedParams(&metav1.ListOptions{}, params).Do(ctx).Into(wantList); err != nil {
-		t.Fatal(err)
-	}
-	gotList, err := ours.ListWithContext(ctx, metav1.ListOptions{})
+	list, err := client.Get().Namespace(ns).Resource("queueunits").Do(ctx).Raw()
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(wantList, gotList); diff != "" {
+	decodeList := func(s runtime.NegotiatedSerializer) runtime.Object {
+		info, _ := runtime.SerializerInfoForMediaType(s.SupportedMediaTypes(), runtime.ContentTypeJSON)
+		obj, err := runtime.Decode(s.DecoderToVersion(info.Serializer, gv), list)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return obj
+	}
+	want := decodeList(clientGo)
+	if n := len(want.(*schedulingv1alpha1.QueueUnitList).Items); n != len(hostile) {
+		t.Fatalf("listed %d units, want %d", n, len(hostile))
+	}
+	if diff := cmp.Diff(want, decodeList(ours)); diff != "" {
 		t.Errorf("list (-client-go +watchcodec):\n%s", diff)
 	}
 
-	stream := metav1.ListOptions{SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true, ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, Watch: true}
-	wantWatch, err := clientGo.Get().Resource("queueunits").VersionedParams(&stream, params).Watch(ctx)
+	// The server ends the stream after timeoutSeconds, so it reads whole.
+	stream, err := client.Get().Namespace(ns).Resource("queueunits").VersionedParams(&metav1.ListOptions{
+		Watch: true, SendInitialEvents: ptr.To(true), AllowWatchBookmarks: true,
+		ResourceVersionMatch: metav1.ResourceVersionMatchNotOlderThan, TimeoutSeconds: ptr.To[int64](2),
+	}, params).Stream(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	gotWatch, err := ours.WatchWithContext(ctx, stream)
+	events, err := io.ReadAll(stream)
+	stream.Close()
 	if err != nil {
 		t.Fatal(err)
 	}
-	want, got := initialEvents(t, wantWatch), initialEvents(t, gotWatch)
-	if len(want) < len(hostile) {
-		t.Fatalf("client-go streamed %d units, want at least %d", len(want), len(hostile))
+	wantEvents := decodeEvents(t, clientGo, events)
+	if len(wantEvents) <= len(hostile) { // and the initial-events-end bookmark
+		t.Fatalf("client-go decoded %d events, want more than %d", len(wantEvents), len(hostile))
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("streamed units (-client-go +watchcodec):\n%s", diff)
+	if diff := cmp.Diff(wantEvents, decodeEvents(t, ours, events)); diff != "" {
+		t.Errorf("streamed events (-client-go +watchcodec):\n%s", diff)
 	}
 }
 
-// initialEvents reads w's events up to the bookmark that ends its initial
-// events, and stops it.
-func initialEvents(t *testing.T, w watch.Interface) []watch.Event {
+// decodeEvents decodes a watch stream's bytes as client-go's REST client
+// does, with the serializers s negotiates for JSON.
+func decodeEvents(t *testing.T, s runtime.NegotiatedSerializer, stream []byte) []watch.Event {
 	t.Helper()
-	defer w.Stop()
+	info, _ := runtime.SerializerInfoForMediaType(s.SupportedMediaTypes(), runtime.ContentTypeJSON)
+	frames := info.StreamSerializer.Framer.NewFrameReader(io.NopCloser(bytes.NewReader(stream)))
+	d := restclientwatch.NewDecoder(streaming.NewDecoder(frames, info.StreamSerializer.Serializer), s.DecoderToVersion(info.Serializer, schedulingv1alpha1.GroupVersion))
 	var events []watch.Event
-	for e := range w.ResultChan() {
-		if e.Type == watch.Error {
-			t.Fatalf("watch error: %v", e.Object)
+	for {
+		typ, obj, err := d.Decode()
+		if errors.Is(err, io.EOF) {
+			return events
 		}
-		if e.Type == watch.Bookmark {
-			if u, ok := e.Object.(*schedulingv1alpha1.QueueUnit); ok && u.Annotations[metav1.InitialEventsAnnotationKey] == "true" {
-				return events
-			}
-			continue
+		if err != nil {
+			t.Fatalf("after %d events: %v", len(events), err)
 		}
-		events = append(events, e)
+		events = append(events, watch.Event{Type: typ, Object: obj})
 	}
-	t.Fatal("the watch ended before its initial events did")
-	return nil
 }
