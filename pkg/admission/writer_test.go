@@ -214,6 +214,66 @@ func TestEvictionOfAnAdmissionNotSeenYet(t *testing.T) {
 	})
 }
 
+// TestNoWriteOnAFinishedUnit: koord-queue's cache keeps of a finished unit
+// only FinishedStatus, so no status write may be based on that copy: its
+// merge patch would write the conditions list without the ones dropped.
+// Whatever was pending when the unit finished (its admission, an eviction,
+// a verdict on its checks, a wait message, spec.queue), nothing is written.
+func TestNoWriteOnAFinishedUnit(t *testing.T) {
+	ctx := context.Background()
+	const key = "ns/victim"
+	finish := func(t *testing.T, ww writerWorld) *schedulingv1alpha1.QueueUnit {
+		t.Helper()
+		u := ww.inAPI(t)
+		queueunit.FollowJob(u, queueunit.JobState{Finished: true, Succeeded: true}, metav1.Now())
+		if err := ww.client.Status().Update(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		finished := ww.inAPI(t)
+		cut := finished.DeepCopy()
+		cut.Status = FinishedStatus(&cut.Status)
+		ww.cache.UpsertUnit(cut)
+		return finished
+	}
+	for name, tc := range map[string]func(*testing.T, writerWorld){
+		"admitted, then finished with an eviction pending": func(t *testing.T, ww writerWorld) {
+			ww.cache.UpsertUnit(ww.admitInAPI(t))
+			ww.recordEviction(key, eviction{reason: schedulingv1alpha1.EvictedByPreemption, message: "preempted"})
+		},
+		"admitted in the core, finished before the admission was written": func(t *testing.T, ww writerWorld) {
+			u := ww.inAPI(t)
+			ww.admitInCore(t, u)
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			u := victim()
+			u.Labels = map[string]string{elasticquotav1alpha1.LabelQuotaName: "q"}
+			ww := newWriterWorld(t, u)
+			tc(t, ww)
+			finished := finish(t, ww)
+			// In the order the writer takes them: spec.queue is pinned only
+			// after an admission is written.
+			for _, write := range []struct {
+				what  string
+				write func() error
+			}{
+				{"admission", func() error { return ww.writer.writeAdmission(ctx, key) }},
+				{"eviction", func() error { return ww.writer.writeEviction(ctx, key) }},
+				{"verdict", func() error { return ww.writer.writeChecksVerdict(ctx, key) }},
+				{"message", func() error { ww.writer.writeMessage(ctx, key); return nil }},
+				{"queue", func() error { ww.writer.writeQueueName(ctx, key); return nil }},
+			} {
+				if err := write.write(); err != nil {
+					t.Errorf("writing the %s: %v", write.what, err)
+				}
+			}
+			if diff := cmp.Diff(finished, ww.inAPI(t)); diff != "" {
+				t.Errorf("the finished unit was written (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestAdmissionOfAUnitDeactivatedMeanwhile: the core admitted a unit that
 // was deactivated (or is being deleted) before the admission was written.
 // The write is skipped, and the next cycle must not admit it again: that

@@ -13,6 +13,7 @@ import (
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/admission"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/resources"
 	"github.com/koord-queue/koord-queue/pkg/watchcodec"
 )
@@ -79,16 +80,17 @@ func unitsThroughWatchCodec(config *rest.Config) (func(toolscache.ListerWatcher,
 // request is made of (resources.PodRequests reads each container's and init
 // container's resources, an init container's restart policy, the pod's
 // resources and overhead), which each admission records per pod set; the
-// rest of the template (images, commands,
-// environment, volumes, scheduling constraints, its metadata), the managed
-// fields and kubectl's last-applied copy of the object are dropped.
-// Everything else is kept as it is. Anything but a QueueUnit passes
-// unchanged.
+// rest of the template (images, commands, environment, volumes, scheduling
+// constraints, its metadata), the managed fields and kubectl's last-applied
+// copy of the object are dropped, and so is a finished unit's status but
+// for what admission.FinishedStatus keeps. Everything else is kept as it
+// is. Anything but a QueueUnit passes unchanged.
 //
 // koord-queue writes a QueueUnit only through queueunit.Patch: a merge patch
 // of what its change made different, never the object whole, so what is
 // dropped here is never written back (the status subresource would ignore
-// it anyway, and the one write of the spec sets spec.queue alone).
+// the templates anyway, the one write of the spec sets spec.queue alone,
+// and no status of a finished unit is written).
 func StripUnit(obj any) (any, error) {
 	u, ok := obj.(*schedulingv1alpha1.QueueUnit)
 	if !ok {
@@ -112,6 +114,9 @@ func StripUnit(obj any) (any, error) {
 			sets[i].Template = requestsOnly(&set.Template.Spec)
 		}
 		u.Spec.PodSets = sets
+	}
+	if queueunit.Finished(u.EffectivePhase()) {
+		u.Status = admission.FinishedStatus(&u.Status)
 	}
 	return u, nil
 }

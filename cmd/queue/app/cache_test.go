@@ -424,3 +424,88 @@ type recordingListWatch struct {
 	toolscache.ListWatch
 	calls atomic.Int32
 }
+
+// finishedUnits are units at the end of their lives as the extensions and
+// the perf harness leave them.
+func finishedUnits() map[string]*schedulingv1alpha1.QueueUnit {
+	admitted := func(name string) *schedulingv1alpha1.QueueUnit {
+		u := strippedUnits()["a unit stating its request, not admitted partially"]
+		u.Name = name
+		u.Spec.ConsumerRef = &corev1.ObjectReference{APIVersion: "batch/v1", Kind: "Job", Namespace: "ns", Name: name}
+		u.Spec.MaximumExecutionTimeSeconds = ptr.To[int32](60)
+		queueunit.Admit(u, "q", queueunit.Request(u), nil, nil, metav1.NewTime(time.Unix(1000, 0)))
+		queueunit.FollowJob(u, queueunit.JobState{Pods: map[string]queueunit.PodCount{"main": {Running: 2, Scheduled: 2}}}, metav1.NewTime(time.Unix(1010, 0)))
+		return u
+	}
+	succeeded := admitted("succeeded")
+	queueunit.FollowJob(succeeded, queueunit.JobState{Finished: true, Succeeded: true, Pods: map[string]queueunit.PodCount{"main": {}}}, metav1.NewTime(time.Unix(1100, 0)))
+	succeeded.Status.Admissions = nil // given back, as the extensions do once its pods are gone
+
+	failed := admitted("failed-with-admissions")
+	admissions := failed.Status.Admissions
+	queueunit.FollowJob(failed, queueunit.JobState{Finished: true, Message: "BackoffLimitExceeded"}, metav1.NewTime(time.Unix(1200, 0)))
+	failed.Status.RequeueState = &schedulingv1alpha1.RequeueState{Count: 2}
+	// Resized since its admission: charged what its admissions hold.
+	failed.Spec.PodSets[0].Count = 3
+	failed.Spec.Resource, failed.Spec.Request = requests("cpu", "3"), requests("cpu", "3")
+	failed.Status.Admissions = admissions // as a writer other than the extensions may leave them
+	failed.Status.AdmissionChecks = []schedulingv1alpha1.AdmissionCheckState{{Name: "prov", State: schedulingv1alpha1.CheckStateReady}}
+
+	harness := admitted("as-the-harness-leaves-it")
+	harness.Status.Phase = schedulingv1alpha1.Succeed
+	harness.Status.Admissions = nil
+	harness.Status.Message = "finished (performance runner)"
+	return map[string]*schedulingv1alpha1.QueueUnit{"succeeded": succeeded, "failed, admissions listed": failed, "harness": harness}
+}
+
+// TestStripUnitKeepsOfAFinishedUnitWhatKoordQueueReads: a finished unit's
+// status keeps what koord-queue decides on and learns from, and nothing
+// else; the rest of the unit is stripped as any unit is.
+func TestStripUnitKeepsOfAFinishedUnitWhatKoordQueueReads(t *testing.T) {
+	for name, orig := range finishedUnits() {
+		t.Run(name, func(t *testing.T) {
+			obj, err := StripUnit(orig.DeepCopy())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := obj.(*schedulingv1alpha1.QueueUnit)
+			type reads struct {
+				Phase                          schedulingv1alpha1.QueueUnitPhase
+				Finished, HoldsQuota, Deadline bool
+				Attempts                       int64
+				Charged                        corev1.ResourceList
+				Ran                            time.Duration // what the forecast learns
+			}
+			readOf := func(u *schedulingv1alpha1.QueueUnit) reads {
+				_, deadline := queueunit.ExecutionDeadline(u)
+				return reads{
+					Phase: u.EffectivePhase(), Finished: queueunit.Finished(u.EffectivePhase()), HoldsQuota: queueunit.HoldsQuota(u),
+					Deadline: deadline, Attempts: u.Status.Attempts, Charged: queueunit.Charged(u),
+					Ran: u.Status.LastUpdateTime.Sub(u.Status.LastAllocateTime.Time),
+				}
+			}
+			if diff := cmp.Diff(readOf(orig), readOf(got)); diff != "" {
+				t.Errorf("what koord-queue reads (-want +got):\n%s", diff)
+			}
+			if readOf(got).Ran <= 0 {
+				t.Errorf("the unit ran %v: the test's unit has no run time to keep", readOf(got).Ran)
+			}
+			st := got.Status
+			if len(st.Conditions) > 0 || st.Message != "" || st.PodState != (schedulingv1alpha1.PodState{}) || st.AdmissionsSummary != "" ||
+				st.RequeueState != nil || len(st.AdmissionChecks) > 0 {
+				t.Errorf("kept of the finished unit's status more than koord-queue reads: %+v", st)
+			}
+			running := orig.DeepCopy()
+			running.Status.Phase = schedulingv1alpha1.Running
+			want, _ := StripUnit(running)
+			want.(*schedulingv1alpha1.QueueUnit).Status = got.Status
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("stripping a finished unit changed more than its status (-want +got):\n%s", diff)
+			}
+			again, _ := StripUnit(got.DeepCopy())
+			if diff := cmp.Diff(got, again); diff != "" {
+				t.Errorf("stripping twice differs from once (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
