@@ -10,7 +10,6 @@ import (
 	"unique"
 
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 )
@@ -39,7 +38,11 @@ import (
 //   - the strings that units repeat (their namespace, label and annotation
 //     keys and values, their owner's and consumer's kinds, pod set names,
 //     conditions' types, reasons and messages, the status message) become
-//     one copy each while any unit keeps it (unique.Make);
+//     one copy each (unique.Make). unique keeps a string's one copy only
+//     while some handle to it lives, and the units keep the string, not the
+//     handle: the compactor keeps the handles of the last keptHandles
+//     strings it shared, so a string that comes again within them stays one
+//     copy across collections;
 //   - lists (pod sets, conditions, admissions, owners) have no room to
 //     spare: a decoder doubles a slice's room as it fills it, and a unit's
 //     third condition or pod set would keep room for a fourth.
@@ -61,6 +64,11 @@ type UnitCompactor struct {
 	podSets  map[string][]schedulingv1alpha1.PodSet
 	keptSets map[*schedulingv1alpha1.PodSet]struct{}
 	max      int
+	// handles are the last keptHandles strings interned, a ring whose next
+	// slot is next, under their own lock (shareMap interns under mu).
+	handlesMu sync.Mutex
+	handles   [keptHandles]unique.Handle[string]
+	next      int
 }
 
 // Bounds of what a UnitCompactor keeps to share: tenants choose resource
@@ -69,6 +77,10 @@ const (
 	maxSharedLists = 4096
 	maxSharedNames = 16
 	maxPodSetsKey  = 4096
+	// keptHandles covers the strings of about two thousand units (each
+	// has about fifteen): the namespaces, labels and condition messages of
+	// as many queues, interleaved as a list brings them. 256 KiB.
+	keptHandles = 1 << 15
 )
 
 // NewUnitCompactor returns a UnitCompactor that shares nothing yet.
@@ -88,7 +100,7 @@ func (c *UnitCompactor) Compact(u *schedulingv1alpha1.QueueUnit) {
 	}
 	for i := range st.Admissions {
 		a := &st.Admissions[i]
-		a.Name = intern(a.Name)
+		a.Name = c.intern(a.Name)
 		if sameList(a.Resources, spec.Resource) {
 			a.Resources = spec.Resource
 		} else {
@@ -102,20 +114,20 @@ func (c *UnitCompactor) Compact(u *schedulingv1alpha1.QueueUnit) {
 	st.Conditions = clip(st.Conditions)
 	st.AdmissionChecks = clip(st.AdmissionChecks)
 
-	u.Namespace = intern(u.Namespace)
+	u.Namespace = c.intern(u.Namespace)
 	u.Labels = c.shareMap(u.Labels)
 	u.Annotations = c.shareMap(u.Annotations)
 	for i := range u.OwnerReferences {
 		o := &u.OwnerReferences[i]
-		o.APIVersion, o.Kind = intern(o.APIVersion), intern(o.Kind)
+		o.APIVersion, o.Kind = c.intern(o.APIVersion), c.intern(o.Kind)
 	}
 	if ref := spec.ConsumerRef; ref != nil {
-		ref.APIVersion, ref.Kind, ref.Namespace = intern(ref.APIVersion), intern(ref.Kind), intern(ref.Namespace)
+		ref.APIVersion, ref.Kind, ref.Namespace = c.intern(ref.APIVersion), c.intern(ref.Kind), c.intern(ref.Namespace)
 	}
-	spec.Queue, spec.PriorityClassName = intern(spec.Queue), intern(spec.PriorityClassName)
+	spec.Queue, spec.PriorityClassName = c.intern(spec.Queue), c.intern(spec.PriorityClassName)
 	if !c.keptPodSets(spec.PodSets) { // compacted already: other units read it
 		for i := range spec.PodSets {
-			spec.PodSets[i].Name = intern(spec.PodSets[i].Name)
+			spec.PodSets[i].Name = c.intern(spec.PodSets[i].Name)
 			pod := &spec.PodSets[i].Template.Spec
 			for _, containers := range [][]corev1.Container{pod.Containers, pod.InitContainers} {
 				for j := range containers {
@@ -126,13 +138,14 @@ func (c *UnitCompactor) Compact(u *schedulingv1alpha1.QueueUnit) {
 		}
 		spec.PodSets = c.sharePodSets(spec.PodSets)
 	}
-	st.Message = intern(st.Message)
+	st.Message = c.intern(st.Message)
 	for i := range st.Conditions {
-		internCondition(&st.Conditions[i])
+		cond := &st.Conditions[i]
+		cond.Type, cond.Reason, cond.Message = c.intern(cond.Type), c.intern(cond.Reason), c.intern(cond.Message)
 	}
 	for i := range st.AdmissionChecks {
 		check := &st.AdmissionChecks[i]
-		check.Name, check.Message = intern(check.Name), intern(check.Message)
+		check.Name, check.Message = c.intern(check.Name), c.intern(check.Message)
 	}
 }
 
@@ -212,7 +225,7 @@ func (c *UnitCompactor) sharePodSets(sets []schedulingv1alpha1.PodSet) []schedul
 // (internMap), kept to share if there is room.
 func (c *UnitCompactor) shareMap(m map[string]string) map[string]string {
 	if len(m) == 0 || len(m) > maxSharedNames {
-		return internMap(m)
+		return c.internMap(m)
 	}
 	key := mapKey(m)
 	c.mu.Lock()
@@ -220,7 +233,7 @@ func (c *UnitCompactor) shareMap(m map[string]string) map[string]string {
 	if kept, ok := c.labels[key]; ok && maps.Equal(kept, m) {
 		return kept
 	}
-	m = internMap(m)
+	m = c.internMap(m)
 	if len(c.labels) < c.max {
 		c.labels[key] = m
 	}
@@ -280,18 +293,14 @@ func sameList(a, b corev1.ResourceList) bool {
 	return true
 }
 
-func internCondition(c *metav1.Condition) {
-	c.Type, c.Reason, c.Message = intern(c.Type), intern(c.Reason), intern(c.Message)
-}
-
 // internMap is m with its keys and values interned: a map of the same size.
-func internMap(m map[string]string) map[string]string {
+func (c *UnitCompactor) internMap(m map[string]string) map[string]string {
 	if len(m) == 0 {
 		return m
 	}
 	out := make(map[string]string, len(m))
 	for k, v := range m {
-		out[intern(k)] = intern(v)
+		out[c.intern(k)] = c.intern(v)
 	}
 	return out
 }
@@ -305,10 +314,16 @@ func clip[S ~[]E, E any](s S) S {
 }
 
 // intern is s, sharing its bytes with every other string of its value
-// interned while either is kept.
-func intern(s string) string {
+// interned while either is kept and its handle is among the last
+// keptHandles.
+func (c *UnitCompactor) intern(s string) string {
 	if s == "" {
 		return s
 	}
-	return unique.Make(s).Value()
+	h := unique.Make(s)
+	c.handlesMu.Lock()
+	c.handles[c.next] = h
+	c.next = (c.next + 1) % keptHandles
+	c.handlesMu.Unlock()
+	return h.Value()
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"maps"
 	"reflect"
+	"runtime"
 	"slices"
 	"strconv"
 	"testing"
@@ -163,6 +164,47 @@ func TestCompactUnitReadsTheSame(t *testing.T) {
 // sameMap reports whether a and b are one map.
 func sameMap[M ~map[K]V, K comparable, V any](a, b M) bool {
 	return a != nil && reflect.ValueOf(a).UnsafePointer() == reflect.ValueOf(b).UnsafePointer()
+}
+
+// TestCompactedStringsStayOneCopyAcrossCollections: unique.Make alone
+// keeps a string's one copy only while a handle to it lives, and the units
+// keep strings: a collection between two units would give the second its
+// own copies of the namespace, the labels and the messages it repeats.
+func TestCompactedStringsStayOneCopyAcrossCollections(t *testing.T) {
+	at := metav1.NewTime(time.Unix(1_000_000, 0))
+	data, err := json.Marshal(func() *schedulingv1alpha1.QueueUnit { u := harnessUnit(7); admittedStatus(u, at); return u }())
+	if err != nil {
+		t.Fatal(err)
+	}
+	compactor := NewUnitCompactor()
+	var units []*schedulingv1alpha1.QueueUnit
+	for range 2 {
+		u := &schedulingv1alpha1.QueueUnit{}
+		if err := json.Unmarshal(data, u); err != nil {
+			t.Fatal(err)
+		}
+		compactor.Compact(u)
+		units = append(units, u)
+		runtime.GC()
+		runtime.GC() // the second collection frees what the first found unreachable
+	}
+	first, second := units[0], units[1]
+	pairs := map[string][2]string{
+		"namespace":         {first.Namespace, second.Namespace},
+		"status message":    {first.Status.Message, second.Status.Message},
+		"condition message": {first.Status.Conditions[0].Message, second.Status.Conditions[0].Message},
+	}
+	for i := range first.Status.Admissions {
+		pairs["admission "+strconv.Itoa(i)] = [2]string{first.Status.Admissions[i].Name, second.Status.Admissions[i].Name}
+	}
+	for what, pair := range pairs {
+		if pair[0] == "" {
+			t.Fatalf("%s: empty in the test's unit", what)
+		}
+		if unsafe.StringData(pair[0]) != unsafe.StringData(pair[1]) {
+			t.Errorf("%s %q: two copies", what, pair[0])
+		}
+	}
 }
 
 // TestCompactorSharesOnlyWhatReadsTheSame: a unit is given another unit's
