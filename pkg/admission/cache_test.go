@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"slices"
 	"testing"
 	"time"
 
@@ -9,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/ptr"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
@@ -337,4 +339,31 @@ func teamCache(maxCPU string) *Cache {
 	c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "quotas").Max("cpu", maxCPU).Obj())
 	c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
 	return c
+}
+
+// TestOnlyUnitsThatMayWaitAreExplained: every unit that changed and holds
+// nothing is looked at for a new reason to wait (one in a queue, one left
+// out for a problem its message states), but a finished unit, which never
+// waits: a restart's finished units would each hold a write op for nothing.
+func TestOnlyUnitsThatMayWaitAreExplained(t *testing.T) {
+	c := teamCache("1")
+	unit := func(name string) *schedulingv1alpha1.QueueUnit {
+		return wrappers.MakeQueueUnit(name, "ns").Quota("team").Request(corev1.ResourceCPU, "2").Obj()
+	}
+	inactive := unit("inactive")
+	inactive.Spec.Active = ptr.To(false)
+	for _, u := range []*schedulingv1alpha1.QueueUnit{unit("waiting"), inactive, unit("succeeded"), unit("failed")} {
+		switch u.Name {
+		case "succeeded":
+			u.Status.Phase = schedulingv1alpha1.Succeed
+		case "failed":
+			u.Status.Phase = schedulingv1alpha1.Failed
+		}
+		c.UpsertUnit(u)
+	}
+	got := c.takeDirty().explain
+	slices.Sort(got)
+	if diff := cmp.Diff([]string{"ns/inactive", "ns/waiting"}, got); diff != "" {
+		t.Errorf("units to explain (-want +got):\n%s", diff)
+	}
 }
