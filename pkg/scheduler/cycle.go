@@ -274,7 +274,7 @@ func (s *Scheduler) admit(qs *queueState, key string, now time.Time, res *Result
 	us.req, us.need = held, held
 	s.endPreemption(us)
 	s.endPatience(us)
-	us.patientUntil = time.Time{}
+	us.newWait()
 	qs.q.Take(key)
 	us.inQueue = false
 	us.admitted = true

@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"fmt"
+	"reflect"
 	"slices"
 	"sort"
 	"time"
@@ -10,6 +11,10 @@ import (
 // ReservationKey is the engine key of a preemptor's reservation, for tests
 // that break the engine's bookkeeping on purpose.
 func ReservationKey(unit string) string { return reservationKey(unit) }
+
+// SharedPreemptStateWritten reports whether the preemptState every unit
+// outside preemptions shares was written: a write that skipped preempting.
+func SharedPreemptStateWritten() bool { return !reflect.ValueOf(noPreemption).IsZero() }
 
 // NoSettle makes s give every woken queue its turn (parked.go), the reference
 // the settled queues are checked against.

@@ -37,7 +37,7 @@ func (s *Scheduler) waitToPreempt(qs *queueState, us *unitState, kind Preemption
 		return false
 	}
 	if us.patientUntil.IsZero() {
-		us.patientUntil = now.Add(d)
+		us.preempting().patientUntil = now.Add(d)
 	}
 	if !now.Before(us.patientUntil) {
 		return false
@@ -51,7 +51,7 @@ func (s *Scheduler) waitToPreempt(qs *queueState, us *unitState, kind Preemption
 	if kind == Reclaim {
 		what = "reclaims the min of quota " + qs.quota + " from borrowers"
 	}
-	us.preemptReason = words(fmt.Sprintf("waits up to %s (koord-queue/preemption-delay) for quota to free before it %s; it holds what frees meanwhile", d, what))
+	us.preempting().preemptReason = words(fmt.Sprintf("waits up to %s (koord-queue/preemption-delay) for quota to free before it %s; it holds what frees meanwhile", d, what))
 	s.headWaits(qs, us.u.Key, us.preemptReason, res)
 	return true
 }

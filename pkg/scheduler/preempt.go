@@ -32,7 +32,7 @@ func (s *Scheduler) displace(qs *queueState, key string, now time.Time, res *Res
 	if us.triedCycle == s.cycle || s.preemptionInFlight(qs.quota, key) != "" {
 		return false
 	}
-	us.triedCycle = s.cycle
+	us.preempting().triedCycle = s.cycle
 	var victims []string
 	freed := make(quota.Vector, len(us.req))
 	for _, k := range sortedKeys(qs.notRunning) {
@@ -98,7 +98,7 @@ func (s *Scheduler) headPreempts(qs *queueState, key string, now time.Time, res 
 	if us.triedCycle == s.cycle {
 		return false, false // a Priority queue comes back to its head often
 	}
-	us.triedCycle = s.cycle
+	us.preempting().triedCycle = s.cycle
 	return s.preempt(qs, us, now, res)
 }
 
@@ -156,10 +156,10 @@ func (s *Scheduler) preempt(qs *queueState, us *unitState, now time.Time, res *R
 // victims"; what names the victims).
 func (s *Scheduler) startPreemption(qs *queueState, us *unitState, kind PreemptionKind, victims []string, what string, why Text, now time.Time, res *Result) {
 	s.reserve(qs, us, now, res)
-	us.victims = map[string]struct{}{}
+	us.preempting().victims = map[string]struct{}{}
 	s.preemptions.start(qs.quota, us.u.Key)
 	for _, v := range victims {
-		vs := s.units[v]
+		vs := s.units[v].preempting()
 		vs.evicting, vs.evictedFor = true, us.u.Key
 		us.victims[v] = struct{}{}
 	}
@@ -167,7 +167,7 @@ func (s *Scheduler) startPreemption(qs *queueState, us *unitState, kind Preempti
 		Preemptor: us.u.Key, Queue: qs.spec.Name, Kind: kind, Victims: victims,
 		Reason: say("preempted by %s %s", unitRef(us.u.Key), why),
 	})
-	us.preemptReason = say("preempting %d %s %s: %s", len(victims), what, why, unitList(victims))
+	us.preempting().preemptReason = say("preempting %d %s %s: %s", len(victims), what, why, unitList(victims))
 	s.headWaits(qs, us.u.Key, us.preemptReason, res)
 }
 

@@ -84,6 +84,25 @@ type preemptState struct {
 	triedCycle int
 }
 
+// noPreemption is the preemptState of every unit that has taken part in
+// no preemption: read, never written (preempting gives a unit its own).
+var noPreemption preemptState
+
+// preempting is us's own preemptState, to write: made on the first write.
+func (us *unitState) preempting() *preemptState {
+	if us.preemptState == &noPreemption {
+		us.preemptState = &preemptState{}
+	}
+	return us.preemptState
+}
+
+// newWait: us waits afresh, its preemption delay not started.
+func (us *unitState) newWait() {
+	if !us.patientUntil.IsZero() {
+		us.patientUntil = time.Time{}
+	}
+}
+
 func newPreemptions() preemptions {
 	return preemptions{
 		nominated:      map[string]struct{}{},
@@ -391,7 +410,9 @@ func (s *Scheduler) victimLeft(us *unitState) {
 			s.wake(p.u.Queue)
 		}
 	}
-	us.evicting, us.evictedFor = false, ""
+	if us.evicting || us.evictedFor != "" {
+		us.evicting, us.evictedFor = false, ""
+	}
 }
 
 // growReservation adds what a departed victim held to its preemptor's
@@ -436,7 +457,7 @@ func (s *Scheduler) reserve(qs *queueState, us *unitState, now time.Time, res *R
 		res.Errors = append(res.Errors, UnitError{Unit: us.u.Key, Queue: qs.spec.Name, Err: bookkeeping(err)})
 		return
 	}
-	us.reserved = true
+	us.preempting().reserved = true
 }
 
 // unreserve gives back a preemptor's reservation.

@@ -407,6 +407,9 @@ func (sm *sim) cycle() scheduler.Result {
 		}
 	}
 	sm.checkLimits()
+	if scheduler.SharedPreemptStateWritten() {
+		sm.failures = append(sm.failures, "a unit outside preemptions wrote the preemptState they share")
+	}
 	return res
 }
 

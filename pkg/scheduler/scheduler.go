@@ -43,8 +43,10 @@ type unitState struct {
 	quota string
 	// inQueue is true while the unit waits in an existing queue's order.
 	inQueue bool
-	// preemptState is its side of preemption (preemptions.go).
-	preemptState
+	// preemptState is its side of preemption (preemptions.go): shared
+	// noPreemption, read only, until it takes part in one (preempting).
+	// Few units ever do, and the state is a quarter of a unit's bytes.
+	*preemptState
 	// reason is the latest reason it waits; reported the latest one sent
 	// out in a Wait.
 	reason, reported string
@@ -280,7 +282,7 @@ func (s *Scheduler) upsertUnit(u Unit) error {
 	req, need, sets := s.vectors(u)
 	us, ok := s.units[u.Key]
 	if !ok {
-		us = &unitState{u: u, req: req, need: need, sets: sets}
+		us = &unitState{u: u, req: req, need: need, sets: sets, preemptState: &noPreemption}
 		s.units[u.Key] = us
 		if u.Admitted {
 			return s.restoreAdmitted(us)
@@ -599,7 +601,7 @@ func (s *Scheduler) enqueue(us *unitState) {
 	}
 	us.quota = qs.quota
 	us.inQueue = true
-	us.patientUntil = time.Time{} // a new wait
+	us.newWait()
 	// The policy sees the least the unit can be admitted with: a unit that
 	// fits only partially is served like one that fits.
 	qs.q.Upsert(policy.Item{Key: us.u.Key, Priority: us.u.Priority, EnqueueTime: us.u.EnqueueTime, Request: us.need})
