@@ -16,6 +16,8 @@ import (
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/cmd/queue/app"
+	"github.com/koord-queue/koord-queue/pkg/admission"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/test/testenv"
 )
@@ -25,7 +27,9 @@ import (
 // are admitted (one partially), each admission recording what its pod set
 // holds, wait with a reason, and have spec.queue written, and the API
 // server still holds every unit's templates and annotations as they were
-// created.
+// created. Units that finish are cached with only what koord-queue reads
+// of their status, and the API server keeps all of it while koord-queue
+// goes on deciding (their quota admits the unit that waited).
 func TestStrippedUnitsAreNotWrittenBack(t *testing.T) {
 	ctx := context.Background()
 	var mgrCache client.Reader
@@ -128,6 +132,39 @@ func TestStrippedUnitsAreNotWrittenBack(t *testing.T) {
 		if len(c.Spec.Containers) != 1 || c.Spec.Containers[0].Image != "" ||
 			c.Labels != nil || c.Spec.NodeSelector != nil || cached.Annotations[corev1.LastAppliedConfigAnnotation] != "" {
 			t.Errorf("unit %s is cached with its template or last-applied annotation: %+v, annotations %v", want.Name, c, cached.Annotations)
+		}
+	}
+
+	finished := map[string]*schedulingv1alpha1.QueueUnit{}
+	for _, name := range []string{"whole", "stated"} {
+		u, err := getUnit(ctx, ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		queueunit.FollowJob(u, queueunit.JobState{Finished: true, Succeeded: true}, metav1.Now())
+		if err := env.Client.Status().Update(ctx, u); err != nil {
+			t.Fatal(err)
+		}
+		finished[name] = u
+	}
+	waitPhase(t, ns, "waiting", schedulingv1alpha1.Dequeued)
+	for name, written := range finished {
+		testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
+			cached := &schedulingv1alpha1.QueueUnit{}
+			if err := mgrCache.Get(ctx, client.ObjectKeyFromObject(written), cached); err != nil {
+				return err
+			}
+			if diff := cmp.Diff(admission.FinishedStatus(&written.Status), cached.Status); diff != "" {
+				return fmt.Errorf("unit %s: cached status (-want +got):\n%s", name, diff)
+			}
+			return nil
+		})
+		u, err := getUnit(ctx, ns, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(written.Status, u.Status); diff != "" {
+			t.Errorf("unit %s: finished status on the API server (-written +now):\n%s", name, diff)
 		}
 	}
 }
