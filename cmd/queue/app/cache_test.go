@@ -119,17 +119,23 @@ func strippedUnits() map[string]*schedulingv1alpha1.QueueUnit {
 	}
 }
 
+// stripped is a copy of u as StripUnit leaves it.
+func stripped(t *testing.T, u *schedulingv1alpha1.QueueUnit) *schedulingv1alpha1.QueueUnit {
+	t.Helper()
+	obj, err := StripUnit(u.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return obj.(*schedulingv1alpha1.QueueUnit)
+}
+
 // TestStripUnitKeepsWhatKoordQueueReads: a unit stripped of its templates
 // asks for the same, per pod set, whole and admitted partially, and is
 // otherwise the same unit, smaller.
 func TestStripUnitKeepsWhatKoordQueueReads(t *testing.T) {
 	for name, orig := range strippedUnits() {
 		t.Run(name, func(t *testing.T) {
-			obj, err := StripUnit(orig.DeepCopy())
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := obj.(*schedulingv1alpha1.QueueUnit)
+			got := stripped(t, orig)
 
 			if diff := cmp.Diff(queueunit.Request(orig), queueunit.Request(got)); diff != "" {
 				t.Errorf("Request (-want +got):\n%s", diff)
@@ -285,11 +291,7 @@ func TestStripUnitKeepsANegativeAmount(t *testing.T) {
 	if err := queueunit.CheckAmounts(u); err == nil {
 		t.Fatal("CheckAmounts accepts the unit as created")
 	}
-	obj, err := StripUnit(u.DeepCopy())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := queueunit.CheckAmounts(obj.(*schedulingv1alpha1.QueueUnit)); err == nil {
+	if err := queueunit.CheckAmounts(stripped(t, u)); err == nil {
 		t.Error("CheckAmounts accepts the stripped unit: its negative amount was summed away")
 	}
 }
@@ -464,11 +466,7 @@ func finishedUnits() map[string]*schedulingv1alpha1.QueueUnit {
 func TestStripUnitKeepsOfAFinishedUnitWhatKoordQueueReads(t *testing.T) {
 	for name, orig := range finishedUnits() {
 		t.Run(name, func(t *testing.T) {
-			obj, err := StripUnit(orig.DeepCopy())
-			if err != nil {
-				t.Fatal(err)
-			}
-			got := obj.(*schedulingv1alpha1.QueueUnit)
+			got := stripped(t, orig)
 			type reads struct {
 				Phase                          schedulingv1alpha1.QueueUnitPhase
 				Finished, HoldsQuota, Deadline bool
@@ -497,13 +495,12 @@ func TestStripUnitKeepsOfAFinishedUnitWhatKoordQueueReads(t *testing.T) {
 			}
 			running := orig.DeepCopy()
 			running.Status.Phase = schedulingv1alpha1.Running
-			want, _ := StripUnit(running)
-			want.(*schedulingv1alpha1.QueueUnit).Status = got.Status
+			want := stripped(t, running)
+			want.Status = got.Status
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("stripping a finished unit changed more than its status (-want +got):\n%s", diff)
 			}
-			again, _ := StripUnit(got.DeepCopy())
-			if diff := cmp.Diff(got, again); diff != "" {
+			if diff := cmp.Diff(got, stripped(t, got)); diff != "" {
 				t.Errorf("stripping twice differs from once (-want +got):\n%s", diff)
 			}
 		})
