@@ -345,6 +345,19 @@ func (c *Cache) DeleteNode(name string) {
 	}
 }
 
+// nodesListed: the Node informer has listed every node (the Loop calls it
+// once every informer has). From then on the nodes the Cache holds are the
+// whole cluster, and none is a cluster of capacity zero: a restart in a
+// cluster without nodes decides as the replica that saw its last node go,
+// and admits nothing the cluster cannot hold. Until then the root is not
+// limited by nodes (the first node seen also sets the capacity), so a
+// Cache fed by hand without nodes admits by its quotas alone.
+func (c *Cache) nodesListed() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.setCapacity()
+}
+
 func (c *Cache) setCapacity() {
 	total := corev1.ResourceList{}
 	for _, alloc := range c.nodes {

@@ -8,8 +8,14 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
+
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 )
 
 func TestStartPhasesSayWhereTheTimeWent(t *testing.T) {
@@ -88,6 +94,44 @@ func TestLoopLogsThroughItsOwnLogger(t *testing.T) {
 	go func() { done <- loop.Start(ctx) }()
 	for line := range lines {
 		if strings.Contains(line, "Started leading: where the time went") {
+			break
+		}
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Start: %v", err)
+	}
+}
+
+// TestLoopAdmitsNothingInAClusterWithoutNodes: a leader that starts where
+// the informers listed no node decides as a replica that saw the last node
+// go: the cluster's capacity is zero, and a unit its quota has room for
+// waits. (It admitted the unit, as if the cluster had no bound, when the
+// capacity was set only by a node seen.)
+func TestLoopAdmitsNothingInAClusterWithoutNodes(t *testing.T) {
+	u := victim()
+	u.Labels = map[string]string{elasticquotav1alpha1.LabelQuotaName: "q"}
+	ww := newWriterWorld(t, u)
+	ww.cache.UpsertElasticQuota(&elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q"},
+		Spec: elasticquotav1alpha1.ElasticQuotaSpec{Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}})
+	ww.cache.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "q"}})
+	ww.cache.UpsertUnit(u)
+	lines := make(chan string, 100)
+	log := funcr.New(func(prefix, args string) {
+		select {
+		case lines <- prefix + " " + args:
+		default:
+		}
+	}, funcr.Options{})
+	loop := &Loop{cache: ww.cache, writer: ww.writer, clock: ww.clock, log: log}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error)
+	go func() { done <- loop.Start(ctx) }()
+	for line := range lines {
+		if strings.Contains(line, "Started leading: where the time went") {
+			if !strings.Contains(line, `"firstCycleAdmissions"=0`) {
+				t.Errorf("the first cycle admitted in a cluster without nodes: %s", line)
+			}
 			break
 		}
 	}
