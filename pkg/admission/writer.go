@@ -261,8 +261,8 @@ func (w *Writer) writeQueueName(ctx context.Context, key string) {
 
 func (w *Writer) patchQueueName(ctx context.Context, key string, u *schedulingv1alpha1.QueueUnit, queue string) {
 	_, err := queueunit.Patch(ctx, w.client, w.apiReader, u, queueunit.Main, FieldOwner, func(cur *schedulingv1alpha1.QueueUnit) bool {
-		if cur.Spec.Queue == queue {
-			return false
+		if cur.Spec.Queue == queue || queueunit.Finished(cur.EffectivePhase()) {
+			return false // a finished unit holds nothing a quota change could move
 		}
 		cur.Spec.Queue = queue
 		return true

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	goruntime "runtime"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -235,7 +236,7 @@ func TestNoWriteOnAFinishedUnit(t *testing.T) {
 		ww.cache.UpsertUnit(cut)
 		return finished
 	}
-	for name, tc := range map[string]func(*testing.T, writerWorld){
+	scenarios := map[string]func(*testing.T, writerWorld){
 		"admitted, then finished with an eviction pending": func(t *testing.T, ww writerWorld) {
 			ww.cache.UpsertUnit(ww.admitInAPI(t))
 			ww.recordEviction(key, eviction{reason: schedulingv1alpha1.EvictedByPreemption, message: "preempted"})
@@ -244,33 +245,40 @@ func TestNoWriteOnAFinishedUnit(t *testing.T) {
 			u := ww.inAPI(t)
 			ww.admitInCore(t, u)
 		},
-	} {
-		t.Run(name, func(t *testing.T) {
-			u := victim()
-			u.Labels = map[string]string{elasticquotav1alpha1.LabelQuotaName: "q"}
-			ww := newWriterWorld(t, u)
-			tc(t, ww)
-			finished := finish(t, ww)
-			// In the order the writer takes them: spec.queue is pinned only
-			// after an admission is written.
-			for _, write := range []struct {
-				what  string
-				write func() error
-			}{
-				{"admission", func() error { return ww.writer.writeAdmission(ctx, key) }},
-				{"eviction", func() error { return ww.writer.writeEviction(ctx, key) }},
-				{"verdict", func() error { return ww.writer.writeChecksVerdict(ctx, key) }},
-				{"message", func() error { ww.writer.writeMessage(ctx, key); return nil }},
-				{"queue", func() error { ww.writer.writeQueueName(ctx, key); return nil }},
-			} {
-				if err := write.write(); err != nil {
-					t.Errorf("writing the %s: %v", write.what, err)
+	}
+	type write struct {
+		what  string
+		write func(writerWorld) error
+	}
+	writes := []write{
+		{"admission", func(ww writerWorld) error { return ww.writer.writeAdmission(ctx, key) }},
+		{"eviction", func(ww writerWorld) error { return ww.writer.writeEviction(ctx, key) }},
+		{"verdict", func(ww writerWorld) error { return ww.writer.writeChecksVerdict(ctx, key) }},
+		{"message", func(ww writerWorld) error { ww.writer.writeMessage(ctx, key); return nil }},
+		{"queue", func(ww writerWorld) error { ww.writer.writeQueueName(ctx, key); return nil }},
+	}
+	// In the order the writer queues them, and backwards: the writer's
+	// workers promise no order.
+	backwards := slices.Clone(writes)
+	slices.Reverse(backwards)
+	for order, writes := range map[string][]write{"in order": writes, "backwards": backwards} {
+		for name, tc := range scenarios {
+			t.Run(order+"/"+name, func(t *testing.T) {
+				u := victim()
+				u.Labels = map[string]string{elasticquotav1alpha1.LabelQuotaName: "q"}
+				ww := newWriterWorld(t, u)
+				tc(t, ww)
+				finished := finish(t, ww)
+				for _, w := range writes {
+					if err := w.write(ww); err != nil {
+						t.Errorf("writing the %s: %v", w.what, err)
+					}
 				}
-			}
-			if diff := cmp.Diff(finished, ww.inAPI(t)); diff != "" {
-				t.Errorf("the finished unit was written (-want +got):\n%s", diff)
-			}
-		})
+				if diff := cmp.Diff(finished, ww.inAPI(t)); diff != "" {
+					t.Errorf("the finished unit was written (-want +got):\n%s", diff)
+				}
+			})
+		}
 	}
 }
 
