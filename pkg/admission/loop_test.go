@@ -8,14 +8,10 @@ import (
 
 	"github.com/go-logr/logr/funcr"
 	"github.com/google/go-cmp/cmp"
-	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	toolscache "k8s.io/client-go/tools/cache"
 	clocktesting "k8s.io/utils/clock/testing"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
-	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 )
 
 func TestStartPhasesSayWhereTheTimeWent(t *testing.T) {
@@ -81,26 +77,7 @@ func TestWaitSyncedSaysWhenListedAndRebuilt(t *testing.T) {
 // with it, through the logger Setup gave it.
 func TestLoopLogsThroughItsOwnLogger(t *testing.T) {
 	ww := newWriterWorld(t, victim())
-	lines := make(chan string, 100)
-	log := funcr.New(func(prefix, args string) {
-		select {
-		case lines <- prefix + " " + args:
-		default:
-		}
-	}, funcr.Options{})
-	loop := &Loop{cache: ww.cache, writer: ww.writer, clock: ww.clock, log: log.WithName("admission")}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error)
-	go func() { done <- loop.Start(ctx) }()
-	for line := range lines {
-		if strings.Contains(line, "Started leading: where the time went") {
-			break
-		}
-	}
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Start: %v", err)
-	}
+	firstCycleLine(t, ww)
 }
 
 // TestLoopAdmitsNothingInAClusterWithoutNodes: a leader that starts where
@@ -112,10 +89,18 @@ func TestLoopAdmitsNothingInAClusterWithoutNodes(t *testing.T) {
 	u := victim()
 	u.Labels = map[string]string{elasticquotav1alpha1.LabelQuotaName: "q"}
 	ww := newWriterWorld(t, u)
-	ww.cache.UpsertElasticQuota(&elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q"},
-		Spec: elasticquotav1alpha1.ElasticQuotaSpec{Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}})
-	ww.cache.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "q"}})
+	ww.serveQuota()
 	ww.cache.UpsertUnit(u)
+	if line := firstCycleLine(t, ww); !strings.Contains(line, `"firstCycleAdmissions"=0`) {
+		t.Errorf("the first cycle admitted in a cluster without nodes: %s", line)
+	}
+}
+
+// firstCycleLine starts a Loop on ww with the logger Setup would give it
+// (and a context with none), and returns the line it logs once its first
+// cycle has decided; then it stops the Loop.
+func firstCycleLine(t *testing.T, ww writerWorld) string {
+	t.Helper()
 	lines := make(chan string, 100)
 	log := funcr.New(func(prefix, args string) {
 		select {
@@ -123,15 +108,14 @@ func TestLoopAdmitsNothingInAClusterWithoutNodes(t *testing.T) {
 		default:
 		}
 	}, funcr.Options{})
-	loop := &Loop{cache: ww.cache, writer: ww.writer, clock: ww.clock, log: log}
+	loop := &Loop{cache: ww.cache, writer: ww.writer, clock: ww.clock, log: log.WithName("admission")}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error)
 	go func() { done <- loop.Start(ctx) }()
+	var first string
 	for line := range lines {
 		if strings.Contains(line, "Started leading: where the time went") {
-			if !strings.Contains(line, `"firstCycleAdmissions"=0`) {
-				t.Errorf("the first cycle admitted in a cluster without nodes: %s", line)
-			}
+			first = line
 			break
 		}
 	}
@@ -139,4 +123,5 @@ func TestLoopAdmitsNothingInAClusterWithoutNodes(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Start: %v", err)
 	}
+	return first
 }

@@ -85,13 +85,18 @@ func (ww writerWorld) admitInAPI(t *testing.T) *schedulingv1alpha1.QueueUnit {
 	return u
 }
 
-// admitInCore serves quota q (max 4 cpu) by Queue q, and has the core admit
-// u in a cycle: the admission is decided, not written.
-func (ww writerWorld) admitInCore(t *testing.T, u *schedulingv1alpha1.QueueUnit) {
-	t.Helper()
+// serveQuota serves quota q (max 4 cpu) by Queue q.
+func (ww writerWorld) serveQuota() {
 	ww.cache.UpsertElasticQuota(&elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "q"},
 		Spec: elasticquotav1alpha1.ElasticQuotaSpec{Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}})
 	ww.cache.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "q"}})
+}
+
+// admitInCore serves quota q (serveQuota), and has the core admit u in a
+// cycle: the admission is decided, not written.
+func (ww writerWorld) admitInCore(t *testing.T, u *schedulingv1alpha1.QueueUnit) {
+	t.Helper()
+	ww.serveQuota()
 	ww.cache.UpsertUnit(u)
 	if res := ww.cache.cycle(time.Unix(1000, 0), -1); len(res.Admissions) != 1 {
 		t.Fatalf("first cycle admitted %v, want the unit", res.Admissions)
