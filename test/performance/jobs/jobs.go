@@ -345,9 +345,7 @@ func (c *completions) last() time.Time {
 
 // jobInformer watches every Job through a client of its own.
 func jobInformer(cfg *rest.Config, c *completions) (toolscache.SharedIndexInformer, error) {
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst, cfg.UserAgent = kube.HarnessQPS, kube.HarnessBurst, "perf-jobs"
-	clientset, err := kubernetes.NewForConfig(cfg)
+	clientset, err := kubernetes.NewForConfig(kube.ConfigFor(cfg, "perf-jobs", kube.HarnessQPS, kube.HarnessBurst))
 	if err != nil {
 		return nil, fmt.Errorf("building Job client: %w", err)
 	}

@@ -6,6 +6,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"net"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,17 +27,15 @@ const (
 	HarnessBurst = 10000
 )
 
-// Client returns a client of its own (own connection pool and rate
-// limiter) for one part of the harness, named in the API server's logs by
-// userAgent.
+// Client returns a client of its own (own connection and rate limiter) for
+// one part of the harness, named in the API server's logs by userAgent.
 func Client(cfg *rest.Config, userAgent string) (client.WithWatch, error) {
 	return ClientWithBudget(cfg, userAgent, HarnessQPS, HarnessBurst)
 }
 
 // ClientWithBudget is Client with its rate limiter set to qps and burst.
 func ClientWithBudget(cfg *rest.Config, userAgent string, qps float32, burst int) (client.WithWatch, error) {
-	cfg = rest.CopyConfig(cfg)
-	cfg.QPS, cfg.Burst, cfg.UserAgent = qps, burst, userAgent
+	cfg = ConfigFor(cfg, userAgent, qps, burst)
 	scheme, err := testenv.NewScheme()
 	if err != nil {
 		return nil, fmt.Errorf("building scheme: %w", err)
@@ -46,6 +45,20 @@ func ClientWithBudget(cfg *rest.Config, userAgent string, qps float32, burst int
 		return nil, fmt.Errorf("building %s client: %w", userAgent, err)
 	}
 	return c, nil
+}
+
+// ConfigFor is cfg for a client with its own budget and its own
+// connection. client-go shares one transport, so one HTTP/2 connection,
+// among clients with the same TLS settings; a dialer of its own keeps the
+// client off it. Sharing one, the runner's watch fell behind the
+// generator's creates: in baseline's first ten seconds it saw admissions
+// 0.46 s late at the median and 1.5 s at the 90th percentile, and units held
+// their quota that much longer.
+func ConfigFor(cfg *rest.Config, userAgent string, qps float32, burst int) *rest.Config {
+	cfg = rest.CopyConfig(cfg)
+	cfg.QPS, cfg.Burst, cfg.UserAgent = qps, burst, userAgent
+	cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	return cfg
 }
 
 // UnitInformer lists and watches every QueueUnit in every namespace
