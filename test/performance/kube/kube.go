@@ -50,10 +50,9 @@ func ClientWithBudget(cfg *rest.Config, userAgent string, qps float32, burst int
 // ConfigFor is cfg for a client with its own budget and its own
 // connection. client-go shares one transport, so one HTTP/2 connection,
 // among clients with the same TLS settings; a dialer of its own keeps the
-// client off it. Sharing one, the runner's watch fell behind the
-// generator's creates: in baseline's first ten seconds it saw admissions
-// 0.46 s late at the median and 1.5 s at the 90th percentile, and units held
-// their quota that much longer.
+// client off it. On a shared one the runner's watch fell up to 1.5 s behind
+// while the generator created units, and units held their quota that much
+// longer.
 func ConfigFor(cfg *rest.Config, userAgent string, qps float32, burst int) *rest.Config {
 	cfg = rest.CopyConfig(cfg)
 	cfg.QPS, cfg.Burst, cfg.UserAgent = qps, burst, userAgent
