@@ -11,8 +11,9 @@ import (
 )
 
 // TestEachClientHasItsOwnConnection: two parts of the harness talking to
-// the same API server at once open two connections, so one part's traffic
-// never queues behind another's.
+// the same API server open a connection each, so one part's traffic never
+// queues behind another's. The clients are built by rest.HTTPClientFor, as
+// controller-runtime's client.New builds its own.
 func TestEachClientHasItsOwnConnection(t *testing.T) {
 	var opened atomic.Int32
 	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
