@@ -507,15 +507,12 @@ func (r *run) watch(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	checkInformer, runInformer := kube.UnitInformer(checkClient), kube.UnitInformer(runClient)
-	if err := r.recorder.Feed(checkInformer); err != nil {
-		return err
-	}
+	runInformer := kube.UnitInformer(runClient)
 	rn, err := runner.New(runClient, runInformer)
 	if err != nil {
 		return err
 	}
-	if err := kube.RunInformer(ctx, checkInformer); err != nil {
+	if err := r.recorder.Watch(ctx, kube.UnitListWatch(checkClient)); err != nil {
 		return err
 	}
 	if err := kube.RunInformer(ctx, runInformer); err != nil {

@@ -126,7 +126,6 @@ func (r *run) run(ctx context.Context, queueBinary, extensionsBinary string) (*c
 	if err := generator.CreateNamespaces(ctx, genClient, r.s); err != nil {
 		return nil, err
 	}
-	unitInformer := kube.UnitInformer(checkClient)
 	jobsDone := newCompletions(len(r.s.Leaves()) * r.s.Sets[0].Count)
 	jobInformer, err := jobInformer(r.cfg, jobsDone)
 	if err != nil {
@@ -136,12 +135,9 @@ func (r *run) run(ctx context.Context, queueBinary, extensionsBinary string) (*c
 	start := time.Now()
 	recorder := checker.NewRecorder(r.s, start, r.s.Units())
 	r.recorder = recorder
-	if err := recorder.Feed(unitInformer); err != nil {
-		return nil, err
-	}
 	informersCtx, stopInformers := context.WithCancel(ctx)
 	defer stopInformers()
-	if err := kube.RunInformer(informersCtx, unitInformer); err != nil {
+	if err := recorder.Watch(informersCtx, kube.UnitListWatch(checkClient)); err != nil {
 		return nil, err
 	}
 	go jobInformer.RunWithContext(informersCtx)

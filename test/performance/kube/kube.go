@@ -61,10 +61,14 @@ func ConfigFor(cfg *rest.Config, userAgent string, qps float32, burst int) *rest
 }
 
 // UnitInformer lists and watches every QueueUnit in every namespace
-// through c. A single watch delivers the units' changes in the order the
-// API server committed them, so a handler sees every intermediate state.
+// through c.
 func UnitInformer(c client.WithWatch) toolscache.SharedIndexInformer {
-	lw := &toolscache.ListWatch{
+	return toolscache.NewSharedIndexInformer(UnitListWatch(c), &schedulingv1alpha1.QueueUnit{}, 0, toolscache.Indexers{})
+}
+
+// UnitListWatch lists and watches every QueueUnit through c.
+func UnitListWatch(c client.WithWatch) *toolscache.ListWatch {
+	return &toolscache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, opts metav1.ListOptions) (k8sruntime.Object, error) {
 			list := &schedulingv1alpha1.QueueUnitList{}
 			err := c.List(ctx, list, &client.ListOptions{Raw: &opts})
@@ -74,7 +78,6 @@ func UnitInformer(c client.WithWatch) toolscache.SharedIndexInformer {
 			return c.Watch(ctx, &schedulingv1alpha1.QueueUnitList{}, &client.ListOptions{Raw: &opts})
 		},
 	}
-	return toolscache.NewSharedIndexInformer(lw, &schedulingv1alpha1.QueueUnit{}, 0, toolscache.Indexers{})
 }
 
 // RunInformer starts an informer and waits until it has listed.
