@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 )
 
 // UnitCompactor makes the QueueUnits an informer decoded cheaper to keep,
@@ -165,6 +166,14 @@ func FinishedStatus(st *schedulingv1alpha1.QueueUnitStatus) schedulingv1alpha1.Q
 		LastUpdateTime:   st.LastUpdateTime,
 		LastAllocateTime: st.LastAllocateTime,
 		Admissions:       st.Admissions,
+	}
+}
+
+// CutFinished cuts a finished unit's status to FinishedStatus, as the
+// binary's cache keeps it; a unit not finished is left as it is.
+func CutFinished(u *schedulingv1alpha1.QueueUnit) {
+	if queueunit.Finished(u.EffectivePhase()) {
+		u.Status = FinishedStatus(&u.Status)
 	}
 }
 

@@ -102,9 +102,7 @@ func unitMemory(b *testing.B, unit func(int) *schedulingv1alpha1.QueueUnit, set 
 		}
 		// As the binary's cache does (app.StripUnit, whose cut of the pod
 		// templates these units do not need).
-		if queueunit.Finished(u.EffectivePhase()) {
-			u.Status = FinishedStatus(&u.Status)
-		}
+		CutFinished(u)
 		compactor.Compact(u)
 		store[u.Namespace+"/"+u.Name] = u
 	}

@@ -13,7 +13,6 @@ import (
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/admission"
-	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/resources"
 	"github.com/koord-queue/koord-queue/pkg/watchcodec"
 )
@@ -115,9 +114,7 @@ func StripUnit(obj any) (any, error) {
 		}
 		u.Spec.PodSets = sets
 	}
-	if queueunit.Finished(u.EffectivePhase()) {
-		u.Status = admission.FinishedStatus(&u.Status)
-	}
+	admission.CutFinished(u)
 	return u, nil
 }
 
