@@ -98,7 +98,7 @@ perf-full: tools ## Full performance scenarios, Jobs on kwok included (about 17 
 	$(GO) -C $(PERF_MODULE) run ./cmd/perf -scenarios all -out $(CURDIR)/_output/perf/full
 
 .PHONY: perf-compare
-perf-compare: ## Kueue's own scheduler performance test (its runner and minimalkueue, built from the pinned release) and koord-queue's mirror of it, 3 pairs in alternating order (53 minutes on two cores); one table in _output/perf/compare/summary.md. PERF_COMPARE_FLAGS="-pairs 1", "-config large-scale", ... (-h lists them)
+perf-compare: ## Kueue's own scheduler performance test (its runner and minimalkueue, built from the pinned release) and koord-queue's mirror of it, 3 pairs in alternating order (40 minutes on two cores); one table in _output/perf/compare/summary.md. PERF_COMPARE_FLAGS="-pairs 1", "-config large-scale", ... (-h lists them)
 	@bash hack/ensure-tools.sh cluster >/dev/null
 	@bash hack/ensure-tools.sh kueue >/dev/null
 	$(GO) -C $(PERF_MODULE) run ./cmd/perfcompare $(PERF_COMPARE_FLAGS)
