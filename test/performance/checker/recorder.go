@@ -6,7 +6,7 @@
 // Summaries and bounds are computed from that record.
 //
 // The Recorder is plain code over observations (a unit's state at a time),
-// so it is tested without an API server; Watch feeds it from an informer.
+// so it is tested without an API server; Watch feeds it from a reflector.
 package checker
 
 import (
