@@ -191,13 +191,25 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 	default:
 		result.RequeueAfter, err = r.follow(ctx, job, unit)
 	}
-	if apierrors.IsConflict(err) {
+	switch {
+	case apierrors.IsConflict(err):
 		// The cache is behind; the newer object's event brings us back.
 		ctrl.LoggerFrom(ctx).V(3).Info("Write conflicted; waiting for the newer object", "err", err)
 		return ctrl.Result{}, nil
+	case apierrors.IsAlreadyExists(err):
+		// The job's unit exists but the cache has not shown it. Its event
+		// brings the job back only if the job controls it (Owns); a unit
+		// that is not the job's, or one Koord-Queue made, brings nothing,
+		// so look again.
+		ctrl.LoggerFrom(ctx).V(3).Info("QueueUnit not cached yet; looking again", "err", err)
+		return ctrl.Result{RequeueAfter: uncachedUnitDelay}, nil
 	}
 	return result, err
 }
+
+// uncachedUnitDelay is how long the reconciler waits before looking again
+// for a unit the API server has and its cache does not yet.
+const uncachedUnitDelay = time.Second
 
 // unitOf is the job's unit, nil when it has none. A unit Koord-Queue made
 // for the job is adopted (adopt.go); a unit left by an earlier job of the
@@ -325,9 +337,6 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 	}
 
 	if err := r.client.Create(ctx, unit, FieldOwner); err != nil {
-		if apierrors.IsAlreadyExists(err) {
-			return nil // the cache has not seen it yet
-		}
 		return fmt.Errorf("creating QueueUnit %s: %w", klog.KObj(unit), err)
 	}
 	ctrl.LoggerFrom(ctx).V(2).Info("Created QueueUnit", "queueUnit", klog.KObj(unit), "jobRunning", running)

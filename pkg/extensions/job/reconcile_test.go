@@ -14,6 +14,7 @@ import (
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	"github.com/koord-queue/koord-queue/apis"
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
@@ -323,5 +324,48 @@ func lastEvent(r *record.FakeRecorder) string {
 		default:
 			return last
 		}
+	}
+}
+
+// TestReconcileLooksAgainForAUnitNotCachedYet: a unit of the job's name that
+// the cache has not shown yet (so the reconciler's create is refused as
+// AlreadyExists) wakes the job only if the job controls it; the reconciler
+// looks again by itself, then says the name is taken and leaves the unit be.
+func TestReconcileLooksAgainForAUnitNotCachedYet(t *testing.T) {
+	ctx := context.Background()
+	j := extensionstest.MakeJob("taken", "ns").Quota("team-a").Request("cpu", "1").Obj()
+	taken := wrappers.MakeQueueUnit("taken", "ns").PodSet("main", 1, "cpu", "1").Obj()
+	base := frameworktest.ClientBuilder(t, testScheme(t)).WithObjects(j, taken).
+		WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &batchv1.Job{}).Build()
+	cacheBehind := true
+	c := interceptor.NewClient(base, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if _, ok := obj.(*schedulingv1alpha1.QueueUnit); ok && cacheBehind {
+				return apierrors.NewNotFound(schedulingv1alpha1.GroupVersion.WithResource("queueunits").GroupResource(), key.Name)
+			}
+			return c.Get(ctx, key, obj, opts...)
+		},
+	})
+	recorder := record.NewFakeRecorder(10)
+	r := framework.NewJobReconciler(c, c, recorder, Integration())
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(j)}
+
+	res, err := r.Reconcile(ctx, req)
+	if err != nil || res.RequeueAfter <= 0 {
+		t.Fatalf("with the unit not cached: Reconcile = %+v, %v; want a requeue and no error", res, err)
+	}
+	cacheBehind = false
+	if _, err := r.Reconcile(ctx, req); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	if got, want := firstWarning(recorder), "Warning QueueUnitNameTaken QueueUnit taken exists and does not belong to this job"; !strings.HasPrefix(got, want) {
+		t.Errorf("first Warning event %q, want one starting %q", got, want)
+	}
+	var u schedulingv1alpha1.QueueUnit
+	if err := c.Get(ctx, client.ObjectKeyFromObject(taken), &u); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(taken.Spec, u.Spec); diff != "" || len(u.OwnerReferences) != 0 {
+		t.Errorf("the user's unit was changed (-want +got):\n%s\nowners %v", diff, u.OwnerReferences)
 	}
 }
