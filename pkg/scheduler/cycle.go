@@ -2,6 +2,7 @@ package scheduler
 
 import (
 	"container/heap"
+	"slices"
 	"strings"
 	"time"
 
@@ -183,7 +184,7 @@ func (s *Scheduler) tryHead(qs *queueState, now time.Time, res *Result) bool {
 // (usage) are refreshed by WaitReason, which explains afresh.
 func (s *Scheduler) headWaitsForQuota(qs *queueState, off policy.Offer, res *Result) {
 	us := s.units[off.Head.Key]
-	if us.reason != "" && us.quotaWait && us.band == off.Band && equalStrings(us.cause, s.binding) && us.heldFor == s.preemptions.roomHeldFor() {
+	if w := us.quotaWait; us.reason != "" && w != nil && w.band == off.Band && equalStrings(w.cause, s.binding) && w.heldFor == s.preemptions.roomHeldFor() {
 		return
 	}
 	why := words(s.explain(qs, off))
@@ -193,8 +194,7 @@ func (s *Scheduler) headWaitsForQuota(qs *queueState, off policy.Offer, res *Res
 		why = say("waits for the preemption by %s in quota %s to end: the quota it needs is held for it", unitRef(heldFor), s.units[heldFor].quota)
 	}
 	s.headWaits(qs, us.u.Key, why, res)
-	us.quotaWait, us.band, us.heldFor = true, off.Band, heldFor
-	us.cause = append(us.cause[:0], s.binding...)
+	us.quotaWait = &quotaWait{band: off.Band, cause: slices.Clone(s.binding), heldFor: heldFor}
 }
 
 func equalStrings(a, b []string) bool {
@@ -242,7 +242,7 @@ func (s *Scheduler) headWaits(qs *queueState, key string, why Text, res *Result)
 	}
 	reason := why.For(namespaceOf(key))
 	if reason != us.reason {
-		us.quotaWait = false
+		us.quotaWait = nil
 	}
 	us.reason = reason
 	if us.reported != reason {
@@ -279,7 +279,7 @@ func (s *Scheduler) admit(qs *queueState, key string, now time.Time, res *Result
 	us.inQueue = false
 	us.admitted = true
 	us.u.AdmitTime = now
-	us.reason, us.reported, us.quotaWait = "", "", false
+	us.reason, us.reported, us.quotaWait = "", "", nil
 	s.preemptions.unnominate(key)
 	qs.admitted++
 	qs.scheduled++

@@ -50,13 +50,19 @@ type unitState struct {
 	// reason is the latest reason it waits; reported the latest one sent
 	// out in a Wait.
 	reason, reported string
-	// quotaWait: reason is a quota shortage, explained for this band,
-	// these binding quotas (cause) and this preemptor its room is held for
-	// (heldFor); WaitReason re-explains it fresh.
-	quotaWait bool
-	band      policy.Band
-	cause     []string
-	heldFor   string
+	// quotaWait is set while reason is a quota shortage; WaitReason
+	// re-explains it fresh. Only a queue's head waits for quota, so it is
+	// kept apart: 56 of a unit's bytes otherwise.
+	quotaWait *quotaWait
+}
+
+// quotaWait is what a head's quota shortage was explained for: this band,
+// these binding quotas (cause) and this preemptor its room is held for
+// (heldFor).
+type quotaWait struct {
+	band    policy.Band
+	cause   []string
+	heldFor string
 }
 
 type queueState struct {
@@ -400,9 +406,9 @@ func (s *Scheduler) WaitReasonText(key string) WaitText {
 	if err := s.engine.Err(qs.quota); err != nil {
 		return WaitText{text: words(err.Error())}
 	}
-	if us.quotaWait && len(us.victims) == 0 {
+	if us.quotaWait != nil && len(us.victims) == 0 {
 		if why := s.engine.Explain(qs.quota, us.need); why != "" {
-			return WaitText{text: words(why + partialNote(us) + bandNote(us.band))}
+			return WaitText{text: words(why + partialNote(us) + bandNote(us.quotaWait.band))}
 		}
 	}
 	if us.reason != "" {
@@ -593,7 +599,7 @@ func (s *Scheduler) released(quotaName string) {
 }
 
 func (s *Scheduler) enqueue(us *unitState) {
-	us.reason, us.reported, us.quotaWait = "", "", false
+	us.reason, us.reported, us.quotaWait = "", "", nil
 	qs, ok := s.queues[us.u.Queue]
 	if !ok {
 		s.orphans.wait(us)
