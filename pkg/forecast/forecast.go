@@ -95,18 +95,28 @@ func Run(in Input) map[string]Estimate {
 	for _, q := range in.Queues {
 		s.UpsertQueue(q)
 	}
-	units := map[string]Unit{}
+	// Each unit as the replay has it: its input, with what the replay
+	// changed of it in state; not a map of Units, which holds about 200
+	// bytes more per unit while the replay runs.
+	index := make(map[string]int32, len(in.Units))
+	state := make([]replayState, len(in.Units))
+	unit := func(i int32) Unit {
+		u, st := in.Units[i], state[i]
+		u.Admitted, u.AdmitTime, u.Running, u.Partial = st.admitted, st.admitTime, st.admitted, st.partial
+		return u
+	}
 	var ends endQueue
 	out := map[string]Estimate{}
-	for _, u := range in.Units {
+	for i, u := range in.Units {
 		// The replay assumes an admitted unit's pods run: a queue that waits
 		// for pods to run (wait-for-pods-running) would otherwise never
 		// open again in it.
-		u.Running = u.Admitted
+		state[i] = replayState{admitted: u.Admitted, admitTime: u.AdmitTime, partial: u.Partial}
+		u = unit(int32(i))
 		if err := s.UpsertUnit(u.Unit); err != nil {
 			continue // the live core refused it too: it is not forecast
 		}
-		units[u.Key] = u
+		index[u.Key] = int32(i)
 		if u.Admitted {
 			admitted := u.AdmitTime
 			if admitted.IsZero() {
@@ -125,9 +135,9 @@ func Run(in Input) map[string]Estimate {
 	for waiting := len(out); waiting > 0; {
 		res := s.Cycle(now)
 		for _, a := range res.Admissions {
-			u := units[a.Unit]
-			u.Admitted, u.AdmitTime, u.Running, u.Partial = true, now, true, a.Partial
-			units[a.Unit] = u
+			i := index[a.Unit]
+			state[i] = replayState{admitted: true, admitTime: now, partial: a.Partial}
+			u := unit(i)
 			_ = s.UpsertUnit(u.Unit) // its pods run (see above)
 			if e, ok := out[a.Unit]; ok && e.At.IsZero() {
 				out[a.Unit] = Estimate{At: now, Basis: weakest}
@@ -137,11 +147,10 @@ func Run(in Input) map[string]Estimate {
 		}
 		for _, p := range res.Preemptions {
 			for _, v := range p.Victims {
-				u := units[v]
-				u.Admitted, u.Running, u.Partial = false, false, nil
-				units[v] = u
+				i := index[v]
+				state[i] = replayState{admitTime: state[i].admitTime}
 				ends.drop(v)
-				if err := s.UpsertUnit(u.Unit); err == nil {
+				if err := s.UpsertUnit(unit(i).Unit); err == nil {
 					out[v] = Estimate{Basis: Unknown}
 					waiting++
 				}
@@ -161,10 +170,16 @@ func Run(in Input) map[string]Estimate {
 		for e, ok := ends.popDue(now); ok; e, ok = ends.popDue(now) {
 			weakest = max(weakest, e.basis)
 			s.DeleteUnit(e.key)
-			delete(units, e.key)
 		}
 	}
 	return out
+}
+
+// replayState is what the replay changes of a unit: admitted units run.
+type replayState struct {
+	admitted  bool
+	admitTime time.Time
+	partial   map[string]int32
 }
 
 // end is when an admitted unit finishes in the replay.
