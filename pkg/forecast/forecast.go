@@ -135,7 +135,10 @@ func Run(in Input) map[string]Estimate {
 	for waiting := len(out); waiting > 0; {
 		res := s.Cycle(now)
 		for _, a := range res.Admissions {
-			i := index[a.Unit]
+			i, ok := index[a.Unit]
+			if !ok {
+				continue // never: the replay admits only the units it was given
+			}
 			state[i] = replayState{admitted: true, admitTime: now, partial: a.Partial}
 			u := unit(i)
 			_ = s.UpsertUnit(u.Unit) // its pods run (see above)
@@ -147,7 +150,10 @@ func Run(in Input) map[string]Estimate {
 		}
 		for _, p := range res.Preemptions {
 			for _, v := range p.Victims {
-				i := index[v]
+				i, ok := index[v]
+				if !ok {
+					continue // never: the replay admitted it
+				}
 				state[i] = replayState{admitTime: state[i].admitTime}
 				ends.drop(v)
 				if err := s.UpsertUnit(unit(i).Unit); err == nil {
