@@ -84,6 +84,25 @@ func (p *Process) VisibilityURL() string {
 	return "http://" + p.visibilityAddr
 }
 
+// Scrape reads /metrics whole, as Prometheus does, and returns how many
+// bytes it was.
+func (p *Process) Scrape(ctx context.Context) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+p.metricsAddr+"/metrics", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("scraping /metrics: %w", err)
+	}
+	defer resp.Body.Close()
+	n, err := io.Copy(io.Discard, resp.Body)
+	if err == nil && resp.StatusCode != http.StatusOK {
+		err = fmt.Errorf("scraping /metrics: %s", resp.Status)
+	}
+	return n, err
+}
+
 // StartBinary runs a controller-runtime binary whose args make it serve
 // /metrics at metricsAddr and /readyz at probeAddr, logging to logPath, and
 // waits until it is ready.

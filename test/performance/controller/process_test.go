@@ -94,3 +94,29 @@ func TestLiveHeapReadsAProcessHeap(t *testing.T) {
 		t.Errorf("saved profile of %d bytes is not gzipped", len(data))
 	}
 }
+
+// TestScrapeReadsMetricsWhole: a scrape reads /metrics to its end, as
+// Prometheus does (the forecast's collector runs as the body is written),
+// and an answer other than 200 is an error.
+func TestScrapeReadsMetricsWhole(t *testing.T) {
+	body := strings.Repeat("koord_queue_pending_units{queue=\"q\"} 1\n", 1000)
+	status := http.StatusOK
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/metrics" {
+			http.NotFound(w, r)
+			return
+		}
+		w.WriteHeader(status)
+		_, _ = w.Write([]byte(body))
+	}))
+	defer srv.Close()
+	p := &Process{metricsAddr: strings.TrimPrefix(srv.URL, "http://")}
+	n, err := p.Scrape(context.Background())
+	if err != nil || n != int64(len(body)) {
+		t.Errorf("Scrape = %d bytes, %v; want %d, no error", n, err, len(body))
+	}
+	status = http.StatusInternalServerError
+	if _, err := p.Scrape(context.Background()); err == nil {
+		t.Error("Scrape of a 500 answer gave no error")
+	}
+}

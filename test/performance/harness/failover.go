@@ -130,6 +130,9 @@ func (r *run) runFailover(ctx context.Context) (*checker.Result, error) {
 	if r.opts.DashboardPollers > 0 && r.opts.Progress != nil {
 		fmt.Fprintf(r.opts.Progress, "  %s: no dashboard pollers in a failover scenario\n", r.s.Name)
 	}
+	if r.opts.ScrapeInterval > 0 && r.opts.Progress != nil {
+		fmt.Fprintf(r.opts.Progress, "  %s: no /metrics scrapes in a failover scenario\n", r.s.Name)
+	}
 	ctx, cancel := context.WithTimeout(ctx, r.s.Timeout)
 	defer cancel()
 	genClient, err := kube.Client(r.cfg, "perf-generator")

@@ -79,6 +79,11 @@ type Options struct {
 	// API (package dashboard) from koord-queue's start to the run's end.
 	// For checker.ModeBinary; not in failover scenarios.
 	DashboardPollers int
+	// ScrapeInterval, when set, has Prometheus's part played: koord-queue's
+	// /metrics is read this often from its start to the run's end (each
+	// scrape serves the latest forecast and has the next one computed).
+	// For checker.ModeBinary; not in failover scenarios.
+	ScrapeInterval time.Duration
 }
 
 // Run runs the scenario and returns its checked result. An error means the
@@ -216,6 +221,7 @@ func (r *run) run(ctx context.Context) (*checker.Result, error) {
 	}
 	defer r.stopController(true)
 	stopPollers := r.startDashboardPollers(ctx)
+	stopScraping := r.startScraping(ctx)
 	if r.s.Churn.Quotas > 0 {
 		if err := generator.CreateChurnQuotas(ctx, genClient, r.s); err != nil {
 			return nil, err
@@ -245,11 +251,13 @@ func (r *run) run(ctx context.Context) (*checker.Result, error) {
 		stopChurn()
 		stopProbe()
 		stopPollers()
+		stopScraping()
 		return nil, err
 	}
 	churned := stopChurn()
 	probeReads, probeFailed := stopProbe()
 	polled := stopPollers()
+	scrapes, scrapesFailed := stopScraping()
 	serversAfterUnits := r.serverCPU()
 	var heapWithUnits int64
 	if r.pprofAddr != "" {
@@ -290,6 +298,10 @@ func (r *run) run(ctx context.Context) (*checker.Result, error) {
 		}
 		addExtra(res, "forecast: visibility API reads", float64(probeReads))
 		addExtra(res, "forecast: visibility API reads failed", float64(probeFailed))
+	}
+	if r.opts.ScrapeInterval > 0 {
+		addExtra(res, "/metrics scrapes", float64(scrapes))
+		addExtra(res, "/metrics scrapes failed", float64(scrapesFailed))
 	}
 	if polled.Pollers > 0 {
 		for name, v := range polled.Extra() {
@@ -431,6 +443,46 @@ func (r *run) startDashboardPollers(ctx context.Context) (stop func() dashboard.
 			fmt.Fprintf(r.opts.Progress, "  %s: %d of %d dashboard requests failed, the last: %v\n", r.s.Name, st.FailedRequests, st.Requests, st.LastError)
 		}
 		return st
+	}
+}
+
+// startScraping reads koord-queue's /metrics every Options.ScrapeInterval
+// until stop is called, as Prometheus would, for a binary; stop returns
+// how many scrapes were made and how many failed (while koord-queue
+// restarts, say: counted, never fatal).
+func (r *run) startScraping(ctx context.Context) (stop func() (scrapes, failed int)) {
+	if r.opts.ScrapeInterval <= 0 || r.opts.Mode == checker.ModeInProcess {
+		return func() (int, int) { return 0, 0 }
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	var scrapes, failed int
+	go func() {
+		defer close(done)
+		tick := time.NewTicker(r.opts.ScrapeInterval)
+		defer tick.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-tick.C:
+			}
+			r.mu.Lock()
+			p := r.process
+			r.mu.Unlock()
+			if p == nil {
+				continue
+			}
+			scrapes++
+			if _, err := p.Scrape(ctx); err != nil && ctx.Err() == nil {
+				failed++
+			}
+		}
+	}()
+	return func() (int, int) {
+		cancel()
+		<-done
+		return scrapes, failed
 	}
 }
 

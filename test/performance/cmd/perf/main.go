@@ -63,6 +63,7 @@ func run() (bool, error) {
 		writes       = flag.Bool("writes", false, "have the API server log every write (with the bodies of those to Events and QueueUnits) and break koord-queue's down by kind in the summary: what each admission costs")
 		keepAudit    = flag.Bool("keep-audit", false, "with -writes: keep <out>/<scenario>/audit.log (large) once counted")
 		pollers      = flag.Int("dashboard-pollers", 0, "this many open dashboard tabs read the visibility API every 3 s, as the dashboard does, while each scenario runs (not failover ones); the summary says what their refreshes took")
+		scrape       = flag.Duration("scrape-interval", 0, "read koord-queue's /metrics this often while each scenario runs (not failover ones), as Prometheus does; each scrape has the forecast computed (at most once every 5 s); 0: once, at the end")
 		extraFlags   = flag.String("koord-queue-flags", "", "space-separated flags added to koord-queue's command line (to compare settings)")
 		simulateOnly = flag.Bool("simulate", false, "only replay the scenarios through the decision core in virtual time (no API server): what the decisions cost with no delays")
 		decideAhead  = flag.Bool("simulate-decide-ahead", false, "with -simulate: decide every admission that fits at once, as koord-queue did before it paced its decisions")
@@ -141,7 +142,7 @@ func run() (bool, error) {
 		opts := harness.Options{
 			Dir: filepath.Join(*out, s.Name), Mode: *mode, Binary: binary, ExtraArgs: strings.Fields(*extraFlags),
 			Command: command + " # scenario " + s.Name, Short: *short, Progress: os.Stdout, Forecast: *measureCast,
-			Writes: *writes, KeepAudit: *keepAudit, DashboardPollers: *pollers,
+			Writes: *writes, KeepAudit: *keepAudit, DashboardPollers: *pollers, ScrapeInterval: *scrape,
 		}
 		if *cpuProfile != "" {
 			opts.CPUProfile = filepath.Join(opts.Dir, *cpuProfile)
