@@ -19,7 +19,9 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
 	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
@@ -144,6 +146,11 @@ func (r *JobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Named(r.integ.Name).
 		For(r.integ.NewJob().Object()).
 		Owns(&schedulingv1alpha1.QueueUnit{}).
+		// A unit under a job's unit name that the job does not control (a
+		// user's, another kind's) wakes the job when it goes, so that the
+		// job gets a unit of its own (the QueueUnitNameTaken event asks
+		// for the unit to be deleted).
+		Watches(&schedulingv1alpha1.QueueUnit{}, handler.EnqueueRequestsFromMapFunc(r.jobOfUnitName), builder.WithPredicates(goes)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfPod), builder.WithPredicates(podCountChanged))
 	if r.scope.ownsJobsOfKind(r.integ.GVK.GroupKind()) {
 		// A job another job made is judged again as its owner's unit
@@ -210,6 +217,23 @@ func (r *JobReconciler) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.R
 // uncachedUnitDelay is how long the reconciler waits before looking again
 // for a unit the API server has and its cache does not yet.
 const uncachedUnitDelay = time.Second
+
+// jobOfUnitName names the job of the reconciler's kind whose unit would be
+// called as u is (Integration.UnitName), whether or not it exists.
+func (r *JobReconciler) jobOfUnitName(_ context.Context, u client.Object) []reconcile.Request {
+	name, ok := strings.CutSuffix(u.GetName(), r.integ.UnitSuffix)
+	if !ok || name == "" {
+		return nil
+	}
+	return []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: u.GetNamespace(), Name: name}}}
+}
+
+// goes lets through an object's deletion alone.
+var goes = predicate.Funcs{
+	CreateFunc:  func(event.CreateEvent) bool { return false },
+	UpdateFunc:  func(event.UpdateEvent) bool { return false },
+	GenericFunc: func(event.GenericEvent) bool { return false },
+}
 
 // unitOf is the job's unit, nil when it has none. A unit Koord-Queue made
 // for the job is adopted (adopt.go); a unit left by an earlier job of the

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -183,5 +184,13 @@ func TestBadInput(t *testing.T) {
 		if err := k8s.Get(context.Background(), client.ObjectKeyFromObject(taken), &u); err != nil || len(u.OwnerReferences) != 0 {
 			t.Errorf("the user's unit was touched: %v, owners %v", err, u.OwnerReferences)
 		}
+		// As the event says: once the unit is deleted, the job is queued.
+		if err := k8s.Delete(context.Background(), taken); err != nil {
+			t.Fatal(err)
+		}
+		unitWhere(t, client.ObjectKeyFromObject(j), "the job's own", func(u *schedulingv1alpha1.QueueUnit) bool {
+			owner := metav1.GetControllerOf(u)
+			return owner != nil && owner.UID == j.UID
+		})
 	})
 }
