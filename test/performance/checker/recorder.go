@@ -13,12 +13,14 @@ import (
 	"encoding/csv"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strconv"
 	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
@@ -66,6 +68,17 @@ type Recorder struct {
 	waiters []admissionWaiter
 	// admittedAt are every admission's times, in the order seen.
 	admittedAt []time.Duration
+	// evictionLog is every eviction, in the order seen.
+	evictionLog []Eviction
+}
+
+// Eviction is one eviction as its unit's status said it: the reason and
+// message of its Evicted condition (empty when it had none), to tell a
+// preemption from a deadline or a deactivation after a run.
+type Eviction struct {
+	At              time.Duration
+	Unit            string
+	Reason, Message string
 }
 
 type unitState struct {
@@ -221,6 +234,11 @@ func (r *Recorder) Observe(now time.Time, u *schedulingv1alpha1.QueueUnit) {
 		r.release(t, s, key)
 		s.evictions++
 		r.evictions++
+		e := Eviction{At: t, Unit: key}
+		if c := meta.FindStatusCondition(u.Status.Conditions, schedulingv1alpha1.QueueUnitEvicted); c != nil {
+			e.Reason, e.Message = c.Reason, c.Message
+		}
+		r.evictionLog = append(r.evictionLog, e)
 		r.setPending(t, s, +1)
 	}
 	r.sample(t)
@@ -382,6 +400,29 @@ func (r *Recorder) String() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return fmt.Sprintf("%d/%d created, %d waiting, %d holding quota, %d finished, %d over-admissions", r.created, r.expected, r.pending, r.holding, r.finished, r.overAdmissions)
+}
+
+// Evictions is every eviction seen, in the order seen.
+func (r *Recorder) Evictions() []Eviction {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.evictionLog)
+}
+
+// WriteEvictionsCSV writes one line per eviction, in the order seen: when
+// (seconds from the start), the unit, and its Evicted condition's reason
+// and message.
+func (r *Recorder) WriteEvictionsCSV(w io.Writer) error {
+	cw := csv.NewWriter(w)
+	_ = cw.Write([]string{"at", "unit", "reason", "message"})
+	for _, e := range r.Evictions() {
+		_ = cw.Write([]string{strconv.FormatFloat(e.At.Seconds(), 'f', 3, 64), e.Unit, e.Reason, e.Message})
+	}
+	cw.Flush()
+	if err := cw.Error(); err != nil {
+		return fmt.Errorf("writing evictions: %w", err)
+	}
+	return nil
 }
 
 // WriteUnitsCSV writes one line per unit: its class and quota, when it was

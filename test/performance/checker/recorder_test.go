@@ -1,6 +1,7 @@
 package checker
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -8,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
@@ -152,6 +154,34 @@ func TestRecorder(t *testing.T) {
 				t.Errorf("admissions, evictions, admitted more than once, finished, usage %%, backlog usage %% (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+func TestRecorderLogsEvictionsWithTheirCondition(t *testing.T) {
+	x := unit("x", "a", "1")
+	preempted := evicted(x)
+	preempted.Status.Conditions = []metav1.Condition{{Type: schedulingv1alpha1.QueueUnitEvicted, Status: metav1.ConditionTrue,
+		Reason: schedulingv1alpha1.EvictedByPreemption, Message: "Preempted to make room for a unit of higher priority in queue a"}}
+	s := twoChildren(1)
+	r := NewRecorder(s, t0, 1)
+	for _, st := range []step{{0, x}, {time.Second, admitted(x)}, {2 * time.Second, preempted},
+		{3 * time.Second, admitted(x)}, {4 * time.Second, evicted(x)}, {5 * time.Second, finished(x)}} {
+		r.Observe(t0.Add(st.at), st.u)
+	}
+	want := []Eviction{
+		{At: 2 * time.Second, Unit: "ns/x", Reason: schedulingv1alpha1.EvictedByPreemption, Message: "Preempted to make room for a unit of higher priority in queue a"},
+		{At: 4 * time.Second, Unit: "ns/x"},
+	}
+	if diff := cmp.Diff(want, r.Evictions()); diff != "" {
+		t.Errorf("evictions (-want +got):\n%s", diff)
+	}
+	var b strings.Builder
+	if err := r.WriteEvictionsCSV(&b); err != nil {
+		t.Fatal(err)
+	}
+	wantCSV := "at,unit,reason,message\n2.000,ns/x,Preempted,Preempted to make room for a unit of higher priority in queue a\n4.000,ns/x,,\n"
+	if diff := cmp.Diff(wantCSV, b.String()); diff != "" {
+		t.Errorf("evictions.csv (-want +got):\n%s", diff)
 	}
 }
 

@@ -763,7 +763,8 @@ func (r *run) write(res *checker.Result) error {
 	return f.Close()
 }
 
-// WriteResults saves result.json, summary.txt, units.png and units.csv in dir.
+// WriteResults saves result.json, summary.txt, units.png, units.csv and
+// evictions.csv in dir.
 func WriteResults(dir string, res *checker.Result, rec *checker.Recorder) error {
 	data, err := json.MarshalIndent(res, "", "  ")
 	if err != nil {
@@ -778,6 +779,11 @@ func WriteResults(dir string, res *checker.Result, rec *checker.Recorder) error 
 		errs = append(errs, err)
 	} else {
 		errs = append(errs, rec.WriteUnitsCSV(f), f.Close())
+	}
+	if f, err := os.Create(filepath.Join(dir, "evictions.csv")); err != nil {
+		errs = append(errs, err)
+	} else {
+		errs = append(errs, rec.WriteEvictionsCSV(f), f.Close())
 	}
 	return errors.Join(errs...)
 }
