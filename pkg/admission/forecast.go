@@ -104,34 +104,35 @@ func (c *Cache) computeEstimates(now time.Time) map[string]forecast.Estimate {
 	return estimates
 }
 
-// forecastInput snapshots the core under c.mu and gives each unit its
-// runtime after releasing it.
+// forecastInput copies the core's state under c.mu, each unit straight
+// into the forecast's form, and gives each unit its runtime after releasing
+// it.
 func (c *Cache) forecastInput(now time.Time) forecast.Input {
+	in := forecast.Input{Now: now, Horizon: ForecastHorizon}
 	c.mu.Lock()
-	snap := c.core.Snapshot()
-	declared := make(map[string]time.Duration)
-	for key, r := range c.units {
-		if s := r.unit.Spec.MaximumExecutionTimeSeconds; s != nil && r.inCore {
-			declared[key] = time.Duration(*s) * time.Second
+	in.Capacity, in.Quotas, in.Queues = c.core.Inputs()
+	in.Units = make([]forecast.Unit, 0, len(c.units))
+	for u := range c.core.Units() {
+		fu := forecast.Unit{Unit: u, Basis: forecast.Unknown}
+		if r := c.units[u.Key]; r != nil && r.unit.Spec.MaximumExecutionTimeSeconds != nil {
+			fu.Runtime, fu.Basis = time.Duration(*r.unit.Spec.MaximumExecutionTimeSeconds)*time.Second, forecast.Declared
 		}
+		in.Units = append(in.Units, fu)
 	}
 	c.mu.Unlock()
-	in := forecast.Input{Now: now, Capacity: snap.Capacity, Quotas: snap.Quotas, Queues: snap.Queues, Horizon: ForecastHorizon}
-	quotaOf := make(map[string]string, len(snap.Queues))
-	for _, q := range snap.Queues {
+	quotaOf := make(map[string]string, len(in.Queues))
+	for _, q := range in.Queues {
 		quotaOf[q.Name] = q.Quota
 	}
 	c.forecast.mu.Lock()
 	defer c.forecast.mu.Unlock()
-	in.Units = make([]forecast.Unit, len(snap.Units))
-	for i, u := range snap.Units {
-		fu := forecast.Unit{Unit: u, Basis: forecast.Unknown}
-		if d, ok := declared[u.Key]; ok {
-			fu.Runtime, fu.Basis = d, forecast.Declared
-		} else if d, ok := c.forecast.learner.Runtime(quotaOf[u.Queue], u.Request); ok {
-			fu.Runtime, fu.Basis = d, forecast.Learned
+	for i := range in.Units {
+		fu := &in.Units[i]
+		if fu.Basis != forecast.Declared {
+			if d, ok := c.forecast.learner.Runtime(quotaOf[fu.Queue], fu.Request); ok {
+				fu.Runtime, fu.Basis = d, forecast.Learned
+			}
 		}
-		in.Units[i] = fu
 	}
 	return in
 }

@@ -201,3 +201,31 @@ func TestWhatIf(t *testing.T) {
 		t.Error("WhatIf of a queue that does not exist: found")
 	}
 }
+
+// BenchmarkForecastInput measures what a forecast's input costs to build
+// at 50,000 waiting units of the harness's shape, under the admission lock
+// and after: its allocations per forecast.
+//
+//	go test ./pkg/admission -run XXX -bench ForecastInput -benchtime 10x
+func BenchmarkForecastInput(b *testing.B) {
+	c := NewCache()
+	c.UpsertNode(wrappers.Node("n1", "1000000", "1000Ti"))
+	for q := range memoryQueues {
+		name := fmt.Sprintf("team-%03d", q)
+		c.UpsertElasticQuota(wrappers.MakeElasticQuota(name, "quotas").Max("cpu", "0").Obj())
+		c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: name}})
+	}
+	t0 := time.Unix(1_000_000, 0)
+	for i := range memoryUnits {
+		u := harnessUnit(i)
+		u.CreationTimestamp = metav1.NewTime(t0.Add(time.Duration(i) * time.Millisecond))
+		c.UpsertUnit(u)
+	}
+	c.cycle(t0.Add(time.Hour), -1)
+	b.ReportAllocs()
+	for b.Loop() {
+		if in := c.forecastInput(t0.Add(time.Hour)); len(in.Units) != memoryUnits {
+			b.Fatalf("%d units in the input, want %d", len(in.Units), memoryUnits)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package scheduler
 
 import (
+	"iter"
 	"maps"
 	"slices"
 
@@ -28,19 +29,47 @@ type Snapshot struct {
 // copied: the scheduler never changes a unit's maps in place.
 func (s *Scheduler) Snapshot() Snapshot {
 	var snap Snapshot
-	snap.Capacity, snap.Quotas = s.engine.Inputs()
-	for _, name := range slices.Sorted(maps.Keys(s.queues)) {
-		snap.Queues = append(snap.Queues, s.queues[name].spec)
-	}
-	snap.Units = make([]Unit, 0, len(s.units))
-	for _, key := range slices.Sorted(maps.Keys(s.units)) {
-		us := s.units[key]
-		u := us.u
-		u.Admitted = us.admitted
-		if us.admitted {
-			u.Request, u.PodSets, u.Partial = s.engine.ResourceList(us.req), nil, nil
-		}
-		snap.Units = append(snap.Units, u)
-	}
+	snap.Capacity, snap.Quotas, snap.Queues = s.Inputs()
+	snap.Units = slices.AppendSeq(make([]Unit, 0, len(s.units)), s.Units())
 	return snap
+}
+
+// Inputs copies what Snapshot has but the units: the cluster's capacity,
+// the quotas and the queues (in name order).
+func (s *Scheduler) Inputs() (capacity corev1.ResourceList, quotas []quota.Spec, queues []QueueSpec) {
+	capacity, quotas = s.engine.Inputs()
+	for _, name := range slices.Sorted(maps.Keys(s.queues)) {
+		queues = append(queues, s.queues[name].spec)
+	}
+	return capacity, quotas, queues
+}
+
+// Units yields each unit as Snapshot has it, in key order, for a caller
+// that keeps them in a form of its own: a Snapshot's slice of them is
+// 150 bytes a unit more to collect.
+func (s *Scheduler) Units() iter.Seq[Unit] {
+	return func(yield func(Unit) bool) {
+		for _, key := range slices.Sorted(maps.Keys(s.units)) {
+			us := s.units[key]
+			u := us.u
+			u.Admitted = us.admitted
+			if us.admitted {
+				u.Request, u.PodSets, u.Partial = s.engine.ResourceList(us.req), nil, nil
+			}
+			if !yield(u) {
+				return
+			}
+		}
+	}
+}
+
+// Unit is the unit under key as it was last given to UpsertUnit; false if
+// there is none. Its pod sets and partial admission are the scheduler's,
+// not to be changed.
+func (s *Scheduler) Unit(key string) (Unit, bool) {
+	us, ok := s.units[key]
+	if !ok {
+		return Unit{}, false
+	}
+	return us.u, true
 }
