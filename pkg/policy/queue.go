@@ -172,7 +172,7 @@ func (q *Queue) Get(key string) (Item, bool) {
 	if !ok {
 		return Item{}, false
 	}
-	return n.Item.item, true
+	return n.Item.item(), true
 }
 
 // Position is the unit's 1-based place in the queue's order, 0 if absent.
@@ -193,7 +193,7 @@ func (q *Queue) At(pos int) (Item, bool) {
 	if n == nil {
 		return Item{}, false
 	}
-	return n.Item.item, true
+	return n.Item.item(), true
 }
 
 // Items returns up to limit units in order (all when limit <= 0).
@@ -211,7 +211,7 @@ func (q *Queue) ItemsFrom(offset, limit int) []Item {
 		if limit > 0 && len(out) >= limit {
 			return false
 		}
-		out = append(out, n.Item.item)
+		out = append(out, n.Item.item())
 		return true
 	})
 	return out
@@ -240,7 +240,7 @@ func (q *Queue) Offer(now time.Time, free []int64) Offer {
 	default:
 		o.setHead(q.tree.First(), BandAll)
 		if n := firstFit(q.tree.Root(), 0, &window{limit: q.depth()}, free); n != nil {
-			o.Admit, o.HasAdmit = n.Item.item, true
+			o.Admit, o.HasAdmit = n.Item.item(), true
 		}
 	}
 	return o
@@ -262,7 +262,7 @@ func (q *Queue) offerIntelligent(now time.Time, free []int64, o *Offer) {
 		n = firstFit(q.tree.Root(), 0, wrapped, free)
 	}
 	if n != nil {
-		o.Admit, o.HasAdmit = n.Item.item, true
+		o.Admit, o.HasAdmit = n.Item.item(), true
 	}
 }
 
@@ -308,7 +308,7 @@ func (q *Queue) promoted(now time.Time) *tnode {
 		return nil
 	}
 	n := q.ages[0]
-	if n.Item.item.EnqueueTime.Add(q.cfg.LowPriorityMaxWait).After(now) {
+	if n.Item.item().EnqueueTime.Add(q.cfg.LowPriorityMaxWait).After(now) {
 		return nil
 	}
 	return n
@@ -320,7 +320,7 @@ func (q *Queue) NextPromotion(now time.Time) (time.Time, bool) {
 	if !q.agesOn(q.cfg) || len(q.ages) == 0 {
 		return time.Time{}, false
 	}
-	t := q.ages[0].Item.item.EnqueueTime.Add(q.cfg.LowPriorityMaxWait)
+	t := q.ages[0].Item.item().EnqueueTime.Add(q.cfg.LowPriorityMaxWait)
 	if !t.After(now) {
 		return time.Time{}, false
 	}
@@ -331,14 +331,14 @@ func (o *Offer) setHead(n *tnode, b Band) {
 	if n == nil {
 		return
 	}
-	o.Head, o.HasHead, o.Band = n.Item.item, true, b
+	o.Head, o.HasHead, o.Band = n.Item.item(), true, b
 }
 
 // serveHead: only the head may be admitted; if it does not fit it blocks.
 func (o *Offer) serveHead(n *tnode, b Band, free []int64) {
 	o.setHead(n, b)
-	if fits(n.Item.item.Request, free) {
-		o.Admit, o.HasAdmit = n.Item.item, true
+	if fits(n.Item.request, free) {
+		o.Admit, o.HasAdmit = n.Item.item(), true
 	} else {
 		o.Blocking = true
 	}

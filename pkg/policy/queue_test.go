@@ -2,6 +2,7 @@ package policy_test
 
 import (
 	"fmt"
+	"math"
 	"math/rand/v2"
 	"sort"
 	"testing"
@@ -427,5 +428,43 @@ func TestPropertyHeadRankIsOffersHead(t *testing.T) {
 					prio, since, ok, o.Head.Key, o.Head.Priority, o.Head.EnqueueTime.UnixNano(), o.HasHead)
 			}
 		}
+	}
+}
+
+// TestItemsReadBackAsGiven: a unit's Item comes back from the queue as it
+// was given (its enqueue time the same instant), though the queue keeps
+// the key, priority and time once, in its order key; a time outside what
+// nanoseconds since 1970 hold is read back clamped, and orders as before.
+func TestItemsReadBackAsGiven(t *testing.T) {
+	q := policy.NewQueue(policy.Config{Policy: schedulingv1alpha1.QueuePolicyPriority})
+	given := []policy.Item{
+		{Key: "ns/a", Priority: 3, EnqueueTime: t0.Add(1500 * time.Millisecond), Request: []int64{2, 0, 1}},
+		{Key: "ns/b", Priority: 3, EnqueueTime: t0.In(time.FixedZone("CST", 8*3600)).Add(time.Nanosecond), Request: []int64{1}},
+		{Key: "ns/c", Priority: -1, EnqueueTime: t0, Request: nil},
+	}
+	for _, it := range given {
+		q.Upsert(it)
+	}
+	for _, want := range given {
+		got, ok := q.Get(want.Key)
+		if !ok {
+			t.Fatalf("Get(%s) not found", want.Key)
+		}
+		if diff := cmp.Diff(want, got); diff != "" { // time.Time compares with Equal
+			t.Errorf("Get(%s) (-given +got):\n%s", want.Key, diff)
+		}
+	}
+	inOrder := []policy.Item{given[1], given[0], given[2]} // b is 1 ns after t0, a 1.5 s
+	if diff := cmp.Diff(inOrder, q.Items(0)); diff != "" {
+		t.Errorf("Items (-given, in order +got):\n%s", diff)
+	}
+
+	q.Upsert(policy.Item{Key: "ns/zero", Priority: 3})
+	got, _ := q.Get("ns/zero")
+	if want := time.Unix(0, math.MinInt64); !got.EnqueueTime.Equal(want) {
+		t.Errorf("a zero enqueue time reads back as %v, want %v (clamped)", got.EnqueueTime, want)
+	}
+	if first, _ := q.At(1); first.Key != "ns/zero" {
+		t.Errorf("first in order %s, want ns/zero (the earliest of priority 3)", first.Key)
 	}
 }

@@ -44,9 +44,13 @@ func nanos(t time.Time) int64 {
 // unit is a waiting unit in the queue's tree, with what its subtree asks
 // for: if minReq does not fit, no request in the subtree does; maxReq is
 // the element-wise maximum.
+//
+// Of the Item it was given it keeps the order key and the request: the key,
+// priority and enqueue time are the order key's (48 bytes a unit fewer, in
+// the live core and again in each forecast's replay).
 type unit struct {
 	k              orderKey
-	item           Item
+	request        []int64
 	minReq, maxReq []int64
 	// age is the index in the low band's age heap, -1 when not in it.
 	age int
@@ -63,16 +67,23 @@ func lessUnit(a, b *unit) bool { return a.k.less(b.k) }
 
 func newTNode(it Item) *tnode {
 	return ordered.NewNode(unit{
-		k:    orderKey{priority: it.Priority, enqueued: nanos(it.EnqueueTime), key: it.Key},
-		item: it,
-		age:  -1,
+		k:       orderKey{priority: it.Priority, enqueued: nanos(it.EnqueueTime), key: it.Key},
+		request: it.Request,
+		age:     -1,
 	}, ordered.Hash(it.Key))
+}
+
+// item is the Item the unit was given, its enqueue time read back from the
+// order key: the same instant, in the local zone (and clamped as nanos
+// clamps it, 1678 to 2262).
+func (u *unit) item() Item {
+	return Item{Key: u.k.key, Priority: u.k.priority, EnqueueTime: time.Unix(0, u.k.enqueued), Request: u.request}
 }
 
 // fixUnit recomputes n's minReq and maxReq from its request and children's.
 func fixUnit(n *tnode) {
 	u, left, right := &n.Item, n.Left(), n.Right()
-	l := len(u.item.Request)
+	l := len(u.request)
 	if left != nil {
 		l = max(l, len(left.Item.minReq))
 	}
@@ -84,7 +95,7 @@ func fixUnit(n *tnode) {
 	}
 	u.minReq, u.maxReq = u.minReq[:l], u.maxReq[:l]
 	for i := range u.minReq {
-		lo := at(u.item.Request, i)
+		lo := at(u.request, i)
 		hi := lo
 		if left != nil {
 			lo, hi = min(lo, at(left.Item.minReq, i)), max(hi, at(left.Item.maxReq, i))
@@ -137,7 +148,7 @@ func firstFit(t *tnode, base int, w *window, free []int64) *tnode {
 		if n := firstFit(t.Left(), base, w, free); n != nil {
 			return n
 		}
-		if withinUpTo && base+ls < w.limit && fits(t.Item.item.Request, free) {
+		if withinUpTo && base+ls < w.limit && fits(t.Item.request, free) {
 			return t
 		}
 	}
