@@ -16,6 +16,7 @@ import (
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
+	"github.com/koord-queue/koord-queue/pkg/testing/heap"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
@@ -92,7 +93,7 @@ func unitMemory(b *testing.B, unit func(int) *schedulingv1alpha1.QueueUnit, set 
 		}
 		encoded[i] = data
 	}
-	start := liveHeap()
+	start := heap.Live()
 	store := make(map[string]*schedulingv1alpha1.QueueUnit)
 	compactor := NewUnitCompactor()
 	for _, data := range encoded {
@@ -106,7 +107,7 @@ func unitMemory(b *testing.B, unit func(int) *schedulingv1alpha1.QueueUnit, set 
 		compactor.Compact(u)
 		store[u.Namespace+"/"+u.Name] = u
 	}
-	decoded := liveHeap()
+	decoded := heap.Live()
 	c := NewCache()
 	c.UpsertNode(wrappers.Node("n1", "1000000", "1000Ti"))
 	for q := range memoryQueues {
@@ -119,7 +120,7 @@ func unitMemory(b *testing.B, unit func(int) *schedulingv1alpha1.QueueUnit, set 
 	c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "full"}})
 	c.cycle(t0, -1)
 	c.takeDirty()
-	world := liveHeap()
+	world := heap.Live()
 	for _, u := range store {
 		c.UpsertUnit(u)
 	}
@@ -128,7 +129,7 @@ func unitMemory(b *testing.B, unit func(int) *schedulingv1alpha1.QueueUnit, set 
 		b.Fatalf("%d units admitted, want none", len(res.Admissions))
 	}
 	c.takeDirty()
-	end := liveHeap()
+	end := heap.Live()
 	runtime.KeepAlive(encoded)
 	lastMemoryWorld = []any{store, c}
 	return float64(decoded-start) / memoryUnits, float64(decoded-start+end-world) / memoryUnits
@@ -205,12 +206,4 @@ func runningPods(u *schedulingv1alpha1.QueueUnit, running bool) map[string]queue
 		}
 	}
 	return pods
-}
-
-// liveHeap is the heap in use after a collection.
-func liveHeap() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/forecast"
 	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
 	st "github.com/koord-queue/koord-queue/pkg/scheduler/schedtest"
+	"github.com/koord-queue/koord-queue/pkg/testing/heap"
 )
 
 // BenchmarkRun15000Waiting forecasts issue 33's scale: 100 quotas of max 8
@@ -54,11 +55,11 @@ func BenchmarkRun15000Waiting(b *testing.B) {
 func BenchmarkReplayMemory(b *testing.B) {
 	var input, replay float64
 	for b.Loop() {
-		start := liveHeap()
+		start := heap.Live()
 		in := largeScaleInput()
-		withInput := liveHeap()
+		withInput := heap.Live()
 		r := forecast.SetUp(in)
-		set := liveHeap() // nothing reads in after SetUp: it is garbage
+		set := heap.Live() // nothing reads in after SetUp: it is garbage
 
 		runtime.KeepAlive(r)
 		input += float64(withInput-start) / float64(largeScaleUnits)
@@ -104,12 +105,4 @@ func largeScaleInput() forecast.Input {
 		u.Request = requests[cpu]
 	}
 	return in
-}
-
-// liveHeap is the bytes the heap holds after a collection.
-func liveHeap() uint64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
 }

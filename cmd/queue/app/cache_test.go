@@ -25,6 +25,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/admission"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/resources"
+	"github.com/koord-queue/koord-queue/pkg/testing/heap"
 )
 
 // jobTemplate is a pod template as a Job's unit carries it: much besides
@@ -248,7 +249,7 @@ func BenchmarkCachedUnit(b *testing.B) {
 				if tc.transform != nil {
 					transform = tc.transform()
 				}
-				before := liveHeap()
+				before := heap.Live()
 				for i := range cached {
 					c := &schedulingv1alpha1.QueueUnit{}
 					if err := json.Unmarshal(data, c); err != nil {
@@ -261,20 +262,12 @@ func BenchmarkCachedUnit(b *testing.B) {
 					}
 					cached[i] = c
 				}
-				perUnit += float64(liveHeap()-before) / units
+				perUnit += float64(heap.Live()-before) / units
 				runtime.KeepAlive(cached)
 			}
 			b.ReportMetric(perUnit/float64(b.N), "live-bytes/unit")
 		})
 	}
-}
-
-// liveHeap is the heap in use after a collection.
-func liveHeap() int64 {
-	runtime.GC()
-	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
-	return int64(m.HeapAlloc)
 }
 
 // TestStripUnitKeepsANegativeAmount: a template whose containers ask for
