@@ -203,8 +203,8 @@ func (c *Cache) WhatIf(queue string, change api.QuotaChange) (api.WhatIf, bool) 
 }
 
 // collectAround runs replay, which builds and replays a copy of the
-// decision core's state (BenchmarkReplayMemory: 1.1 KB a unit at most, 55
-// MB at 50,000), between two collections. A collection that ends while the
+// decision core's state (BenchmarkReplayMemory: 1 KB a unit at most, 50 MB
+// at 50,000), between two collections. A collection that ends while the
 // copy lives counts it as live, and the heap may then grow to twice the
 // core and the copy before the next one, long after the copy is garbage:
 // with /metrics scraped every 30 s, which computes a forecast each time,

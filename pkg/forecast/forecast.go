@@ -92,8 +92,8 @@ func Run(in Input) map[string]Estimate {
 
 // replay is a forecast under way. It keeps nothing of Input.Units once its
 // scheduler has them (each unit is read back from there), so that the
-// caller's input is garbage while the replay runs: 270 bytes a unit
-// (BenchmarkReplayMemory), 13 MB at 50,000.
+// caller's input is garbage while the replay runs: 220 bytes a unit
+// (BenchmarkReplayMemory), 11 MB at 50,000.
 type replay struct {
 	s          *scheduler.Scheduler
 	now, limit time.Time

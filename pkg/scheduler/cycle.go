@@ -241,14 +241,11 @@ func (s *Scheduler) headWaits(qs *queueState, key string, why Text, res *Result)
 		return
 	}
 	reason := why.For(namespaceOf(key))
-	if reason != us.reason {
-		us.quotaWait = nil
+	if reason == us.reason {
+		return
 	}
-	us.reason = reason
-	if us.reported != reason {
-		us.reported = reason
-		res.Waits = append(res.Waits, Wait{Unit: key, Queue: qs.spec.Name, Reason: reason})
-	}
+	us.reason, us.quotaWait = reason, nil
+	res.Waits = append(res.Waits, Wait{Unit: key, Queue: qs.spec.Name, Reason: reason})
 }
 
 // admit charges a waiting unit and records its admission: whole if it fits
@@ -279,7 +276,7 @@ func (s *Scheduler) admit(qs *queueState, key string, now time.Time, res *Result
 	us.inQueue = false
 	us.admitted = true
 	us.u.AdmitTime = now
-	us.reason, us.reported, us.quotaWait = "", "", nil
+	us.reason, us.quotaWait = "", nil
 	s.preemptions.unnominate(key)
 	qs.admitted++
 	qs.scheduled++

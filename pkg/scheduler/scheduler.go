@@ -37,19 +37,19 @@ type unitState struct {
 	// can be admitted with: its policy item's request (see partial.go).
 	req, need quota.Vector
 	// sets are its pod sets, nil when it has none that add up to its request.
-	sets     *podSets
-	admitted bool
+	sets *podSets
+	// admitted is true while it holds quota; inQueue while it waits in an
+	// existing queue's order.
+	admitted, inQueue bool
 	// quota is where the unit is charged (admitted) or counted as pending.
 	quota string
-	// inQueue is true while the unit waits in an existing queue's order.
-	inQueue bool
 	// preemptState is its side of preemption (preemptions.go): shared
 	// noPreemption, read only, until it takes part in one (preempting).
 	// Few units ever do, and the state is a quarter of a unit's bytes.
 	*preemptState
-	// reason is the latest reason it waits; reported the latest one sent
-	// out in a Wait.
-	reason, reported string
+	// reason is the latest reason it waits, as last sent out in a Wait:
+	// a Wait goes out only when it changes.
+	reason string
 	// quotaWait is set while reason is a quota shortage; WaitReason
 	// re-explains it fresh. Only a queue's head waits for quota, so it is
 	// kept apart: 56 of a unit's bytes otherwise.
@@ -599,7 +599,7 @@ func (s *Scheduler) released(quotaName string) {
 }
 
 func (s *Scheduler) enqueue(us *unitState) {
-	us.reason, us.reported, us.quotaWait = "", "", nil
+	us.reason, us.quotaWait = "", nil
 	qs, ok := s.queues[us.u.Queue]
 	if !ok {
 		s.orphans.wait(us)

@@ -23,7 +23,9 @@ type QueueSpec struct {
 	Config policy.Config
 }
 
-// Unit is one QueueUnit as the scheduler needs it.
+// Unit is one QueueUnit as the scheduler needs it. (Its two flags follow
+// Priority, in the room its alignment leaves: the scheduler keeps a Unit
+// per unit, and a forecast another.)
 type Unit struct {
 	// Key is namespace/name.
 	Key string
@@ -31,6 +33,12 @@ type Unit struct {
 	Queue string
 	// Priority orders units in the queue; higher first.
 	Priority int32
+	// Admitted is true while the unit holds quota: from admission until it
+	// finishes, fails, is deleted, or is evicted and its pods are gone.
+	Admitted bool
+	// Running is true once the unit's pods run: all of them, on nodes
+	// (queueunit.FullyRunning), for wait-for-pods-running.
+	Running bool
 	// Request is the unit's total request (resources.PodSetsRequests, or
 	// spec.resource). The scheduler keeps the list it is given, unchanged
 	// and uncopied (at 50,000 units a copy was 690 bytes each): the caller
@@ -50,12 +58,6 @@ type Unit struct {
 	Partial map[string]int32
 	// EnqueueTime is when the unit first entered the queue (its creation).
 	EnqueueTime time.Time
-	// Admitted is true while the unit holds quota: from admission until it
-	// finishes, fails, is deleted, or is evicted and its pods are gone.
-	Admitted bool
-	// Running is true once the unit's pods run: all of them, on nodes
-	// (queueunit.FullyRunning), for wait-for-pods-running.
-	Running bool
 	// NotRunning says what an admitted unit that is not Running lacks, such
 	// as "pod set main has 1 of 2 pods scheduled", for the wait reason of
 	// the queue it holds shut.
