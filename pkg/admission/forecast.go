@@ -211,8 +211,9 @@ func (c *Cache) WhatIf(queue string, change api.QuotaChange) (api.WhatIf, bool) 
 // peak RSS at 50,000 units was 421 MiB against 306 without. The first
 // collection gives the copy the room a collection leaves, so none needs to
 // run during the replay; the second sizes the heap by what lives once the
-// copy is gone. Each costs a mark of the live heap, once a forecast at most
-// (ForecastInterval).
+// copy is gone. Each costs a mark of the live heap: twice per forecast (at
+// most one every ForecastInterval) and per what-if (one in flight per
+// caller, each a replay as well).
 func collectAround(replay func()) {
 	runtime.GC()
 	replay()
