@@ -46,7 +46,7 @@ func (s *Scheduler) Inputs() (capacity corev1.ResourceList, quotas []quota.Spec,
 
 // Units yields each unit as Snapshot has it, in key order, for a caller
 // that keeps them in a form of its own: a Snapshot's slice of them is
-// 150 bytes a unit more to collect.
+// 144 bytes a unit more to collect.
 func (s *Scheduler) Units() iter.Seq[Unit] {
 	return func(yield func(Unit) bool) {
 		for _, key := range slices.Sorted(maps.Keys(s.units)) {
@@ -63,9 +63,10 @@ func (s *Scheduler) Units() iter.Seq[Unit] {
 	}
 }
 
-// Unit is the unit under key as it was last given to UpsertUnit; false if
-// there is none. Its pod sets and partial admission are the scheduler's,
-// not to be changed.
+// Unit is the unit under key as it was last given to UpsertUnit, with its
+// admission time once the scheduler admitted it (Admitted is as given:
+// IsAdmitted says whether it holds quota); false if there is none. Its pod
+// sets and partial admission are the scheduler's, not to be changed.
 func (s *Scheduler) Unit(key string) (Unit, bool) {
 	us, ok := s.units[key]
 	if !ok {
