@@ -4,12 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/util/workqueue"
+	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/event"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
@@ -195,4 +201,53 @@ func (s Scope) takesRunning(job GenericJob) bool {
 func heldByItself(job GenericJob) bool {
 	_, ok := job.(JobWithManagedCheck)
 	return ok
+}
+
+// jobsOfNewlyServedNamespaces wakes the integration's jobs in each namespace
+// a quota comes to serve, as it is created or its namespaces annotation
+// grows. An unlabelled job judged before the extensions' cache had its
+// namespace's quota was found unmanaged, and no event of its own would
+// bring it back: a suspended one would wait with no unit and no word.
+func (r *JobReconciler) jobsOfNewlyServedNamespaces() handler.EventHandler {
+	wake := func(ctx context.Context, namespaces []string, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+		for _, ns := range namespaces {
+			jobs, err := r.jobsIn(ctx, ns)
+			if err != nil {
+				// The cache does not fail a list; a job missed here is
+				// judged again at its next event.
+				ctrl.LoggerFrom(ctx).Error(err, "Cannot list the jobs of a namespace a quota serves", "namespace", ns, "kind", r.integ.GVK.Kind)
+				continue
+			}
+			for _, j := range jobs {
+				q.Add(j)
+			}
+		}
+	}
+	return handler.Funcs{
+		CreateFunc: func(ctx context.Context, e event.CreateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			wake(ctx, namespacesNewlyServed(nil, e.Object), q)
+		},
+		UpdateFunc: func(ctx context.Context, e event.UpdateEvent, q workqueue.TypedRateLimitingInterface[reconcile.Request]) {
+			wake(ctx, namespacesNewlyServed(e.ObjectOld, e.ObjectNew), q)
+		},
+	}
+}
+
+// namespacesNewlyServed are the namespaces quota serves by koord-scheduler's
+// rules (QuotaForNamespace) that old, the same quota before a change, did
+// not; all of them when old is nil. A malformed annotation serves none.
+func namespacesNewlyServed(old, quota client.Object) []string {
+	served := func(o client.Object) []string {
+		ns, _ := elasticquotav1alpha1.ServedNamespaces(o.GetAnnotations())
+		if o.GetName() == o.GetNamespace() {
+			ns = append(ns, o.GetNamespace())
+		}
+		return ns
+	}
+	now := served(quota)
+	if old == nil {
+		return now
+	}
+	before := served(old)
+	return slices.DeleteFunc(now, func(ns string) bool { return slices.Contains(before, ns) })
 }

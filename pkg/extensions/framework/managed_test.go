@@ -5,8 +5,10 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
@@ -107,5 +109,64 @@ func TestScopeValidate(t *testing.T) {
 		if err := s.Validate(); err != nil {
 			t.Errorf("%+v: %v", s, err)
 		}
+	}
+}
+
+func TestNamespacesNewlyServed(t *testing.T) {
+	quota := func(name, ns, annotation string) *elasticquotav1alpha1.ElasticQuota {
+		q := &elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}}
+		if annotation != "" {
+			q.Annotations = map[string]string{elasticquotav1alpha1.AnnotationQuotaNamespaces: annotation}
+		}
+		return q
+	}
+	cases := map[string]struct {
+		old, quota *elasticquotav1alpha1.ElasticQuota
+		want       []string
+	}{
+		"a new quota serves what its annotation lists": {
+			quota: quota("team-a", "default", `["a","b"]`),
+			want:  []string{"a", "b"},
+		},
+		"a new quota named after its namespace serves it": {
+			quota: quota("team-a", "team-a", `["b"]`),
+			want:  []string{"b", "team-a"},
+		},
+		"a new quota in another namespace without the annotation serves none": {
+			quota: quota("team-a", "default", ""),
+		},
+		"a malformed annotation serves none": {
+			quota: quota("team-a", "default", `a,b`),
+		},
+		"a grown annotation serves what it added": {
+			old:   quota("team-a", "default", `["a"]`),
+			quota: quota("team-a", "default", `["b","a","c"]`),
+			want:  []string{"b", "c"},
+		},
+		"a shrunk annotation serves nothing new": {
+			old:   quota("team-a", "default", `["a","b"]`),
+			quota: quota("team-a", "default", `["b"]`),
+		},
+		"a change elsewhere serves nothing new, even named after its namespace": {
+			old:   quota("team-a", "team-a", `["a"]`),
+			quota: quota("team-a", "team-a", `["a"]`),
+		},
+		"an annotation mended from malformed serves what it lists": {
+			old:   quota("team-a", "default", `a`),
+			quota: quota("team-a", "default", `["a"]`),
+			want:  []string{"a"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var old client.Object
+			if tc.old != nil {
+				old = tc.old
+			}
+			got := namespacesNewlyServed(old, tc.quota)
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("namespacesNewlyServed (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -184,9 +184,16 @@ func (r *JobReconciler) jobsOfPod(ctx context.Context, pod client.Object) []reco
 // jobsIndexed names the integration's jobs in namespace ns that index
 // holds under key.
 func (r *JobReconciler) jobsIndexed(ctx context.Context, ns, index, key string) ([]reconcile.Request, error) {
+	return r.jobsIn(ctx, ns, client.MatchingFields{index: key})
+}
+
+// jobsIn names the integration's jobs in namespace ns that opts select.
+func (r *JobReconciler) jobsIn(ctx context.Context, ns string, opts ...client.ListOption) ([]reconcile.Request, error) {
 	list, err := r.newJobList()
 	if err == nil {
-		err = r.client.List(ctx, list, client.InNamespace(ns), client.MatchingFields{index: key})
+		// Only the names are read: the cache's objects need no copy.
+		opts = append(opts, client.InNamespace(ns), client.UnsafeDisableDeepCopy)
+		err = r.client.List(ctx, list, opts...)
 	}
 	if err != nil {
 		return nil, err

@@ -24,6 +24,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 )
@@ -139,8 +140,9 @@ func NewJobReconciler(c client.Client, reader client.Reader, recorder record.Eve
 }
 
 // SetupWithManager runs the reconciler in mgr, woken by the framework's
-// jobs, the units they own, their pods taking or leaving a node and, for a
-// kind other jobs make, the units of those jobs. Call SetupIndexes first.
+// jobs, the units they own, their pods taking or leaving a node, quotas
+// coming to serve their namespaces and, for a kind other jobs make, the
+// units of those jobs. Call SetupIndexes first.
 func (r *JobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 	b := ctrl.NewControllerManagedBy(mgr).
 		Named(r.integ.Name).
@@ -151,7 +153,8 @@ func (r *JobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// job gets a unit of its own (the QueueUnitNameTaken event asks
 		// for the unit to be deleted).
 		Watches(&schedulingv1alpha1.QueueUnit{}, handler.EnqueueRequestsFromMapFunc(r.jobOfUnitName), builder.WithPredicates(goes)).
-		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfPod), builder.WithPredicates(podCountChanged))
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfPod), builder.WithPredicates(podCountChanged)).
+		Watches(&elasticquotav1alpha1.ElasticQuota{}, r.jobsOfNewlyServedNamespaces())
 	if r.scope.ownsJobsOfKind(r.integ.GVK.GroupKind()) {
 		// A job another job made is judged again as its owner's unit
 		// comes, goes, is admitted or evicted (coveredByOwner).

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -87,13 +88,9 @@ func TestSubmittedRunningInServedNamespace(t *testing.T) {
 	}}
 	create(t, quota)
 	t.Cleanup(func() { _ = k8s.Delete(context.Background(), quota) })
-	// An unlabelled Job submitted suspended is queued only once the
-	// extensions' cache has the quota: then so is the one submitted running.
+	// Judged before the extensions' cache has the quota, the job is woken
+	// again as the quota reaches it (TestQueuedWhenAQuotaComesToServeTheNamespace).
 	integ := job.Integration()
-	barrier := extensionstest.MakeJob("barrier", ns).Request("cpu", "1").Obj()
-	create(t, barrier)
-	unitWhere(t, client.ObjectKey{Namespace: ns, Name: integ.UnitName(barrier.Name)}, "created", func(*schedulingv1alpha1.QueueUnit) bool { return true })
-
 	j := extensionstest.MakeJob("unlabelled", ns).Suspend(false).Request("cpu", "1").Obj()
 	create(t, j)
 	jobWhere(t, integ, client.ObjectKeyFromObject(j), "suspended", func(g framework.GenericJob) bool { return g.IsSuspended() })
@@ -104,4 +101,73 @@ func TestSubmittedRunningInServedNamespace(t *testing.T) {
 		t.Errorf("unit labelled with quota %q, want %q", got, quota.Name)
 	}
 	eventRecorded(t, ns, j.Name, corev1.EventTypeWarning, framework.ReasonSubmittedRunning, "until quota "+quota.Name+" admits it")
+}
+
+// TestQueuedWhenAQuotaComesToServeTheNamespace: unlabelled jobs judged while
+// no quota served their namespace are the queue's as soon as one does,
+// whether it is created listing the namespace or named after it, or its
+// annotation comes to list it: the suspended job gets its unit and the
+// running one is suspended, as at any later reconcile. Nothing else wakes
+// them: without the quota's event the suspended job would wait with no unit.
+func TestQueuedWhenAQuotaComesToServeTheNamespace(t *testing.T) {
+	cases := map[string]struct {
+		// quota is the quota that comes to serve ns; with annotateLater it
+		// exists from the start and the annotation comes later.
+		quota         func(ns string) *elasticquotav1alpha1.ElasticQuota
+		annotateLater bool
+	}{
+		"created listing the namespace": {quota: func(ns string) *elasticquotav1alpha1.ElasticQuota {
+			return &elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Name: "serves-" + ns, Namespace: "default",
+				Annotations: map[string]string{elasticquotav1alpha1.AnnotationQuotaNamespaces: `["` + ns + `"]`}}}
+		}},
+		"created named after the namespace": {quota: func(ns string) *elasticquotav1alpha1.ElasticQuota {
+			return &elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Name: ns, Namespace: ns}}
+		}},
+		"annotated with the namespace": {annotateLater: true, quota: func(ns string) *elasticquotav1alpha1.ElasticQuota {
+			return &elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Name: "serves-" + ns, Namespace: "default",
+				Annotations: map[string]string{elasticquotav1alpha1.AnnotationQuotaNamespaces: `["` + ns + `"]`}}}
+		}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			ns := newNamespaceWithoutWebhook(t)
+			quota := tc.quota(ns)
+			annotations := quota.Annotations
+			if tc.annotateLater {
+				quota.Annotations = nil
+				create(t, quota)
+				t.Cleanup(func() { _ = k8s.Delete(context.Background(), quota) })
+			}
+			integ := job.Integration()
+			suspended := extensionstest.MakeJob("suspended", ns).Request("cpu", "1").Obj()
+			running := extensionstest.MakeJob("running", ns).Suspend(false).Request("cpu", "1").Obj()
+			create(t, suspended)
+			create(t, running)
+			// The barrier, created after them, has its unit once the
+			// reconciler has taken both jobs from its queue, while no quota
+			// served their namespace.
+			barrier := extensionstest.MakeJob("barrier", ns).Quota("team-a").Request("cpu", "1").Obj()
+			create(t, barrier)
+			unitWhere(t, client.ObjectKey{Namespace: ns, Name: integ.UnitName(barrier.Name)}, "created", func(*schedulingv1alpha1.QueueUnit) bool { return true })
+			noUnit(t, client.ObjectKey{Namespace: ns, Name: integ.UnitName(suspended.Name)})
+
+			if tc.annotateLater {
+				rewrite(t, quota, func() { quota.Annotations = annotations }, func(ctx context.Context) error { return k8s.Update(ctx, quota) })
+			} else {
+				create(t, quota)
+				t.Cleanup(func() { _ = k8s.Delete(context.Background(), quota) })
+			}
+			for _, j := range []*batchv1.Job{suspended, running} {
+				u := unitWhere(t, client.ObjectKey{Namespace: ns, Name: integ.UnitName(j.Name)}, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool {
+					return u.EffectivePhase() == schedulingv1alpha1.Enqueued
+				})
+				if got := u.Labels[elasticquotav1alpha1.LabelQuotaName]; got != quota.Name {
+					t.Errorf("unit of job %s labelled with quota %q, want %q", j.Name, got, quota.Name)
+				}
+			}
+			jobWhere(t, integ, client.ObjectKeyFromObject(running), "suspended", func(g framework.GenericJob) bool { return g.IsSuspended() })
+			eventRecorded(t, ns, running.Name, corev1.EventTypeWarning, framework.ReasonSubmittedRunning, "until quota "+quota.Name+" admits it")
+		})
+	}
 }
