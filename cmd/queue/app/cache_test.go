@@ -4,9 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -353,8 +355,9 @@ func TestUnitTransformTwiceWritesNothingShared(t *testing.T) {
 }
 
 // TestCacheReadsUnitsThroughWatchCodec: the cache's QueueUnit informer
-// lists and watches through its own client (watchcodec's), and every other
-// informer through the ListerWatcher controller-runtime gives it.
+// lists and watches through its own client (watchcodec's) and indexes
+// nothing, and every other informer reads through the ListerWatcher
+// controller-runtime gives it, with the indexes it asks for.
 func TestCacheReadsUnitsThroughWatchCodec(t *testing.T) {
 	const unit = `{"apiVersion":"scheduling.x-k8s.io/v1alpha1","kind":"QueueUnit","metadata":{"name":"a","namespace":"n","resourceVersion":"5"}}`
 	var unitRequests atomic.Int32
@@ -393,7 +396,10 @@ func TestCacheReadsUnitsThroughWatchCodec(t *testing.T) {
 		return watch.NewFake(), nil
 	}
 
-	units := opts.NewInformer(given, &schedulingv1alpha1.QueueUnit{}, 0, toolscache.Indexers{})
+	// controller-runtime asks every informer for a namespace index; the
+	// units' one keeps none.
+	byNamespace := toolscache.Indexers{toolscache.NamespaceIndex: toolscache.MetaNamespaceIndexFunc}
+	units := opts.NewInformer(given, &schedulingv1alpha1.QueueUnit{}, 0, byNamespace)
 	go units.RunWithContext(ctx)
 	if !toolscache.WaitForCacheSync(ctx.Done(), units.HasSynced) {
 		t.Fatal("the QueueUnit informer did not sync")
@@ -405,13 +411,20 @@ func TestCacheReadsUnitsThroughWatchCodec(t *testing.T) {
 		t.Errorf("QueueUnits read with %d calls of controller-runtime's ListerWatcher and %d requests of watchcodec's client, want 0 and some", n, unitRequests.Load())
 	}
 
-	queues := opts.NewInformer(given, &schedulingv1alpha1.Queue{}, 0, toolscache.Indexers{})
+	if got := units.GetIndexer().GetIndexers(); len(got) != 0 {
+		t.Errorf("the QueueUnit informer has indexes %v, want none", slices.Collect(maps.Keys(got)))
+	}
+
+	queues := opts.NewInformer(given, &schedulingv1alpha1.Queue{}, 0, byNamespace)
 	go queues.RunWithContext(ctx)
 	if !toolscache.WaitForCacheSync(ctx.Done(), queues.HasSynced) {
 		t.Fatal("the Queue informer did not sync")
 	}
 	if given.calls.Load() == 0 {
 		t.Error("Queues were not read through controller-runtime's ListerWatcher")
+	}
+	if _, ok := queues.GetIndexer().GetIndexers()[toolscache.NamespaceIndex]; !ok {
+		t.Error("the Queue informer lost its namespace index")
 	}
 }
 
