@@ -46,6 +46,8 @@ type unitRecord struct {
 	inCore bool
 	// warnedNoQueue: the QueueNotFound event was already raised.
 	warnedNoQueue bool
+	// owes are the writes that only inform the unit is owed (owed.go).
+	owes owed
 	// admission the core decided and the API server has not shown back yet
 	// (the unit is "assumed" admitted); nil otherwise.
 	admission *admission
@@ -115,6 +117,8 @@ type Cache struct {
 	wake chan struct{}
 	// dirty units changed since the loop last looked at them.
 	dirty map[string]struct{}
+	// owed are the units owed a write that only informs, in order (owed.go).
+	owed owedQueue
 	// recent admissions seen on the API server, newest last, for the dashboard.
 	recent []api.AdmissionRecord
 	// unwritten counts the admissions decided whose write has not finished.
@@ -155,6 +159,7 @@ func NewCache() *Cache {
 		pools:          newPools(),
 		wake:           make(chan struct{}, 1),
 		dirty:          map[string]struct{}{},
+		owed:           owedQueue{wake: make(chan struct{}, 1)},
 		jobTypes:       map[jobType]int{},
 		lists:          newUnitLists(),
 		now:            time.Now,
@@ -429,6 +434,7 @@ func (c *Cache) DeleteUnit(namespace, name string) {
 		c.dropAdmission(r)
 		c.countJobType(r, jobType{})
 		c.relist(r, true)
+		c.forgetOwed(r)
 		delete(c.deadlineOf, r)
 	}
 	delete(c.units, key)

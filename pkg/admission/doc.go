@@ -16,9 +16,10 @@
 //     against the Writer's budget), an eviction to write.
 //   - Writer: writes admissions and evictions first, then the reasons units
 //     wait (rate-limited, latest reason only, and only when it changed), so
-//     a large backlog never starves admissions of API quota. A deferred
-//     write whose turn comes while urgent writes wait checks again every
-//     250 ms (deferredRetry), on the injected clock.
+//     a large backlog never starves admissions of API quota. What a unit
+//     is owed of the latter is its record's level, in the order owed
+//     (owed.go); a deferred write whose turn comes while urgent writes
+//     wait checks again every 250 ms (deferredRetry), on the injected clock.
 //   - Admission checks, kept level-based. The Queue status is written by
 //     pkg/queue's StatusWriter from what the Cache gives (statusreads.go).
 //   - Koord-Queue v1.8's metrics (v18metrics.go): read from the Cache when

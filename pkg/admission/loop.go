@@ -101,9 +101,7 @@ func (l *Loop) runOnce() (next time.Time, more bool, admitted int) {
 	for _, key := range f.deactivate {
 		l.writer.evict(key)
 	}
-	for _, key := range f.pin {
-		l.writer.pinQueue(key)
-	}
+	l.writer.pinQueue(f.pin...)
 	for _, key := range l.cache.expireExecutions(l.clock.Now()) {
 		l.writer.evict(key)
 	}
@@ -124,12 +122,11 @@ func (l *Loop) runOnce() (next time.Time, more bool, admitted int) {
 			l.writer.evict(victim)
 		}
 	}
+	waiting := f.explain
 	for _, w := range res.Waits {
-		l.writer.explain(w.Unit)
+		waiting = append(waiting, w.Unit)
 	}
-	for _, key := range f.explain {
-		l.writer.explain(key)
-	}
+	l.writer.explain(waiting...)
 	// When the budget ran out, the next admission written wakes the loop.
 	return res.NextWakeup, res.More && len(res.Admissions) < budget, len(res.Admissions)
 }

@@ -33,7 +33,8 @@ const memoryQueues = 100
 // the informer decodes it, in a map by key as its store keeps it) and the
 // Cache's and the core's state of it, fed through UpsertUnit as the
 // informer feeds it, after a scheduling cycle and the loop's look at the
-// changed units. Units are waiting (none fits: their quotas' max is used
+// changed units, which leaves the waiting ones owed a write of why they
+// wait (owed.go). Units are waiting (none fits: their quotas' max is used
 // up), admitted (running, as the API server shows them) or finished
 // (Succeed, out of the core; the informer keeps them until their job is
 // deleted). Two shapes:
@@ -128,7 +129,12 @@ func unitMemory(b *testing.B, unit func(int) *schedulingv1alpha1.QueueUnit, set 
 	if len(res.Admissions) > 0 {
 		b.Fatalf("%d units admitted, want none", len(res.Admissions))
 	}
-	c.takeDirty()
+	// As the loop does: the units that may wait are owed a write of why.
+	waiting := c.takeDirty().explain
+	for _, w := range res.Waits {
+		waiting = append(waiting, w.Unit)
+	}
+	c.owe(owesMessage, t0, waiting...)
 	end := heap.Live()
 	runtime.KeepAlive(encoded)
 	lastMemoryWorld = []any{store, c}

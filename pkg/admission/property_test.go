@@ -359,10 +359,17 @@ func (w *propWorld) cycle() {
 		w.writer.urgent.Done(o)
 		handed = append(handed, o)
 	}
-	for w.writer.deferred.Len() > 0 {
-		o, _ := w.writer.deferred.Get()
-		w.writer.deferred.Done(o)
-		handed = append(handed, o)
+	for {
+		key, kinds, _, ok := w.cache.takeOwed()
+		if !ok {
+			break
+		}
+		if kinds&owesQueueName != 0 {
+			handed = append(handed, op{kind: opQueueName, key: key})
+		}
+		if kinds&owesMessage != 0 {
+			handed = append(handed, op{kind: opMessage, key: key})
+		}
 	}
 	// The Cache hands them over in map order; sorted, a seed replays.
 	slices.SortFunc(handed, func(a, b op) int {

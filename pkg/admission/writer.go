@@ -36,7 +36,8 @@ const (
 	opEvict
 	opChecksPassed
 	opChecksFailed
-	// Deferred writes: only when no urgent write waits.
+	// Deferred writes, made only when no urgent write waits (owed.go);
+	// the loop's tests list them as ops.
 	opMessage
 	opQueueName
 )
@@ -75,11 +76,10 @@ type Writer struct {
 	log       logr.Logger
 
 	urgent workqueue.TypedRateLimitingInterface[op]
-	// deferred holds writes that only inform (why a unit waits, spec.queue):
-	// they are made when no admission or eviction waits, so a backlog never
-	// spends the API budget that admissions need.
-	deferred workqueue.TypedInterface[op]
-	limiter  *rate.Limiter
+	// Writes that only inform (why a unit waits, spec.queue) are owed in
+	// the Cache (owed.go) and made when no admission or eviction waits,
+	// so a backlog never spends the API budget that admissions need.
+	limiter *rate.Limiter
 	// lastUrgent is when the last admission or eviction was written (Unix
 	// nanoseconds on clock): deferred writes wait for a quiet moment after.
 	lastUrgent atomic.Int64
@@ -104,8 +104,7 @@ func NewWriter(c client.Client, apiReader client.Reader, recorder record.EventRe
 		urgent: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[op](10*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[op]{Name: "koord_queue_urgent_writes"}),
-		deferred: workqueue.NewTypedWithConfig(workqueue.TypedQueueConfig[op]{Name: "koord_queue_deferred_writes"}),
-		limiter:  rate.NewLimiter(rate.Limit(opts.MessageQPS), 1),
+		limiter: rate.NewLimiter(rate.Limit(opts.MessageQPS), 1),
 	}
 }
 
@@ -134,7 +133,6 @@ func (w *Writer) Run(ctx context.Context) {
 	})
 	<-ctx.Done()
 	w.urgent.ShutDown()
-	w.deferred.ShutDown()
 	wg.Wait()
 }
 
@@ -142,11 +140,14 @@ func (w *Writer) admit(key string)        { w.urgent.Add(op{kind: opAdmit, key: 
 func (w *Writer) evict(key string)        { w.urgent.Add(op{kind: opEvict, key: key}) }
 func (w *Writer) checksPassed(key string) { w.urgent.Add(op{kind: opChecksPassed, key: key}) }
 func (w *Writer) checksFailed(key string) { w.urgent.Add(op{kind: opChecksFailed, key: key}) }
-func (w *Writer) explain(key string)      { w.deferred.Add(op{kind: opMessage, key: key}) }
 
-// pinQueue records in spec.queue the queue a unit holding quota is charged
-// in, when the write after its admission did not (writeQueueName).
-func (w *Writer) pinQueue(key string) { w.deferred.Add(op{kind: opQueueName, key: key}) }
+// explain writes, once admissions pause, why the units of keys wait.
+func (w *Writer) explain(keys ...string) { w.cache.owe(owesMessage, w.clock.Now(), keys...) }
+
+// pinQueue records in spec.queue the queue each unit of keys holding quota
+// is charged in, when the write after its admission did not
+// (writeQueueName).
+func (w *Writer) pinQueue(keys ...string) { w.cache.owe(owesQueueName, w.clock.Now(), keys...) }
 
 func (w *Writer) processUrgent(ctx context.Context) bool {
 	o, shutdown := w.urgent.Get()
@@ -225,7 +226,7 @@ func (w *Writer) writeAdmission(ctx context.Context, key string) error {
 	}
 	if u.Spec.Queue != a.queue {
 		if d.named {
-			w.deferred.Add(op{kind: opQueueName, key: key})
+			w.pinQueue(key)
 		} else {
 			// Charged by a fallback (its namespace's quota, say): spec.queue
 			// pins it, so that a quota change cannot move what it holds.
@@ -412,31 +413,38 @@ func (w *Writer) writeChecksVerdict(ctx context.Context, key string) error {
 	return nil
 }
 
-// processMessage writes why one unit waits, if that changed since the last
-// write: the latest reason is read when the write happens, so a unit whose
-// reason changes quickly is written once.
+// processDeferred makes the writes one unit is owed once none is urgent:
+// the latest of each is read when it is made, so a unit whose reason to
+// wait changes quickly is written once. It is false once ctx ends.
 func (w *Writer) processDeferred(ctx context.Context) bool {
-	o, shutdown := w.deferred.Get()
-	if shutdown {
-		return false
+	for !w.cache.owesWrites() {
+		select {
+		case <-ctx.Done():
+			return false // shutting down
+		case <-w.cache.owedWake():
+		}
 	}
-	defer w.deferred.Done(o)
-	// Admissions and evictions first: hold this write until none waits.
+	// Admissions and evictions first: hold the writes until none waits.
 	// (Re-adding every deferred write each time was half of koord-queue's
 	// CPU with 15,000 units waiting.)
 	for !w.quiet() {
 		select {
 		case <-ctx.Done():
-			return false // shutting down
+			return false
 		case <-w.clock.After(deferredRetry):
 		}
 	}
-	switch o.kind {
-	case opQueueName:
-		w.writeQueueName(ctx, o.key)
-	case opMessage:
-		w.writeMessage(ctx, o.key)
+	key, kinds, since, ok := w.cache.takeOwed()
+	if !ok {
+		return true // the units owed writes were deleted meanwhile
 	}
+	if kinds&owesQueueName != 0 {
+		w.writeQueueName(ctx, key)
+	}
+	if kinds&owesMessage != 0 {
+		w.writeMessage(ctx, key)
+	}
+	metrics.DeferredWriteDelay.Observe(w.clock.Since(since).Seconds())
 	return true
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	dto "github.com/prometheus/client_model/go"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -28,6 +29,7 @@ import (
 	"github.com/koord-queue/koord-queue/apis"
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/metrics"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
@@ -611,11 +613,12 @@ func TestWaitMessagesWaitForAQuietMoment(t *testing.T) {
 	ww.cache.UpsertUnit(waiting)
 	ww.cache.cycle(ww.clock.Now(), -1)
 
+	delays := deferredWriteDelays(t)
 	ww.writer.explain("ns/waiting")
 	written := make(chan struct{})
 	go func() {
 		// The holder's spec.queue first, then the message.
-		for ww.writer.deferred.Len() > 0 && ww.writer.processDeferred(ctx) {
+		for ww.cache.owesWrites() && ww.writer.processDeferred(ctx) {
 		}
 		close(written)
 	}()
@@ -644,6 +647,29 @@ func TestWaitMessagesWaitForAQuietMoment(t *testing.T) {
 	if got, want := message(), "q: cpu 4 used of max 4, request 4"; got != want {
 		t.Errorf("status.message %q, want %q", got, want)
 	}
+	// The holder's spec.queue and the message, each owed since the
+	// admission, a quiet moment before.
+	if got, want := deferredWriteDelays(t).Sub(delays), (sampleSum{2, 2 * quietAfterUrgent.Seconds()}); got != want {
+		t.Errorf("koord_queue_deferred_write_delay_seconds grew by %+v, want %+v", got, want)
+	}
+}
+
+// sampleSum is a histogram's count and sum.
+type sampleSum struct {
+	count uint64
+	sum   float64
+}
+
+func (a sampleSum) Sub(b sampleSum) sampleSum { return sampleSum{a.count - b.count, a.sum - b.sum} }
+
+// deferredWriteDelays reads koord_queue_deferred_write_delay_seconds.
+func deferredWriteDelays(t *testing.T) sampleSum {
+	t.Helper()
+	var pb dto.Metric
+	if err := metrics.DeferredWriteDelay.Write(&pb); err != nil {
+		t.Fatal(err)
+	}
+	return sampleSum{pb.Histogram.GetSampleCount(), pb.Histogram.GetSampleSum()}
 }
 
 // testTimeout bounds a wait for another goroutine: reaching it fails the test.

@@ -60,6 +60,21 @@ var (
 		Name: "koord_queue_watched_updates_total", Help: "ElasticQuota and Node events by kind, applied or ignored (nothing koord-queue reads changed).",
 	}, []string{"kind", "result"})
 
+	// DeferredWrites is how many units are owed a write that only informs
+	// (why they wait, spec.queue); such writes are made once admissions
+	// and evictions pause.
+	DeferredWrites = prometheus.NewGauge(prometheus.GaugeOpts{
+		Name: "koord_queue_deferred_writes", Help: "Units owed a write that only informs (why they wait, spec.queue), made once admissions and evictions pause.",
+	})
+
+	// DeferredWriteDelay is how long a unit was owed such a write before
+	// it was made (or found needless).
+	DeferredWriteDelay = prometheus.NewHistogram(prometheus.HistogramOpts{
+		Name:    "koord_queue_deferred_write_delay_seconds",
+		Help:    "Time from a unit being owed a write that only informs to the write.",
+		Buckets: prometheus.ExponentialBuckets(0.1, 2, 16), // 0.1s .. ~55min
+	})
+
 	// CycleDuration is how long one scheduling cycle takes.
 	CycleDuration = prometheus.NewHistogram(prometheus.HistogramOpts{
 		Name:    "koord_queue_scheduling_cycle_duration_seconds",
@@ -151,6 +166,6 @@ const (
 )
 
 func init() {
-	metrics.Registry.MustRegister(PendingUnits, AdmittedUnits, AdmissionAttempts, AdmissionWaitTime, QuotaResource, Evictions, WatchedUpdates, CycleDuration,
+	metrics.Registry.MustRegister(PendingUnits, AdmittedUnits, AdmissionAttempts, AdmissionWaitTime, QuotaResource, Evictions, WatchedUpdates, DeferredWrites, DeferredWriteDelay, CycleDuration,
 		JobSchedulingAlgorithmLatency)
 }
