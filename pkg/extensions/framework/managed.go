@@ -237,6 +237,11 @@ func (r *JobReconciler) jobsOfNewlyServedNamespaces() handler.EventHandler {
 // rules (QuotaForNamespace) that old, the same quota before a change, did
 // not; all of them when old is nil. A malformed annotation serves none.
 func namespacesNewlyServed(old, quota client.Object) []string {
+	if old != nil && old.GetAnnotations()[elasticquotav1alpha1.AnnotationQuotaNamespaces] == quota.GetAnnotations()[elasticquotav1alpha1.AnnotationQuotaNamespaces] {
+		// koord-scheduler rewrites every quota's status about once a
+		// second; a name never changes.
+		return nil
+	}
 	served := func(o client.Object) []string {
 		ns, _ := elasticquotav1alpha1.ServedNamespaces(o.GetAnnotations())
 		if o.GetName() == o.GetNamespace() {
