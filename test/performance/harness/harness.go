@@ -100,7 +100,14 @@ func Run(ctx context.Context, s scenario.Scenario, opts Options) (*checker.Resul
 		}
 		opts.AuditLog, audit = filepath.Join(opts.Dir, "audit.log"), cluster.AuditFlagsWithBodies
 	}
-	env, cfg, err := startAPIServer(opts.Dir, opts.AuditLog, audit)
+	// The servers' own logs say what a failed request does not (a client
+	// sees an API server that dropped its connection as "unexpected EOF").
+	serverLog, err := os.Create(filepath.Join(opts.Dir, "servers.log"))
+	if err != nil {
+		return nil, fmt.Errorf("creating the servers' log: %w", err)
+	}
+	defer serverLog.Close()
+	env, cfg, err := startAPIServer(opts.Dir, opts.AuditLog, audit, serverLog)
 	if err != nil {
 		return nil, err
 	}
@@ -121,8 +128,9 @@ func Run(ctx context.Context, s scenario.Scenario, opts Options) (*checker.Resul
 
 // startAPIServer starts etcd and kube-apiserver with koord-queue's CRDs,
 // with room for the harness's request rate (as Kueue's harness does), and,
-// if auditLog is set, logging every write there (the policy in dir).
-func startAPIServer(dir, auditLog string, auditFlags func(dir, logPath string) ([]string, error)) (*envtest.Environment, *rest.Config, error) {
+// if auditLog is set, logging every write there (the policy in dir). Both
+// servers write their output to log.
+func startAPIServer(dir, auditLog string, auditFlags func(dir, logPath string) ([]string, error), log io.Writer) (*envtest.Environment, *rest.Config, error) {
 	if _, err := cluster.Tool("kube-apiserver"); err != nil {
 		return nil, nil, err
 	}
@@ -136,6 +144,8 @@ func startAPIServer(dir, auditLog string, auditFlags func(dir, logPath string) (
 		ErrorIfCRDPathMissing: true,
 		Scheme:                scheme,
 	}
+	env.ControlPlane.GetAPIServer().Out, env.ControlPlane.GetAPIServer().Err = log, log
+	env.ControlPlane.Etcd = &envtest.Etcd{Out: log, Err: log}
 	env.ControlPlane.GetAPIServer().Configure().
 		Append("max-requests-inflight", "800").
 		Append("max-mutating-requests-inflight", "400")
