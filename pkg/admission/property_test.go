@@ -27,6 +27,7 @@ import (
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/quota"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/pkg/watched"
 )
@@ -123,7 +124,13 @@ func (w *propWorld) room() propRoom {
 		r.names = append(r.names, q.name)
 		r.parent[q.name] = cmp.Or(q.parent, elasticquotav1alpha1.RootQuotaName)
 		r.max[q.name] = eq.Spec.Max.Cpu().Value()
-		if eq.Labels[elasticquotav1alpha1.LabelAllowLentResource] == "false" {
+		w.cache.mu.Lock()
+		refused := errors.Is(w.cache.core.Quotas().Err(q.name), quota.ErrChildrenMinAboveMin)
+		w.cache.mu.Unlock()
+		if eq.Labels[elasticquotav1alpha1.LabelAllowLentResource] == "false" && !refused {
+			// A min change the children's-mins rule refused keeps no
+			// floor (the engine keeps the min last valid, which the API
+			// server no longer shows).
 			r.floor[q.name] = eq.Spec.Min.Cpu().Value()
 		}
 	}

@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -253,6 +254,58 @@ func (e *Engine) checkChildrenMinsUnder(n *node, valid []*quotaHistory) {
 		k.err = fmt.Errorf("quota %q: its change to a %s min of %s takes its siblings' mins to %s, over the min %s of its parent %q, "+
 			"so this quota, whose change broke the rule, is not used until its min or its parent's is set so they fit: %w",
 			k.name, name, format(name, k.min[i]), format(name, next[i]), format(name, limit[i]), n.name, ErrChildrenMinAboveMin)
+	}
+}
+
+// keepRefusedMins gives each quota whose change the children's-mins rule
+// refused a min that fits, as the webhook would have kept the quota as it
+// was: a child, what its siblings' mins leave of its parent's (up to its
+// own), so that its refused min neither keeps room from them (the floor
+// of a quota that does not lend) nor draws the line above which they are
+// reclaimed from; a parent whose min fell below its children's, theirs.
+// It is worked out from the tree as it is, not from what each quota was
+// last valid with, so that a restarted koord-queue, which does not know
+// that, keeps the same mins. Refused siblings take what is left in the
+// order of their names.
+func (e *Engine) keepRefusedMins() {
+	refused := func(n *node) bool { return n.spec != nil && errors.Is(n.err, ErrChildrenMinAboveMin) }
+	var walk func(n *node)
+	walk = func(n *node) {
+		left := slices.Clone(n.min)
+		var takers []*node
+		for _, k := range n.kids {
+			if refused(k) {
+				kids := make(Vector, len(e.names))
+				for _, g := range k.kids {
+					if !refused(g) {
+						addTo(kids, g.min)
+					}
+				}
+				if over(kids, k.min) < 0 {
+					takers = append(takers, k) // a child whose own min did not fit
+					continue
+				}
+				for i := range k.min {
+					k.min[i] = max(k.min[i], kids[i]) // a parent below its children
+				}
+			}
+			for i := range left {
+				left[i] -= at(k.min, i)
+			}
+		}
+		slices.SortFunc(takers, func(a, b *node) int { return strings.Compare(a.name, b.name) })
+		for _, k := range takers {
+			for i := range k.min {
+				k.min[i] = max(0, min(k.min[i], at(left, i)))
+				left[i] -= k.min[i]
+			}
+		}
+		for _, k := range n.kids {
+			walk(k)
+		}
+	}
+	for _, r := range e.roots {
+		walk(r)
 	}
 }
 

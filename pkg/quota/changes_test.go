@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/quota"
@@ -426,6 +427,96 @@ func TestPropertyChangesReadLateDecideAsReadAtOnce(t *testing.T) {
 						t.Fatalf("seed %d step %d (%s): %s(%s) differs (-read at once +read late):\n%s", seed, step, what, r.name, q, diff)
 					}
 				}
+			}
+		}
+	}
+}
+
+// TestARefusedMinChangeTakesNothingFromItsSiblings: the webhook would have
+// refused the change that broke the children's-mins rule and kept the
+// quota as it was, so its refused min neither keeps room from a sibling
+// (the floor of a quota that does not lend) nor shields what it borrows
+// from a sibling's reclaim.
+func TestARefusedMinChangeTakesNothingFromItsSiblings(t *testing.T) {
+	p := qt.MakeSpec("p").IsParent().Min("cpu", "10").Max("cpu", "10").Obj()
+	// a is the younger, so that a restart refuses it too.
+	created := map[string]int64{"a": 200, "b": 100}
+	kid := func(name, min string) *qt.SpecWrapper {
+		return qt.MakeSpec(name).Parent("p").Min("cpu", min).Max("cpu", "10").Created(time.Unix(created[name], 0))
+	}
+	cases := []struct {
+		name    string
+		loaded  []quota.Spec
+		charges []charge
+		change  quota.Spec
+		// wantHeadroom is b's headroom in cpu; wantVictims what b, asking
+		// 5 cpu, may reclaim.
+		wantHeadroom string
+		wantVictims  []string
+	}{
+		{
+			name:         "a non-lending quota's refused raise keeps no more of its min from its sibling",
+			loaded:       []quota.Spec{p, kid("a", "5").NoLending().Obj(), kid("b", "5").Obj()},
+			change:       kid("a", "8").NoLending().Obj(),
+			wantHeadroom: "5",
+		},
+		{
+			name:         "a borrower's refused raise does not shield what it borrows from reclaim",
+			loaded:       []quota.Spec{p, kid("a", "5").Obj(), kid("b", "5").Obj()},
+			charges:      []charge{{key: "ns/borrowing", quota: "a", req: qt.Res("cpu", "7")}},
+			change:       kid("a", "8").Obj(),
+			wantHeadroom: "3",
+			wantVictims:  []string{"ns/borrowing"},
+		},
+		{
+			name:         "a quota moved in keeps only what its new siblings leave",
+			loaded:       []quota.Spec{p, kid("b", "5").Obj(), qt.MakeSpec("a").Min("cpu", "8").Max("cpu", "10").NoLending().Created(time.Unix(200, 0)).Obj()},
+			change:       kid("a", "8").NoLending().Obj(),
+			wantHeadroom: "5",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			live := newEngine(t, qt.Res("cpu", "40"), tc.loaded, tc.charges)
+			live.MarkLoaded()
+			live.UpsertQuota(tc.change)
+			// A restarted koord-queue, which reads the quotas as they are
+			// with no history, keeps the same mins.
+			var specs []quota.Spec
+			for _, s := range tc.loaded {
+				if s.Name != tc.change.Name {
+					specs = append(specs, s)
+				}
+			}
+			restarted := newEngine(t, qt.Res("cpu", "40"), append(specs, tc.change), tc.charges)
+			restarted.MarkLoaded()
+			for name, e := range map[string]*quota.Engine{"live": live, "restarted": restarted} {
+				t.Run(name, func(t *testing.T) { checkSiblingB(t, e, tc.wantHeadroom, tc.wantVictims) })
+			}
+		})
+	}
+}
+
+// checkSiblingB checks b's headroom (in cpu) and what it may reclaim,
+// asking 5 cpu, beside a whose min change was refused.
+func checkSiblingB(t *testing.T, e *quota.Engine, wantHeadroom string, wantVictims []string) {
+	t.Helper()
+	{
+		{
+			if !errors.Is(e.Err("a"), quota.ErrChildrenMinAboveMin) {
+				t.Fatalf("a's error: %v, want its change refused", e.Err("a"))
+			}
+			free, _, err := e.Headroom("b", nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cpu := e.ResourceList(free)[corev1.ResourceCPU]
+			if diff := cmp.Diff(wantHeadroom, cpu.String()); diff != "" {
+				t.Errorf("b's headroom (-want +got):\n%s", diff)
+			}
+			victims, _ := e.ReclaimVictims("b", e.Vector(qt.Res("cpu", "5")), func(string) bool { return true })
+			if diff := cmp.Diff(wantVictims, victims); diff != "" {
+				t.Errorf("b's reclaim victims (-want +got):\n%s", diff)
 			}
 		}
 	}

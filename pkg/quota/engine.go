@@ -596,6 +596,7 @@ func (e *Engine) rebuild() {
 	// Then the rule that weighs siblings against each other, among those
 	// valid on their own.
 	e.checkChildrenMins(names)
+	e.keepRefusedMins()
 
 	// A quota tree's capacity bounds its root as the cluster's does the
 	// classic root (after the checks: min above it is no error of the
