@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"sort"
@@ -102,6 +103,9 @@ type node struct {
 	// placeholder: created for a quota without a spec, kept across the
 	// rebuild that attaches it until it holds usage.
 	placeholder bool
+	// gone is the spec of a quota deleted while units still hold it: they
+	// keep counting where it hung (its parent, its tree) until released.
+	gone *Spec
 
 	min, max, weight, floor Vector
 	// direct is what units charged to this very quota hold; used adds the
@@ -235,6 +239,10 @@ func (e *Engine) UpsertQuotas(specs []Spec) {
 func (e *Engine) DeleteQuota(name string) {
 	if _, ok := e.specs[name]; !ok {
 		return
+	}
+	if n, ok := e.nodes[name]; ok {
+		s := e.specs[name]
+		n.gone = &s
 	}
 	delete(e.specs, name)
 	delete(e.hist, name)
@@ -475,7 +483,7 @@ func (e *Engine) rebuild() {
 		n.parent, n.kids, n.err, n.spec, n.top, n.total = nil, nil, nil, nil, nil, nil
 		if s, ok := e.specs[name]; ok {
 			s := s
-			n.spec = &s
+			n.spec, n.gone = &s, nil
 		}
 		n.min, n.max, n.weight, n.floor = grow(nil, r), grow(nil, r), grow(nil, r), grow(nil, r)
 		n.direct, n.pending = grow(n.direct, r), grow(n.pending, r)
@@ -502,6 +510,14 @@ func (e *Engine) rebuild() {
 		case n == e.root:
 		case n.spec == nil:
 			n.err = fmt.Errorf("quota %q: %w", name, ErrUnknownQuota)
+			if n.gone != nil {
+				// Deleted, its units still running: counted under its
+				// parent, if that is still there, else under its tree's
+				// root (below), never in another tree.
+				if _, ok := e.specs[n.gone.Parent]; ok {
+					declared[name] = n.gone.Parent
+				}
+			}
 		default:
 			p := n.spec.Parent
 			if p == "" {
@@ -564,10 +580,10 @@ func (e *Engine) rebuild() {
 		} else {
 			n.parent = e.root // detached: still counted against the cluster
 		}
-		if n.parent == e.root && n.spec != nil && treeRoots[n.spec.TreeID] != nil {
+		if facts := cmp.Or(n.spec, n.gone); n.parent == e.root && facts != nil && treeRoots[facts.TreeID] != nil {
 			// Hanging from the root with a tree id (refused above), or
 			// detached: still counted against its tree.
-			n.parent = treeRoots[n.spec.TreeID]
+			n.parent = treeRoots[facts.TreeID]
 		}
 		n.parent.kids = append(n.parent.kids, n)
 	}

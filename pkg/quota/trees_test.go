@@ -603,3 +603,72 @@ func TestPoolOfAQuota(t *testing.T) {
 		t.Errorf("Pool (-want +got):\n%s", diff)
 	}
 }
+
+// TestADeletedQuotasUnitsKeepCountingInItsTree: units still running after
+// their quota is deleted hold the nodes of its pool, so what they hold
+// stays in the pool's books (under the quota's parent, or the pool's root
+// when that is gone too), and the pool does not admit its capacity again.
+func TestADeletedQuotasUnitsKeepCountingInItsTree(t *testing.T) {
+	pool := []quota.Spec{
+		qt.MakeSpec("a100").IsParent().TreeRoot("t1", "nvidia.com/gpu", "8").Max("nvidia.com/gpu", "8").Obj(),
+		qt.MakeSpec("org").IsParent().Parent("a100").Tree("t1").Max("nvidia.com/gpu", "8").Obj(),
+		qt.MakeSpec("team").Parent("org").Tree("t1").Max("nvidia.com/gpu", "8").Obj(),
+		qt.MakeSpec("team2").Parent("org").Tree("t1").Max("nvidia.com/gpu", "8").Obj(),
+		qt.MakeSpec("classic").Max("nvidia.com/gpu", "8").Obj(),
+	}
+	cases := []struct {
+		name    string
+		deleted []string
+		// wantUsed is what each quota's subtree holds after the deletion.
+		wantUsed map[string]string
+	}{
+		{
+			name:     "the quota deleted: counted under its parent",
+			deleted:  []string{"team"},
+			wantUsed: map[string]string{"org": "8", "a100": "8", elasticquotav1alpha1.RootQuotaName: "0"},
+		},
+		{
+			name:     "the quota and its parent deleted: counted under the tree's root",
+			deleted:  []string{"team", "org"},
+			wantUsed: map[string]string{"a100": "8", elasticquotav1alpha1.RootQuotaName: "0"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEngine(t, qt.Res("nvidia.com/gpu", "16"), pool, []charge{{key: "ns/running", quota: "team", req: qt.Res("nvidia.com/gpu", "8")}})
+			e.MarkLoaded()
+			for _, name := range tc.deleted {
+				e.DeleteQuota(name)
+			}
+			got := map[string]string{}
+			for q := range tc.wantUsed {
+				used := e.Used(q)[corev1.ResourceName("nvidia.com/gpu")]
+				got[q] = used.String()
+			}
+			if diff := cmp.Diff(tc.wantUsed, got); diff != "" {
+				t.Errorf("used (-want +got):\n%s", diff)
+			}
+			free, _, err := e.Headroom("team2", nil, nil)
+			if tc.deleted[len(tc.deleted)-1] == "org" {
+				free, _, err = e.Headroom("a100", nil, nil)
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gpu := e.ResourceList(free)[corev1.ResourceName("nvidia.com/gpu")]; !gpu.IsZero() {
+				t.Errorf("the pool admits %s more GPUs while its 8 are held", gpu.String())
+			}
+			free, _, err = e.Headroom("classic", nil, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gpu := e.ResourceList(free)[corev1.ResourceName("nvidia.com/gpu")]; gpu.String() != "8" {
+				t.Errorf("the classic tree has %s GPUs free, want its 8", gpu.String())
+			}
+			e.Release("ns/running")
+			if used := e.Used("a100")[corev1.ResourceName("nvidia.com/gpu")]; !used.IsZero() {
+				t.Errorf("the pool holds %s GPUs once the unit is released", used.String())
+			}
+		})
+	}
+}
