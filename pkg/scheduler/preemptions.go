@@ -494,12 +494,17 @@ func (s *Scheduler) admitNominated(now time.Time, res *Result) {
 			continue
 		}
 		s.preemptions.unnominate(key)
-		if !ok || us.admitted || !us.inQueue || qs == nil {
+		if !ok || us.admitted {
 			continue
 		}
 		// Admitted or not, its preemption is over: if it no longer fits,
-		// its head may look for victims afresh.
+		// its head may look for victims afresh. Out of its queue (the
+		// queue deleted), it is over too, or what it asks would stay held
+		// against every queue of its tree.
 		s.endPreemption(us)
+		if !us.inQueue || qs == nil {
+			continue
+		}
 		var err error
 		s.free, s.binding, err = s.engine.Headroom(qs.quota, s.free, s.binding)
 		if err != nil || !quota.Fits(us.req, s.free) {

@@ -240,8 +240,15 @@ func (s *Scheduler) DeleteQueue(name string) {
 		return
 	}
 	for _, it := range qs.q.Items(0) {
-		s.dequeue(s.units[it.Key])
-		s.orphans.wait(s.units[it.Key])
+		us := s.units[it.Key]
+		s.dequeue(us)
+		// Its preemption cannot end in an admission without the queue:
+		// over, so that what it asks is no longer held against every
+		// queue of its tree. Back with its queue, it looks for victims
+		// afresh.
+		s.endPreemption(us)
+		s.preemptions.unnominate(it.Key)
+		s.orphans.wait(us)
 	}
 	if qs.admitted > 0 {
 		for _, us := range s.units {
@@ -315,6 +322,11 @@ func (s *Scheduler) upsertUnit(u Unit) error {
 	default:
 		if old.Queue != u.Queue || old.Priority != u.Priority || !old.EnqueueTime.Equal(u.EnqueueTime) ||
 			!equalVec(us.req, req) || !equalVec(us.need, need) {
+			if old.Queue != u.Queue {
+				// Its preemption was for its old queue's quota.
+				s.endPreemption(us)
+				s.preemptions.unnominate(u.Key)
+			}
 			s.dequeue(us)
 			s.orphans.stopWaiting(us)
 			us.u, us.req, us.need, us.sets = u, req, need, sets

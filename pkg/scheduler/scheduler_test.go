@@ -1498,3 +1498,56 @@ func TestAdmittedUnitGrowsOnlyByAnAdmission(t *testing.T) {
 		t.Errorf("quota q uses %s cpu after a shrank to 1, want 3", got)
 	}
 }
+
+func TestAPreemptionEndsWhenItsPreemptorLeavesItsQueue(t *testing.T) {
+	// An idle cluster must admit what fits: a preemptor whose queue is
+	// gone can no longer be admitted, so what it asks is held for nobody.
+	w := world{
+		capacity: qt.Res("cpu", "4"),
+		quotas: []quota.Spec{
+			qt.MakeSpec("q").Max("cpu", "4").Obj(),
+			qt.MakeSpec("o").Max("cpu", "4").Obj(),
+		},
+		queues: []scheduler.QueueSpec{st.MakeQueue("q").Preemption().Obj(), st.MakeQueue("o").Obj()},
+		units: []scheduler.Unit{
+			st.MakeUnit("ns/victim", "q").Priority(1).Request("cpu", "4").Admitted(0).Obj(),
+			st.MakeUnit("ns/urgent", "q").Priority(9).Request("cpu", "4").Obj(),
+		},
+	}
+	leaves := map[string]func(s *scheduler.Scheduler){
+		"its queue is deleted":                    func(s *scheduler.Scheduler) { s.DeleteQueue("q") },
+		"it moves to a queue that does not exist": upsert(st.MakeUnit("ns/urgent", "gone").Priority(9).Request("cpu", "4").Obj()),
+	}
+	for name, leave := range leaves {
+		t.Run(name, func(t *testing.T) {
+			runSteps(t, w.build(t), []step{
+				{want: outcome{Waits: map[string]string{"ns/urgent": waitsToPreempt("q")}}},
+				{at: delay, want: outcome{Preempted: []string{"ns/urgent <- ns/victim"}}, skipWaits: true},
+				{
+					name: "the preemptor leaves its queue while its victim leaves",
+					at:   delay,
+					do: func(s *scheduler.Scheduler) {
+						leave(s)
+						s.DeleteUnit("ns/victim")
+					},
+					want: outcome{},
+				},
+				{
+					name: "a unit of another quota takes the idle cluster",
+					at:   delay,
+					do:   upsert(st.MakeUnit("ns/other", "o").Request("cpu", "4").Obj()),
+					want: outcome{Admitted: []string{"ns/other"}},
+				},
+				{
+					name: "back in its queue, the preemptor waits for the cluster",
+					at:   2 * delay,
+					do: func(s *scheduler.Scheduler) {
+						s.UpsertQueue(st.MakeQueue("q").Preemption().Obj())
+						upsert(st.MakeUnit("ns/urgent", "q").Priority(9).Request("cpu", "4").Obj())(s)
+					},
+					want: outcome{Waits: map[string]string{"ns/urgent": "cluster: cpu 4 used of capacity 4, request 4"}},
+				},
+			})
+		})
+	}
+}
