@@ -241,11 +241,12 @@ func (c *Cache) forgetIfShrunk() {
 	}
 }
 
-// forgetUnwritten undoes every admission decided and not yet handed to the
-// API server, with c.mu held; the units are decided again.
+// forgetUnwritten undoes every admission decided and not yet sent to the
+// API server, with c.mu held; the units are decided again. One sent may
+// land whatever the room is now, so it stays charged until it is answered.
 func (c *Cache) forgetUnwritten() {
 	for _, r := range c.units {
-		if r.admission != nil && !r.admission.written {
+		if r.admission != nil && !r.admission.sent {
 			c.undoAdmission(r)
 			c.place(r)
 		}
@@ -463,13 +464,21 @@ func (c *Cache) place(r *unitRecord) {
 	r.queue, r.rule = c.quotas.quotaNameOf(u)
 	r.problem = ""
 	request := queueunit.Request(u)
+	sized := u // the unit as it is charged
 	if a := r.admission; a != nil && (r.queue != a.queue || !equality.Semantic.DeepEqual(a.request, request) ||
 		a.partial != nil && !equality.Semantic.DeepEqual(queueunit.HeldWith(u, a.partial), a.charged)) {
-		// Admitted at another size or in another queue and not written yet:
-		// the decision no longer holds (charging the new size would skip
-		// the fit check), so the writer skips it and the unit is decided
-		// again as it is now.
-		c.undoAdmission(r)
+		if a.sent {
+			// Its write may still land as decided: charged as decided (in
+			// its queue, at its size) until the API server answers, and
+			// then placed again as the unit is.
+			r.queue, r.rule, request, sized = a.queue, chargedRule, a.request, a.unit
+		} else {
+			// Admitted at another size or in another queue and not sent
+			// yet: the decision no longer holds (charging the new size
+			// would skip the fit check), so the writer skips it and the
+			// unit is decided again as it is now.
+			c.undoAdmission(r)
+		}
 	}
 	r.request = request
 	holds := queueunit.HoldsQuota(u) || r.admission != nil
@@ -541,8 +550,8 @@ func (c *Cache) place(r *unitRecord) {
 	case holds:
 		su.Partial = queueunit.PartialCounts(u) // what a restart finds written
 	}
-	if su.Partial != nil || queueunit.MayAdmitPartially(u) {
-		su.PodSets = corePodSets(u)
+	if su.Partial != nil || queueunit.MayAdmitPartially(sized) {
+		su.PodSets = corePodSets(sized)
 	}
 	if r.admission == nil && queueunit.ResizedSinceAdmitted(u) {
 		// Resized while it holds quota: charged what it was admitted with

@@ -86,6 +86,11 @@ type propWorld struct {
 	loop   *Loop
 	// pending are the writes handed over by the loop and not yet made.
 	pending []op
+	// flights are writes the writer has taken and sent, not yet answered:
+	// each waits at the API server's door until landOne lets it through.
+	flights []*flight
+	// pause, when set, is the flight whose next write waits at the door.
+	pause *flight
 	// undelivered units (keys) whose latest state the informer has yet to
 	// bring to the Cache.
 	undelivered map[string]bool
@@ -236,6 +241,7 @@ func (w *propWorld) must(err error) {
 // start is koord-queue starting: a new Cache, Writer and Loop, fed every
 // object before the first cycle, as Loop.Start waits for the informers.
 func (w *propWorld) start() {
+	w.landAll()
 	ctx := context.Background()
 	faulty := interceptor.NewClient(w.api, interceptor.Funcs{
 		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
@@ -283,6 +289,13 @@ func (w *propWorld) start() {
 // write is one of koord-queue's writes reaching the API server: now and
 // then it times out, after landing or before.
 func (w *propWorld) write(obj client.Object, do func() error) error {
+	if f := w.pause; f != nil {
+		// Taken by the writer and sent: the world goes on meanwhile, and
+		// the write reaches the API server when landOne lets it.
+		w.pause = nil
+		close(f.paused)
+		<-f.release
+	}
 	key := obj.GetNamespace() + "/" + obj.GetName()
 	if _, ok := obj.(*schedulingv1alpha1.QueueUnit); ok {
 		w.writes[key]++
@@ -340,8 +353,10 @@ func (w *propWorld) pick() string {
 	case r < 20:
 		w.cycle()
 		return "cycle"
-	case r < 50:
+	case r < 45:
 		return w.writeOne()
+	case r < 50:
+		return w.landOne()
 	case r < 70:
 		return w.deliverOne()
 	case r < 82:
@@ -407,6 +422,14 @@ func (w *propWorld) writeOne() string {
 	}
 	o := w.pending[i]
 	w.pending = slices.Delete(w.pending, i, i+1)
+	if o.kind == opAdmit && w.faults && w.rng.Intn(4) == 0 {
+		return w.takeOne(o)
+	}
+	return w.settleOp(o, w.doOp(o))
+}
+
+// doOp is the writer making one write.
+func (w *propWorld) doOp(o op) error {
 	ctx := context.Background()
 	var err error
 	switch o.kind {
@@ -421,6 +444,12 @@ func (w *propWorld) writeOne() string {
 	case opQueueName:
 		w.writer.writeQueueName(ctx, o.key)
 	}
+	return err
+}
+
+// settleOp records what a write made of o answered; a failed one is
+// pending again.
+func (w *propWorld) settleOp(o op, err error) string {
 	w.seen[fmt.Sprintf("op %d", o.kind)]++
 	if err != nil {
 		w.pending = append(w.pending, o)
@@ -430,6 +459,55 @@ func (w *propWorld) writeOne() string {
 		}
 	}
 	return fmt.Sprintf("write %d %s: %v", o.kind, o.key, err)
+}
+
+// flight is a write the writer took and sent, and the API server has not
+// answered yet.
+type flight struct {
+	o op
+	// paused is closed when the write waits at the API server's door;
+	// release lets it through; done is its answer.
+	paused, release chan struct{}
+	done            chan error
+}
+
+// takeOne is the writer taking o and sending its write, which stays in
+// flight while the world goes on: the decision read, the write not yet
+// answered. (One goroutine runs at a time: the world waits for the
+// flight to reach the door, or to end without writing.)
+func (w *propWorld) takeOne(o op) string {
+	f := &flight{o: o, paused: make(chan struct{}), release: make(chan struct{}), done: make(chan error, 1)}
+	w.pause = f
+	go func() { f.done <- w.doOp(o) }()
+	select {
+	case <-f.paused:
+		w.flights = append(w.flights, f)
+		w.seen["write in flight"]++
+		return fmt.Sprintf("write %d %s: taken, in flight", o.kind, o.key)
+	case err := <-f.done:
+		w.pause = nil
+		return w.settleOp(o, err)
+	}
+}
+
+// landOne lets one write in flight reach the API server, and takes its answer.
+func (w *propWorld) landOne() string {
+	if len(w.flights) == 0 {
+		return "land: none in flight"
+	}
+	i := w.rng.Intn(len(w.flights))
+	f := w.flights[i]
+	w.flights = slices.Delete(w.flights, i, i+1)
+	close(f.release)
+	return "land " + w.settleOp(f.o, <-f.done)
+}
+
+// landAll lets every write in flight land, as a process that stops
+// leading has had its writes answered before another leads.
+func (w *propWorld) landAll() {
+	for len(w.flights) > 0 {
+		w.remember(w.landOne())
+	}
 }
 
 // deliverOne brings one unit's latest state to the Cache, as its informer would.
@@ -653,7 +731,7 @@ func (w *propWorld) check(stepNo int, what string) {
 	w.t.Helper()
 	fail := func(format string, args ...any) {
 		w.t.Helper()
-		w.t.Fatalf("step %d (%s): %s", stepNo, what, fmt.Sprintf(format, args...))
+		w.t.Fatalf("step %d (%s): %s\n%s", stepNo, what, fmt.Sprintf(format, args...), strings.Join(w.recent, "\n"))
 	}
 	room := w.room()
 	direct := map[string]int64{}
@@ -683,6 +761,14 @@ func (w *propWorld) check(stepNo int, what string) {
 			fail("%s written %d times (limit %d for %d changes): a livelock", key, w.writes[key], limit, w.changes[key])
 		}
 	}
+	// An admission sent and not answered may land: counted as if it had.
+	w.cache.mu.Lock()
+	for key, r := range w.cache.units {
+		if a := r.admission; a != nil && a.sent && !a.written && !w.holds[key] {
+			direct[quotaOf(a.unit)] += a.charged.Cpu().Value()
+		}
+	}
+	w.cache.mu.Unlock()
 	for key := range w.attempts {
 		if !seen[key] {
 			delete(w.attempts, key)
@@ -733,6 +819,7 @@ func (w *propWorld) chargedAsItsAdmissions(u *schedulingv1alpha1.QueueUnit, admi
 // nothing was left to do within limit steps.
 func (w *propWorld) settle(limit int) bool {
 	w.faults = false
+	w.landAll()
 	for i := range limit {
 		var what string
 		switch {

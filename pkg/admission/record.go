@@ -26,6 +26,11 @@ type admission struct {
 	// charged is what the core charged: request, or what the admitted pods
 	// of a partial admission ask for (queueunit.HeldWith).
 	charged corev1.ResourceList
+	// sent: the writer has taken it and its write may land, so it stays
+	// charged as decided until the API server answers (admissionWritten,
+	// or forget on a refusal): a shrink of the room, a resize or a move
+	// may withdraw only an admission not yet sent.
+	sent bool
 	// written: the write finished (the informer is yet to show it), so it
 	// no longer counts against the writer's budget.
 	written bool
@@ -67,6 +72,23 @@ type decision struct {
 func (c *Cache) decision(key string) (decision, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	return c.decisionLocked(key)
+}
+
+// sendAdmission is decision for the write of key's admission: the admission
+// returned is sent from now on (admission.sent), charged until the write is
+// answered.
+func (c *Cache) sendAdmission(key string) (decision, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	d, ok := c.decisionLocked(key)
+	if d.admission != nil {
+		d.admission.sent = true
+	}
+	return d, ok
+}
+
+func (c *Cache) decisionLocked(key string) (decision, bool) {
 	r, ok := c.units[key]
 	if !ok {
 		return decision{}, false

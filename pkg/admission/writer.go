@@ -184,7 +184,7 @@ func (w *Writer) processUrgent(ctx context.Context) bool {
 // unit may still be admitted as decided (queueunit.Admissible): not
 // deactivated, deleted, finished, resized or moved meanwhile.
 func (w *Writer) writeAdmission(ctx context.Context, key string) error {
-	d, ok := w.cache.decision(key)
+	d, ok := w.cache.sendAdmission(key)
 	if !ok || d.admission == nil {
 		return nil // deleted meanwhile, or the admission was already written
 	}

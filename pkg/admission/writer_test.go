@@ -135,8 +135,14 @@ func (ww writerWorld) change(t *testing.T, change func(*schedulingv1alpha1.Queue
 
 func (ww writerWorld) inAPI(t *testing.T) *schedulingv1alpha1.QueueUnit {
 	t.Helper()
+	return ww.unitInAPI(t, "victim")
+}
+
+// unitInAPI is the unit ns/name as the API server has it.
+func (ww writerWorld) unitInAPI(t *testing.T, name string) *schedulingv1alpha1.QueueUnit {
+	t.Helper()
 	u := &schedulingv1alpha1.QueueUnit{}
-	if err := ww.client.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: "victim"}, u); err != nil {
+	if err := ww.client.Get(context.Background(), client.ObjectKey{Namespace: "ns", Name: name}, u); err != nil {
 		t.Fatal(err)
 	}
 	return u
@@ -689,5 +695,71 @@ func waitForWaiter(t *testing.T, clk *clocktesting.FakeClock, done <-chan struct
 		default:
 			goruntime.Gosched()
 		}
+	}
+}
+
+// TestASentAdmissionIsChargedUntilItIsAnswered: once the writer has sent an
+// admission, it may land whatever happens meanwhile (its optimistic lock is
+// on a unit nothing changed), so the room it takes is not handed to another
+// unit until the API server answers: neither a shrink of the room elsewhere
+// nor the unit's quota being resolved anew withdraws it.
+func TestASentAdmissionIsChargedUntilItIsAnswered(t *testing.T) {
+	ctx := context.Background()
+	other := func(max string) *elasticquotav1alpha1.ElasticQuota {
+		return wrappers.MakeElasticQuota("other", "quotas").Max(corev1.ResourceCPU, max).Obj()
+	}
+	cases := map[string]func(c *Cache){
+		"another quota's max is lowered": func(c *Cache) { c.UpsertElasticQuota(other("2")) },
+		"a node is lost":                 func(c *Cache) { c.DeleteNode("n2") },
+	}
+	for name, change := range cases {
+		t.Run(name, func(t *testing.T) {
+			low := wrappers.MakeQueueUnit("low", "ns").Quota("team").Request(corev1.ResourceCPU, "4").Obj()
+			sent, release := make(chan struct{}), make(chan struct{})
+			ww := newWriterWorldWith(t, low, interceptor.Funcs{
+				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, p client.Patch, opts ...client.SubResourcePatchOption) error {
+					close(sent)
+					<-release // on its way: the API server has not answered yet
+					return c.SubResource(sub).Patch(ctx, obj, p, opts...)
+				},
+			})
+			c := ww.cache
+			c.UpsertNode(wrappers.Node("n1", "16", "64Gi"))
+			c.UpsertNode(wrappers.Node("n2", "16", "64Gi"))
+			c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "quotas").Max(corev1.ResourceCPU, "4").Obj())
+			c.UpsertElasticQuota(other("4"))
+			c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
+			c.UpsertUnit(ww.unitInAPI(t, "low"))
+			if res := c.cycle(ww.clock.Now(), -1); len(res.Admissions) != 1 {
+				t.Fatalf("first cycle admitted %v, want low", res.Admissions)
+			}
+			written := make(chan error, 1)
+			go func() { written <- ww.writer.writeAdmission(ctx, "ns/low") }()
+			<-sent
+
+			high := wrappers.MakeQueueUnit("high", "ns").Quota("team").Priority(5).Request(corev1.ResourceCPU, "4").Obj()
+			if err := ww.client.Create(ctx, high); err != nil {
+				t.Fatal(err)
+			}
+			c.UpsertUnit(ww.unitInAPI(t, "high"))
+			change(c)
+			res := c.cycle(ww.clock.Now(), -1)
+			close(release)
+			if err := <-written; err != nil {
+				t.Fatalf("writeAdmission: %v", err)
+			}
+			if len(res.Admissions) != 0 {
+				t.Errorf("admitted %v while low's admission, sent, could land", res.Admissions)
+			}
+			var held []string
+			for _, key := range []string{"low", "high"} {
+				if queueunit.HoldsQuota(ww.unitInAPI(t, key)) {
+					held = append(held, key)
+				}
+			}
+			if diff := cmp.Diff([]string{"low"}, held); diff != "" {
+				t.Errorf("units holding team's 4 cpu (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
