@@ -64,6 +64,14 @@ const (
 	// namespace ("namespace name" or "namespaces annotation"): the label
 	// pins the unit to that quota, and the rule stays visible.
 	AnnotationQuotaRule = "koord-queue/quota-rule"
+	// AnnotationRelatedQueueUnit on a pod template, set when its job is
+	// released, names the job's QueueUnit as "<namespace>/<name>" (as
+	// Koord-Queue v1.8 writes it): every pod made from the template is
+	// that unit's, whatever owns it, so that its quota follows the pod.
+	AnnotationRelatedQueueUnit = "koord-queue/related-queueunit"
+	// AnnotationRelatedPodSet on a pod template, beside
+	// AnnotationRelatedQueueUnit, names the unit's pod set it is made from.
+	AnnotationRelatedPodSet = "koord-queue/related-podset-name"
 	// ArgoSuspendTemplate is the template that marks a Workflow as queued.
 	ArgoSuspendTemplate = "koord-queue-suspend"
 )

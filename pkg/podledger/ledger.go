@@ -1,0 +1,442 @@
+// Package podledger keeps what the pods of a cluster hold, grouped by what
+// they belong to: the QueueUnit the release named on their template, else
+// their controller. What holds a node is a pod, so koord-queue's books
+// follow the pods: a unit holds its quota until the last of its pods is
+// gone, whatever its phase says, and the pods nothing queued are charged
+// where koord-scheduler charges them.
+//
+// It is pure accounting, like pkg/quota: no client, no clock, no
+// goroutine. koord-queue feeds it from a pod informer (Upsert, Delete) and
+// reads, for each group that changed (Drain), what its pods hold (Tally).
+// It keeps a few words per pod: the pod's name, its group, its pod set and
+// node (shared strings), and its request as a shape shared by every pod
+// that asks the same (the pods of one job do).
+package podledger
+
+import (
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Group is what a pod belongs to. A pod whose template the release
+// annotated (schedulingv1alpha1.AnnotationRelatedQueueUnit) belongs to that
+// unit; any other to its controller, and a pod without one to its
+// namespace alone.
+type Group struct {
+	Namespace string
+	// Unit is the QueueUnit, in Namespace, the release named on the pod.
+	Unit string
+	// OwnerKind ("Job.batch") and OwnerName are the pod's controller,
+	// when Unit is empty.
+	OwnerKind, OwnerName string
+}
+
+// Pod is what the ledger keeps of a pod (FromPod).
+type Pod struct {
+	Namespace, Name string
+	Group           Group
+	// Quota is the pod's quota label (the quota koord-scheduler charges it
+	// to), "" if none.
+	Quota string
+	// PodSet is the pod set the release named on the pod, "" if none.
+	PodSet string
+	// Node is where the pod is bound, "" while it is not.
+	Node string
+	// Gated: the pod waits at a scheduling gate, so it holds nothing and
+	// is not scheduled. Done: Succeeded or Failed, so it holds nothing.
+	// A pod being deleted holds its node until it is gone.
+	Gated, Done bool
+	// Requests is what the pod asks for, as the scheduler counts it
+	// (resources.PodRequests).
+	Requests corev1.ResourceList
+}
+
+// Holds reports whether the pod holds, or will hold, room on a node: it is
+// neither finished nor held at a scheduling gate.
+func (p Pod) Holds() bool { return !p.Gated && !p.Done }
+
+// Tally is what the pods of a group hold.
+type Tally struct {
+	// Quota is the quota label of the group's pod seen last.
+	Quota string
+	// Pods that hold room (Pod.Holds), and how many of them are bound.
+	Pods, Bound int
+	// Requests of the pods that hold room, and of those bound.
+	Requests, BoundRequests corev1.ResourceList
+	// PodSets tallies the pods that hold room by the pod set the release
+	// named on them ("" for none).
+	PodSets map[string]PodSetTally
+}
+
+// PodSetTally is what the pods of one pod set of a group hold.
+type PodSetTally struct {
+	Pods int32
+	// Largest is, per resource, the most one of its pods asks for.
+	Largest corev1.ResourceList
+}
+
+// IsZero reports whether no pod of the group holds anything.
+func (t Tally) IsZero() bool { return t.Pods == 0 }
+
+// record is one pod as the ledger keeps it: 48 bytes and its name.
+type record struct {
+	group  *group
+	podSet *string // interned
+	node   *string // interned
+	shape  *shape
+	flags  uint8
+}
+
+const (
+	flagGated uint8 = 1 << iota
+	flagDone
+)
+
+func (r *record) holds() bool { return r.flags&(flagGated|flagDone) == 0 }
+
+// shape is a request shared by every pod that asks the same.
+type shape struct {
+	key  string
+	refs int
+	// amounts by the ledger's resource index (Ledger.names).
+	amounts []int64
+}
+
+// group is a Group's running totals.
+type group struct {
+	key Group
+	// members counts its pods, holding room or not; pods and bound those
+	// that hold room (Pod.Holds), and of them those on a node.
+	members, pods, bound int
+	quota                *string
+	requests, boundReqs  []int64
+	podSets              map[*string]*podSetTotals
+	changed              bool
+}
+
+type podSetTotals struct {
+	pods int32
+	// shapes of the set's pods that hold room, by how many use each, for
+	// the largest.
+	shapes map[*shape]int32
+}
+
+// Ledger is the pods' books. The zero value is not usable; call New.
+type Ledger struct {
+	pods    map[podKey]*record
+	groups  map[Group]*group
+	shapes  map[string]*shape
+	strs    map[string]*string
+	names   []corev1.ResourceName
+	index   map[corev1.ResourceName]int
+	changed []*group
+}
+
+type podKey struct{ namespace, name string }
+
+// New returns an empty Ledger.
+func New() *Ledger {
+	return &Ledger{pods: map[podKey]*record{}, groups: map[Group]*group{}, shapes: map[string]*shape{},
+		strs: map[string]*string{}, index: map[corev1.ResourceName]int{}}
+}
+
+// Len is the number of pods kept.
+func (l *Ledger) Len() int { return len(l.pods) }
+
+// Upsert records a pod as it is now.
+func (l *Ledger) Upsert(p Pod) {
+	key := podKey{p.Namespace, p.Name}
+	if old, ok := l.pods[key]; ok {
+		l.remove(old)
+		l.release(old)
+	} else {
+		key.namespace, key.name = *l.intern(p.Namespace), strings.Clone(p.Name)
+	}
+	r := &record{group: l.group(p.Group), podSet: l.intern(p.PodSet), node: l.intern(p.Node), shape: l.shape(p.Requests)}
+	r.group.quota = l.intern(p.Quota)
+	if p.Gated {
+		r.flags |= flagGated
+	}
+	if p.Done {
+		r.flags |= flagDone
+	}
+	l.pods[key] = r
+	l.add(r)
+}
+
+// Delete forgets a pod: it is gone from the API server.
+func (l *Ledger) Delete(namespace, name string) {
+	key := podKey{namespace, name}
+	if r, ok := l.pods[key]; ok {
+		l.remove(r)
+		delete(l.pods, key)
+		l.release(r)
+	}
+}
+
+// Drain returns the groups whose tallies changed since the last call.
+func (l *Ledger) Drain() []Group {
+	out := make([]Group, 0, len(l.changed))
+	for _, g := range l.changed {
+		g.changed = false
+		out = append(out, g.key)
+		if g.members == 0 {
+			delete(l.groups, g.key)
+		}
+	}
+	l.changed = l.changed[:0]
+	return out
+}
+
+// Tally is what the pods of g hold now; the zero Tally if none does.
+func (l *Ledger) Tally(g Group) Tally {
+	gr, ok := l.groups[g]
+	if !ok || gr.pods == 0 {
+		return Tally{}
+	}
+	t := Tally{Quota: *gr.quota, Pods: gr.pods, Bound: gr.bound, Requests: l.list(gr.requests), BoundRequests: l.list(gr.boundReqs),
+		PodSets: make(map[string]PodSetTally, len(gr.podSets))}
+	for name, ps := range gr.podSets {
+		largest := make([]int64, len(l.names))
+		for s := range ps.shapes {
+			for i, v := range s.amounts {
+				largest[i] = max(largest[i], v)
+			}
+		}
+		t.PodSets[*name] = PodSetTally{Pods: ps.pods, Largest: l.list(largest)}
+	}
+	return t
+}
+
+// Groups calls fn with every group some pod holding room belongs to.
+func (l *Ledger) Groups(fn func(Group)) {
+	for key, g := range l.groups {
+		if g.pods > 0 {
+			fn(key)
+		}
+	}
+}
+
+func (l *Ledger) group(key Group) *group {
+	key.Namespace = *l.intern(key.Namespace)
+	key.Unit, key.OwnerKind, key.OwnerName = *l.intern(key.Unit), *l.intern(key.OwnerKind), *l.intern(key.OwnerName)
+	g, ok := l.groups[key]
+	if !ok {
+		g = &group{key: key, podSets: map[*string]*podSetTotals{}}
+		l.groups[key] = g
+	}
+	return g
+}
+
+// add counts r in its group.
+func (l *Ledger) add(r *record) {
+	g := r.group
+	g.members++
+	if !r.holds() {
+		l.touch(g)
+		return
+	}
+	g.pods++
+	g.requests = addInto(g.requests, r.shape.amounts, 1)
+	if *r.node != "" {
+		g.bound++
+		g.boundReqs = addInto(g.boundReqs, r.shape.amounts, 1)
+	}
+	ps := g.podSets[r.podSet]
+	if ps == nil {
+		ps = &podSetTotals{shapes: map[*shape]int32{}}
+		g.podSets[r.podSet] = ps
+	}
+	ps.pods++
+	ps.shapes[r.shape]++
+	l.touch(g)
+}
+
+// remove takes r out of its group's totals (release drops its shape).
+func (l *Ledger) remove(r *record) {
+	g := r.group
+	g.members--
+	if r.holds() {
+		g.pods--
+		g.requests = addInto(g.requests, r.shape.amounts, -1)
+		if *r.node != "" {
+			g.bound--
+			g.boundReqs = addInto(g.boundReqs, r.shape.amounts, -1)
+		}
+		if ps := g.podSets[r.podSet]; ps != nil {
+			ps.pods--
+			if ps.shapes[r.shape]--; ps.shapes[r.shape] == 0 {
+				delete(ps.shapes, r.shape)
+			}
+			if ps.pods == 0 {
+				delete(g.podSets, r.podSet)
+			}
+		}
+	}
+	l.touch(g)
+}
+
+func (l *Ledger) touch(g *group) {
+	if !g.changed {
+		g.changed = true
+		l.changed = append(l.changed, g)
+	}
+}
+
+// release drops r's reference to its shape.
+func (l *Ledger) release(r *record) {
+	if r.shape == nil {
+		return
+	}
+	if r.shape.refs--; r.shape.refs == 0 {
+		delete(l.shapes, r.shape.key)
+	}
+}
+
+// shape interns a request.
+func (l *Ledger) shape(req corev1.ResourceList) *shape {
+	names := make([]corev1.ResourceName, 0, len(req))
+	for name := range req {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	for _, name := range names {
+		q := req[name]
+		b.WriteString(string(name))
+		b.WriteByte('=')
+		b.WriteString(q.String())
+		b.WriteByte(',')
+	}
+	key := b.String()
+	if s, ok := l.shapes[key]; ok {
+		s.refs++
+		return s
+	}
+	s := &shape{key: key, refs: 1}
+	for _, name := range names {
+		i, ok := l.index[name]
+		if !ok {
+			i = len(l.names)
+			l.names = append(l.names, name)
+			l.index[name] = i
+		}
+		if len(s.amounts) <= i {
+			s.amounts = append(s.amounts, make([]int64, i+1-len(s.amounts))...)
+		}
+		q := req[name]
+		s.amounts[i] = scaled(name, q)
+	}
+	l.shapes[key] = s
+	return s
+}
+
+// intern shares one copy of each string the ledger keeps many times.
+func (l *Ledger) intern(s string) *string {
+	if p, ok := l.strs[s]; ok {
+		return p
+	}
+	c := strings.Clone(s)
+	l.strs[c] = &c
+	return &c
+}
+
+// list is amounts as a ResourceList, zero amounts left out.
+func (l *Ledger) list(amounts []int64) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i, v := range amounts {
+		if v == 0 {
+			continue
+		}
+		name := l.names[i]
+		if name == corev1.ResourceCPU {
+			out[name] = *resource.NewMilliQuantity(v, resource.DecimalSI)
+		} else {
+			out[name] = *resource.NewQuantity(v, resource.BinarySI)
+		}
+	}
+	return out
+}
+
+// scaled is q in the ledger's unit: milli-cores for cpu, whole units (bytes)
+// for everything else, as the kube-scheduler counts them.
+func scaled(name corev1.ResourceName, q resource.Quantity) int64 {
+	if name == corev1.ResourceCPU {
+		return q.MilliValue()
+	}
+	return q.Value()
+}
+
+// addInto adds sign × v to sums, growing sums as needed.
+func addInto(sums, v []int64, sign int64) []int64 {
+	if len(sums) < len(v) {
+		sums = append(sums, make([]int64, len(v)-len(sums))...)
+	}
+	for i, x := range v {
+		sums[i] += sign * x
+	}
+	return sums
+}
+
+// Plus is what the pods of t and u hold together.
+func (t Tally) Plus(u Tally) Tally {
+	switch {
+	case u.IsZero():
+		return t
+	case t.IsZero():
+		return u
+	}
+	out := Tally{Quota: t.Quota, Pods: t.Pods + u.Pods, Bound: t.Bound + u.Bound,
+		Requests: sum(t.Requests, u.Requests), BoundRequests: sum(t.BoundRequests, u.BoundRequests),
+		PodSets: make(map[string]PodSetTally, len(t.PodSets)+len(u.PodSets))}
+	for _, sets := range []map[string]PodSetTally{t.PodSets, u.PodSets} {
+		for name, ps := range sets {
+			have := out.PodSets[name]
+			largest := have.Largest
+			if largest == nil {
+				largest = corev1.ResourceList{}
+			}
+			for r, q := range ps.Largest {
+				if cur, ok := largest[r]; !ok || q.Cmp(cur) > 0 {
+					largest[r] = q
+				}
+			}
+			out.PodSets[name] = PodSetTally{Pods: have.Pods + ps.Pods, Largest: largest}
+		}
+	}
+	return out
+}
+
+func sum(a, b corev1.ResourceList) corev1.ResourceList {
+	out := a.DeepCopy()
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	for name, q := range b {
+		s := out[name]
+		s.Add(q)
+		out[name] = s
+	}
+	return out
+}
+
+// Replace makes the ledger hold pods and no other: a relist.
+func (l *Ledger) Replace(pods []Pod) {
+	listed := make(map[podKey]struct{}, len(pods))
+	for _, p := range pods {
+		listed[podKey{p.Namespace, p.Name}] = struct{}{}
+	}
+	for key, r := range l.pods {
+		if _, ok := listed[key]; !ok {
+			l.remove(r)
+			delete(l.pods, key)
+			l.release(r)
+		}
+	}
+	for _, p := range pods {
+		l.Upsert(p)
+	}
+}

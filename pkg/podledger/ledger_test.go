@@ -1,0 +1,238 @@
+package podledger_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"runtime"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/utils/ptr"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/podledger"
+)
+
+func cpu(v string) corev1.ResourceList {
+	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)}
+}
+
+// str renders a ResourceList for comparisons.
+func str(l corev1.ResourceList) map[string]string {
+	out := map[string]string{}
+	for n, q := range l {
+		out[string(n)] = q.String()
+	}
+	return out
+}
+
+type tallyView struct {
+	Pods, Bound    int
+	Requests       map[string]string
+	BoundRequests  map[string]string
+	PodSets        map[string]int32
+	LargestPerSets map[string]map[string]string
+}
+
+func view(t podledger.Tally) tallyView {
+	v := tallyView{Pods: t.Pods, Bound: t.Bound, Requests: str(t.Requests), BoundRequests: str(t.BoundRequests),
+		PodSets: map[string]int32{}, LargestPerSets: map[string]map[string]string{}}
+	for name, ps := range t.PodSets {
+		v.PodSets[name] = ps.Pods
+		v.LargestPerSets[name] = str(ps.Largest)
+	}
+	return v
+}
+
+func TestFromPodGroupsAPodByWhatItBelongsTo(t *testing.T) {
+	controller := []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "train", Controller: ptr.To(true)}}
+	cases := map[string]struct {
+		annotations, labels map[string]string
+		owners              []metav1.OwnerReference
+		want                podledger.Group
+		wantPodSet          string
+	}{
+		"the unit the release named": {
+			annotations: map[string]string{schedulingv1alpha1.AnnotationRelatedQueueUnit: "ns/train", schedulingv1alpha1.AnnotationRelatedPodSet: "main"},
+			owners:      controller,
+			want:        podledger.Group{Namespace: "ns", Unit: "train"},
+			wantPodSet:  "main",
+		},
+		"a unit of another namespace is no claim: its controller": {
+			annotations: map[string]string{schedulingv1alpha1.AnnotationRelatedQueueUnit: "other/train"},
+			labels:      map[string]string{"quota.scheduling.koordinator.sh/name": "team"},
+			owners:      controller,
+			want:        podledger.Group{Namespace: "ns", OwnerKind: "Job.batch", OwnerName: "train"},
+		},
+		"an owner that is not its controller is not its group": {
+			owners: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "driver"}},
+			want:   podledger.Group{Namespace: "ns"},
+		},
+		"a core-group controller": {
+			owners: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "driver", Controller: ptr.To(true)}},
+			want:   podledger.Group{Namespace: "ns", OwnerKind: "Pod", OwnerName: "driver"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p", Annotations: tc.annotations, Labels: tc.labels, OwnerReferences: tc.owners}}
+			got := podledger.FromPod(p)
+			if diff := cmp.Diff(tc.want, got.Group); diff != "" {
+				t.Errorf("group (-want +got):\n%s", diff)
+			}
+			if got.PodSet != tc.wantPodSet {
+				t.Errorf("pod set %q, want %q", got.PodSet, tc.wantPodSet)
+			}
+		})
+	}
+}
+
+func TestTallyFollowsThePods(t *testing.T) {
+	g := podledger.Group{Namespace: "ns", Unit: "train"}
+	pod := func(name, node string, req corev1.ResourceList) podledger.Pod {
+		return podledger.Pod{Namespace: "ns", Name: name, Group: g, PodSet: "worker", Node: node, Requests: req}
+	}
+	l := podledger.New()
+	l.Upsert(pod("a", "n1", cpu("1")))
+	l.Upsert(pod("b", "", cpu("1")))
+	if diff := cmp.Diff([]podledger.Group{g}, l.Drain()); diff != "" {
+		t.Errorf("changed groups (-want +got):\n%s", diff)
+	}
+	want := tallyView{Pods: 2, Bound: 1, Requests: map[string]string{"cpu": "2"}, BoundRequests: map[string]string{"cpu": "1"},
+		PodSets: map[string]int32{"worker": 2}, LargestPerSets: map[string]map[string]string{"worker": {"cpu": "1"}}}
+	if diff := cmp.Diff(want, view(l.Tally(g))); diff != "" {
+		t.Errorf("two pods, one bound (-want +got):\n%s", diff)
+	}
+
+	// A pod's template grown by hand: the largest pod of its set says so.
+	l.Upsert(pod("b", "n2", cpu("7")))
+	want = tallyView{Pods: 2, Bound: 2, Requests: map[string]string{"cpu": "8"}, BoundRequests: map[string]string{"cpu": "8"},
+		PodSets: map[string]int32{"worker": 2}, LargestPerSets: map[string]map[string]string{"worker": {"cpu": "7"}}}
+	if diff := cmp.Diff(want, view(l.Tally(g))); diff != "" {
+		t.Errorf("one pod grown (-want +got):\n%s", diff)
+	}
+
+	// Finished, gated or gone, a pod holds nothing; being deleted, it does.
+	done := pod("a", "n1", cpu("1"))
+	done.Done = true
+	l.Upsert(done)
+	gated := pod("c", "", cpu("1"))
+	gated.Gated = true
+	l.Upsert(gated)
+	want = tallyView{Pods: 1, Bound: 1, Requests: map[string]string{"cpu": "7"}, BoundRequests: map[string]string{"cpu": "7"},
+		PodSets: map[string]int32{"worker": 1}, LargestPerSets: map[string]map[string]string{"worker": {"cpu": "7"}}}
+	if diff := cmp.Diff(want, view(l.Tally(g))); diff != "" {
+		t.Errorf("one done, one gated (-want +got):\n%s", diff)
+	}
+	l.Drain()
+	for _, name := range []string{"a", "b", "c"} {
+		l.Delete("ns", name)
+	}
+	if diff := cmp.Diff([]podledger.Group{g}, l.Drain()); diff != "" {
+		t.Errorf("changed groups after the deletions (-want +got):\n%s", diff)
+	}
+	if tally := l.Tally(g); !tally.IsZero() {
+		t.Errorf("tally after every pod is gone: %+v", view(tally))
+	}
+	if l.Len() != 0 {
+		t.Errorf("%d pods kept after all are gone", l.Len())
+	}
+}
+
+// TestTallyMatchesThePodsAfterAnyChanges: after any sequence of upserts and
+// deletes, each group's tally is what its pods, summed afresh, hold.
+func TestTallyMatchesThePodsAfterAnyChanges(t *testing.T) {
+	for seed := range uint64(20) {
+		rng := rand.New(rand.NewPCG(seed, 0))
+		l := podledger.New()
+		model := map[string]podledger.Pod{}
+		groups := []podledger.Group{{Namespace: "ns", Unit: "u1"}, {Namespace: "ns", Unit: "u2"}, {Namespace: "ns", OwnerKind: "Job.batch", OwnerName: "j"}}
+		for step := range 500 {
+			name := fmt.Sprintf("p%d", rng.IntN(30))
+			if rng.IntN(5) == 0 {
+				l.Delete("ns", name)
+				delete(model, name)
+			} else {
+				p := podledger.Pod{Namespace: "ns", Name: name, Group: groups[rng.IntN(len(groups))], PodSet: []string{"a", "b"}[rng.IntN(2)],
+					Gated: rng.IntN(6) == 0, Done: rng.IntN(6) == 0,
+					Requests: corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(int64(rng.IntN(4000)), resource.DecimalSI)}}
+				if rng.IntN(2) == 0 {
+					p.Node = "n1"
+				}
+				l.Upsert(p)
+				model[name] = p
+			}
+			if rng.IntN(10) == 0 {
+				l.Drain()
+			}
+			for _, g := range groups {
+				want := tallyView{Requests: map[string]string{}, BoundRequests: map[string]string{}, PodSets: map[string]int32{}, LargestPerSets: map[string]map[string]string{}}
+				var sum, bound int64
+				largest := map[string]int64{}
+				for _, p := range model {
+					if p.Group != g || !p.Holds() {
+						continue
+					}
+					want.Pods++
+					m := p.Requests.Cpu().MilliValue()
+					sum += m
+					if p.Node != "" {
+						want.Bound++
+						bound += m
+					}
+					want.PodSets[p.PodSet]++
+					largest[p.PodSet] = max(largest[p.PodSet], m)
+				}
+				if want.Pods == 0 {
+					want = tallyView{Requests: map[string]string{}, BoundRequests: map[string]string{}, PodSets: map[string]int32{}, LargestPerSets: map[string]map[string]string{}}
+				}
+				if sum > 0 {
+					want.Requests["cpu"] = resource.NewMilliQuantity(sum, resource.DecimalSI).String()
+				}
+				if bound > 0 {
+					want.BoundRequests["cpu"] = resource.NewMilliQuantity(bound, resource.DecimalSI).String()
+				}
+				for ps, m := range largest {
+					want.LargestPerSets[ps] = map[string]string{}
+					if m > 0 {
+						want.LargestPerSets[ps]["cpu"] = resource.NewMilliQuantity(m, resource.DecimalSI).String()
+					}
+				}
+				if diff := cmp.Diff(want, view(l.Tally(g))); diff != "" {
+					t.Fatalf("seed %d step %d: group %+v (-want +got):\n%s", seed, step, g, diff)
+				}
+			}
+		}
+		if got, want := l.Len(), len(model); got != want {
+			t.Fatalf("seed %d: %d pods kept, want %d", seed, got, want)
+		}
+	}
+}
+
+// BenchmarkLedgerMemory: the ledger's bytes per pod, for 50,000 pods of
+// jobs of 8 pods each spread over 500 nodes (the issue asks at most 300).
+func BenchmarkLedgerMemory(b *testing.B) {
+	const pods = 50_000
+	var perPod float64
+	for range b.N {
+		runtime.GC()
+		var before runtime.MemStats
+		runtime.ReadMemStats(&before)
+		l := podledger.New()
+		for i := range pods {
+			l.Upsert(podledger.Pod{Namespace: fmt.Sprintf("team-%d", i/800), Name: fmt.Sprintf("job-%d-worker-%d-x7k2p", i/8, i%8),
+				Group: podledger.Group{Namespace: fmt.Sprintf("team-%d", i/800), Unit: fmt.Sprintf("job-%d", i/8)}, PodSet: "worker",
+				Node: fmt.Sprintf("node-%d", i%500), Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("4Gi")}})
+		}
+		l.Drain()
+		runtime.GC()
+		var after runtime.MemStats
+		runtime.ReadMemStats(&after)
+		perPod = float64(after.HeapAlloc-before.HeapAlloc) / pods
+		runtime.KeepAlive(l)
+	}
+	b.ReportMetric(perPod, "bytes/pod")
+}

@@ -1,0 +1,50 @@
+package podledger
+
+import (
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/resources"
+)
+
+// FromPod is what the ledger keeps of p. A pod belongs to the unit its
+// koord-queue/related-queueunit annotation names in the pod's own
+// namespace (a name in another namespace is no claim: a tenant writes its
+// pods' annotations), else to its controller, else to nothing but its
+// namespace and quota label.
+func FromPod(p *corev1.Pod) Pod {
+	out := Pod{
+		Namespace: p.Namespace,
+		Name:      p.Name,
+		Node:      p.Spec.NodeName,
+		Gated:     len(p.Spec.SchedulingGates) > 0,
+		Done:      p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed,
+		Requests:  resources.PodRequests(&p.Spec),
+		Quota:     elasticquotav1alpha1.QuotaNameFromLabels(p.Labels),
+	}
+	out.Group.Namespace = p.Namespace
+	if ns, name, ok := strings.Cut(p.Annotations[schedulingv1alpha1.AnnotationRelatedQueueUnit], "/"); ok && ns == p.Namespace && name != "" {
+		out.Group.Unit = name
+		out.PodSet = p.Annotations[schedulingv1alpha1.AnnotationRelatedPodSet]
+		return out
+	}
+	for i := range p.OwnerReferences {
+		if ref := &p.OwnerReferences[i]; ref.Controller != nil && *ref.Controller {
+			out.Group.OwnerKind = OwnerKind(ref.APIVersion, ref.Kind)
+			out.Group.OwnerName = ref.Name
+			break
+		}
+	}
+	return out
+}
+
+// OwnerKind is how a Group names the kind of an owner: "Job.batch",
+// "PyTorchJob.kubeflow.org", "Pod" (the core group).
+func OwnerKind(apiVersion, kind string) string {
+	gv, _ := schema.ParseGroupVersion(apiVersion)
+	return schema.GroupKind{Group: gv.Group, Kind: kind}.String()
+}
