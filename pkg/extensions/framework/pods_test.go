@@ -15,7 +15,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
-	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
 var (
@@ -37,8 +37,8 @@ func byLabel(pod *corev1.Pod) string { return pod.Labels["set"] }
 // finished nor being deleted).
 func TestCountPods(t *testing.T) {
 	job := jobNamed("train", "uid-1")
-	pod := func(name, set string) *extensionstest.PodWrapper {
-		return extensionstest.MakePod(name, "ns").ControlledBy(job, jobGVK).Label("set", set)
+	pod := func(name, set string) *wrappers.PodWrapper {
+		return wrappers.MakePod(name, "ns").ControlledBy(job, jobGVK).Label("set", set)
 	}
 	cases := map[string]struct {
 		integ Integration
@@ -95,7 +95,7 @@ func TestCountPods(t *testing.T) {
 // TestStripPod: the cache keeps a pod stripped, and counting reads the same
 // of it as of the whole pod.
 func TestStripPod(t *testing.T) {
-	whole := extensionstest.MakePod("w-0", "ns").ControlledBy(jobNamed("train", "uid-1"), jobGVK).Label("set", "worker").
+	whole := wrappers.MakePod("w-0", "ns").ControlledBy(jobNamed("train", "uid-1"), jobGVK).Label("set", "worker").
 		Node("n1").Phase(corev1.PodRunning).Deleting().Obj()
 	whole.Annotations = map[string]string{"big": "annotation"}
 	whole.ManagedFields = []metav1.ManagedFieldsEntry{{Manager: "kubelet"}}
@@ -129,12 +129,12 @@ func TestPodsFromTheCache(t *testing.T) {
 	cluster := &metav1.ObjectMeta{Name: "train-cluster", Namespace: "ns", UID: "uid-cluster"}
 	clusterObj := &corev1.Pod{ObjectMeta: *cluster} // any object stands in as an owner
 	pods := []client.Object{
-		extensionstest.MakePod("own-0", "ns").ControlledBy(job, jobGVK).Node("n1").Obj(),
-		extensionstest.MakePod("own-1", "ns").ControlledBy(job, jobGVK).Obj(),
-		extensionstest.MakePod("earlier-0", "ns").ControlledBy(earlier, jobGVK).Node("n1").Obj(),
-		extensionstest.MakePod("other-0", "ns").ControlledBy(jobNamed("other", "uid-other"), jobGVK).Node("n1").Obj(),
-		extensionstest.MakePod("cluster-0", "ns").ControlledBy(clusterObj, clusterGVK).Label("set", "workers").Node("n1").Obj(),
-		extensionstest.MakePod("elsewhere-0", "other-ns").ControlledBy(jobNamed("train", "uid-now"), jobGVK).Node("n1").Obj(),
+		wrappers.MakePod("own-0", "ns").ControlledBy(job, jobGVK).Node("n1").Obj(),
+		wrappers.MakePod("own-1", "ns").ControlledBy(job, jobGVK).Obj(),
+		wrappers.MakePod("earlier-0", "ns").ControlledBy(earlier, jobGVK).Node("n1").Obj(),
+		wrappers.MakePod("other-0", "ns").ControlledBy(jobNamed("other", "uid-other"), jobGVK).Node("n1").Obj(),
+		wrappers.MakePod("cluster-0", "ns").ControlledBy(clusterObj, clusterGVK).Label("set", "workers").Node("n1").Obj(),
+		wrappers.MakePod("elsewhere-0", "other-ns").ControlledBy(jobNamed("train", "uid-now"), jobGVK).Node("n1").Obj(),
 	}
 	scheme := runtime.NewScheme()
 	if err := batchv1.AddToScheme(scheme); err != nil {

@@ -204,8 +204,8 @@ func restorePodSets(sets []PodSet, originals podSetOriginals) bool {
 		if !equality.Semantic.DeepEqual(t.Labels, want.Labels) {
 			t.Labels, changed = maps.Clone(want.Labels), true
 		}
-		if !equality.Semantic.DeepEqual(t.Annotations, want.Annotations) {
-			t.Annotations, changed = maps.Clone(want.Annotations), true
+		if annotations := keepUnitNames(t.Annotations, want.Annotations); !equality.Semantic.DeepEqual(t.Annotations, annotations) {
+			t.Annotations, changed = annotations, true
 		}
 		if !equality.Semantic.DeepEqual(t.Spec.NodeSelector, want.NodeSelector) {
 			t.Spec.NodeSelector, changed = maps.Clone(want.NodeSelector), true
@@ -218,6 +218,57 @@ func restorePodSets(sets []PodSet, originals podSetOriginals) bool {
 		}
 	}
 	return changed
+}
+
+// The release names each pod set's template for the unit
+// (schedulingv1alpha1.AnnotationRelatedQueueUnit, as Koord-Queue v1.8
+// does), so that every pod made from it is charged to the unit's quota
+// whatever owns it, an orphan included (koord-queue's pod ledger). The
+// names stay on the template when it is restored: the same unit releases
+// it again, and a Job that ran keeps its templates locked.
+
+// namedForUnit reports whether every template of sets names unit.
+func namedForUnit(sets []PodSet, unit *schedulingv1alpha1.QueueUnit) bool {
+	for _, s := range sets {
+		if s.Template == nil || s.MadeUp {
+			continue
+		}
+		a := s.Template.Annotations
+		if a[schedulingv1alpha1.AnnotationRelatedQueueUnit] != unitRef(unit) || a[schedulingv1alpha1.AnnotationRelatedPodSet] != s.Name {
+			return false
+		}
+	}
+	return true
+}
+
+// nameForUnit names every template of sets for unit.
+func nameForUnit(sets []PodSet, unit *schedulingv1alpha1.QueueUnit) {
+	for _, s := range sets {
+		if s.Template == nil || s.MadeUp {
+			continue
+		}
+		s.Template.Annotations = mergeInto(s.Template.Annotations, map[string]string{
+			schedulingv1alpha1.AnnotationRelatedQueueUnit: unitRef(unit),
+			schedulingv1alpha1.AnnotationRelatedPodSet:    s.Name,
+		})
+	}
+}
+
+// unitRef is how a template names its unit: "<namespace>/<name>".
+func unitRef(unit *schedulingv1alpha1.QueueUnit) string { return unit.Namespace + "/" + unit.Name }
+
+// keepUnitNames is want with the unit names have carries.
+func keepUnitNames(have, want map[string]string) map[string]string {
+	out := maps.Clone(want)
+	for _, k := range []string{schedulingv1alpha1.AnnotationRelatedQueueUnit, schedulingv1alpha1.AnnotationRelatedPodSet} {
+		if v, ok := have[k]; ok {
+			if out == nil {
+				out = map[string]string{}
+			}
+			out[k] = v
+		}
+	}
+	return out
 }
 
 func mergeInto(into, from map[string]string) map[string]string {

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
@@ -124,5 +125,24 @@ func TestRestorePodSets(t *testing.T) {
 
 	if !keepOriginals(u, nil) || u.Annotations[schedulingv1alpha1.AnnotationPodSetOriginals] != "" {
 		t.Errorf("keepOriginals(nil) left %v", u.Annotations)
+	}
+}
+
+// TestRestoreKeepsTheUnitNames: a template restored to what it was before
+// its pod set updates keeps the names of its unit the release gave it.
+func TestRestoreKeepsTheUnitNames(t *testing.T) {
+	tmpl := &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"team": "a"}}}
+	sets := []PodSet{{Name: "main", Template: tmpl}}
+	originals := recordOriginals(sets)
+	unit := &schedulingv1alpha1.QueueUnit{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "j"}}
+	nameForUnit(sets, unit)
+	tmpl.Annotations["added-by-a-check"] = "x"
+	restorePodSets(sets, originals)
+	want := map[string]string{"team": "a", schedulingv1alpha1.AnnotationRelatedQueueUnit: "ns/j", schedulingv1alpha1.AnnotationRelatedPodSet: "main"}
+	if diff := cmp.Diff(want, tmpl.Annotations); diff != "" {
+		t.Errorf("annotations restored (-want +got):\n%s", diff)
+	}
+	if !namedForUnit(sets, unit) {
+		t.Errorf("the restored template no longer names its unit")
 	}
 }

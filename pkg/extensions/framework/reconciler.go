@@ -645,8 +645,9 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 	updates := hasPodSetUpdates(unit.Status.AdmissionChecks) || pool != nil
 	// Only a job whose templates must change waits for them to unlock; one
 	// resumed as it is (the common case, and a Job that ran before its
-	// eviction keeps its start time while suspended) is released at once.
-	if updates || originals != nil {
+	// eviction keeps its start time while suspended, its templates named
+	// for its unit at its first release) is released at once.
+	if updates || originals != nil || !namedForUnit(sets, unit) {
 		if locked, err := r.templatesLocked(ctx, job); err != nil || locked {
 			return err // a locked job's next change brings us back
 		}
@@ -666,6 +667,7 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 		if updates {
 			missed = applyPodSetUpdates(sets, unit.Status.AdmissionChecks, pool)
 		}
+		nameForUnit(sets, unit)
 		switch {
 		case partial != nil:
 			scaler.RunWithCounts(partial)

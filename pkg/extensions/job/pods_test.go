@@ -20,6 +20,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework/frameworktest"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
 // admittedJob is a Job of parallelism 2 whose unit its reconciler, made
@@ -69,11 +70,11 @@ func TestReconcileCountsPodsOnNodes(t *testing.T) {
 	jobGVK := batchv1.SchemeGroupVersion.WithKind("Job")
 	earlier := j.DeepCopy()
 	earlier.UID = "uid-earlier"
-	pending := extensionstest.MakePod("j-pending", "ns").ControlledBy(j, jobGVK).Obj()
+	pending := wrappers.MakePod("j-pending", "ns").ControlledBy(j, jobGVK).Obj()
 	for _, p := range []*corev1.Pod{
-		extensionstest.MakePod("j-bound", "ns").ControlledBy(j, jobGVK).Node("n1").Phase(corev1.PodRunning).Obj(),
+		wrappers.MakePod("j-bound", "ns").ControlledBy(j, jobGVK).Node("n1").Phase(corev1.PodRunning).Obj(),
 		pending,
-		extensionstest.MakePod("j-of-an-earlier-job", "ns").ControlledBy(earlier, jobGVK).Node("n1").Phase(corev1.PodRunning).Obj(),
+		wrappers.MakePod("j-of-an-earlier-job", "ns").ControlledBy(earlier, jobGVK).Node("n1").Phase(corev1.PodRunning).Obj(),
 	} {
 		if err := c.Create(ctx, p); err != nil {
 			t.Fatal(err)
@@ -109,7 +110,7 @@ func TestReconcileDelaysCountChanges(t *testing.T) {
 	ctx := context.Background()
 	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
 	c, j, reconcile := admittedJob(t, framework.WithClock(clk), framework.WithStatusDelay(time.Second))
-	bound := extensionstest.MakePod("j-bound", "ns").ControlledBy(j, batchv1.SchemeGroupVersion.WithKind("Job")).Node("n1").Obj()
+	bound := wrappers.MakePod("j-bound", "ns").ControlledBy(j, batchv1.SchemeGroupVersion.WithKind("Job")).Node("n1").Obj()
 	if err := c.Create(ctx, bound); err != nil {
 		t.Fatal(err)
 	}
@@ -136,7 +137,7 @@ func TestReconcileDelaysCountChanges(t *testing.T) {
 	}
 
 	// The second pod on a node: all are, which goes at once.
-	second := extensionstest.MakePod("j-second", "ns").ControlledBy(j, batchv1.SchemeGroupVersion.WithKind("Job")).Node("n2").Obj()
+	second := wrappers.MakePod("j-second", "ns").ControlledBy(j, batchv1.SchemeGroupVersion.WithKind("Job")).Node("n2").Obj()
 	if err := c.Create(ctx, second); err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework/frameworktest"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
 // resizeWorld is a Job of parallelism 2 and its reconciler, over a fake
@@ -188,7 +189,7 @@ func TestReconcileResizeRacingAnAdmission(t *testing.T) {
 		w.reconcile() // releases the Job
 		var pods []*corev1.Pod
 		for _, name := range []string{"j-a", "j-b"} {
-			p := extensionstest.MakePod(name, "ns").ControlledBy(w.job(), batchv1.SchemeGroupVersion.WithKind("Job")).
+			p := wrappers.MakePod(name, "ns").ControlledBy(w.job(), batchv1.SchemeGroupVersion.WithKind("Job")).
 				Node("n1").Phase(corev1.PodRunning).Obj()
 			if err := w.c.Create(ctx, p); err != nil {
 				t.Fatal(err)

@@ -19,6 +19,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework/frameworktest"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
 // TestReconcileRunningTimeout: with a running timeout, a released Job
@@ -77,7 +78,7 @@ func TestReconcileRunningTimeout(t *testing.T) {
 	if diff := cmp.Diff(seen{Phase: schedulingv1alpha1.Dequeued, Admissions: 1, RequeueAfter: timeout}, look()); diff != "" {
 		t.Errorf("released: looks again at the deadline (-want +got):\n%s", diff)
 	}
-	pending := extensionstest.MakePod("j-pending", "ns").ControlledBy(j, batchv1.SchemeGroupVersion.WithKind("Job")).Obj()
+	pending := wrappers.MakePod("j-pending", "ns").ControlledBy(j, batchv1.SchemeGroupVersion.WithKind("Job")).Obj()
 	if err := c.Create(ctx, pending); err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestReconcileRunningTimeoutSparesRunningJobs(t *testing.T) {
 			ctx := context.Background()
 			clk := clocktesting.NewFakeClock(time.Now())
 			c, j, reconcile := admittedJob(t, framework.WithClock(clk), framework.WithStatusDelay(0), framework.WithRunningTimeout(tc.timeout, time.Minute))
-			p := extensionstest.MakePod("j-0", "ns").ControlledBy(j, batchv1.SchemeGroupVersion.WithKind("Job"))
+			p := wrappers.MakePod("j-0", "ns").ControlledBy(j, batchv1.SchemeGroupVersion.WithKind("Job"))
 			if tc.onNode {
 				p = p.Node("n1")
 			}

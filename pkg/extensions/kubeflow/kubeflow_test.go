@@ -9,6 +9,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework/frameworktest"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
 func TestTrainingJobs(t *testing.T) {
@@ -106,7 +107,7 @@ func TestPodSetOfPod(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			pod := extensionstest.MakePod("p", "ns")
+			pod := wrappers.MakePod("p", "ns")
 			if tc.label != "" {
 				pod.Label(kftraining.ReplicaTypeLabel, tc.label)
 			}

@@ -19,6 +19,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework/frameworktest"
 	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
 	"github.com/koord-queue/koord-queue/pkg/resources"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
 func cluster() *rayv1.RayClusterSpec {
@@ -182,15 +183,15 @@ func TestPodSetOfPod(t *testing.T) {
 		wantCountable bool
 	}{
 		"the head, whose group label is headgroup": {
-			pod:         extensionstest.MakePod("h", "ns").Label(labelNodeType, "head").Label(labelGroup, "headgroup").Obj(),
+			pod:         wrappers.MakePod("h", "ns").Label(labelNodeType, "head").Label(labelGroup, "headgroup").Obj(),
 			wantCluster: "head", wantRayJob: "head",
 		},
 		"a worker counts for its group": {
-			pod:         extensionstest.MakePod("w", "ns").Label(labelNodeType, "worker").Label(labelGroup, "small").Obj(),
+			pod:         wrappers.MakePod("w", "ns").Label(labelNodeType, "worker").Label(labelGroup, "small").Obj(),
 			wantCluster: "small", wantRayJob: "small",
 		},
 		"the submitter pod of a RayJob": {
-			pod:         extensionstest.MakePod("s", "ns").ControlledBy(submitterJob, batchv1.SchemeGroupVersion.WithKind("Job")).Obj(),
+			pod:         wrappers.MakePod("s", "ns").ControlledBy(submitterJob, batchv1.SchemeGroupVersion.WithKind("Job")).Obj(),
 			wantCluster: "", wantRayJob: "submitter",
 		},
 	}

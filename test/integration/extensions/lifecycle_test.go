@@ -30,6 +30,7 @@ import (
 	sparkv1beta2 "github.com/koord-queue/koord-queue/pkg/extensions/spark/v1beta2"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
 // podSetWant is a pod set a unit should have.
@@ -61,8 +62,8 @@ type driver struct {
 }
 
 // podOf is the i-th pod of a pod set, on no node, controlled by owner.
-func podOf(job client.Object, podSet string, i int, owner client.Object, gvk schema.GroupVersionKind) *extensionstest.PodWrapper {
-	return extensionstest.MakePod(fmt.Sprintf("%s-%s-%d", job.GetName(), podSet, i), job.GetNamespace()).ControlledBy(owner, gvk)
+func podOf(job client.Object, podSet string, i int, owner client.Object, gvk schema.GroupVersionKind) *wrappers.PodWrapper {
+	return wrappers.MakePod(fmt.Sprintf("%s-%s-%d", job.GetName(), podSet, i), job.GetNamespace()).ControlledBy(owner, gvk)
 }
 
 // rayPod is the i-th pod of a pod set of a Ray cluster owner, as KubeRay

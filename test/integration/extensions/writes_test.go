@@ -20,6 +20,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/job"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/test/cluster"
 )
 
@@ -112,7 +113,7 @@ func TestWritesOfAJobsLife(t *testing.T) {
 
 	// Its pod is made and lands on a node; then the Job controller counts
 	// it active, and ready once it runs.
-	pod := extensionstest.MakePod("train-0", ns).ControlledBy(j, batchv1.SchemeGroupVersion.WithKind("Job")).Node("node-1").Obj()
+	pod := wrappers.MakePod("train-0", ns).ControlledBy(j, batchv1.SchemeGroupVersion.WithKind("Job")).Node("node-1").Obj()
 	create(t, pod)
 	unitWhere(t, unitKey, "Running, all its pods on nodes", func(u *schedulingv1alpha1.QueueUnit) bool {
 		return u.Status.Phase == schedulingv1alpha1.Running && queueunit.FullyRunning(u) &&
