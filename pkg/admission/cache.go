@@ -17,6 +17,7 @@ import (
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/metrics"
+	"github.com/koord-queue/koord-queue/pkg/podledger"
 	"github.com/koord-queue/koord-queue/pkg/policy"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/quota"
@@ -46,6 +47,10 @@ type unitRecord struct {
 	inCore bool
 	// warnedNoQueue: the QueueNotFound event was already raised.
 	warnedNoQueue bool
+	// leaving: the unit holds no quota of its own, yet pods of its job do
+	// (pods.go): it is charged what they hold until they are gone. deleted:
+	// the unit is gone from the API server and kept only for that.
+	leaving, deleted bool
 	// owes are the writes that only inform the unit is owed (owed.go).
 	owes owed
 	// admission the core decided and the API server has not shown back yet
@@ -134,6 +139,13 @@ type Cache struct {
 	lists unitLists
 	// synced are the informers feeding the Cache (Setup), for HasSynced.
 	synced []toolscache.InformerSynced
+	// pods is what the pods hold (pods.go); claims maps the jobs units
+	// are made for, as their pods name their controller, to the units;
+	// unclaimed are the groups of pods no unit claims that hold room, and
+	// the quota each is charged to ("": the root).
+	pods      *podledger.Ledger
+	claims    map[ownerKey]string
+	unclaimed map[podledger.Group]string
 	// log reports what only a bug causes: the core's books disagreeing with
 	// its quota engine (scheduler.ErrBookkeeping). The zero Logger discards.
 	log logr.Logger
@@ -163,6 +175,9 @@ func NewCache() *Cache {
 		jobTypes:       map[jobType]int{},
 		lists:          newUnitLists(),
 		now:            time.Now,
+		pods:           podledger.New(),
+		claims:         map[ownerKey]string{},
+		unclaimed:      map[podledger.Group]string{},
 	}
 }
 
@@ -400,7 +415,8 @@ func (c *Cache) UpsertUnit(u *schedulingv1alpha1.QueueUnit) {
 	if q, _ := c.quotas.quotaNameOf(u); q != "" {
 		c.observeFinished(r.unit, u, q)
 	}
-	r.unit = u
+	r.unit, r.deleted = u, false
+	c.claim(r)
 	c.countJobType(r, jobTypeOf(u))
 	if queueunit.HoldsQuota(u) || (r.admission != nil && u.Status.Attempts > r.admission.unit.Status.Attempts) {
 		// The admission was written and seen back. Attempts tells it even
@@ -423,24 +439,40 @@ func (c *Cache) UpsertUnit(u *schedulingv1alpha1.QueueUnit) {
 	c.notify()
 }
 
-// DeleteUnit forgets a unit; whatever it held is released.
+// DeleteUnit forgets a unit; whatever it held is released, but what its
+// job's pods still hold, which stays charged until they are gone (pods.go).
 func (c *Cache) DeleteUnit(namespace, name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	key := namespace + "/" + name
-	if r, ok := c.units[key]; ok {
-		if r.inCore {
-			c.core.DeleteUnit(key)
-		}
-		c.dropAdmission(r)
-		c.countJobType(r, jobType{})
-		c.relist(r, true)
-		c.forgetOwed(r)
-		delete(c.deadlineOf, r)
+	r, ok := c.units[key]
+	if !ok {
+		return
 	}
-	delete(c.units, key)
+	c.dropAdmission(r)
+	c.countJobType(r, jobType{})
+	c.forgetOwed(r)
+	delete(c.deadlineOf, r)
 	delete(c.backingOff, key)
+	r.deleted = true
+	if held := c.heldByPods(r); !held.IsZero() {
+		c.place(r) // leaving: charged what its pods hold
+	} else {
+		c.forgetUnit(r)
+	}
 	c.notify()
+}
+
+// forgetUnit drops a deleted unit's record, with c.mu held.
+func (c *Cache) forgetUnit(r *unitRecord) {
+	if r.inCore {
+		c.core.DeleteUnit(r.key)
+		r.inCore = false
+	}
+	c.stopLeaving(r)
+	c.unclaim(r)
+	c.relist(r, true)
+	delete(c.units, r.key)
 }
 
 // remapFallbacks re-resolves the queue of units that did not name their quota.
@@ -451,6 +483,7 @@ func (c *Cache) remapFallbacks() {
 			c.dirty[key] = struct{}{}
 		}
 	}
+	c.rechargeUnclaimed()
 }
 
 // place puts a unit where it belongs in the core: pending in its queue,
@@ -481,13 +514,21 @@ func (c *Cache) place(r *unitRecord) {
 		}
 	}
 	r.request = request
-	holds := queueunit.HoldsQuota(u) || r.admission != nil
-	if holds && r.inCore && chargedIn != "" && r.queue != chargedIn {
+	holds := !r.deleted && (queueunit.HoldsQuota(u) || r.admission != nil)
+	held := c.heldByPods(r)
+	leaving := !holds && !held.IsZero()
+	if (holds || leaving) && r.inCore && chargedIn != "" && r.queue != chargedIn {
 		// A unit holding quota stays charged where it was admitted until it
 		// leaves (the core keeps it in that queue), whatever serves its
 		// namespace now: its quota deleted, its pods still run and count.
 		r.queue, r.rule = chargedIn, chargedRule
 	}
+
+	if leaving {
+		c.placeLeaving(r, held)
+		return
+	}
+	c.stopLeaving(r)
 
 	var amountsErr error // a negative amount, which a unit written by hand may ask
 	if !holds {
@@ -561,6 +602,15 @@ func (c *Cache) place(r *unitRecord) {
 	if u.Status.LastAllocateTime != nil {
 		su.AdmitTime = u.Status.LastAllocateTime.Time
 	}
+	if holds && !held.IsZero() {
+		chargedByPods(&su, sized, held)
+	}
+	c.upsertCore(r, su)
+}
+
+// upsertCore gives the core r as su, with c.mu held.
+func (c *Cache) upsertCore(r *unitRecord, su scheduler.Unit) {
+	key := r.key
 	if err := c.core.UpsertUnit(su); err != nil {
 		// The core refused the unit (and dropped it if it had it).
 		r.problem, r.inCore = err.Error(), false

@@ -67,7 +67,7 @@ func (c *Cache) relist(r *unitRecord, gone bool) {
 	var now listing
 	switch {
 	case gone:
-	case queueunit.HoldsQuota(r.unit) || r.admission != nil:
+	case queueunit.HoldsQuota(r.unit) || r.admission != nil || r.leaving:
 		now = listing{queue: r.queue, holding: true, phase: viewPhase(r)}
 	case r.inCore && r.unit.EffectivePhase() != schedulingv1alpha1.Enqueued:
 		now = listing{queue: r.queue, phase: r.unit.EffectivePhase()}

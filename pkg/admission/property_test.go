@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand"
 	"slices"
 	"strings"
@@ -91,6 +92,11 @@ type propWorld struct {
 	flights []*flight
 	// pause, when set, is the flight whose next write waits at the door.
 	pause *flight
+	// pods of the units' jobs, by name: one per job a unit admitted runs
+	// (made at its first follow), asking what the unit was admitted with.
+	// Once the job is evicted, finishes or its unit is deleted, its pod is
+	// being deleted and stays on its node until podGoes takes it.
+	pods map[string]*propPod
 	// undelivered units (keys) whose latest state the informer has yet to
 	// bring to the Cache.
 	undelivered map[string]bool
@@ -188,7 +194,7 @@ func emptyPropWorld(t testing.TB, seed int64) *propWorld {
 	return &propWorld{
 		t: t, rng: rand.New(rand.NewSource(seed)), clock: clocktesting.NewFakeClock(time.Unix(1_000_000, 0)),
 		api:         fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &schedulingv1alpha1.Queue{}).Build(),
-		undelivered: map[string]bool{}, seen: map[string]int{}, writes: map[string]int{}, changes: map[string]int{},
+		undelivered: map[string]bool{}, seen: map[string]int{}, writes: map[string]int{}, changes: map[string]int{}, pods: map[string]*propPod{},
 		attempts: map[string]int64{}, holds: map[string]bool{}, direct: map[string]int64{},
 	}
 }
@@ -283,7 +289,50 @@ func (w *propWorld) start() {
 	for i := range units.Items {
 		w.cache.UpsertUnit(&units.Items[i])
 	}
+	var pods []*corev1.Pod
+	for _, name := range slices.Sorted(maps.Keys(w.pods)) {
+		pods = append(pods, w.pods[name].obj(name))
+	}
+	w.cache.ReplacePods(pods)
 	clear(w.undelivered)
+}
+
+// propPod is a pod of a unit's job, on its node.
+type propPod struct {
+	unit, quota string
+	cpu         int64
+	// leaving: being deleted, still on its node.
+	leaving bool
+}
+
+// obj is the pod called name as the API server has it: made from its
+// job's template, which the release named for the unit.
+func (p *propPod) obj(name string) *corev1.Pod {
+	pod := wrappers.MakePod(name, "ns").OfUnit(p.unit, schedulingv1alpha1.DefaultPodSetName).Controller("batch/v1", "Job", p.unit).
+		Quota(p.quota).Requests("cpu", fmt.Sprint(p.cpu)).Node("n1")
+	if p.leaving {
+		pod.Deleting()
+	}
+	return pod.Obj()
+}
+
+// podGoes takes a pod being deleted off its node, as the kubelet does
+// after its grace period.
+func (w *propWorld) podGoes() string {
+	var leaving []string
+	for name, p := range w.pods {
+		if p.leaving {
+			leaving = append(leaving, name)
+		}
+	}
+	if len(leaving) == 0 {
+		return "pod: none leaving"
+	}
+	slices.Sort(leaving)
+	name := leaving[w.rng.Intn(len(leaving))]
+	delete(w.pods, name)
+	w.cache.DeletePod("ns", name)
+	return "pod " + name + " gone"
 }
 
 // write is one of koord-queue's writes reaching the API server: now and
@@ -359,8 +408,10 @@ func (w *propWorld) pick() string {
 		return w.landOne()
 	case r < 70:
 		return w.deliverOne()
-	case r < 82:
+	case r < 79:
 		return w.followAJob(true)
+	case r < 82:
+		return w.podGoes()
 	case r < 97:
 		return w.change()
 	case r < 98:
@@ -579,12 +630,39 @@ func (w *propWorld) follow(u schedulingv1alpha1.QueueUnit, finish bool) string {
 			js = queueunit.JobState{Finished: true, Succeeded: true}
 		}
 	}
+	w.followPods(&u, js)
 	if !queueunit.FollowJob(&u, js, metav1.NewTime(w.clock.Now())) {
 		return "follow: nothing new for " + u.Name
 	}
 	w.must(w.api.Status().Update(context.Background(), &u))
 	w.undelivered[u.Namespace+"/"+u.Name] = true
 	return "follow " + u.Name
+}
+
+// followPods runs the pod of u's job, if an extension manages it, as js
+// says: a released job runs it, asking what u was admitted with; an evicted
+// or finished one has it deleted, and it stays on its node meanwhile (its
+// extension counts it gone already, as the issue that asked for pods to be
+// the truth found).
+func (w *propWorld) followPods(u *schedulingv1alpha1.QueueUnit, js queueunit.JobState) {
+	name := u.Name + "-pod"
+	p, ok := w.pods[name]
+	switch {
+	case u.Spec.ConsumerRef == nil:
+		return
+	case !ok && len(js.Pods) > 0:
+		var cpu int64
+		for _, a := range u.Status.Admissions {
+			cpu += a.Resources.Cpu().Value()
+		}
+		p = &propPod{unit: u.Name, quota: quotaOf(u), cpu: cpu}
+		w.pods[name] = p
+	case ok && !p.leaving && (js.Suspended || js.Finished):
+		p.leaving = true
+	default:
+		return
+	}
+	w.cache.UpsertPod(p.obj(name))
 }
 
 // change is the world changing something between two steps.
@@ -785,6 +863,19 @@ func (w *propWorld) check(stepNo int, what string) {
 		}
 	}
 	w.direct = direct
+	// What a quota's pods hold is charged to it until they are gone.
+	podsIn := map[string]int64{}
+	for _, p := range w.pods {
+		podsIn[p.quota] += p.cpu
+	}
+	w.cache.mu.Lock()
+	for _, q := range leafQuotas {
+		if used := w.cache.core.Quotas().Used(q)[corev1.ResourceCPU]; used.Value() < podsIn[q] {
+			w.cache.mu.Unlock()
+			fail("quota %s: charged %s cpu while its jobs' pods hold %d on nodes", q, used.String(), podsIn[q])
+		}
+	}
+	w.cache.mu.Unlock()
 	for _, v := range w.cache.Queues() {
 		if v.Pending < 0 || v.Admitted < 0 {
 			fail("queue %s counts %d pending, %d admitted", v.Name, v.Pending, v.Admitted)
@@ -830,6 +921,10 @@ func (w *propWorld) settle(limit int) bool {
 		default:
 			if f := w.followEveryJob(); !strings.HasPrefix(f, "follow:") {
 				what = f
+				break
+			}
+			if p := w.podGoes(); !strings.HasPrefix(p, "pod:") {
+				what = p
 				break
 			}
 			w.cycle()

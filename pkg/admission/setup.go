@@ -162,6 +162,14 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 			return nil, err
 		}
 	}
+	pods, err := NewPodFeed(mgr.GetConfig(), c)
+	if err != nil {
+		return nil, err
+	}
+	if err := mgr.Add(pods); err != nil {
+		return nil, fmt.Errorf("adding the pods' feed: %w", err)
+	}
+	listed, synced = append(listed, pods.HasSynced), append(synced, pods.HasSynced)
 	c.mu.Lock()
 	c.synced = synced
 	c.mu.Unlock()

@@ -222,11 +222,16 @@ type unitViewSource struct {
 	position int
 	// reason is the core's wait reason, rendered by view.
 	reason scheduler.WaitText
+	// podsHeld, for a leaving unit, is what its job's pods hold (pods.go).
+	podsHeld corev1.ResourceList
 }
 
 // viewSource is the view source of r, whose key is key, with c.mu held.
 func (c *Cache) viewSource(key string, r *unitRecord, position int) unitViewSource {
 	src := unitViewSource{unit: r.unit, queue: r.queue, rule: r.rule, request: r.request, admission: r.admission, problem: r.problem, position: position}
+	if r.leaving {
+		src.podsHeld = c.heldByPods(r).Requests
+	}
 	if r.problem == "" && r.inCore && viewPhase(r) == schedulingv1alpha1.Enqueued {
 		src.reason = c.core.WaitReasonText(key)
 	}
@@ -241,6 +246,8 @@ func (src *unitViewSource) view() api.UnitView {
 		v.Priority = *u.Spec.Priority
 	}
 	switch {
+	case src.podsHeld != nil: // leaving: charged what its pods hold
+		v.Request = src.podsHeld
 	case src.admission != nil && !queueunit.HoldsQuota(u): // admitted, the write in flight
 		v.Request, v.PartialAdmission = src.admission.charged, queueunit.PartialNote(u, src.admission.partial)
 	case queueunit.ResizedSinceAdmitted(u):

@@ -132,7 +132,7 @@ func wholeList(c *Cache, queue string) []api.UnitView {
 	}
 	var holding []api.UnitView
 	for _, r := range c.units {
-		if r.queue == queue && (queueunit.HoldsQuota(r.unit) || r.admission != nil) {
+		if r.queue == queue && (queueunit.HoldsQuota(r.unit) || r.admission != nil || r.leaving) {
 			holding = append(holding, unitView(c, r))
 		}
 	}
@@ -151,6 +151,8 @@ func unitView(c *Cache, r *unitRecord) api.UnitView {
 		v.Priority = *u.Spec.Priority
 	}
 	switch {
+	case r.leaving:
+		v.Request = c.heldByPods(r).Requests
 	case r.admission != nil && !queueunit.HoldsQuota(u):
 		v.Phase = schedulingv1alpha1.Dequeued // admitted, the write in flight
 		v.Request, v.PartialAdmission = r.admission.charged, queueunit.PartialNote(u, r.admission.partial)

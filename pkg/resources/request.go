@@ -6,7 +6,9 @@ package resources
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
+	"strings"
 
 	"gopkg.in/inf.v0"
 	corev1 "k8s.io/api/core/v1"
@@ -165,6 +167,45 @@ func addPods(into, podRequest corev1.ResourceList, n int32) {
 		}
 		into[name] = total
 	}
+}
+
+// Fits reports whether a asks for no more than b of any resource (one b
+// does not name: none).
+func Fits(a, b corev1.ResourceList) bool {
+	for name, q := range a {
+		if have := b[name]; q.Cmp(have) > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Max is, per resource, the larger of a's and b's amounts.
+func Max(a, b corev1.ResourceList) corev1.ResourceList {
+	out := a.DeepCopy()
+	if out == nil {
+		out = corev1.ResourceList{}
+	}
+	for name, q := range b {
+		if have, ok := out[name]; !ok || q.Cmp(have) > 0 {
+			out[name] = q.DeepCopy()
+		}
+	}
+	return out
+}
+
+// Describe renders list for messages: "cpu=4, memory=8Gi", by name;
+// "nothing" when empty.
+func Describe(list corev1.ResourceList) string {
+	if len(list) == 0 {
+		return "nothing"
+	}
+	parts := make([]string, 0, len(list))
+	for name, q := range list {
+		parts = append(parts, string(name)+"="+q.String())
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ", ")
 }
 
 // Equal reports whether a and b ask for the same amount of every resource,

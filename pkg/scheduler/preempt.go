@@ -108,7 +108,7 @@ func (s *Scheduler) headPreempts(qs *queueState, key string, now time.Time, res 
 func (s *Scheduler) preempt(qs *queueState, us *unitState, now time.Time, res *Result) (waiting, reserved bool) {
 	canEvict := func(key string) bool {
 		v, ok := s.units[key]
-		return ok && v.admitted && !v.evicting && key != us.u.Key
+		return ok && v.admitted && !v.evicting && !v.u.Leaving && key != us.u.Key
 	}
 	kind := Reclaim
 	owed := s.engine.WithinMin(qs.quota, us.req)

@@ -11,6 +11,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/policy"
 	"github.com/koord-queue/koord-queue/pkg/quota"
@@ -283,8 +284,10 @@ func (s *Scheduler) upsertUnit(u Unit) error {
 	if u.Key == "" || u.Queue == "" {
 		return fmt.Errorf("unit %q in queue %q: %w", u.Key, u.Queue, ErrInvalidUnit)
 	}
-	if strings.HasPrefix(u.Key, reservationPrefix) {
-		return fmt.Errorf("unit %q: keys starting with %q are the scheduler's own: %w", u.Key, reservationPrefix, ErrInvalidUnit)
+	for _, prefix := range []string{reservationPrefix, podsPrefix} {
+		if strings.HasPrefix(u.Key, prefix) {
+			return fmt.Errorf("unit %q: keys starting with %q are the scheduler's own: %w", u.Key, prefix, ErrInvalidUnit)
+		}
 	}
 	if err := quota.CheckRequest(u.Request); err != nil {
 		// Never counted, so never charged as whatever it wraps around to.
@@ -354,6 +357,45 @@ func (s *Scheduler) DeleteUnit(key string) {
 	s.endPreemption(us)
 	s.preemptions.unnominate(key)
 	delete(s.units, key)
+}
+
+// podsPrefix starts the engine key of what pods no unit claims hold
+// (ChargePods). No namespace/name has a colon, and UpsertUnit refuses keys
+// that start with it.
+const podsPrefix = "pods:"
+
+// ChargePods charges quotaName what pods that no unit claims hold, as
+// koord-scheduler charges every pod to some quota: key names them (their
+// owner, say); an empty quotaName is the root, so that they are taken out
+// of what the classic tree hands out, as koord-scheduler takes the pods of
+// its system and default quotas out of its total. The charge replaces the
+// one key had; an empty request gives it back. Such a charge is no unit's,
+// so it is never a victim: only its pods' going gives it back.
+func (s *Scheduler) ChargePods(key, quotaName string, request corev1.ResourceList) {
+	ek := podsPrefix + key
+	if quotaName == "" {
+		quotaName = elasticquotav1alpha1.RootQuotaName
+	}
+	v := s.engine.Vector(request)
+	if c, ok := s.engine.Charged(ek); ok {
+		if c.Quota == quotaName && !isZeroFrom(v, 0) {
+			if err := s.engine.Resize(ek, v); err != nil {
+				s.errs = append(s.errs, UnitError{Unit: ek, Queue: quotaName, Err: bookkeeping(err)})
+			}
+			if quota.Fits(v, c.Request) {
+				s.released(c.Quota)
+			}
+			return
+		}
+		s.engine.Release(ek)
+		s.released(c.Quota)
+	}
+	if isZeroFrom(v, 0) {
+		return
+	}
+	if err := s.engine.Charge(quota.Charge{Key: ek, Quota: quotaName, Request: v, Namespace: namespaceOf(key)}); err != nil {
+		s.errs = append(s.errs, UnitError{Unit: ek, Queue: quotaName, Err: bookkeeping(err)})
+	}
 }
 
 // ForgetAdmission undoes an admission the controller could not write: the
@@ -553,10 +595,11 @@ func (s *Scheduler) updateAdmitted(us *unitState, old, u Unit, req quota.Vector)
 	if old.Priority != u.Priority {
 		s.engine.SetPriority(u.Key, u.Priority)
 	}
-	if !equalVec(us.req, req) && quota.Fits(req, us.req) {
+	if !equalVec(us.req, req) && (quota.Fits(req, us.req) || u.HeldByPods) {
 		// It shrank while admitted: count what it holds now. One that grew
 		// keeps its charge: a bigger one needs a fit check, which only a
-		// new admission makes (it is queued again to grow).
+		// new admission makes (it is queued again to grow); but what its
+		// pods hold is held already, fit or not.
 		if err := s.engine.Resize(u.Key, req); err != nil {
 			return bookkeeping(err) // admitted, yet the engine held nothing for it
 		}

@@ -23,7 +23,7 @@ type QueueSpec struct {
 	Config policy.Config
 }
 
-// Unit is one QueueUnit as the scheduler needs it. (Its two flags follow
+// Unit is one QueueUnit as the scheduler needs it. (Its four flags follow
 // Priority, in the room its alignment leaves: the scheduler keeps a Unit
 // per unit, and a forecast another.)
 type Unit struct {
@@ -39,6 +39,17 @@ type Unit struct {
 	// Running is true once the unit's pods run: all of them, on nodes
 	// (queueunit.FullyRunning), for wait-for-pods-running.
 	Running bool
+	// HeldByPods, on an admitted unit, says its Request is what its pods
+	// hold on nodes: more than it was admitted with (pods grown or added
+	// past its admission), or what it holds once its admission is given
+	// back while its pods are still there. The core charges it as given,
+	// grown or shrunk, without a fit check: the pods hold it already.
+	HeldByPods bool
+	// Leaving, on an admitted unit, says it gave its admission back
+	// (finished, evicted or deleted) and is charged (HeldByPods) only
+	// until its pods are gone: evicting it would free nothing sooner, so
+	// it is never a victim.
+	Leaving bool
 	// Request is the unit's total request (resources.PodSetsRequests, or
 	// spec.resource). The scheduler keeps the list it is given, unchanged
 	// and uncopied (at 50,000 units a copy was 690 bytes each): the caller

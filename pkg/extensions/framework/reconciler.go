@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -27,6 +26,7 @@ import (
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/resources"
 )
 
 // Reasons of the events the reconciler records on jobs. A Normal event is a
@@ -573,7 +573,7 @@ func (r *JobReconciler) hold(ctx context.Context, job GenericJob, unit *scheduli
 	if err != nil || !resized {
 		return err
 	}
-	r.recorder.Eventf(obj, corev1.EventTypeNormal, ReasonUpdatedUnit, "QueueUnit %s now asks for %s", unit.Name, describeRequest(unit.Spec.Request))
+	r.recorder.Eventf(obj, corev1.EventTypeNormal, ReasonUpdatedUnit, "QueueUnit %s now asks for %s", unit.Name, resources.Describe(unit.Spec.Request))
 	if wasHeld {
 		return r.patchUnit(ctx, unit, true, func(u *schedulingv1alpha1.QueueUnit) bool {
 			u.Status.Message = ""
@@ -870,16 +870,4 @@ func isZero(rl corev1.ResourceList) bool {
 		}
 	}
 	return true
-}
-
-func describeRequest(rl corev1.ResourceList) string {
-	if len(rl) == 0 {
-		return "nothing"
-	}
-	parts := make([]string, 0, len(rl))
-	for name, q := range rl {
-		parts = append(parts, fmt.Sprintf("%s=%s", name, q.String()))
-	}
-	slices.Sort(parts)
-	return strings.Join(parts, ", ")
 }

@@ -1,0 +1,245 @@
+package admission
+
+import (
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/podledger"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/resources"
+	"github.com/koord-queue/koord-queue/pkg/scheduler"
+)
+
+// What holds a node is a pod, so the books follow the pods (the pod ledger,
+// pkg/podledger, fed by UpsertPod and DeletePod):
+//
+//   - a unit holding quota is charged at least what its pods hold (pods
+//     grown, or added, past its admission: scheduler.Unit.HeldByPods);
+//   - a unit that gave its quota back (finished, evicted, backed off,
+//     deleted) or that never had it while pods of its job run (a job
+//     un-suspended behind the queue's back) is "leaving": out of its queue,
+//     its quota charged what its pods hold until they are gone, so that
+//     nobody is admitted into room they still hold;
+//   - pods no unit claims are charged where koord-scheduler charges them:
+//     their quota, or, for the system and default quotas' pods (or pods of
+//     no quota), taken out of what the classic tree hands out.
+//
+// A pod is a unit's when its template carries the release's annotation
+// naming the unit, or when its controller is the unit's job.
+
+// ownerKey is a job as pods name their controller.
+type ownerKey struct{ namespace, kind, name string }
+
+// UpsertPod records a pod as the API server has it.
+func (c *Cache) UpsertPod(p *corev1.Pod) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pods.Upsert(podledger.FromPod(p))
+	c.podsChanged()
+}
+
+// DeletePod forgets a pod: it is gone.
+func (c *Cache) DeletePod(namespace, name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.pods.Delete(namespace, name)
+	c.podsChanged()
+}
+
+// podsChanged brings the books in line with the groups of pods that
+// changed, with c.mu held.
+func (c *Cache) podsChanged() {
+	for _, g := range c.pods.Drain() {
+		if r := c.unitOfGroup(g); r != nil {
+			c.placeForPods(r)
+			continue
+		}
+		c.chargeUnclaimed(g)
+	}
+	c.notify()
+}
+
+// placeForPods places r again after what its pods hold changed: a unit
+// deleted whose last pod left is forgotten.
+func (c *Cache) placeForPods(r *unitRecord) {
+	if r.deleted && c.heldByPods(r).IsZero() {
+		c.forgetUnit(r)
+		return
+	}
+	c.place(r)
+	c.dirty[r.key] = struct{}{}
+}
+
+// unitOfGroup is the unit whose pods g holds, nil if none.
+func (c *Cache) unitOfGroup(g podledger.Group) *unitRecord {
+	if g.Unit != "" {
+		return c.units[g.Namespace+"/"+g.Unit]
+	}
+	if key, ok := c.claims[ownerKey{g.Namespace, g.OwnerKind, g.OwnerName}]; ok {
+		return c.units[key]
+	}
+	return nil
+}
+
+// claim records the job r's pods name as their controller, with c.mu held;
+// the pods it claims stop being charged as nobody's.
+func (c *Cache) claim(r *unitRecord) {
+	ref := r.unit.Spec.ConsumerRef
+	if ref == nil || r.deleted {
+		return
+	}
+	owner := ownerKey{r.unit.Namespace, podledger.OwnerKind(ref.APIVersion, ref.Kind), ref.Name}
+	if c.claims[owner] == r.key {
+		return
+	}
+	c.claims[owner] = r.key
+	g := podledger.Group{Namespace: owner.namespace, OwnerKind: owner.kind, OwnerName: owner.name}
+	if _, ok := c.unclaimed[g]; ok {
+		c.core.ChargePods(unclaimedKey(g), "", nil)
+		delete(c.unclaimed, g)
+	}
+}
+
+// unclaim forgets the job r claimed, with c.mu held: its pods, if any
+// remain, are charged as nobody's.
+func (c *Cache) unclaim(r *unitRecord) {
+	ref := r.unit.Spec.ConsumerRef
+	if ref == nil {
+		return
+	}
+	owner := ownerKey{r.unit.Namespace, podledger.OwnerKind(ref.APIVersion, ref.Kind), ref.Name}
+	if c.claims[owner] != r.key {
+		return
+	}
+	delete(c.claims, owner)
+	c.chargeUnclaimed(podledger.Group{Namespace: owner.namespace, OwnerKind: owner.kind, OwnerName: owner.name})
+}
+
+// heldByPods is what r's pods hold: those the release named it on, and
+// those its job controls.
+func (c *Cache) heldByPods(r *unitRecord) podledger.Tally {
+	ns := r.unit.Namespace
+	t := c.pods.Tally(podledger.Group{Namespace: ns, Unit: r.unit.Name})
+	if ref := r.unit.Spec.ConsumerRef; ref != nil {
+		owner := ownerKey{ns, podledger.OwnerKind(ref.APIVersion, ref.Kind), ref.Name}
+		if c.claims[owner] == r.key {
+			t = t.Plus(c.pods.Tally(podledger.Group{Namespace: ns, OwnerKind: owner.kind, OwnerName: owner.name}))
+		}
+	}
+	return t
+}
+
+// placeLeaving keeps r, which holds no quota of its own while pods of its
+// job still do, admitted in the core as what they hold, in the quota their
+// label names (else its own), with c.mu held: out of its queue, never a
+// victim, its quota not handed to anyone until they are gone. A unit no
+// quota serves has its pods charged to the root.
+func (c *Cache) placeLeaving(r *unitRecord, held podledger.Tally) {
+	if held.Quota != "" {
+		// Charged where koord-scheduler charges its pods, by their quota
+		// label, whatever the unit's says now.
+		r.queue = held.Quota
+	}
+	r.problem, r.leaving = leavingReason(r, held), true
+	if r.queue == "" {
+		if r.inCore {
+			c.core.DeleteUnit(r.key)
+			r.inCore = false
+		}
+		c.core.ChargePods(leavingKey(r.key), "", held.Requests)
+		return
+	}
+	c.core.ChargePods(leavingKey(r.key), "", nil)
+	su := scheduler.Unit{Key: r.key, Queue: r.queue, Request: held.Requests, EnqueueTime: r.unit.CreationTimestamp.Time,
+		Admitted: true, Running: true, HeldByPods: true, Leaving: true}
+	if r.unit.Spec.Priority != nil {
+		su.Priority = *r.unit.Spec.Priority
+	}
+	c.upsertCore(r, su)
+}
+
+// stopLeaving: r's pods are gone, or it holds quota again; with c.mu held.
+func (c *Cache) stopLeaving(r *unitRecord) {
+	if r.leaving {
+		c.core.ChargePods(leavingKey(r.key), "", nil)
+		r.leaving = false
+	}
+}
+
+// chargedByPods raises su's charge, that of a unit holding quota, to what
+// its pods hold where they hold more than it was admitted with (a template
+// grown, pods added): the quota is charged what is on its nodes.
+func chargedByPods(su *scheduler.Unit, sized *schedulingv1alpha1.QueueUnit, held podledger.Tally) {
+	charge := su.Request
+	if su.Partial != nil {
+		charge = queueunit.HeldWith(sized, su.Partial)
+	}
+	if resources.Fits(held.Requests, charge) {
+		return
+	}
+	su.Request, su.Partial, su.PodSets, su.HeldByPods = resources.Max(charge, held.Requests), nil, nil, true
+}
+
+// leavingReason says why a leaving unit is out of its queue, or, deleted,
+// why it is still shown.
+func leavingReason(r *unitRecord, held podledger.Tally) string {
+	holds := fmt.Sprintf("%d pod(s) of its job still hold %s of quota %s on their nodes", held.Pods, resources.Describe(held.Requests), r.queue)
+	switch {
+	case r.deleted:
+		return "deleted; " + holds + ", charged until they are gone"
+	case queueunit.Finished(r.unit.EffectivePhase()):
+		return "finished; " + holds + ", charged until they are gone"
+	}
+	return "waiting for " + holds + " to leave them: it is queued again once they are gone"
+}
+
+// chargeUnclaimed charges the pods of g, which no unit claims, where
+// koord-scheduler charges them, with c.mu held.
+func (c *Cache) chargeUnclaimed(g podledger.Group) {
+	t := c.pods.Tally(g)
+	if t.Bound == 0 {
+		if _, ok := c.unclaimed[g]; ok {
+			c.core.ChargePods(unclaimedKey(g), "", nil)
+			delete(c.unclaimed, g)
+		}
+		return
+	}
+	q, _ := queueunit.QuotaOf(map[string]string{elasticquotav1alpha1.LabelQuotaName: t.Quota}, "", g.Namespace, c.quotas)
+	switch q {
+	case elasticquotav1alpha1.SystemQuotaName, elasticquotav1alpha1.DefaultQuotaName:
+		q = "" // taken out of what the classic tree hands out
+	}
+	c.core.ChargePods(unclaimedKey(g), q, t.BoundRequests)
+	c.unclaimed[g] = q
+}
+
+// rechargeUnclaimed charges every unclaimed group again: a quota change
+// may move them (a quota now serves their namespace).
+func (c *Cache) rechargeUnclaimed() {
+	for g := range c.unclaimed {
+		c.chargeUnclaimed(g)
+	}
+}
+
+// leavingKey names a leaving unit's charge: its own key, so that the
+// charge counts in its namespace.
+func leavingKey(unit string) string { return unit }
+
+func unclaimedKey(g podledger.Group) string {
+	return g.Namespace + "/" + g.OwnerKind + "/" + g.OwnerName + "/" + g.Unit
+}
+
+// ReplacePods makes the Cache's pods these and no other (a relist).
+func (c *Cache) ReplacePods(pods []*corev1.Pod) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	slim := make([]podledger.Pod, len(pods))
+	for i, p := range pods {
+		slim[i] = podledger.FromPod(p)
+	}
+	c.pods.Replace(slim)
+	c.podsChanged()
+}
