@@ -605,6 +605,11 @@ func (c *Cache) place(r *unitRecord) {
 	if holds && !held.IsZero() {
 		chargedByPods(&su, sized, held)
 	}
+	if holds && u.Status.QuotaTree != "" && !c.quotas.Exists(r.queue) {
+		// Its quota was deleted before this process saw it: it still
+		// counts in the tree it was admitted in.
+		c.core.KeepInTree(r.queue, u.Status.QuotaTree)
+	}
 	c.upsertCore(r, su)
 }
 
@@ -653,7 +658,7 @@ func (c *Cache) cycle(now time.Time, limit int) scheduler.Result {
 	for _, a := range res.Admissions {
 		r := c.units[a.Unit]
 		r.admission = &admission{unit: r.unit, queue: r.queue, request: r.request,
-			partial: a.Partial, charged: queueunit.HeldWith(r.unit, a.Partial)}
+			partial: a.Partial, charged: queueunit.HeldWith(r.unit, a.Partial), tree: c.core.Quotas().TreeID(a.Quota)}
 		c.relist(r, false)
 		c.unwritten++
 	}

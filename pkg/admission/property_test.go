@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"math"
 	"math/rand"
 	"slices"
 	"strings"
@@ -57,17 +58,41 @@ import (
 // every unit owed quota has it.
 
 // quotaTree: parent p1 (max 8 cpu) over a and b (b does not lend), parent
-// p2 (max 4) over c; nodes of 8 and 6 cpu.
-var quotaTree = []struct {
+// p2 (max 4) over c; and a node pool's quota tree t1, of 6 cpu (its root's
+// total-resource), whose root pool holds d; nodes of 8 and 6 cpu, of which
+// the classic tree has what the pool leaves.
+var quotaTree = []propQuotaSpec{
+	{"p1", "", 4, 8, false, ""}, {"a", "p1", 2, 6, false, ""}, {"b", "p1", 2, 8, true, ""},
+	{"p2", "", 4, 4, false, ""}, {"c", "p2", 4, 4, false, ""},
+	{"pool", "", 0, 8, false, "t1"}, {"d", "pool", 0, 6, false, "t1"},
+}
+
+// propQuotaSpec is a quota of quotaTree.
+type propQuotaSpec struct {
 	name, parent string
 	min, max     int64
 	noLending    bool
-}{
-	{"p1", "", 4, 8, false}, {"a", "p1", 2, 6, false}, {"b", "p1", 2, 8, true},
-	{"p2", "", 4, 4, false}, {"c", "p2", 4, 4, false},
+	// tree is the quota tree's id, for the pool's quotas.
+	tree string
 }
 
-var leafQuotas = []string{"a", "b", "c"}
+// propQuotaNamed is the quota of quotaTree called name.
+func propQuotaNamed(name string) (propQuotaSpec, bool) {
+	i := slices.IndexFunc(quotaTree, func(q propQuotaSpec) bool { return q.name == name })
+	if i < 0 {
+		return propQuotaSpec{}, false
+	}
+	return quotaTree[i], true
+}
+
+// poolTotal is the pool's total-resource, in cpu.
+const poolTotal = 6
+
+var leafQuotas = []string{"a", "b", "c", "d"}
+
+// deletable are the quotas the world deletes, and makes again, while units
+// hold them.
+var deletable = []string{"a", "d"}
 
 var propNodes = []struct {
 	name string
@@ -130,11 +155,22 @@ func (w *propWorld) room() propRoom {
 	r := propRoom{parent: map[string]string{}, max: map[string]int64{}, floor: map[string]int64{}}
 	for i := len(quotaTree) - 1; i >= 0; i-- {
 		q := quotaTree[i]
-		eq := &elasticquotav1alpha1.ElasticQuota{}
-		w.must(w.api.Get(ctx, client.ObjectKey{Namespace: "quotas", Name: q.name}, eq))
 		r.names = append(r.names, q.name)
 		r.parent[q.name] = cmp.Or(q.parent, elasticquotav1alpha1.RootQuotaName)
+		if q.tree != "" && q.parent == "" {
+			r.parent[q.name] = "" // a tree's root: counted in its tree only
+		}
+		eq := &elasticquotav1alpha1.ElasticQuota{}
+		if err := w.api.Get(ctx, client.ObjectKey{Namespace: "quotas", Name: q.name}, eq); apierrors.IsNotFound(err) {
+			r.max[q.name] = math.MaxInt64 // deleted: its units count where it was
+			continue
+		} else {
+			w.must(err)
+		}
 		r.max[q.name] = eq.Spec.Max.Cpu().Value()
+		if q.tree != "" && q.parent == "" {
+			r.max[q.name] = min(r.max[q.name], poolTotal)
+		}
 		w.cache.mu.Lock()
 		refused := errors.Is(w.cache.core.Quotas().Err(q.name), quota.ErrChildrenMinAboveMin)
 		w.cache.mu.Unlock()
@@ -156,6 +192,8 @@ func (w *propWorld) room() propRoom {
 			capacity := watched.NodeCapacity(&nodes.Items[i])
 			r.max[elasticquotav1alpha1.RootQuotaName] += capacity.Cpu().Value()
 		}
+		// What the pool's tree has is taken out of the classic tree.
+		r.max[elasticquotav1alpha1.RootQuotaName] = max(0, r.max[elasticquotav1alpha1.RootQuotaName]-poolTotal)
 	}
 	return r
 }
@@ -199,22 +237,37 @@ func emptyPropWorld(t testing.TB, seed int64) *propWorld {
 	}
 }
 
+// propQuota is the ElasticQuota of quotaTree called name, as created.
+func propQuota(name string) *elasticquotav1alpha1.ElasticQuota {
+	q, _ := propQuotaNamed(name)
+	eq := &elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "quotas", Name: q.name, Labels: map[string]string{}},
+		Spec: elasticquotav1alpha1.ElasticQuotaSpec{Min: cpu(q.min), Max: cpu(q.max)}}
+	switch {
+	case q.parent != "":
+		eq.Labels[elasticquotav1alpha1.LabelQuotaParent] = q.parent
+	case q.tree != "":
+		eq.Labels[elasticquotav1alpha1.LabelQuotaIsParent] = "true"
+		eq.Labels[elasticquotav1alpha1.LabelQuotaIsRoot] = "true"
+		eq.Labels[elasticquotav1alpha1.LabelQuotaParent] = elasticquotav1alpha1.RootQuotaName
+		eq.Annotations = map[string]string{elasticquotav1alpha1.AnnotationTotalResource: fmt.Sprintf(`{"cpu":"%d"}`, poolTotal)}
+	default:
+		eq.Labels[elasticquotav1alpha1.LabelQuotaIsParent] = "true"
+	}
+	if q.tree != "" {
+		eq.Labels[elasticquotav1alpha1.LabelQuotaTreeID] = q.tree
+	}
+	if q.noLending {
+		eq.Labels[elasticquotav1alpha1.LabelAllowLentResource] = "false"
+	}
+	return eq
+}
+
 // createQuotasAndNodes creates quotaTree's ElasticQuotas, a Queue for each
 // with the annotations queueAnnotations gives it, and propNodes.
 func (w *propWorld) createQuotasAndNodes(queueAnnotations func(quota string) map[string]string) {
 	ctx := context.Background()
 	for _, q := range quotaTree {
-		eq := &elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "quotas", Name: q.name, Labels: map[string]string{}},
-			Spec: elasticquotav1alpha1.ElasticQuotaSpec{Min: cpu(q.min), Max: cpu(q.max)}}
-		if q.parent != "" {
-			eq.Labels[elasticquotav1alpha1.LabelQuotaParent] = q.parent
-		} else {
-			eq.Labels[elasticquotav1alpha1.LabelQuotaIsParent] = "true"
-		}
-		if q.noLending {
-			eq.Labels[elasticquotav1alpha1.LabelAllowLentResource] = "false"
-		}
-		w.must(w.api.Create(ctx, eq))
+		w.must(w.api.Create(ctx, propQuota(q.name)))
 		w.must(w.api.Create(ctx, &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{
 			Namespace: schedulingv1alpha1.QueueNamespace, Name: q.name, Annotations: queueAnnotations(q.name)}}))
 	}
@@ -716,7 +769,38 @@ func (w *propWorld) change() string {
 // readiness or presence, or the root quota's max.
 func (w *propWorld) changeRoom() string {
 	ctx := context.Background()
-	switch w.rng.Intn(5) {
+	switch w.rng.Intn(7) {
+	case 5:
+		// A quota deleted while units hold it (Koordinator's webhook would
+		// refuse it; koord-queue does not rely on one), or made again.
+		name := deletable[w.rng.Intn(len(deletable))]
+		eq := &elasticquotav1alpha1.ElasticQuota{}
+		if err := w.api.Get(ctx, client.ObjectKey{Namespace: "quotas", Name: name}, eq); apierrors.IsNotFound(err) {
+			eq = propQuota(name)
+			w.must(w.api.Create(ctx, eq))
+			w.cache.UpsertElasticQuota(eq)
+			return "quota " + name + " made again"
+		} else {
+			w.must(err)
+		}
+		w.must(w.api.Delete(ctx, eq))
+		w.cache.DeleteElasticQuota("quotas", name)
+		return "quota " + name + " deleted"
+	case 6:
+		// A Queue deleted, say while its head preempts, or made again.
+		name := leafQuotas[w.rng.Intn(len(leafQuotas))]
+		q := &schedulingv1alpha1.Queue{}
+		if err := w.api.Get(ctx, client.ObjectKey{Namespace: schedulingv1alpha1.QueueNamespace, Name: name}, q); apierrors.IsNotFound(err) {
+			q = &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: name}}
+			w.must(w.api.Create(ctx, q))
+			w.cache.UpsertQueue(q)
+			return "queue " + name + " made again"
+		} else {
+			w.must(err)
+		}
+		w.must(w.api.Delete(ctx, q))
+		w.cache.DeleteQueue(name)
+		return "queue " + name + " deleted"
 	case 0:
 		n := propNodes[w.rng.Intn(len(propNodes))]
 		node := &corev1.Node{}
@@ -761,7 +845,11 @@ func (w *propWorld) changeRoom() string {
 	}
 	q := quotaTree[w.rng.Intn(len(quotaTree))]
 	eq := &elasticquotav1alpha1.ElasticQuota{}
-	w.must(w.api.Get(ctx, client.ObjectKey{Namespace: "quotas", Name: q.name}, eq))
+	if err := w.api.Get(ctx, client.ObjectKey{Namespace: "quotas", Name: q.name}, eq); apierrors.IsNotFound(err) {
+		return "no change: quota " + q.name + " deleted"
+	} else {
+		w.must(err)
+	}
 	var what string
 	switch r := w.rng.Intn(3); {
 	case r == 1 && q.parent != "":
@@ -863,6 +951,28 @@ func (w *propWorld) check(stepNo int, what string) {
 		}
 	}
 	w.direct = direct
+	// A unit's charge stays in its quota's tree, whatever happens to its
+	// quota.
+	w.cache.mu.Lock()
+	for _, u := range w.units() {
+		key := "ns/" + u.Name
+		r, ok := w.cache.units[key]
+		if !ok || r.unit.ResourceVersion != u.ResourceVersion || !queueunit.HoldsQuota(&u) {
+			continue
+		}
+		e := w.cache.core.Quotas()
+		if c, charged := e.Charged(key); charged {
+			want := elasticquotav1alpha1.RootQuotaName
+			if q, ok := propQuotaNamed(c.Quota); ok && q.tree != "" {
+				want = "pool"
+			}
+			if got := e.TreeRoot(c.Quota); got != want {
+				w.cache.mu.Unlock()
+				fail("%s, charged to quota %s, counts in the tree of %q, want %q", key, c.Quota, got, want)
+			}
+		}
+	}
+	w.cache.mu.Unlock()
 	// What a quota's pods hold is charged to it until they are gone.
 	podsIn := map[string]int64{}
 	for _, p := range w.pods {

@@ -26,6 +26,9 @@ type admission struct {
 	// charged is what the core charged: request, or what the admitted pods
 	// of a partial admission ask for (queueunit.HeldWith).
 	charged corev1.ResourceList
+	// tree is the quota tree of the queue's quota (quota.Engine.TreeID),
+	// written with the admission (status.quotaTree).
+	tree string
 	// sent: the writer has taken it and its write may land, so it stays
 	// charged as decided until the API server answers (admissionWritten,
 	// or forget on a refusal): a shrink of the room, a resize or a move

@@ -10,6 +10,7 @@ import (
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
@@ -94,5 +95,54 @@ func TestQueueViewShowsItsTree(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestAUnitOfADeletedPoolQuotaStaysInItsPool: a unit admitted in a node
+// pool's quota records the tree (status.quotaTree), so that koord-queue,
+// restarted after the quota was deleted while the unit ran, still counts
+// it in the pool, not in the classic tree, and the pool does not admit
+// its room a second time.
+func TestAUnitOfADeletedPoolQuotaStaysInItsPool(t *testing.T) {
+	pool := wrappers.MakeElasticQuota("a100", "quotas").IsParent().Max(corev1.ResourceCPU, "8").
+		Label(elasticquotav1alpha1.LabelQuotaIsRoot, "true").Label(elasticquotav1alpha1.LabelQuotaTreeID, "t1").
+		Annotation(elasticquotav1alpha1.AnnotationTotalResource, `{"cpu":"8"}`).Obj()
+	team := func(name string) *elasticquotav1alpha1.ElasticQuota {
+		return wrappers.MakeElasticQuota(name, "quotas").Parent("a100").Max(corev1.ResourceCPU, "8").Label(elasticquotav1alpha1.LabelQuotaTreeID, "t1").Obj()
+	}
+	// The process that admitted it wrote the tree with the admission.
+	first := NewCache()
+	first.UpsertNode(wrappers.Node("n1", "16", "64Gi"))
+	for _, eq := range []*elasticquotav1alpha1.ElasticQuota{pool, team("gone"), team("other")} {
+		first.UpsertElasticQuota(eq)
+	}
+	first.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "gone"}})
+	running := wrappers.MakeQueueUnit("running", "ns").Quota("gone").Request(corev1.ResourceCPU, "8").Obj()
+	first.UpsertUnit(running)
+	if res := first.cycle(time.Unix(100, 0), -1); len(res.Admissions) != 1 {
+		t.Fatalf("admissions %v, want the unit", res.Admissions)
+	}
+	a := first.units["ns/running"].admission
+	queueunit.Admit(running, a.queue, a.request, nil, nil, metav1.NewTime(time.Unix(100, 0)))
+	running.Status.QuotaTree = a.tree
+
+	// Restarted after quota gone was deleted.
+	c := NewCache()
+	c.UpsertNode(wrappers.Node("n1", "16", "64Gi"))
+	c.UpsertElasticQuota(pool)
+	c.UpsertElasticQuota(team("other"))
+	c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "other"}})
+	c.UpsertUnit(running)
+	c.UpsertUnit(wrappers.MakeQueueUnit("next", "ns").Quota("other").Request(corev1.ResourceCPU, "8").Obj())
+	got := map[string]string{}
+	for _, q := range []string{"a100", elasticquotav1alpha1.RootQuotaName} {
+		used := c.core.Quotas().Used(q)[corev1.ResourceCPU]
+		got[q] = used.String()
+	}
+	if diff := cmp.Diff(map[string]string{"a100": "8", elasticquotav1alpha1.RootQuotaName: "0"}, got); diff != "" {
+		t.Errorf("used after the restart (-want +got):\n%s", diff)
+	}
+	if res := c.cycle(time.Unix(200, 0), -1); len(res.Admissions) > 0 {
+		t.Errorf("admitted %v into the pool its 8 cpu are held in", res.Admissions)
 	}
 }

@@ -202,6 +202,7 @@ func (w *Writer) writeAdmission(ctx context.Context, key string) error {
 			return false // its pod sets changed: the counts decided charge something else now
 		}
 		queueunit.Admit(cur, a.queue, a.request, a.partial, d.checks.Names, now)
+		cur.Status.QuotaTree = a.tree
 		return true
 	})
 	if err != nil {

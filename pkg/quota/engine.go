@@ -358,6 +358,39 @@ func (e *Engine) Parent(quota string) string {
 	return n.parent.name
 }
 
+// TreeID is the tree id of a quota's quota tree (a node pool's), "" for
+// the classic tree or an unknown quota.
+func (e *Engine) TreeID(quota string) string {
+	e.settle()
+	n, ok := e.nodes[quota]
+	if !ok || n.top == nil || n.top == e.root || n.top.spec == nil {
+		return ""
+	}
+	return n.top.spec.TreeID
+}
+
+// KeepInTree says that units admitted in quota, which the engine does not
+// know (deleted while they ran, before this process saw it), were
+// admitted in the quota tree tree: they count under its root, as they
+// would had the engine seen the quota deleted (DeleteQuota), never in the
+// classic tree.
+func (e *Engine) KeepInTree(quota, tree string) {
+	if _, known := e.specs[quota]; known || tree == "" {
+		return
+	}
+	n, ok := e.nodes[quota]
+	if ok && n.gone != nil {
+		return
+	}
+	if !ok {
+		n = newNode(quota)
+		n.placeholder = true // kept until it is charged
+		e.nodes[quota] = n
+	}
+	n.gone = &Spec{Name: quota, TreeID: tree}
+	e.treeChanged()
+}
+
 // TreeRoot is the root of the quota's tree as the engine counts it:
 // koordinator-root-quota for the classic tree, a quota tree's root quota;
 // "" for a quota it does not know.

@@ -24,6 +24,7 @@ func (e *Engine) Charge(c Charge) error {
 		return err
 	}
 	n := e.nodeFor(c.Quota)
+	n.placeholder = false // charged: kept while it is (KeepInTree)
 	c.Request = append(Vector(nil), c.Request...)
 	e.charges[c.Key] = &c
 	n.charges[c.Key] = &c

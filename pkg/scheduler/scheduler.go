@@ -171,6 +171,10 @@ func (s *Scheduler) UpsertQuotas(specs []quota.Spec) {
 	s.wakeAll()
 }
 
+// KeepInTree says that units admitted in quota, which does not exist, were
+// admitted in the quota tree tree (quota.Engine.KeepInTree).
+func (s *Scheduler) KeepInTree(quota, tree string) { s.engine.KeepInTree(quota, tree) }
+
 // DeleteQuota removes an ElasticQuota.
 func (s *Scheduler) DeleteQuota(name string) {
 	s.engine.DeleteQuota(name)

@@ -249,6 +249,13 @@ type QueueUnitStatus struct {
 	AdmissionsSummary string `json:"admissionsSummary,omitempty"`
 	// +optional
 	LastAllocateTime *metav1.Time `json:"lastAllocateTime,omitempty"`
+	// quotaTree is the quota tree (the tree-id of a node pool's quotas) of
+	// the quota the unit was last admitted in; empty for the classic tree.
+	// It keeps the unit counted in that tree should its quota be deleted
+	// while it runs.
+	// +optional
+	// +kubebuilder:validation:MaxLength=63
+	QuotaTree string `json:"quotaTree,omitempty"`
 	// conditions: QuotaReserved, Admitted, PodsReady, Finished, Evicted.
 	// +optional
 	// +listType=map
