@@ -1,9 +1,11 @@
 package quota
 
 import (
+	"cmp"
 	"math"
 	"math/bits"
-	"sort"
+	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -137,71 +139,170 @@ func (e *Engine) sameDemand() bool {
 	return same
 }
 
+// claim is one child's part in a split of its parent's runtime of one
+// resource (share).
 type claim struct {
-	n            *node
-	need, weight int64
+	n *node
+	// min is the child's min, scaled down when its siblings' mins exceed
+	// what there is; request is its demand; weight its shared weight.
+	min, request, weight int64
+	// delta is its part of one round's remainder, rem what the round's
+	// division left over (for the largest remainders).
+	delta int64
+	rem   uint64
 }
 
-// share splits p's runtime of resource i among its children: each gets its
-// min (up to its demand); the rest is water-filled by weight, nobody getting
-// more than its demand.
+// share splits p's runtime of resource i among its children as
+// koord-scheduler's runtime quota calculator does (redistribution in
+// runtime_quota_calculator.go, with min scaling on, its default), so the
+// runtimes agree with its figures to the unit:
+//
+//   - when the children's mins add up to more than there is, each min is
+//     scaled down in proportion (rounded down, as koord-scheduler does);
+//   - a child asking for no more than its (scaled) min gets what it asks
+//     for (its min if it does not lend); the others get their min, and
+//     what is left is split in proportion to their shared weights, by the
+//     largest remainder, in rounds: a child given more than it asks for
+//     keeps what it asks for and the rest goes round again among the
+//     others.
+//
+// Only the children whose max names the resource take part, as
+// koord-scheduler counts a quota's pods only in the resources its max
+// names. The others (not limited by their max in it) share the same
+// runtime among themselves, in equal parts.
 func (e *Engine) share(p *node, i int) {
-	avail := p.runtime[i] - min(p.runtime[i], max(0, p.direct[i]+p.pending[i]))
-	var sumGuaranteed int64
-	for _, k := range p.kids {
-		k.runtime[i] = max(0, min(k.min[i], k.demand[i]))
-		sumGuaranteed += k.runtime[i]
-	}
-	if sumGuaranteed > avail {
-		// Mins above what the parent has (the cluster shrank): scale down.
-		for _, k := range p.kids {
-			k.runtime[i] = mulDiv(k.runtime[i], max(avail, 0), sumGuaranteed)
-		}
-		return
-	}
-	rest := avail - sumGuaranteed
+	total := p.runtime[i] - min(p.runtime[i], max(0, p.direct[i]+p.pending[i]))
+	e.apportion(p, i, total, true)
+	e.apportion(p, i, total, false)
+}
+
+// apportion splits total among the children of p whose max names resource
+// i (limited) or does not, as share says.
+func (e *Engine) apportion(p *node, i int, total int64, limited bool) {
 	claims := e.claims[:0]
-	var sumWeight int64
+	var sumMin int64
 	for _, k := range p.kids {
-		need := k.demand[i] - k.runtime[i]
-		w := k.weight[i]
-		if w == Unlimited {
-			w = avail
-		}
-		if need <= 0 || w <= 0 {
+		if (k.max[i] != Unlimited) != limited {
 			continue
 		}
-		claims = append(claims, claim{n: k, need: need, weight: w})
-		sumWeight += w
-	}
-	// Serve the smallest need per weight first: once one claim exceeds its
-	// proportional part, so do all after it, and each gets that part.
-	sort.Slice(claims, func(a, b int) bool {
-		ra := float64(claims[a].need) / float64(claims[a].weight)
-		rb := float64(claims[b].need) / float64(claims[b].weight)
-		if ra != rb {
-			return ra < rb
+		c := claim{n: k, min: max(0, k.min[i]), request: max(0, k.demand[i]), weight: 1}
+		if limited {
+			c.weight = max(0, k.weight[i])
 		}
-		return claims[a].n.name < claims[b].n.name
-	})
+		claims = append(claims, c)
+		sumMin = addCapped(sumMin, c.min)
+	}
+	if total < sumMin {
+		// koord-scheduler's own arithmetic (getScaledMinQuota), in
+		// float64 and truncated, so that the scaled mins agree with its
+		// to the unit.
+		for j := range claims {
+			claims[j].min = int64(float64(total) * float64(claims[j].min) / float64(sumMin))
+		}
+	}
+	rest := total
+	needy := claims[:0]
 	for _, c := range claims {
-		if rest <= 0 || sumWeight <= 0 {
+		k := c.n
+		switch {
+		case c.request > c.min:
+			k.runtime[i] = c.min
+			needy = append(needy, c)
+		case k.spec != nil && k.spec.DisallowLending:
+			k.runtime[i] = c.min
+		default:
+			k.runtime[i] = c.request
+		}
+		rest -= k.runtime[i]
+	}
+	for rest > 0 && len(needy) > 0 {
+		sumWeight := fitWeights(needy)
+		if sumWeight <= 0 {
 			break
 		}
-		give := min(c.need, mulDiv(rest, c.weight, sumWeight))
-		c.n.runtime[i] += give
-		rest -= give
-		sumWeight -= c.weight
+		largestRemainder(rest, sumWeight, needy)
+		rest = 0
+		still := needy[:0]
+		for _, c := range needy {
+			k := c.n
+			k.runtime[i] += c.delta
+			if k.runtime[i] < c.request {
+				still = append(still, c)
+				continue
+			}
+			rest += k.runtime[i] - c.request
+			k.runtime[i] = c.request
+		}
+		needy = still
 	}
 	e.claims = claims[:0] // keep the buffer for the next parent
 }
 
-// mulDiv is a*b/c rounded down without overflow, for 0 <= b <= c.
-func mulDiv(a, b, c int64) int64 {
-	if a <= 0 || b <= 0 || c <= 0 {
-		return 0
+// largestRemainder splits total among claims in proportion to their weights
+// (sumWeight in all, at least each weight) by the largest remainder method,
+// into each claim's delta, as koord-scheduler's computeHamiltonDeltas: each
+// gets the whole part of its share, then one more unit each goes to the
+// largest remainders, the first by name on a tie, until total is given.
+func largestRemainder(total, sumWeight int64, claims []claim) {
+	given := int64(0)
+	for j := range claims {
+		c := &claims[j]
+		c.delta, c.rem = 0, 0
+		if c.weight <= 0 {
+			continue
+		}
+		hi, lo := bits.Mul64(uint64(c.weight), uint64(total))
+		q, r := bits.Div64(hi, lo, uint64(sumWeight))
+		c.delta, c.rem = int64(q), r
+		given += c.delta
 	}
-	hi, lo := bits.Mul64(uint64(a), uint64(b))
-	q, _ := bits.Div64(hi, lo, uint64(c))
-	return int64(q)
+	residual := total - given
+	if residual <= 0 {
+		return
+	}
+	slices.SortFunc(claims, func(a, b claim) int {
+		if (a.weight > 0) != (b.weight > 0) {
+			if a.weight > 0 {
+				return -1
+			}
+			return 1
+		}
+		if c := cmp.Compare(b.rem, a.rem); c != 0 {
+			return c
+		}
+		return strings.Compare(a.n.name, b.n.name)
+	})
+	for j := 0; j < len(claims) && residual > 0 && claims[j].weight > 0; j++ {
+		claims[j].delta++
+		residual--
+	}
+}
+
+// fitWeights returns the sum of the claims' weights, halving every weight
+// (rounding down) until the sum fits in an int64: only weights near the
+// int64 limit, which no quota has, are ever changed.
+func fitWeights(claims []claim) int64 {
+	for {
+		var sum uint64
+		overflow := false
+		for _, c := range claims {
+			var carry uint64
+			sum, carry = bits.Add64(sum, uint64(c.weight), 0)
+			overflow = overflow || carry != 0
+		}
+		if !overflow && sum <= math.MaxInt64 {
+			return int64(sum)
+		}
+		for j := range claims {
+			claims[j].weight >>= 1
+		}
+	}
+}
+
+// addCapped is a+b for non-negative a and b, at most math.MaxInt64.
+func addCapped(a, b int64) int64 {
+	if a > math.MaxInt64-b {
+		return math.MaxInt64
+	}
+	return a + b
 }
