@@ -513,6 +513,18 @@ func TestRuntime(t *testing.T) {
 			want:    map[string]map[string]string{"keeper": {"cpu": "4"}, "a": {"cpu": "6"}},
 		},
 		{
+			// As koord-scheduler counts a quota's pods only in what its max
+			// names; b's runtime of memory is not shown either.
+			name: "a quota whose max does not name a resource takes none of its siblings' share of it",
+			cap:  qt.Res("cpu", "10", "memory", "10Gi"),
+			specs: []quota.Spec{
+				qt.MakeSpec("a").Max("cpu", "10", "memory", "10Gi").Obj(),
+				qt.MakeSpec("b").Max("cpu", "10").Obj(),
+			},
+			pending: map[string]corev1.ResourceList{"a": qt.Res("cpu", "20", "memory", "20Gi"), "b": qt.Res("cpu", "20", "memory", "20Gi")},
+			want:    map[string]map[string]string{"a": {"cpu": "5", "memory": "10Gi"}, "b": {"cpu": "5"}},
+		},
+		{
 			name: "a parent's runtime is split among its children",
 			cap:  qt.Res("cpu", "10"),
 			specs: []quota.Spec{
@@ -609,7 +621,7 @@ func TestRuntimeFollowsDemand(t *testing.T) {
 		wantRuntime: map[string]string{"cpu": "5"},
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := newEngine(t, qt.Res("cpu", "8"), []quota.Spec{qt.MakeSpec("a").Obj(), qt.MakeSpec("b").Obj()},
+			e := newEngine(t, qt.Res("cpu", "8"), []quota.Spec{qt.MakeSpec("a").Max("cpu", "8").Obj(), qt.MakeSpec("b").Max("cpu", "8").Obj()},
 				[]charge{{key: "u", quota: "a", req: qt.Res("cpu", "2")}})
 			e.AddPending("a", e.Vector(qt.Res("cpu", "3")))
 			e.AddPending("b", e.Vector(qt.Res("cpu", "3")))

@@ -269,6 +269,26 @@ func TestKoordinatorCases(t *testing.T) {
 				"a": {"cpu": "100", "memory": "100Gi"}, "b": {}, "c": {"cpu": "100", "memory": "100Gi"},
 			},
 		},
+		// Only the resources max names.
+		{
+			name:     "TestGroupQuotaManager_UpdateQuotaInternalAndRequest/add ExtendedResourceKeyXCPU to node resource",
+			capacity: res("cpu", "96", "memory", "160Gi", "x-cpu", "100"),
+			quotas: []*elasticquotav1alpha1.ElasticQuota{
+				koordQuota("test1", "", res("cpu", "64", "memory", "100Gi", "x-cpu", "100"), res("cpu", "60", "memory", "90Gi"), true, false),
+			},
+			requests: map[string]corev1.ResourceList{"test1": res("cpu", "120", "memory", "290Gi", "x-cpu", "80")},
+			want:     map[string]map[string]string{"test1": {"cpu": "64", "memory": "100Gi", "x-cpu": "80"}},
+		},
+		{
+			name:     "TestGroupQuotaManager_UpdateQuotaInternalAndRequest/delete max ExtendedResourceKeyXCPU",
+			capacity: res("cpu", "96", "memory", "160Gi", "x-cpu", "100"),
+			quotas: []*elasticquotav1alpha1.ElasticQuota{
+				koordQuota("test1", "", res("cpu", "64", "memory", "100Gi", "x-cpu", "100"), res("cpu", "60", "memory", "90Gi"), true, false),
+			},
+			requests: map[string]corev1.ResourceList{"test1": res("cpu", "120", "memory", "290Gi", "x-cpu", "80")},
+			update:   koordQuota("test1", "", res("cpu", "64", "memory", "100Gi"), res("cpu", "60", "memory", "90Gi"), true, false),
+			want:     map[string]map[string]string{"test1": {"cpu": "64", "memory": "100Gi"}},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

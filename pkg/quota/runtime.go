@@ -13,7 +13,9 @@ import (
 // Runtime is the quota's fair share now: its min (up to its demand) plus a
 // part of what its parent has left, in proportion to its shared weight,
 // capped by its max and by its demand (what it holds plus what its waiting
-// units ask for). A quota that does not lend demands at least its min.
+// units ask for). A quota that does not lend demands at least its min. As
+// koord-scheduler shows it, only the resources the quota's max names are
+// given. A root's is its capacity.
 func (e *Engine) Runtime(quota string) corev1.ResourceList {
 	e.settle()
 	n, ok := e.nodes[quota]
@@ -21,7 +23,19 @@ func (e *Engine) Runtime(quota string) corev1.ResourceList {
 		return corev1.ResourceList{}
 	}
 	e.refreshRuntime()
-	return e.ResourceList(n.runtime)
+	out := corev1.ResourceList{}
+	for i, a := range n.runtime {
+		if a == 0 || a == Unlimited || i >= len(e.names) {
+			continue
+		}
+		if n.parent != nil && n.spec != nil {
+			if _, named := n.spec.Max[e.names[i]]; !named {
+				continue
+			}
+		}
+		out[e.names[i]] = quantity(e.names[i], a)
+	}
+	return out
 }
 
 // DominantShare is the largest, over resources, of used / runtime: how far
@@ -169,7 +183,8 @@ type claim struct {
 // Only the children whose max names the resource take part, as
 // koord-scheduler counts a quota's pods only in the resources its max
 // names. The others (not limited by their max in it) share the same
-// runtime among themselves, in equal parts.
+// runtime among themselves, in equal parts, for ordering queues only: their
+// runtime of it is not shown (Runtime).
 func (e *Engine) share(p *node, i int) {
 	total := p.runtime[i] - min(p.runtime[i], max(0, p.direct[i]+p.pending[i]))
 	e.apportion(p, i, total, true)
