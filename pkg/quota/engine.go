@@ -679,12 +679,16 @@ func (e *Engine) rebuild() {
 			n.err = fmt.Errorf("quota %q: ancestor %q is invalid (%v): %w", n.name, n.parent.name, n.parent.err, ErrInvalidAncestor)
 		}
 		if n.spec != nil {
-			// Default weight is max (Unlimited when max does not name
-			// the resource; runtime treats that as its parent's size).
+			// The weight is max where the shared weight does not name the
+			// resource (Unlimited when max does not name it either), and
+			// everywhere when the shared weight is all zero, as
+			// koord-scheduler reads it (GetSharedWeight).
 			for i := range n.weight {
 				n.weight[i] = n.max[i]
 			}
-			e.fill(n.weight, n.spec.SharedWeight, -1)
+			if !allZero(n.spec.SharedWeight) {
+				e.fill(n.weight, n.spec.SharedWeight, -1)
+			}
 			if n.spec.DisallowLending && n.parent != nil { // a root has no siblings
 				copy(n.floor, n.min)
 			}
@@ -775,6 +779,17 @@ func (e *Engine) setRootCapacity() {
 	for i := range root.min {
 		root.min[i] = root.max[i]
 	}
+}
+
+// allZero reports whether every amount in list is zero (so also when list
+// is empty), as quotav1.IsZero does.
+func allZero(list corev1.ResourceList) bool {
+	for _, q := range list {
+		if !q.IsZero() {
+			return false
+		}
+	}
+	return true
 }
 
 // fill writes list into v; keep is the value of resources list does not

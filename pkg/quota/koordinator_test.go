@@ -269,6 +269,20 @@ func TestKoordinatorCases(t *testing.T) {
 				"a": {"cpu": "100", "memory": "100Gi"}, "b": {}, "c": {"cpu": "100", "memory": "100Gi"},
 			},
 		},
+		// An all-zero shared weight is no weight.
+		{
+			// TestGroupQuotaManager_QuotaAdd_AutoMakeUpScaleRatio2 reads
+			// {"cpu":0,"memory":"0"} as the quota's max; here beside a
+			// sibling of the same max, both asking for everything.
+			name:     "TestGroupQuotaManager_QuotaAdd_AutoMakeUpScaleRatio2: an all-zero weight is the max",
+			capacity: res("cpu", "100", "memory", "2000", "pods", "2000"),
+			quotas: []*elasticquotav1alpha1.ElasticQuota{
+				weighted(koordQuota("test", "", res("cpu", "96", "memory", "1000", "pods", "1000"), nil, true, false), `{"cpu":0, "memory":"0"}`),
+				koordQuota("sibling", "", res("cpu", "96", "memory", "1000", "pods", "1000"), nil, true, false),
+			},
+			requests: map[string]corev1.ResourceList{"test": res("cpu", "96"), "sibling": res("cpu", "96")},
+			want:     map[string]map[string]string{"test": {"cpu": "50"}, "sibling": {"cpu": "50"}},
+		},
 		// Only the resources max names.
 		{
 			name:     "TestGroupQuotaManager_UpdateQuotaInternalAndRequest/add ExtendedResourceKeyXCPU to node resource",

@@ -23,8 +23,11 @@ type Spec struct {
 	// Max bounds the quota, borrowing included; a resource it does not
 	// name is not limited by this quota.
 	Max corev1.ResourceList
-	// SharedWeight weighs the quota's part of its parent's idle capacity;
-	// a resource it does not name weighs the quota's max.
+	// SharedWeight weighs the quota's part of its parent's idle capacity
+	// (annotation shared-weight). As in koord-scheduler, a weight that is
+	// empty or all zero is no weight at all: the quota weighs its max. A
+	// resource a weight does not name weighs the quota's max, as
+	// Koordinator's webhook fills it in.
 	SharedWeight corev1.ResourceList
 	// IsParent: the quota is labelled is-parent "true", as Koordinator
 	// requires of a quota that has children.
