@@ -24,6 +24,9 @@ var (
 	ErrCycle = errors.New("quota parents form a cycle")
 	// ErrNegative: a min or max is negative (Koordinator's webhook refuses it).
 	ErrNegative = errors.New("min and max must not be negative")
+	// ErrNegativeWeight: the shared-weight annotation names a negative
+	// amount (Koordinator's webhook refuses it).
+	ErrNegativeWeight = errors.New("the " + elasticquotav1alpha1.AnnotationSharedWeight + " annotation must not be negative")
 	// ErrMinAboveMax: min is above max for some resource.
 	ErrMinAboveMax = errors.New("min is above max")
 	// ErrMinNotInMax: min names a resource that max does not (Koordinator's
@@ -641,6 +644,10 @@ func (e *Engine) rebuild() {
 					format(e.names[i], n.min[i]), format(e.names[i], n.max[i]), ErrMinAboveMax)
 			}
 		}
+		if r, negative := firstNegative(n.spec.SharedWeight); negative && n.err == nil {
+			q := n.spec.SharedWeight[r]
+			n.err = fmt.Errorf("quota %q: %s %s %s: %w", name, elasticquotav1alpha1.AnnotationSharedWeight, r, q.String(), ErrNegativeWeight)
+		}
 	}
 	// Then the rule that weighs siblings against each other, among those
 	// valid on their own.
@@ -779,6 +786,23 @@ func (e *Engine) setRootCapacity() {
 	for i := range root.min {
 		root.min[i] = root.max[i]
 	}
+}
+
+// firstNegative names the first resource, by name, whose amount in list is
+// below zero.
+func firstNegative(list corev1.ResourceList) (corev1.ResourceName, bool) {
+	for name, q := range list {
+		if q.Sign() >= 0 {
+			continue
+		}
+		for _, name := range sortedNames(list) { // the same one whatever the map's order
+			if q := list[name]; q.Sign() < 0 {
+				return name, true
+			}
+		}
+		return name, true
+	}
+	return "", false
 }
 
 // allZero reports whether every amount in list is zero (so also when list

@@ -283,6 +283,12 @@ func TestKoordinatorCases(t *testing.T) {
 			requests: map[string]corev1.ResourceList{"test": res("cpu", "96"), "sibling": res("cpu", "96")},
 			want:     map[string]map[string]string{"test": {"cpu": "50"}, "sibling": {"cpu": "50"}},
 		},
+		// A negative shared weight is refused.
+		{
+			name:    "TestQuotaTopology_basicItemCheck/annotation sharedWeight < 0",
+			quotas:  []*elasticquotav1alpha1.ElasticQuota{weighted(koordQuota("temp", "", res("cpu", "0", "memory", "1048576"), nil, true, false), `{"cpu":"-1","memory":"1048576"}`)},
+			wantErr: map[string]error{"temp": quota.ErrNegativeWeight},
+		},
 		// Only the resources max names.
 		{
 			name:     "TestGroupQuotaManager_UpdateQuotaInternalAndRequest/add ExtendedResourceKeyXCPU to node resource",

@@ -27,7 +27,8 @@ type Spec struct {
 	// (annotation shared-weight). As in koord-scheduler, a weight that is
 	// empty or all zero is no weight at all: the quota weighs its max. A
 	// resource a weight does not name weighs the quota's max, as
-	// Koordinator's webhook fills it in.
+	// Koordinator's webhook fills it in. A negative weight makes the quota
+	// invalid (ErrNegativeWeight), as the webhook refuses it.
 	SharedWeight corev1.ResourceList
 	// IsParent: the quota is labelled is-parent "true", as Koordinator
 	// requires of a quota that has children.
