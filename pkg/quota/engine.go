@@ -109,6 +109,11 @@ type node struct {
 	// gone is the spec of a quota deleted while units still hold it: they
 	// keep counting where it hung (its parent, its tree) until released.
 	gone *Spec
+	// outside: koordinator-default-quota or koordinator-system-quota, which
+	// koord-scheduler keeps out of the fair shares: their runtime is their
+	// max, and what their own units hold is taken off their parent's
+	// runtime before their siblings share it (see share).
+	outside bool
 
 	min, max, weight, floor Vector
 	// direct is what units charged to this very quota hold; used adds the
@@ -685,6 +690,7 @@ func (e *Engine) rebuild() {
 		if n.err == nil && n.parent != nil && n.parent.err != nil {
 			n.err = fmt.Errorf("quota %q: ancestor %q is invalid (%v): %w", n.name, n.parent.name, n.parent.err, ErrInvalidAncestor)
 		}
+		n.outside = n.name == elasticquotav1alpha1.DefaultQuotaName || n.name == elasticquotav1alpha1.SystemQuotaName
 		if n.spec != nil {
 			// The weight is max where the shared weight does not name the
 			// resource (Unlimited when max does not name it either), and

@@ -554,6 +554,33 @@ func TestRuntime(t *testing.T) {
 	}
 }
 
+// TestAUnitAdmittedInTheDefaultQuotaTakesItsRoomOffTheOthers: what units
+// of koordinator-default-quota hold, not what they wait for, is taken off
+// their siblings' share, as koord-scheduler takes it off the root's total;
+// so admitting one changes the others' runtimes.
+func TestAUnitAdmittedInTheDefaultQuotaTakesItsRoomOffTheOthers(t *testing.T) {
+	def := elasticquotav1alpha1.DefaultQuotaName
+	e := newEngine(t, qt.Res("cpu", "10"), []quota.Spec{
+		qt.MakeSpec(def).Max("cpu", "10").Obj(),
+		qt.MakeSpec("team").Max("cpu", "10").Obj(),
+	}, nil)
+	req := e.Vector(qt.Res("cpu", "4"))
+	e.AddPending(def, req)
+	e.AddPending("team", e.Vector(qt.Res("cpu", "10")))
+	if diff := cmp.Diff(map[string]string{"cpu": "10"}, str(e.Runtime("team"))); diff != "" {
+		t.Errorf("Runtime(team) while the default quota's unit waits (-want +got):\n%s", diff)
+	}
+	if err := e.Admit(quota.Charge{Key: "u", Quota: def, Request: req}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(map[string]string{"cpu": "6"}, str(e.Runtime("team"))); diff != "" {
+		t.Errorf("Runtime(team) once it is admitted (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]string{"cpu": "10"}, str(e.Runtime(def))); diff != "" {
+		t.Errorf("Runtime(%s), its max (-want +got):\n%s", def, diff)
+	}
+}
+
 func TestDominantShare(t *testing.T) {
 	e := newEngine(t, qt.Res("cpu", "10", "memory", "10Gi"), []quota.Spec{
 		qt.MakeSpec("a").Min("cpu", "5", "memory", "5Gi").Max("cpu", "5", "memory", "5Gi").Obj(),

@@ -309,6 +309,38 @@ func TestKoordinatorCases(t *testing.T) {
 			update:   koordQuota("test1", "", res("cpu", "64", "memory", "100Gi"), res("cpu", "60", "memory", "90Gi"), true, false),
 			want:     map[string]map[string]string{"test1": {"cpu": "64", "memory": "100Gi"}},
 		},
+		// koordinator-default-quota and koordinator-system-quota.
+		{
+			name: "TestGroupQuotaManager_UpdateDefaultQuotaGroup",
+			quotas: []*elasticquotav1alpha1.ElasticQuota{
+				{ObjectMeta: metav1.ObjectMeta{Name: elasticquotav1alpha1.DefaultQuotaName}, Spec: elasticquotav1alpha1.ElasticQuotaSpec{Max: res("cpu", "100", "memory", "1000")}},
+			},
+			want: map[string]map[string]string{elasticquotav1alpha1.DefaultQuotaName: {"cpu": "100", "memory": "1k"}},
+		},
+		{
+			// Koordinator asserts the root's total less what the system and
+			// default quotas use (60 cpu, 510Gi less 90 bytes); here it is
+			// the runtime of a quota that asks for all of it.
+			name:     "TestGroupQuotaManager_UpdateClusterTotalResource",
+			capacity: res("cpu", "100", "memory", "540Gi"),
+			quotas: []*elasticquotav1alpha1.ElasticQuota{
+				{ObjectMeta: metav1.ObjectMeta{Name: elasticquotav1alpha1.SystemQuotaName}, Spec: elasticquotav1alpha1.ElasticQuotaSpec{Max: res("cpu", "1000", "memory", "1000Gi")}},
+				{ObjectMeta: metav1.ObjectMeta{Name: elasticquotav1alpha1.DefaultQuotaName}, Spec: elasticquotav1alpha1.ElasticQuotaSpec{Max: res("cpu", "1000", "memory", "1000Gi")}},
+				koordQuota("all", "", res("cpu", "1000", "memory", "1000Gi"), nil, true, false),
+			},
+			used: map[string]corev1.ResourceList{
+				// 10 cpu and 30Gi, then 10 cpu and 30 bytes more.
+				elasticquotav1alpha1.SystemQuotaName: res("cpu", "20", "memory", "32212254750"),
+				// Twice 10 cpu and 30 bytes.
+				elasticquotav1alpha1.DefaultQuotaName: res("cpu", "20", "memory", "60"),
+			},
+			requests: map[string]corev1.ResourceList{"all": res("cpu", "1000", "memory", "1000Gi")},
+			want: map[string]map[string]string{
+				"all":                                 {"cpu": "60", "memory": "547608330150"},
+				elasticquotav1alpha1.SystemQuotaName:  {"cpu": "1k", "memory": "1000Gi"},
+				elasticquotav1alpha1.DefaultQuotaName: {"cpu": "1k", "memory": "1000Gi"},
+			},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

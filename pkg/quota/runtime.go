@@ -15,7 +15,8 @@ import (
 // capped by its max and by its demand (what it holds plus what its waiting
 // units ask for). A quota that does not lend demands at least its min. As
 // koord-scheduler shows it, only the resources the quota's max names are
-// given. A root's is its capacity.
+// given, and koordinator-default-quota's and koordinator-system-quota's is
+// their max (see share). A root's is its capacity.
 func (e *Engine) Runtime(quota string) corev1.ResourceList {
 	e.settle()
 	n, ok := e.nodes[quota]
@@ -134,11 +135,13 @@ func (e *Engine) refreshRuntime() {
 // sameDemand reports whether every quota's direct usage plus pending demand,
 // all that runtime depends on besides the tree, is as at the last
 // computation, and forgets which quotas were touched. O(touched quotas).
+// A touched outside quota (koordinator-default-quota) always counts as a
+// change: what it holds, not its demand, is taken off its siblings' share.
 func (e *Engine) sameDemand() bool {
 	same := true
 	for _, n := range e.dpTouched {
 		n.dpTouched = false
-		if !same || len(n.dp) != len(n.direct) {
+		if !same || n.outside || len(n.dp) != len(n.direct) {
 			same = false
 			continue
 		}
@@ -171,6 +174,9 @@ type claim struct {
 // runtime_quota_calculator.go, with min scaling on, its default), so the
 // runtimes agree with its figures to the unit:
 //
+//   - koordinator-default-quota and koordinator-system-quota take no
+//     share: their runtime is their max, and what their own units hold is
+//     taken off what the others share;
 //   - when the children's mins add up to more than there is, each min is
 //     scaled down in proportion (rounded down, as koord-scheduler does);
 //   - a child asking for no more than its (scaled) min gets what it asks
@@ -187,6 +193,12 @@ type claim struct {
 // runtime of it is not shown (Runtime).
 func (e *Engine) share(p *node, i int) {
 	total := p.runtime[i] - min(p.runtime[i], max(0, p.direct[i]+p.pending[i]))
+	for _, k := range p.kids {
+		if k.outside {
+			total -= min(total, max(0, k.direct[i]))
+			k.runtime[i] = k.max[i]
+		}
+	}
 	e.apportion(p, i, total, true)
 	e.apportion(p, i, total, false)
 }
@@ -197,7 +209,7 @@ func (e *Engine) apportion(p *node, i int, total int64, limited bool) {
 	claims := e.claims[:0]
 	var sumMin int64
 	for _, k := range p.kids {
-		if (k.max[i] != Unlimited) != limited {
+		if k.outside || (k.max[i] != Unlimited) != limited {
 			continue
 		}
 		c := claim{n: k, min: max(0, k.min[i]), request: max(0, k.demand[i]), weight: 1}

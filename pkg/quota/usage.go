@@ -36,7 +36,9 @@ func (e *Engine) Charge(c Charge) error {
 
 // Admit charges a unit that was counted as pending in the same quota (by
 // AddPending): its request moves from pending to used. Demand, and so every
-// runtime, is unchanged, which keeps an admission O(depth × resources).
+// runtime, is unchanged, which keeps an admission O(depth × resources)
+// (but in koordinator-default-quota or koordinator-system-quota, whose
+// usage is taken off their siblings' share).
 func (e *Engine) Admit(c Charge) error {
 	e.settle()
 	if _, ok := e.charges[c.Key]; ok {
@@ -54,7 +56,9 @@ func (e *Engine) Admit(c Charge) error {
 		n.pending[i] -= a
 	}
 	err := e.Charge(c)
-	e.runtimeStale = stale
+	if !n.outside { // what an outside quota holds is taken off its siblings' share
+		e.runtimeStale = stale
+	}
 	return err
 }
 
