@@ -45,8 +45,9 @@ var (
 	// ErrTreeMismatch: the quota's tree id (label tree-id) is not its
 	// parent's; only a quota hanging from koordinator-root-quota may differ.
 	ErrTreeMismatch = errors.New("a quota's tree-id must be its parent's: quotas never cross quota trees")
-	// ErrTreeCapacity: a tree's root has no valid total-resource annotation,
-	// so the tree's capacity is unknown and the tree admits nothing.
+	// ErrTreeCapacity: a tree's root has no valid total-resource annotation
+	// (missing, malformed, or naming a negative amount), so the tree's
+	// capacity is unknown and the tree admits nothing.
 	ErrTreeCapacity = errors.New(`the root of a quota tree needs a valid ` + elasticquotav1alpha1.AnnotationTotalResource + ` annotation, its capacity`)
 	// ErrNotTreeRoot: a quota with a tree id hangs from koordinator-root-quota
 	// without being labelled its tree's root.
@@ -577,8 +578,13 @@ func (e *Engine) rebuild() {
 					n.err = fmt.Errorf("quota %q: tree-id %q: %q is its root: %w", name, tree, treeRoots[tree].name, ErrDuplicateTreeRoot)
 				default:
 					treeRoots[tree] = n
-					if n.spec.TreeTotal == nil {
+					switch r, negative := firstNegative(n.spec.TreeTotal); {
+					case n.spec.TreeTotal == nil:
 						n.err = fmt.Errorf("quota %q: tree-id %q: %w", name, tree, ErrTreeCapacity)
+					case negative:
+						q := n.spec.TreeTotal[r]
+						n.err = fmt.Errorf("quota %q: tree-id %q: %s %s %s is negative: %w", name, tree,
+							elasticquotav1alpha1.AnnotationTotalResource, r, q.String(), ErrTreeCapacity)
 					}
 				}
 			case !ok:
@@ -663,7 +669,7 @@ func (e *Engine) rebuild() {
 	// classic root (after the checks: min above it is no error of the
 	// quota's).
 	for _, t := range e.roots[1:] {
-		if t.spec.TreeTotal == nil {
+		if !validTotal(t.spec.TreeTotal) {
 			continue // invalid (ErrTreeCapacity): admits nothing
 		}
 		t.total = grow(nil, r)
@@ -780,8 +786,8 @@ func (e *Engine) setRootCapacity() {
 		}
 		e.fill(root.max, e.capacity, 0)
 		for _, t := range e.roots[1:] {
-			if t.spec.IgnoreDefaultTree {
-				continue
+			if t.spec.IgnoreDefaultTree || !validTotal(t.spec.TreeTotal) {
+				continue // an invalid total is no capacity: nothing to take out
 			}
 			for name, q := range t.spec.TreeTotal {
 				i := e.index[name]
@@ -792,6 +798,13 @@ func (e *Engine) setRootCapacity() {
 	for i := range root.min {
 		root.min[i] = root.max[i]
 	}
+}
+
+// validTotal reports whether a tree root's total-resource is a capacity:
+// set, and nothing in it negative.
+func validTotal(total corev1.ResourceList) bool {
+	_, negative := firstNegative(total)
+	return total != nil && !negative
 }
 
 // firstNegative names the first resource, by name, whose amount in list is

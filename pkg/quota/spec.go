@@ -52,7 +52,9 @@ type Spec struct {
 	// resource it does not name has none. Nil when the annotation is missing
 	// or malformed: the tree's capacity is then unknown, and its root is
 	// invalid (ErrTreeCapacity), so the tree admits nothing rather than
-	// guess. Read only for a tree root.
+	// guess. So is a total with a negative amount, which is neither taken
+	// out of the classic tree's capacity nor added to it. Read only for a
+	// tree root.
 	TreeTotal corev1.ResourceList
 	// Pool is a tree root's node pool: the ElasticQuotaProfile that made it
 	// (label profile), or the one naming it when koord-queue computes the

@@ -46,6 +46,14 @@ func TestTreeRulesAreReportedOnTheQuotaThatBreaksThem(t *testing.T) {
 			want: map[string]error{"a100": quota.ErrTreeCapacity, "team": quota.ErrInvalidAncestor},
 		},
 		{
+			name: "a tree root whose total-resource is negative is invalid, and so its tree",
+			specs: []quota.Spec{
+				qt.MakeSpec("a100").IsParent().TreeRoot("t1", "nvidia.com/gpu", "-8").Obj(),
+				qt.MakeSpec("team").Parent("a100").Tree("t1").Obj(),
+			},
+			want: map[string]error{"a100": quota.ErrTreeCapacity, "team": quota.ErrInvalidAncestor},
+		},
+		{
 			name: "a child of another tree than its parent's",
 			specs: []quota.Spec{
 				qt.MakeSpec("a100").IsParent().TreeRoot("t1", "nvidia.com/gpu", "8").Obj(),
@@ -263,6 +271,42 @@ func TestATreeRootWithoutCapacityAdmitsNothing(t *testing.T) {
 	e := newEngine(t, poolCluster, []quota.Spec{root, qt.MakeSpec("a100-team").Parent("a100").Tree("t1").Obj()}, nil)
 	if _, _, err := e.Headroom("a100-team", nil, nil); !errors.Is(err, quota.ErrInvalidAncestor) {
 		t.Errorf("Headroom(a100-team): err = %v, want %v", err, quota.ErrInvalidAncestor)
+	}
+}
+
+// TestANegativeTreeTotalIsNoCapacity: a total-resource with a negative
+// amount is as malformed as one that is not JSON: its root is invalid
+// (ErrTreeCapacity), its tree admits nothing, and the classic tree's
+// capacity is the cluster's, neither raised by the negative amount nor
+// lowered by the rest.
+func TestANegativeTreeTotalIsNoCapacity(t *testing.T) {
+	root, err := quota.SpecFromElasticQuota(&elasticquotav1alpha1.ElasticQuota{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: "a100",
+			Labels: map[string]string{
+				elasticquotav1alpha1.LabelQuotaIsParent: "true",
+				elasticquotav1alpha1.LabelQuotaTreeID:   "t1",
+				elasticquotav1alpha1.LabelQuotaIsRoot:   "true",
+			},
+			Annotations: map[string]string{elasticquotav1alpha1.AnnotationTotalResource: `{"cpu":"-80","nvidia.com/gpu":"8"}`},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEngine(t, poolCluster, []quota.Spec{root, qt.MakeSpec("a100-team").Parent("a100").Tree("t1").Obj()}, nil)
+	if err := e.Err("a100"); !errors.Is(err, quota.ErrTreeCapacity) {
+		t.Errorf("Err(a100) = %v, want %v", err, quota.ErrTreeCapacity)
+	}
+	if _, _, err := e.Headroom("a100-team", nil, nil); !errors.Is(err, quota.ErrInvalidAncestor) {
+		t.Errorf("Headroom(a100-team): err = %v, want %v", err, quota.ErrInvalidAncestor)
+	}
+	want := map[string]string{"cpu": "100", "nvidia.com/gpu": "16"}
+	if diff := cmp.Diff(want, str(e.Capacity(elasticquotav1alpha1.RootQuotaName))); diff != "" {
+		t.Errorf("Capacity(%s) (-want +got):\n%s", elasticquotav1alpha1.RootQuotaName, diff)
+	}
+	if got := e.Capacity("a100"); got != nil {
+		t.Errorf("Capacity(a100) = %v, want none", got)
 	}
 }
 
