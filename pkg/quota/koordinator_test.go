@@ -41,6 +41,19 @@ func weighted(eq *elasticquotav1alpha1.ElasticQuota, weight string) *elasticquot
 	return eq
 }
 
+// scaledMinQuotas are the quotas of Koordinator's
+// TestGroupQuotaManager_MultiUpdateQuotaRequest_WithScaledMinQuota tests: p
+// under the root with min 300, and its children a, b and c with min 100.
+func scaledMinQuotas() []*elasticquotav1alpha1.ElasticQuota {
+	max := qt.Res("cpu", "1000", "memory", "1000Gi")
+	return []*elasticquotav1alpha1.ElasticQuota{
+		koordQuota("p", "", max, qt.Res("cpu", "300", "memory", "300Gi"), true, true),
+		koordQuota("a", "p", max, qt.Res("cpu", "100", "memory", "100Gi"), true, false),
+		koordQuota("b", "p", max, qt.Res("cpu", "100", "memory", "100Gi"), true, false),
+		koordQuota("c", "p", max, qt.Res("cpu", "100", "memory", "100Gi"), true, false),
+	}
+}
+
 // TestKoordinatorCases runs Koordinator's own ElasticQuota test cases
 // through the engine: each case is named for the Koordinator test its
 // numbers come from (pkg/scheduler/plugins/elasticquota/core and
@@ -221,12 +234,7 @@ func TestKoordinatorCases(t *testing.T) {
 			// split leaves (the tie goes to the first by name).
 			name:     "TestGroupQuotaManager_MultiUpdateQuotaRequest_WithScaledMinQuota1",
 			capacity: res("cpu", "200", "memory", "200Gi"),
-			quotas: []*elasticquotav1alpha1.ElasticQuota{
-				koordQuota("p", "", res("cpu", "1000", "memory", "1000Gi"), res("cpu", "300", "memory", "300Gi"), true, true),
-				koordQuota("a", "p", res("cpu", "1000", "memory", "1000Gi"), res("cpu", "100", "memory", "100Gi"), true, false),
-				koordQuota("b", "p", res("cpu", "1000", "memory", "1000Gi"), res("cpu", "100", "memory", "100Gi"), true, false),
-				koordQuota("c", "p", res("cpu", "1000", "memory", "1000Gi"), res("cpu", "100", "memory", "100Gi"), true, false),
-			},
+			quotas:   scaledMinQuotas(),
 			requests: map[string]corev1.ResourceList{
 				"a": res("cpu", "200", "memory", "200Gi"), "b": res("cpu", "200", "memory", "200Gi"), "c": res("cpu", "200", "memory", "200Gi"),
 			},
@@ -240,12 +248,7 @@ func TestKoordinatorCases(t *testing.T) {
 		{
 			name:     "TestGroupQuotaManager_MultiUpdateQuotaRequest_WithScaledMinQuota1/large",
 			capacity: res("cpu", "600", "memory", "600Gi"),
-			quotas: []*elasticquotav1alpha1.ElasticQuota{
-				koordQuota("p", "", res("cpu", "1000", "memory", "1000Gi"), res("cpu", "300", "memory", "300Gi"), true, true),
-				koordQuota("a", "p", res("cpu", "1000", "memory", "1000Gi"), res("cpu", "100", "memory", "100Gi"), true, false),
-				koordQuota("b", "p", res("cpu", "1000", "memory", "1000Gi"), res("cpu", "100", "memory", "100Gi"), true, false),
-				koordQuota("c", "p", res("cpu", "1000", "memory", "1000Gi"), res("cpu", "100", "memory", "100Gi"), true, false),
-			},
+			quotas:   scaledMinQuotas(),
 			requests: map[string]corev1.ResourceList{
 				"a": res("cpu", "200", "memory", "200Gi"), "b": res("cpu", "200", "memory", "200Gi"), "c": res("cpu", "200", "memory", "200Gi"),
 			},
@@ -257,12 +260,7 @@ func TestKoordinatorCases(t *testing.T) {
 		{
 			name:     "TestGroupQuotaManager_MultiUpdateQuotaRequest_WithScaledMinQuota2",
 			capacity: res("cpu", "200", "memory", "200Gi"),
-			quotas: []*elasticquotav1alpha1.ElasticQuota{
-				koordQuota("p", "", res("cpu", "1000", "memory", "1000Gi"), res("cpu", "300", "memory", "300Gi"), true, true),
-				koordQuota("a", "p", res("cpu", "1000", "memory", "1000Gi"), res("cpu", "100", "memory", "100Gi"), true, false),
-				koordQuota("b", "p", res("cpu", "1000", "memory", "1000Gi"), res("cpu", "100", "memory", "100Gi"), true, false),
-				koordQuota("c", "p", res("cpu", "1000", "memory", "1000Gi"), res("cpu", "100", "memory", "100Gi"), true, false),
-			},
+			quotas:   scaledMinQuotas(),
 			requests: map[string]corev1.ResourceList{"a": res("cpu", "200", "memory", "200Gi"), "c": res("cpu", "200", "memory", "200Gi")},
 			want: map[string]map[string]string{
 				"p": {"cpu": "200", "memory": "200Gi"},

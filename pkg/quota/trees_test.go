@@ -280,20 +280,7 @@ func TestATreeRootWithoutCapacityAdmitsNothing(t *testing.T) {
 // capacity is the cluster's, neither raised by the negative amount nor
 // lowered by the rest.
 func TestANegativeTreeTotalIsNoCapacity(t *testing.T) {
-	root, err := quota.SpecFromElasticQuota(&elasticquotav1alpha1.ElasticQuota{
-		ObjectMeta: metav1.ObjectMeta{
-			Name: "a100",
-			Labels: map[string]string{
-				elasticquotav1alpha1.LabelQuotaIsParent: "true",
-				elasticquotav1alpha1.LabelQuotaTreeID:   "t1",
-				elasticquotav1alpha1.LabelQuotaIsRoot:   "true",
-			},
-			Annotations: map[string]string{elasticquotav1alpha1.AnnotationTotalResource: `{"cpu":"-80","nvidia.com/gpu":"8"}`},
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := qt.MakeSpec("a100").IsParent().TreeRoot("t1", "cpu", "-80", "nvidia.com/gpu", "8").Obj()
 	e := newEngine(t, poolCluster, []quota.Spec{root, qt.MakeSpec("a100-team").Parent("a100").Tree("t1").Obj()}, nil)
 	if err := e.Err("a100"); !errors.Is(err, quota.ErrTreeCapacity) {
 		t.Errorf("Err(a100) = %v, want %v", err, quota.ErrTreeCapacity)
