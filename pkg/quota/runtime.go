@@ -222,9 +222,11 @@ func (e *Engine) apportion(p *node, i int, total int64, limited bool) {
 	if total < sumMin {
 		// koord-scheduler's own arithmetic (getScaledMinQuota), in
 		// float64 and truncated, so that the scaled mins agree with its
-		// to the unit.
+		// to the unit; kept within [0, min] whatever float64 rounding
+		// does near the int64 limit.
 		for j := range claims {
-			claims[j].min = int64(float64(total) * float64(claims[j].min) / float64(sumMin))
+			c := &claims[j]
+			c.min = min(c.min, max(0, int64(float64(total)*float64(c.min)/float64(sumMin))))
 		}
 	}
 	rest := total
