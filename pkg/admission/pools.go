@@ -50,11 +50,11 @@ func newPools() pools {
 }
 
 // poolNode keeps of a node only what pool.Of reads: its labels, allocatable,
-// whether it is cordoned and whether it is Ready. Heartbeats leave it as it
+// whether it is being deleted, cordoned and Ready. Heartbeats leave it as it
 // was.
 func poolNode(n *corev1.Node) corev1.Node {
 	slim := corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels},
+		ObjectMeta: metav1.ObjectMeta{Name: n.Name, Labels: n.Labels, DeletionTimestamp: n.DeletionTimestamp},
 		Spec:       corev1.NodeSpec{Unschedulable: n.Spec.Unschedulable},
 		Status:     corev1.NodeStatus{Allocatable: n.Status.Allocatable},
 	}

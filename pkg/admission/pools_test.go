@@ -184,3 +184,58 @@ func TestTreeCapacityFromProfiles(t *testing.T) {
 		})
 	}
 }
+
+// TestNodeBeingDeletedCountsNowhere: a node with a deletion timestamp (held
+// by a finalizer, say) offers nothing, neither to its pool's tree nor to the
+// cluster, whose classic tree is the cluster less the pools.
+func TestNodeBeingDeletedCountsNowhere(t *testing.T) {
+	type seen struct{ Pool, Classic string }
+	deleting := func(n *corev1.Node) *corev1.Node {
+		n.DeletionTimestamp = &metav1.Time{Time: time.Unix(100, 0)}
+		return n
+	}
+	cases := map[string]struct {
+		compute bool
+		deleted *corev1.Node
+		want    seen
+	}{
+		"a node of a pool": {
+			compute: true,
+			deleted: deleting(nodeInPool("n2", "a100", "4")),
+			want:    seen{Pool: "4", Classic: "16"},
+		},
+		"a node of no pool": {
+			compute: true,
+			deleted: deleting(nodeInPool("n3", "other", "16")),
+			want:    seen{Pool: "8", Classic: "0"},
+		},
+		"capacities not computed: a node of the cluster": {
+			deleted: deleting(nodeInPool("n3", "other", "16")),
+			want:    seen{Classic: "8"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := NewCache()
+			c.computeTrees = tc.compute
+			c.UpsertElasticQuota(wrappers.MakeElasticQuota("a100", "kube-system").IsParent().
+				Label(elasticquotav1alpha1.LabelQuotaTreeID, "t-a100").Label(elasticquotav1alpha1.LabelQuotaIsRoot, "true").Obj())
+			c.UpsertElasticQuotaProfile(poolProfile("a100", "a100", nil))
+			for _, n := range []*corev1.Node{nodeInPool("n1", "a100", "4"), nodeInPool("n2", "a100", "4"), nodeInPool("n3", "other", "16")} {
+				c.UpsertNode(n)
+			}
+			c.UpsertNode(tc.deleted)
+			c.mu.Lock()
+			e := c.core.Quotas()
+			pool, classic := e.Capacity("a100"), e.Capacity(elasticquotav1alpha1.RootQuotaName)
+			got := seen{Pool: pool.Cpu().String(), Classic: classic.Cpu().String()}
+			c.mu.Unlock()
+			if !tc.compute {
+				got.Pool = ""
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("capacities (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -21,7 +21,9 @@ import (
 // Capacity is what a pool's nodes offer.
 type Capacity struct {
 	// Total is the matching nodes' allocatable resources times the ratio,
-	// every node counted, as koord-manager's total-resource.
+	// as koord-manager's total-resource, but for nodes being deleted (which
+	// koord-manager still counts): a node that is going away offers nothing,
+	// as in the classic tree's capacity (watched.NodeCapacity).
 	Total corev1.ResourceList
 	// Unschedulable is the part of Total on nodes that are cordoned or not
 	// Ready, as koord-manager's unschedulable-resource.
@@ -42,8 +44,8 @@ func (c Capacity) Schedulable() corev1.ResourceList {
 }
 
 // Of computes the capacity of profile's pool from nodes (every node of the
-// cluster; those its selector does not choose are skipped). A selector that
-// does not parse is an error, and no capacity.
+// cluster; those its selector does not choose, and those being deleted, are
+// skipped). A selector that does not parse is an error, and no capacity.
 func Of(profile *quotav1alpha1.ElasticQuotaProfile, nodes []corev1.Node) (Capacity, error) {
 	if profile.Spec.NodeSelector == nil {
 		return Capacity{}, fmt.Errorf("ElasticQuotaProfile %s/%s: spec.nodeSelector is required", profile.Namespace, profile.Name)
@@ -55,7 +57,7 @@ func Of(profile *quotav1alpha1.ElasticQuotaProfile, nodes []corev1.Node) (Capaci
 	c := Capacity{Total: corev1.ResourceList{}, Unschedulable: corev1.ResourceList{}}
 	for i := range nodes {
 		n := &nodes[i]
-		if !selector.Matches(labels.Set(n.Labels)) {
+		if n.DeletionTimestamp != nil || !selector.Matches(labels.Set(n.Labels)) {
 			continue
 		}
 		add(c.Total, n.Status.Allocatable)

@@ -45,12 +45,15 @@ func str(l corev1.ResourceList) map[string]string {
 }
 
 func TestOf(t *testing.T) {
+	deleting := node("a-5", "a100", true, false, "cpu", "32", "memory", "256Gi", "nvidia.com/gpu", "8")
+	deleting.DeletionTimestamp = &metav1.Time{}
 	nodes := []corev1.Node{
 		node("a-1", "a100", true, false, "cpu", "32", "memory", "256Gi", "nvidia.com/gpu", "8"),
 		node("a-2", "a100", true, false, "cpu", "32", "memory", "256Gi", "nvidia.com/gpu", "8"),
 		node("a-3", "a100", true, true, "cpu", "32", "memory", "256Gi", "nvidia.com/gpu", "8"),   // cordoned
 		node("a-4", "a100", false, false, "cpu", "32", "memory", "256Gi", "nvidia.com/gpu", "8"), // NotReady
 		node("h-1", "h100", true, false, "cpu", "64", "memory", "512Gi", "nvidia.com/gpu", "8"),
+		deleting, // counts nowhere
 	}
 	cases := map[string]struct {
 		ratio                     *string
