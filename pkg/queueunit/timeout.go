@@ -20,13 +20,19 @@ import (
 // then.
 
 // RunningDeadline is when u, released, has waited timeout for its job to
-// run a pod: its release (the Admitted condition turning True; else
-// lastAllocateTime; else lastUpdateTime, all Koord-Queue writes) plus
-// timeout. ok is false when there is no deadline: timeout is not positive,
-// or u is not Dequeued (its job runs pods, or it is not released: waiting,
-// reserved for its admission checks, finished), is inactive or evicted.
-func RunningDeadline(u *schedulingv1alpha1.QueueUnit, timeout time.Duration) (deadline time.Time, ok bool) {
-	if timeout <= 0 || u.EffectivePhase() != schedulingv1alpha1.Dequeued || !u.IsActive() || Evicted(u) {
+// run a pod: the job's release plus timeout. The release is when the
+// extension resumed the job (job.ReleasedAt), if that lies between the
+// admission and now (the job's owner may write that record too, so it only
+// ever moves the count from the admission to later, never past now);
+// otherwise the admission (the Admitted condition turning True, which it
+// does once the admission checks pass; else lastAllocateTime; else
+// lastUpdateTime, all Koord-Queue writes). ok is false when there is no
+// deadline: timeout is not positive, u is not Dequeued (its job runs pods,
+// or it is not released: waiting, reserved for its admission checks,
+// finished), is inactive or evicted, or its job is still suspended (the
+// extension has yet to release it).
+func RunningDeadline(u *schedulingv1alpha1.QueueUnit, job JobState, timeout time.Duration, now time.Time) (deadline time.Time, ok bool) {
+	if timeout <= 0 || u.EffectivePhase() != schedulingv1alpha1.Dequeued || !u.IsActive() || Evicted(u) || job.Suspended {
 		return time.Time{}, false
 	}
 	var since time.Time
@@ -40,17 +46,20 @@ func RunningDeadline(u *schedulingv1alpha1.QueueUnit, timeout time.Duration) (de
 	default:
 		return time.Time{}, false // released by hand, with no time: nothing to count from
 	}
+	if r := job.ReleasedAt; r.After(since) && !r.After(now) {
+		since = r
+	}
 	return since.Add(timeout), true
 }
 
-// BackOff sends u, released and past its RunningDeadline at now, to
-// TimeoutBackoff until now plus backoff: Admitted False and Evicted True
+// BackOff sends u, released and past its RunningDeadline at now (job: what
+// its extension sees of its job), to TimeoutBackoff until now plus backoff: Admitted False and Evicted True
 // (reason BackoffTimeout), requeueState counting it. Its admissions stay
 // until its job's pods are gone (FollowJob), so that their quota is not
 // handed out twice. It reports false, changing nothing, when u is not past
 // its deadline (it may have started running meanwhile).
-func BackOff(u *schedulingv1alpha1.QueueUnit, timeout, backoff time.Duration, now metav1.Time) bool {
-	deadline, ok := RunningDeadline(u, timeout)
+func BackOff(u *schedulingv1alpha1.QueueUnit, job JobState, timeout, backoff time.Duration, now metav1.Time) bool {
+	deadline, ok := RunningDeadline(u, job, timeout, now.Time)
 	if !ok || now.Time.Before(deadline) {
 		return false
 	}

@@ -23,33 +23,60 @@ func released(p schedulingv1alpha1.QueueUnitPhase) *wrappers.QueueUnitWrapper {
 }
 
 // TestRunningDeadline: a released unit whose job runs no pod has a deadline
-// counted from its release; every other unit has none.
+// counted from its job's release; every other unit has none.
 func TestRunningDeadline(t *testing.T) {
 	koordQueue := wrappers.MakeQueueUnit("u", "ns").Phase(schedulingv1alpha1.Dequeued).Admission("main", 2).Obj()
 	koordQueue.Status.LastUpdateTime = &t0
 	evicted := released(schedulingv1alpha1.Dequeued).Condition(schedulingv1alpha1.QueueUnitEvicted, metav1.ConditionTrue, "Preempted").Obj()
+	later := t0.Add(10 * time.Minute)
+	now := t0.Add(time.Hour)
 	for name, tc := range map[string]struct {
 		unit    *schedulingv1alpha1.QueueUnit
+		job     queueunit.JobState
 		timeout time.Duration
 		want    time.Time
 		wantOK  bool
 	}{
-		"released: its release plus the timeout":               {unit: released(schedulingv1alpha1.Dequeued).Obj(), timeout: time.Minute, want: t0.Add(time.Minute), wantOK: true},
-		"released by Koord-Queue: counted from lastUpdateTime": {unit: koordQueue, timeout: time.Minute, want: t0.Add(time.Minute), wantOK: true},
-		"no timeout":                {unit: released(schedulingv1alpha1.Dequeued).Obj()},
-		"its job runs pods":         {unit: released(schedulingv1alpha1.Running).Obj(), timeout: time.Minute},
-		"reserved for its checks":   {unit: released(schedulingv1alpha1.Reserved).Obj(), timeout: time.Minute},
-		"waiting":                   {unit: wrappers.MakeQueueUnit("u", "ns").Phase(schedulingv1alpha1.Enqueued).Obj(), timeout: time.Minute},
-		"evicted, not yet enqueued": {unit: evicted, timeout: time.Minute},
-		"inactive":                  {unit: released(schedulingv1alpha1.Dequeued).Inactive().Obj(), timeout: time.Minute},
-		"released by hand, no time": {unit: wrappers.MakeQueueUnit("u", "ns").Phase(schedulingv1alpha1.Dequeued).Obj(), timeout: time.Minute},
+		"released: its release plus the timeout":                  {unit: released(schedulingv1alpha1.Dequeued).Obj(), job: queueunit.JobState{ReleasedAt: later}, timeout: time.Minute, want: later.Add(time.Minute), wantOK: true},
+		"released, no record of when: counted from its admission": {unit: released(schedulingv1alpha1.Dequeued).Obj(), timeout: time.Minute, want: t0.Add(time.Minute), wantOK: true},
+		"released by Koord-Queue: counted from lastUpdateTime":    {unit: koordQueue, timeout: time.Minute, want: t0.Add(time.Minute), wantOK: true},
+		"released by Koord-Queue at a time it recorded":           {unit: koordQueue, job: queueunit.JobState{ReleasedAt: later}, timeout: time.Minute, want: later.Add(time.Minute), wantOK: true},
+		"a release recorded before the admission (an earlier one): from the admission": {
+			unit: released(schedulingv1alpha1.Dequeued).Obj(), job: queueunit.JobState{ReleasedAt: t0.Add(-time.Hour)}, timeout: time.Minute, want: t0.Add(time.Minute), wantOK: true},
+		"a release recorded in the future (written by hand): from the admission": {
+			unit: released(schedulingv1alpha1.Dequeued).Obj(), job: queueunit.JobState{ReleasedAt: now.Add(time.Second)}, timeout: time.Minute, want: t0.Add(time.Minute), wantOK: true},
+		"admitted, its job not released yet": {unit: released(schedulingv1alpha1.Dequeued).Obj(), job: queueunit.JobState{Suspended: true}, timeout: time.Minute},
+		"no timeout":                         {unit: released(schedulingv1alpha1.Dequeued).Obj()},
+		"its job runs pods":                  {unit: released(schedulingv1alpha1.Running).Obj(), timeout: time.Minute},
+		"reserved for its checks":            {unit: released(schedulingv1alpha1.Reserved).Obj(), timeout: time.Minute},
+		"waiting":                            {unit: wrappers.MakeQueueUnit("u", "ns").Phase(schedulingv1alpha1.Enqueued).Obj(), timeout: time.Minute},
+		"evicted, not yet enqueued":          {unit: evicted, timeout: time.Minute},
+		"inactive":                           {unit: released(schedulingv1alpha1.Dequeued).Inactive().Obj(), timeout: time.Minute},
+		"released by hand, no time":          {unit: wrappers.MakeQueueUnit("u", "ns").Phase(schedulingv1alpha1.Dequeued).Obj(), timeout: time.Minute},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got, ok := queueunit.RunningDeadline(tc.unit, tc.timeout)
+			got, ok := queueunit.RunningDeadline(tc.unit, tc.job, tc.timeout, now)
 			if ok != tc.wantOK || !got.Equal(tc.want) {
 				t.Errorf("RunningDeadline = %v, %v; want %v, %v", got, ok, tc.want, tc.wantOK)
 			}
 		})
+	}
+}
+
+// TestRunningDeadlineAfterAdmissionChecks: a unit reserved for its
+// admission checks for a long time counts its running timeout from when
+// they passed and its job was released, not from its reservation.
+func TestRunningDeadlineAfterAdmissionChecks(t *testing.T) {
+	const timeout = time.Minute
+	u := wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2).Obj()
+	queueunit.Admit(u, "q", nil, nil, []string{"provision"}, t0)
+	u.Status.AdmissionChecks[0].State = schedulingv1alpha1.CheckStateReady
+	passed := metav1.NewTime(t0.Add(time.Hour))
+	queueunit.PassChecks(u, queueunit.Checks{Names: []string{"provision"}, Known: true}, "q", passed)
+	releasedAt := passed.Add(5 * time.Second)
+	got, ok := queueunit.RunningDeadline(u, queueunit.JobState{ReleasedAt: releasedAt}, timeout, releasedAt.Add(time.Second))
+	if want := releasedAt.Add(timeout); !ok || !got.Equal(want) {
+		t.Errorf("RunningDeadline = %v, %v; want %v, true", got, ok, want)
 	}
 }
 
@@ -59,12 +86,12 @@ func TestRunningDeadline(t *testing.T) {
 func TestBackOffAndRequeue(t *testing.T) {
 	const timeout, backoff = time.Minute, 5 * time.Minute
 	u := released(schedulingv1alpha1.Dequeued).Obj()
-	if queueunit.BackOff(u, timeout, backoff, metav1.NewTime(t0.Add(timeout-time.Second))) {
+	if queueunit.BackOff(u, queueunit.JobState{}, timeout, backoff, metav1.NewTime(t0.Add(timeout-time.Second))) {
 		t.Fatalf("BackOff before the deadline changed the unit: %+v", u.Status)
 	}
 	at := metav1.NewTime(t0.Add(timeout))
 	end := metav1.NewTime(at.Add(backoff))
-	if !queueunit.BackOff(u, timeout, backoff, at) {
+	if !queueunit.BackOff(u, queueunit.JobState{}, timeout, backoff, at) {
 		t.Fatal("BackOff at the deadline changed nothing")
 	}
 	msg := "no pod of the job ran within the running timeout of 1m0s after its release: the job is suspended and its quota given back; it is queued again at 2025-01-01T00:06:00Z"
@@ -81,7 +108,7 @@ func TestBackOffAndRequeue(t *testing.T) {
 	if diff := cmp.Diff(want, u.Status, byType); diff != "" {
 		t.Errorf("backed off (-want +got):\n%s", diff)
 	}
-	if queueunit.BackOff(u, timeout, backoff, at) {
+	if queueunit.BackOff(u, queueunit.JobState{}, timeout, backoff, at) {
 		t.Error("BackOff of a unit backing off changed it again")
 	}
 	if !queueunit.HoldsQuota(u) {

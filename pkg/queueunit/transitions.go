@@ -299,8 +299,12 @@ func (c PodCount) podState(admitted *schedulingv1alpha1.Admission) (running, pen
 // JobState is what an extension observed of a unit's job.
 type JobState struct {
 	Suspended bool
-	Finished  bool
-	Succeeded bool
+	// ReleasedAt is when the extension last released the job, as the job
+	// records it (its koord-queue/job-dequeue-timestamp); zero when it
+	// records no time that parses.
+	ReleasedAt time.Time
+	Finished   bool
+	Succeeded  bool
 	// Message says how the job finished.
 	Message string
 	// Pods by pod set.

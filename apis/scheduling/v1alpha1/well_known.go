@@ -32,6 +32,11 @@ const (
 	// admission last released it. A running job that carries it and has no
 	// unit lost its unit while it ran: it is suspended and queued again.
 	AnnotationReleasedBy = "koord-queue/released-by"
+	// AnnotationJobDequeueTimestamp on a job is when its extension last
+	// released it, in Go's time format "2006-01-02 15:04:05.999999999
+	// -0700 MST" (Koord-Queue writes the same, followed by Go's monotonic
+	// clock reading). The running timeout counts from it.
+	AnnotationJobDequeueTimestamp = "koord-queue/job-dequeue-timestamp"
 	// AnnotationInvalidJob on a unit says the extension holds it (spec.active
 	// false) because its job cannot be queued as it is; its value says why.
 	// The extension lifts the hold once the job is fixed.

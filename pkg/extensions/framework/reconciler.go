@@ -440,7 +440,7 @@ func (r *JobReconciler) follow(ctx context.Context, job GenericJob, unit *schedu
 		r.forgetDeferred(client.ObjectKeyFromObject(unit))
 		return 0, nil
 	}
-	timer, err := r.timeOut(ctx, job.Object(), unit, followed, now)
+	timer, err := r.timeOut(ctx, job.Object(), unit, followed, js, now)
 	if err != nil {
 		return 0, client.IgnoreNotFound(err)
 	}
@@ -463,19 +463,19 @@ func (r *JobReconciler) follow(ctx context.Context, job GenericJob, unit *schedu
 }
 
 // timeOut sends the unit of a job released for longer than the running
-// timeout without running a pod (followed: the unit as the job says it is
-// now, its pod counts perhaps not written yet) to TimeoutBackoff, and
+// timeout without running a pod (followed: the unit as the job, js, says
+// it is now, its pod counts perhaps not written yet) to TimeoutBackoff, and
 // queues a unit whose backoff ended again (queueunit.BackOff, EndBackoff).
 // A unit backing off is Waiting, so the same pass suspends its job (hold).
 // It returns when the next of these is due, 0 if none is.
-func (r *JobReconciler) timeOut(ctx context.Context, obj client.Object, unit, followed *schedulingv1alpha1.QueueUnit, now metav1.Time) (time.Duration, error) {
-	if deadline, ok := queueunit.RunningDeadline(followed, r.runningTimeout); ok {
+func (r *JobReconciler) timeOut(ctx context.Context, obj client.Object, unit, followed *schedulingv1alpha1.QueueUnit, js queueunit.JobState, now metav1.Time) (time.Duration, error) {
+	if deadline, ok := queueunit.RunningDeadline(followed, js, r.runningTimeout, now.Time); ok {
 		if now.Time.Before(deadline) {
 			return deadline.Sub(now.Time), nil
 		}
 		backedOff := false
 		if err := r.patchUnit(ctx, unit, true, func(u *schedulingv1alpha1.QueueUnit) bool {
-			backedOff = queueunit.BackOff(u, r.runningTimeout, r.backoff, now)
+			backedOff = queueunit.BackOff(u, js, r.runningTimeout, r.backoff, now)
 			return backedOff
 		}); err != nil {
 			return 0, err
@@ -679,6 +679,7 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 			annotations = map[string]string{}
 		}
 		annotations[schedulingv1alpha1.AnnotationReleasedBy] = string(unit.UID)
+		annotations[schedulingv1alpha1.AnnotationJobDequeueTimestamp] = dequeueTimestamp(r.clock.Now())
 		obj.SetAnnotations(annotations)
 		job.Resume()
 	})

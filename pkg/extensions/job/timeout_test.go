@@ -75,6 +75,9 @@ func TestReconcileRunningTimeout(t *testing.T) {
 	}
 	look() // creates the unit
 	admit()
+	if diff := cmp.Diff(seen{Phase: schedulingv1alpha1.Dequeued, Admissions: 1}, look()); diff != "" {
+		t.Errorf("admitted: released (-want +got):\n%s", diff)
+	}
 	if diff := cmp.Diff(seen{Phase: schedulingv1alpha1.Dequeued, Admissions: 1, RequeueAfter: timeout}, look()); diff != "" {
 		t.Errorf("released: looks again at the deadline (-want +got):\n%s", diff)
 	}
@@ -107,8 +110,70 @@ func TestReconcileRunningTimeout(t *testing.T) {
 		t.Errorf("after the backoff: queued again (-want +got):\n%s", diff)
 	}
 	admit()
+	look() // released again
 	if diff := cmp.Diff(seen{Phase: schedulingv1alpha1.Dequeued, Evicted: "False Readmitted", Admissions: 1, RequeueAfter: timeout}, look()); diff != "" {
 		t.Errorf("admitted again: released again (-want +got):\n%s", diff)
+	}
+}
+
+// TestReconcileRunningTimeoutCountsFromRelease: the running timeout counts
+// from the Job's release, not from its admission: a Job released long after
+// its unit was admitted (the extension was away, say) has its whole timeout
+// to run a pod, and the release is recorded on the Job.
+func TestReconcileRunningTimeoutCountsFromRelease(t *testing.T) {
+	const timeout = time.Minute
+	ctx := context.Background()
+	clk := clocktesting.NewFakeClock(time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC))
+	j := extensionstest.MakeJob("j", "ns").Quota("team-a").Parallelism(2).Request("cpu", "1").Obj()
+	c := frameworktest.ClientBuilder(t, testScheme(t)).WithObjects(j).
+		WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &batchv1.Job{}).Build()
+	r := framework.NewJobReconciler(c, c, record.NewFakeRecorder(100), Integration(), framework.WithClock(clk),
+		framework.WithStatusDelay(0), framework.WithRunningTimeout(timeout, time.Hour))
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(j)}
+	type seen struct {
+		Phase            schedulingv1alpha1.QueueUnitPhase
+		Suspended        bool
+		DequeueTimestamp string
+		RequeueAfter     time.Duration
+	}
+	look := func() seen {
+		t.Helper()
+		res, err := r.Reconcile(ctx, req)
+		if err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+		var u schedulingv1alpha1.QueueUnit
+		var job batchv1.Job
+		if err := c.Get(ctx, req.NamespacedName, &u); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.Get(ctx, req.NamespacedName, &job); err != nil {
+			t.Fatal(err)
+		}
+		return seen{Phase: u.Status.Phase, Suspended: (*Job)(&job).IsSuspended(),
+			DequeueTimestamp: job.Annotations[schedulingv1alpha1.AnnotationJobDequeueTimestamp], RequeueAfter: res.RequeueAfter}
+	}
+	look() // creates the unit
+	var u schedulingv1alpha1.QueueUnit
+	if err := c.Get(ctx, req.NamespacedName, &u); err != nil {
+		t.Fatal(err)
+	}
+	queueunit.Admit(&u, "team-a", queueunit.Request(&u), nil, nil, metav1.NewTime(clk.Now()))
+	if err := c.Status().Update(ctx, &u); err != nil {
+		t.Fatal(err)
+	}
+	clk.Step(2 * timeout)
+	const releasedAt = "2026-12-01 00:02:00 +0000 UTC"
+	if diff := cmp.Diff(seen{Phase: schedulingv1alpha1.Dequeued, DequeueTimestamp: releasedAt}, look()); diff != "" {
+		t.Errorf("released two timeouts after its admission: released, not backed off (-want +got):\n%s", diff)
+	}
+	clk.Step(timeout - time.Second)
+	if diff := cmp.Diff(seen{Phase: schedulingv1alpha1.Dequeued, DequeueTimestamp: releasedAt, RequeueAfter: time.Second}, look()); diff != "" {
+		t.Errorf("just before the timeout after its release (-want +got):\n%s", diff)
+	}
+	clk.Step(time.Second)
+	if diff := cmp.Diff(seen{Phase: schedulingv1alpha1.TimeoutBackoff, Suspended: true, DequeueTimestamp: releasedAt, RequeueAfter: time.Hour}, look()); diff != "" {
+		t.Errorf("the timeout after its release: backed off (-want +got):\n%s", diff)
 	}
 }
 
