@@ -27,25 +27,39 @@ type pools struct {
 	profiles map[string]*quotav1alpha1.ElasticQuotaProfile
 	// nodes are slim copies of every node (poolNode), by name.
 	nodes map[string]corev1.Node
-	// totals are the computed capacities, by the root quota's
-	// namespace/name.
-	totals map[string]treeTotal
+	// capacities are what each profile's pool offers now (pool.Of), by
+	// the profile's namespace/name.
+	capacities map[string]poolCapacity
+	// used are the capacities the tree roots were last given (treeSpec),
+	// by the root quota's namespace/name.
+	used map[string]treeTotal
+}
+
+// poolCapacity is what a profile's nodes offer now, or why it is unknown.
+type poolCapacity struct {
+	total corev1.ResourceList
+	err   error
 }
 
 // treeTotal is a tree root's computed capacity, or why there is none.
 type treeTotal struct {
 	total corev1.ResourceList
 	err   error
-	// profile is the name of the ElasticQuotaProfile naming the root: the
-	// tree's pool.
+	// profile is the name of the ElasticQuotaProfile of the root
+	// (pool.ProfileOf): the tree's pool.
 	profile string
+}
+
+func (t treeTotal) equal(o treeTotal) bool {
+	return equality.Semantic.DeepEqual(t.total, o.total) && errString(t.err) == errString(o.err) && t.profile == o.profile
 }
 
 func newPools() pools {
 	return pools{
-		profiles: map[string]*quotav1alpha1.ElasticQuotaProfile{},
-		nodes:    map[string]corev1.Node{},
-		totals:   map[string]treeTotal{},
+		profiles:   map[string]*quotav1alpha1.ElasticQuotaProfile{},
+		nodes:      map[string]corev1.Node{},
+		capacities: map[string]poolCapacity{},
+		used:       map[string]treeTotal{},
 	}
 }
 
@@ -101,9 +115,8 @@ func (c *Cache) upsertPoolNode(n *corev1.Node) bool {
 	return true
 }
 
-// refreshTrees computes every profile's tree capacity, with c.mu held, and
-// uses again the root quotas whose capacity changed. Of two profiles naming
-// one root, the first by namespace/name is used.
+// refreshTrees computes every profile's pool capacity, with c.mu held, and
+// uses again the root quotas whose capacity, or profile, changed.
 func (c *Cache) refreshTrees() {
 	if !c.computeTrees {
 		return
@@ -112,34 +125,51 @@ func (c *Cache) refreshTrees() {
 	for _, name := range slices.Sorted(maps.Keys(c.pools.nodes)) {
 		nodes = append(nodes, c.pools.nodes[name])
 	}
-	totals := map[string]treeTotal{}
-	for _, key := range slices.Sorted(maps.Keys(c.pools.profiles)) {
-		p := c.pools.profiles[key]
-		root := p.Namespace + "/" + p.Spec.QuotaName
-		if first, ok := totals[root]; ok {
-			first.err = joinErr(first.err, fmt.Errorf("ElasticQuotaProfile %s also names quota %q: ignored", key, p.Spec.QuotaName))
-			totals[root] = first
-			continue
-		}
+	capacities := make(map[string]poolCapacity, len(c.pools.profiles))
+	roots := map[string]struct{}{}
+	for key, p := range c.pools.profiles {
 		capacity, err := pool.Of(p, nodes)
 		if err != nil {
-			totals[root] = treeTotal{err: err, profile: p.Name}
-			continue
+			capacities[key] = poolCapacity{err: err}
+		} else {
+			capacities[key] = poolCapacity{total: capacity.Schedulable()}
 		}
-		totals[root] = treeTotal{total: capacity.Schedulable(), profile: p.Name}
+		roots[p.Namespace+"/"+p.Spec.QuotaName] = struct{}{}
 	}
-	old := c.pools.totals
-	c.pools.totals = totals
-	for root := range keysOfEither(old, totals) {
-		before, after := old[root], totals[root]
-		if equality.Semantic.DeepEqual(before.total, after.total) && errString(before.err) == errString(after.err) && before.profile == after.profile {
-			continue
-		}
+	c.pools.capacities = capacities
+	for root := range c.pools.used {
+		roots[root] = struct{}{}
+	}
+	for _, root := range slices.Sorted(maps.Keys(roots)) {
 		namespace, name, _ := strings.Cut(root, "/")
-		if eq := c.quotaObjects[name]; eq != nil && eq.Namespace == namespace {
-			c.useQuota(eq)
+		eq := c.quotaObjects[name]
+		if eq == nil || eq.Namespace != namespace {
+			delete(c.pools.used, root) // given again when it is used
+			continue
 		}
+		before, had := c.pools.used[root]
+		after, has := c.treeTotalOf(namespace, name, eq.Labels[elasticquotav1alpha1.LabelQuotaProfile])
+		if had == has && before.equal(after) {
+			continue
+		}
+		c.useQuota(eq)
 	}
+}
+
+// treeTotalOf is the capacity of the tree whose root is the quota name in
+// namespace, labelled with profile labelled, with c.mu held: that of its
+// ElasticQuotaProfile (pool.ProfileOf); ok is false when none names it.
+func (c *Cache) treeTotalOf(namespace, name, labelled string) (t treeTotal, ok bool) {
+	p, ignored := pool.ProfileOf(namespace, name, labelled, slices.Collect(maps.Values(c.pools.profiles)))
+	if p == nil {
+		return treeTotal{}, false
+	}
+	capacity := c.pools.capacities[p.Namespace+"/"+p.Name]
+	t = treeTotal{total: capacity.total, err: capacity.err, profile: p.Name}
+	for _, other := range ignored {
+		t.err = joinErr(t.err, fmt.Errorf("ElasticQuotaProfile %s/%s also names quota %q: ignored", other.Namespace, other.Name, name))
+	}
+	return t, true
 }
 
 // treeSpec sets a tree root's capacity from its profile, with c.mu held,
@@ -150,13 +180,16 @@ func (c *Cache) treeSpec(namespace string, spec quota.Spec, err error) (quota.Sp
 	if !c.computeTrees {
 		return spec, err
 	}
-	t, ok := c.pools.totals[namespace+"/"+spec.Name]
+	key := namespace + "/" + spec.Name
+	t, ok := c.treeTotalOf(namespace, spec.Name, spec.Pool) // spec.Pool: the root's profile label
 	if !ok {
+		delete(c.pools.used, key)
 		if spec.IsTreeRoot && spec.TreeID != "" && spec.TreeTotal == nil {
 			err = joinErr(err, fmt.Errorf("quota %q: no ElasticQuotaProfile in namespace %q names it (spec.quotaName)", spec.Name, namespace))
 		}
 		return spec, err
 	}
+	c.pools.used[key] = t
 	if !spec.IsTreeRoot || spec.TreeID == "" {
 		return spec, joinErr(err, fmt.Errorf("quota %q: named by an ElasticQuotaProfile but not a quota tree's root (labels %s and %s=\"true\"): its capacity is not used",
 			spec.Name, elasticquotav1alpha1.LabelQuotaTreeID, elasticquotav1alpha1.LabelQuotaIsRoot))
@@ -164,17 +197,6 @@ func (c *Cache) treeSpec(namespace string, spec quota.Spec, err error) (quota.Sp
 	spec.TreeTotal = t.total // nil when the profile is invalid: the tree admits nothing
 	spec.Pool = t.profile
 	return spec, t.err
-}
-
-func keysOfEither[V any](a, b map[string]V) map[string]struct{} {
-	out := map[string]struct{}{}
-	for k := range a {
-		out[k] = struct{}{}
-	}
-	for k := range b {
-		out[k] = struct{}{}
-	}
-	return out
 }
 
 func errString(err error) string {

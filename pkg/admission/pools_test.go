@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -235,6 +236,56 @@ func TestNodeBeingDeletedCountsNowhere(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("capacities (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestDuplicateProfilesOneRule: of two ElasticQuotaProfiles naming one tree
+// root, the tree's capacity is that of the one pool.ProfileOf chooses (the
+// one the root's profile label names, else the oldest), as
+// koord-queue-controllers chooses the pool's node affinity, and the other
+// is said to be ignored.
+func TestDuplicateProfilesOneRule(t *testing.T) {
+	profile := func(name string, created int64) *quotav1alpha1.ElasticQuotaProfile {
+		p := poolProfile(name, "a100", nil)
+		p.CreationTimestamp = metav1.NewTime(time.Unix(created, 0))
+		return p
+	}
+	type seen struct {
+		Capacity string
+		Ignored  string
+	}
+	cases := map[string]struct {
+		label string
+		want  seen
+	}{
+		"the oldest, though its name sorts last": {want: seen{Capacity: "8", Ignored: "kube-system/a"}},
+		"the one the root's label names":         {label: "a", want: seen{Capacity: "4", Ignored: "kube-system/b"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := NewCache()
+			c.computeTrees = true
+			c.UpsertElasticQuotaProfile(profile("b", 10)) // pool b: 8 CPU
+			c.UpsertNode(nodeInPool("nb", "b", "8"))
+			c.UpsertNode(nodeInPool("na", "a", "4"))
+			c.UpsertElasticQuotaProfile(profile("a", 20)) // pool a: 4 CPU
+			root := wrappers.MakeElasticQuota("a100", "kube-system").IsParent().
+				Label(elasticquotav1alpha1.LabelQuotaTreeID, "t-a100").Label(elasticquotav1alpha1.LabelQuotaIsRoot, "true")
+			if tc.label != "" {
+				root.Label(elasticquotav1alpha1.LabelQuotaProfile, tc.label)
+			}
+			c.UpsertElasticQuota(root.Obj())
+			c.mu.Lock()
+			v := c.quotaView("a100")
+			c.mu.Unlock()
+			got := seen{Capacity: v.Capacity.Cpu().String()}
+			if _, after, ok := strings.Cut(v.Error, "ElasticQuotaProfile "); ok {
+				got.Ignored, _, _ = strings.Cut(after, " ")
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("tree a100 (-want +got):\n%s\nerror: %s", diff, v.Error)
 			}
 		})
 	}

@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/util/workqueue"
@@ -19,12 +18,17 @@ import (
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/quota"
 	"github.com/koord-queue/koord-queue/pkg/watched"
 )
 
 // IndexQuotaNamespaces indexes ElasticQuotas by each namespace their
 // quota.scheduling.koordinator.sh/namespaces annotation lists.
 const IndexQuotaNamespaces = "elasticquota.quotaNamespaces"
+
+// IndexQuotaName indexes ElasticQuotas by name, of which the API server
+// keeps one per namespace (inUseQuota).
+const IndexQuotaName = "elasticquota.quotaName"
 
 // SetupIndexes registers the field indexes the reconcilers of integs use
 // (those with PodOwners need one of their own; IndexJobController finds the
@@ -33,6 +37,9 @@ const IndexQuotaNamespaces = "elasticquota.quotaNamespaces"
 func SetupIndexes(ctx context.Context, indexer client.FieldIndexer, integs ...Integration) error {
 	if err := indexer.IndexField(ctx, &elasticquotav1alpha1.ElasticQuota{}, IndexQuotaNamespaces, QuotaNamespacesIndex); err != nil {
 		return fmt.Errorf("indexing ElasticQuotas by namespace: %w", watched.NoElasticQuotaCRD(err))
+	}
+	if err := indexer.IndexField(ctx, &elasticquotav1alpha1.ElasticQuota{}, IndexQuotaName, QuotaNameIndex); err != nil {
+		return fmt.Errorf("indexing ElasticQuotas by name: %w", watched.NoElasticQuotaCRD(err))
 	}
 	if err := indexer.IndexField(ctx, &corev1.Pod{}, IndexPodOwner, PodOwnerIndex); err != nil {
 		return fmt.Errorf("indexing pods by controller: %w", err)
@@ -58,29 +65,63 @@ func QuotaNamespacesIndex(o client.Object) []string {
 	return ns
 }
 
+// QuotaNameIndex is the index function of IndexQuotaName.
+func QuotaNameIndex(o client.Object) []string {
+	return []string{o.GetName()}
+}
+
+// inUseQuota is the ElasticQuota called name that koord-queue uses: of
+// several in different namespaces, the oldest (quota.OlderFirst, as
+// koord-queue's admission and its Queue sync choose); nil when there is
+// none, or the cluster has no ElasticQuota CRD.
+func inUseQuota(ctx context.Context, c client.Reader, name string) (*elasticquotav1alpha1.ElasticQuota, error) {
+	var list elasticquotav1alpha1.ElasticQuotaList
+	if err := c.List(ctx, &list, client.MatchingFields{IndexQuotaName: name}); err != nil {
+		if apimeta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("listing ElasticQuotas named %s: %w", name, err)
+	}
+	var used *elasticquotav1alpha1.ElasticQuota
+	for i := range list.Items {
+		if used == nil || quota.OlderFirst(&list.Items[i], used) < 0 {
+			used = &list.Items[i]
+		}
+	}
+	return used, nil
+}
+
 // QuotaForNamespace is the quota that serves ns for a job that names none,
 // by koord-scheduler's rules (queueunit.QuotaOf): the ElasticQuota named
 // after ns and living in ns, else the first by name whose namespaces
 // annotation lists ns; empty when none does or when the cluster has no
-// ElasticQuota CRD. The default quota is not a fallback here: that would
-// queue every job of the cluster.
+// ElasticQuota CRD. Of several ElasticQuotas of one name, only the one in
+// use (inUseQuota) counts, as in koord-queue's admission. The default quota
+// is not a fallback here: that would queue every job of the cluster.
 func QuotaForNamespace(ctx context.Context, c client.Reader, ns string) (string, queueunit.QuotaRule, error) {
 	q := namespaceQuotas{ns: ns}
-	var named elasticquotav1alpha1.ElasticQuota
-	switch err := c.Get(ctx, client.ObjectKey{Namespace: ns, Name: ns}, &named); {
-	case err == nil:
+	switch named, err := inUseQuota(ctx, c, ns); {
+	case err != nil:
+		return "", "", err
+	case named != nil && named.Namespace == ns:
 		q.namedAfter = true
-	case apimeta.IsNoMatchError(err):
-		return "", "", nil
-	case !apierrors.IsNotFound(err):
-		return "", "", fmt.Errorf("reading ElasticQuota %s/%s: %w", ns, ns, err)
 	}
 	var list elasticquotav1alpha1.ElasticQuotaList
 	if err := c.List(ctx, &list, client.MatchingFields{IndexQuotaNamespaces: ns}); err != nil {
+		if apimeta.IsNoMatchError(err) {
+			return "", "", nil
+		}
 		return "", "", fmt.Errorf("listing ElasticQuotas serving namespace %s: %w", ns, err)
 	}
 	for _, eq := range list.Items {
-		if q.serving == "" || eq.Name < q.serving {
+		if q.serving != "" && eq.Name >= q.serving {
+			continue
+		}
+		used, err := inUseQuota(ctx, c, eq.Name)
+		if err != nil {
+			return "", "", err
+		}
+		if used != nil && used.Namespace == eq.Namespace {
 			q.serving = eq.Name
 		}
 	}

@@ -3,6 +3,7 @@ package framework
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -30,8 +31,16 @@ func TestJudge(t *testing.T) {
 		Annotations: map[string]string{elasticquotav1alpha1.AnnotationQuotaNamespaces: `["both"]`},
 	}}
 	notInItsNamespace := &elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Name: "elsewhere", Namespace: "default"}}
-	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(quota, namedAfter, servesBoth, notInItsNamespace).
-		WithIndex(&elasticquotav1alpha1.ElasticQuota{}, IndexQuotaNamespaces, QuotaNamespacesIndex).Build()
+	// Two ElasticQuotas of one name: koord-queue uses the older, created
+	// first in the namespace that sorts last.
+	older := metav1.NewTime(time.Unix(10, 0))
+	usedCopy := &elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Name: "dup", Namespace: "z-older", CreationTimestamp: older,
+		Annotations: map[string]string{elasticquotav1alpha1.AnnotationQuotaNamespaces: `["z-older-serves"]`}}}
+	ignoredCopy := &elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Name: "dup", Namespace: "dup", CreationTimestamp: metav1.NewTime(older.Add(time.Hour)),
+		Annotations: map[string]string{elasticquotav1alpha1.AnnotationQuotaNamespaces: `["ignored-serves"]`}}}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(quota, namedAfter, servesBoth, notInItsNamespace, usedCopy, ignoredCopy).
+		WithIndex(&elasticquotav1alpha1.ElasticQuota{}, IndexQuotaNamespaces, QuotaNamespacesIndex).
+		WithIndex(&elasticquotav1alpha1.ElasticQuota{}, IndexQuotaName, QuotaNameIndex).Build()
 	labelled := map[string]string{elasticquotav1alpha1.LabelQuotaName: "team-a"}
 	oldLabel := map[string]string{elasticquotav1alpha1.LabelQuotaNameAlibabaCloud: "team-a"}
 
@@ -67,6 +76,16 @@ func TestJudge(t *testing.T) {
 		},
 		"a quota named after the namespace but living elsewhere does not serve it": {
 			job: newFakeJob("elsewhere", nil),
+		},
+		"of two quotas of one name, the older serves its namespaces": {
+			job:  newFakeJob("z-older-serves", nil),
+			want: Verdict{Managed: true, EvenIfRunning: true, Quota: "dup", NamespaceQuota: "dup", NamespaceRule: queueunit.QuotaByNamespacesAnnotation},
+		},
+		"of two quotas of one name, the newer serves nothing": {
+			job: newFakeJob("ignored-serves", nil),
+		},
+		"of two quotas of one name, the newer is not named after its namespace": {
+			job: newFakeJob("dup", nil),
 		},
 		"manage-all-jobs manages every job, even running": {
 			job:       newFakeJob("ns", nil),

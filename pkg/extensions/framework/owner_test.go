@@ -164,7 +164,8 @@ func TestJudgeOwnedJobs(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := fake.NewClientBuilder().WithScheme(ownerTestScheme(t)).WithObjects(tc.objs...).
-				WithIndex(&elasticquotav1alpha1.ElasticQuota{}, IndexQuotaNamespaces, QuotaNamespacesIndex).Build()
+				WithIndex(&elasticquotav1alpha1.ElasticQuota{}, IndexQuotaNamespaces, QuotaNamespacesIndex).
+				WithIndex(&elasticquotav1alpha1.ElasticQuota{}, IndexQuotaName, QuotaNameIndex).Build()
 			scope := Scope{Owners: []Integration{makerIntegration()}}
 			got, err := scope.Judge(context.Background(), c, fakeKind, tc.job)
 			if err != nil {

@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
@@ -17,6 +16,7 @@ import (
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	quotav1alpha1 "github.com/koord-queue/koord-queue/apis/quota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/pool"
 )
 
 // nodePool is the node pool of a unit's quota tree (Koordinator's multiple
@@ -30,37 +30,25 @@ type nodePool struct {
 }
 
 // poolOf is the node pool of the unit's quota: nil when its quota is in
-// the classic tree (no tree id), or no profile with a node selector names
-// its tree's root. The quota is the one the unit's label names, else the
-// one it was admitted into (spec.queue). The reads go through the
+// the classic tree, or no profile with a node selector names its tree's
+// root. The quota is the one the unit's label names, else the one it was
+// admitted into (spec.queue); of ElasticQuotas of one name, and so of each
+// parent, the one koord-queue uses (inUseQuota). Its tree's root is the
+// first quota up its parents labelled the root of a quota tree (is-root
+// and tree-id) and hanging from koordinator-root-quota, as koord-queue
+// builds its trees (a unit of a quota whose chain is not such a tree is
+// never admitted there); its profile is pool.ProfileOf's, the one
+// koord-queue takes the tree's capacity from. The reads go through the
 // manager's cache.
 func (r *JobReconciler) poolOf(ctx context.Context, unit *schedulingv1alpha1.QueueUnit) (*nodePool, error) {
 	name := elasticquotav1alpha1.QuotaNameFromLabels(unit.Labels)
 	if name == "" {
 		name = unit.Spec.Queue
 	}
-	if name == "" {
-		return nil, nil
+	root, err := r.treeRootOf(ctx, name)
+	if err != nil || root == nil {
+		return nil, err
 	}
-	var quotas elasticquotav1alpha1.ElasticQuotaList
-	if err := r.client.List(ctx, &quotas); err != nil {
-		return nil, fmt.Errorf("listing ElasticQuotas: %w", err)
-	}
-	i := slices.IndexFunc(quotas.Items, func(q elasticquotav1alpha1.ElasticQuota) bool { return q.Name == name })
-	if i < 0 {
-		return nil, nil
-	}
-	tree := quotas.Items[i].Labels[elasticquotav1alpha1.LabelQuotaTreeID]
-	if tree == "" {
-		return nil, nil
-	}
-	i = slices.IndexFunc(quotas.Items, func(q elasticquotav1alpha1.ElasticQuota) bool {
-		return q.Labels[elasticquotav1alpha1.LabelQuotaTreeID] == tree && q.Labels[elasticquotav1alpha1.LabelQuotaIsRoot] == "true"
-	})
-	if i < 0 {
-		return nil, nil
-	}
-	root := &quotas.Items[i]
 	profile, err := r.profileOf(ctx, root)
 	if err != nil || profile == nil || profile.Spec.NodeSelector == nil {
 		return nil, err
@@ -72,36 +60,46 @@ func (r *JobReconciler) poolOf(ctx context.Context, unit *schedulingv1alpha1.Que
 	return &nodePool{Profile: profile.Name, Requirements: reqs}, nil
 }
 
-// profileOf is the ElasticQuotaProfile of a tree's root: the one its
-// LabelQuotaProfile names, else the one in its namespace whose quotaName is
-// the root; nil when there is none, or the cluster serves no profiles.
-func (r *JobReconciler) profileOf(ctx context.Context, root *elasticquotav1alpha1.ElasticQuota) (*quotav1alpha1.ElasticQuotaProfile, error) {
-	if name := root.Labels[elasticquotav1alpha1.LabelQuotaProfile]; name != "" {
-		var p quotav1alpha1.ElasticQuotaProfile
-		err := r.client.Get(ctx, client.ObjectKey{Namespace: root.Namespace, Name: name}, &p)
-		switch {
-		case err == nil && p.Spec.QuotaName == root.Name:
-			return &p, nil
-		case apimeta.IsNoMatchError(err):
-			ctrl.LoggerFrom(ctx).V(2).Info("No ElasticQuotaProfile API: pods get no pool affinity", "quota", root.Name)
-			return nil, nil
-		case err != nil && !apierrors.IsNotFound(err):
-			return nil, fmt.Errorf("ElasticQuotaProfile %s/%s: %w", root.Namespace, name, err)
+// treeRootOf is the root of the quota tree of the quota called name (see
+// poolOf); nil when it is in the classic tree, or its chain of parents
+// breaks (a parent missing, a cycle).
+func (r *JobReconciler) treeRootOf(ctx context.Context, name string) (*elasticquotav1alpha1.ElasticQuota, error) {
+	seen := map[string]bool{}
+	for name != "" && name != elasticquotav1alpha1.RootQuotaName && !seen[name] {
+		seen[name] = true
+		q, err := inUseQuota(ctx, r.client, name)
+		if err != nil || q == nil || q.Labels[elasticquotav1alpha1.LabelQuotaTreeID] == "" {
+			return nil, err
 		}
+		parent := q.Labels[elasticquotav1alpha1.LabelQuotaParent]
+		if parent == "" || parent == elasticquotav1alpha1.RootQuotaName {
+			if q.Labels[elasticquotav1alpha1.LabelQuotaIsRoot] != "true" {
+				return nil, nil
+			}
+			return q, nil
+		}
+		name = parent
 	}
+	return nil, nil
+}
+
+// profileOf is the ElasticQuotaProfile of a tree's root (pool.ProfileOf);
+// nil when there is none, or the cluster serves no profiles.
+func (r *JobReconciler) profileOf(ctx context.Context, root *elasticquotav1alpha1.ElasticQuota) (*quotav1alpha1.ElasticQuotaProfile, error) {
 	var profiles quotav1alpha1.ElasticQuotaProfileList
 	if err := r.client.List(ctx, &profiles, client.InNamespace(root.Namespace)); err != nil {
 		if apimeta.IsNoMatchError(err) {
+			ctrl.LoggerFrom(ctx).V(2).Info("No ElasticQuotaProfile API: pods get no pool affinity", "quota", root.Name)
 			return nil, nil
 		}
 		return nil, fmt.Errorf("listing ElasticQuotaProfiles: %w", err)
 	}
+	candidates := make([]*quotav1alpha1.ElasticQuotaProfile, len(profiles.Items))
 	for i := range profiles.Items {
-		if profiles.Items[i].Spec.QuotaName == root.Name {
-			return &profiles.Items[i], nil
-		}
+		candidates[i] = &profiles.Items[i]
 	}
-	return nil, nil
+	p, _ := pool.ProfileOf(root.Namespace, root.Name, root.Labels[elasticquotav1alpha1.LabelQuotaProfile], candidates)
+	return p, nil
 }
 
 // poolRequirements are a profile's node selector as node selector

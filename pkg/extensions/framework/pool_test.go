@@ -1,12 +1,20 @@
 package framework
 
 import (
+	"context"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	quotav1alpha1 "github.com/koord-queue/koord-queue/apis/quota/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
@@ -178,5 +186,96 @@ func TestOriginalsFromBeforePoolsGetTheAffinity(t *testing.T) {
 	restorePodSets(sets, originals)
 	if diff := cmp.Diff(queued, *tmpl); diff != "" {
 		t.Errorf("suspended template (-want +got):\n%s", diff)
+	}
+}
+
+// TestPoolOfChoosesAsKoordQueue: with duplicates, the pool a unit's pods
+// are sent to is the one whose capacity koord-queue admitted them against:
+// of ElasticQuotas of one name (the unit's quota, or a parent), the oldest
+// (quota.OlderFirst); of ElasticQuotaProfiles naming the tree's root,
+// pool.ProfileOf's. The duplicates are made so that the first in a list
+// (by namespace and name) is not the one koord-queue uses.
+func TestPoolOfChoosesAsKoordQueue(t *testing.T) {
+	at := func(sec int64) metav1.Time { return metav1.NewTime(time.Unix(sec, 0)) }
+	root := func(name, namespace, tree string, created metav1.Time) *wrappers.ElasticQuotaWrapper {
+		w := wrappers.MakeElasticQuota(name, namespace).IsParent().
+			Label(elasticquotav1alpha1.LabelQuotaTreeID, tree).Label(elasticquotav1alpha1.LabelQuotaIsRoot, "true")
+		w.CreationTimestamp = created
+		return w
+	}
+	child := func(name, namespace, parent, tree string, created metav1.Time) *elasticquotav1alpha1.ElasticQuota {
+		eq := wrappers.MakeElasticQuota(name, namespace).Parent(parent).Label(elasticquotav1alpha1.LabelQuotaTreeID, tree).Obj()
+		eq.CreationTimestamp = created
+		return eq
+	}
+	profile := func(name, namespace, quota string, created metav1.Time) *quotav1alpha1.ElasticQuotaProfile {
+		return &quotav1alpha1.ElasticQuotaProfile{
+			ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, CreationTimestamp: created},
+			Spec: quotav1alpha1.ElasticQuotaProfileSpec{QuotaName: quota,
+				NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": name}}},
+		}
+	}
+	cases := map[string]struct {
+		objs []client.Object
+		want string // the pool's profile; empty: none
+	}{
+		"of two quotas of the unit's name, the older": {
+			objs: []client.Object{
+				child("team", "z-older", "root-1", "t1", at(10)), child("team", "a-newer", "root-2", "t2", at(20)),
+				root("root-1", "kube-system", "t1", at(1)).Obj(), root("root-2", "kube-system", "t2", at(1)).Obj(),
+				profile("one", "kube-system", "root-1", at(1)), profile("two", "kube-system", "root-2", at(1)),
+			},
+			want: "one",
+		},
+		"of two roots of one name, the older": {
+			objs: []client.Object{
+				child("team", "team", "root", "t1", at(10)),
+				root("root", "z-older", "t1", at(1)).Obj(), root("root", "a-newer", "t1", at(2)).Obj(),
+				profile("one", "z-older", "root", at(1)), profile("two", "a-newer", "root", at(1)),
+			},
+			want: "one",
+		},
+		"of two profiles naming the root, the older": {
+			objs: []client.Object{
+				child("team", "team", "root", "t1", at(10)), root("root", "kube-system", "t1", at(1)).Obj(),
+				profile("b-older", "kube-system", "root", at(1)), profile("a-newer", "kube-system", "root", at(2)),
+			},
+			want: "b-older",
+		},
+		"of two profiles naming the root, the one its label names": {
+			objs: []client.Object{
+				child("team", "team", "root", "t1", at(10)),
+				root("root", "kube-system", "t1", at(1)).Label(elasticquotav1alpha1.LabelQuotaProfile, "a-newer").Obj(),
+				profile("b-older", "kube-system", "root", at(1)), profile("a-newer", "kube-system", "root", at(2)),
+			},
+			want: "a-newer",
+		},
+		"a quota of the classic tree": {
+			objs: []client.Object{wrappers.MakeElasticQuota("team", "team").Obj(), profile("one", "team", "team", at(1))},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			scheme := runtime.NewScheme()
+			for _, add := range []func(*runtime.Scheme) error{elasticquotav1alpha1.AddToScheme, quotav1alpha1.AddToScheme, schedulingv1alpha1.AddToScheme} {
+				if err := add(scheme); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objs...).
+				WithIndex(&elasticquotav1alpha1.ElasticQuota{}, IndexQuotaName, QuotaNameIndex).Build()
+			r := &JobReconciler{client: c}
+			p, err := r.poolOf(context.Background(), wrappers.MakeQueueUnit("u", "team").Quota("team").Obj())
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := ""
+			if p != nil {
+				got = p.Profile
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("pool (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

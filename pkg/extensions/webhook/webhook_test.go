@@ -57,7 +57,8 @@ func TestSuspender(t *testing.T) {
 			owner + `","uid":"` + owner + `-uid","controller":true}]},"spec":{"template":{"spec":{"containers":[{"name":"c","image":"busybox"}],"restartPolicy":"Never"}}}}`
 	}
 	reader := fake.NewClientBuilder().WithScheme(scheme).WithObjects(owners...).
-		WithIndex(&elasticquotav1alpha1.ElasticQuota{}, framework.IndexQuotaNamespaces, framework.QuotaNamespacesIndex).Build()
+		WithIndex(&elasticquotav1alpha1.ElasticQuota{}, framework.IndexQuotaNamespaces, framework.QuotaNamespacesIndex).
+		WithIndex(&elasticquotav1alpha1.ElasticQuota{}, framework.IndexQuotaName, framework.QuotaNameIndex).Build()
 	labelledRunning := `{"apiVersion":"batch/v1","kind":"Job","metadata":{"name":"j","namespace":"ns","labels":{"` +
 		elasticquotav1alpha1.LabelQuotaName + `":"team-a"}},"spec":{"template":{"spec":{"containers":[{"name":"c","image":"busybox"}],"restartPolicy":"Never"}}}}`
 

@@ -27,5 +27,6 @@ func ClientBuilder(t testing.TB, scheme *runtime.Scheme) *fake.ClientBuilder {
 	}
 	return fake.NewClientBuilder().WithScheme(scheme).
 		WithIndex(&elasticquotav1alpha1.ElasticQuota{}, framework.IndexQuotaNamespaces, framework.QuotaNamespacesIndex).
+		WithIndex(&elasticquotav1alpha1.ElasticQuota{}, framework.IndexQuotaName, framework.QuotaNameIndex).
 		WithIndex(&corev1.Pod{}, framework.IndexPodOwner, framework.PodOwnerIndex)
 }
