@@ -37,6 +37,12 @@ const (
 	// -0700 MST" (Koord-Queue writes the same, followed by Go's monotonic
 	// clock reading). The running timeout counts from it.
 	AnnotationJobDequeueTimestamp = "koord-queue/job-dequeue-timestamp"
+	// AnnotationHeldForOwner on a job that another queued job made and
+	// that has no unit of its own (its unit's name is its maker's, with
+	// unit names without suffix) is its maker's UID: the extension
+	// suspended it while its maker's admission did not cover it, and
+	// resumes it once it does.
+	AnnotationHeldForOwner = "koord-queue/held-for-owner"
 	// AnnotationInvalidJob on a unit says the extension holds it (spec.active
 	// false) because its job cannot be queued as it is; its value says why.
 	// The extension lifts the hold once the job is fixed.

@@ -265,11 +265,79 @@ func (r *JobReconciler) unitOf(ctx context.Context, job GenericJob) (unit *sched
 	case r.ownedByOurKind(&u, obj.GetName()):
 		ctrl.LoggerFrom(ctx).Info("Deleting the QueueUnit of an earlier job of the same name", "queueUnit", klog.KObj(&u))
 		return nil, true, r.deleteUnit(ctx, &u)
+	case r.unitOfMaker(obj, &u):
+		return nil, false, r.holdMadeJob(ctx, job, key.Name)
 	default:
 		r.recorder.Eventf(obj, corev1.EventTypeWarning, ReasonUnitNameTaken,
 			"QueueUnit %s exists and does not belong to this job; rename the job or delete the unit", key.Name)
 		return nil, false, nil
 	}
+}
+
+// unitOfMaker reports whether u, under the name of obj's unit, is the unit
+// of the job that made obj: with unit names without suffix a job one of
+// Scope.Owners made may be called as its maker (KubeRay names a RayJob's
+// submitter Job after the RayJob), and so would its unit be.
+func (r *JobReconciler) unitOfMaker(obj client.Object, u *schedulingv1alpha1.QueueUnit) bool {
+	maker, ok := controllerOf(obj)
+	if !ok {
+		return false
+	}
+	if _, ok := r.scope.ownerOf(maker.Kind, r.integ.GVK.GroupKind()); !ok {
+		return false
+	}
+	owner := metav1.GetControllerOf(u)
+	return owner != nil && owner.UID == maker.UID
+}
+
+// holdMadeJob decides for a job whose unit name is its maker's unit
+// (unitOfMaker): it can have no unit of its own. Within its maker's
+// admission it runs, as any job its maker's admission covers; otherwise,
+// when the queue would manage it, it is held suspended, with no unit,
+// rather than queued by itself (AnnotationHeldForOwner), says so once, and
+// is resumed once its maker's admission covers it. (Its maker's framework
+// may delete it meanwhile: KubeRay deletes a suspended RayJob's submitter
+// Job, and makes it again at the next release.)
+func (r *JobReconciler) holdMadeJob(ctx context.Context, job GenericJob, unitName string) error {
+	obj := job.Object()
+	if _, _, finished := job.Finished(); finished || !obj.GetDeletionTimestamp().IsZero() {
+		return nil
+	}
+	verdict, err := r.scope.Judge(ctx, r.client, r.integ.GVK.GroupKind(), job)
+	if err != nil {
+		return err
+	}
+	_, held := obj.GetAnnotations()[schedulingv1alpha1.AnnotationHeldForOwner]
+	switch {
+	case verdict.Owner == "": // covered by its maker's admission
+		if !held {
+			return nil
+		}
+		return r.patchJob(ctx, job, func() {
+			annotations := obj.GetAnnotations()
+			delete(annotations, schedulingv1alpha1.AnnotationHeldForOwner)
+			obj.SetAnnotations(annotations)
+			job.Resume()
+		})
+	case !verdict.Managed || job.IsSuspended() || !verdict.EvenIfRunning:
+		return nil // not the queue's, or held already
+	}
+	maker, _ := controllerOf(obj)
+	if err := r.patchJob(ctx, job, func() {
+		annotations := obj.GetAnnotations()
+		if annotations == nil {
+			annotations = map[string]string{}
+		}
+		annotations[schedulingv1alpha1.AnnotationHeldForOwner] = string(maker.UID)
+		obj.SetAnnotations(annotations)
+		job.Suspend()
+	}); err != nil {
+		return err
+	}
+	r.recorder.Event(obj, corev1.EventTypeWarning, ReasonOwnerNotAdmitted, fmt.Sprintf(
+		"Not covered by an owner's admission: %s. Its QueueUnit would be %s, its owner's, so it is not queued by itself: it is suspended until its owner's admission covers it",
+		verdict.Owner, unitName))
+	return nil
 }
 
 // ownedByOurKind reports whether u's controller, or the owner reference

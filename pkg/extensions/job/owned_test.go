@@ -4,7 +4,9 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/google/go-cmp/cmp"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -140,5 +142,92 @@ func checkQueued(t *testing.T, c client.Client, key client.ObjectKey, want bool)
 	}
 	if suspended := (*Job)(&got).IsSuspended(); suspended != want {
 		t.Errorf("job suspended %v, want %v", suspended, want)
+	}
+}
+
+// TestReconcileASubmitterNamedAsItsRayJob: with unit names without suffix,
+// KubeRay's submitter Job is called as its RayJob, and so would its unit
+// be: the RayJob's unit is not a unit "taken" from the Job, and the Job
+// gets none of its own. Within the RayJob's admission it runs, with no
+// event and nothing to look at again; outside it, it is suspended once,
+// saying why, and resumed once the RayJob is admitted again.
+func TestReconcileASubmitterNamedAsItsRayJob(t *testing.T) {
+	ctx := context.Background()
+	scheme := testScheme(t)
+	if err := rayv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	rayJobs := ray.RayJobIntegration()
+	rayJobs.UnitSuffix = "" // --unit-names-without-suffix
+	rayJob := extensionstest.MakeRayJob("rj", "ns", extensionstest.MakeRayClusterSpec("cpu", "1").Obj()).Quota("team-a").Obj()
+	rayJob.UID = "rayjob-uid"
+	unit := &schedulingv1alpha1.QueueUnit{
+		ObjectMeta: metav1.ObjectMeta{Name: "rj", Namespace: "ns", OwnerReferences: []metav1.OwnerReference{
+			*metav1.NewControllerRef(rayJob, rayJobs.GVK),
+		}},
+		Status: schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Running},
+	}
+	job := extensionstest.MakeJob("rj", "ns").Quota("team-a").Suspend(false).Request("cpu", "1").
+		OwnedBy(*metav1.NewControllerRef(rayJob, rayJobs.GVK)).Obj()
+	c := frameworktest.ClientBuilder(t, scheme).WithObjects(rayJob, unit, job).
+		WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &batchv1.Job{}).Build()
+	recorder := record.NewFakeRecorder(100)
+	r := framework.NewJobReconciler(c, c, recorder, Integration(), framework.WithScope(framework.Scope{Owners: []framework.Integration{rayJobs}}))
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(job)}
+	type seen struct {
+		Suspended    bool
+		Events       []string
+		RequeueAfter time.Duration
+		UnitOwner    string
+	}
+	look := func() seen {
+		t.Helper()
+		res, err := r.Reconcile(ctx, req)
+		if err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+		var got batchv1.Job
+		if err := c.Get(ctx, req.NamespacedName, &got); err != nil {
+			t.Fatal(err)
+		}
+		var u schedulingv1alpha1.QueueUnit
+		if err := c.Get(ctx, req.NamespacedName, &u); err != nil {
+			t.Fatal(err)
+		}
+		s := seen{Suspended: (*Job)(&got).IsSuspended(), RequeueAfter: res.RequeueAfter, UnitOwner: metav1.GetControllerOf(&u).Kind}
+		for {
+			select {
+			case e := <-recorder.Events:
+				reason, _, _ := strings.Cut(e, ": ")
+				s.Events = append(s.Events, reason)
+				continue
+			default:
+			}
+			break
+		}
+		return s
+	}
+	admitted := seen{UnitOwner: "RayJob"}
+	for i := range 2 {
+		if diff := cmp.Diff(admitted, look()); diff != "" {
+			t.Errorf("pass %d, the RayJob admitted: runs, nothing said (-want +got):\n%s", i, diff)
+		}
+	}
+	unit.Status.Phase = schedulingv1alpha1.Enqueued // evicted
+	if err := c.Status().Update(ctx, unit); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(seen{Suspended: true, Events: []string{"Warning OwnerNotAdmitted Not covered by an owner's admission"}, UnitOwner: "RayJob"}, look()); diff != "" {
+		t.Errorf("the RayJob evicted: suspended, said once (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(seen{Suspended: true, UnitOwner: "RayJob"}, look()); diff != "" {
+		t.Errorf("again: held, nothing said (-want +got):\n%s", diff)
+	}
+	unit.Status.Phase = schedulingv1alpha1.Dequeued // admitted again
+	if err := c.Status().Update(ctx, unit); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(admitted, look()); diff != "" {
+		t.Errorf("the RayJob admitted again: resumed (-want +got):\n%s", diff)
 	}
 }
