@@ -52,8 +52,9 @@ func pageWorld(tb testing.TB, waiting, admitted int) *Cache {
 // of 50,000 waiting units and 1,000 admitted ones, as the visibility APIs
 // and the dashboard ask for it: at the head, in the middle of the waiting
 // units, among the admitted ones, and filtered by phase; then the
-// dashboard's (the first 20 Enqueued) and one of the APIs' default limit
-// (1,000).
+// dashboard's (the first 20 Enqueued), one of the APIs' default limit
+// (api.DefaultLimit) and the largest page a caller can get (api.MaxLimit,
+// or the whole queue when that is longer).
 //
 // Each op is QueueUnits' body, spelt out so that the admission lock's hold
 // is timed: from before c.mu.Lock to after c.mu.Unlock, which includes
@@ -74,13 +75,13 @@ func BenchmarkQueueUnitsPage50000Waiting(b *testing.B) {
 			holds := make([]time.Duration, 0, 1<<16)
 			b.ReportAllocs()
 			for b.Loop() {
-				units, _, hold := queueUnitsTimed(c, tc.phase, tc.offset, tc.limit)
+				units, total, hold := queueUnitsTimed(c, tc.phase, tc.offset, tc.limit)
 				held += hold
 				if len(holds) < cap(holds) {
 					holds = append(holds, hold)
 				}
-				if len(units) != tc.limit {
-					b.Fatalf("%d units, want %d", len(units), tc.limit)
+				if want := min(tc.limit, total-tc.offset); len(units) != want {
+					b.Fatalf("%d units, want %d", len(units), want)
 				}
 			}
 			slices.Sort(holds)
@@ -103,7 +104,8 @@ var pageCases = []struct {
 	{name: "phase Enqueued", phase: schedulingv1alpha1.Enqueued, offset: 10_000, limit: 100},
 	{name: "phase Running", phase: schedulingv1alpha1.Running, offset: 100, limit: 100},
 	{name: "dashboard", phase: schedulingv1alpha1.Enqueued, limit: 20},
-	{name: "default limit", limit: 1000},
+	{name: "default limit", limit: api.DefaultLimit},
+	{name: "largest page", limit: api.MaxLimit},
 }
 
 // queueUnitsTimed is c.QueueUnits("team", ...), spelt out, and how long it

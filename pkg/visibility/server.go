@@ -41,11 +41,10 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/visibility/authz"
 )
 
+// DefaultLimit and MaxLimit are api's.
 const (
-	// DefaultLimit is how many units a list returns when no limit is given.
-	DefaultLimit = 1000
-	// MaxLimit is the largest limit accepted.
-	MaxLimit = 100000
+	DefaultLimit = api.DefaultLimit
+	MaxLimit     = api.MaxLimit
 )
 
 // Source is what the API reads; *admission.Cache implements it.

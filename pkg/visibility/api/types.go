@@ -115,6 +115,14 @@ type AdmissionRecord struct {
 	Time      time.Time `json:"time"`
 }
 
+// Paging of a queue's units, in both visibility APIs.
+const (
+	// DefaultLimit is how many units a page has when no limit is given.
+	DefaultLimit = 1000
+	// MaxLimit is the most units a page has, whatever limit is asked.
+	MaxLimit = 100000
+)
+
 // QueueUnitList is a page of a queue's units.
 type QueueUnitList struct {
 	Queue  string     `json:"queue"`
