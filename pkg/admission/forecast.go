@@ -163,18 +163,20 @@ func setEstimates(views []api.UnitView, estimates map[string]forecast.Estimate) 
 	}
 }
 
-// WhatIf is the forecast of queue's waiting units, in admission order, had
-// the queue's quota the min and max change gives: replayed at once, like
-// Estimates from a snapshot taken under the admission lock and run after
-// releasing it, and neither kept nor served to anyone else. false when the
-// queue does not exist or its quota is not in the core.
+// WhatIf is the forecast of queue's first api.MaxLimit waiting units, in
+// admission order, had the queue's quota the min and max change gives:
+// replayed at once, like Estimates from a snapshot taken under the
+// admission lock and run after releasing it, and neither kept nor served to
+// anyone else. false when the queue does not exist or its quota is not in
+// the core.
 func (c *Cache) WhatIf(queue string, change api.QuotaChange) (api.WhatIf, bool) {
 	now := c.now()
 	c.mu.Lock()
 	_, ok := c.queues[queue]
 	var page unitPage
+	var total int
 	if ok {
-		page, _ = c.queueUnitsPage(queue, schedulingv1alpha1.Enqueued, 0, 0)
+		page, total = c.queueUnitsPage(queue, schedulingv1alpha1.Enqueued, 0, api.MaxLimit)
 	}
 	c.mu.Unlock()
 	if !ok {
@@ -196,7 +198,7 @@ func (c *Cache) WhatIf(queue string, change api.QuotaChange) (api.WhatIf, bool) 
 		}
 		q := &in.Quotas[i]
 		q.Min, q.Max = withAmounts(q.Min, change.Min), withAmounts(q.Max, change.Max)
-		out = api.WhatIf{Queue: queue, Quota: name, Min: q.Min, Max: q.Max, Items: page.views()}
+		out = api.WhatIf{Queue: queue, Quota: name, Min: q.Min, Max: q.Max, Total: total, Items: page.views()}
 		setEstimates(out.Items, forecast.Run(in))
 	})
 	return out, ok

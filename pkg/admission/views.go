@@ -123,11 +123,14 @@ func (c *Cache) queueView(name string) api.QueueView {
 
 // QueueUnits lists a queue's units: waiting ones in admission order first
 // (with 1-based positions), then those holding quota, by namespace/name.
-// phase filters by phase when not empty; offset and limit (all when 0)
-// page the list, and total counts the filtered list. Only the page's units
-// are looked at (listing.go), and their views are built once the lock is
-// released.
+// phase filters by phase when not empty; offset and limit page the list
+// (a page has at most api.MaxLimit units, and that many when limit is 0),
+// and total counts the filtered list. Only the page's units are looked at
+// (listing.go), and their views are built once the lock is released.
 func (c *Cache) QueueUnits(queue string, phase schedulingv1alpha1.QueueUnitPhase, offset, limit int) (units []api.UnitView, total int) {
+	if limit <= 0 || limit > api.MaxLimit {
+		limit = api.MaxLimit
+	}
 	c.mu.Lock()
 	page, total := c.queueUnitsPage(queue, phase, offset, limit)
 	c.mu.Unlock()

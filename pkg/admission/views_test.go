@@ -117,6 +117,27 @@ func TestQueueUnitsPages(t *testing.T) {
 	}
 }
 
+// TestQueueUnitsPagesAreBounded: whatever limit is asked, a page (and a
+// what-if's list of waiting units) has at most api.MaxLimit units, so that
+// no caller holds the admission lock for more; total still counts them all.
+func TestQueueUnitsPagesAreBounded(t *testing.T) {
+	const waiting, admitted = api.MaxLimit + 100, 20
+	c := pageWorld(t, waiting, admitted)
+	for _, limit := range []int{0, api.MaxLimit + 1, 100_000} {
+		units, total := c.QueueUnits("team", "", 0, limit)
+		if len(units) != api.MaxLimit || total != waiting+admitted {
+			t.Errorf("limit %d: %d units of %d, want %d of %d", limit, len(units), total, api.MaxLimit, waiting+admitted)
+		}
+	}
+	if units, _ := c.QueueUnits("team", "", waiting+admitted-5, 100_000); len(units) != 5 {
+		t.Errorf("the last page: %d units, want the 5 left", len(units))
+	}
+	w, ok := c.WhatIf("team", api.QuotaChange{})
+	if !ok || len(w.Items) != api.MaxLimit || w.Total != waiting {
+		t.Errorf("what-if: %v, %d units of %d, want %d of %d", ok, len(w.Items), w.Total, api.MaxLimit, waiting)
+	}
+}
+
 // wholeList is a queue's units as QueueUnits lists them, built the plain
 // way (as QueueUnits once did), with c.mu held: a view of every waiting
 // unit in the core's order, then of every unit of the Cache that holds

@@ -19,13 +19,16 @@ type page struct {
 	limit  int
 }
 
-// parsePage reads phase, limit (1..MaxLimit, default DefaultLimit) and
-// offset (default 0) of query.
+// parsePage reads phase, limit (at least 1, default DefaultLimit; a limit
+// above MaxLimit is MaxLimit, as the API server may return fewer items than
+// a list's limit: the answer's total, or its continue and
+// remainingItemCount, say what is left) and offset (default 0) of query.
 func parsePage(query url.Values) (page, error) {
-	limit, err := intParam(query.Get("limit"), DefaultLimit, 1, MaxLimit)
+	limit, err := intParam(query.Get("limit"), DefaultLimit, 1, int(^uint(0)>>1))
 	if err != nil {
 		return page{}, fmt.Errorf("limit: %w", err)
 	}
+	limit = min(limit, MaxLimit)
 	offset, err := intParam(query.Get("offset"), 0, 0, int(^uint(0)>>1))
 	if err != nil {
 		return page{}, fmt.Errorf("offset: %w", err)

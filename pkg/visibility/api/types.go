@@ -115,21 +115,28 @@ type AdmissionRecord struct {
 	Time      time.Time `json:"time"`
 }
 
-// Paging of a queue's units, in both visibility APIs.
+// Paging of a queue's units, in both visibility APIs. A page's units are
+// copied under the admission lock, which every admission decision takes,
+// so MaxLimit bounds what one request holds it for (about 1 µs a unit) and
+// what it allocates (under 2 KB a unit, served); a caller asking for more
+// gets MaxLimit and pages on. It is Koord-Queue v1.8's default limit, so
+// that every request its clients make is answered as before.
 const (
 	// DefaultLimit is how many units a page has when no limit is given.
 	DefaultLimit = 1000
 	// MaxLimit is the most units a page has, whatever limit is asked.
-	MaxLimit = 100000
+	MaxLimit = 1000
 )
 
 // QueueUnitList is a page of a queue's units.
 type QueueUnitList struct {
-	Queue  string     `json:"queue"`
-	Total  int        `json:"total"`
-	Offset int        `json:"offset"`
-	Limit  int        `json:"limit"`
-	Items  []UnitView `json:"items"`
+	Queue string `json:"queue"`
+	// Total counts the units of every page.
+	Total  int `json:"total"`
+	Offset int `json:"offset"`
+	// Limit is the page's limit: the one asked, at most MaxLimit.
+	Limit int        `json:"limit"`
+	Items []UnitView `json:"items"`
 }
 
 // QuotaChange is what a what-if forecast changes in a queue's ElasticQuota:
@@ -149,8 +156,11 @@ type WhatIf struct {
 	Quota string              `json:"quota"`
 	Min   corev1.ResourceList `json:"min,omitempty"`
 	Max   corev1.ResourceList `json:"max,omitempty"`
-	// Items are the queue's waiting units in admission order, each with
-	// its estimatedAdmissionTime and estimateBasis under that quota.
+	// Total counts the queue's waiting units.
+	Total int `json:"total"`
+	// Items are the queue's first MaxLimit waiting units in admission
+	// order, each with its estimatedAdmissionTime and estimateBasis under
+	// that quota.
 	Items []UnitView `json:"items"`
 }
 

@@ -244,8 +244,7 @@ func (p *Probe) Round(ctx context.Context) {
 	}
 	c := &visibility.Client{BaseURL: base}
 	for _, q := range p.Queues {
-		list, err := c.QueueUnits(ctx, q, schedulingv1alpha1.Enqueued, 0, visibility.MaxLimit)
-		at := p.Now()
+		err := p.readQueue(ctx, c, q)
 		p.mu.Lock()
 		p.reads++
 		if err != nil {
@@ -253,14 +252,28 @@ func (p *Probe) Round(ctx context.Context) {
 			p.lastFailure, p.lastFailedRead = err, q
 		}
 		p.mu.Unlock()
-		if err != nil {
-			if ctx.Err() != nil {
-				return
-			}
-			continue
+		if err != nil && ctx.Err() != nil {
+			return
 		}
+	}
+}
+
+// readQueue records the estimates of every unit waiting in queue, page by
+// page (a page has at most visibility.MaxLimit units), each as its page was
+// read.
+func (p *Probe) readQueue(ctx context.Context, c *visibility.Client, queue string) error {
+	for offset := 0; ; {
+		list, err := c.QueueUnits(ctx, queue, schedulingv1alpha1.Enqueued, offset, visibility.MaxLimit)
+		if err != nil {
+			return err
+		}
+		at := p.Now()
 		for _, v := range list.Items {
 			p.Record.Observe(at, v)
+		}
+		offset += len(list.Items)
+		if len(list.Items) == 0 || offset >= list.Total {
+			return nil
 		}
 	}
 }

@@ -82,8 +82,9 @@ func TestMeasure(t *testing.T) {
 }
 
 // TestProbeReadsEveryQueuesWaitingUnits: a round lists each queue's
-// Enqueued units, all on one page, and records their estimates; a queue
-// that cannot be read is counted as failed and the others still read.
+// Enqueued units, page after page until the total, and records their
+// estimates; a queue that cannot be read is counted as failed and the
+// others still read.
 func TestProbeReadsEveryQueuesWaitingUnits(t *testing.T) {
 	estimate := sec(90)
 	var asked []string
@@ -94,19 +95,25 @@ func TestProbeReadsEveryQueuesWaitingUnits(t *testing.T) {
 			_ = json.NewEncoder(w).Encode(api.Error{Error: "broken"})
 			return
 		}
-		_ = json.NewEncoder(w).Encode(api.QueueUnitList{Items: []api.UnitView{view("u", &estimate, "Learned")}})
+		// q1 has two waiting units, one a page.
+		name := "u" + r.URL.Query().Get("offset")
+		_ = json.NewEncoder(w).Encode(api.QueueUnitList{Total: 2, Items: []api.UnitView{view(name, &estimate, "Learned")}})
 	}))
 	defer srv.Close()
 	rec := &Record{}
 	p := &Probe{URL: func() string { return srv.URL }, Queues: []string{"broken", "q1"}, Record: rec, Now: func() time.Time { return sec(3) }}
 	p.Round(context.Background())
 
-	wantAsked := []string{"/api/queues/broken/queueunits?limit=100000&phase=Enqueued", "/api/queues/q1/queueunits?limit=100000&phase=Enqueued"}
+	wantAsked := []string{
+		"/api/queues/broken/queueunits?limit=1000&phase=Enqueued",
+		"/api/queues/q1/queueunits?limit=1000&phase=Enqueued",
+		"/api/queues/q1/queueunits?limit=1000&offset=1&phase=Enqueued",
+	}
 	if diff := cmp.Diff(wantAsked, asked); diff != "" {
 		t.Errorf("requests (-want +got):\n%s", diff)
 	}
-	if got := len(rec.First()); got != 1 {
-		t.Errorf("%d forecasts recorded, want the 1 of q1", got)
+	if got := len(rec.First()); got != 2 {
+		t.Errorf("%d forecasts recorded, want the 2 of q1", got)
 	}
 	if reads, failed, last := p.Stats(); reads != 2 || failed != 1 || last == nil || !strings.Contains(last.Error(), "broken") {
 		t.Errorf("stats: %d reads, %d failed, last %v; want 2, 1 and the broken queue's error", reads, failed, last)
