@@ -86,10 +86,17 @@ func NewAggregatedHandler(src Source, authn authenticator.Request, authorizer *a
 }
 
 // authenticated serves next to callers authn names, with the Visible of
-// their user; anyone else gets a 401, and a user over their rate a 429.
+// their user; anyone else gets a 401, a user over their rate a 429, and so
+// does a caller whose token may not be reviewed now (authz.ErrTooManyReviews).
 func authenticated(next http.Handler, authn authenticator.Request, authorizer *authz.Authorizer, limiter *authz.RateLimiter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r = r.WithContext(context.WithValue(r.Context(), clientKey{}, clientAddress(r)))
 		resp, ok, err := authn.AuthenticateRequest(r)
+		if errors.Is(err, authz.ErrTooManyReviews) {
+			w.Header().Set("Retry-After", "1")
+			writeStatus(w, apierrors.NewTooManyRequests("authenticating: "+authz.ErrTooManyReviews.Error(), 1))
+			return
+		}
 		if err != nil || !ok {
 			if err != nil {
 				ctrl.LoggerFrom(r.Context()).V(2).Info("Refused an aggregated API request", "reason", err.Error())
@@ -110,6 +117,10 @@ func authenticated(next http.Handler, authn authenticator.Request, authorizer *a
 }
 
 type userKey struct{}
+
+// clientKey is the request's clientAddress in its context, for the bearer
+// token authenticator (tokenAuthenticator), which is given only the context.
+type clientKey struct{}
 
 // authorizedGet answers a 403 and false unless the request's user may get
 // resource name's queueunits subresource in the aggregated API's group.

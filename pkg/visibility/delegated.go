@@ -86,7 +86,8 @@ func (d *DelegatedAuthentication) Run(ctx context.Context) error {
 type tokenAuthenticator struct{ tokens *authz.Authenticator }
 
 func (t tokenAuthenticator) AuthenticateToken(ctx context.Context, token string) (*authenticator.Response, bool, error) {
-	u, ok, err := t.tokens.Authenticate(ctx, token)
+	client, _ := ctx.Value(clientKey{}).(string)
+	u, ok, err := t.tokens.Authenticate(ctx, client, token)
 	if err != nil || !ok {
 		return nil, false, err
 	}

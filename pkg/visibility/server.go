@@ -30,7 +30,9 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"strings"
 
@@ -97,6 +99,15 @@ func tooManyRequests(w http.ResponseWriter, limiter *authz.RateLimiter, user aut
 	return true
 }
 
+// clientAddress is the address r came from, without its port: what
+// TokenReviews are bounded by, per client (authz.Authenticator).
+func clientAddress(r *http.Request) string {
+	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
+		return host
+	}
+	return r.RemoteAddr
+}
+
 type visibleKey struct{}
 
 // visibleOf is the request's authz.Visible, set by the authentication
@@ -131,7 +142,12 @@ func NewHandler(src Source, auth *Auth) http.Handler {
 			writeError(w, http.StatusUnauthorized, "a bearer token is required")
 			return
 		}
-		user, ok, err := auth.Authenticator.Authenticate(r.Context(), token)
+		user, ok, err := auth.Authenticator.Authenticate(r.Context(), clientAddress(r), token)
+		if errors.Is(err, authz.ErrTooManyReviews) {
+			w.Header().Set("Retry-After", "1")
+			writeError(w, http.StatusTooManyRequests, "authenticating: %v", err)
+			return
+		}
 		if err != nil {
 			ctrl.LoggerFrom(r.Context()).Error(err, "Authenticating a visibility API request")
 			writeError(w, http.StatusInternalServerError, "authenticating: %v", err)

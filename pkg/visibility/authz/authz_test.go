@@ -217,7 +217,7 @@ func TestAuthenticate(t *testing.T) {
 		if tc.revoke {
 			delete(ts, "t-alice")
 		}
-		u, ok, err := a.Authenticate(context.Background(), tc.token)
+		u, ok, err := a.Authenticate(context.Background(), "192.0.2.1", tc.token)
 		if err != nil {
 			t.Fatal(err)
 		}

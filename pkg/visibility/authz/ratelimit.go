@@ -31,6 +31,8 @@ type RateLimiter struct {
 
 	mu      sync.Mutex
 	buckets map[string]*bucket
+	// pruned is when idle buckets were last dropped.
+	pruned time.Time
 }
 
 type bucket struct {
@@ -48,19 +50,28 @@ func NewRateLimiter(perSecond float64, burst int, opts ...Option) *RateLimiter {
 // Allow says whether user may make a request now, and takes it from the
 // user's bucket if so.
 func (l *RateLimiter) Allow(user User) bool {
+	return l.allow(identity(user))
+}
+
+// allow is Allow for the bucket of key.
+func (l *RateLimiter) allow(key string) bool {
 	now := l.clock.Now()
-	key := identity(user)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	b, ok := l.buckets[key]
 	if !ok {
 		// Buckets full again (idle for burst/limit) are dropped when a new
-		// user comes, so the map holds the users of the last few seconds.
+		// key comes, at most once in that time (a flood of new keys does
+		// not look at every bucket each time), so the map holds the keys of
+		// the last few seconds.
 		idle := time.Duration(float64(l.burst) / float64(l.limit) * float64(time.Second))
-		for k, other := range l.buckets {
-			if now.Sub(other.lastSeen) > idle {
-				delete(l.buckets, k)
+		if now.Sub(l.pruned) > idle {
+			for k, other := range l.buckets {
+				if now.Sub(other.lastSeen) > idle {
+					delete(l.buckets, k)
+				}
 			}
+			l.pruned = now
 		}
 		b = &bucket{limiter: rate.NewLimiter(l.limit, l.burst)}
 		l.buckets[key] = b
