@@ -3,6 +3,7 @@ package admission
 import (
 	"runtime"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -169,7 +170,15 @@ func setEstimates(views []api.UnitView, estimates map[string]forecast.Estimate) 
 // admission lock and run after releasing it, and neither kept nor served to
 // anyone else. false when the queue does not exist or its quota is not in
 // the core.
-func (c *Cache) WhatIf(queue string, change api.QuotaChange) (api.WhatIf, bool) {
+//
+// visible says whose units the caller may see, by namespace: the replay
+// leaves out every other unit, waiting or holding quota, in any queue, so
+// that nothing of the answer depends on them (OnlyVisible says when some
+// were). The caller chooses the quota, so an answer that depended on a
+// unit it may not see would tell that unit's size: whether it fits under
+// the amount asked, and 16 halvings of the amount find its request. An
+// error of visible is returned.
+func (c *Cache) WhatIf(queue string, change api.QuotaChange, visible func(namespace string) (bool, error)) (api.WhatIf, bool, error) {
 	now := c.now()
 	c.mu.Lock()
 	_, ok := c.queues[queue]
@@ -180,11 +189,16 @@ func (c *Cache) WhatIf(queue string, change api.QuotaChange) (api.WhatIf, bool) 
 	}
 	c.mu.Unlock()
 	if !ok {
-		return api.WhatIf{}, false
+		return api.WhatIf{}, false, nil
 	}
 	var out api.WhatIf
+	var err error
 	collectAround(func() {
 		in := c.forecastInput(now)
+		var left int
+		if left, err = keepVisible(&in, visible); err != nil {
+			return
+		}
 		name := queue
 		for _, q := range in.Queues {
 			if q.Name == queue && q.Quota != "" {
@@ -198,10 +212,38 @@ func (c *Cache) WhatIf(queue string, change api.QuotaChange) (api.WhatIf, bool) 
 		}
 		q := &in.Quotas[i]
 		q.Min, q.Max = withAmounts(q.Min, change.Min), withAmounts(q.Max, change.Max)
-		out = api.WhatIf{Queue: queue, Quota: name, Min: q.Min, Max: q.Max, Total: total, Items: page.views()}
+		out = api.WhatIf{Queue: queue, Quota: name, Min: q.Min, Max: q.Max, Total: total, Items: page.views(), OnlyVisible: left > 0}
 		setEstimates(out.Items, forecast.Run(in))
 	})
-	return out, ok
+	if err != nil {
+		return api.WhatIf{}, false, err
+	}
+	return out, ok, nil
+}
+
+// keepVisible leaves in in.Units those of the namespaces visible shows,
+// asking it once a namespace, and says how many it left out.
+func keepVisible(in *forecast.Input, visible func(namespace string) (bool, error)) (int, error) {
+	shown := map[string]bool{}
+	kept := in.Units[:0]
+	for _, u := range in.Units {
+		ns, _, _ := strings.Cut(u.Key, "/")
+		ok, asked := shown[ns]
+		if !asked {
+			var err error
+			if ok, err = visible(ns); err != nil {
+				return 0, err
+			}
+			shown[ns] = ok
+		}
+		if ok {
+			kept = append(kept, u)
+		}
+	}
+	left := len(in.Units) - len(kept)
+	clear(in.Units[len(kept):]) // no reference to what is left out outlives it
+	in.Units = kept
+	return left, nil
 }
 
 // collectAround runs replay, which builds and replays a copy of the

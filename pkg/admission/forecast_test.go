@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -170,9 +171,9 @@ func TestWhatIf(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := setUp()
-			got, ok := c.WhatIf("team", tc.change)
-			if !ok {
-				t.Fatal("WhatIf: queue team not found")
+			got, ok, err := c.WhatIf("team", tc.change, everyone)
+			if err != nil || !ok {
+				t.Fatalf("WhatIf: %v, queue team found %v", err, ok)
 			}
 			if got.Queue != "team" || got.Quota != "team" {
 				t.Errorf("queue %q, quota %q, want team and team", got.Queue, got.Quota)
@@ -197,8 +198,88 @@ func TestWhatIf(t *testing.T) {
 			}
 		})
 	}
-	if _, ok := setUp().WhatIf("nobody", api.QuotaChange{}); ok {
+	if _, ok, _ := setUp().WhatIf("nobody", api.QuotaChange{}, everyone); ok {
 		t.Error("WhatIf of a queue that does not exist: found")
+	}
+}
+
+// everyone is the visible of a caller who may see every namespace.
+func everyone(string) (bool, error) { return true, nil }
+
+// TestWhatIfTellsNothingOfHiddenUnits: for a caller who may see namespace
+// mine only, the what-if answers the same, whatever amount is asked, in
+// two clusters that differ only in the sizes of theirs' units (one waiting
+// ahead of mine's, one holding quota): nothing a tenant can ask tells it
+// their sizes. An administrator who sees both namespaces gets the whole
+// replay, which tells them apart.
+func TestWhatIfTellsNothingOfHiddenUnits(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	now := t0.Add(2 * time.Minute)
+	world := func(waiting, holding string) *Cache {
+		c := NewCache()
+		c.now = func() time.Time { return now }
+		c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "quotas").Max(corev1.ResourceCPU, "4").Obj())
+		c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
+		c.UpsertNode(wrappers.Node("n1", "64", "64Gi"))
+		for _, r := range []struct{ ns, name, cpu string }{{"theirs", "holds", holding}, {"mine", "holds", "1"}} {
+			u := wrappers.MakeQueueUnit(r.name, r.ns).Quota("team").Request(corev1.ResourceCPU, r.cpu).Obj()
+			u.Spec.MaximumExecutionTimeSeconds = ptr.To[int32](600)
+			queueunit.Admit(u, "team", queueunit.Request(u), nil, nil, metav1.NewTime(t0))
+			u.Status.Phase = schedulingv1alpha1.Running
+			c.UpsertUnit(u)
+		}
+		for _, r := range []struct {
+			ns, name, cpu string
+			priority      int32
+		}{{"theirs", "waits", waiting, 10}, {"mine", "waits", "1", 1}} {
+			u := wrappers.MakeQueueUnit(r.name, r.ns).Quota("team").Request(corev1.ResourceCPU, r.cpu).Priority(r.priority).Obj()
+			u.Spec.MaximumExecutionTimeSeconds = ptr.To[int32](300)
+			c.UpsertUnit(u)
+		}
+		return c
+	}
+	small, large := world("2345m", "1"), world("2346m", "2")
+	mine := func(ns string) (bool, error) { return ns == "mine", nil }
+	// seen is what the caller may see of an answer: their units whole,
+	// the others as authz.Redact shows them.
+	seen := func(w api.WhatIf, visible func(string) (bool, error)) api.WhatIf {
+		for i, v := range w.Items {
+			if ok, _ := visible(v.Namespace); !ok {
+				w.Items[i] = api.UnitView{Queue: v.Queue, Phase: v.Phase, Priority: v.Priority, Position: v.Position, Redacted: true,
+					EstimatedAdmissionTime: v.EstimatedAdmissionTime, EstimateBasis: v.EstimateBasis}
+			}
+		}
+		return w
+	}
+	ask := func(c *Cache, cpu string, visible func(string) (bool, error)) api.WhatIf {
+		t.Helper()
+		change := api.QuotaChange{Max: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}}
+		w, ok, err := c.WhatIf("team", change, visible)
+		if err != nil || !ok {
+			t.Fatalf("WhatIf max cpu %s: %v, found %v", cpu, err, ok)
+		}
+		return seen(w, visible)
+	}
+	differ := 0
+	for milli := 0; milli <= 8000; milli += 250 {
+		cpu := fmt.Sprintf("%dm", milli)
+		a, b := ask(small, cpu, mine), ask(large, cpu, mine)
+		if diff := cmp.Diff(a, b); diff != "" {
+			t.Errorf("max cpu %s: the tenant's answer depends on theirs' sizes (-small +large):\n%s", cpu, diff)
+		}
+		if !a.OnlyVisible || a.Items[0].EstimatedAdmissionTime != nil {
+			t.Errorf("max cpu %s: onlyVisible %v, the hidden unit's estimate %v; want true and none", cpu, a.OnlyVisible, a.Items[0].EstimatedAdmissionTime)
+		}
+		if !cmp.Equal(ask(small, cpu, everyone), ask(large, cpu, everyone)) {
+			differ++
+		}
+	}
+	if differ == 0 {
+		t.Error("the administrator's answers are the same in both clusters: the test tells nothing apart")
+	}
+	failing := func(string) (bool, error) { return false, errors.New("no SubjectAccessReview") }
+	if _, _, err := small.WhatIf("team", api.QuotaChange{}, failing); err == nil {
+		t.Error("WhatIf with a failing visible: no error")
 	}
 }
 

@@ -132,9 +132,9 @@ func TestQueueUnitsPagesAreBounded(t *testing.T) {
 	if units, _ := c.QueueUnits("team", "", waiting+admitted-5, 100_000); len(units) != 5 {
 		t.Errorf("the last page: %d units, want the 5 left", len(units))
 	}
-	w, ok := c.WhatIf("team", api.QuotaChange{})
-	if !ok || len(w.Items) != api.MaxLimit || w.Total != waiting {
-		t.Errorf("what-if: %v, %d units of %d, want %d of %d", ok, len(w.Items), w.Total, api.MaxLimit, waiting)
+	w, ok, err := c.WhatIf("team", api.QuotaChange{}, everyone)
+	if err != nil || !ok || len(w.Items) != api.MaxLimit || w.Total != waiting {
+		t.Errorf("what-if: %v %v, %d units of %d, want %d of %d", ok, err, len(w.Items), w.Total, api.MaxLimit, waiting)
 	}
 }
 

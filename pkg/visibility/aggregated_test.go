@@ -59,11 +59,11 @@ func (s source) Quota(name string) (api.QuotaView, bool) {
 	return api.QuotaView{Name: name}, name == "q"
 }
 func (s source) RecentAdmissions() []api.AdmissionRecord { return nil }
-func (s source) WhatIf(queue string, _ api.QuotaChange) (api.WhatIf, bool) {
+func (s source) WhatIf(queue string, _ api.QuotaChange, _ func(string) (bool, error)) (api.WhatIf, bool, error) {
 	if s.whatIf == nil || queue != "q" {
-		return api.WhatIf{}, false
+		return api.WhatIf{}, false, nil
 	}
-	return s.whatIf(), true
+	return s.whatIf(), true, nil
 }
 
 // namespaceReviewer lets each user list QueueUnits in the namespaces given

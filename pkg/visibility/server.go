@@ -61,9 +61,10 @@ type Source interface {
 	Quota(name string) (api.QuotaView, bool)
 	RecentAdmissions() []api.AdmissionRecord
 	// WhatIf is the forecast of queue's waiting units had its quota the
-	// min and max change gives; false when the queue or its quota does
-	// not exist.
-	WhatIf(queue string, change api.QuotaChange) (api.WhatIf, bool)
+	// min and max change gives, made without the units of namespaces
+	// visible does not show; false when the queue or its quota does not
+	// exist.
+	WhatIf(queue string, change api.QuotaChange, visible func(namespace string) (bool, error)) (api.WhatIf, bool, error)
 }
 
 //go:embed dashboard/index.html

@@ -24,9 +24,10 @@ const MaxQuotaChanges = 32
 // whatIf serves GET /api/queues/{name}/forecast?max.cpu=8&min.memory=16Gi:
 // the forecast of the queue's waiting units had its ElasticQuota the min
 // and max given, to a caller who may get that ElasticQuota (an
-// administrator of it), units of namespaces the caller may not list
-// redacted. Each caller has one in flight at a time: a replay costs as much
-// as the live forecast.
+// administrator of it). The units of namespaces the caller may not list
+// are left out of the replay (admission.Cache.WhatIf says why), and those
+// of the queue listed redacted. Each caller has one in flight at a time: a
+// replay costs as much as the live forecast.
 func whatIf(src Source, authorizer *authz.Authorizer, inFlight *authz.OneAtATime) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		name := r.PathValue("name")
@@ -64,12 +65,17 @@ func whatIf(src Source, authorizer *authz.Authorizer, inFlight *authz.OneAtATime
 			return
 		}
 		defer done()
-		out, ok := src.WhatIf(name, change)
+		visible := visibleOf(r.Context())
+		out, ok, err := src.WhatIf(name, change, visible)
+		if err != nil {
+			writeError(w, http.StatusInternalServerError, "authorizing: %v", err)
+			return
+		}
 		if !ok {
 			writeError(w, http.StatusNotFound, "queue %q has no ElasticQuota", name)
 			return
 		}
-		if out.Items, err = authz.RedactUnits(out.Items, visibleOf(r.Context())); err != nil {
+		if out.Items, err = authz.RedactUnits(out.Items, visible); err != nil {
 			writeError(w, http.StatusInternalServerError, "authorizing: %v", err)
 			return
 		}

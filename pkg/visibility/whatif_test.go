@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -35,6 +36,18 @@ func (quotaReviewer) Allowed(_ context.Context, u authz.User, attrs authz.Attrib
 		return attrs.Verb == "get" && attrs.Resource == "elasticquotas" && attrs.Namespace == "quotas" && strings.HasPrefix(u.Name, "admin-"), nil
 	}
 	return attrs == authz.ListQueueUnits("mine"), nil
+}
+
+// listingQuotaReviewer lets users named admin-* get ElasticQuotas in
+// namespace quotas, and each user list QueueUnits in the namespaces given
+// ("" for all).
+type listingQuotaReviewer map[string][]string
+
+func (r listingQuotaReviewer) Allowed(ctx context.Context, u authz.User, attrs authz.Attributes) (bool, error) {
+	if attrs.Group == elasticquotav1alpha1.GroupVersion.Group {
+		return quotaReviewer{}.Allowed(ctx, u, attrs)
+	}
+	return namespaceReviewer(r).Allowed(ctx, u, attrs)
 }
 
 // whatIfCache is a queue team whose quota (in namespace quotas) has max cpu
@@ -75,7 +88,7 @@ func get(h http.Handler, user, path string) *httptest.ResponseRecorder {
 
 // TestWhatIfMovesEstimates: raising the quota's max moves the waiting
 // units' estimates earlier; units of namespaces the caller may not list
-// are redacted, their estimates kept.
+// are left out of the replay, and listed redacted, with no estimate.
 func TestWhatIfMovesEstimates(t *testing.T) {
 	h := whatIfHandler(whatIfCache())
 	forecast := func(query string) api.WhatIf {
@@ -90,25 +103,22 @@ func TestWhatIfMovesEstimates(t *testing.T) {
 		}
 		return w
 	}
-	at := func(w api.WhatIf) []time.Time {
-		var out []time.Time
-		for _, v := range w.Items {
-			if v.EstimatedAdmissionTime == nil || v.EstimateBasis != "Declared" {
-				t.Fatalf("unit %+v: no declared estimate", v)
-			}
-			out = append(out, v.EstimatedAdmissionTime.Time)
+	at := func(w api.WhatIf) time.Time {
+		v := w.Items[0] // mine/waits
+		if v.EstimatedAdmissionTime == nil || v.EstimateBasis != "Declared" {
+			t.Fatalf("unit %+v: no declared estimate", v)
 		}
-		return out
+		return v.EstimatedAdmissionTime.Time
 	}
 	before, after := forecast(""), forecast("?max.cpu=12")
 	if len(before.Items) != 2 || len(after.Items) != 2 {
 		t.Fatalf("items: %d and %d, want 2 waiting units", len(before.Items), len(after.Items))
 	}
-	was, is := at(before), at(after)
-	for i := range was {
-		if !is[i].Before(was[i]) {
-			t.Errorf("unit %d: estimate %v with max cpu 12, not before %v with max cpu 4", i+1, is[i], was[i])
-		}
+	if was, is := at(before), at(after); !is.Before(was) {
+		t.Errorf("mine/waits: estimate %v with max cpu 12, not before %v with max cpu 4", is, was)
+	}
+	if hidden := after.Items[1]; hidden.EstimatedAdmissionTime != nil || hidden.EstimateBasis != "" || !after.OnlyVisible {
+		t.Errorf("the unit of theirs: estimate %v (%s), onlyVisible %v; want none, and true", hidden.EstimatedAdmissionTime, hidden.EstimateBasis, after.OnlyVisible)
 	}
 	if got := after.Max[corev1.ResourceCPU]; got.String() != "12" || after.Quota != "team" {
 		t.Errorf("quota %s max cpu %s, want team 12", after.Quota, got.String())
@@ -220,11 +230,10 @@ func TestClientWhatIf(t *testing.T) {
 	if len(got.Items) != 2 || len(live.Items) != 2 {
 		t.Fatalf("items: %d and %d, want the 2 waiting units", len(got.Items), len(live.Items))
 	}
-	for i := range got.Items {
-		was, is := live.Items[i].EstimatedAdmissionTime, got.Items[i].EstimatedAdmissionTime
-		if was == nil || is == nil || !is.Before(was) {
-			t.Errorf("unit %d: estimate %v with max cpu 12, want one before %v with the quota as it is", i+1, is, was)
-		}
+	// The unit of mine; theirs, which the caller may not list, has none.
+	was, is := live.Items[0].EstimatedAdmissionTime, got.Items[0].EstimatedAdmissionTime
+	if was == nil || is == nil || !is.Before(was) {
+		t.Errorf("mine/waits: estimate %v with max cpu 12, want one before %v with the quota as it is", is, was)
 	}
 
 	_, err = (&Client{BaseURL: srv.URL, Token: "tenant"}).WhatIf(ctx, "team", change)
@@ -235,5 +244,58 @@ func TestClientWhatIf(t *testing.T) {
 	_, err = admin.WhatIf(ctx, "a/b", api.QuotaChange{})
 	if !errors.As(err, &status) || status.Code != http.StatusNotFound {
 		t.Errorf("a queue named a/b: %v, want a 404 StatusError (the name escaped, not a path)", err)
+	}
+}
+
+// TestWhatIfBisectionFindsNothingHidden: a tenant who may get the quota
+// but list QueueUnits only in mine asks 16 what-ifs, halving max.cpu, for
+// whether the unit of theirs ahead of its own would be admitted: it learns
+// nothing of that unit's request (the same answers for 2345m and 2346m).
+// An administrator who may list QueueUnits everywhere finds it exactly:
+// the bisection works where nothing is hidden.
+func TestWhatIfBisectionFindsNothingHidden(t *testing.T) {
+	world := func(hidden string) http.Handler {
+		c := admission.NewCache()
+		c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "quotas").Max(corev1.ResourceCPU, "4").Obj())
+		c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
+		c.UpsertNode(wrappers.Node("n1", "128", "64Gi"))
+		for _, r := range []struct {
+			ns, cpu  string
+			priority int32
+		}{{"theirs", hidden, 10}, {"mine", "1", 1}} {
+			u := wrappers.MakeQueueUnit("waits", r.ns).Quota("team").Request(corev1.ResourceCPU, r.cpu).Priority(r.priority).Obj()
+			u.Spec.MaximumExecutionTimeSeconds = ptr.To[int32](300)
+			c.UpsertUnit(u)
+		}
+		return NewHandler(c, &Auth{
+			Authenticator: authz.NewAuthenticator(tokenUser{}),
+			Authorizer:    authz.NewAuthorizer(listingQuotaReviewer{"admin-tenant": {"mine"}, "admin-all": {""}}),
+		})
+	}
+	// bisect halves [0, 65536m] 16 times: the least max.cpu under which
+	// the unit at position 1 has an estimate (it fits).
+	bisect := func(h http.Handler, user string) int {
+		lo, hi := 0, 1<<16
+		for range 16 {
+			mid := (lo + hi) / 2
+			rec := get(h, user, fmt.Sprintf("/api/queues/team/forecast?max.cpu=%dm", mid))
+			var w api.WhatIf
+			if err := json.Unmarshal(rec.Body.Bytes(), &w); rec.Code != http.StatusOK || err != nil {
+				t.Fatalf("%s's what-if: %d %s", user, rec.Code, rec.Body)
+			}
+			if w.Items[0].EstimatedAdmissionTime != nil {
+				hi = mid
+			} else {
+				lo = mid
+			}
+		}
+		return hi
+	}
+	small, large := world("2345m"), world("2346m")
+	if got := []int{bisect(small, "admin-all"), bisect(large, "admin-all")}; !cmp.Equal([]int{2345, 2346}, got) {
+		t.Errorf("the administrator's bisections found %v millicores, want 2345 and 2346", got)
+	}
+	if a, b := bisect(small, "admin-tenant"), bisect(large, "admin-tenant"); a != b || a == 2345 {
+		t.Errorf("the tenant's bisections found %d and %d millicores: they tell 2345m from 2346m", a, b)
 	}
 }

@@ -162,6 +162,10 @@ type WhatIf struct {
 	// order, each with its estimatedAdmissionTime and estimateBasis under
 	// that quota.
 	Items []UnitView `json:"items"`
+	// OnlyVisible says that the forecast left out the units of namespaces
+	// the caller may not list QueueUnits in, in every queue, as if they
+	// did not exist: those in Items are redacted, with no estimate.
+	OnlyVisible bool `json:"onlyVisible,omitempty"`
 }
 
 // Error is the body of every 4xx answer.
