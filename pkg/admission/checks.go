@@ -10,7 +10,10 @@ import (
 )
 
 // selectedChecks lists the queue's admission checks whose selector matches
-// the unit (a nil selector matches every unit).
+// the unit (a nil selector matches every unit). A unit whose labels the
+// cache cut (CutMetadata) gets every check with a valid selector: which of
+// its labels a selector would find is not known, and a check it could
+// dodge by adding labels would not be one.
 func selectedChecks(q *schedulingv1alpha1.Queue, u *schedulingv1alpha1.QueueUnit) ([]string, error) {
 	var names []string
 	for _, check := range q.Spec.AdmissionChecks {
@@ -19,7 +22,7 @@ func selectedChecks(q *schedulingv1alpha1.Queue, u *schedulingv1alpha1.QueueUnit
 			if err != nil {
 				return nil, fmt.Errorf("queue %s: admission check %s: %w", q.Name, check.Name, err)
 			}
-			if !sel.Matches(labels.Set(u.Labels)) {
+			if !labelsWereCut(u) && !sel.Matches(labels.Set(u.Labels)) {
 				continue
 			}
 		}

@@ -86,10 +86,11 @@ func unitsThroughWatchCodec(config *rest.Config) (func(toolscache.ListerWatcher,
 // container's resources, an init container's restart policy, the pod's
 // resources and overhead), which each admission records per pod set; the
 // rest of the template (images, commands, environment, volumes, scheduling
-// constraints, its metadata), the managed fields and kubectl's last-applied
-// copy of the object are dropped, and so is a finished unit's status but
-// for what admission.FinishedStatus keeps. Everything else is kept as it
-// is. Anything but a QueueUnit passes unchanged.
+// constraints, its metadata) and the managed fields are dropped, the
+// unit's labels and annotations are cut to those koord-queue reads
+// (admission.CutMetadata: a tenant writes them), and a finished unit's
+// status is cut to what admission.FinishedStatus keeps. Everything else is
+// kept as it is. Anything but a QueueUnit passes unchanged.
 //
 // koord-queue writes a QueueUnit only through queueunit.Patch: a merge patch
 // of what its change made different, never the object whole, so what is
@@ -103,13 +104,10 @@ func StripUnit(obj any) (any, error) {
 	}
 	u.ManagedFields = nil
 	// A streamed list transforms each unit twice, and after the first pass
-	// its annotations and pod sets may be other units' too (the compactor
-	// shares them): nothing shared is written, so the second pass reads
-	// them and writes the unit's own fields alone.
-	//lint:ignore S1033 delete writes to the map even when the key is absent, and the map may be shared
-	if _, ok := u.Annotations[corev1.LastAppliedConfigAnnotation]; ok {
-		delete(u.Annotations, corev1.LastAppliedConfigAnnotation)
-	}
+	// its labels, annotations and pod sets may be other units' too (the
+	// compactor shares them): nothing shared is written, so the second
+	// pass reads them and writes the unit's own fields alone.
+	admission.CutMetadata(u)
 	// Kept even for a unit charged what it states: each admission records
 	// what its pod set holds (status.admissions[].resources).
 	if len(u.Spec.PodSets) > 0 {

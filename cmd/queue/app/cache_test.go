@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,6 +24,7 @@ import (
 	toolscache "k8s.io/client-go/tools/cache"
 	"k8s.io/utils/ptr"
 
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/admission"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
@@ -75,8 +77,8 @@ func strippedUnits() map[string]*schedulingv1alpha1.QueueUnit {
 			ObjectMeta: metav1.ObjectMeta{
 				Name: "u", Namespace: "ns", Labels: map[string]string{"quota.scheduling.koordinator.sh/name": "q"},
 				Annotations: map[string]string{
-					corev1.LastAppliedConfigAnnotation: `{"a whole copy":"of the unit"}`,
-					"koord-queue/kept":                 "yes",
+					corev1.LastAppliedConfigAnnotation:     `{"a whole copy":"of the unit"}`,
+					schedulingv1alpha1.AnnotationQuotaRule: "namespace name",
 				},
 				ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "kubectl", Operation: metav1.ManagedFieldsOperationApply}},
 			},
@@ -165,7 +167,7 @@ func TestStripUnitKeepsWhatKoordQueueReads(t *testing.T) {
 			// Nothing else changed: put back what was dropped.
 			restored := got.DeepCopy()
 			restored.ManagedFields = orig.ManagedFields
-			restored.Annotations[corev1.LastAppliedConfigAnnotation] = orig.Annotations[corev1.LastAppliedConfigAnnotation]
+			restored.Annotations = orig.Annotations
 			for i := range restored.Spec.PodSets {
 				restored.Spec.PodSets[i].Template = orig.Spec.PodSets[i].Template
 			}
@@ -291,6 +293,119 @@ func TestStripUnitKeepsANegativeAmount(t *testing.T) {
 	}
 }
 
+// TestUnitTransformBoundsLabelsAndAnnotations: a tenant writes a job's
+// labels and annotations, and its extension copies them into the unit;
+// cached, a unit keeps a few KiB of them whatever it carries, and every
+// one koord-queue reads: the quota it names (by either label) and the rule
+// that chose it.
+func TestUnitTransformBoundsLabelsAndAnnotations(t *testing.T) {
+	const mib = 1 << 20
+	// keptBound: what a unit's labels and annotations may keep, as
+	// admission.CutMetadata counts labels (64 bytes of room each), plus
+	// the annotations it reads.
+	const keptBound = 5 << 10
+	many := func(prefix string, valueLen, total int) map[string]string {
+		out := map[string]string{}
+		value := strings.Repeat("v", valueLen)
+		for i, size := 0, 0; size < total; i++ {
+			key := fmt.Sprintf("%s%06d", prefix, i)
+			out[key] = value
+			size += len(key) + len(value)
+		}
+		return out
+	}
+	quotaLabels := map[string]string{elasticquotav1alpha1.LabelQuotaName: "team-a", elasticquotav1alpha1.LabelQuotaNameAlibabaCloud: "team-b"}
+	rule := map[string]string{schedulingv1alpha1.AnnotationQuotaRule: string(queueunit.QuotaByNamespaceName)}
+	with := func(ms ...map[string]string) map[string]string {
+		out := map[string]string{}
+		for _, m := range ms {
+			maps.Copy(out, m)
+		}
+		return out
+	}
+	small := map[string]string{"app": "trainer", "app.kubernetes.io/part-of": "training", "team": "a"}
+	for _, tc := range []struct {
+		name                  string
+		labels, annotations   map[string]string
+		wantLabels            map[string]string
+		wantRule              string
+		wantAnnotationsAtMost int
+	}{{
+		name:                  "1 MiB of annotations: the quota rule is kept, nothing else",
+		labels:                with(quotaLabels, small),
+		annotations:           with(rule, many("tenant.example.com/a", 1000, mib)),
+		wantLabels:            with(quotaLabels, small),
+		wantRule:              string(queueunit.QuotaByNamespaceName),
+		wantAnnotationsAtMost: 1,
+	}, {
+		name:                  "1 MiB under the quota rule's key is no rule koord-queue reads",
+		labels:                quotaLabels,
+		annotations:           map[string]string{schedulingv1alpha1.AnnotationQuotaRule: strings.Repeat("x", mib)},
+		wantLabels:            quotaLabels,
+		wantAnnotationsAtMost: 0,
+	}, {
+		name:                  "1 MiB of labels: the quota's labels are kept, and the unit is marked cut",
+		labels:                with(quotaLabels, many("tenant.example.com/l", 63, mib)),
+		annotations:           rule,
+		wantLabels:            quotaLabels,
+		wantRule:              string(queueunit.QuotaByNamespaceName),
+		wantAnnotationsAtMost: 2,
+	}, {
+		name:                  "ten thousand empty labels cost their room",
+		labels:                with(quotaLabels, many("l", 0, 60_000)),
+		wantLabels:            quotaLabels,
+		wantAnnotationsAtMost: 1,
+	}, {
+		name:                  "labels within the bound are kept whole",
+		labels:                with(quotaLabels, small, many("tenant.example.com/l", 20, 1000)),
+		annotations:           with(rule, map[string]string{corev1.LastAppliedConfigAnnotation: "{}"}),
+		wantLabels:            with(quotaLabels, small, many("tenant.example.com/l", 20, 1000)),
+		wantRule:              string(queueunit.QuotaByNamespaceName),
+		wantAnnotationsAtMost: 1,
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := &schedulingv1alpha1.QueueUnit{
+				ObjectMeta: metav1.ObjectMeta{Name: "u", Namespace: "ns", Labels: tc.labels, Annotations: tc.annotations},
+				Spec:       schedulingv1alpha1.QueueUnitSpec{Resource: requests("cpu", "1")},
+			}
+			data, err := json.Marshal(u)
+			if err != nil {
+				t.Fatal(err)
+			}
+			decoded := &schedulingv1alpha1.QueueUnit{}
+			if err := json.Unmarshal(data, decoded); err != nil {
+				t.Fatal(err)
+			}
+			obj, err := UnitTransform(admission.NewUnitCompactor())(decoded)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := obj.(*schedulingv1alpha1.QueueUnit)
+
+			kept := 0
+			for _, m := range []map[string]string{got.Labels, got.Annotations} {
+				for k, v := range m {
+					kept += len(k) + len(v) + 64
+				}
+			}
+			if kept > keptBound {
+				t.Errorf("the cached unit keeps %d bytes of labels and annotations, want at most %d", kept, keptBound)
+			}
+			if n := len(got.Labels); n > len(tc.wantLabels) {
+				t.Errorf("%d labels kept, want %v", n, tc.wantLabels)
+			} else if diff := cmp.Diff(tc.wantLabels, got.Labels); diff != "" {
+				t.Errorf("labels kept (-want +got):\n%s", diff)
+			}
+			if got, ok := got.Annotations[schedulingv1alpha1.AnnotationQuotaRule]; got != tc.wantRule || ok != (tc.wantRule != "") {
+				t.Errorf("annotation %s: %d bytes %.40q (kept: %v), want %q", schedulingv1alpha1.AnnotationQuotaRule, len(got), got, ok, tc.wantRule)
+			}
+			if n := len(got.Annotations); n > tc.wantAnnotationsAtMost {
+				t.Errorf("%d annotations kept, want at most %d", n, tc.wantAnnotationsAtMost)
+			}
+		})
+	}
+}
+
 // TestUnitTransformTwiceWritesNothingShared: a streamed list transforms each
 // unit twice (client-go's watch list keeps its objects in a transforming
 // store, then hands them to the informer's queue, which transforms them
@@ -325,7 +440,7 @@ func TestUnitTransformTwiceWritesNothingShared(t *testing.T) {
 			default:
 			}
 			for _, u := range cached {
-				_ = u.Annotations["koord-queue/kept"]
+				_ = u.Annotations[schedulingv1alpha1.AnnotationQuotaRule]
 				for range u.Labels {
 				}
 				for _, ps := range u.Spec.PodSets {
