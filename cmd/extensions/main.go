@@ -12,13 +12,11 @@ import (
 	"os"
 	"strings"
 
-	corev1 "k8s.io/api/core/v1"
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
 	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -126,10 +124,11 @@ func run() error {
 		WebhookServer:                 ctrlwebhook.NewServer(ctrlwebhook.Options{Port: *webhookPort, CertDir: *certDir}),
 		// Nothing here reads managedFields, and the API server keeps them
 		// on writes that leave them out. Every pod of the cluster is
-		// watched, to count the jobs' pods on nodes: each is kept stripped.
+		// watched, to count the jobs' pods on nodes: each is kept stripped;
+		// so are QueueUnits' labels and annotations, copies of their jobs'.
 		Cache: cache.Options{
 			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject:         map[client.Object]cache.ByObject{&corev1.Pod{}: framework.PodCache()},
+			ByObject:         framework.CacheByObject(),
 		},
 	}
 	leaderSettings.Apply(&mgrOpts)

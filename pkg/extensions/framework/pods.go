@@ -237,11 +237,16 @@ func holdsNode(o client.Object) bool {
 	return ok && onNode(pod)
 }
 
-// PodCache is how the manager's cache should keep pods (cache.Options
-// ByObject): every pod of the cluster is watched, so each is stripped to
-// what counting reads (identity, labels, controller, deletion, node, phase).
-func PodCache() cache.ByObject {
-	return cache.ByObject{Transform: StripPod}
+// CacheByObject is how the manager's cache should keep what the extensions
+// watch (cache.Options ByObject): every pod of the cluster stripped to what
+// counting reads (identity, labels, controller, deletion, node, phase:
+// StripPod), and QueueUnits with only the labels and annotations the
+// extensions read (StripUnitMetadata).
+func CacheByObject() map[client.Object]cache.ByObject {
+	return map[client.Object]cache.ByObject{
+		&corev1.Pod{}:                   {Transform: StripPod},
+		&schedulingv1alpha1.QueueUnit{}: {Transform: StripUnitMetadata},
+	}
 }
 
 // StripPod keeps of a pod what counting it reads: its name, namespace, UID,

@@ -104,6 +104,63 @@ func unitMeta(obj client.Object) (labels, annotations map[string]string) {
 	return labels, annotations
 }
 
+// What the extensions read of a QueueUnit's labels and annotations, and so
+// all that their cache keeps of them (StripUnitMetadata): the quota its
+// labels name (the node pool of its quota's tree: poolOf), the hold of an
+// invalid job (holdInvalid) and its pod templates as they were before
+// admission checks changed them (keepOriginals). A unit copies its job's
+// labels and annotations, which a tenant writes: kept whole, every unit
+// would cost its job's metadata a second time.
+var (
+	unitLabelsRead      = []string{elasticquotav1alpha1.LabelQuotaName, elasticquotav1alpha1.LabelQuotaNameAlibabaCloud}
+	unitAnnotationsRead = []string{schedulingv1alpha1.AnnotationInvalidJob, schedulingv1alpha1.AnnotationPodSetOriginals}
+)
+
+// StripUnitMetadata is the cache's transform of a QueueUnit: it keeps of
+// the unit's labels and annotations those the extensions read (above), and
+// drops its managed fields, as the cache's default transform would.
+// The extensions write a unit by a patch of what their change made
+// different (queueunit.Patch), so what is dropped stays on the unit. It
+// writes into no map it was given (a streamed list transforms each object
+// twice): a map that needs no cut is kept, another replaced. Anything but a
+// QueueUnit passes unchanged.
+func StripUnitMetadata(obj any) (any, error) {
+	u, ok := obj.(*schedulingv1alpha1.QueueUnit)
+	if !ok {
+		return obj, nil
+	}
+	u.ManagedFields = nil
+	u.Labels = onlyKeys(u.Labels, unitLabelsRead)
+	u.Annotations = onlyKeys(u.Annotations, unitAnnotationsRead)
+	return u, nil
+}
+
+// onlyKeys is m with only the keys listed: m itself when it has no other.
+func onlyKeys(m map[string]string, keys []string) map[string]string {
+	if len(m) == 0 {
+		return m
+	}
+	n := 0
+	for _, key := range keys {
+		if _, ok := m[key]; ok {
+			n++
+		}
+	}
+	if n == len(m) {
+		return m
+	}
+	if n == 0 {
+		return nil
+	}
+	out := make(map[string]string, n)
+	for _, key := range keys {
+		if v, ok := m[key]; ok {
+			out[key] = v
+		}
+	}
+	return out
+}
+
 // newQueueUnit is the unit a job gets when it is first queued. quota, when
 // not empty, is a quota found for the job's namespace rather than on its
 // labels; the unit carries it as its quota label.

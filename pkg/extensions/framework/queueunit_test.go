@@ -2,6 +2,9 @@ package framework
 
 import (
 	"fmt"
+	"maps"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -272,5 +275,55 @@ func TestOutgrew(t *testing.T) {
 				t.Errorf("outgrew = %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestStripUnitMetadataKeepsWhatTheExtensionsRead: a unit copies its job's
+// labels and annotations, a MiB of them if the tenant wrote so; cached, it
+// keeps only those the extensions read, and a unit that has no others
+// keeps its maps as they are (a streamed list strips each unit twice).
+func TestStripUnitMetadataKeepsWhatTheExtensionsRead(t *testing.T) {
+	read := map[string]string{
+		elasticquotav1alpha1.LabelQuotaName:             "team-a",
+		elasticquotav1alpha1.LabelQuotaNameAlibabaCloud: "team-b",
+	}
+	readAnnotations := map[string]string{
+		schedulingv1alpha1.AnnotationInvalidJob:      "negative cpu",
+		schedulingv1alpha1.AnnotationPodSetOriginals: `{"main":{}}`,
+	}
+	u := &schedulingv1alpha1.QueueUnit{ObjectMeta: metav1.ObjectMeta{
+		Name: "u", Namespace: "ns", Labels: maps.Clone(read), Annotations: maps.Clone(readAnnotations),
+		ManagedFields: []metav1.ManagedFieldsEntry{{Manager: "koord-queue-controllers"}},
+	}}
+	for i := range 1 << 10 {
+		u.Labels[fmt.Sprintf("tenant.example.com/l%04d", i)] = strings.Repeat("v", 63)
+		u.Annotations[fmt.Sprintf("tenant.example.com/a%04d", i)] = strings.Repeat("v", 1<<10)
+	}
+	obj, err := StripUnitMetadata(u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := obj.(*schedulingv1alpha1.QueueUnit)
+	if n := len(got.Labels); n > len(read) {
+		t.Errorf("%d labels kept, want %d", n, len(read))
+	} else if diff := cmp.Diff(read, got.Labels); diff != "" {
+		t.Errorf("labels (-want +got):\n%s", diff)
+	}
+	if n := len(got.Annotations); n > len(readAnnotations) {
+		t.Errorf("%d annotations kept, want %d", n, len(readAnnotations))
+	} else if diff := cmp.Diff(readAnnotations, got.Annotations); diff != "" {
+		t.Errorf("annotations (-want +got):\n%s", diff)
+	}
+	if got.ManagedFields != nil {
+		t.Errorf("managed fields kept: %v", got.ManagedFields)
+	}
+	labels, annotations := got.Labels, got.Annotations
+	again, _ := StripUnitMetadata(got)
+	if u := again.(*schedulingv1alpha1.QueueUnit); reflect.ValueOf(u.Labels).UnsafePointer() != reflect.ValueOf(labels).UnsafePointer() ||
+		reflect.ValueOf(u.Annotations).UnsafePointer() != reflect.ValueOf(annotations).UnsafePointer() {
+		t.Error("stripping again replaced maps that needed no cut")
+	}
+	if other, _ := StripUnitMetadata(&corev1.Pod{}); other == nil {
+		t.Error("StripUnitMetadata dropped an object that is not a QueueUnit")
 	}
 }

@@ -189,7 +189,7 @@ func startBinaries(t *testing.T, e *testenv.Env) {
 	stopControllers, err := e.StartManager(context.Background(), func(mgr manager.Manager) error {
 		return integrations.Setup(context.Background(), mgr, integs, scope)
 	}, func(o *manager.Options) {
-		o.Cache = cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: framework.PodCache()}}
+		o.Cache = cache.Options{ByObject: framework.CacheByObject()}
 	})
 	if err != nil {
 		t.Fatal(err)

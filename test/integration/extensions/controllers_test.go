@@ -82,7 +82,7 @@ func startControllers(ctx context.Context) (stop func(), err error) {
 		HealthProbeBindAddress: "0",
 		WebhookServer:          ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir}),
 		// Pods as cmd/extensions caches them.
-		Cache: cache.Options{ByObject: map[client.Object]cache.ByObject{&corev1.Pod{}: framework.PodCache()}},
+		Cache: cache.Options{ByObject: framework.CacheByObject()},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
