@@ -9,6 +9,7 @@ package main
 import (
 	"flag"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 
@@ -65,6 +66,8 @@ func run() error {
 		runningTimeout  = flag.Duration("job-running-timeout", 0, "suspend a released job none of whose pods runs within this long, send its QueueUnit to TimeoutBackoff (its quota given back once the pods are gone) and queue it again after --job-backoff-time; 0 never times out")
 		backoffTime     = flag.Duration("job-backoff-time", 0, "how long a QueueUnit stays in TimeoutBackoff after --job-running-timeout before it is queued again (Enqueued); 0 queues it again at once. A unit Koord-Queue left in TimeoutBackoff is queued again this long after its last update")
 		statusDelay     = flag.Duration("unit-status-delay", framework.DefaultStatusDelay, "how long a QueueUnit's pod counts may lag its job's, so that a burst of pod changes is one write; phase changes and quota given back are written at once; 0 writes every change")
+		maxPriority     = flag.Int64("max-unit-priority", int64(framework.HighestUserDefinablePriority), "the highest priority a QueueUnit may take from the PriorityClass its job names; a class of a higher value gives the default priority, with a Warning event PriorityClassNotAllowed on the job. The default is the highest value Kubernetes lets a user's PriorityClass have")
+		systemClasses   = flag.String("allowed-system-priority-classes", "", "comma-separated system PriorityClasses (system-node-critical, system-cluster-critical) whose value a QueueUnit may take, whatever --max-unit-priority; a job naming another gets the default priority, with a Warning event PriorityClassNotAllowed")
 	)
 	leaderSettings := leaderelection.BindFlags(flag.CommandLine)
 	streamLists := streamedlists.BindFlags(flag.CommandLine)
@@ -140,8 +143,12 @@ func run() error {
 	if *runningTimeout < 0 || *backoffTime < 0 {
 		return fmt.Errorf("--job-running-timeout %s and --job-backoff-time %s must not be negative", *runningTimeout, *backoffTime)
 	}
+	if *maxPriority < math.MinInt32 || *maxPriority > math.MaxInt32 {
+		return fmt.Errorf("--max-unit-priority %d is no priority: priorities are 32-bit integers", *maxPriority)
+	}
+	priorities := framework.PriorityLimit{Max: int32(*maxPriority), AllowedSystem: splitList(*systemClasses)}
 	if err := integrations.Setup(ctx, mgr, integs, scope, framework.WithStatusDelay(*statusDelay),
-		framework.WithRunningTimeout(*runningTimeout, *backoffTime)); err != nil {
+		framework.WithRunningTimeout(*runningTimeout, *backoffTime), framework.WithPriorityLimit(priorities)); err != nil {
 		return err
 	}
 	if *enableWebhook {
@@ -160,7 +167,8 @@ func run() error {
 		return err
 	}
 	log.Info("Starting", "version", version.Version, "extensions", integrations.NamesOf(integs), "manageAllJobs", *manageAll, "leaveJobsSubmittedRunning", *leaveRunning,
-		"webhook", *enableWebhook, "metrics", *metricsAddr, "leaderElection", *leaderElect, "jobRunningTimeout", *runningTimeout, "jobBackoffTime", *backoffTime, "unitNamesWithoutSuffix", *noUnitSuffix)
+		"webhook", *enableWebhook, "metrics", *metricsAddr, "leaderElection", *leaderElect, "jobRunningTimeout", *runningTimeout, "jobBackoffTime", *backoffTime, "unitNamesWithoutSuffix", *noUnitSuffix,
+		"maxUnitPriority", priorities.Max, "allowedSystemPriorityClasses", priorities.AllowedSystem)
 	return mgr.Start(ctx)
 }
 

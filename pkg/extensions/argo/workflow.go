@@ -169,10 +169,10 @@ func (w *Workflow) Warnings() []framework.Warning {
 	}}
 }
 
-// PriorityClassName is spec.podPriorityClassName. (spec.priority, an
-// integer the workflow's author chooses, gives no priority.)
-func (w *Workflow) PriorityClassName() string {
-	return w.Spec.PodPriorityClassName
+// PriorityClass is spec.podPriorityClassName. (spec.priority, an integer
+// the workflow's author chooses, gives no priority.)
+func (w *Workflow) PriorityClass() (name, field string) {
+	return w.Spec.PodPriorityClassName, "spec.podPriorityClassName"
 }
 
 // Finished reports a Succeeded, Failed or Error phase.

@@ -73,7 +73,10 @@ type PodCount = queueunit.PodCount
 // name falls back to the templates'. Only a PriorityClass gives a unit its
 // priority (see resolvePriority).
 type JobWithPriority interface {
-	PriorityClassName() string
+	// PriorityClass is the class the job names, and the field that names
+	// it (such as spec.runPolicy.schedulingPolicy.priorityClass), for the
+	// warning of a class that gives no priority.
+	PriorityClass() (name, field string)
 }
 
 // JobWithManagedCheck is a job that says by itself whether the queue

@@ -87,6 +87,9 @@ type JobReconciler struct {
 	// runningTimeout, when positive, is how long a released job may run
 	// no pod before its unit backs off (queueunit.BackOff) for backoff.
 	runningTimeout, backoff time.Duration
+
+	// priorities is which PriorityClasses give a unit their value.
+	priorities PriorityLimit
 }
 
 // DefaultStatusDelay is how long a unit's pod counts may lag its job's.
@@ -122,6 +125,12 @@ func WithRunningTimeout(timeout, backoff time.Duration) Option {
 	return func(r *JobReconciler) { r.runningTimeout, r.backoff = timeout, backoff }
 }
 
+// WithPriorityLimit sets which PriorityClasses give a unit their value
+// (DefaultPriorityLimit).
+func WithPriorityLimit(l PriorityLimit) Option {
+	return func(r *JobReconciler) { r.priorities = l }
+}
+
 // WithClock sets the clock status times are read from.
 func WithClock(c clock.PassiveClock) Option {
 	return func(r *JobReconciler) { r.clock = c }
@@ -132,7 +141,7 @@ func WithClock(c clock.PassiveClock) Option {
 // conflicts.
 func NewJobReconciler(c client.Client, reader client.Reader, recorder record.EventRecorder, integ Integration, opts ...Option) *JobReconciler {
 	r := &JobReconciler{client: c, reader: reader, recorder: recorder, integ: integ, clock: clock.RealClock{},
-		statusDelay: DefaultStatusDelay, deferredSince: map[client.ObjectKey]time.Time{}}
+		statusDelay: DefaultStatusDelay, deferredSince: map[client.ObjectKey]time.Time{}, priorities: DefaultPriorityLimit}
 	for _, o := range opts {
 		o(r)
 	}
@@ -401,7 +410,7 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 	if setsErr == nil {
 		unitSets, setsErr = unitPodSets(sets)
 	}
-	className, priority, priorityWarning, err := resolvePriority(ctx, r.client, job, sets)
+	className, priority, priorityWarning, err := resolvePriority(ctx, r.client, r.priorities, job, sets)
 	if err != nil {
 		return err
 	}

@@ -85,13 +85,12 @@ func podSetOfPod(pod *corev1.Pod) string {
 	return podSetName(kftraining.ReplicaType(pod.Labels[kftraining.ReplicaTypeLabel]))
 }
 
-// PriorityClassName is the gang scheduling policy's priority class, when
-// set.
-func (j *trainingJob) PriorityClassName() string {
+// PriorityClass is the gang scheduling policy's priority class, when set.
+func (j *trainingJob) PriorityClass() (name, field string) {
 	if p := j.runPolicy.SchedulingPolicy; p != nil {
-		return p.PriorityClass
+		return p.PriorityClass, "spec.runPolicy.schedulingPolicy.priorityClass"
 	}
-	return ""
+	return "", ""
 }
 
 // Finished reports the job's Succeeded or Failed condition.

@@ -67,7 +67,7 @@ func TestTrainingJobs(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			frameworktest.Check(t, tc.job, tc.want)
-			if class := tc.job.(framework.JobWithPriority).PriorityClassName(); class != tc.wantPriority {
+			if class, _ := tc.job.(framework.JobWithPriority).PriorityClass(); class != tc.wantPriority {
 				t.Errorf("Priority class = %q, want %q", class, tc.wantPriority)
 			}
 		})

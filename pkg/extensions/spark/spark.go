@@ -307,13 +307,13 @@ func (a *Application) dynamicAllocation() bool {
 	return on
 }
 
-// PriorityClassName is batchSchedulerOptions.priorityClassName, else the
+// PriorityClass is batchSchedulerOptions.priorityClassName, else the
 // driver's priority class.
-func (a *Application) PriorityClassName() string {
+func (a *Application) PriorityClass() (name, field string) {
 	if o := a.Spec.BatchSchedulerOptions; o != nil && ptr.Deref(o.PriorityClassName, "") != "" {
-		return *o.PriorityClassName
+		return *o.PriorityClassName, "spec.batchSchedulerOptions.priorityClassName"
 	}
-	return ptr.Deref(a.Spec.Driver.PriorityClassName, "")
+	return ptr.Deref(a.Spec.Driver.PriorityClassName, ""), "spec.driver.priorityClassName"
 }
 
 // Finished reports the COMPLETED and FAILED states, which the operator

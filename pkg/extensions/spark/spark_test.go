@@ -324,12 +324,12 @@ func TestStatus(t *testing.T) {
 func TestPriority(t *testing.T) {
 	a := extensionstest.MakeSparkApplication("pi", "ns").Obj()
 	a.Spec.Driver.PriorityClassName = ptr.To("driver-class")
-	if got := (*Application)(a).PriorityClassName(); got != "driver-class" {
-		t.Errorf("priority class %q, want the driver's without batchSchedulerOptions", got)
+	if got, field := (*Application)(a).PriorityClass(); got != "driver-class" || field != "spec.driver.priorityClassName" {
+		t.Errorf("priority class %q of %s, want the driver's without batchSchedulerOptions", got, field)
 	}
 	a.Spec.BatchSchedulerOptions = &sparkv1beta2.BatchSchedulerConfiguration{PriorityClassName: ptr.To("high")}
-	if got := (*Application)(a).PriorityClassName(); got != "high" {
-		t.Errorf("priority class %q, want batchSchedulerOptions' high", got)
+	if got, field := (*Application)(a).PriorityClass(); got != "high" || field != "spec.batchSchedulerOptions.priorityClassName" {
+		t.Errorf("priority class %q of %s, want batchSchedulerOptions' high", got, field)
 	}
 }
 

@@ -171,6 +171,58 @@ func TestRender(t *testing.T) {
 		}
 	})
 
+	t.Run("unit priorities: Kubernetes' highest user-definable and no system class by default; both from their values", func(t *testing.T) {
+		controllers := func(values map[string]any) map[string]any {
+			return map[string]any{"extension": map[string]any{"koord-queue-controllers": values}}
+		}
+		for name, tc := range map[string]struct {
+			values             map[string]any
+			wantArgs, wantNone []string
+			wantError          string
+		}{
+			"by default": {
+				wantArgs: []string{"--max-unit-priority=1000000000"},
+				wantNone: []string{"--allowed-system-priority-classes"},
+			},
+			"a lower ceiling and a system class allowed": {
+				values:   controllers(map[string]any{"maxUnitPriority": 5000, "allowedSystemPriorityClasses": []any{"system-cluster-critical", "system-node-critical"}}),
+				wantArgs: []string{"--max-unit-priority=5000", "--allowed-system-priority-classes=system-cluster-critical,system-node-critical"},
+			},
+			"a class that is no system class is refused": {
+				values:    controllers(map[string]any{"allowedSystemPriorityClasses": []any{"high"}}),
+				wantError: "allowedSystemPriorityClasses",
+			},
+			"a ceiling past 32 bits is refused": {
+				values:    controllers(map[string]any{"maxUnitPriority": 3000000000}),
+				wantError: "maxUnitPriority",
+			},
+		} {
+			objs, err := render(t, tc.values)
+			if tc.wantError != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantError) {
+					t.Errorf("%s: render error %v, want one naming %s", name, err, tc.wantError)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			args := containerArgs(t, objs, "koord-queue-controllers")
+			for _, want := range tc.wantArgs {
+				if !slices.Contains(args, want) {
+					t.Errorf("%s: controllers args %v, want %s", name, args, want)
+				}
+			}
+			for _, arg := range args {
+				for _, none := range tc.wantNone {
+					if strings.HasPrefix(arg, none) {
+						t.Errorf("%s: controllers args %v, want no %s", name, args, none)
+					}
+				}
+			}
+		}
+	})
+
 	t.Run("computeTreeCapacity: off by default, on with its value; ElasticQuotaProfiles readable", func(t *testing.T) {
 		for value, want := range map[any]string{nil: "--compute-tree-capacity=false", true: "--compute-tree-capacity=true"} {
 			var values map[string]any

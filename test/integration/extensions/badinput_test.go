@@ -48,10 +48,23 @@ func TestBadInput(t *testing.T) {
 			return u.EffectivePhase() == schedulingv1alpha1.Enqueued && u.Status.Message != ""
 		})
 		// No global default PriorityClass in this API server.
-		if u.Spec.Priority != nil || u.Spec.PriorityClassName != "" || !strings.Contains(u.Status.Message, `"nope" does not exist`) {
+		if u.Spec.Priority != nil || u.Spec.PriorityClassName != "" || !strings.Contains(u.Status.Message, `"nope", which does not exist`) {
 			t.Errorf("priority %v of class %q, message %q; want none and a message", u.Spec.Priority, u.Spec.PriorityClassName, u.Status.Message)
 		}
 		eventRecorded(t, ns, j.Name, corev1.EventTypeWarning, framework.ReasonUnknownPriorityClass, "nope")
+	})
+
+	t.Run("a system PriorityClass gives the default priority, with a warning naming the field and the class", func(t *testing.T) {
+		// The API server makes system-node-critical (2000001000) itself.
+		j := extensionstest.MakeJob("system-class", ns).Quota("team-a").Request("cpu", "1").PriorityClass("system-node-critical").Obj()
+		create(t, j)
+		u := unitWhere(t, client.ObjectKeyFromObject(j), "Enqueued with a message", func(u *schedulingv1alpha1.QueueUnit) bool {
+			return u.EffectivePhase() == schedulingv1alpha1.Enqueued && u.Status.Message != ""
+		})
+		if u.Spec.Priority != nil || u.Spec.PriorityClassName != "" || !strings.Contains(u.Status.Message, `spec.priorityClassName of pod set main's template names PriorityClass "system-node-critical", a system PriorityClass`) {
+			t.Errorf("priority %v of class %q, message %q; want none and a message naming the field and the class", u.Spec.Priority, u.Spec.PriorityClassName, u.Status.Message)
+		}
+		eventRecorded(t, ns, j.Name, corev1.EventTypeWarning, framework.ReasonPriorityClassNotAllowed, "system-node-critical")
 	})
 
 	t.Run("a template's integer priority without a PriorityClass gives no priority", func(t *testing.T) {
