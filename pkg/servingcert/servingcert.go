@@ -47,7 +47,9 @@ func Setup(mgr ctrl.Manager, opts Options) (<-chan struct{}, error) {
 		close(ready)
 		return ready, nil
 	}
-	err := rotator.AddRotator(mgr, &rotator.CertRotator{
+	// The rotator watches the Secrets of its Secret's namespace: through
+	// withOneSecret, its own alone.
+	err := rotator.AddRotator(withOneSecret(mgr, opts.Secret), &rotator.CertRotator{
 		SecretKey:      opts.Secret,
 		ControllerName: opts.RotatorName,
 		CertDir:        opts.CertDir,

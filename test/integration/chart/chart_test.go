@@ -11,19 +11,26 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
 	"helm.sh/helm/v3/pkg/lint"
 	"helm.sh/helm/v3/pkg/lint/support"
 	appsv1 "k8s.io/api/apps/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/cli-runtime/pkg/genericclioptions"
+	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	"github.com/koord-queue/koord-queue/pkg/servingcert"
 	"github.com/koord-queue/koord-queue/test/helmchart"
 	"github.com/koord-queue/koord-queue/test/testenv"
 )
@@ -500,6 +507,75 @@ func TestInstall(t *testing.T) {
 				t.Errorf("koord-queue-controllers may %s MutatingWebhookConfiguration %s: %v, want %v", verb, config, review.Status.Allowed, want)
 			}
 		}
+	}
+
+	// Each binary reads, watches (by name: a list or watch selecting
+	// metadata.name) and updates its own certificate Secret, which the
+	// chart creates, and no other Secret of the namespace: not the other
+	// binary's, not Helm's releases, not a list of them all.
+	own := map[string]string{"koord-queue": "koord-queue-visibility-api-cert", "koord-queue-controllers": "koord-queue-controllers-webhook-cert"}
+	for account, secret := range own {
+		user := "system:serviceaccount:" + namespace + ":" + account
+		for _, name := range []string{own["koord-queue"], own["koord-queue-controllers"], "sh.helm.release.v1.koord-queue.v1", ""} {
+			for _, verb := range []string{"get", "list", "watch", "update", "patch", "create", "delete"} {
+				want := name == secret && slices.Contains([]string{"get", "list", "watch", "update"}, verb)
+				review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
+					User:               user,
+					ResourceAttributes: &authorizationv1.ResourceAttributes{Namespace: namespace, Resource: "secrets", Verb: verb, Name: name},
+				}}
+				if err := env.Client.Create(ctx, review); err != nil {
+					t.Fatal(err)
+				}
+				if review.Status.Allowed != want {
+					t.Errorf("%s may %s Secret %q: %v, want %v", account, verb, name, review.Status.Allowed, want)
+				}
+			}
+		}
+	}
+
+	// Each binary's certificate rotator, run as its ServiceAccount under
+	// the chart's RBAC, fills its Secret and writes its CA where the API
+	// server reads it.
+	for _, tc := range []struct {
+		account string
+		target  rotator.WebhookInfo
+	}{
+		{"koord-queue", rotator.WebhookInfo{Name: "v1alpha1.visibility.koord-queue.x-k8s.io", Type: rotator.APIService}},
+		{"koord-queue-controllers", rotator.WebhookInfo{Name: "koord-queue-controllers", Type: rotator.Mutating}},
+	} {
+		t.Run(tc.account+"'s certificate rotator needs no other Secret than its own", func(t *testing.T) {
+			cfg := rest.CopyConfig(env.Config)
+			cfg.Impersonate = rest.ImpersonationConfig{
+				UserName: "system:serviceaccount:" + namespace + ":" + tc.account,
+				Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + namespace, "system:authenticated"},
+			}
+			secret := types.NamespacedName{Namespace: namespace, Name: own[tc.account]}
+			var ready <-chan struct{}
+			stop, err := (&testenv.Env{Config: cfg, Scheme: env.Scheme}).StartManager(ctx, func(mgr manager.Manager) error {
+				var err error
+				ready, err = servingcert.Setup(mgr, servingcert.Options{
+					CertDir: t.TempDir(), Rotate: true, Secret: secret, DNSName: tc.account + "." + namespace + ".svc",
+					Targets: []rotator.WebhookInfo{tc.target}, RotatorName: "rotator-" + tc.account,
+				})
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer stop()
+			select {
+			case <-ready:
+			case <-time.After(testenv.DefaultTimeout):
+				t.Fatalf("the certificate of %s is not ready after %s", secret, testenv.DefaultTimeout)
+			}
+			var s corev1.Secret
+			if err := env.Client.Get(ctx, client.ObjectKey(secret), &s); err != nil {
+				t.Fatal(err)
+			}
+			if len(s.Data[corev1.TLSCertKey]) == 0 {
+				t.Errorf("Secret %s holds no certificate", secret)
+			}
+		})
 	}
 }
 
