@@ -902,7 +902,8 @@ func (w *propWorld) check(stepNo int, what string) {
 	room := w.room()
 	direct := map[string]int64{}
 	seen := map[string]bool{}
-	for _, u := range w.units() {
+	units := w.units()
+	for _, u := range units {
 		key := "ns/" + u.Name
 		seen[key] = true
 		holds := queueunit.HoldsQuota(&u)
@@ -954,7 +955,7 @@ func (w *propWorld) check(stepNo int, what string) {
 	// A unit's charge stays in its quota's tree, whatever happens to its
 	// quota.
 	w.cache.mu.Lock()
-	for _, u := range w.units() {
+	for _, u := range units {
 		key := "ns/" + u.Name
 		r, ok := w.cache.units[key]
 		if !ok || r.unit.ResourceVersion != u.ResourceVersion || !queueunit.HoldsQuota(&u) {
