@@ -224,6 +224,26 @@ func (c *Cache) rechargeUnclaimed() {
 	}
 }
 
+// unqueuedIn is what the pods no unit claims hold on nodes in the tree of
+// root, with c.mu held. It walks every such group, so it is asked for a
+// tree's root only.
+func (c *Cache) unqueuedIn(root string) corev1.ResourceList {
+	e := c.core.Quotas()
+	held := corev1.ResourceList{}
+	for g, q := range c.unclaimed {
+		if q == "" {
+			q = elasticquotav1alpha1.RootQuotaName
+		}
+		if e.TreeRoot(q) == root {
+			resources.Add(held, c.pods.Tally(g).BoundRequests)
+		}
+	}
+	if len(held) == 0 {
+		return nil
+	}
+	return held
+}
+
 // leavingKey names a leaving unit's charge: its own key, so that the
 // charge counts in its namespace.
 func leavingKey(unit string) string { return unit }

@@ -189,7 +189,10 @@ func TestPodsNoUnitClaimsAreChargedAsKoordSchedulerDoes(t *testing.T) {
 	c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "quotas").Max("cpu", "10").Obj())
 	c.UpsertElasticQuota(wrappers.MakeElasticQuota(elasticquotav1alpha1.SystemQuotaName, "quotas").
 		Annotation(elasticquotav1alpha1.AnnotationQuotaNamespaces, `["kube-system"]`).Obj())
-	c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
+	c.UpsertElasticQuota(wrappers.MakeElasticQuota(elasticquotav1alpha1.RootQuotaName, "quotas").Obj())
+	for _, q := range []string{"team", elasticquotav1alpha1.RootQuotaName} {
+		c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: q}})
+	}
 	c.UpsertPod(wrappers.MakePod("bare", "ns").Quota("team").Requests("cpu", "2").Node("n1").Obj())
 	c.UpsertPod(wrappers.MakePod("pending", "ns").Quota("team").Requests("cpu", "2").Obj())
 	c.UpsertPod(wrappers.MakePod("agent-x", "kube-system").Controller("apps/v1", "DaemonSet", "agent").Requests("cpu", "3").Node("n1").Obj())
@@ -204,6 +207,14 @@ func TestPodsNoUnitClaimsAreChargedAsKoordSchedulerDoes(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("used (-want +got):\n%s", diff)
 	}
+	unqueued := func() string {
+		root, _ := c.Queue(elasticquotav1alpha1.RootQuotaName)
+		held := root.QuotaTree.Unqueued[corev1.ResourceCPU]
+		return held.String()
+	}
+	if got := unqueued(); got != "5" {
+		t.Errorf("the classic tree's unqueued pods hold cpu %s, want 5 (the bare pod and the DaemonSet's)", got)
+	}
 	c.UpsertUnit(wrappers.MakeQueueUnit("big", "ns").Quota("team").Request(corev1.ResourceCPU, "6").Obj())
 	if res := c.cycle(time.Unix(100, 0), -1); len(res.Admissions) > 0 {
 		t.Errorf("admitted %v into the 5 cpu the pods leave of 10", res.Admissions)
@@ -211,5 +222,8 @@ func TestPodsNoUnitClaimsAreChargedAsKoordSchedulerDoes(t *testing.T) {
 	c.DeletePod("kube-system", "agent-x")
 	if res := c.cycle(time.Unix(200, 0), -1); len(res.Admissions) != 1 {
 		t.Errorf("admitted %v once the DaemonSet's pod is gone, want big", res.Admissions)
+	}
+	if got := unqueued(); got != "2" {
+		t.Errorf("once the DaemonSet's pod is gone the unqueued pods hold cpu %s, want 2", got)
 	}
 }

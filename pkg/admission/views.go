@@ -62,6 +62,9 @@ func (c *Cache) treeView(name string) *api.TreeView {
 		return nil
 	}
 	t := &api.TreeView{Root: root, Pool: e.Pool(name), Capacity: e.Capacity(root), Used: e.Used(root)}
+	if name == root {
+		t.Unqueued = c.unqueuedIn(root)
+	}
 	if eq, ok := c.quotaObjects[root]; ok && root != elasticquotav1alpha1.RootQuotaName {
 		t.ID = eq.Labels[elasticquotav1alpha1.LabelQuotaTreeID]
 	}

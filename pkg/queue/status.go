@@ -216,7 +216,7 @@ func (s *StatusWriter) desiredStatus(q *schedulingv1alpha1.Queue, now metav1.Tim
 		// interval (a thousand queues, 67 writes a second at 15 s) whenever
 		// anything in the tree moved. Only the root's queue carries them.
 		if q.Name == t.Root {
-			st.TreeCapacity, st.TreeUsed = t.Capacity, t.Used
+			st.TreeCapacity, st.TreeUsed, st.TreeUnqueued = t.Capacity, t.Used, t.Unqueued
 			st.TreeUsage = usage(t.Used, t.Capacity)
 		}
 	}

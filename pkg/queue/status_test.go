@@ -95,10 +95,11 @@ func TestDuplicateQuotaNameWarnedOnce(t *testing.T) {
 // TestStatusShowsTheTree: a Queue's status names its quota's tree (the
 // pool, else the tree id; nothing for the classic tree) and its root, with
 // what the quota and the whole tree hold and the tree's capacity, summed
-// up for `kubectl get queues -o wide`.
+// up for `kubectl get queues -o wide`, and what pods of no queued job hold
+// in it.
 func TestStatusShowsTheTree(t *testing.T) {
 	type seen struct {
-		Tree, TreeRoot, Used, TreeCapacity, TreeUsed, TreeUsage string
+		Tree, TreeRoot, Used, TreeCapacity, TreeUsed, TreeUnqueued, TreeUsage string
 	}
 	pool := []*elasticquotav1alpha1.ElasticQuota{
 		wrappers.MakeElasticQuota("a100", "kube-system").IsParent().
@@ -127,9 +128,9 @@ func TestStatusShowsTheTree(t *testing.T) {
 			queue:  "a100",
 			quotas: pool,
 			// A resource the root's total-resource does not name has none
-			// in the tree.
-			want: seen{Tree: "gpu-a100", TreeRoot: "a100", Used: "cpu=7", TreeCapacity: "cpu=8,memory=0,nvidia.com/gpu=4,pods=0", TreeUsed: "cpu=7",
-				TreeUsage: "cpu 7/8, memory 0/0, nvidia.com/gpu 0/4, pods 0/0"},
+			// in the tree. A bare pod of quota other holds 1 cpu.
+			want: seen{Tree: "gpu-a100", TreeRoot: "a100", Used: "cpu=8", TreeCapacity: "cpu=8,memory=0,nvidia.com/gpu=4,pods=0", TreeUsed: "cpu=8",
+				TreeUnqueued: "cpu=1", TreeUsage: "cpu 8/8, memory 0/0, nvidia.com/gpu 0/4, pods 0/0"},
 		},
 	}
 	list := func(l corev1.ResourceList) string {
@@ -160,9 +161,10 @@ func TestStatusShowsTheTree(t *testing.T) {
 			c.UpsertUnit(admitted("mine", "team", "6"))
 			if len(tc.quotas) > 1 {
 				c.UpsertUnit(admitted("theirs", "other", "1"))
+				c.UpsertPod(wrappers.MakePod("bare", "other").Quota("other").Requests("cpu", "1").Node("n1").Obj())
 			}
 			st := reporter(c, nil).desiredStatus(queue, metav1.Unix(10, 0))
-			got := seen{Tree: st.Tree, TreeRoot: st.TreeRoot, Used: list(st.Used), TreeCapacity: list(st.TreeCapacity), TreeUsed: list(st.TreeUsed), TreeUsage: st.TreeUsage}
+			got := seen{Tree: st.Tree, TreeRoot: st.TreeRoot, Used: list(st.Used), TreeCapacity: list(st.TreeCapacity), TreeUsed: list(st.TreeUsed), TreeUnqueued: list(st.TreeUnqueued), TreeUsage: st.TreeUsage}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("status (-want +got):\n%s", diff)
 			}

@@ -35,7 +35,7 @@ func PodRequests(spec *corev1.PodSpec) corev1.ResourceList {
 		return out
 	}
 	for i := range spec.Containers {
-		add(out, containerRequests(&spec.Containers[i]))
+		Add(out, containerRequests(&spec.Containers[i]))
 	}
 	sidecars := corev1.ResourceList{}
 	initPeak := corev1.ResourceList{}
@@ -45,14 +45,14 @@ func PodRequests(spec *corev1.PodSpec) corev1.ResourceList {
 		if c.RestartPolicy != nil && *c.RestartPolicy == corev1.ContainerRestartPolicyAlways {
 			// A sidecar runs alongside the regular containers and every
 			// init container after it.
-			add(out, reqs)
-			add(sidecars, reqs)
+			Add(out, reqs)
+			Add(sidecars, reqs)
 			maxInto(initPeak, sidecars)
 			continue
 		}
 		running := corev1.ResourceList{}
-		add(running, reqs)
-		add(running, sidecars)
+		Add(running, reqs)
+		Add(running, sidecars)
 		maxInto(initPeak, running)
 	}
 	maxInto(out, initPeak)
@@ -61,7 +61,7 @@ func PodRequests(spec *corev1.PodSpec) corev1.ResourceList {
 			out[name] = q.DeepCopy()
 		}
 	}
-	add(out, spec.Overhead)
+	Add(out, spec.Overhead)
 	return out
 }
 
@@ -266,7 +266,8 @@ func podLevel(r *corev1.ResourceRequirements) corev1.ResourceList {
 	return out
 }
 
-func add(into, list corev1.ResourceList) {
+// Add adds list to into, resource by resource.
+func Add(into, list corev1.ResourceList) {
 	for name, q := range list {
 		if cur, ok := into[name]; ok {
 			cur.Add(q)

@@ -107,6 +107,14 @@ type QueueStatus struct {
 	// +optional
 	TreeUsed corev1.ResourceList `json:"treeUsed,omitempty"`
 
+	// treeUnqueued is the part of treeUsed that pods of no queued job hold
+	// on nodes: DaemonSets' pods, bare pods, and in the classic tree the
+	// pods of koordinator-system-quota and koordinator-default-quota, which
+	// koord-scheduler takes out of what the tree hands out. It is charged
+	// where koord-scheduler charges it, so the tree admits that much less.
+	// +optional
+	TreeUnqueued corev1.ResourceList `json:"treeUnqueued,omitempty"`
+
 	// treeUsage is a summary of treeUsed against treeCapacity for
 	// `kubectl get queues -o wide`: each resource of the capacity as
 	// "name used/capacity", such as "cpu 12/40, nvidia.com/gpu 3/8".

@@ -300,6 +300,13 @@ func (in *QueueStatus) DeepCopyInto(out *QueueStatus) {
 			(*out)[key] = val.DeepCopy()
 		}
 	}
+	if in.TreeUnqueued != nil {
+		in, out := &in.TreeUnqueued, &out.TreeUnqueued
+		*out = make(corev1.ResourceList, len(*in))
+		for key, val := range *in {
+			(*out)[key] = val.DeepCopy()
+		}
+	}
 	if in.Conditions != nil {
 		in, out := &in.Conditions, &out.Conditions
 		*out = make([]v1.Condition, len(*in))

@@ -66,6 +66,10 @@ type TreeView struct {
 	Capacity corev1.ResourceList `json:"capacity,omitempty"`
 	// Used is what the tree's admitted units hold.
 	Used corev1.ResourceList `json:"used,omitempty"`
+	// Unqueued is the part of Used that pods of no queued job hold on
+	// nodes (Queue status.treeUnqueued); given on the view of the tree's
+	// root only.
+	Unqueued corev1.ResourceList `json:"unqueued,omitempty"`
 }
 
 // UnitView is one unit: where it is and why.
