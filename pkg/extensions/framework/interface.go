@@ -132,6 +132,25 @@ type JobWithTemplateLock interface {
 	UnlockTemplates()
 }
 
+// JobWithMadeUpAffinity is a job whose made-up pod sets' pods (MadeUpPodSet)
+// take their node affinity from fields of the job: an Argo Workflow's
+// spec.affinity and its templates', a Spark application's driver and
+// executor affinity, a RayJob's submitter template (made from KubeRay's
+// default when it has none). The reconciler records, narrows and restores
+// their required node affinity through it as it does a template's, so
+// those pods keep to their quota's node pool too.
+type JobWithMadeUpAffinity interface {
+	// EditAffinities calls edit with each field the pods of made-up pod set
+	// podSet take their affinity from, named by a path that stays the same
+	// across reads of the job (such as spec.templates[main].affinity), and
+	// its affinity (nil: none), and sets the field to what edit returns. An
+	// edit that returns what it was given leaves the job as it was. It
+	// returns what in the job can still give those pods another affinity,
+	// which the reconciler cannot change (a podSpecPatch, a template of a
+	// WorkflowTemplate), as paths; none for a pod set it knows nothing of.
+	EditAffinities(podSet string, edit func(path string, affinity *corev1.Affinity) *corev1.Affinity) (overridden []string)
+}
+
 // JobWithPodSetsKoordQueueLeftOut is a job with pod sets Koord-Queue's
 // extension leaves out of its units (a RayJob's submitter pod). A unit
 // Koord-Queue made, taken over while it holds quota, is not outgrown by

@@ -31,20 +31,24 @@ func MadeUpPodSet(name string, count int32, container string, request corev1.Res
 }
 
 // missedUpdates are the pod set updates a release could not apply, by the
-// pod set they name.
+// pod set they name, and where its placement may not hold.
 type missedUpdates struct {
 	// Unknown pod sets are not the job's at all.
 	Unknown []string
 	// MadeUp pod sets have no template in the job (MadeUpPodSet).
 	MadeUp []string
-	// Pool pod sets have no template in the job to take the node affinity
-	// of the node pool named PoolProfile.
-	Pool        []string
-	PoolProfile string
+	// Unplaced pod sets have no template in the job, nor fields it lets
+	// the reconciler change (JobWithMadeUpAffinity), to take Placement.
+	Unplaced []string
+	// Overridden are the fields of the job that can still give pods
+	// another affinity than Placement (JobWithMadeUpAffinity).
+	Overridden []string
+	// Placement says what the release puts on the pods (placement.String).
+	Placement string
 }
 
 func (m missedUpdates) empty() bool {
-	return len(m.Unknown) == 0 && len(m.MadeUp) == 0 && len(m.Pool) == 0
+	return len(m.Unknown) == 0 && len(m.MadeUp) == 0 && len(m.Unplaced) == 0 && len(m.Overridden) == 0
 }
 
 // String says what was missed, for an event and the unit's condition.
@@ -60,11 +64,21 @@ func (m missedUpdates) String() string {
 	if len(parts) > 0 {
 		out = append(out, "Admission checks' pod set updates were not applied: "+strings.Join(parts, "; "))
 	}
-	if len(m.Pool) > 0 {
-		out = append(out, "The required node affinity of node pool "+m.PoolProfile+" was not put on pod sets "+strings.Join(m.Pool, ", ")+
+	if len(m.Unplaced) > 0 {
+		out = append(out, capitalized(m.Placement)+" was not put on pod sets "+strings.Join(m.Unplaced, ", ")+
 			": their pods are made by the framework from templates the job does not hold")
 	}
+	if len(m.Overridden) > 0 {
+		out = append(out, capitalized(m.Placement)+" was put on the job, but its pods may take another from "+strings.Join(m.Overridden, ", "))
+	}
 	return strings.Join(out, ". ")
+}
+
+func capitalized(s string) string {
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // applyPodSetUpdates merges the pod set updates of a unit's admission checks
@@ -72,10 +86,13 @@ func (m missedUpdates) String() string {
 // directives: labels, annotations and node selectors are merged, an update's
 // value winning over the template's; tolerations are added unless present.
 // It returns the updates it could not apply: those naming pod sets the job
-// lacks, or whose template is made up. A unit of a node pool's quota tree
-// (pool not nil) has the pool's node selector required by every template
-// (requirePool); made-up ones are reported.
-func applyPodSetUpdates(sets []PodSet, checks []schedulingv1alpha1.AdmissionCheckState, pool *nodePool) (missed missedUpdates) {
+// lacks, or whose template is made up. A unit whose pods must keep to (or
+// off) node pools (place not nil, checked by placementFits) has every
+// template's required node affinity placed (placedAffinity), and the
+// fields a made-up pod set's pods take theirs from, where job lets them be
+// changed (JobWithMadeUpAffinity); the other made-up ones are reported,
+// and so is what can still override the fields.
+func applyPodSetUpdates(sets []PodSet, checks []schedulingv1alpha1.AdmissionCheckState, place *placement, job GenericJob) (missed missedUpdates) {
 	byName := map[string]PodSet{}
 	for _, s := range sets {
 		if s.Template != nil {
@@ -106,16 +123,59 @@ func applyPodSetUpdates(sets []PodSet, checks []schedulingv1alpha1.AdmissionChec
 			}
 		}
 	}
-	if pool != nil {
-		for _, s := range sets {
-			if s.Template == nil || s.MadeUp {
-				missed.Pool, missed.PoolProfile = append(missed.Pool, s.Name), pool.Profile
-				continue
+	if place == nil {
+		return missed
+	}
+	missed.Placement = place.String()
+	placed := func(_ string, a *corev1.Affinity) *corev1.Affinity {
+		if out, err := placedAffinity(a, place); err == nil {
+			return out
+		}
+		return a // placementFits said it fits
+	}
+	madeUp, edits := job.(JobWithMadeUpAffinity)
+	for _, s := range sets {
+		switch {
+		case s.Template == nil:
+			missed.Unplaced = append(missed.Unplaced, s.Name)
+		case !s.MadeUp:
+			s.Template.Spec.Affinity = placed("", s.Template.Spec.Affinity)
+		case edits:
+			for _, o := range madeUp.EditAffinities(s.Name, placed) {
+				if !slices.Contains(missed.Overridden, o) {
+					missed.Overridden = append(missed.Overridden, o)
+				}
 			}
-			requirePool(&s.Template.Spec, pool.Requirements)
+		default:
+			missed.Unplaced = append(missed.Unplaced, s.Name)
 		}
 	}
 	return missed
+}
+
+// placementFits reports, as an error to show the user, why the job's pods
+// cannot take place: more required node affinity terms than
+// maxPlacementTerms, in a template or a field of a made-up pod set's
+// (JobWithMadeUpAffinity). It changes nothing.
+func placementFits(sets []PodSet, place *placement, job GenericJob) error {
+	var err error
+	check := func(_ string, a *corev1.Affinity) *corev1.Affinity {
+		if _, e := placedAffinity(a, place); e != nil && err == nil {
+			err = e
+		}
+		return a
+	}
+	madeUp, edits := job.(JobWithMadeUpAffinity)
+	for _, s := range sets {
+		switch {
+		case s.Template == nil:
+		case !s.MadeUp:
+			check("", s.Template.Spec.Affinity)
+		case edits:
+			madeUp.EditAffinities(s.Name, check)
+		}
+	}
+	return err
 }
 
 // directives are the parts of a pod template pod set updates change.
@@ -127,26 +187,58 @@ type directives struct {
 	// NodeAffinity is nil in originals recorded before node pools, whose
 	// templates' affinity was never changed.
 	NodeAffinity *requiredNodeAffinity `json:"nodeAffinity,omitempty"`
+	// MadeUpAffinity is, for a made-up pod set of a JobWithMadeUpAffinity,
+	// the required node affinity of each field its pods take theirs from;
+	// nil in originals recorded before those fields were placed.
+	MadeUpAffinity *madeUpAffinity `json:"madeUpAffinity,omitempty"`
+}
+
+// madeUpAffinity is the required node affinity of each field of a job the
+// pods of a made-up pod set take their affinity from, by the field's path
+// (JobWithMadeUpAffinity): nil for a field that had none.
+type madeUpAffinity struct {
+	Fields map[string]*corev1.NodeSelector `json:"fields"`
+}
+
+// recordMadeUp is the required node affinity of each field of job the pods
+// of made-up pod set name take theirs from; nil when job has none to give.
+func recordMadeUp(job GenericJob, name string) *madeUpAffinity {
+	m, ok := job.(JobWithMadeUpAffinity)
+	if !ok {
+		return nil
+	}
+	rec := &madeUpAffinity{Fields: map[string]*corev1.NodeSelector{}}
+	m.EditAffinities(name, func(path string, a *corev1.Affinity) *corev1.Affinity {
+		rec.Fields[path] = requiredOfAffinity(a)
+		return a
+	})
+	return rec
 }
 
 // podSetOriginals are the directives of each pod set before updates.
 type podSetOriginals map[string]directives
 
-// recordOriginals is the directives of each pod set's template as it is.
-func recordOriginals(sets []PodSet) podSetOriginals {
+// recordOriginals is the directives of each pod set's template as it is,
+// and of the fields of job a made-up pod set's pods take their affinity
+// from (recordMadeUp).
+func recordOriginals(sets []PodSet, job GenericJob) podSetOriginals {
 	out := podSetOriginals{}
 	for _, s := range sets {
 		if s.Template == nil {
 			continue
 		}
 		t := s.Template
-		out[s.Name] = directives{
+		d := directives{
 			Labels:       maps.Clone(t.Labels),
 			Annotations:  maps.Clone(t.Annotations),
 			NodeSelector: maps.Clone(t.Spec.NodeSelector),
 			Tolerations:  slices.Clone(t.Spec.Tolerations),
 			NodeAffinity: &requiredNodeAffinity{Required: requiredOf(&t.Spec)},
 		}
+		if s.MadeUp {
+			d.MadeUpAffinity = recordMadeUp(job, s.Name)
+		}
+		out[s.Name] = d
 	}
 	return out
 }
@@ -191,14 +283,27 @@ func hasPodSetUpdates(checks []schedulingv1alpha1.AdmissionCheckState) bool {
 }
 
 // restorePodSets puts each template's labels, annotations, node selector,
-// tolerations and required node affinity back to the originals, undoing applyPodSetUpdates. It
-// reports whether anything changed.
-func restorePodSets(sets []PodSet, originals podSetOriginals) bool {
+// tolerations and required node affinity back to the originals, and the
+// required node affinity of the fields of job a made-up pod set's pods take
+// theirs from, undoing applyPodSetUpdates. It reports whether anything
+// changed.
+func restorePodSets(sets []PodSet, originals podSetOriginals, job GenericJob) bool {
 	changed := false
 	for _, s := range sets {
 		want, ok := originals[s.Name]
 		if !ok || s.Template == nil {
 			continue
+		}
+		if m, edits := job.(JobWithMadeUpAffinity); s.MadeUp && edits && want.MadeUpAffinity != nil {
+			m.EditAffinities(s.Name, func(path string, a *corev1.Affinity) *corev1.Affinity {
+				required, ok := want.MadeUpAffinity.Fields[path]
+				if !ok {
+					return a
+				}
+				out, c := withRequired(a, required)
+				changed = changed || c
+				return out
+			})
 		}
 		t := s.Template
 		if !equality.Semantic.DeepEqual(t.Labels, want.Labels) {

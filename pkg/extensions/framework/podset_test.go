@@ -61,7 +61,7 @@ func TestApplyPodSetUpdates(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			tmpl := tc.template.DeepCopy()
 			missed := applyPodSetUpdates([]PodSet{{Name: "main", Template: tmpl, MadeUp: tc.madeUp}},
-				[]schedulingv1alpha1.AdmissionCheckState{{Name: "check", PodSetUpdates: tc.updates}}, nil)
+				[]schedulingv1alpha1.AdmissionCheckState{{Name: "check", PodSetUpdates: tc.updates}}, nil, nil)
 			if diff := cmp.Diff(tc.want, *tmpl); diff != "" {
 				t.Errorf("template (-want +got):\n%s", diff)
 			}
@@ -83,7 +83,7 @@ func TestMissedUpdatesSayWhy(t *testing.T) {
 
 func TestRestorePodSets(t *testing.T) {
 	queued := templateWith(map[string]string{"app": "a"}, map[string]string{"zone": "a"})
-	originals := recordOriginals([]PodSet{{Name: "main", Template: &queued}})
+	originals := recordOriginals([]PodSet{{Name: "main", Template: &queued}}, nil)
 
 	// The originals go through the unit's annotation and back.
 	u := wrappers.MakeQueueUnit("u", "ns").Obj()
@@ -113,7 +113,7 @@ func TestRestorePodSets(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			tmpl := tc.template.DeepCopy()
-			changed := restorePodSets([]PodSet{{Name: "main", Template: tmpl}, {Name: "other"}}, read)
+			changed := restorePodSets([]PodSet{{Name: "main", Template: tmpl}, {Name: "other"}}, read, nil)
 			if changed != tc.wantChanged {
 				t.Errorf("changed = %v, want %v", changed, tc.wantChanged)
 			}
@@ -133,11 +133,11 @@ func TestRestorePodSets(t *testing.T) {
 func TestRestoreKeepsTheUnitNames(t *testing.T) {
 	tmpl := &corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{"team": "a"}}}
 	sets := []PodSet{{Name: "main", Template: tmpl}}
-	originals := recordOriginals(sets)
+	originals := recordOriginals(sets, nil)
 	unit := &schedulingv1alpha1.QueueUnit{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "j"}}
 	nameForUnit(sets, unit)
 	tmpl.Annotations["added-by-a-check"] = "x"
-	restorePodSets(sets, originals)
+	restorePodSets(sets, originals, nil)
 	want := map[string]string{"team": "a", schedulingv1alpha1.AnnotationRelatedQueueUnit: "ns/j", schedulingv1alpha1.AnnotationRelatedPodSet: "main"}
 	if diff := cmp.Diff(want, tmpl.Annotations); diff != "" {
 		t.Errorf("annotations restored (-want +got):\n%s", diff)

@@ -2,9 +2,11 @@ package framework
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -19,45 +21,207 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/pool"
 )
 
-// nodePool is the node pool of a unit's quota tree (Koordinator's multiple
-// quota trees): the ElasticQuotaProfile of the tree's root, and its node
-// selector as node selector requirements.
+// nodePool is the node pool of a quota tree (Koordinator's multiple quota
+// trees): the ElasticQuotaProfile of the tree's root, and its node selector
+// as node selector requirements.
 type nodePool struct {
 	// Profile is the ElasticQuotaProfile's name.
 	Profile string
 	// Requirements are what a pod of the pool must require of its node.
 	Requirements []corev1.NodeSelectorRequirement
+	// Outside are the negations of Requirements: a node outside the pool
+	// meets one of them. Set for the pools the classic tree avoids.
+	Outside []corev1.NodeSelectorRequirement
+}
+
+// placement is where a unit's pods must run: on the node pool of its
+// quota's tree, or, for a unit of the classic tree, off the pools whose
+// capacity koord-scheduler takes out of the classic tree's.
+type placement struct {
+	// Pool: a unit of a pool's tree requires the pool's nodes.
+	Pool *nodePool
+	// Avoid: a unit of the classic tree requires nodes outside each of
+	// these pools, by profile name.
+	Avoid []nodePool
+}
+
+// pools names the placement's pools, for messages: "node pool a100",
+// "node pools a100, h100".
+func (p *placement) pools() string {
+	if p.Pool != nil {
+		return "node pool " + p.Pool.Profile
+	}
+	names := make([]string, len(p.Avoid))
+	for i, pool := range p.Avoid {
+		names[i] = pool.Profile
+	}
+	if len(names) == 1 {
+		return "node pool " + names[0]
+	}
+	return "node pools " + strings.Join(names, ", ")
+}
+
+// String says what the placement puts on pods, for the unit's condition:
+// "the required node affinity of node pool a100", "the required node
+// affinity keeping them off node pools a100, h100".
+func (p *placement) String() string {
+	if p.Pool != nil {
+		return "the required node affinity of " + p.pools()
+	}
+	return "the required node affinity keeping them off " + p.pools()
+}
+
+// placementOf is where the unit's pods must run; nil when anywhere: a
+// quota of a tree without a pool, or of the classic tree in a cluster
+// without pools. A quota of a tree (labelled with a tree id) is placed on
+// its pool (poolOf). Any other, and a quota that does not exist (whose
+// pods koord-scheduler charges to the default quota, of the classic
+// tree), is of the classic tree, whose capacity is the cluster's less the
+// total of every tree whose root is not labelled ignore-default-tree: its
+// pods are kept off those trees' pools (treePools).
+func (r *JobReconciler) placementOf(ctx context.Context, unit *schedulingv1alpha1.QueueUnit) (*placement, error) {
+	name := quotaNameOf(unit)
+	var q *elasticquotav1alpha1.ElasticQuota
+	if name != "" {
+		var err error
+		if q, err = inUseQuota(ctx, r.client, name); err != nil {
+			return nil, err
+		}
+	}
+	if q != nil && q.Labels[elasticquotav1alpha1.LabelQuotaTreeID] != "" {
+		pool, err := r.poolOf(ctx, unit)
+		if err != nil || pool == nil {
+			return nil, err
+		}
+		return &placement{Pool: pool}, nil
+	}
+	avoid, err := r.treePools(ctx)
+	if err != nil || len(avoid) == 0 {
+		return nil, err
+	}
+	return &placement{Avoid: avoid}, nil
+}
+
+// quotaNameOf is the quota of the unit: the one its label names, else the
+// one it was admitted into (spec.queue).
+func quotaNameOf(unit *schedulingv1alpha1.QueueUnit) string {
+	if name := elasticquotav1alpha1.QuotaNameFromLabels(unit.Labels); name != "" {
+		return name
+	}
+	return unit.Spec.Queue
 }
 
 // poolOf is the node pool of the unit's quota: nil when its quota is in
 // the classic tree, or no profile with a node selector names its tree's
-// root. The quota is the one the unit's label names, else the one it was
-// admitted into (spec.queue); of ElasticQuotas of one name, and so of each
-// parent, the one koord-queue uses (inUseQuota). Its tree's root is the
-// first quota up its parents labelled the root of a quota tree (is-root
-// and tree-id) and hanging from koordinator-root-quota, as koord-queue
-// builds its trees (a unit of a quota whose chain is not such a tree is
-// never admitted there); its profile is pool.ProfileOf's, the one
-// koord-queue takes the tree's capacity from. The reads go through the
+// root. The quota is quotaNameOf's; of ElasticQuotas of one name, and so
+// of each parent, the one koord-queue uses (inUseQuota). Its tree's root
+// is the first quota up its parents labelled the root of a quota tree
+// (is-root and tree-id) and hanging from koordinator-root-quota, as
+// koord-queue builds its trees (a unit of a quota whose chain is not such
+// a tree is never admitted there); its profile is pool.ProfileOf's, the
+// one koord-queue takes the tree's capacity from. The reads go through the
 // manager's cache.
 func (r *JobReconciler) poolOf(ctx context.Context, unit *schedulingv1alpha1.QueueUnit) (*nodePool, error) {
-	name := elasticquotav1alpha1.QuotaNameFromLabels(unit.Labels)
-	if name == "" {
-		name = unit.Spec.Queue
-	}
-	root, err := r.treeRootOf(ctx, name)
+	root, err := r.treeRootOf(ctx, quotaNameOf(unit))
 	if err != nil || root == nil {
 		return nil, err
 	}
-	profile, err := r.profileOf(ctx, root)
-	if err != nil || profile == nil || profile.Spec.NodeSelector == nil {
-		return nil, err
+	var profiles quotav1alpha1.ElasticQuotaProfileList
+	if err := r.client.List(ctx, &profiles, client.InNamespace(root.Namespace)); err != nil {
+		if apimeta.IsNoMatchError(err) {
+			ctrl.LoggerFrom(ctx).V(2).Info("No ElasticQuotaProfile API: pods get no pool affinity", "quota", root.Name)
+			return nil, nil
+		}
+		return nil, fmt.Errorf("listing ElasticQuotaProfiles: %w", err)
+	}
+	profile := profileOf(root, profiles.Items)
+	if profile == nil || profile.Spec.NodeSelector == nil {
+		return nil, nil
 	}
 	reqs := poolRequirements(profile.Spec.NodeSelector)
 	if len(reqs) == 0 {
 		return nil, nil
 	}
 	return &nodePool{Profile: profile.Name, Requirements: reqs}, nil
+}
+
+// treePools are the node pools the classic tree's pods keep off: of each
+// quota tree whose root (the ElasticQuota in use of a name a profile gives
+// as spec.quotaName, labelled a tree's root: isTreeRoot) is not labelled
+// ignore-default-tree, the pool of its profile (pool.ProfileOf), by
+// profile name. A profile whose node selector is missing, empty (every
+// node) or does not parse is left out: neither koord-manager nor
+// koord-queue computes a total from it, so nothing of the classic tree's
+// capacity went to its nodes. A tree whose root no profile names has no
+// node selector to keep off, and is left out too (see docs/extensions.md).
+func (r *JobReconciler) treePools(ctx context.Context) ([]nodePool, error) {
+	var profiles quotav1alpha1.ElasticQuotaProfileList
+	if err := r.client.List(ctx, &profiles); err != nil {
+		if apimeta.IsNoMatchError(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("listing ElasticQuotaProfiles: %w", err)
+	}
+	roots := map[string]bool{}
+	var out []nodePool
+	for i := range profiles.Items {
+		name := profiles.Items[i].Spec.QuotaName
+		if name == "" || roots[name] {
+			continue
+		}
+		roots[name] = true
+		root, err := inUseQuota(ctx, r.client, name)
+		if err != nil {
+			return nil, err
+		}
+		if root == nil || !isTreeRoot(root) || root.Labels[elasticquotav1alpha1.LabelQuotaIgnoreDefaultTree] == "true" {
+			continue
+		}
+		if pool, ok := outsideOf(profileOf(root, profiles.Items)); ok {
+			out = append(out, pool)
+		}
+	}
+	slices.SortFunc(out, func(a, b nodePool) int { return strings.Compare(a.Profile, b.Profile) })
+	return out, nil
+}
+
+// outsideOf is the pool of profile with the negations of its requirements;
+// ok is false when its selector chooses no pool (see treePools).
+func outsideOf(profile *quotav1alpha1.ElasticQuotaProfile) (nodePool, bool) {
+	if profile == nil || profile.Spec.NodeSelector == nil {
+		return nodePool{}, false
+	}
+	if _, err := metav1.LabelSelectorAsSelector(profile.Spec.NodeSelector); err != nil {
+		return nodePool{}, false
+	}
+	pool := nodePool{Profile: profile.Name, Requirements: poolRequirements(profile.Spec.NodeSelector)}
+	for _, req := range pool.Requirements {
+		n, ok := negated(req)
+		if !ok {
+			return nodePool{}, false
+		}
+		pool.Outside = append(pool.Outside, n)
+	}
+	return pool, len(pool.Outside) > 0
+}
+
+// profileOf is the ElasticQuotaProfile of a tree's root among profiles
+// (pool.ProfileOf); nil when none names it.
+func profileOf(root *elasticquotav1alpha1.ElasticQuota, profiles []quotav1alpha1.ElasticQuotaProfile) *quotav1alpha1.ElasticQuotaProfile {
+	candidates := make([]*quotav1alpha1.ElasticQuotaProfile, len(profiles))
+	for i := range profiles {
+		candidates[i] = &profiles[i]
+	}
+	p, _ := pool.ProfileOf(root.Namespace, root.Name, root.Labels[elasticquotav1alpha1.LabelQuotaProfile], candidates)
+	return p
+}
+
+// isTreeRoot reports whether q is labelled the root of a quota tree (is-root
+// and a tree id) and hangs from koordinator-root-quota.
+func isTreeRoot(q *elasticquotav1alpha1.ElasticQuota) bool {
+	parent := q.Labels[elasticquotav1alpha1.LabelQuotaParent]
+	return q.Labels[elasticquotav1alpha1.LabelQuotaTreeID] != "" && q.Labels[elasticquotav1alpha1.LabelQuotaIsRoot] == "true" &&
+		(parent == "" || parent == elasticquotav1alpha1.RootQuotaName)
 }
 
 // treeRootOf is the root of the quota tree of the quota called name (see
@@ -73,7 +237,7 @@ func (r *JobReconciler) treeRootOf(ctx context.Context, name string) (*elasticqu
 		}
 		parent := q.Labels[elasticquotav1alpha1.LabelQuotaParent]
 		if parent == "" || parent == elasticquotav1alpha1.RootQuotaName {
-			if q.Labels[elasticquotav1alpha1.LabelQuotaIsRoot] != "true" {
+			if !isTreeRoot(q) {
 				return nil, nil
 			}
 			return q, nil
@@ -81,25 +245,6 @@ func (r *JobReconciler) treeRootOf(ctx context.Context, name string) (*elasticqu
 		name = parent
 	}
 	return nil, nil
-}
-
-// profileOf is the ElasticQuotaProfile of a tree's root (pool.ProfileOf);
-// nil when there is none, or the cluster serves no profiles.
-func (r *JobReconciler) profileOf(ctx context.Context, root *elasticquotav1alpha1.ElasticQuota) (*quotav1alpha1.ElasticQuotaProfile, error) {
-	var profiles quotav1alpha1.ElasticQuotaProfileList
-	if err := r.client.List(ctx, &profiles, client.InNamespace(root.Namespace)); err != nil {
-		if apimeta.IsNoMatchError(err) {
-			ctrl.LoggerFrom(ctx).V(2).Info("No ElasticQuotaProfile API: pods get no pool affinity", "quota", root.Name)
-			return nil, nil
-		}
-		return nil, fmt.Errorf("listing ElasticQuotaProfiles: %w", err)
-	}
-	candidates := make([]*quotav1alpha1.ElasticQuotaProfile, len(profiles.Items))
-	for i := range profiles.Items {
-		candidates[i] = &profiles.Items[i]
-	}
-	p, _ := pool.ProfileOf(root.Namespace, root.Name, root.Labels[elasticquotav1alpha1.LabelQuotaProfile], candidates)
-	return p, nil
 }
 
 // poolRequirements are a profile's node selector as node selector
@@ -122,40 +267,111 @@ func poolRequirements(sel *metav1.LabelSelector) []corev1.NodeSelectorRequiremen
 	return out
 }
 
-// requirePool adds reqs to the template's required node affinity: to every
-// one of its terms (the scheduler wants a node to match one term, so each
-// term must also match the pool), or as the only term when it has none. A
-// requirement a term already holds is not added again, so a template that
-// has the pool's affinity (from an earlier release, or its author) stays as
-// it is.
-func requirePool(spec *corev1.PodSpec, reqs []corev1.NodeSelectorRequirement) {
-	if len(reqs) == 0 {
-		return
+// maxPlacementTerms bounds the terms of the required node affinity a
+// placement leaves: keeping off a pool whose selector has n requirements
+// splits each term of a template in n (see offPool), so a template's own
+// terms times the pools' requirements could otherwise grow without bound.
+const maxPlacementTerms = 64
+
+// placedAffinity is a copy of a (nil: none) whose required node affinity
+// keeps to p: every term also requires p's pool (a node must match one
+// term, so each term must keep to the pool), or is narrowed to nodes
+// outside each pool p avoids (offPool); a template without terms gets one.
+// Placing twice gives what placing once does. It fails, leaving a as it
+// is, when more than maxPlacementTerms terms would be left.
+func placedAffinity(a *corev1.Affinity, p *placement) (*corev1.Affinity, error) {
+	out := a.DeepCopy()
+	if out == nil {
+		out = &corev1.Affinity{}
 	}
-	if spec.Affinity == nil {
-		spec.Affinity = &corev1.Affinity{}
+	if out.NodeAffinity == nil {
+		out.NodeAffinity = &corev1.NodeAffinity{}
 	}
-	if spec.Affinity.NodeAffinity == nil {
-		spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
-	}
-	na := spec.Affinity.NodeAffinity
+	na := out.NodeAffinity
 	if na.RequiredDuringSchedulingIgnoredDuringExecution == nil {
 		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{}
 	}
 	required := na.RequiredDuringSchedulingIgnoredDuringExecution
-	if len(required.NodeSelectorTerms) == 0 {
-		required.NodeSelectorTerms = []corev1.NodeSelectorTerm{{}}
+	terms := required.NodeSelectorTerms
+	if len(terms) == 0 {
+		terms = []corev1.NodeSelectorTerm{{}}
 	}
-	for i := range required.NodeSelectorTerms {
-		term := &required.NodeSelectorTerms[i]
-		for _, req := range reqs {
-			if !slices.ContainsFunc(term.MatchExpressions, func(have corev1.NodeSelectorRequirement) bool {
-				return equality.Semantic.DeepEqual(have, req)
-			}) {
-				term.MatchExpressions = append(term.MatchExpressions, *req.DeepCopy())
-			}
+	if p.Pool != nil {
+		for i := range terms {
+			terms[i].MatchExpressions = withRequirements(terms[i].MatchExpressions, p.Pool.Requirements)
 		}
 	}
+	for _, pool := range p.Avoid {
+		if terms = offPool(terms, pool.Outside); len(terms) > maxPlacementTerms {
+			return nil, fmt.Errorf("%w: keeping its pods off %s takes more than %d required node affinity terms; give its pods fewer terms of their own",
+				errTooManyTerms, p.pools(), maxPlacementTerms)
+		}
+	}
+	required.NodeSelectorTerms = terms
+	return out, nil
+}
+
+// errTooManyTerms: a placement would leave more than maxPlacementTerms
+// required node affinity terms.
+var errTooManyTerms = errors.New("the job is not released")
+
+// withRequirements is have with each of reqs it lacks added.
+func withRequirements(have, reqs []corev1.NodeSelectorRequirement) []corev1.NodeSelectorRequirement {
+	for _, req := range reqs {
+		if !hasRequirement(have, req) {
+			have = append(have, *req.DeepCopy())
+		}
+	}
+	return have
+}
+
+func hasRequirement(have []corev1.NodeSelectorRequirement, req corev1.NodeSelectorRequirement) bool {
+	return slices.ContainsFunc(have, func(h corev1.NodeSelectorRequirement) bool { return equality.Semantic.DeepEqual(h, req) })
+}
+
+// offPool narrows terms to the nodes outside a pool, given outside, the
+// negations of the pool's requirements (a node is in the pool when it
+// meets every requirement, so outside when it meets one negation): each
+// term becomes one term per negation, requiring what it did and that
+// negation (the terms of a required node affinity are alternatives: "T
+// and not (A and B)" is "T and not A, or T and not B"). A term that
+// already requires one of the negations is outside already and kept as it
+// is, so narrowing twice changes nothing.
+func offPool(terms []corev1.NodeSelectorTerm, outside []corev1.NodeSelectorRequirement) []corev1.NodeSelectorTerm {
+	out := make([]corev1.NodeSelectorTerm, 0, len(terms)*len(outside))
+	for _, t := range terms {
+		if slices.ContainsFunc(outside, func(n corev1.NodeSelectorRequirement) bool { return hasRequirement(t.MatchExpressions, n) }) {
+			out = append(out, t)
+			continue
+		}
+		for _, n := range outside {
+			split := t.DeepCopy()
+			split.MatchExpressions = append(split.MatchExpressions, *n.DeepCopy())
+			out = append(out, *split)
+		}
+	}
+	return out
+}
+
+// negated is the requirement a node meets exactly when it fails r, for the
+// operators a label selector has: NotIn matches a node without the label
+// too, and DoesNotExist is Exists's opposite. ok is false for the others
+// (Gt, Lt), which no profile's selector holds.
+func negated(r corev1.NodeSelectorRequirement) (n corev1.NodeSelectorRequirement, ok bool) {
+	n = corev1.NodeSelectorRequirement{Key: r.Key, Values: slices.Clone(r.Values)}
+	switch r.Operator {
+	case corev1.NodeSelectorOpIn:
+		n.Operator = corev1.NodeSelectorOpNotIn
+	case corev1.NodeSelectorOpNotIn:
+		n.Operator = corev1.NodeSelectorOpIn
+	case corev1.NodeSelectorOpExists:
+		n.Operator = corev1.NodeSelectorOpDoesNotExist
+	case corev1.NodeSelectorOpDoesNotExist:
+		n.Operator = corev1.NodeSelectorOpExists
+	default:
+		return corev1.NodeSelectorRequirement{}, false
+	}
+	return n, true
 }
 
 // requiredNodeAffinity is the template's required node affinity, kept with
@@ -164,53 +380,73 @@ type requiredNodeAffinity struct {
 	Required *corev1.NodeSelector `json:"required,omitempty"`
 }
 
-func requiredOf(spec *corev1.PodSpec) *corev1.NodeSelector {
-	if spec.Affinity == nil || spec.Affinity.NodeAffinity == nil {
+func requiredOf(spec *corev1.PodSpec) *corev1.NodeSelector { return requiredOfAffinity(spec.Affinity) }
+
+func requiredOfAffinity(a *corev1.Affinity) *corev1.NodeSelector {
+	if a == nil || a.NodeAffinity == nil {
 		return nil
 	}
-	return spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.DeepCopy()
+	return a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.DeepCopy()
 }
 
 // restoreRequired puts the template's required node affinity back to
-// want, removing the node affinity and affinity it leaves empty. It
-// reports whether anything changed.
+// want (withRequired). It reports whether anything changed.
 func restoreRequired(spec *corev1.PodSpec, want *corev1.NodeSelector) bool {
-	if equality.Semantic.DeepEqual(requiredOf(spec), want) {
-		return false
-	}
-	if want == nil {
-		na := spec.Affinity.NodeAffinity
-		na.RequiredDuringSchedulingIgnoredDuringExecution = nil
-		if len(na.PreferredDuringSchedulingIgnoredDuringExecution) == 0 {
-			spec.Affinity.NodeAffinity = nil
-		}
-		if equality.Semantic.DeepEqual(*spec.Affinity, corev1.Affinity{}) {
-			spec.Affinity = nil
-		}
-		return true
-	}
-	if spec.Affinity == nil {
-		spec.Affinity = &corev1.Affinity{}
-	}
-	if spec.Affinity.NodeAffinity == nil {
-		spec.Affinity.NodeAffinity = &corev1.NodeAffinity{}
-	}
-	spec.Affinity.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = want.DeepCopy()
-	return true
+	var changed bool
+	spec.Affinity, changed = withRequired(spec.Affinity, want)
+	return changed
 }
 
-// completeOriginals fills in the required node affinity of originals
-// recorded before node pools (NodeAffinity nil) from the templates as they
-// are: no update changed it then. It reports whether originals changed.
-func completeOriginals(originals podSetOriginals, sets []PodSet) bool {
+// withRequired is a with its required node affinity set to want (nil:
+// none), leaving out the node affinity and the affinity that leaves empty;
+// a itself when it has that already. changed reports whether it differs.
+func withRequired(a *corev1.Affinity, want *corev1.NodeSelector) (_ *corev1.Affinity, changed bool) {
+	if equality.Semantic.DeepEqual(requiredOfAffinity(a), want) {
+		return a, false
+	}
+	out := a.DeepCopy()
+	if want == nil {
+		na := out.NodeAffinity
+		na.RequiredDuringSchedulingIgnoredDuringExecution = nil
+		if len(na.PreferredDuringSchedulingIgnoredDuringExecution) == 0 {
+			out.NodeAffinity = nil
+		}
+		if equality.Semantic.DeepEqual(*out, corev1.Affinity{}) {
+			return nil, true
+		}
+		return out, true
+	}
+	if out == nil {
+		out = &corev1.Affinity{}
+	}
+	if out.NodeAffinity == nil {
+		out.NodeAffinity = &corev1.NodeAffinity{}
+	}
+	out.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution = want.DeepCopy()
+	return out, true
+}
+
+// completeOriginals fills in what originals recorded by an earlier version
+// lack, from the pod sets as they are (no update changed them then): the
+// required node affinity of templates (recorded before node pools), and of
+// the fields of job a made-up pod set's pods take theirs from
+// (recordMadeUp). It reports whether originals changed.
+func completeOriginals(originals podSetOriginals, sets []PodSet, job GenericJob) bool {
 	changed := false
 	for _, s := range sets {
 		d, ok := originals[s.Name]
-		if !ok || s.Template == nil || d.NodeAffinity != nil {
+		if !ok || s.Template == nil {
 			continue
 		}
-		d.NodeAffinity = &requiredNodeAffinity{Required: requiredOf(&s.Template.Spec)}
-		originals[s.Name], changed = d, true
+		if d.NodeAffinity == nil {
+			d.NodeAffinity = &requiredNodeAffinity{Required: requiredOf(&s.Template.Spec)}
+			originals[s.Name], changed = d, true
+		}
+		if s.MadeUp && d.MadeUpAffinity == nil {
+			if d.MadeUpAffinity = recordMadeUp(job, s.Name); d.MadeUpAffinity != nil {
+				originals[s.Name], changed = d, true
+			}
+		}
 	}
 	return changed
 }

@@ -106,7 +106,7 @@ func unitMeta(obj client.Object) (labels, annotations map[string]string) {
 
 // What the extensions read of a QueueUnit's labels and annotations, and so
 // all that their cache keeps of them (StripUnitMetadata): the quota its
-// labels name (the node pool of its quota's tree: poolOf), the hold of an
+// labels name (where its pods must run: placementOf), the hold of an
 // invalid job (holdInvalid) and its pod templates as they were before
 // admission checks changed them (keepOriginals). A unit copies its job's
 // labels and annotations, which a tenant writes: kept whole, every unit

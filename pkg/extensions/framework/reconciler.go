@@ -715,11 +715,17 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 		ctrl.LoggerFrom(ctx).Error(err, "Ignoring the recorded pod set originals")
 		originals = nil
 	}
-	pool, err := r.poolOf(ctx, unit)
+	place, err := r.placementOf(ctx, unit)
 	if err != nil {
 		return err
 	}
-	updates := hasPodSetUpdates(unit.Status.AdmissionChecks) || pool != nil
+	if place != nil {
+		if err := placementFits(sets, place, job); err != nil {
+			// Not released: the job's next change brings us back.
+			return r.reportPodSetUpdates(ctx, obj, unit, true, place, missedUpdates{}, err)
+		}
+	}
+	updates := hasPodSetUpdates(unit.Status.AdmissionChecks) || place != nil
 	// Only a job whose templates must change waits for them to unlock; one
 	// resumed as it is (the common case, and a Job that ran before its
 	// eviction keeps its start time while suspended, its templates named
@@ -729,10 +735,10 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 			return err // a locked job's next change brings us back
 		}
 	}
-	if updates && (originals == nil || pool != nil && completeOriginals(originals, sets)) {
+	if updates && (originals == nil || place != nil && completeOriginals(originals, sets, job)) {
 		// Record what the updates replace before making them.
 		if originals == nil {
-			originals = recordOriginals(sets)
+			originals = recordOriginals(sets, job)
 		}
 		if err := r.patchUnit(ctx, unit, false, func(u *schedulingv1alpha1.QueueUnit) bool { return keepOriginals(u, originals) }); err != nil {
 			return err
@@ -740,9 +746,9 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 	}
 	var missed missedUpdates
 	err = r.patchJob(ctx, job, func() {
-		restorePodSets(sets, originals)
+		restorePodSets(sets, originals, job)
 		if updates {
-			missed = applyPodSetUpdates(sets, unit.Status.AdmissionChecks, pool)
+			missed = applyPodSetUpdates(sets, unit.Status.AdmissionChecks, place, job)
 		}
 		nameForUnit(sets, unit)
 		switch {
@@ -763,7 +769,7 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 	if err != nil {
 		return err
 	}
-	if err := r.reportPodSetUpdates(ctx, obj, unit, updates, pool, missed); err != nil {
+	if err := r.reportPodSetUpdates(ctx, obj, unit, updates, place, missed, nil); err != nil {
 		return err
 	}
 	if !updates && originals != nil {
@@ -784,21 +790,27 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 
 // reportPodSetUpdates says on the unit, by its PodSetUpdatesApplied
 // condition, whether the job took its admission checks' pod set updates
-// and its node pool's affinity, and warns on the job and the unit of those
-// it could not apply. A unit released without either keeps no such
-// condition.
-func (r *JobReconciler) reportPodSetUpdates(ctx context.Context, obj client.Object, unit *schedulingv1alpha1.QueueUnit, updates bool, pool *nodePool, missed missedUpdates) error {
+// and its placement on or off node pools, and warns on the job and the
+// unit of those it could not apply, or of notReleased, why the job could
+// not take its placement and is not released. A unit released without
+// either keeps no such condition.
+func (r *JobReconciler) reportPodSetUpdates(ctx context.Context, obj client.Object, unit *schedulingv1alpha1.QueueUnit, updates bool, place *placement, missed missedUpdates, notReleased error) error {
 	cond := metav1.Condition{
 		Type:    schedulingv1alpha1.QueueUnitPodSetUpdatesApplied,
 		Status:  metav1.ConditionTrue,
 		Reason:  ReasonPodSetUpdatesApplied,
 		Message: "The job's templates took every pod set update of the admission checks",
 	}
-	if pool != nil {
-		cond.Message += " and the required node affinity of node pool " + pool.Profile
+	if place != nil {
+		cond.Message += " and " + place.String()
 	}
-	if !missed.empty() {
+	switch {
+	case notReleased != nil:
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonPodSetUpdatesNotApplied, capitalized(notReleased.Error())
+	case !missed.empty():
 		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonPodSetUpdatesNotApplied, missed.String()
+	}
+	if cond.Status == metav1.ConditionFalse {
 		r.recorder.Event(obj, corev1.EventTypeWarning, ReasonPodSetUpdatesNotApplied, cond.Message)
 		r.recorder.Event(unit, corev1.EventTypeWarning, ReasonPodSetUpdatesNotApplied, cond.Message)
 	}
@@ -839,7 +851,7 @@ func (r *JobReconciler) restore(ctx context.Context, job GenericJob, unit *sched
 	if locked, err := r.templatesLocked(ctx, job); err != nil || locked {
 		return err // a locked job's next change brings us back
 	}
-	if err := r.patchJob(ctx, job, func() { restorePodSets(sets, originals) }); err != nil {
+	if err := r.patchJob(ctx, job, func() { restorePodSets(sets, originals, job) }); err != nil {
 		return err
 	}
 	return r.patchUnit(ctx, unit, false, func(u *schedulingv1alpha1.QueueUnit) bool { return keepOriginals(u, nil) })

@@ -2,7 +2,7 @@
 // read to count a job's pods on nodes (admissions[].running); TokenReviews
 // and SubjectAccessReviews check who scrapes /metrics; ElasticQuotas and
 // ElasticQuotaProfiles name the node pool whose affinity a job of a quota
-// tree is released with.
+// tree is released with, and those a job of the classic tree keeps off.
 //
 // +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=queueunits,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
