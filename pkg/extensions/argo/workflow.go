@@ -50,10 +50,11 @@ func Integration() framework.Integration {
 type Workflow wfv1.Workflow
 
 var (
-	_ framework.GenericJob          = (*Workflow)(nil)
-	_ framework.JobWithManagedCheck = (*Workflow)(nil)
-	_ framework.JobWithPriority     = (*Workflow)(nil)
-	_ framework.JobWithWarnings     = (*Workflow)(nil)
+	_ framework.GenericJob            = (*Workflow)(nil)
+	_ framework.JobWithManagedCheck   = (*Workflow)(nil)
+	_ framework.JobWithPriority       = (*Workflow)(nil)
+	_ framework.JobWithWarnings       = (*Workflow)(nil)
+	_ framework.JobWithMadeUpAffinity = (*Workflow)(nil)
 )
 
 // Object is the Workflow.
@@ -126,13 +127,107 @@ func (w *Workflow) Resume() {
 
 // PodSets is one pod set "main" of one pod requesting the workflow's
 // koord-queue/min-resources. The template is made up: the queue's pod set
-// updates do not reach a workflow's pods.
+// updates do not reach a workflow's pods; its node pool's affinity does
+// (EditAffinities).
 func (w *Workflow) PodSets() ([]framework.PodSet, error) {
 	request, err := w.minResources()
 	if err != nil {
 		return nil, err
 	}
 	return []framework.PodSet{framework.MadeUpPodSet(schedulingv1alpha1.DefaultPodSetName, 1, "workflow", request)}, nil
+}
+
+// EditAffinities edits the affinities the workflow's pods take theirs
+// from, as Argo's controller gives a pod its affinity (its
+// addSchedulingConstraints): its template's, else its boundary template's
+// (a steps or DAG template of the workflow's), else spec.affinity. So
+// spec.affinity (used by every pod whose templates have none, the agent
+// pod of HTTP and plugin templates too) and each template's that is set are
+// edited; a template without one is left without. What can still give a
+// pod another affinity is reported: a podSpecPatch (of the workflow or a
+// template) that may set it, and templates of WorkflowTemplates
+// (spec.workflowTemplateRef, a templateRef), which keep their own.
+func (w *Workflow) EditAffinities(podSet string, edit func(string, *corev1.Affinity) *corev1.Affinity) (overridden []string) {
+	if podSet != schedulingv1alpha1.DefaultPodSetName {
+		return nil
+	}
+	w.Spec.Affinity = edit("spec.affinity", w.Spec.Affinity)
+	for i := range w.Spec.Templates {
+		if t := &w.Spec.Templates[i]; t.Affinity != nil {
+			t.Affinity = edit("spec.templates["+t.Name+"].affinity", t.Affinity)
+		}
+	}
+	if patchMaySetAffinity(w.Spec.PodSpecPatch) {
+		overridden = append(overridden, "spec.podSpecPatch")
+	}
+	if w.Spec.WorkflowTemplateRef != nil {
+		overridden = append(overridden, "spec.workflowTemplateRef")
+	}
+	if hooksReferTemplates(w.Spec.Hooks) {
+		overridden = append(overridden, "spec.hooks (a templateRef)")
+	}
+	for _, t := range w.Spec.Templates {
+		if patchMaySetAffinity(t.PodSpecPatch) {
+			overridden = append(overridden, "spec.templates["+t.Name+"].podSpecPatch")
+		}
+		if refersTemplates(&t) {
+			overridden = append(overridden, "spec.templates["+t.Name+"] (a templateRef)")
+		}
+	}
+	return overridden
+}
+
+// patchMaySetAffinity reports whether an Argo podSpecPatch may change a
+// pod's affinity: a strategic merge patch of the pod spec, in YAML or JSON,
+// whose top level names affinity (in any case: Go reads a pod spec's keys
+// so) or a patch directive ($patch: replace drops what it does not name),
+// or that cannot be read until Argo substitutes its parameters ({{...}}).
+func patchMaySetAffinity(patch string) bool {
+	if strings.TrimSpace(patch) == "" {
+		return false
+	}
+	if strings.Contains(patch, "{{") {
+		return true
+	}
+	var top map[string]any
+	if err := yaml.Unmarshal([]byte(patch), &top); err != nil {
+		return true // Argo fails the pod: nothing runs, but say so
+	}
+	for k := range top {
+		if strings.EqualFold(k, "affinity") || strings.HasPrefix(k, "$") {
+			return true
+		}
+	}
+	return false
+}
+
+// refersTemplates reports whether a steps or DAG template runs a template
+// of a WorkflowTemplate (a templateRef), in a step, a task or a hook.
+func refersTemplates(t *wfv1.Template) bool {
+	for _, group := range t.Steps {
+		for _, s := range group.Steps {
+			if s.TemplateRef != nil || hooksReferTemplates(s.Hooks) {
+				return true
+			}
+		}
+	}
+	if t.DAG != nil {
+		for _, task := range t.DAG.Tasks {
+			if task.TemplateRef != nil || hooksReferTemplates(task.Hooks) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func hooksReferTemplates(hooks wfv1.LifecycleHooks) bool {
+	for _, h := range hooks {
+		if h.TemplateRef != nil {
+			return true
+		}
+	}
+	return false
 }
 
 // minResources parses the koord-queue/min-resources annotation; a missing

@@ -157,3 +157,112 @@ func TestResumeCompletesTheQueueSuspendNodeOnly(t *testing.T) {
 		t.Errorf("Suspend left the workflow running")
 	}
 }
+
+// TestEditAffinities: the placement reaches spec.affinity and every
+// template's own affinity, which Argo puts on a pod instead of
+// spec.affinity; what can still give a pod another affinity is reported.
+func TestEditAffinities(t *testing.T) {
+	placed := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{}}
+	own := &corev1.Affinity{PodAntiAffinity: &corev1.PodAntiAffinity{}}
+	withTemplate := func(tmpl wfv1.Template) *wfv1.Workflow {
+		w := extensionstest.MakeWorkflow("wf", "ns").QueueTemplate().Obj()
+		w.Spec.Templates = append(w.Spec.Templates, tmpl)
+		return w
+	}
+	patched := func(patch string) *wfv1.Workflow {
+		w := extensionstest.MakeWorkflow("wf", "ns").QueueTemplate().Obj()
+		w.Spec.Templates[0].PodSpecPatch = patch
+		return w
+	}
+	refStep := wfv1.Template{Name: "steps", Steps: []wfv1.ParallelSteps{{Steps: []wfv1.WorkflowStep{
+		{Name: "s", TemplateRef: &wfv1.TemplateRef{Name: "shared", Template: "train"}}}}}}
+	refTask := wfv1.Template{Name: "dag", DAG: &wfv1.DAGTemplate{Tasks: []wfv1.DAGTask{
+		{Name: "t", Template: "main", Hooks: wfv1.LifecycleHooks{wfv1.ExitLifecycleEvent: {TemplateRef: &wfv1.TemplateRef{Name: "shared", Template: "notify"}}}}}}}
+	cases := map[string]struct {
+		wf             *wfv1.Workflow
+		wantPaths      []string
+		wantOverridden []string
+	}{
+		"spec.affinity, whether set or not": {
+			wf:        extensionstest.MakeWorkflow("wf", "ns").QueueTemplate().Obj(),
+			wantPaths: []string{"spec.affinity"},
+		},
+		"a template's own affinity too": {
+			wf:        withTemplate(wfv1.Template{Name: "pinned", Affinity: own.DeepCopy()}),
+			wantPaths: []string{"spec.affinity", "spec.templates[pinned].affinity"},
+		},
+		"a podSpecPatch setting affinity is reported": {
+			wf:             patched(`{"affinity": {"nodeAffinity": null}}`),
+			wantPaths:      []string{"spec.affinity"},
+			wantOverridden: []string{"spec.templates[main].podSpecPatch"},
+		},
+		"in YAML, in any case": {
+			wf:             patched("Affinity:\n  nodeAffinity: {}\n"),
+			wantPaths:      []string{"spec.affinity"},
+			wantOverridden: []string{"spec.templates[main].podSpecPatch"},
+		},
+		"a patch directive is reported": {
+			wf:             patched(`{"$patch": "replace", "containers": [{"name": "main"}]}`),
+			wantPaths:      []string{"spec.affinity"},
+			wantOverridden: []string{"spec.templates[main].podSpecPatch"},
+		},
+		"a patch read only once its parameters are substituted is reported": {
+			wf:             patched(`{{workflow.parameters.patch}}`),
+			wantPaths:      []string{"spec.affinity"},
+			wantOverridden: []string{"spec.templates[main].podSpecPatch"},
+		},
+		"a patch of resources only is not": {
+			wf:        patched(`{"containers": [{"name": "main", "resources": {"limits": {"cpu": "1"}}}]}`),
+			wantPaths: []string{"spec.affinity"},
+		},
+		"a workflow of a WorkflowTemplate is reported": {
+			wf: func() *wfv1.Workflow {
+				w := extensionstest.MakeWorkflow("wf", "ns").Obj()
+				w.Spec.WorkflowTemplateRef = &wfv1.WorkflowTemplateRef{Name: "shared"}
+				w.Spec.PodSpecPatch = "affinity: {}"
+				return w
+			}(),
+			wantPaths:      []string{"spec.affinity"},
+			wantOverridden: []string{"spec.podSpecPatch", "spec.workflowTemplateRef"},
+		},
+		"steps and tasks of WorkflowTemplates are reported": {
+			wf: func() *wfv1.Workflow {
+				w := withTemplate(refStep)
+				w.Spec.Templates = append(w.Spec.Templates, refTask)
+				return w
+			}(),
+			wantPaths:      []string{"spec.affinity"},
+			wantOverridden: []string{"spec.templates[steps] (a templateRef)", "spec.templates[dag] (a templateRef)"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := (*Workflow)(tc.wf)
+			var paths []string
+			overridden := w.EditAffinities("main", func(path string, _ *corev1.Affinity) *corev1.Affinity {
+				paths = append(paths, path)
+				return placed
+			})
+			if diff := cmp.Diff(tc.wantPaths, paths); diff != "" {
+				t.Errorf("paths edited (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantOverridden, overridden); diff != "" {
+				t.Errorf("overridden (-want +got):\n%s", diff)
+			}
+			if w.Spec.Affinity != placed {
+				t.Errorf("spec.affinity = %v, want the edit's", w.Spec.Affinity)
+			}
+			for _, tmpl := range w.Spec.Templates {
+				if tmpl.Affinity != nil && tmpl.Affinity != placed {
+					t.Errorf("template %s's affinity = %v, want the edit's", tmpl.Name, tmpl.Affinity)
+				}
+			}
+			if got := w.EditAffinities("other", func(path string, a *corev1.Affinity) *corev1.Affinity {
+				t.Errorf("edited %s for another pod set", path)
+				return a
+			}); got != nil {
+				t.Errorf("overridden for another pod set: %v", got)
+			}
+		})
+	}
+}
