@@ -17,16 +17,21 @@
 // one; executors dynamic allocation adds later are not queued.
 //
 // The templates of the pod sets are made up from these requests: admission
-// checks' pod set updates do not reach a Spark application's pods.
+// checks' pod set updates do not reach a Spark application's pods. Its node
+// pool's affinity does, through the driver's and the executors' affinity and
+// templates (EditAffinities).
 package spark
 
 import (
+	"encoding/json"
 	"fmt"
 	"math"
 	"strconv"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -80,8 +85,9 @@ func Integration() framework.Integration {
 type Application sparkv1beta2.SparkApplication
 
 var (
-	_ framework.GenericJob      = (*Application)(nil)
-	_ framework.JobWithPriority = (*Application)(nil)
+	_ framework.GenericJob            = (*Application)(nil)
+	_ framework.JobWithPriority       = (*Application)(nil)
+	_ framework.JobWithMadeUpAffinity = (*Application)(nil)
 )
 
 // Object is the SparkApplication.
@@ -132,6 +138,55 @@ func (a *Application) PodSets() ([]framework.PodSet, error) {
 		return nil, err
 	}
 	return append(sets, framework.MadeUpPodSet(ExecutorPodSet, n, "spark-kubernetes-executor", request)), nil
+}
+
+// EditAffinities edits the affinity of the driver's or the executors' pods
+// where the spark-operator takes it from: spec.driver.affinity (or the
+// executor's), which its webhook sets on the pods it mutates (those of an
+// application without a template, or of Spark 2), replacing theirs, and the
+// template's, from which Spark 3 makes the pods otherwise. A template that
+// is not a pod template is reported: its pods' affinity cannot be read.
+func (a *Application) EditAffinities(podSet string, edit func(string, *corev1.Affinity) *corev1.Affinity) []string {
+	var spec *sparkv1beta2.SparkPodSpec
+	switch podSet {
+	case DriverPodSet:
+		spec = &a.Spec.Driver.SparkPodSpec
+	case ExecutorPodSet:
+		spec = &a.Spec.Executor.SparkPodSpec
+	default:
+		return nil
+	}
+	field := "spec." + podSet
+	spec.Affinity = edit(field+".affinity", spec.Affinity)
+	if spec.Template == nil || len(spec.Template.Raw) == 0 {
+		return nil
+	}
+	if err := editTemplateAffinity(spec.Template, field+".template.spec.affinity", edit); err != nil {
+		return []string{fmt.Sprintf("%s.template (not a pod template: %v)", field, err)}
+	}
+	return nil
+}
+
+// editTemplateAffinity edits the affinity of a template kept as written. It
+// is read as the operator reads it (a corev1.PodTemplateSpec, whose keys Go
+// matches in any case); a changed template is written back whole, in that
+// form.
+func editTemplateAffinity(raw *runtime.RawExtension, path string, edit func(string, *corev1.Affinity) *corev1.Affinity) error {
+	var t corev1.PodTemplateSpec
+	if err := json.Unmarshal(raw.Raw, &t); err != nil {
+		return err
+	}
+	was := t.Spec.Affinity
+	t.Spec.Affinity = edit(path, was.DeepCopy())
+	if equality.Semantic.DeepEqual(t.Spec.Affinity, was) {
+		return nil
+	}
+	data, err := json.Marshal(&t)
+	if err != nil {
+		return err
+	}
+	raw.Raw = data
+	return nil
 }
 
 // podRequest is what a driver or executor pod requests. role is "driver"

@@ -8,8 +8,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/utils/ptr"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
@@ -361,5 +363,99 @@ func TestPods(t *testing.T) {
 	a.Status.DriverInfo.PodName = "pi-7f9c-driver"
 	if got := integ.JobPodOwnersIndex(a); got[1] != "Pod/pi-7f9c-driver" {
 		t.Errorf("with the operator's driver pod name the owners are %v, want that pod", got)
+	}
+}
+
+// TestEditAffinities: the placement reaches the driver's and the
+// executors' affinity, which the operator's webhook sets on their pods, and
+// their templates', which Spark makes them from otherwise; a template is
+// read as the operator reads it and changes only where its affinity does.
+func TestEditAffinities(t *testing.T) {
+	placed := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: "pool", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"a100"}}}}}}}}
+	place := func(string, *corev1.Affinity) *corev1.Affinity { return placed.DeepCopy() }
+	template := func(raw string) *runtime.RawExtension { return &runtime.RawExtension{Raw: []byte(raw)} }
+	cases := map[string]struct {
+		driverTemplate *runtime.RawExtension
+		wantPaths      []string
+		wantTemplate   string // the driver's template after, as JSON; empty: none
+		wantPatch      string
+		wantOverridden []string
+	}{
+		"no template: the affinity the webhook sets": {
+			wantPaths: []string{"spec.driver.affinity"},
+			wantPatch: `{"spec":{"driver":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"NotIn","values":["a100"]}]}]}}}}}}`,
+		},
+		"a template's affinity too, the rest of it kept": {
+			driverTemplate: template(`{"spec":{"containers":[{"name":"spark-kubernetes-driver","image":"spark"}],"affinity":{"podAntiAffinity":{}}}}`),
+			wantPaths:      []string{"spec.driver.affinity", "spec.driver.template.spec.affinity"},
+			wantTemplate: `{"metadata":{},"spec":{"containers":[{"name":"spark-kubernetes-driver","image":"spark","resources":{}}],` +
+				`"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"NotIn","values":["a100"]}]}]}}}}}`,
+			wantPatch: `{"spec":{"driver":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"NotIn","values":["a100"]}]}]}}},` +
+				`"template":{"metadata":{},"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"NotIn","values":["a100"]}]}]}},"podAntiAffinity":null},"containers":[{"image":"spark","name":"spark-kubernetes-driver","resources":{}}]}}}}}`,
+		},
+		// Go reads "Affinity" as affinity: so does the operator.
+		"an affinity under another case is the template's affinity": {
+			driverTemplate: template(`{"spec":{"Affinity":{"nodeAffinity":{}}}}`),
+			wantPaths:      []string{"spec.driver.affinity", "spec.driver.template.spec.affinity"},
+			wantTemplate: `{"metadata":{},"spec":{"containers":null,` +
+				`"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"NotIn","values":["a100"]}]}]}}}}}`,
+			wantPatch: `{"spec":{"driver":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"NotIn","values":["a100"]}]}]}}},` +
+				`"template":{"metadata":{},"spec":{"Affinity":null,"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"NotIn","values":["a100"]}]}]}}},"containers":null}}}}}`,
+		},
+		"a template that is not a pod template is reported": {
+			driverTemplate: template(`{"spec":"everywhere"}`),
+			wantPaths:      []string{"spec.driver.affinity"},
+			wantTemplate:   `{"spec":"everywhere"}`,
+			wantPatch:      `{"spec":{"driver":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"NotIn","values":["a100"]}]}]}}}}}}`,
+			wantOverridden: []string{"spec.driver.template (not a pod template: json: cannot unmarshal string into Go struct field PodTemplateSpec.spec of type v1.PodSpec)"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			app := extensionstest.MakeSparkApplication("pi", "ns").Obj()
+			app.Spec.Driver.Template = tc.driverTemplate
+			orig := app.DeepCopy()
+			a := (*Application)(app)
+
+			// An edit that changes nothing changes nothing.
+			a.EditAffinities(DriverPodSet, func(_ string, aff *corev1.Affinity) *corev1.Affinity { return aff })
+			if diff := cmp.Diff(orig, app); diff != "" {
+				t.Errorf("an edit changing nothing changed (-want +got):\n%s", diff)
+			}
+
+			var paths []string
+			overridden := a.EditAffinities(DriverPodSet, func(path string, aff *corev1.Affinity) *corev1.Affinity {
+				paths = append(paths, path)
+				return place(path, aff)
+			})
+			if diff := cmp.Diff(tc.wantPaths, paths); diff != "" {
+				t.Errorf("paths (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantOverridden, overridden); diff != "" {
+				t.Errorf("overridden (-want +got):\n%s", diff)
+			}
+			if tc.wantTemplate != "" {
+				if diff := cmp.Diff(tc.wantTemplate, string(app.Spec.Driver.Template.Raw)); diff != "" {
+					t.Errorf("template (-want +got):\n%s", diff)
+				}
+			}
+			patch, err := client.MergeFrom(orig).Data(app)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.wantPatch, string(patch)); diff != "" {
+				t.Errorf("patch (-want +got):\n%s", diff)
+			}
+		})
+	}
+
+	app := (*Application)(extensionstest.MakeSparkApplication("pi", "ns").Obj())
+	var paths []string
+	app.EditAffinities(ExecutorPodSet, func(path string, aff *corev1.Affinity) *corev1.Affinity { paths = append(paths, path); return aff })
+	app.EditAffinities("other", func(path string, aff *corev1.Affinity) *corev1.Affinity { paths = append(paths, path); return aff })
+	if diff := cmp.Diff([]string{"spec.executor.affinity"}, paths); diff != "" {
+		t.Errorf("paths of the executors and another pod set (-want +got):\n%s", diff)
 	}
 }

@@ -3,6 +3,7 @@ package v1beta2
 import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
@@ -88,6 +89,14 @@ type SparkPodSpec struct {
 	MemoryOverhead *string `json:"memoryOverhead,omitempty"`
 	// GPU is an extended resource each pod requests.
 	GPU *GPUSpec `json:"gpu,omitempty"`
+	// Affinity is the pods' affinity: the operator's webhook sets it on
+	// the pods it mutates, those without a Template (or of Spark 2).
+	Affinity *corev1.Affinity `json:"affinity,omitempty"`
+	// Template is the pods' template (Spark 3 and later), a
+	// corev1.PodTemplateSpec that the operator's CRD keeps schemaless:
+	// it is kept as written, and read and written only through its
+	// affinity.
+	Template *runtime.RawExtension `json:"template,omitempty"`
 }
 
 // GPUSpec is an extended resource and how much of it a pod requests.
