@@ -305,3 +305,100 @@ func TestWhatKubeRayAdds(t *testing.T) {
 		})
 	}
 }
+
+// TestSubmitterAffinity: a RayJob whose submitter KubeRay makes from its
+// default gets that default, with the placement, as its submitter template,
+// and loses it again when the placement is taken away; its pod set stays
+// the made-up default throughout. A template of the user's own is edited
+// in place and kept.
+func TestSubmitterAffinity(t *testing.T) {
+	placed := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"a100"}}}}}}}}
+	place := func(string, *corev1.Affinity) *corev1.Affinity { return placed.DeepCopy() }
+	unplace := func(string, *corev1.Affinity) *corev1.Affinity { return nil }
+	same := func(_ string, a *corev1.Affinity) *corev1.Affinity { return a }
+	image := func(j *RayJob) string { return j.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].Image }
+	madeUp := func(t *testing.T, j *RayJob) {
+		t.Helper()
+		sets, err := j.PodSets()
+		if err != nil {
+			t.Fatal(err)
+		}
+		s := sets[len(sets)-1]
+		if !s.MadeUp || !cmp.Equal(s.Template, defaultSubmitterTemplate()) {
+			t.Errorf("submitter pod set: made up %v, template %+v; want KubeRay's default, made up", s.MadeUp, s.Template)
+		}
+	}
+
+	t.Run("KubeRay's default", func(t *testing.T) {
+		j := (*RayJob)(extensionstest.MakeRayJob("rj", "ns", cluster()).Obj())
+		j.Spec.RayClusterSpec.HeadGroupSpec.Template.Spec.Containers[0].Image = "rayproject/ray:2.9"
+		if j.EditAffinities(SubmitterPodSet, same); j.Spec.SubmitterPodTemplate != nil {
+			t.Fatalf("an edit changing nothing gave the RayJob a submitter template")
+		}
+		var paths []string
+		if got := j.EditAffinities(SubmitterPodSet, func(path string, a *corev1.Affinity) *corev1.Affinity {
+			paths = append(paths, path)
+			return place(path, a)
+		}); got != nil {
+			t.Errorf("overridden: %v", got)
+		}
+		if diff := cmp.Diff([]string{"spec.submitterPodTemplate.spec.affinity"}, paths); diff != "" {
+			t.Errorf("paths (-want +got):\n%s", diff)
+		}
+		want := defaultSubmitterTemplate()
+		want.Spec.Containers[0].Image = "rayproject/ray:2.9"
+		want.Spec.Affinity = placed
+		if diff := cmp.Diff(want, j.Spec.SubmitterPodTemplate); diff != "" {
+			t.Errorf("submitter template (-want +got):\n%s", diff)
+		}
+		madeUp(t, j)
+		j.EditAffinities(SubmitterPodSet, unplace)
+		if j.Spec.SubmitterPodTemplate != nil {
+			t.Errorf("submitter template %+v left after its affinity was taken away", j.Spec.SubmitterPodTemplate)
+		}
+		madeUp(t, j)
+		if image(j) != "rayproject/ray:2.9" {
+			t.Errorf("the head's image changed")
+		}
+	})
+
+	t.Run("a template of the user's own", func(t *testing.T) {
+		j := (*RayJob)(extensionstest.MakeRayJob("rj", "ns", cluster()).Obj())
+		own := wrappers.PodTemplate("cpu", "1")
+		j.Spec.SubmitterPodTemplate = &own
+		j.EditAffinities(SubmitterPodSet, place)
+		if diff := cmp.Diff(placed, j.Spec.SubmitterPodTemplate.Spec.Affinity); diff != "" {
+			t.Errorf("submitter affinity (-want +got):\n%s", diff)
+		}
+		j.EditAffinities(SubmitterPodSet, unplace)
+		if diff := cmp.Diff(&own, j.Spec.SubmitterPodTemplate); diff != "" {
+			t.Errorf("submitter template (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("a RayJob on an existing cluster is reported", func(t *testing.T) {
+		j := (*RayJob)(extensionstest.MakeRayJob("rj", "ns", nil).Obj())
+		j.Spec.ClusterSelector = map[string]string{"ray.io/cluster": "shared"}
+		got := j.EditAffinities(SubmitterPodSet, place)
+		if want := []string{"spec.submitterPodTemplate (KubeRay makes it from the cluster spec.clusterSelector chooses)"}; !cmp.Equal(want, got) {
+			t.Errorf("overridden = %q, want %q", got, want)
+		}
+		if j.Spec.SubmitterPodTemplate != nil {
+			t.Errorf("a submitter template was made up for it")
+		}
+	})
+
+	t.Run("no submitter, nothing to edit", func(t *testing.T) {
+		j := (*RayJob)(extensionstest.MakeRayJob("rj", "ns", cluster()).SubmissionMode(rayv1.HTTPMode).Obj())
+		j.EditAffinities(SubmitterPodSet, func(path string, a *corev1.Affinity) *corev1.Affinity {
+			t.Errorf("edited %s", path)
+			return a
+		})
+		j.EditAffinities("head", func(path string, a *corev1.Affinity) *corev1.Affinity {
+			t.Errorf("edited %s for the head", path)
+			return a
+		})
+	})
+}

@@ -3,6 +3,7 @@ package ray
 import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -60,7 +61,10 @@ func rayJobPodSet(pod *corev1.Pod) string {
 // RayJob is a RayJob as the queue sees it.
 type RayJob rayv1.RayJob
 
-var _ framework.GenericJob = (*RayJob)(nil)
+var (
+	_ framework.GenericJob            = (*RayJob)(nil)
+	_ framework.JobWithMadeUpAffinity = (*RayJob)(nil)
+)
 
 // Object is the RayJob.
 func (j *RayJob) Object() client.Object { return (*rayv1.RayJob)(j) }
@@ -87,14 +91,73 @@ func (j *RayJob) PodSets() ([]framework.PodSet, error) {
 	}
 	if j.submits() {
 		submitter := framework.PodSet{Name: SubmitterPodSet, Template: j.Spec.SubmitterPodTemplate, Count: 1}
-		if submitter.Template == nil {
+		if submitter.Template == nil || j.isKubeRayDefault(submitter.Template) {
 			// KubeRay makes this pod from its own default, which pod set
-			// updates cannot reach.
+			// updates cannot reach (only its node pool's affinity does:
+			// EditAffinities).
 			submitter.Template, submitter.MadeUp = defaultSubmitterTemplate(), true
 		}
 		sets = append(sets, submitter)
 	}
 	return sets, nil
+}
+
+// EditAffinities edits the affinity of the submitter's pod: its
+// template's. A RayJob without one has its submitter made from KubeRay's
+// default (common.GetSubmitterTemplate: one container, the head's image); an
+// affinity put there goes into spec.submitterPodTemplate with that default,
+// which is taken out again with the affinity (a template that is KubeRay's
+// default but for its affinity is the default: PodSets makes it up). The
+// submitter of a RayJob on an existing cluster (clusterSelector) takes its
+// image from that cluster, which the RayJob does not hold: reported.
+func (j *RayJob) EditAffinities(podSet string, edit func(string, *corev1.Affinity) *corev1.Affinity) []string {
+	if podSet != SubmitterPodSet || !j.submits() {
+		return nil
+	}
+	const path = "spec.submitterPodTemplate.spec.affinity"
+	t := j.Spec.SubmitterPodTemplate
+	if t != nil {
+		t.Spec.Affinity = edit(path, t.Spec.Affinity)
+		if t.Spec.Affinity == nil && j.isKubeRayDefault(t) {
+			j.Spec.SubmitterPodTemplate = nil
+		}
+		return nil
+	}
+	a := edit(path, nil)
+	if a == nil {
+		return nil
+	}
+	t, ok := j.kubeRayDefault()
+	if !ok {
+		return []string{"spec.submitterPodTemplate (KubeRay makes it from the cluster spec.clusterSelector chooses)"}
+	}
+	t.Spec.Affinity = a
+	j.Spec.SubmitterPodTemplate = t
+	return nil
+}
+
+// kubeRayDefault is the submitter template KubeRay makes for the RayJob:
+// defaultSubmitterTemplate with the image of the head's first container;
+// ok is false when the RayJob holds no head (clusterSelector).
+func (j *RayJob) kubeRayDefault() (*corev1.PodTemplateSpec, bool) {
+	c := j.Spec.RayClusterSpec
+	if c == nil || len(j.Spec.ClusterSelector) > 0 || len(c.HeadGroupSpec.Template.Spec.Containers) == 0 {
+		return nil, false
+	}
+	t := defaultSubmitterTemplate()
+	t.Spec.Containers[0].Image = c.HeadGroupSpec.Template.Spec.Containers[0].Image
+	return t, true
+}
+
+// isKubeRayDefault reports whether t is KubeRay's default submitter
+// template of the RayJob, but for its affinity.
+func (j *RayJob) isKubeRayDefault(t *corev1.PodTemplateSpec) bool {
+	def, ok := j.kubeRayDefault()
+	if !ok {
+		return false
+	}
+	def.Spec.Affinity = t.Spec.Affinity
+	return equality.Semantic.DeepEqual(def, t)
 }
 
 // PodSetsKoordQueueLeftOut: Koord-Queue's units of RayJobs have no pod set
