@@ -158,49 +158,32 @@ func testWorkflowOnPool(t *testing.T) {
 // on the nodes onNode chooses (a pod being deleted still holds its node),
 // and keeps the most it saw.
 func monitorPodsOnNodes(ns string, onNode func(*corev1.Node) bool) *usageMonitor {
-	ctx, cancel := context.WithCancel(context.Background())
-	m := &usageMonitor{stop: cancel, done: make(chan struct{})}
-	chosen := map[string]bool{} // by node name
-	go func() {
-		defer close(m.done)
-		ticker := time.NewTicker(100 * time.Millisecond)
-		defer ticker.Stop()
-		for {
-			var pods corev1.PodList
-			if err := k8sClient.List(ctx, &pods, client.InNamespace(ns)); err == nil {
-				var used resource.Quantity
-				for _, p := range pods.Items {
-					if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
-						continue
-					}
-					on, known := chosen[p.Spec.NodeName]
-					if !known {
-						var n corev1.Node
-						if err := k8sClient.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, &n); err != nil {
-							continue
-						}
-						on = onNode(&n)
-						chosen[p.Spec.NodeName] = on
-					}
-					if !on {
-						continue
-					}
-					for _, c := range p.Spec.Containers {
-						used.Add(c.Resources.Requests[corev1.ResourceCPU])
-					}
-				}
-				m.mu.Lock()
-				if used.Cmp(m.peak) > 0 {
-					m.peak = used
-				}
-				m.mu.Unlock()
+	chosen := map[string]bool{} // by node name; read by the sampler only
+	return monitor(func(ctx context.Context) (resource.Quantity, error) {
+		var used resource.Quantity
+		var pods corev1.PodList
+		if err := k8sClient.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			return used, err
+		}
+		for _, p := range pods.Items {
+			if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
+				continue
 			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-ticker.C:
+			on, known := chosen[p.Spec.NodeName]
+			if !known {
+				var n corev1.Node
+				if err := k8sClient.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, &n); err != nil {
+					return used, err
+				}
+				on = onNode(&n)
+				chosen[p.Spec.NodeName] = on
+			}
+			if on {
+				for _, c := range p.Spec.Containers {
+					used.Add(c.Resources.Requests[corev1.ResourceCPU])
+				}
 			}
 		}
-	}()
-	return m
+		return used, nil
+	})
 }

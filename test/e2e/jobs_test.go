@@ -36,6 +36,28 @@ type usageMonitor struct {
 // unit of ns when quota is empty (units of jobs that name no quota carry no
 // quota label).
 func monitorUsage(ns, quota string) *usageMonitor {
+	return monitor(func(ctx context.Context) (resource.Quantity, error) {
+		list := &schedulingv1alpha1.QueueUnitList{}
+		opts := []client.ListOption{client.InNamespace(ns)}
+		if quota != "" {
+			opts = append(opts, client.MatchingLabels{elasticquotav1alpha1.LabelQuotaName: quota})
+		}
+		var used resource.Quantity
+		if err := k8sClient.List(ctx, list, opts...); err != nil {
+			return used, err
+		}
+		for _, u := range list.Items {
+			for _, a := range u.Status.Admissions {
+				used.Add(a.Resources[corev1.ResourceCPU])
+			}
+		}
+		return used, nil
+	})
+}
+
+// monitor samples cpu every 100ms until stopped (Peak), keeping the most a
+// sample without error gave.
+func monitor(sample func(context.Context) (resource.Quantity, error)) *usageMonitor {
 	ctx, cancel := context.WithCancel(context.Background())
 	m := &usageMonitor{stop: cancel, done: make(chan struct{})}
 	go func() {
@@ -43,18 +65,7 @@ func monitorUsage(ns, quota string) *usageMonitor {
 		ticker := time.NewTicker(100 * time.Millisecond)
 		defer ticker.Stop()
 		for {
-			list := &schedulingv1alpha1.QueueUnitList{}
-			opts := []client.ListOption{client.InNamespace(ns)}
-			if quota != "" {
-				opts = append(opts, client.MatchingLabels{elasticquotav1alpha1.LabelQuotaName: quota})
-			}
-			if err := k8sClient.List(ctx, list, opts...); err == nil {
-				var used resource.Quantity
-				for _, u := range list.Items {
-					for _, a := range u.Status.Admissions {
-						used.Add(a.Resources[corev1.ResourceCPU])
-					}
-				}
+			if used, err := sample(ctx); err == nil {
 				m.mu.Lock()
 				if used.Cmp(m.peak) > 0 {
 					m.peak = used

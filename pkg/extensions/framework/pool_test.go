@@ -492,6 +492,21 @@ func TestOriginalsFromBeforeMadeUpAffinityGetIt(t *testing.T) {
 	}
 }
 
+// quotaReconciler is a reconciler whose client serves objs (ElasticQuotas,
+// their profiles) with the field index production registers.
+func quotaReconciler(t *testing.T, objs ...client.Object) *JobReconciler {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{elasticquotav1alpha1.AddToScheme, quotav1alpha1.AddToScheme, schedulingv1alpha1.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(objs...).
+		WithIndex(&elasticquotav1alpha1.ElasticQuota{}, IndexQuotaName, QuotaNameIndex).Build()
+	return &JobReconciler{client: c}
+}
+
 // TestPoolOfChoosesAsKoordQueue: with duplicates, the pool a unit's pods
 // are sent to is the one whose capacity koord-queue admitted them against:
 // of ElasticQuotas of one name (the unit's quota, or a parent), the oldest
@@ -559,15 +574,7 @@ func TestPoolOfChoosesAsKoordQueue(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			scheme := runtime.NewScheme()
-			for _, add := range []func(*runtime.Scheme) error{elasticquotav1alpha1.AddToScheme, quotav1alpha1.AddToScheme, schedulingv1alpha1.AddToScheme} {
-				if err := add(scheme); err != nil {
-					t.Fatal(err)
-				}
-			}
-			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objs...).
-				WithIndex(&elasticquotav1alpha1.ElasticQuota{}, IndexQuotaName, QuotaNameIndex).Build()
-			r := &JobReconciler{client: c}
+			r := quotaReconciler(t, tc.objs...)
 			p, err := r.poolOf(context.Background(), wrappers.MakeQueueUnit("u", "team").Quota("team").Obj())
 			if err != nil {
 				t.Fatal(err)
@@ -646,15 +653,7 @@ func TestPlacementOf(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			scheme := runtime.NewScheme()
-			for _, add := range []func(*runtime.Scheme) error{elasticquotav1alpha1.AddToScheme, quotav1alpha1.AddToScheme, schedulingv1alpha1.AddToScheme} {
-				if err := add(scheme); err != nil {
-					t.Fatal(err)
-				}
-			}
-			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(tc.objs...).
-				WithIndex(&elasticquotav1alpha1.ElasticQuota{}, IndexQuotaName, QuotaNameIndex).Build()
-			r := &JobReconciler{client: c}
+			r := quotaReconciler(t, tc.objs...)
 			p, err := r.placementOf(context.Background(), wrappers.MakeQueueUnit("u", "team").Quota(tc.quota).Obj())
 			if err != nil {
 				t.Fatal(err)
