@@ -302,7 +302,8 @@ func placedAffinity(a *corev1.Affinity, p *placement) (*corev1.Affinity, error) 
 		}
 	}
 	for _, pool := range p.Avoid {
-		if terms = offPool(terms, pool.Outside); len(terms) > maxPlacementTerms {
+		var ok bool
+		if terms, ok = offPool(terms, pool.Outside, maxPlacementTerms); !ok {
 			return nil, fmt.Errorf("%w: keeping its pods off %s takes more than %d required node affinity terms; give its pods fewer terms of their own",
 				errTooManyTerms, p.pools(), maxPlacementTerms)
 		}
@@ -336,21 +337,25 @@ func hasRequirement(have []corev1.NodeSelectorRequirement, req corev1.NodeSelect
 // negation (the terms of a required node affinity are alternatives: "T
 // and not (A and B)" is "T and not A, or T and not B"). A term that
 // already requires one of the negations is outside already and kept as it
-// is, so narrowing twice changes nothing.
-func offPool(terms []corev1.NodeSelectorTerm, outside []corev1.NodeSelectorRequirement) []corev1.NodeSelectorTerm {
-	out := make([]corev1.NodeSelectorTerm, 0, len(terms)*len(outside))
+// is, so narrowing twice changes nothing. ok is false, and the work
+// stopped, once there would be more than limit terms.
+func offPool(terms []corev1.NodeSelectorTerm, outside []corev1.NodeSelectorRequirement, limit int) (_ []corev1.NodeSelectorTerm, ok bool) {
+	var out []corev1.NodeSelectorTerm
 	for _, t := range terms {
 		if slices.ContainsFunc(outside, func(n corev1.NodeSelectorRequirement) bool { return hasRequirement(t.MatchExpressions, n) }) {
 			out = append(out, t)
-			continue
+		} else {
+			for _, n := range outside {
+				split := t.DeepCopy()
+				split.MatchExpressions = append(split.MatchExpressions, *n.DeepCopy())
+				out = append(out, *split)
+			}
 		}
-		for _, n := range outside {
-			split := t.DeepCopy()
-			split.MatchExpressions = append(split.MatchExpressions, *n.DeepCopy())
-			out = append(out, *split)
+		if len(out) > limit {
+			return nil, false
 		}
 	}
-	return out
+	return out, true
 }
 
 // negated is the requirement a node meets exactly when it fails r, for the

@@ -269,6 +269,25 @@ func TestPlacementIsBounded(t *testing.T) {
 	}
 }
 
+// TestOffPoolStopsAtTheLimit: a tenant's template may hold as many terms
+// as the API server takes; keeping them off a pool stops once the limit
+// is passed, instead of copying every term once per requirement first.
+func TestOffPoolStopsAtTheLimit(t *testing.T) {
+	own := make([]corev1.NodeSelectorTerm, 20000)
+	for i := range own {
+		own[i] = term(in("zone", fmt.Sprint(i)))
+	}
+	outside := offPools(t).Avoid[1].Outside
+	var ok bool
+	allocs := testing.AllocsPerRun(1, func() { _, ok = offPool(own, outside, maxPlacementTerms) })
+	if ok {
+		t.Errorf("offPool of %d terms = ok, want past the limit", len(own))
+	}
+	if limit := float64(20 * maxPlacementTerms); allocs > limit {
+		t.Errorf("offPool of %d terms made %v allocations, want at most %v", len(own), allocs, limit)
+	}
+}
+
 // TestPoolAffinityRoundTrip releases a pod set with a pool's affinity and
 // suspends it again: the template comes back as it was queued, through the
 // originals kept on the unit, whether it had an affinity of its own or none.
