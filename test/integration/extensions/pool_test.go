@@ -67,28 +67,22 @@ func TestJobsLandOnTheirPool(t *testing.T) {
 		}},
 	}}
 	queued := j.Spec.Template.Spec.Affinity.DeepCopy()
-	create(t, j)
-	key := client.ObjectKeyFromObject(j)
-	unitWhere(t, key, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.EffectivePhase() == schedulingv1alpha1.Enqueued })
-
-	admit(t, key)
-	released := jobWhere(t, job.Integration(), key, "released", func(j framework.GenericJob) bool { return !j.IsSuspended() })
-	want := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
-			{MatchExpressions: []corev1.NodeSelectorRequirement{
-				{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"z1"}},
-				{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"a100"}},
-				{Key: "gpu-health", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"bad"}},
+	released, key := admitAndRelease(t, job.Integration(), j)
+	// onPool is the pool's requirements after own, in a single term.
+	onPool := func(own ...corev1.NodeSelectorRequirement) *corev1.Affinity {
+		return &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
+				{MatchExpressions: append(slices.Clone(own),
+					corev1.NodeSelectorRequirement{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"a100"}},
+					corev1.NodeSelectorRequirement{Key: "gpu-health", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"bad"}})},
 			}},
-		}},
-	}}
+		}}
+	}
+	want := onPool(corev1.NodeSelectorRequirement{Key: "zone", Operator: corev1.NodeSelectorOpIn, Values: []string{"z1"}})
 	if diff := cmp.Diff(want, templateOf(t, released, "main").Spec.Affinity); diff != "" {
 		t.Errorf("released with affinity (-want +got):\n%s", diff)
 	}
-	unitWhere(t, key, "PodSetUpdatesApplied True, naming the pool", func(u *schedulingv1alpha1.QueueUnit) bool {
-		c := apimeta.FindStatusCondition(u.Status.Conditions, schedulingv1alpha1.QueueUnitPodSetUpdatesApplied)
-		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "node pool a100")
-	})
+	placementApplied(t, key, "node pool a100")
 
 	evict(t, key)
 	jobWhere(t, job.Integration(), key, "suspended with its own affinity back", func(j framework.GenericJob) bool {
@@ -106,30 +100,15 @@ func TestJobsLandOnTheirPool(t *testing.T) {
 	// the operator's webhook gives them the driver's and the executors'
 	// affinity, which take the pool's.
 	app := extensionstest.MakeSparkApplication("etl", ns).Quota(leaf).Driver(1, "1g").Executors(1, 1, "1g").Obj()
-	create(t, app)
-	appKey := client.ObjectKey{Namespace: ns, Name: spark.Integration().UnitName(app.Name)}
-	unitWhere(t, appKey, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.EffectivePhase() == schedulingv1alpha1.Enqueued })
-	admit(t, appKey)
-	onPool := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
-		RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{
-			{MatchExpressions: []corev1.NodeSelectorRequirement{
-				{Key: "pool", Operator: corev1.NodeSelectorOpIn, Values: []string{"a100"}},
-				{Key: "gpu-health", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"bad"}},
-			}},
-		}},
-	}}
-	releasedApp := jobWhere(t, spark.Integration(), client.ObjectKeyFromObject(app), "released", func(j framework.GenericJob) bool { return !j.IsSuspended() })
+	releasedApp, appKey := admitAndRelease(t, spark.Integration(), app)
 	spec := releasedApp.Object().(*sparkv1beta2.SparkApplication).Spec
-	if diff := cmp.Diff(onPool, spec.Driver.Affinity); diff != "" {
+	if diff := cmp.Diff(onPool(), spec.Driver.Affinity); diff != "" {
 		t.Errorf("driver affinity (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff(onPool, spec.Executor.Affinity); diff != "" {
+	if diff := cmp.Diff(onPool(), spec.Executor.Affinity); diff != "" {
 		t.Errorf("executor affinity (-want +got):\n%s", diff)
 	}
-	unitWhere(t, appKey, "PodSetUpdatesApplied True, naming the pool", func(u *schedulingv1alpha1.QueueUnit) bool {
-		c := apimeta.FindStatusCondition(u.Status.Conditions, schedulingv1alpha1.QueueUnitPodSetUpdatesApplied)
-		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "node pool a100")
-	})
+	placementApplied(t, appKey, "node pool a100")
 	evict(t, appKey)
 	jobWhere(t, spark.Integration(), client.ObjectKeyFromObject(app), "suspended without affinity", func(j framework.GenericJob) bool {
 		a := j.Object().(*sparkv1beta2.SparkApplication)
@@ -152,11 +131,7 @@ func TestJobsLandOnTheirPool(t *testing.T) {
 	}
 	hostile := extensionstest.MakeJob("on-a100", ns).Quota(classic).Request("cpu", "1").Obj()
 	hostile.Spec.Template.Spec.NodeSelector = map[string]string{"pool": "a100"}
-	create(t, hostile)
-	hostileKey := client.ObjectKeyFromObject(hostile)
-	unitWhere(t, hostileKey, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.EffectivePhase() == schedulingv1alpha1.Enqueued })
-	admit(t, hostileKey)
-	released = jobWhere(t, job.Integration(), hostileKey, "released", func(j framework.GenericJob) bool { return !j.IsSuspended() })
+	released, hostileKey := admitAndRelease(t, job.Integration(), hostile)
 	tmpl := templateOf(t, released, "main")
 	if diff := cmp.Diff(offPool(), tmpl.Spec.Affinity); diff != "" {
 		t.Errorf("classic Job released with affinity (-want +got):\n%s", diff)
@@ -164,10 +139,7 @@ func TestJobsLandOnTheirPool(t *testing.T) {
 	if diff := cmp.Diff(map[string]string{"pool": "a100"}, tmpl.Spec.NodeSelector); diff != "" {
 		t.Errorf("classic Job's own nodeSelector (-want +got):\n%s", diff)
 	}
-	unitWhere(t, hostileKey, "PodSetUpdatesApplied True, keeping off the pool", func(u *schedulingv1alpha1.QueueUnit) bool {
-		c := apimeta.FindStatusCondition(u.Status.Conditions, schedulingv1alpha1.QueueUnitPodSetUpdatesApplied)
-		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, "keeping them off node pool a100")
-	})
+	placementApplied(t, hostileKey, "keeping them off node pool a100")
 	evict(t, hostileKey)
 	jobWhere(t, job.Integration(), hostileKey, "suspended with no affinity", func(j framework.GenericJob) bool {
 		return j.IsSuspended() && templateOf(t, j, "main").Spec.Affinity == nil
@@ -176,11 +148,7 @@ func TestJobsLandOnTheirPool(t *testing.T) {
 	// An Argo Workflow of the classic tree: every pod without an affinity
 	// of its template's takes spec.affinity.
 	wf := extensionstest.MakeWorkflow("steps", ns).QueueTemplate().Suspend(true).MinResources("cpu: 1").Quota(classic).Obj()
-	create(t, wf)
-	wfKey := client.ObjectKeyFromObject(wf)
-	unitWhere(t, wfKey, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.EffectivePhase() == schedulingv1alpha1.Enqueued })
-	admit(t, wfKey)
-	releasedWf := jobWhere(t, argo.Integration(), wfKey, "released", func(j framework.GenericJob) bool { return !j.IsSuspended() })
+	releasedWf, wfKey := admitAndRelease(t, argo.Integration(), wf)
 	if diff := cmp.Diff(offPool(), releasedWf.Object().(*wfv1.Workflow).Spec.Affinity); diff != "" {
 		t.Errorf("classic Workflow's spec.affinity (-want +got):\n%s", diff)
 	}
@@ -192,11 +160,7 @@ func TestJobsLandOnTheirPool(t *testing.T) {
 	// A RayJob of the classic tree: its submitter, made from KubeRay's
 	// default, gets that default with the affinity, and loses both again.
 	rj := extensionstest.MakeRayJob("ray", ns, extensionstest.MakeRayClusterSpec("cpu", "1").Obj()).Quota(classic).Obj()
-	create(t, rj)
-	rjKey := client.ObjectKey{Namespace: ns, Name: ray.RayJobIntegration().UnitName(rj.Name)}
-	unitWhere(t, rjKey, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.EffectivePhase() == schedulingv1alpha1.Enqueued })
-	admit(t, rjKey)
-	releasedRj := jobWhere(t, ray.RayJobIntegration(), client.ObjectKeyFromObject(rj), "released", func(j framework.GenericJob) bool { return !j.IsSuspended() })
+	releasedRj, rjKey := admitAndRelease(t, ray.RayJobIntegration(), rj)
 	if submitter := releasedRj.Object().(*rayv1.RayJob).Spec.SubmitterPodTemplate; submitter == nil {
 		t.Errorf("classic RayJob released without a submitter template")
 	} else if diff := cmp.Diff(offPool(), submitter.Spec.Affinity); diff != "" {
@@ -213,12 +177,29 @@ func TestJobsLandOnTheirPool(t *testing.T) {
 		t.Fatal(err)
 	}
 	free := extensionstest.MakeJob("free", ns).Quota(classic).Request("cpu", "1").Obj()
-	create(t, free)
-	freeKey := client.ObjectKeyFromObject(free)
-	unitWhere(t, freeKey, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.EffectivePhase() == schedulingv1alpha1.Enqueued })
-	admit(t, freeKey)
-	released = jobWhere(t, job.Integration(), freeKey, "released", func(j framework.GenericJob) bool { return !j.IsSuspended() })
+	released, _ = admitAndRelease(t, job.Integration(), free)
 	if a := templateOf(t, released, "main").Spec.Affinity; a != nil {
 		t.Errorf("classic Job released with affinity %v once no pool is left", a)
 	}
+}
+
+// admitAndRelease creates obj, a job of integ, admits its unit once it is
+// queued, and is the job once released, and its unit's key.
+func admitAndRelease(t *testing.T, integ framework.Integration, obj client.Object) (framework.GenericJob, client.ObjectKey) {
+	t.Helper()
+	create(t, obj)
+	key := client.ObjectKey{Namespace: obj.GetNamespace(), Name: integ.UnitName(obj.GetName())}
+	unitWhere(t, key, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.EffectivePhase() == schedulingv1alpha1.Enqueued })
+	admit(t, key)
+	return jobWhere(t, integ, client.ObjectKeyFromObject(obj), "released", func(j framework.GenericJob) bool { return !j.IsSuspended() }), key
+}
+
+// placementApplied waits for the unit's PodSetUpdatesApplied condition to
+// be True, its message saying text.
+func placementApplied(t *testing.T, key client.ObjectKey, text string) {
+	t.Helper()
+	unitWhere(t, key, "PodSetUpdatesApplied True, saying "+text, func(u *schedulingv1alpha1.QueueUnit) bool {
+		c := apimeta.FindStatusCondition(u.Status.Conditions, schedulingv1alpha1.QueueUnitPodSetUpdatesApplied)
+		return c != nil && c.Status == metav1.ConditionTrue && strings.Contains(c.Message, text)
+	})
 }
