@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
 	"time"
 
@@ -16,7 +15,6 @@ import (
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/policy"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
-	"github.com/koord-queue/koord-queue/pkg/resources"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/test/cluster"
 	"github.com/koord-queue/koord-queue/test/testenv"
@@ -43,56 +41,9 @@ func lingeringJob(ns, name, quota, cpu string, pods int32) *batchv1.Job {
 	return job
 }
 
-// podsMonitor samples the cpu the pods of a namespace hold on nodes:
-// bound, not finished, Terminating included.
-type podsMonitor struct {
-	stop context.CancelFunc
-	done chan struct{}
-	mu   sync.Mutex
-	peak resource.Quantity
-}
-
-func monitorPods(ns string) *podsMonitor {
-	ctx, cancel := context.WithCancel(context.Background())
-	m := &podsMonitor{stop: cancel, done: make(chan struct{})}
-	go func() {
-		defer close(m.done)
-		ticker := time.NewTicker(100 * time.Millisecond)
-		defer ticker.Stop()
-		for {
-			var pods corev1.PodList
-			if err := k8sClient.List(ctx, &pods, client.InNamespace(ns)); err == nil {
-				var held resource.Quantity
-				for i := range pods.Items {
-					p := &pods.Items[i]
-					if p.Spec.NodeName != "" && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
-						held.Add(resources.PodRequests(&p.Spec)[corev1.ResourceCPU])
-					}
-				}
-				m.mu.Lock()
-				if held.Cmp(m.peak) > 0 {
-					m.peak = held
-				}
-				m.mu.Unlock()
-			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-ticker.C:
-			}
-		}
-	}()
-	return m
-}
-
-// Peak stops the monitor and returns the most cpu the pods held at once.
-func (m *podsMonitor) Peak() resource.Quantity {
-	m.stop()
-	<-m.done
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return m.peak
-}
+// monitorPods samples the cpu the pods of ns hold on nodes: bound, not
+// finished, Terminating included.
+func monitorPods(ns string) *usageMonitor { return monitorPodsOnNodes(ns, nil) }
 
 // boundPods counts the pods of a Job on nodes, Terminating included.
 func boundPods(ctx context.Context, t *testing.T, ns, job string) int {

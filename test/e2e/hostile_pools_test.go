@@ -16,6 +16,7 @@ import (
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	quotav1alpha1 "github.com/koord-queue/koord-queue/apis/quota/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
+	"github.com/koord-queue/koord-queue/pkg/resources"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/test/cluster"
 	"github.com/koord-queue/koord-queue/test/testenv"
@@ -154,9 +155,10 @@ func testWorkflowOnPool(t *testing.T) {
 	}
 }
 
-// monitorPodsOnNodes samples, until stopped, the cpu the pods of ns request
-// on the nodes onNode chooses (a pod being deleted still holds its node),
-// and keeps the most it saw.
+// monitorPodsOnNodes samples, until stopped, the cpu the pods of ns
+// request (as the scheduler sums it) on the nodes onNode chooses, every
+// node when it is nil; a pod being deleted still holds its node. Peak is
+// the most it saw.
 func monitorPodsOnNodes(ns string, onNode func(*corev1.Node) bool) *usageMonitor {
 	chosen := map[string]bool{} // by node name; read by the sampler only
 	return monitor(func(ctx context.Context) (resource.Quantity, error) {
@@ -165,23 +167,25 @@ func monitorPodsOnNodes(ns string, onNode func(*corev1.Node) bool) *usageMonitor
 		if err := k8sClient.List(ctx, &pods, client.InNamespace(ns)); err != nil {
 			return used, err
 		}
-		for _, p := range pods.Items {
+		for i := range pods.Items {
+			p := &pods.Items[i]
 			if p.Spec.NodeName == "" || p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 				continue
 			}
 			on, known := chosen[p.Spec.NodeName]
 			if !known {
-				var n corev1.Node
-				if err := k8sClient.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, &n); err != nil {
-					return used, err
+				on = true
+				if onNode != nil {
+					var n corev1.Node
+					if err := k8sClient.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, &n); err != nil {
+						return used, err
+					}
+					on = onNode(&n)
 				}
-				on = onNode(&n)
 				chosen[p.Spec.NodeName] = on
 			}
 			if on {
-				for _, c := range p.Spec.Containers {
-					used.Add(c.Resources.Requests[corev1.ResourceCPU])
-				}
+				used.Add(resources.PodRequests(&p.Spec)[corev1.ResourceCPU])
 			}
 		}
 		return used, nil

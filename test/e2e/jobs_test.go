@@ -23,8 +23,8 @@ import (
 	"github.com/koord-queue/koord-queue/test/testenv"
 )
 
-// usageMonitor samples, until stopped, how much cpu the units of a namespace
-// hold (their status.admissions), and remembers the most it ever saw.
+// usageMonitor samples a cpu figure until stopped (monitor), and remembers
+// the most it ever saw.
 type usageMonitor struct {
 	mu   sync.Mutex
 	peak resource.Quantity
@@ -82,6 +82,7 @@ func monitor(sample func(context.Context) (resource.Quantity, error)) *usageMoni
 	return m
 }
 
+// Peak stops the monitor and returns the most it saw.
 func (m *usageMonitor) Peak() resource.Quantity {
 	m.stop()
 	<-m.done
