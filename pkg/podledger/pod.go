@@ -27,7 +27,7 @@ func FromPod(p *corev1.Pod) Pod {
 		Quota:     elasticquotav1alpha1.QuotaNameFromLabels(p.Labels),
 	}
 	out.Group.Namespace = p.Namespace
-	if ns, name, ok := strings.Cut(p.Annotations[schedulingv1alpha1.AnnotationRelatedQueueUnit], "/"); ok && ns == p.Namespace && name != "" {
+	if name, ok := NamedUnit(p); ok {
 		out.Group.Unit = name
 		out.PodSet = p.Annotations[schedulingv1alpha1.AnnotationRelatedPodSet]
 		return out
@@ -40,6 +40,13 @@ func FromPod(p *corev1.Pod) Pod {
 		}
 	}
 	return out
+}
+
+// NamedUnit is the QueueUnit p's koord-queue/related-queueunit annotation
+// names in p's own namespace; ok is false when it names none there.
+func NamedUnit(p *corev1.Pod) (name string, ok bool) {
+	ns, name, ok := strings.Cut(p.Annotations[schedulingv1alpha1.AnnotationRelatedQueueUnit], "/")
+	return name, ok && ns == p.Namespace && name != ""
 }
 
 // OwnerKind is how a Group names the kind of an owner: "Job.batch",

@@ -171,3 +171,27 @@ func admittedResources(u *schedulingv1alpha1.QueueUnit) (corev1.ResourceList, bo
 	}
 	return sum, true
 }
+
+// AdmittedPods is what u's admission covers of its pod set podSet: how
+// many pods, and what each may ask for (its template's request, as
+// PodSetsRequests counts it). ok is false when u is not admitted (Admitted,
+// not being deleted) or has no such pod set. The count is the pod set's
+// admissions[].replicas (fewer than its count after a partial admission),
+// else its count.
+func AdmittedPods(u *schedulingv1alpha1.QueueUnit, podSet string) (count int32, perPod corev1.ResourceList, ok bool) {
+	if !Admitted(u.EffectivePhase()) || u.DeletionTimestamp != nil {
+		return 0, nil, false
+	}
+	i := slices.IndexFunc(u.Spec.PodSets, func(ps schedulingv1alpha1.PodSet) bool { return ps.Name == podSet })
+	if i < 0 {
+		return 0, nil, false
+	}
+	ps := &u.Spec.PodSets[i]
+	count = ps.Count
+	for _, a := range u.Status.Admissions {
+		if a.Name == podSet {
+			count = int32(min(max(a.Replicas, 0), int64(ps.Count)))
+		}
+	}
+	return count, resources.PodRequests(&ps.Template.Spec), true
+}

@@ -270,3 +270,45 @@ func TestChargedKeepsTheAdmittedSize(t *testing.T) {
 		})
 	}
 }
+
+// TestAdmittedPods: what a unit's admission covers of one pod set, the
+// rule the pod gate lets pods through by.
+func TestAdmittedPods(t *testing.T) {
+	type want struct {
+		Count  int32
+		PerPod corev1.ResourceList
+		OK     bool
+	}
+	admitted := func() *wrappers.QueueUnitWrapper {
+		return wrappers.MakeQueueUnit("u", "ns").PodSet("main", 4, "cpu", "1").MinCount(2).PodSet("ps", 1, "cpu", "2").Phase(schedulingv1alpha1.Running)
+	}
+	cases := []struct {
+		name   string
+		unit   *schedulingv1alpha1.QueueUnit
+		podSet string
+		want   want
+	}{
+		{name: "whole admission: the pod set's count", unit: admitted().Admission("main", 4).Obj(), podSet: "main",
+			want: want{Count: 4, PerPod: qt.Res("cpu", "1"), OK: true}},
+		{name: "partial admission: the replicas admitted", unit: admitted().Admission("main", 2).Obj(), podSet: "main",
+			want: want{Count: 2, PerPod: qt.Res("cpu", "1"), OK: true}},
+		{name: "admissions not written: the count", unit: admitted().Obj(), podSet: "ps",
+			want: want{Count: 1, PerPod: qt.Res("cpu", "2"), OK: true}},
+		{name: "replicas above the count: the count", unit: admitted().Admission("ps", 9).Obj(), podSet: "ps",
+			want: want{Count: 1, PerPod: qt.Res("cpu", "2"), OK: true}},
+		{name: "no such pod set", unit: admitted().Obj(), podSet: "other"},
+		{name: "waiting", unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 4, "cpu", "1").Phase(schedulingv1alpha1.Enqueued).Obj(), podSet: "main"},
+		{name: "evicted, its admissions kept until its pods are gone", unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 4, "cpu", "1").
+			Phase(schedulingv1alpha1.Enqueued).Admission("main", 4).Obj(), podSet: "main"},
+		{name: "finished", unit: admitted().Phase(schedulingv1alpha1.Succeed).Obj(), podSet: "main"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got want
+			got.Count, got.PerPod, got.OK = queueunit.AdmittedPods(tc.unit, tc.podSet)
+			if diff := cmp.Diff(tc.want, got, cmp.Comparer(resources.Equal)); diff != "" {
+				t.Errorf("AdmittedPods (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

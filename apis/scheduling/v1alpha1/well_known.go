@@ -83,6 +83,14 @@ const (
 	// AnnotationRelatedPodSet on a pod template, beside
 	// AnnotationRelatedQueueUnit, names the unit's pod set it is made from.
 	AnnotationRelatedPodSet = "koord-queue/related-podset-name"
+	// SchedulingGateAdmission is the scheduling gate koord-queue-controllers'
+	// pod webhook puts on a new pod of a queued job that its QueueUnit's
+	// admission does not cover when it is created (the unit is not admitted
+	// and its job released, its pod set has all the pods it was admitted
+	// with, or the pod asks for more than each of them). The pod holds no
+	// node while gated; koord-queue-controllers alone removes the gate, once
+	// the admission covers the pod.
+	SchedulingGateAdmission = "koord-queue.x-k8s.io/admission"
 	// ArgoSuspendTemplate is the template that marks a Workflow as queued.
 	ArgoSuspendTemplate = "koord-queue-suspend"
 )
