@@ -143,10 +143,20 @@ func countPods(integ Integration, pods []corev1.Pod) map[string]PodCount {
 // podsOf counts, by pod set, the pods of job obj that hold a node or wait
 // for one, as the cache has them (IndexPodOwner).
 func (r *JobReconciler) podsOf(ctx context.Context, obj client.Object) (map[string]PodCount, error) {
+	pods, err := listJobPods(ctx, r.client, r.integ, obj)
+	if err != nil {
+		return nil, err
+	}
+	return countPods(r.integ, pods), nil
+}
+
+// listJobPods lists the pods of integ's job obj as c has them: those its
+// pod owners control (IndexPodOwner).
+func listJobPods(ctx context.Context, c client.Reader, integ Integration, obj client.Object) ([]corev1.Pod, error) {
 	var pods []corev1.Pod
-	for _, owner := range r.integ.podOwners(obj) {
+	for _, owner := range integ.podOwners(obj) {
 		var list corev1.PodList
-		if err := r.client.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{IndexPodOwner: owner.key()}); err != nil {
+		if err := c.List(ctx, &list, client.InNamespace(obj.GetNamespace()), client.MatchingFields{IndexPodOwner: owner.key()}); err != nil {
 			return nil, fmt.Errorf("listing the pods of %s %s/%s: %w", owner.Kind, obj.GetNamespace(), owner.Name, err)
 		}
 		for _, p := range list.Items {
@@ -155,7 +165,7 @@ func (r *JobReconciler) podsOf(ctx context.Context, obj client.Object) (map[stri
 			}
 		}
 	}
-	return countPods(r.integ, pods), nil
+	return pods, nil
 }
 
 // jobsOfPod names the jobs pod belongs to: its controller when it is of
@@ -210,8 +220,13 @@ func (r *JobReconciler) jobsIn(ctx context.Context, ns string, opts ...client.Li
 
 // newJobList is an empty list of the integration's kind.
 func (r *JobReconciler) newJobList() (client.ObjectList, error) {
-	gvk := r.integ.GVK.GroupVersion().WithKind(r.integ.GVK.Kind + "List")
-	o, err := r.client.Scheme().New(gvk)
+	return newJobList(r.client.Scheme(), r.integ)
+}
+
+// newJobList is an empty list of integ's kind, made from scheme.
+func newJobList(scheme *runtime.Scheme, integ Integration) (client.ObjectList, error) {
+	gvk := integ.GVK.GroupVersion().WithKind(integ.GVK.Kind + "List")
+	o, err := scheme.New(gvk)
 	if err != nil {
 		return nil, fmt.Errorf("making a %s: %w", gvk.Kind, err)
 	}
@@ -251,13 +266,16 @@ func CacheByObject() map[client.Object]cache.ByObject {
 
 // StripPod keeps of a pod what counting it reads: its name, namespace, UID,
 // resourceVersion, labels, owner references, deletion timestamp, node and
-// phase. Anything else passes unchanged.
+// phase; and, of a pod held at koord-queue's scheduling gate, what opening
+// the gate reads (openGates): its gates, its koord-queue/related-queueunit
+// annotation and what its containers, init containers and overhead ask
+// for. Anything else passes unchanged.
 func StripPod(obj any) (any, error) {
 	p, ok := obj.(*corev1.Pod)
 	if !ok {
 		return obj, nil
 	}
-	return &corev1.Pod{
+	out := &corev1.Pod{
 		TypeMeta: p.TypeMeta,
 		ObjectMeta: metav1.ObjectMeta{
 			Name:              p.Name,
@@ -270,5 +288,27 @@ func StripPod(obj any) (any, error) {
 		},
 		Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName},
 		Status: corev1.PodStatus{Phase: p.Status.Phase},
-	}, nil
+	}
+	if hasAdmissionGate(p) {
+		if unit, ok := p.Annotations[schedulingv1alpha1.AnnotationRelatedQueueUnit]; ok {
+			out.Annotations = map[string]string{schedulingv1alpha1.AnnotationRelatedQueueUnit: unit}
+		}
+		out.Spec.SchedulingGates = p.Spec.SchedulingGates
+		out.Spec.Containers = requestsOf(p.Spec.Containers)
+		out.Spec.InitContainers = requestsOf(p.Spec.InitContainers)
+		out.Spec.Overhead, out.Spec.Resources = p.Spec.Overhead, p.Spec.Resources
+	}
+	return out, nil
+}
+
+// requestsOf keeps of containers what resources.PodRequests reads.
+func requestsOf(containers []corev1.Container) []corev1.Container {
+	if len(containers) == 0 {
+		return nil
+	}
+	out := make([]corev1.Container, len(containers))
+	for i, c := range containers {
+		out[i] = corev1.Container{Name: c.Name, Resources: c.Resources, RestartPolicy: c.RestartPolicy}
+	}
+	return out
 }

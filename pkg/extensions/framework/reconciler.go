@@ -163,6 +163,9 @@ func (r *JobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		// for the unit to be deleted).
 		Watches(&schedulingv1alpha1.QueueUnit{}, handler.EnqueueRequestsFromMapFunc(r.jobOfUnitName), builder.WithPredicates(goes)).
 		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfPod), builder.WithPredicates(podCountChanged)).
+		// A pod waiting at koord-queue's gate may be let through once its
+		// pod set has room (openGates).
+		Watches(&corev1.Pod{}, handler.EnqueueRequestsFromMapFunc(r.jobsOfGatedPods), builder.WithPredicates(gateMayOpen)).
 		Watches(&elasticquotav1alpha1.ElasticQuota{}, r.jobsOfNewlyServedNamespaces())
 	if r.scope.ownsJobsOfKind(r.integ.GVK.GroupKind()) {
 		// A job another job made is judged again as its owner's unit
@@ -706,9 +709,11 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 		if partial != nil {
 			// It runs the pods admitted, whatever its spec was changed to
 			// since (Kueue's webhook refuses such a change).
-			return r.patchJob(ctx, job, func() { scaler.RunWithCounts(partial) })
+			if err := r.patchJob(ctx, job, func() { scaler.RunWithCounts(partial) }); err != nil {
+				return err
+			}
 		}
-		return nil
+		return r.openGates(ctx, job, unit)
 	}
 	originals, err := originalsOf(unit)
 	if err != nil {

@@ -36,7 +36,7 @@ type Options struct {
 	RotatorName string
 }
 
-// Setup adds the webhook of each integration to mgr. With Rotate, the
+// Setup adds the webhook of each integration, and the pod webhook, to mgr. With Rotate, the
 // webhook server starts once the certificate is ready. The manager's
 // readiness check waits for the webhook server to start.
 func Setup(mgr ctrl.Manager, opts Options, integs []framework.Integration, scope framework.Scope) error {
@@ -59,6 +59,9 @@ func Setup(mgr ctrl.Manager, opts Options, integs []framework.Integration, scope
 		// Asking for the webhook server adds it to the manager, which
 		// starts it: only now are the certificate files there to load.
 		server := mgr.GetWebhookServer()
+		server.Register(PodPath, &admission.Webhook{Handler: &podGater{
+			gate: framework.NewPodGate(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), integs, scope), decoder: decoder,
+		}})
 		for _, integ := range integs {
 			server.Register(Path(integ), &admission.Webhook{Handler: &suspender{
 				integ: integ, scope: scope, reader: mgr.GetClient(), decoder: decoder,

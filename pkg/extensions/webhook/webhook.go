@@ -5,6 +5,13 @@
 // after the framework's controller may have started pods. It serves one path
 // per enabled kind.
 //
+// Its pod path (PodPath) creates a pod of a queued job that the job's unit's
+// admission does not cover with koord-queue's scheduling gate
+// (framework.PodGate), which the job's reconciler removes once the
+// admission covers the pod: a job un-suspended by an update, or created
+// running while the job webhook was down, makes pods that wait gated,
+// holding nothing. It refuses a bare pod that names a quota.
+//
 // Its TLS certificate is made, rotated and its CA written into the
 // MutatingWebhookConfiguration by the controller itself, with
 // open-policy-agent/cert-controller. The configuration should use

@@ -1,5 +1,7 @@
 // Package common declares the RBAC rules every extension needs; pods are
-// read to count a job's pods on nodes (admissions[].running); TokenReviews
+// read to count a job's pods on nodes (admissions[].running), and patched
+// to remove koord-queue's scheduling gate from those a unit's admission
+// covers (the API server lets a patch only remove gates); TokenReviews
 // and SubjectAccessReviews check who scrapes /metrics; ElasticQuotas and
 // ElasticQuotaProfiles name the node pool whose affinity a job of a quota
 // tree is released with, and those a job of the classic tree keeps off.
@@ -11,7 +13,7 @@
 // +kubebuilder:rbac:groups=scheduling.k8s.io,resources=priorityclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups=scheduling.sigs.k8s.io,resources=elasticquotas,verbs=get;list;watch
 // +kubebuilder:rbac:groups=quota.koordinator.sh,resources=elasticquotaprofiles,verbs=get;list;watch
-// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch
+// +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 package common

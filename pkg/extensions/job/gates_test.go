@@ -1,0 +1,119 @@
+package job
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/record"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
+	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
+	"github.com/koord-queue/koord-queue/pkg/extensions/framework/frameworktest"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
+)
+
+// TestReconcileOpensGates: once its unit is admitted and the Job released,
+// its pods waiting at koord-queue's gate are let through up to what the
+// admission covers, a pod still holding its node counting; the others wait,
+// and are let through as the pods before them go; a pod larger than its
+// admission stays gated and the Job says why.
+func TestReconcileOpensGates(t *testing.T) {
+	ctx := context.Background()
+	j := extensionstest.MakeJob("j", "ns").Quota("team-a").Parallelism(2).Request("cpu", "1").Obj()
+	j.UID = "uid-now"
+	c := frameworktest.ClientBuilder(t, testScheme(t)).WithObjects(j).
+		WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &batchv1.Job{}).Build()
+	recorder := record.NewFakeRecorder(100)
+	r := framework.NewJobReconciler(c, c, recorder, Integration(), framework.WithStatusDelay(0))
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(j)}
+	reconcile := func() {
+		t.Helper()
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+	}
+	jobGVK := batchv1.SchemeGroupVersion.WithKind("Job")
+	gated := func(name, cpu string) *corev1.Pod {
+		p := wrappers.MakePod(name, "ns").ControlledBy(j, jobGVK).Requests("cpu", cpu).Obj()
+		p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: "example.com/other"}, {Name: schedulingv1alpha1.SchedulingGateAdmission}}
+		return p
+	}
+	// Gated pods of the Job, made while its unit waited, and a pod of an
+	// earlier run still on its node.
+	leaving := wrappers.MakePod("j-leaving", "ns").ControlledBy(j, jobGVK).Node("n1").Phase(corev1.PodRunning).Requests("cpu", "1").Obj()
+	leaving.Finalizers = []string{"example.com/keep"}
+	for _, p := range []*corev1.Pod{gated("j-a", "1"), gated("j-b", "1"), gated("j-c", "1"), gated("j-big", "4"), leaving} {
+		if err := c.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.Delete(ctx, leaving); err != nil {
+		t.Fatal(err)
+	}
+	stillGated := func() []string {
+		t.Helper()
+		var pods corev1.PodList
+		if err := c.List(ctx, &pods, client.InNamespace("ns")); err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, p := range pods.Items {
+			for _, g := range p.Spec.SchedulingGates {
+				if g.Name == schedulingv1alpha1.SchedulingGateAdmission {
+					out = append(out, p.Name)
+				}
+			}
+			if len(p.Spec.SchedulingGates) > 0 && p.Spec.SchedulingGates[0].Name != "example.com/other" {
+				t.Errorf("pod %s lost another's gate: %v", p.Name, p.Spec.SchedulingGates)
+			}
+		}
+		return out
+	}
+
+	reconcile() // creates the unit
+	reconcile()
+	if diff := cmp.Diff([]string{"j-a", "j-b", "j-big", "j-c"}, stillGated()); diff != "" {
+		t.Errorf("while the unit waits (-want +got):\n%s", diff)
+	}
+	u := &schedulingv1alpha1.QueueUnit{}
+	if err := c.Get(ctx, req.NamespacedName, u); err != nil {
+		t.Fatal(err)
+	}
+	queueunit.Admit(u, "team-a", queueunit.Request(u), nil, nil, metav1.Now())
+	if err := c.Status().Update(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	reconcile() // releases the Job
+	reconcile()
+	if diff := cmp.Diff([]string{"j-b", "j-big", "j-c"}, stillGated()); diff != "" {
+		t.Errorf("released, a pod of the earlier run still on its node (-want +got):\n%s", diff)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(leaving), leaving); err != nil {
+		t.Fatal(err)
+	}
+	leaving.Finalizers = nil
+	if err := c.Update(ctx, leaving); err != nil {
+		t.Fatal(err)
+	}
+	reconcile()
+	if diff := cmp.Diff([]string{"j-big", "j-c"}, stillGated()); diff != "" {
+		t.Errorf("the earlier pod gone (-want +got):\n%s", diff)
+	}
+	var warned bool
+	for len(recorder.Events) > 0 {
+		e := <-recorder.Events
+		warned = warned || strings.Contains(e, framework.ReasonPodGated) && strings.Contains(e, "Pod j-big waits") && strings.Contains(e, "asks for cpu=4")
+	}
+	if !warned {
+		t.Errorf("no Warning %s names the pod larger than its admission", framework.ReasonPodGated)
+	}
+}
