@@ -154,8 +154,8 @@ func released(job GenericJob, unit *schedulingv1alpha1.QueueUnit) bool {
 	if job.IsSuspended() {
 		return false
 	}
-	return job.Object().GetAnnotations()[schedulingv1alpha1.AnnotationReleasedBy] == string(unit.UID) ||
-		apimeta.IsStatusConditionTrue(unit.Status.Conditions, schedulingv1alpha1.QueueUnitAdopted)
+	by := job.Object().GetAnnotations()[schedulingv1alpha1.AnnotationReleasedBy]
+	return by != "" && by == string(unit.UID) || apimeta.IsStatusConditionTrue(unit.Status.Conditions, schedulingv1alpha1.QueueUnitAdopted)
 }
 
 // madeUp reports whether the job's pod set called name is made up

@@ -706,6 +706,12 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 		return nil
 	}
 	if !job.IsSuspended() {
+		if !released(job, unit) {
+			// Resumed by someone else after its admission, before its
+			// release (its pods wait at koord-queue's gate): suspended, so
+			// that the next pass releases it as a release does.
+			return r.patchJob(ctx, job, job.Suspend)
+		}
 		if partial != nil {
 			// It runs the pods admitted, whatever its spec was changed to
 			// since (Kueue's webhook refuses such a change).

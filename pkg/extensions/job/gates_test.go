@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
+	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -115,5 +116,59 @@ func TestReconcileOpensGates(t *testing.T) {
 	}
 	if !warned {
 		t.Errorf("no Warning %s names the pod larger than its admission", framework.ReasonPodGated)
+	}
+}
+
+// TestReconcileSuspendsAJobResumedBeforeItsRelease: a Job resumed by hand
+// after its unit's admission, before the reconciler released it, is
+// suspended and then released as a release does, so that its pods, gated
+// meanwhile, are let through.
+func TestReconcileSuspendsAJobResumedBeforeItsRelease(t *testing.T) {
+	ctx := context.Background()
+	j := extensionstest.MakeJob("j", "ns").Quota("team-a").Parallelism(2).Request("cpu", "1").Obj()
+	j.UID = "uid-now"
+	c := frameworktest.ClientBuilder(t, testScheme(t)).WithObjects(j).
+		WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &batchv1.Job{}).Build()
+	r := framework.NewJobReconciler(c, c, record.NewFakeRecorder(100), Integration(), framework.WithStatusDelay(0))
+	req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(j)}
+	reconcile := func() *batchv1.Job {
+		t.Helper()
+		if _, err := r.Reconcile(ctx, req); err != nil {
+			t.Fatalf("Reconcile: %v", err)
+		}
+		got := &batchv1.Job{}
+		if err := c.Get(ctx, req.NamespacedName, got); err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	reconcile() // creates the unit
+	u := &schedulingv1alpha1.QueueUnit{}
+	if err := c.Get(ctx, req.NamespacedName, u); err != nil {
+		t.Fatal(err)
+	}
+	queueunit.Admit(u, "team-a", queueunit.Request(u), nil, nil, metav1.Now())
+	if err := c.Status().Update(ctx, u); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Get(ctx, req.NamespacedName, j); err != nil {
+		t.Fatal(err)
+	}
+	j.Spec.Suspend = ptr.To(false) // kubectl patch, before the release
+	if err := c.Update(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	type seen struct {
+		Suspended  bool
+		ReleasedBy string
+	}
+	look := func(j *batchv1.Job) seen {
+		return seen{Suspended: ptr.Deref(j.Spec.Suspend, false), ReleasedBy: j.Annotations[schedulingv1alpha1.AnnotationReleasedBy]}
+	}
+	if diff := cmp.Diff(seen{Suspended: true}, look(reconcile())); diff != "" {
+		t.Errorf("resumed before its release (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(seen{ReleasedBy: string(u.UID)}, look(reconcile())); diff != "" {
+		t.Errorf("the next pass (-want +got):\n%s", diff)
 	}
 }
