@@ -150,19 +150,33 @@ func TestRender(t *testing.T) {
 		}
 		for _, kind := range []string{"ServiceMonitor", "ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 			for _, o := range objs {
-				if o.GetKind() == kind {
+				// The admission gate's policy is on with the pod webhook.
+				if o.GetKind() == kind && o.GetName() != "koord-queue-admission-gate" {
 					t.Errorf("%s %s rendered while it is off", kind, o.GetName())
 				}
 			}
 		}
 		// The webhook is on by default: jobs submitted running are
-		// suspended as they are created.
+		// suspended as they are created, and pods of queued jobs their
+		// admission does not cover are created gated.
 		if webhook := find(objs, "MutatingWebhookConfiguration", "koord-queue-controllers"); webhook == nil {
 			t.Error("no MutatingWebhookConfiguration by default")
-		} else if hooks, _, _ := unstructured.NestedSlice(webhook.Object, "webhooks"); len(hooks) != 1 {
-			t.Errorf("%d webhooks, want one for the Job extension", len(hooks))
-		} else if policy, _, _ := unstructured.NestedString(hooks[0].(map[string]any), "failurePolicy"); policy != "Ignore" {
-			t.Errorf("failurePolicy %q, want Ignore so that a webhook outage never blocks job creation", policy)
+		} else if hooks, _, _ := unstructured.NestedSlice(webhook.Object, "webhooks"); len(hooks) != 2 {
+			t.Errorf("%d webhooks, want one for the Job extension and one for pods", len(hooks))
+		} else {
+			for _, hook := range hooks {
+				if policy, _, _ := unstructured.NestedString(hook.(map[string]any), "failurePolicy"); policy != "Ignore" {
+					t.Errorf("failurePolicy %q, want Ignore so that a webhook outage never blocks job or pod creation", policy)
+				}
+			}
+			path, _, _ := unstructured.NestedString(hooks[1].(map[string]any), "clientConfig", "service", "path")
+			condition, _, _ := unstructured.NestedSlice(hooks[1].(map[string]any), "matchConditions")
+			if path != "/mutate--v1-pod" || len(condition) != 1 || !strings.Contains(fmt.Sprint(condition), "['batch', 'Job']") {
+				t.Errorf("pod webhook at %q, matching %v: want /mutate--v1-pod for bare pods and the Job extension's", path, condition)
+			}
+		}
+		if find(objs, "ValidatingAdmissionPolicy", "koord-queue-admission-gate") == nil {
+			t.Error("no policy keeps koord-queue's scheduling gate to koord-queue-controllers")
 		}
 		if args := containerArgs(t, objs, "koord-queue-controllers"); !slices.Contains(args, "--enable-webhook=true") || !slices.Contains(args, "--leave-jobs-submitted-running=false") {
 			t.Errorf("controllers args %v, want the webhook on and jobs submitted running queued", args)
@@ -411,8 +425,8 @@ func TestRender(t *testing.T) {
 			t.Fatal("no MutatingWebhookConfiguration")
 		}
 		hooks, _, _ := unstructured.NestedSlice(webhook.Object, "webhooks")
-		if len(hooks) != 8 {
-			t.Errorf("%d webhooks, want one per kind (8)", len(hooks))
+		if len(hooks) != 9 {
+			t.Errorf("%d webhooks, want one per kind (8) and one for pods", len(hooks))
 		}
 		if find(objs, "CustomResourceDefinition", "elasticquotas.scheduling.sigs.k8s.io") == nil {
 			t.Errorf("no ElasticQuota CRD with installElasticQuotaCRD")

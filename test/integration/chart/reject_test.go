@@ -37,7 +37,7 @@ func TestRejectJobsSubmittedRunning(t *testing.T) {
 	}
 	applied := 0
 	for _, o := range objs {
-		if o.GetKind() != "ValidatingAdmissionPolicy" && o.GetKind() != "ValidatingAdmissionPolicyBinding" {
+		if o.GetKind() != "ValidatingAdmissionPolicy" && o.GetKind() != "ValidatingAdmissionPolicyBinding" || !strings.HasPrefix(o.GetName(), "koord-queue-reject-running-") {
 			continue
 		}
 		if err := env.Client.Create(ctx, o); err != nil {
