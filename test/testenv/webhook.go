@@ -45,3 +45,24 @@ func WebhookConfig(name string, integs []framework.Integration, mapper meta.REST
 	}
 	return config, nil
 }
+
+// PodWebhook is the pod webhook docs/extensions.md describes (the pod
+// gate), called by URL at baseURL, for the namespaces selector selects:
+// CREATE of pods, failurePolicy Ignore, a 5 s timeout. caPEM may be empty
+// when the certificate rotator writes the CA in.
+func PodWebhook(baseURL string, caPEM []byte, selector *metav1.LabelSelector) admissionregistrationv1.MutatingWebhook {
+	url := baseURL + webhook.PodPath
+	return admissionregistrationv1.MutatingWebhook{
+		Name:         "pods.koord-queue.x-k8s.io",
+		ClientConfig: admissionregistrationv1.WebhookClientConfig{URL: &url, CABundle: caPEM},
+		Rules: []admissionregistrationv1.RuleWithOperations{{
+			Operations: []admissionregistrationv1.OperationType{admissionregistrationv1.Create},
+			Rule:       admissionregistrationv1.Rule{APIGroups: []string{""}, APIVersions: []string{"v1"}, Resources: []string{"pods"}},
+		}},
+		NamespaceSelector:       selector,
+		FailurePolicy:           ptr.To(admissionregistrationv1.Ignore),
+		SideEffects:             ptr.To(admissionregistrationv1.SideEffectClassNone),
+		TimeoutSeconds:          ptr.To[int32](5),
+		AdmissionReviewVersions: []string{"v1"},
+	}
+}

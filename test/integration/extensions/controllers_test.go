@@ -40,6 +40,11 @@ const (
 	// webhookOffLabel on a namespace keeps the webhook away from its jobs,
 	// so that the reconciler alone meets jobs submitted running there.
 	webhookOffLabel = "koord-queue.test/webhook-off"
+	// podGateLabel on a namespace has the API server call the pod webhook
+	// for the pods created there (newNamespaceWithPodGate); elsewhere the
+	// tests' pods, made as the frameworks' controllers would make them, are
+	// created as they are.
+	podGateLabel = "koord-queue.test/pod-gate"
 )
 
 var webhookSecret = types.NamespacedName{Namespace: schedulingv1alpha1.QueueNamespace, Name: "koord-queue-controllers-webhook-cert"}
@@ -132,6 +137,8 @@ func createFixtures(ctx context.Context, port int) error {
 	if err != nil {
 		return err
 	}
+	config.Webhooks = append(config.Webhooks, testenv.PodWebhook(fmt.Sprintf("https://localhost:%d", port), nil,
+		&metav1.LabelSelector{MatchLabels: map[string]string{podGateLabel: "on"}}))
 	objs = append(objs, config)
 	for _, o := range objs {
 		if err := k8s.Create(ctx, o); err != nil {

@@ -30,6 +30,14 @@ func newNamespaceWithoutWebhook(t *testing.T) string {
 	return createNamespace(t, map[string]string{webhookOffLabel: "true"})
 }
 
+// newNamespaceWithPodGate creates a namespace where the pod webhook holds
+// the pods of queued jobs their admission does not cover at koord-queue's
+// gate.
+func newNamespaceWithPodGate(t *testing.T) string {
+	t.Helper()
+	return createNamespace(t, map[string]string{podGateLabel: "on"})
+}
+
 func createNamespace(t *testing.T, labels map[string]string) string {
 	t.Helper()
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{GenerateName: "ext-", Labels: labels}}

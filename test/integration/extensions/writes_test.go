@@ -100,10 +100,12 @@ func (f roundTripperFunc) RoundTrip(req *http.Request) (*http.Response, error) {
 // once its pod is on a node (Running, PodsReady and the counts in one
 // write), and once the Job completes. The test plays koord-queue (it admits
 // the unit), kube-scheduler and the kubelet (the pod is bound, runs and
-// succeeds) and the Job controller (the Job's status follows its pod).
+// succeeds) and the Job controller (the Job's status follows its pod). The
+// pod webhook holds at koord-queue's gate only pods its admission does not
+// cover, so the Job's pod costs no write of its own.
 func TestWritesOfAJobsLife(t *testing.T) {
 	ctx := context.Background()
-	ns := newNamespace(t)
+	ns := newNamespaceWithPodGate(t)
 	j := extensionstest.MakeJob("train", ns).Quota("team-a").Request("cpu", "1").Obj()
 	create(t, j)
 	unitKey := client.ObjectKey{Namespace: ns, Name: j.Name}
