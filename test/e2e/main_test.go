@@ -118,8 +118,9 @@ func setUp(ctx context.Context, c *cluster.Cluster) error {
 	}
 	// The webhook serves with a certificate made here (its rotation is
 	// tested in test/integration/extensions) and is called by URL for the
-	// namespaces labelled webhookOnLabel only: elsewhere the reconciler alone
-	// meets jobs submitted running.
+	// namespaces labelled webhookOnLabel only (its pod path for those
+	// labelled podGateLabel): elsewhere the reconciler alone meets jobs
+	// submitted running.
 	certDir := filepath.Join(c.Dir, "webhook-certs")
 	if err := os.MkdirAll(certDir, 0o700); err != nil {
 		return err
@@ -137,6 +138,8 @@ func setUp(ctx context.Context, c *cluster.Cluster) error {
 	if err != nil {
 		return err
 	}
+	config.Webhooks = append(config.Webhooks, testenv.PodWebhook("https://"+cluster.Loopback(ports[0]), caPEM,
+		&metav1.LabelSelector{MatchLabels: map[string]string{podGateLabel: "on"}}))
 	if err := k8sClient.Create(ctx, config); err != nil {
 		return fmt.Errorf("creating the MutatingWebhookConfiguration: %w", err)
 	}
@@ -177,6 +180,10 @@ var extensionsStarts int
 // webhookOnLabel on a namespace has the API server call the extensions'
 // webhook for the jobs created there.
 const webhookOnLabel = "koord-queue.e2e/webhook"
+
+// podGateLabel on a namespace has the API server call the extensions' pod
+// webhook for the pods created there (the pod gate).
+const podGateLabel = "koord-queue.e2e/pod-gate"
 
 // startKoordQueue runs the koord-queue binary against the cluster, as a
 // user would, with its visibility API on a free loopback port. No
