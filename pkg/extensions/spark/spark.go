@@ -6,20 +6,24 @@
 // the queue keeps both in step when the application uses the annotation.
 //
 // Its pod sets are "driver" (one pod, in cluster mode) and "executor" (its
-// executors at start). Their requests are those of the pods Spark makes, read
-// from the application without changing it: cpu is coreRequest, else cores,
-// else 1; memory is memory (default 1g) plus memoryOverhead, whose default is
-// Spark's: the overhead factor (memoryOverheadFactor, else 0.1, or 0.4 for
-// Python and R) times memory, at least 384 MiB; a gpu adds its resource. Spark
-// properties in sparkConf stand in for the fields they mirror. The executors
-// at start are executor.instances (default 1) or, with dynamic allocation,
-// the largest of its initial and minimum executors and instances, at least
-// one; executors dynamic allocation adds later are not queued.
+// executors at start), each with the pod the operator and Spark make, read
+// from the application without changing it (pods.go): the role's pod
+// template, Spark's container sized by Spark, and the init containers,
+// sidecars and gpu the operator's webhook adds. Spark's container requests
+// cpu: coreRequest, else cores, else 1; memory: memory (default 1g) plus
+// memoryOverhead, whose default is Spark's: the overhead factor times
+// memory, at least 384 MiB (overheadFactor), and for executors their
+// off-heap and PySpark memory; and the custom resources of
+// spark.<role>.resource.*. Spark properties in sparkConf stand in for the
+// fields they mirror. The executors at start are executor.instances
+// (default 1) or, with dynamic allocation, the largest of its initial and
+// minimum executors and instances, at least one; executors dynamic
+// allocation adds later are not queued.
 //
-// The templates of the pod sets are made up from these requests: admission
-// checks' pod set updates do not reach a Spark application's pods. Its node
-// pool's affinity does, through the driver's and the executors' affinity and
-// templates (EditAffinities).
+// The templates of the pod sets are made up: admission checks' pod set
+// updates do not reach a Spark application's pods. Its node pool's affinity
+// does, through the driver's and the executors' affinity and templates
+// (EditAffinities).
 package spark
 
 import (
@@ -62,6 +66,9 @@ const (
 	driverPodNameConf     = "spark.kubernetes.driver.pod.name"
 	kubernetesFactorConf  = "spark.kubernetes.memoryOverheadFactor"
 	dynamicAllocationConf = "spark.dynamicAllocation.enabled"
+	offHeapEnabledConf    = "spark.memory.offHeap.enabled"
+	offHeapSizeConf       = "spark.memory.offHeap.size"
+	pysparkMemoryConf     = "spark.executor.pyspark.memory"
 )
 
 // Integration is the SparkApplication extension, enabled by the name
@@ -117,19 +124,18 @@ func (a *Application) clusterMode() bool {
 	return a.Spec.Mode == "" || a.Spec.Mode == sparkv1beta2.DeployModeCluster
 }
 
-// PodSets are the driver, in cluster mode, and the executors at start.
+// PodSets are the driver, in cluster mode, and the executors at start,
+// each with the pod the operator and Spark make for it (podSpec).
 func (a *Application) PodSets() ([]framework.PodSet, error) {
 	var sets []framework.PodSet
 	if a.clusterMode() {
-		d := &a.Spec.Driver
-		request, err := a.podRequest("driver", &d.SparkPodSpec, d.CoreRequest)
+		spec, err := a.podSpec(a.driver())
 		if err != nil {
 			return nil, fmt.Errorf("spec.driver: %w", err)
 		}
-		sets = append(sets, framework.MadeUpPodSet(DriverPodSet, 1, "spark-kubernetes-driver", request))
+		sets = append(sets, madeUp(DriverPodSet, 1, spec))
 	}
-	e := &a.Spec.Executor
-	request, err := a.podRequest("executor", &e.SparkPodSpec, e.CoreRequest)
+	spec, err := a.podSpec(a.executor())
 	if err != nil {
 		return nil, fmt.Errorf("spec.executor: %w", err)
 	}
@@ -137,7 +143,7 @@ func (a *Application) PodSets() ([]framework.PodSet, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(sets, framework.MadeUpPodSet(ExecutorPodSet, n, "spark-kubernetes-executor", request)), nil
+	return append(sets, madeUp(ExecutorPodSet, n, spec)), nil
 }
 
 // EditAffinities edits the affinity of the driver's or the executors' pods
@@ -189,25 +195,10 @@ func editTemplateAffinity(raw *runtime.RawExtension, path string, edit func(stri
 	return nil
 }
 
-// podRequest is what a driver or executor pod requests. role is "driver"
-// or "executor", as Spark's properties name them.
-func (a *Application) podRequest(role string, spec *sparkv1beta2.SparkPodSpec, coreRequest *string) (corev1.ResourceList, error) {
-	cpu, err := a.cpuRequest(role, spec, coreRequest)
-	if err != nil {
-		return nil, err
-	}
-	memory, err := a.memoryRequest(role, spec)
-	if err != nil {
-		return nil, err
-	}
-	request := corev1.ResourceList{corev1.ResourceCPU: cpu, corev1.ResourceMemory: memory}
-	if g := spec.GPU; g != nil {
-		if g.Name == "" || g.Quantity < 0 {
-			return nil, fmt.Errorf("gpu: want a resource name and a quantity of at least 0, got %q and %d", g.Name, g.Quantity)
-		}
-		request[corev1.ResourceName(g.Name)] = *resource.NewQuantity(g.Quantity, resource.DecimalSI)
-	}
-	return request, nil
+// madeUp is a pod set of count pods of spec, which the application does not
+// hold: pod set updates reach none of its pods.
+func madeUp(name string, count int32, spec corev1.PodSpec) framework.PodSet {
+	return framework.PodSet{Name: name, Count: count, Template: &corev1.PodTemplateSpec{Spec: spec}, MadeUp: true}
 }
 
 // cpuRequest is coreRequest, else cores, else 1, each from its field or
@@ -241,7 +232,7 @@ func (a *Application) cpuRequest(role string, spec *sparkv1beta2.SparkPodSpec, c
 }
 
 // memoryRequest is memory plus its overhead, in whole MiB as Spark sizes
-// the pod.
+// the pod, and for an executor its off-heap and PySpark memory.
 func (a *Application) memoryRequest(role string, spec *sparkv1beta2.SparkPodSpec) (resource.Quantity, error) {
 	raw, field := ptr.Deref(spec.Memory, ""), "memory"
 	if raw == "" {
@@ -258,7 +249,42 @@ func (a *Application) memoryRequest(role string, spec *sparkv1beta2.SparkPodSpec
 	if err != nil {
 		return resource.Quantity{}, err
 	}
-	return *resource.NewQuantity((memory+overhead)<<20, resource.BinarySI), nil
+	total := memory + overhead
+	if role == "executor" {
+		extra, err := a.executorMemoryBeyondOverhead()
+		if err != nil {
+			return resource.Quantity{}, err
+		}
+		total += extra
+	}
+	return *resource.NewQuantity(total<<20, resource.BinarySI), nil
+}
+
+// executorMemoryBeyondOverhead is what Spark adds to an executor's pod
+// besides memory and overhead: its off-heap memory, when
+// spark.memory.offHeap.enabled (spark.memory.offHeap.size, in bytes
+// without a unit), and a Python application's spark.executor.pyspark.memory.
+func (a *Application) executorMemoryBeyondOverhead() (int64, error) {
+	var out int64
+	if on, _ := strconv.ParseBool(a.Spec.SparkConf[offHeapEnabledConf]); on {
+		if raw := a.Spec.SparkConf[offHeapSizeConf]; raw != "" {
+			n, err := sizeMiB(raw, 1)
+			if err != nil {
+				return 0, fmt.Errorf("sparkConf %s: %w", offHeapSizeConf, err)
+			}
+			out += n
+		}
+	}
+	if a.Spec.Type == sparkv1beta2.SparkApplicationTypePython {
+		if raw := a.Spec.SparkConf[pysparkMemoryConf]; raw != "" {
+			n, err := mebibytes(raw)
+			if err != nil {
+				return 0, fmt.Errorf("sparkConf %s: %w", pysparkMemoryConf, err)
+			}
+			out += n
+		}
+	}
+	return out, nil
 }
 
 // memoryOverhead is memoryOverhead, else the overhead factor times memory,
@@ -282,14 +308,17 @@ func (a *Application) memoryOverhead(role string, spec *sparkv1beta2.SparkPodSpe
 	return max(int64(factor*float64(memoryMiB)), minMemoryOverheadMiB), nil
 }
 
-// overheadFactor is the role's memory overhead factor: its Spark property,
-// else spec.memoryOverheadFactor, else Spark's older property, else 0.1
-// for a JVM application and 0.4 for Python and R.
+// overheadFactor is the role's memory overhead factor, as Spark 3.3 and
+// later choose it: its Spark property, else the application's default:
+// spark.kubernetes.memoryOverheadFactor (which sparkConf sets over
+// spec.memoryOverheadFactor: the operator passes the field first), else 0.1
+// for a JVM application and 0.4 for Python and R. The driver hands the
+// default to the executors.
 func (a *Application) overheadFactor(role string) (float64, error) {
 	for _, c := range []struct{ field, raw string }{
 		{"sparkConf spark." + role + ".memoryOverheadFactor", a.Spec.SparkConf["spark."+role+".memoryOverheadFactor"]},
-		{"memoryOverheadFactor", ptr.Deref(a.Spec.MemoryOverheadFactor, "")},
 		{"sparkConf " + kubernetesFactorConf, a.Spec.SparkConf[kubernetesFactorConf]},
+		{"memoryOverheadFactor", ptr.Deref(a.Spec.MemoryOverheadFactor, "")},
 	} {
 		if c.raw == "" {
 			continue

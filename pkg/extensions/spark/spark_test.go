@@ -1,12 +1,14 @@
 package spark
 
 import (
+	"encoding/json"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -135,6 +137,95 @@ func TestPodSets(t *testing.T) {
 				"executor": {1, qt.Res("cpu", "1", "memory", "1408Mi")},
 			},
 		},
+		"the webhook's sidecars add their requests to each pod": {
+			app: with(app().Executors(2, 1, "1g"), func(s *sparkv1beta2.SparkApplicationSpec) {
+				s.Executor.Sidecars = []corev1.Container{container("log-shipper", "250m", "128Mi")}
+			}),
+			want: map[string]podSetWant{
+				"driver":   {1, qt.Res("cpu", "1", "memory", "1408Mi")},
+				"executor": {2, qt.Res("cpu", "1250m", "memory", "1536Mi")},
+			},
+		},
+		"the webhook's init containers: the largest sets the pod's request": {
+			app: with(app(), func(s *sparkv1beta2.SparkApplicationSpec) {
+				s.Driver.InitContainers = []corev1.Container{container("fetch", "2", "4Gi"), container("unpack", "500m", "64Mi")}
+			}),
+			want: map[string]podSetWant{
+				"driver":   {1, qt.Res("cpu", "2", "memory", "4Gi")},
+				"executor": {1, qt.Res("cpu", "1", "memory", "1408Mi")},
+			},
+		},
+		"a pod template's containers count; its Spark container takes Spark's cpu and memory": {
+			app: with(app().Executors(3, 1, "1g"), func(s *sparkv1beta2.SparkApplicationSpec) {
+				spark := container("spark-kubernetes-executor", "8", "1Gi")
+				spark.Resources.Requests[corev1.ResourceEphemeralStorage] = resource.MustParse("1Gi")
+				mesh := container("mesh", "100m", "64Mi")
+				mesh.RestartPolicy = ptr.To(corev1.ContainerRestartPolicyAlways)
+				s.Executor.Template = rawTemplate(t, corev1.PodSpec{
+					Containers:     []corev1.Container{container("proxy", "500m", "256Mi"), spark},
+					InitContainers: []corev1.Container{mesh},
+				})
+			}),
+			want: map[string]podSetWant{
+				"driver":   {1, qt.Res("cpu", "1", "memory", "1408Mi")},
+				"executor": {3, qt.Res("cpu", "1600m", "memory", "1728Mi", "ephemeral-storage", "1Gi")}, // 1408 + 256 + 64
+			},
+		},
+		"a template without Spark's container name: its first container is Spark's": {
+			app: with(app(), func(s *sparkv1beta2.SparkApplicationSpec) {
+				s.Driver.Template = rawTemplate(t, corev1.PodSpec{Containers: []corev1.Container{container("main", "4", "8Gi"), container("proxy", "500m", "256Mi")}})
+			}),
+			want: map[string]podSetWant{
+				"driver":   {1, qt.Res("cpu", "1500m", "memory", "1664Mi")},
+				"executor": {1, qt.Res("cpu", "1", "memory", "1408Mi")},
+			},
+		},
+		"a sidecar the template already has (same name and image) is not added twice": {
+			app: with(app(), func(s *sparkv1beta2.SparkApplicationSpec) {
+				s.Executor.Template = rawTemplate(t, corev1.PodSpec{Containers: []corev1.Container{{Name: "spark-kubernetes-executor"}, container("proxy", "500m", "256Mi")}})
+				s.Executor.Sidecars = []corev1.Container{container("proxy", "500m", "256Mi")}
+			}),
+			want: map[string]podSetWant{
+				"driver":   {1, qt.Res("cpu", "1", "memory", "1408Mi")},
+				"executor": {1, qt.Res("cpu", "1500m", "memory", "1664Mi")},
+			},
+		},
+		"spark.<role>.resource.<name>.amount asks for <vendor>/<name>": {
+			app: with(app().Executors(2, 1, "1g"), func(s *sparkv1beta2.SparkApplicationSpec) {
+				s.SparkConf = map[string]string{
+					"spark.executor.resource.gpu.amount": "2", "spark.executor.resource.gpu.vendor": "nvidia.com",
+					"spark.executor.resource.gpu.discoveryScript": "/opt/getGpus.sh",
+					"spark.driver.resource.fpga.amount":           "1", "spark.driver.resource.fpga.vendor": "xilinx.com",
+					"spark.executor.resource.none.amount": "0", // asks for nothing, as Spark drops it
+				}
+			}),
+			want: map[string]podSetWant{
+				"driver":   {1, qt.Res("cpu", "1", "memory", "1408Mi", "xilinx.com/fpga", "1")},
+				"executor": {2, qt.Res("cpu", "1", "memory", "1408Mi", "nvidia.com/gpu", "2")},
+			},
+		},
+		"sparkConf's spark.kubernetes.memoryOverheadFactor wins over spec.memoryOverheadFactor, which the operator passes before it": {
+			app: with(app().Driver(1, "4g").Executors(1, 1, "4g"), func(s *sparkv1beta2.SparkApplicationSpec) {
+				s.MemoryOverheadFactor = ptr.To("0.2")
+				s.SparkConf = map[string]string{"spark.kubernetes.memoryOverheadFactor": "0.5", "spark.executor.memoryOverheadFactor": "0.25"}
+			}),
+			want: map[string]podSetWant{
+				"driver":   {1, qt.Res("cpu", "1", "memory", "6Gi")}, // 4096 + 2048
+				"executor": {1, qt.Res("cpu", "1", "memory", "5Gi")}, // 4096 + 1024
+			},
+		},
+		"an executor's off-heap memory, and a Python executor's PySpark memory, are added to its pod": {
+			app: with(app().Type(sparkv1beta2.SparkApplicationTypePython).Executors(1, 1, "1g"), func(s *sparkv1beta2.SparkApplicationSpec) {
+				s.SparkConf = map[string]string{
+					"spark.memory.offHeap.enabled": "true", "spark.memory.offHeap.size": "536870912", // bytes without a unit
+					"spark.executor.pyspark.memory": "256", // MiB without a unit
+				}
+			}),
+			want: map[string]podSetWant{
+				"driver":   {1, qt.Res("cpu", "1", "memory", "1433Mi")}, // 1024 + 409
+				"executor": {1, qt.Res("cpu", "1", "memory", "2201Mi")}, // 1024 + 409 + 512 + 256
+			},
+		},
 		"client mode has no driver pod": {
 			app: app().Mode(sparkv1beta2.DeployModeClient).Executors(2, 1, "1g").Obj(),
 			want: map[string]podSetWant{
@@ -166,6 +257,18 @@ func TestPodSets(t *testing.T) {
 				s.SparkConf = map[string]string{"spark.executor.instances": "many"}
 			}),
 			wantErr: `sparkConf spark.executor.instances "many": want a whole number`,
+		},
+		"a custom resource without a vendor is refused, as Spark refuses it": {
+			app: with(app(), func(s *sparkv1beta2.SparkApplicationSpec) {
+				s.SparkConf = map[string]string{"spark.executor.resource.gpu.amount": "1"}
+			}),
+			wantErr: "spec.executor: sparkConf spark.executor.resource.gpu.vendor: Spark asks for the resource <vendor>/gpu",
+		},
+		"a pod template that is no pod template is refused": {
+			app: with(app(), func(s *sparkv1beta2.SparkApplicationSpec) {
+				s.Executor.Template = &runtime.RawExtension{Raw: []byte(`{"spec":{"containers":"main"}}`)}
+			}),
+			wantErr: "spec.executor: template: ",
 		},
 		"a gpu without a name is refused": {
 			app: with(app(), func(s *sparkv1beta2.SparkApplicationSpec) {
@@ -199,6 +302,21 @@ func TestPodSets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// container is a container requesting cpu and memory.
+func container(name, cpu, memory string) corev1.Container {
+	return corev1.Container{Name: name, Image: name + ":1", Resources: corev1.ResourceRequirements{Requests: qt.Res("cpu", cpu, "memory", memory)}}
+}
+
+// rawTemplate is spec as a SparkApplication's pod template.
+func rawTemplate(t *testing.T, spec corev1.PodSpec) *runtime.RawExtension {
+	t.Helper()
+	raw, err := json.Marshal(corev1.PodTemplateSpec{Spec: spec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &runtime.RawExtension{Raw: raw}
 }
 
 func TestSuspendAndResume(t *testing.T) {

@@ -26,7 +26,12 @@ var bytesPerUnit = map[string]int64{
 // mebibytes reads a Spark memory setting ("512m", "2g", "1024") as whole MiB,
 // as Spark does: a number without a suffix is MiB, a fraction is refused,
 // and a size that is not a whole number of MiB is rounded down.
-func mebibytes(s string) (int64, error) {
+func mebibytes(s string) (int64, error) { return sizeMiB(s, mib) }
+
+// sizeMiB reads a Spark size as whole MiB, as mebibytes does, a number
+// without a suffix being in units of bytes (mib for MiB, 1 for bytes, as
+// the setting's own unit says).
+func sizeMiB(s string, unit int64) (int64, error) {
 	v := strings.ToLower(strings.TrimSpace(s))
 	m := sparkSize.FindStringSubmatch(v)
 	if m == nil {
@@ -39,7 +44,6 @@ func mebibytes(s string) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%q: %w", s, err)
 	}
-	unit := int64(mib)
 	if m[2] != "" {
 		var ok bool
 		if unit, ok = bytesPerUnit[m[2]]; !ok {

@@ -77,6 +77,12 @@ const (
 
 // SparkPodSpec is what the driver and the executors share.
 type SparkPodSpec struct {
+	// Template is the pod template Spark makes the pods from (Spark 3 and
+	// later), a corev1.PodTemplateSpec. The operator's schema does not
+	// check it, so it is kept raw and read when the pods are sized: a
+	// template that is no pod template makes its application invalid
+	// rather than unreadable.
+	Template *runtime.RawExtension `json:"template,omitempty"`
 	// Cores is spark.driver.cores or spark.executor.cores: an integer in
 	// the operator's older schema, an integer or a string in its newer one.
 	Cores *intstr.IntOrString `json:"cores,omitempty"`
@@ -92,11 +98,11 @@ type SparkPodSpec struct {
 	// Affinity is the pods' affinity: the operator's webhook sets it on
 	// the pods it mutates, those without a Template (or of Spark 2).
 	Affinity *corev1.Affinity `json:"affinity,omitempty"`
-	// Template is the pods' template (Spark 3 and later), a
-	// corev1.PodTemplateSpec that the operator's CRD keeps schemaless:
-	// it is kept as written, and read and written only through its
-	// affinity.
-	Template *runtime.RawExtension `json:"template,omitempty"`
+	// Sidecars are containers the operator's webhook adds to each pod.
+	Sidecars []corev1.Container `json:"sidecars,omitempty"`
+	// InitContainers are init containers the operator's webhook adds to
+	// each pod.
+	InitContainers []corev1.Container `json:"initContainers,omitempty"`
 }
 
 // GPUSpec is an extended resource and how much of it a pod requests.
