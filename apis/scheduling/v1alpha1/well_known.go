@@ -70,6 +70,12 @@ const (
 	// writes it with the lowered parallelism and puts the parallelism back
 	// (removing it) when the Job is suspended again.
 	AnnotationOriginalParallelism = "koord-queue/original-parallelism"
+	// AnnotationOriginalMaxExecutors on a SparkApplication with dynamic
+	// allocation released by a partial admission is the maxExecutors it
+	// asked for; koord-queue-controllers writes it with maxExecutors lowered
+	// to the executors admitted, and puts maxExecutors back (removing it)
+	// when the application is suspended again.
+	AnnotationOriginalMaxExecutors = "koord-queue/original-max-executors"
 	// AnnotationQuotaRule on a QueueUnit says which rule chose the quota its
 	// quota label names, when an extension set that label from the job's
 	// namespace ("namespace name" or "namespaces annotation"): the label

@@ -66,6 +66,7 @@ const (
 	driverPodNameConf     = "spark.kubernetes.driver.pod.name"
 	kubernetesFactorConf  = "spark.kubernetes.memoryOverheadFactor"
 	dynamicAllocationConf = "spark.dynamicAllocation.enabled"
+	maxExecutorsConf      = "spark.dynamicAllocation.maxExecutors"
 	offHeapEnabledConf    = "spark.memory.offHeap.enabled"
 	offHeapSizeConf       = "spark.memory.offHeap.size"
 	pysparkMemoryConf     = "spark.executor.pyspark.memory"
@@ -92,9 +93,11 @@ func Integration() framework.Integration {
 type Application sparkv1beta2.SparkApplication
 
 var (
-	_ framework.GenericJob            = (*Application)(nil)
-	_ framework.JobWithPriority       = (*Application)(nil)
-	_ framework.JobWithMadeUpAffinity = (*Application)(nil)
+	_ framework.GenericJob              = (*Application)(nil)
+	_ framework.JobWithPriority         = (*Application)(nil)
+	_ framework.JobWithMadeUpAffinity   = (*Application)(nil)
+	_ framework.JobWithPartialAdmission = (*Application)(nil)
+	_ framework.JobWithWarnings         = (*Application)(nil)
 )
 
 // Object is the SparkApplication.
@@ -109,8 +112,14 @@ func (a *Application) IsSuspended() bool {
 func (a *Application) Suspend() { a.setSuspend(true) }
 
 // Resume clears spec.suspend, and the annotation when the application uses
-// it.
-func (a *Application) Resume() { a.setSuspend(false) }
+// it. An application with dynamic allocation and no maxExecutors is given
+// the executors it was queued for as its maximum (see executors).
+func (a *Application) Resume() {
+	a.setSuspend(false)
+	if e, err := a.executors(); err == nil && e.unbounded {
+		a.setMaxExecutors(e.count)
+	}
+}
 
 func (a *Application) setSuspend(s bool) {
 	a.Spec.Suspend = ptr.To(s)
@@ -139,11 +148,15 @@ func (a *Application) PodSets() ([]framework.PodSet, error) {
 	if err != nil {
 		return nil, fmt.Errorf("spec.executor: %w", err)
 	}
-	n, err := a.initialExecutors()
+	e, err := a.executors()
 	if err != nil {
 		return nil, err
 	}
-	return append(sets, madeUp(ExecutorPodSet, n, spec)), nil
+	executors := madeUp(ExecutorPodSet, e.count, spec)
+	if e.start < e.count {
+		executors.MinCount = ptr.To(e.start)
+	}
+	return append(sets, executors), nil
 }
 
 // EditAffinities edits the affinity of the driver's or the executors' pods
@@ -336,29 +349,65 @@ func (a *Application) overheadFactor(role string) (float64, error) {
 	return jvmOverheadFactor, nil
 }
 
-// initialExecutors is how many executors the application starts with.
-func (a *Application) initialExecutors() (int32, error) {
+// executorCount is how many executors an application asks for.
+type executorCount struct {
+	// count is the most it runs at once: executor.instances, or with
+	// dynamic allocation maxExecutors.
+	count int32
+	// start is how many dynamic allocation starts with: the most of its
+	// initial and minimum executors and instances, at least one (count
+	// without dynamic allocation). Its unit may be admitted with as few
+	// (partial admission) and the application released with maxExecutors
+	// lowered to what was admitted (RunWithCounts).
+	start int32
+	// unbounded is dynamic allocation without maxExecutors: count is start,
+	// and the application is released with maxExecutors set to it (Resume),
+	// since what it could grow to is not known.
+	unbounded bool
+}
+
+// executors is how many executors the application asks for. With dynamic
+// allocation its unit asks for its maximum, which a partial admission may
+// lower down to what it starts with, as the apache/spark-kubernetes-operator's
+// Kueue integration reserves it: an executor added later would otherwise
+// run on quota nobody was charged.
+func (a *Application) executors() (executorCount, error) {
 	instances, err := a.count(a.Spec.Executor.Instances, "executor.instances", "spark.executor.instances")
 	if err != nil {
-		return 0, err
+		return executorCount{}, err
 	}
 	if !a.dynamicAllocation() {
-		if instances == nil {
-			return defaultInstances, nil
-		}
-		return *instances, nil
+		n := ptr.Deref(instances, defaultInstances)
+		return executorCount{count: n, start: n}, nil
 	}
-	var initial, minimum *int32
-	if d := a.Spec.DynamicAllocation; d != nil {
-		initial, minimum = d.InitialExecutors, d.MinExecutors
+	var initial, minimum, maximum *int32
+	if d := a.Spec.DynamicAllocation; d != nil && d.Enabled {
+		// The operator passes these only when it enables dynamic
+		// allocation, after sparkConf.
+		initial, minimum, maximum = d.InitialExecutors, d.MinExecutors, d.MaxExecutors
 	}
 	if initial, err = a.count(initial, "dynamicAllocation.initialExecutors", "spark.dynamicAllocation.initialExecutors"); err != nil {
-		return 0, err
+		return executorCount{}, err
 	}
 	if minimum, err = a.count(minimum, "dynamicAllocation.minExecutors", "spark.dynamicAllocation.minExecutors"); err != nil {
-		return 0, err
+		return executorCount{}, err
 	}
-	return max(ptr.Deref(initial, 0), ptr.Deref(minimum, 0), ptr.Deref(instances, 0), 1), nil
+	if maximum, err = a.count(maximum, "dynamicAllocation.maxExecutors", maxExecutorsConf); err != nil {
+		return executorCount{}, err
+	}
+	if original, ok := a.originalMaxExecutors(); ok {
+		maximum = &original // lowered by a partial admission
+	}
+	start := max(ptr.Deref(initial, 0), ptr.Deref(minimum, 0), ptr.Deref(instances, 0), 1)
+	switch {
+	case maximum == nil:
+		return executorCount{count: start, start: start, unbounded: true}, nil
+	case *maximum == 0:
+		return executorCount{}, fmt.Errorf("dynamicAllocation.maxExecutors 0: Spark refuses it; give at least 1")
+	case *maximum < start:
+		return executorCount{}, fmt.Errorf("dynamic allocation would start with %d executors, more than maxExecutors %d: Spark refuses it", start, *maximum)
+	}
+	return executorCount{count: *maximum, start: start}, nil
 }
 
 // count is a field's executor count, else the Spark property's; nil when
@@ -382,13 +431,92 @@ func (a *Application) count(field *int32, fieldName, conf string) (*int32, error
 }
 
 // dynamicAllocation reports whether the application may change its
-// executors: spec.dynamicAllocation.enabled, else the Spark property.
+// executors: spec.dynamicAllocation.enabled, else the Spark property (the
+// operator passes sparkConf, and the field only when it is enabled).
 func (a *Application) dynamicAllocation() bool {
-	if d := a.Spec.DynamicAllocation; d != nil {
-		return d.Enabled
+	if d := a.Spec.DynamicAllocation; d != nil && d.Enabled {
+		return true
 	}
 	on, _ := strconv.ParseBool(a.Spec.SparkConf[dynamicAllocationConf])
 	return on
+}
+
+// setMaxExecutors sets maxExecutors where the operator reads it first: the
+// field when the field enables dynamic allocation, else sparkConf.
+func (a *Application) setMaxExecutors(n int32) {
+	if d := a.Spec.DynamicAllocation; d != nil && d.Enabled {
+		d.MaxExecutors = ptr.To(n)
+		return
+	}
+	if a.Spec.SparkConf == nil {
+		a.Spec.SparkConf = map[string]string{}
+	}
+	a.Spec.SparkConf[maxExecutorsConf] = strconv.Itoa(int(n))
+}
+
+// RunWithCounts lowers maxExecutors to the executors admitted, keeping the
+// application's own in koord-queue/original-max-executors (once: one
+// lowered already keeps the first).
+func (a *Application) RunWithCounts(counts map[string]int32) {
+	n, ok := counts[ExecutorPodSet]
+	if !ok {
+		return
+	}
+	if _, lowered := a.originalMaxExecutors(); !lowered {
+		e, err := a.executors()
+		if err != nil || e.unbounded {
+			return // not admitted partially: its unit has no minimum
+		}
+		if a.Annotations == nil {
+			a.Annotations = map[string]string{}
+		}
+		a.Annotations[schedulingv1alpha1.AnnotationOriginalMaxExecutors] = strconv.Itoa(int(e.count))
+	}
+	a.setMaxExecutors(n)
+}
+
+// RestoreCounts puts back the maxExecutors RunWithCounts lowered.
+func (a *Application) RestoreCounts() bool {
+	if _, ok := a.Annotations[schedulingv1alpha1.AnnotationOriginalMaxExecutors]; !ok {
+		return false
+	}
+	n, ok := a.originalMaxExecutors()
+	delete(a.Annotations, schedulingv1alpha1.AnnotationOriginalMaxExecutors)
+	if ok {
+		a.setMaxExecutors(n)
+	}
+	return true
+}
+
+// originalMaxExecutors is the maxExecutors a partial admission lowered, if
+// it did.
+func (a *Application) originalMaxExecutors() (int32, bool) {
+	raw, ok := a.Annotations[schedulingv1alpha1.AnnotationOriginalMaxExecutors]
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(raw, 10, 32)
+	if err != nil || n < 1 {
+		return 0, false // not ours: the spec says what it asks for
+	}
+	return int32(n), true
+}
+
+// ReasonUnboundedExecutors is the warning of dynamic allocation without
+// maxExecutors.
+const ReasonUnboundedExecutors = "UnboundedDynamicAllocation"
+
+// Warnings warns of dynamic allocation without maxExecutors: the
+// application is released with the executors it starts with as its
+// maximum.
+func (a *Application) Warnings() []framework.Warning {
+	e, err := a.executors()
+	if err != nil || !e.unbounded {
+		return nil
+	}
+	return []framework.Warning{{Reason: ReasonUnboundedExecutors, Message: fmt.Sprintf(
+		"Dynamic allocation without maxExecutors: the application is queued for the %d executors it starts with and released with maxExecutors %d. "+
+			"Set spec.dynamicAllocation.maxExecutors to let it grow: it is then queued for that many, and may start with fewer when its quota has less room", e.count, e.count)}}
 }
 
 // PriorityClass is batchSchedulerOptions.priorityClassName, else the

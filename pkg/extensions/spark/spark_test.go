@@ -119,13 +119,13 @@ func TestPodSets(t *testing.T) {
 				"executor": {2, qt.Res("cpu", "1", "memory", "1408Mi")},
 			},
 		},
-		"dynamic allocation starts with the most of initial, minimum and instances": {
+		"dynamic allocation asks for its maximum": {
 			app: with(app().Executors(2, 1, "1g"), func(s *sparkv1beta2.SparkApplicationSpec) {
 				s.DynamicAllocation = &sparkv1beta2.DynamicAllocation{Enabled: true, InitialExecutors: ptr.To[int32](3), MinExecutors: ptr.To[int32](1), MaxExecutors: ptr.To[int32](10)}
 			}),
 			want: map[string]podSetWant{
 				"driver":   {1, qt.Res("cpu", "1", "memory", "1408Mi")},
-				"executor": {3, qt.Res("cpu", "1", "memory", "1408Mi")},
+				"executor": {10, qt.Res("cpu", "1", "memory", "1408Mi")},
 			},
 		},
 		"dynamic allocation with nothing to start with starts one executor": {
@@ -317,6 +317,135 @@ func rawTemplate(t *testing.T, spec corev1.PodSpec) *runtime.RawExtension {
 		t.Fatal(err)
 	}
 	return &runtime.RawExtension{Raw: raw}
+}
+
+func TestDynamicAllocation(t *testing.T) {
+	dynamic := func(d sparkv1beta2.DynamicAllocation, conf map[string]string) *Application {
+		a := extensionstest.MakeSparkApplication("pi", "ns").Executors(2, 1, "1g").Obj()
+		a.Spec.DynamicAllocation, a.Spec.SparkConf = &d, conf
+		return (*Application)(a)
+	}
+	cases := map[string]struct {
+		app          *Application
+		wantCount    int32
+		wantMin      *int32
+		wantWarnings int
+		wantErr      string
+	}{
+		"without dynamic allocation: instances, whole": {
+			app:       (*Application)(extensionstest.MakeSparkApplication("pi", "ns").Executors(4, 1, "1g").Obj()),
+			wantCount: 4,
+		},
+		"up to maxExecutors, starting with at least the most of initial, minimum and instances": {
+			app:       dynamic(sparkv1beta2.DynamicAllocation{Enabled: true, InitialExecutors: ptr.To[int32](3), MinExecutors: ptr.To[int32](1), MaxExecutors: ptr.To[int32](10)}, nil),
+			wantCount: 10, wantMin: ptr.To[int32](3),
+		},
+		"sparkConf's maxExecutors when the field is not set": {
+			app:       dynamic(sparkv1beta2.DynamicAllocation{Enabled: true}, map[string]string{"spark.dynamicAllocation.maxExecutors": "6"}),
+			wantCount: 6, wantMin: ptr.To[int32](2),
+		},
+		"dynamic allocation enabled in sparkConf, the field's disabled settings not passed": {
+			app: dynamic(sparkv1beta2.DynamicAllocation{Enabled: false, MaxExecutors: ptr.To[int32](100)},
+				map[string]string{"spark.dynamicAllocation.enabled": "true", "spark.dynamicAllocation.maxExecutors": "5"}),
+			wantCount: 5, wantMin: ptr.To[int32](2),
+		},
+		"a maximum no more than the start: whole": {
+			app:       dynamic(sparkv1beta2.DynamicAllocation{Enabled: true, MaxExecutors: ptr.To[int32](2)}, nil),
+			wantCount: 2,
+		},
+		"no maximum: what it starts with, and a warning that it is capped there": {
+			app:       dynamic(sparkv1beta2.DynamicAllocation{Enabled: true, InitialExecutors: ptr.To[int32](3)}, nil),
+			wantCount: 3, wantWarnings: 1,
+		},
+		"a start above the maximum is refused, as Spark refuses it": {
+			app:     dynamic(sparkv1beta2.DynamicAllocation{Enabled: true, InitialExecutors: ptr.To[int32](5), MaxExecutors: ptr.To[int32](4)}, nil),
+			wantErr: "start with 5 executors, more than maxExecutors 4",
+		},
+		"a maximum of none is refused, as Spark refuses it": {
+			app:     dynamic(sparkv1beta2.DynamicAllocation{Enabled: true, MaxExecutors: ptr.To[int32](0)}, nil),
+			wantErr: "dynamicAllocation.maxExecutors 0",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			sets, err := tc.app.PodSets()
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("PodSets error %v, want one saying %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := sets[len(sets)-1]
+			if e.Name != ExecutorPodSet || e.Count != tc.wantCount || !ptr.Equal(e.MinCount, tc.wantMin) {
+				t.Errorf("pod set %s of %d pods, at least %v; want executor of %d, at least %v", e.Name, e.Count, ptr.Deref(e.MinCount, -1), tc.wantCount, ptr.Deref(tc.wantMin, -1))
+			}
+			if got := tc.app.Warnings(); len(got) != tc.wantWarnings {
+				t.Errorf("warnings %v, want %d", got, tc.wantWarnings)
+			}
+		})
+	}
+}
+
+func TestDynamicAllocationIsCappedAtRelease(t *testing.T) {
+	maxOf := func(a *Application) (field *int32, conf string) {
+		if d := a.Spec.DynamicAllocation; d != nil {
+			field = d.MaxExecutors
+		}
+		return field, a.Spec.SparkConf["spark.dynamicAllocation.maxExecutors"]
+	}
+	executorSet := func(t *testing.T, a *Application) framework.PodSet {
+		t.Helper()
+		sets, err := a.PodSets()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return sets[len(sets)-1]
+	}
+	t.Run("admitted partially: maxExecutors is what was admitted, and comes back when suspended", func(t *testing.T) {
+		a := (*Application)(extensionstest.MakeSparkApplication("pi", "ns").Executors(2, 1, "1g").Obj())
+		a.Spec.DynamicAllocation = &sparkv1beta2.DynamicAllocation{Enabled: true, MaxExecutors: ptr.To[int32](10)}
+		var _ framework.JobWithPartialAdmission = a
+		a.RunWithCounts(map[string]int32{ExecutorPodSet: 4})
+		a.Resume()
+		if field, _ := maxOf(a); ptr.Deref(field, -1) != 4 {
+			t.Errorf("released with maxExecutors %v, want 4", ptr.Deref(field, -1))
+		}
+		if s := executorSet(t, a); s.Count != 10 {
+			t.Errorf("while capped the executors ask for %d, want their own 10", s.Count)
+		}
+		a.Suspend()
+		if !a.RestoreCounts() {
+			t.Fatal("RestoreCounts changed nothing")
+		}
+		if field, _ := maxOf(a); ptr.Deref(field, -1) != 10 {
+			t.Errorf("restored maxExecutors %v, want 10", ptr.Deref(field, -1))
+		}
+		if _, ok := a.Annotations[schedulingv1alpha1.AnnotationOriginalMaxExecutors]; ok || a.RestoreCounts() {
+			t.Errorf("the original is kept after RestoreCounts: %v", a.Annotations)
+		}
+	})
+	t.Run("dynamic allocation from sparkConf is capped in sparkConf", func(t *testing.T) {
+		a := (*Application)(extensionstest.MakeSparkApplication("pi", "ns").Executors(2, 1, "1g").Obj())
+		a.Spec.SparkConf = map[string]string{"spark.dynamicAllocation.enabled": "true", "spark.dynamicAllocation.maxExecutors": "8"}
+		a.RunWithCounts(map[string]int32{ExecutorPodSet: 3})
+		if field, conf := maxOf(a); field != nil || conf != "3" {
+			t.Errorf("released with maxExecutors %v in the field and %q in sparkConf, want 3 in sparkConf", field, conf)
+		}
+	})
+	t.Run("no maximum: released with what it starts with as its maximum", func(t *testing.T) {
+		a := (*Application)(extensionstest.MakeSparkApplication("pi", "ns").Executors(2, 1, "1g").Obj())
+		a.Spec.DynamicAllocation = &sparkv1beta2.DynamicAllocation{Enabled: true, InitialExecutors: ptr.To[int32](3)}
+		a.Resume()
+		if field, _ := maxOf(a); ptr.Deref(field, -1) != 3 {
+			t.Errorf("released with maxExecutors %v, want 3", ptr.Deref(field, -1))
+		}
+		if s := executorSet(t, a); s.Count != 3 || s.MinCount != nil {
+			t.Errorf("then it asks for %d executors, at least %v; want 3, whole", s.Count, s.MinCount)
+		}
+	})
 }
 
 func TestSuspendAndResume(t *testing.T) {
