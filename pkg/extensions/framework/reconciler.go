@@ -408,10 +408,9 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 		return nil
 	}
 
-	sets, setsErr := job.PodSets()
-	var unitSets []schedulingv1alpha1.PodSet
-	if setsErr == nil {
-		unitSets, setsErr = unitPodSets(sets)
+	sets, unitSets, setsErr, err := r.jobPodSets(ctx, job)
+	if err != nil {
+		return err
 	}
 	className, priority, priorityWarning, err := resolvePriority(ctx, r.client, r.priorities, job, sets)
 	if err != nil {
@@ -472,6 +471,21 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 	return r.patchJob(ctx, job, job.Suspend)
 }
 
+// jobPodSets are job's pod sets and its unit's (unitPodSets, with the
+// LimitRange defaults of its namespace); setsErr says why the job cannot be
+// queued as it is, err that the LimitRanges could not be read.
+func (r *JobReconciler) jobPodSets(ctx context.Context, job GenericJob) (sets []PodSet, unitSets []schedulingv1alpha1.PodSet, setsErr, err error) {
+	if sets, setsErr = job.PodSets(); setsErr != nil {
+		return sets, nil, setsErr, nil
+	}
+	defaults, err := r.podDefaults(ctx, job.Object().GetNamespace())
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	unitSets, setsErr = unitPodSets(sets, defaults)
+	return sets, unitSets, setsErr, nil
+}
+
 // submittedRunningWarning tells the user why a job they submitted running
 // was suspended, and how to submit it next time.
 func submittedRunningWarning(quota, unitName string) Warning {
@@ -528,10 +542,9 @@ func (r *JobReconciler) follow(ctx context.Context, job GenericJob, unit *schedu
 		wait = timer
 	}
 
-	sets, setsErr := job.PodSets()
-	var unitSets []schedulingv1alpha1.PodSet
-	if setsErr == nil {
-		unitSets, setsErr = unitPodSets(sets)
+	sets, unitSets, setsErr, err := r.jobPodSets(ctx, job)
+	if err != nil {
+		return 0, err
 	}
 	switch phase := unit.EffectivePhase(); {
 	case queueunit.Waiting(phase):

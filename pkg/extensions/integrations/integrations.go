@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -94,6 +95,12 @@ func Scope(integs []framework.Integration, manageAllJobs, leaveJobsSubmittedRunn
 func Setup(ctx context.Context, mgr ctrl.Manager, integs []framework.Integration, scope framework.Scope, opts ...framework.Option) error {
 	if err := framework.SetupIndexes(ctx, mgr.GetFieldIndexer(), integs...); err != nil {
 		return err
+	}
+	// Units ask for what their pods will hold, LimitRange defaults
+	// included: the LimitRanges' informer starts with the manager, so that
+	// the first jobs are sized with them.
+	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.LimitRange{}); err != nil {
+		return fmt.Errorf("watching LimitRanges: %w", err)
 	}
 	recorder := mgr.GetEventRecorderFor(EventSource)
 	for _, i := range integs {
