@@ -280,18 +280,12 @@ func TestPodSets(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			before := tc.app.DeepCopy()
-			sets, err := (*Application)(tc.app).PodSets()
+			sets, ok := podSets(t, (*Application)(tc.app), tc.wantErr)
 			if diff := cmp.Diff(before, tc.app); diff != "" {
 				t.Errorf("PodSets changed the application (-before +after):\n%s", diff)
 			}
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("PodSets error %v, want one saying %q", err, tc.wantErr)
-				}
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			got := map[string]podSetWant{}
 			for _, s := range sets {
@@ -302,6 +296,24 @@ func TestPodSets(t *testing.T) {
 			}
 		})
 	}
+}
+
+// podSets are a's pod sets, ok when it has them; an error other than
+// one saying wantErr ("" for none) fails the test.
+func podSets(t *testing.T, a *Application, wantErr string) (sets []framework.PodSet, ok bool) {
+	t.Helper()
+	sets, err := a.PodSets()
+	switch {
+	case wantErr != "":
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("PodSets error %v, want one saying %q", err, wantErr)
+		}
+		return nil, false
+	case err != nil:
+		t.Errorf("PodSets: %v", err)
+		return nil, false
+	}
+	return sets, true
 }
 
 // container is a container requesting cpu and memory.
@@ -368,15 +380,9 @@ func TestDynamicAllocation(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			sets, err := tc.app.PodSets()
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("PodSets error %v, want one saying %q", err, tc.wantErr)
-				}
+			sets, ok := podSets(t, tc.app, tc.wantErr)
+			if !ok {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			e := sets[len(sets)-1]
 			if e.Name != ExecutorPodSet || e.Count != tc.wantCount || !ptr.Equal(e.MinCount, tc.wantMin) {
