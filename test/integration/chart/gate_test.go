@@ -12,6 +12,7 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -31,10 +32,19 @@ func TestAdmissionGatePolicy(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// The chart's release installed by another test of the package may hold
+	// these cluster-wide names: the test's copies are named for it.
+	const testName = "koord-queue-admission-gate-under-test"
 	for _, kind := range []string{"ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"} {
 		o := find(objs, kind, "koord-queue-admission-gate")
 		if o == nil {
 			t.Fatalf("no %s koord-queue-admission-gate by default", kind)
+		}
+		o.SetName(testName)
+		if kind == "ValidatingAdmissionPolicyBinding" {
+			if err := unstructured.SetNestedField(o.Object, testName, "spec", "policyName"); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := env.Client.Create(ctx, o); err != nil {
 			t.Fatalf("creating %s %s: %v", kind, o.GetName(), err)
