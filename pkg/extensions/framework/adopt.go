@@ -97,6 +97,10 @@ func (r *JobReconciler) isOurKind(apiVersion, kind string) bool {
 type adoption struct {
 	renames map[string]string
 	problem string
+	// jobSets are the job's pod sets, for a unit that holds quota: their
+	// per-pod requests are what the unit admits per pod from then on
+	// (annotationAdoptedPodRequests).
+	jobSets []schedulingv1alpha1.PodSet
 }
 
 // planAdoption decides whether the reconciler may take over u, the unit at
@@ -139,7 +143,7 @@ func (r *JobReconciler) planAdoption(job GenericJob, u *schedulingv1alpha1.Queue
 		return adoption{problem: fmt.Sprintf("the job runs more pods than it holds quota for (pod sets %s, the job's %s)",
 			podSetCounts(u.Spec.PodSets), podSetCounts(jobSets))}
 	}
-	return adoption{renames: renames}
+	return adoption{renames: renames, jobSets: jobSets}
 }
 
 // withoutSetsKoordQueueLeftOut is a job's pod sets, sets, without those
@@ -266,6 +270,9 @@ func (r *JobReconciler) adopt(ctx context.Context, job GenericJob, u *scheduling
 			}
 		}
 		u.Spec.PodSets = renamed(u.Spec.PodSets, plan.renames)
+		if plan.jobSets != nil {
+			recordAdoptedPodRequests(u, plan.jobSets)
+		}
 		if u.Spec.ConsumerRef.UID == "" {
 			u.Spec.ConsumerRef.UID = obj.GetUID()
 		}

@@ -3,7 +3,6 @@ package framework
 import (
 	"fmt"
 	"maps"
-	"math"
 	"slices"
 	"strings"
 
@@ -118,7 +117,7 @@ func unitMeta(obj client.Object) (labels, annotations map[string]string) {
 // would cost its job's metadata a second time.
 var (
 	unitLabelsRead      = []string{elasticquotav1alpha1.LabelQuotaName, elasticquotav1alpha1.LabelQuotaNameAlibabaCloud}
-	unitAnnotationsRead = []string{schedulingv1alpha1.AnnotationInvalidJob, schedulingv1alpha1.AnnotationPodSetOriginals}
+	unitAnnotationsRead = []string{schedulingv1alpha1.AnnotationInvalidJob, schedulingv1alpha1.AnnotationPodSetOriginals, annotationAdoptedPodRequests}
 )
 
 // StripUnitMetadata is the cache's transform of a QueueUnit: it keeps of
@@ -240,7 +239,9 @@ func isHeldInvalid(u *schedulingv1alpha1.QueueUnit) bool {
 }
 
 // resizeUnit sets u's pod sets and request to those of its job and lifts a
-// hold for an invalid job. It reports whether anything changed.
+// hold for an invalid job. It reports whether anything changed. A unit
+// adopted from Koord-Queue, resized, admits its own templates per pod from
+// then on (annotationAdoptedPodRequests).
 func resizeUnit(u *schedulingv1alpha1.QueueUnit, sets []schedulingv1alpha1.PodSet) bool {
 	if !isHeldInvalid(u) && samePodSets(u.Spec.PodSets, sets) {
 		return false
@@ -249,6 +250,7 @@ func resizeUnit(u *schedulingv1alpha1.QueueUnit, sets []schedulingv1alpha1.PodSe
 		delete(u.Annotations, schedulingv1alpha1.AnnotationInvalidJob)
 		u.Spec.Active = nil
 	}
+	delete(u.Annotations, annotationAdoptedPodRequests)
 	request := resources.PodSetsRequests(sets)
 	u.Spec.PodSets = sets
 	u.Spec.Resource = request
@@ -265,31 +267,6 @@ func samePodSets(a, b []schedulingv1alpha1.PodSet) bool {
 		return x.Name == y.Name && x.Count == y.Count && ptr.Equal(x.MinCount, y.MinCount) &&
 			equality.Semantic.DeepEqual(resources.PodRequests(&x.Template.Spec), resources.PodRequests(&y.Template.Spec))
 	})
-}
-
-// outgrew reports whether a job, run with the counts of a partial admission
-// (pods of each pod set partial names), would run more pods than its unit
-// was admitted with: more than a pod set's admission holds (its replicas),
-// or a pod set the unit was not admitted with. The unit's spec may have
-// changed since it was admitted (an extension's resize raced the admission);
-// its admissions have not. A unit without admissions (admitted before they
-// were written) is judged by its spec.
-func outgrew(unit *schedulingv1alpha1.QueueUnit, job []schedulingv1alpha1.PodSet, partial map[string]int32) bool {
-	admitted := unit.Spec.PodSets
-	if len(unit.Status.Admissions) > 0 {
-		admitted = make([]schedulingv1alpha1.PodSet, len(unit.Status.Admissions))
-		for i, a := range unit.Status.Admissions {
-			admitted[i] = schedulingv1alpha1.PodSet{Name: a.Name, Count: int32(min(max(a.Replicas, 0), math.MaxInt32))}
-		}
-	}
-	run := make([]schedulingv1alpha1.PodSet, len(job))
-	for i, s := range job {
-		if n, ok := partial[s.Name]; ok && n < s.Count {
-			s.Count = n
-		}
-		run[i] = s
-	}
-	return grew(admitted, run)
 }
 
 // grew reports whether a job asks for more than its unit holds: a pod set the

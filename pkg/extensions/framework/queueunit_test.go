@@ -244,35 +244,56 @@ func TestGrew(t *testing.T) {
 	}
 }
 
-// TestOutgrew: a job is measured against what its unit was admitted with
-// (its admissions), not against its unit's spec, which may have been
-// resized since.
-func TestOutgrew(t *testing.T) {
+// TestExcess: a job is measured against what its unit was admitted with,
+// per pod set: its admissions' replicas (not its unit's spec, which may have
+// been resized since), and its unit's per-pod request; it is told how it
+// exceeds them.
+func TestExcess(t *testing.T) {
 	admittedAt := func(spec, admitted int32) *schedulingv1alpha1.QueueUnit {
-		u := wrappers.MakeQueueUnit("u", "ns").PodSet("main", spec).MinCount(1).Obj()
+		u := wrappers.MakeQueueUnit("u", "ns").PodSet("main", spec, "cpu", "1").MinCount(1).Obj()
 		u.Status.Admissions = []schedulingv1alpha1.Admission{{Name: "main", Replicas: int64(admitted)}}
 		return u
 	}
-	job := func(n int32) []schedulingv1alpha1.PodSet {
-		return wrappers.MakeQueueUnit("u", "ns").PodSet("main", n).Obj().Spec.PodSets
+	job := func(n int32, requests ...string) []schedulingv1alpha1.PodSet {
+		if len(requests) == 0 {
+			requests = []string{"cpu", "1"}
+		}
+		return wrappers.MakeQueueUnit("u", "ns").PodSet("main", n, requests...).Obj().Spec.PodSets
+	}
+	adopted := func(u *schedulingv1alpha1.QueueUnit, sets []schedulingv1alpha1.PodSet) *schedulingv1alpha1.QueueUnit {
+		recordAdoptedPodRequests(u, sets)
+		return u
 	}
 	cases := map[string]struct {
 		unit    *schedulingv1alpha1.QueueUnit
 		job     []schedulingv1alpha1.PodSet
 		partial map[string]int32
-		want    bool
+		want    []string
 	}{
-		"as admitted":                                    {unit: admittedAt(2, 2), job: job(2)},
-		"resized to 6 after its admission at 2":          {unit: admittedAt(6, 2), job: job(6), want: true},
+		"as admitted":                           {unit: admittedAt(2, 2), job: job(2)},
+		"shrunk":                                {unit: admittedAt(2, 2), job: job(1, "cpu", "500m")},
+		"resized to 6 after its admission at 2": {unit: admittedAt(6, 2), job: job(6), want: []string{"pod set main: 6 pods, admitted 2"}},
 		"admitted partially, run with the pods admitted": {unit: admittedAt(6, 2), job: job(6), partial: map[string]int32{"main": 2}},
-		"no admissions written: its spec":                {unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 6).Obj(), job: job(6)},
+		"admitted partially, asking more than its unit":  {unit: admittedAt(6, 2), job: job(7), partial: map[string]int32{"main": 2}, want: []string{"pod set main: 7 pods, admitted 2"}},
+		"no admissions written: its spec":                {unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 6, "cpu", "1").Obj(), job: job(6)},
+		"no admissions written, more pods than its spec": {unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 6, "cpu", "1").Obj(), job: job(7), want: []string{"pod set main: 7 pods, admitted 6"}},
 		"a pod set it was not admitted with": {unit: admittedAt(2, 2),
-			job: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2).PodSet("extra", 1).Obj().Spec.PodSets, want: true},
+			job:  wrappers.MakeQueueUnit("u", "ns").PodSet("main", 2, "cpu", "1").PodSet("extra", 1).Obj().Spec.PodSets,
+			want: []string{"pod set extra: not admitted"}},
+		"more cpu per pod":                    {unit: admittedAt(2, 2), job: job(2, "cpu", "7"), want: []string{"pod set main: cpu per pod 1 -> 7"}},
+		"a resource it was not admitted with": {unit: admittedAt(2, 2), job: job(2, "cpu", "1", "nvidia.com/gpu", "1"), want: []string{"pod set main: nvidia.com/gpu per pod 0 -> 1"}},
+		"more pods, each asking more": {unit: admittedAt(2, 2), job: job(3, "cpu", "2", "memory", "1Gi"),
+			want: []string{"pod set main: 3 pods, admitted 2, cpu per pod 1 -> 2, memory per pod 0 -> 1Gi"}},
+		"less of one resource cannot pay for more of another": {unit: wrappers.MakeQueueUnit("u", "ns").PodSet("main", 1, "cpu", "4", "memory", "1Gi").Obj(),
+			job: job(1, "cpu", "1", "memory", "2Gi"), want: []string{"pod set main: memory per pod 1Gi -> 2Gi"}},
+		"adopted: what the job asked when taken over": {unit: adopted(admittedAt(2, 2), job(2, "cpu", "1200m")), job: job(2, "cpu", "1200m")},
+		"adopted, grown since": {unit: adopted(admittedAt(2, 2), job(2, "cpu", "1200m")), job: job(2, "cpu", "7"),
+			want: []string{"pod set main: cpu per pod 1200m -> 7"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			if got := outgrew(tc.unit, tc.job, tc.partial); got != tc.want {
-				t.Errorf("outgrew = %v, want %v", got, tc.want)
+			if diff := cmp.Diff(tc.want, excess(tc.unit, tc.job, tc.partial)); diff != "" {
+				t.Errorf("excess (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -290,6 +311,7 @@ func TestStripUnitMetadataKeepsWhatTheExtensionsRead(t *testing.T) {
 	readAnnotations := map[string]string{
 		schedulingv1alpha1.AnnotationInvalidJob:      "negative cpu",
 		schedulingv1alpha1.AnnotationPodSetOriginals: `{"main":{}}`,
+		annotationAdoptedPodRequests:                 `{"main":{"cpu":"1"}}`,
 	}
 	u := &schedulingv1alpha1.QueueUnit{ObjectMeta: metav1.ObjectMeta{
 		Name: "u", Namespace: "ns", Labels: maps.Clone(read), Annotations: maps.Clone(readAnnotations),

@@ -38,13 +38,17 @@ import (
 const (
 	// ReasonStarted: a job released with fewer pods than it asks for
 	// (partial admission), which changed its spec.
-	ReasonStarted       = "Started"
-	ReasonSuspended     = "Suspended"
-	ReasonRequeued      = "Requeued"
-	ReasonUpdatedUnit   = "UpdatedQueueUnit"
-	ReasonInvalidJob    = "InvalidJob"
-	ReasonNoRequests    = "NoResourceRequests"
-	ReasonUnitNameTaken = "QueueUnitNameTaken"
+	ReasonStarted   = "Started"
+	ReasonSuspended = "Suspended"
+	ReasonRequeued  = "Requeued"
+	// ReasonExceedsAdmission: a released job asks for more than its unit
+	// was admitted with (excess), naming the pod sets and resources; it is
+	// suspended and queued again at its new size.
+	ReasonExceedsAdmission = "ExceedsAdmission"
+	ReasonUpdatedUnit      = "UpdatedQueueUnit"
+	ReasonInvalidJob       = "InvalidJob"
+	ReasonNoRequests       = "NoResourceRequests"
+	ReasonUnitNameTaken    = "QueueUnitNameTaken"
 	// ReasonPodSetUpdatesNotApplied: admission checks sent pod set updates
 	// the job cannot take (see missedUpdates); also the reason of the
 	// unit's PodSetUpdatesApplied condition then.
@@ -692,12 +696,22 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 	if apimeta.IsStatusConditionTrue(unit.Status.Conditions, schedulingv1alpha1.QueueUnitAdopted) {
 		held = withoutSetsKoordQueueLeftOut(job, unit, unitSets) // admitted by Koord-Queue without them
 	}
-	if cannotShrink || setsErr == nil && (grew(unit.Spec.PodSets, held) || outgrew(unit, held, partial)) {
+	var grown []string
+	if setsErr == nil {
+		grown = excess(unit, held, partial)
+	}
+	if cannotShrink || len(grown) > 0 {
 		// Suspend, restore the counts and the templates (steps of their
 		// own, see restore), then let the unit go; the next pass queues the
 		// job afresh.
 		if !job.IsSuspended() {
-			return r.patchJob(ctx, job, job.Suspend)
+			if err := r.patchJob(ctx, job, job.Suspend); err != nil || len(grown) == 0 {
+				return err
+			}
+			r.recorder.Event(obj, corev1.EventTypeWarning, ReasonExceedsAdmission, fmt.Sprintf(
+				"The job asks for more than QueueUnit %s was admitted with (%s): it is suspended and queued again at its new size",
+				unit.Name, strings.Join(grown, "; ")))
+			return nil
 		}
 		if restored, err := r.restoreCounts(ctx, job); err != nil || restored {
 			return err
@@ -714,8 +728,8 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 				queueunit.PartialNote(unit, partial), r.integ.GVK.Kind)
 			return nil
 		}
-		r.recorder.Event(obj, corev1.EventTypeNormal, ReasonRequeued,
-			"The job grew past what its QueueUnit was admitted with; it is suspended and queued again at its new size")
+		r.recorder.Event(obj, corev1.EventTypeWarning, ReasonRequeued, fmt.Sprintf(
+			"The job grew past what its QueueUnit was admitted with (%s); it is queued again at its new size", strings.Join(grown, "; ")))
 		return nil
 	}
 	if !job.IsSuspended() {

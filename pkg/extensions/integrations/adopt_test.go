@@ -11,6 +11,7 @@ import (
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -18,11 +19,14 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
+
 	"github.com/koord-queue/koord-queue/apis"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework/frameworktest"
+	"github.com/koord-queue/koord-queue/pkg/extensions/ray"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/resources"
 )
@@ -535,4 +539,38 @@ func adoptOnce(t *testing.T, s *runtime.Scheme, integ framework.Integration, job
 		}
 	}
 	return c, recorder
+}
+
+// TestAdoptedJobGrownPerPodIsQueuedAgain: a running RayJob taken over with
+// the unit Koord-Queue admitted it with (whose templates lack what KubeRay
+// adds to each worker) runs on as it was, but once its workers are patched
+// to ask more per pod than when it was taken over, it is suspended to be
+// queued again.
+func TestAdoptedJobGrownPerPodIsQueuedAgain(t *testing.T) {
+	ctx := context.Background()
+	integ := ray.RayJobIntegration()
+	job := setSuspended(integ, v18Job(integ), false)
+	unit := v18Unit(t, integ, job, schedulingv1alpha1.Running, true)
+	c, _ := adoptOnce(t, scheme(t), integ, job, unit)
+	var rj rayv1.RayJob
+	if err := c.Get(ctx, client.ObjectKeyFromObject(job), &rj); err != nil {
+		t.Fatal(err)
+	}
+	if rj.Spec.Suspend {
+		t.Fatal("the adopted RayJob was suspended as it was taken over")
+	}
+	rj.Spec.RayClusterSpec.WorkerGroupSpecs[0].Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("3")
+	if err := c.Update(ctx, &rj); err != nil {
+		t.Fatal(err)
+	}
+	r := framework.NewJobReconciler(c, c, record.NewFakeRecorder(100), integ, framework.WithStatusDelay(0))
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(job)}); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	if err := c.Get(ctx, client.ObjectKeyFromObject(job), &rj); err != nil {
+		t.Fatal(err)
+	}
+	if !rj.Spec.Suspend {
+		t.Error("the adopted RayJob whose workers grew from 1 to 3 CPU each runs on")
+	}
 }

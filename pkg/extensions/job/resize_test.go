@@ -2,12 +2,15 @@ package job
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
@@ -215,4 +218,36 @@ func TestReconcileResizeRacingAnAdmission(t *testing.T) {
 		w.expect("its pods gone: it gives its quota back and asks for 6", resizeState{JobSuspended: true, JobParallelism: 6,
 			UnitExists: true, UnitPods: 6, UnitWritesSoFar: writes + 1})
 	})
+}
+
+// TestJobGrownPerPodAfterItsAdmissionIsQueuedAgain: a suspended Job's
+// template may change (Kubernetes lets a suspended Job's pod resources
+// change under MutablePodResourcesForSuspendedJobs); one raised from 1 to 3
+// CPU per pod after its unit was admitted at 1 is not released at 3: its
+// unit is let go, with a Warning naming the pod set and the resource, and
+// the Job queued again at its new size.
+func TestJobGrownPerPodAfterItsAdmissionIsQueuedAgain(t *testing.T) {
+	w := newResizeWorld(t)
+	w.reconcile() // creates the unit
+	w.setUnit(func(u *schedulingv1alpha1.QueueUnit) {
+		queueunit.Admit(u, "team-a", queueunit.Request(u), nil, nil, metav1.Now())
+	})
+	w.setJob(func(j *batchv1.Job) {
+		j.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("3")
+	})
+	w.reconcile()
+	w.expect("not released at 3 CPU per pod, its unit let go", resizeState{JobSuspended: true, JobParallelism: 2})
+	var events []string
+	for len(w.recorder.Events) > 0 {
+		events = append(events, <-w.recorder.Events)
+	}
+	want := "Warning Requeued The job grew past what its QueueUnit was admitted with (pod set main: cpu per pod 1 -> 3)"
+	if !slices.ContainsFunc(events, func(e string) bool { return strings.HasPrefix(e, want) }) {
+		t.Errorf("events %q, want one starting %q", events, want)
+	}
+	w.reconcile()
+	u := w.unit()
+	if got := u.Spec.Request[corev1.ResourceCPU]; got.Cmp(resource.MustParse("6")) != 0 || queueunit.HoldsQuota(u) {
+		t.Errorf("queued again asking for %s CPU, holding quota %v; want 6, waiting", got.String(), queueunit.HoldsQuota(u))
+	}
 }

@@ -51,7 +51,7 @@ func TestChanges(t *testing.T) {
 			return u.UID != first.UID && u.Spec.PodSets[0].Count == 4 && u.EffectivePhase() == schedulingv1alpha1.Enqueued
 		})
 		jobWhere(t, job.Integration(), key, "suspended", func(j framework.GenericJob) bool { return j.IsSuspended() })
-		eventRecorded(t, ns, j.Name, corev1.EventTypeNormal, framework.ReasonRequeued, "grew")
+		eventRecorded(t, ns, j.Name, corev1.EventTypeWarning, framework.ReasonRequeued, "grew past what its QueueUnit was admitted with (pod set main: 4 pods, admitted 2)")
 	})
 
 	t.Run("a job whose unit is deleted while it runs is suspended and queued again", func(t *testing.T) {
@@ -153,7 +153,7 @@ func TestChanges(t *testing.T) {
 			return u.UID != first.UID && u.EffectivePhase() == schedulingv1alpha1.Enqueued && u.Spec.Request.Cpu().String() == "6500m"
 		})
 		jobWhere(t, rayCluster, client.ObjectKeyFromObject(c), "suspended", func(j framework.GenericJob) bool { return j.IsSuspended() })
-		eventRecorded(t, ns, c.Name, corev1.EventTypeNormal, framework.ReasonRequeued, "grew")
+		eventRecorded(t, ns, c.Name, corev1.EventTypeWarning, framework.ReasonRequeued, "grew")
 	})
 
 	t.Run("a RayCluster made by an admitted RayJob runs within its admission until the RayJob is evicted", func(t *testing.T) {
