@@ -59,22 +59,15 @@ func HoldsQuota(u *schedulingv1alpha1.QueueUnit) bool {
 	return len(u.Status.Admissions) > 0
 }
 
-// CoversMadeJob reports whether u's job covers a job it made (a RayJob's
-// RayCluster), created at created, so that the made job runs within u's
-// admission: u is admitted and not being deleted, or it finished after the
-// made job was created, which its job's controller is then deleting (KubeRay
-// deletes the cluster of a RayJob that ended). A job made after its owner
-// ended, or not yet created (zero), is not covered by a finished owner.
-func CoversMadeJob(u *schedulingv1alpha1.QueueUnit, created metav1.Time) bool {
-	if u.DeletionTimestamp != nil {
-		return false
-	}
-	p := u.EffectivePhase()
-	if Admitted(p) {
-		return true
-	}
-	c := meta.FindStatusCondition(u.Status.Conditions, schedulingv1alpha1.QueueUnitFinished)
-	return Finished(p) && c != nil && c.Status == metav1.ConditionTrue && !created.IsZero() && !created.After(c.LastTransitionTime.Time)
+// CoversMadeJob reports whether u's job covers the jobs it made (a
+// RayJob's RayCluster), so that they run within u's admission: u is
+// admitted and not being deleted. A unit that finished covers nothing, the
+// jobs its job made before it ended included: they would otherwise run on
+// outside any admission for as long as nobody deletes them (an Argo
+// Workflow leaves the jobs its resource templates made; KubeRay keeps a
+// RayJob's cluster ttlSecondsAfterFinished).
+func CoversMadeJob(u *schedulingv1alpha1.QueueUnit) bool {
+	return u.DeletionTimestamp == nil && Admitted(u.EffectivePhase())
 }
 
 // Evicted reports whether the unit carries a true Evicted condition.

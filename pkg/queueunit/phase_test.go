@@ -133,28 +133,22 @@ func TestRequest(t *testing.T) {
 }
 
 func TestCoversMadeJob(t *testing.T) {
-	made := metav1.Unix(100, 0)
-	finished := func(sec int64) []metav1.Condition {
-		return []metav1.Condition{{Type: schedulingv1alpha1.QueueUnitFinished, Status: metav1.ConditionTrue, LastTransitionTime: metav1.Unix(sec, 0)}}
-	}
+	finished := []metav1.Condition{{Type: schedulingv1alpha1.QueueUnitFinished, Status: metav1.ConditionTrue, LastTransitionTime: metav1.Unix(150, 0)}}
 	deleted := metav1.Unix(200, 0)
 	cases := map[string]struct {
-		unit    schedulingv1alpha1.QueueUnit
-		created metav1.Time
-		want    bool
+		unit schedulingv1alpha1.QueueUnit
+		want bool
 	}{
-		"admitted":                      {unit: schedulingv1alpha1.QueueUnit{Status: schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Dequeued}}, created: made, want: true},
-		"admitted, job not yet created": {unit: schedulingv1alpha1.QueueUnit{Status: schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Running}}, want: true},
-		"waiting":                       {unit: schedulingv1alpha1.QueueUnit{Status: schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Enqueued}}, created: made},
+		"admitted": {unit: schedulingv1alpha1.QueueUnit{Status: schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Dequeued}}, want: true},
+		"running":  {unit: schedulingv1alpha1.QueueUnit{Status: schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Running}}, want: true},
+		"waiting":  {unit: schedulingv1alpha1.QueueUnit{Status: schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Enqueued}}},
 		"admitted but being deleted": {unit: schedulingv1alpha1.QueueUnit{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &deleted},
-			Status: schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Running}}, created: made},
-		"finished after the job was made":  {unit: schedulingv1alpha1.QueueUnit{Status: schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Succeed, Conditions: finished(150)}}, created: made, want: true},
-		"finished before the job was made": {unit: schedulingv1alpha1.QueueUnit{Status: schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Failed, Conditions: finished(50)}}, created: made},
-		"finished, job not yet created":    {unit: schedulingv1alpha1.QueueUnit{Status: schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Succeed, Conditions: finished(150)}}},
-		"finished without a condition":     {unit: schedulingv1alpha1.QueueUnit{Status: schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Succeed}}, created: made},
+			Status: schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Running}}},
+		"finished, whenever its jobs were made": {unit: schedulingv1alpha1.QueueUnit{Status: schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Succeed, Conditions: finished}}},
+		"failed":                                {unit: schedulingv1alpha1.QueueUnit{Status: schedulingv1alpha1.QueueUnitStatus{Phase: schedulingv1alpha1.Failed, Conditions: finished}}},
 	}
 	for name, tc := range cases {
-		if got := CoversMadeJob(&tc.unit, tc.created); got != tc.want {
+		if got := CoversMadeJob(&tc.unit); got != tc.want {
 			t.Errorf("%s: covers %v, want %v", name, got, tc.want)
 		}
 	}

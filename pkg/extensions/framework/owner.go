@@ -47,7 +47,7 @@ func (s Scope) ownerOf(ownerKind, child schema.GroupKind) (Integration, bool) {
 // owner's admission: its controller reference names a job of one of Owners
 // that makes jobs of kind kind, and that job exists in obj's namespace with
 // the reference's UID and controls a unit that covers it
-// (queueunit.CoversMadeJob: admitted, or finished after obj was made). When obj names
+// (queueunit.CoversMadeJob: admitted, not finished). When obj names
 // such an owner that does not cover it, why says why.
 func (s Scope) coveredByOwner(ctx context.Context, c client.Reader, kind schema.GroupKind, obj client.Object) (covered bool, why string, err error) {
 	ref, ok := controllerOf(obj)
@@ -80,7 +80,7 @@ func (s Scope) coveredByOwner(ctx context.Context, c client.Reader, kind schema.
 	if u := metav1.GetControllerOf(&unit); u == nil || u.UID != ref.UID {
 		return false, named + " is not queued", nil
 	}
-	if !queueunit.CoversMadeJob(&unit, obj.GetCreationTimestamp()) {
+	if !queueunit.CoversMadeJob(&unit) {
 		return false, fmt.Sprintf("%s is not admitted (QueueUnit %s is %s)", named, unit.Name, unit.EffectivePhase()), nil
 	}
 	return true, "", nil

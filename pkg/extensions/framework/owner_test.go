@@ -138,9 +138,10 @@ func TestJudgeOwnedJobs(t *testing.T) {
 			job:  createdAt(madeBy("batch/v1", "Job", "mine", "uid-1"), 9),
 			want: withOwner("its owner Job mine is not admitted (QueueUnit mine-maker-qu is Succeed)"),
 		},
-		"an owner that finished still covers the jobs it made while admitted, until its controller deletes them": {
+		"an owner that finished covers nothing, not even the jobs it made while admitted": {
 			objs: []client.Object{makerObject("mine", "uid-1"), finishedAt(makerUnit("mine", "uid-1", schedulingv1alpha1.Failed), 10)},
 			job:  createdAt(madeBy("batch/v1", "Job", "mine", "uid-1"), 9),
+			want: withOwner("its owner Job mine is not admitted (QueueUnit mine-maker-qu is Failed)"),
 		},
 		"an admitted owner covers the job: it is not queued by itself": {
 			objs: []client.Object{makerObject("mine", "uid-1"), makerUnit("mine", "uid-1", schedulingv1alpha1.Dequeued)},
