@@ -109,8 +109,14 @@ func (d containerDefaults) apply(spec *corev1.PodSpec) {
 // podDefaults are the defaults the LimitRanges of namespace give its
 // containers, read from the cache.
 func (r *JobReconciler) podDefaults(ctx context.Context, namespace string) (containerDefaults, error) {
+	return namespaceDefaults(ctx, r.client, namespace)
+}
+
+// namespaceDefaults are the defaults the LimitRanges of namespace give its
+// containers, read through c.
+func namespaceDefaults(ctx context.Context, c client.Reader, namespace string) (containerDefaults, error) {
 	var list corev1.LimitRangeList
-	if err := r.client.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
+	if err := c.List(ctx, &list, client.InNamespace(namespace), client.UnsafeDisableDeepCopy); err != nil {
 		return containerDefaults{}, fmt.Errorf("listing the LimitRanges of namespace %s: %w", namespace, err)
 	}
 	return limitRangeDefaults(list.Items), nil

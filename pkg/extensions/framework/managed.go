@@ -163,6 +163,9 @@ type Scope struct {
 	// (Integration.Makes). A job one of them made runs within its owner's
 	// admission while the owner is admitted (see coveredByOwner).
 	Owners []Integration
+	// Jobs are all the enabled frameworks: those of the jobs an owner made
+	// that share its admission (coveredWithin).
+	Jobs []Integration
 }
 
 // Validate reports settings that contradict each other.
@@ -200,7 +203,7 @@ type Verdict struct {
 // ManageAllJobs, every job.
 func (s Scope) Judge(ctx context.Context, c client.Reader, kind schema.GroupKind, job GenericJob) (Verdict, error) {
 	obj := job.Object()
-	covered, why, err := s.coveredByOwner(ctx, c, kind, obj)
+	covered, why, err := s.coveredByOwner(ctx, c, kind, job)
 	if err != nil || covered {
 		return Verdict{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -51,22 +52,34 @@ func makerObject(name string, uid types.UID) *batchv1.Job {
 }
 
 // makerUnit is the unit of the maker called name, controlled by uid, in
-// phase phase.
+// phase phase, asking for 1 CPU.
 func makerUnit(name string, uid types.UID, phase schedulingv1alpha1.QueueUnitPhase) *schedulingv1alpha1.QueueUnit {
 	return &schedulingv1alpha1.QueueUnit{
 		ObjectMeta: metav1.ObjectMeta{Name: name + "-maker-qu", Namespace: "ns", OwnerReferences: []metav1.OwnerReference{
 			{APIVersion: "batch/v1", Kind: "Job", Name: name, UID: uid, Controller: ptr.To(true)},
 		}},
+		Spec:   schedulingv1alpha1.QueueUnitSpec{Request: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1")}},
 		Status: schedulingv1alpha1.QueueUnitStatus{Phase: phase},
 	}
 }
 
-// madeBy is a labelled fake job whose controller reference names the
-// maker called name with uid.
+// madeBy is a labelled fake job of one pod asking for 100m CPU whose
+// controller reference names the maker called name with uid.
 func madeBy(apiVersion, kind, name string, uid types.UID) *fakeJob {
 	j := newFakeJob("ns", map[string]string{elasticquotav1alpha1.LabelQuotaName: "team-a"})
+	j.sets = []PodSet{{Name: "main", Count: 1, Template: &corev1.PodTemplateSpec{Spec: podSpec("cpu", "100m")}}}
 	j.ownedBy(metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name, UID: uid, Controller: ptr.To(true)})
 	return j
+}
+
+// podSpec is a pod of one container requesting requests, name-amount
+// pairs.
+func podSpec(requests ...string) corev1.PodSpec {
+	rl := corev1.ResourceList{}
+	for i := 0; i+1 < len(requests); i += 2 {
+		rl[corev1.ResourceName(requests[i])] = resource.MustParse(requests[i+1])
+	}
+	return corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Resources: corev1.ResourceRequirements{Requests: rl}}}}
 }
 
 // finishedAt gives u a true Finished condition since second sec.
@@ -179,6 +192,139 @@ func TestJudgeOwnedJobs(t *testing.T) {
 	}
 }
 
+// podJob is a GenericJob over a Pod standing for one pod like itself, read
+// back from the client as jobs an owner made are: finished once Succeeded.
+type podJob struct{ *corev1.Pod }
+
+func (j podJob) Object() client.Object { return j.Pod }
+func (podJob) IsSuspended() bool       { return false }
+func (podJob) Suspend()                {}
+func (podJob) Resume()                 {}
+func (j podJob) PodSets() ([]PodSet, error) {
+	return []PodSet{{Name: "main", Count: 1, Template: &corev1.PodTemplateSpec{Spec: j.Spec}}}, nil
+}
+func (j podJob) Finished() (string, bool, bool) {
+	return "", true, j.Status.Phase == corev1.PodSucceeded
+}
+func (podJob) Pods() map[string]PodCount { return nil }
+
+// podJobs is the integration of podJobs (kind Pod), no unit suffix.
+func podJobs() Integration {
+	return Integration{Name: "pod", GVK: corev1.SchemeGroupVersion.WithKind("Pod"), NewJob: func() GenericJob { return podJob{&corev1.Pod{}} }}
+}
+
+// made is a podJob called name, created at second sec (0: not created
+// yet), asking for requests, made by the maker "mine" of uid.
+func made(name string, sec int64, uid types.UID, requests ...string) podJob {
+	var created metav1.Time
+	if sec > 0 {
+		created = metav1.Unix(sec, 0)
+	}
+	return podJob{&corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-of-" + name), CreationTimestamp: created,
+			Labels:          map[string]string{elasticquotav1alpha1.LabelQuotaName: "team-a"},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: "batch/v1", Kind: "Job", Name: "mine", UID: uid, Controller: ptr.To(true)}}},
+		Spec: podSpec(requests...),
+	}}
+}
+
+// answeringMaker is a maker whose unit answers for the jobs it makes
+// (JobWithMadeJobs).
+type answeringMaker struct{ makerJob }
+
+func (answeringMaker) MadePodSet(_ schema.GroupKind, set string) string { return set }
+
+// TestCoveredWithinTheOwnersAdmission: an owner whose unit asks only for
+// its own request (an Argo Workflow's koord-queue/min-resources) covers the
+// jobs it made only within what that unit was admitted with, taken in the
+// order they were made; an owner that answers for its made jobs covers
+// them whatever their size.
+func TestCoveredWithinTheOwnersAdmission(t *testing.T) {
+	queued := Verdict{Managed: true, EvenIfRunning: true, Quota: "team-a"}
+	withOwner := func(why string) Verdict { v := queued; v.Owner = why; return v }
+	admitted := makerUnit("mine", "uid-1", schedulingv1alpha1.Running) // 1 CPU
+	answering := makerIntegration()
+	answering.NewJob = func() GenericJob { return answeringMaker{makerJob{&batchv1.Job{}}} }
+	finished := made("done", 1, "uid-1", "cpu", "1")
+	finished.Status.Phase = corev1.PodSucceeded
+	queuedByItself := made("alone", 1, "uid-1", "cpu", "1")
+	ownUnit := &schedulingv1alpha1.QueueUnit{ObjectMeta: metav1.ObjectMeta{Name: "alone", Namespace: "ns", OwnerReferences: []metav1.OwnerReference{
+		{APIVersion: "v1", Kind: "Pod", Name: "alone", UID: queuedByItself.UID, Controller: ptr.To(true)}}}}
+	cases := map[string]struct {
+		owner Integration
+		objs  []client.Object
+		job   podJob
+		want  Verdict
+	}{
+		"a job within the owner's admission is covered": {
+			job: made("child", 5, "uid-1", "cpu", "1"),
+		},
+		"a job asking for more than the owner's admission is queued by itself": {
+			job:  made("child", 5, "uid-1", "cpu", "8"),
+			want: withOwner("its owner Job mine was admitted with cpu=1 and covers only that; the job asks for cpu=8"),
+		},
+		"a resource the owner was not admitted with is not covered": {
+			job:  made("child", 5, "uid-1", "cpu", "500m", "memory", "1Gi"),
+			want: withOwner("its owner Job mine was admitted with cpu=1 and covers only that; the job asks for cpu=500m, memory=1Gi"),
+		},
+		"the jobs made before take their share": {
+			objs: []client.Object{made("first", 1, "uid-1", "cpu", "600m").Pod},
+			job:  made("child", 5, "uid-1", "cpu", "600m"),
+			want: withOwner("its owner Job mine was admitted with cpu=1 and covers only that; the job asks for cpu=600m, beyond the cpu=600m of the jobs it made before"),
+		},
+		"a job not created yet comes after every job made": {
+			objs: []client.Object{made("first", 1, "uid-1", "cpu", "600m").Pod},
+			job:  made("child", 0, "uid-1", "cpu", "600m"),
+			want: withOwner("its owner Job mine was admitted with cpu=1 and covers only that; the job asks for cpu=600m, beyond the cpu=600m of the jobs it made before"),
+		},
+		"a job made later takes no place of one made earlier": {
+			objs: []client.Object{made("later", 9, "uid-1", "cpu", "1").Pod},
+			job:  made("child", 5, "uid-1", "cpu", "1"),
+		},
+		"a job made before that does not fit takes nothing": {
+			objs: []client.Object{made("big", 1, "uid-1", "cpu", "8").Pod},
+			job:  made("child", 5, "uid-1", "cpu", "1"),
+		},
+		"a job made before that ended takes nothing": {
+			objs: []client.Object{finished.Pod},
+			job:  made("child", 5, "uid-1", "cpu", "1"),
+		},
+		"a job made before that is queued by itself takes nothing": {
+			objs: []client.Object{queuedByItself.Pod, ownUnit},
+			job:  made("child", 5, "uid-1", "cpu", "1"),
+		},
+		"a job made by another object of the owner's name takes nothing": {
+			objs: []client.Object{made("other", 1, "uid-0", "cpu", "1").Pod},
+			job:  made("child", 5, "uid-1", "cpu", "1"),
+		},
+		"an owner that answers for the jobs it made covers them whatever their size": {
+			owner: answering,
+			job:   made("child", 5, "uid-1", "cpu", "8"),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			owner := tc.owner
+			if owner.Name == "" {
+				owner = makerIntegration()
+			}
+			objs := append([]client.Object{makerObject("mine", "uid-1"), admitted.DeepCopy()}, tc.objs...)
+			c := fake.NewClientBuilder().WithScheme(ownerTestScheme(t)).WithObjects(objs...).
+				WithIndex(&corev1.Pod{}, IndexJobController, PodOwnerIndex).
+				WithIndex(&elasticquotav1alpha1.ElasticQuota{}, IndexQuotaNamespaces, QuotaNamespacesIndex).
+				WithIndex(&elasticquotav1alpha1.ElasticQuota{}, IndexQuotaName, QuotaNameIndex).Build()
+			scope := Scope{Owners: []Integration{owner}, Jobs: []Integration{podJobs()}}
+			got, err := scope.Judge(context.Background(), c, podJobs().GVK.GroupKind(), tc.job)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("verdict (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestJobsMadeByUnitsJob: the unit of a job that makes jobs wakes the jobs
 // it made, and only as it comes, goes, is admitted or leaves admission.
 func TestJobsMadeByUnitsJob(t *testing.T) {
@@ -220,5 +366,34 @@ func TestJobsMadeByUnitsJob(t *testing.T) {
 	}
 	if !admissionChanged.Delete(event.DeleteEvent{Object: admitted}) || !admissionChanged.Create(event.CreateEvent{Object: admitted}) {
 		t.Error("a unit created or deleted does not wake the jobs its job made")
+	}
+}
+
+// TestJobsMadeBySameOwner: a change to a job an owner made wakes the other
+// jobs of the reconciler's kind that owner made, when they share its
+// admission; an owner that answers for its made jobs wakes none.
+func TestJobsMadeBySameOwner(t *testing.T) {
+	first, second := made("first", 1, "uid-1"), made("second", 2, "uid-1")
+	other := made("other", 3, "uid-9")
+	other.OwnerReferences[0].Name = "theirs"
+	c := fake.NewClientBuilder().WithScheme(ownerTestScheme(t)).WithObjects(first.Pod, second.Pod, other.Pod).
+		WithIndex(&corev1.Pod{}, IndexJobController, PodOwnerIndex).Build()
+	answering := makerIntegration()
+	answering.NewJob = func() GenericJob { return answeringMaker{makerJob{&batchv1.Job{}}} }
+	for name, tc := range map[string]struct {
+		owner Integration
+		want  []reconcile.Request
+	}{
+		"sharing its admission": {owner: makerIntegration(), want: []reconcile.Request{
+			{NamespacedName: client.ObjectKeyFromObject(first.Pod)}, {NamespacedName: client.ObjectKeyFromObject(second.Pod)}}},
+		"answered for by their owner": {owner: answering},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := NewJobReconciler(c, c, nil, podJobs(), WithScope(Scope{Owners: []Integration{tc.owner}, Jobs: []Integration{podJobs()}}))
+			got := r.jobsMadeBySameOwner(context.Background(), second.Pod)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("jobs woken (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

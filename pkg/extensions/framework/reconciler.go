@@ -173,8 +173,14 @@ func (r *JobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 		Watches(&elasticquotav1alpha1.ElasticQuota{}, r.jobsOfNewlyServedNamespaces())
 	if r.scope.ownsJobsOfKind(r.integ.GVK.GroupKind()) {
 		// A job another job made is judged again as its owner's unit
-		// comes, goes, is admitted or evicted (coveredByOwner).
+		// comes, goes, is admitted or evicted (coveredByOwner), and as
+		// another job its owner made changes its spec, which may take a
+		// share of the owner's admission it did not (coveredWithin).
 		b = b.Watches(&schedulingv1alpha1.QueueUnit{}, handler.EnqueueRequestsFromMapFunc(r.jobsMadeByUnitsJob), builder.WithPredicates(admissionChanged))
+		for _, other := range r.scope.Jobs {
+			b = b.Watches(other.NewJob().Object(), handler.EnqueueRequestsFromMapFunc(r.jobsMadeBySameOwner),
+				builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+		}
 	}
 	if err := b.Complete(r); err != nil {
 		return fmt.Errorf("setting up the %s extension: %w", r.integ.Name, err)

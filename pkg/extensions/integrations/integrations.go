@@ -82,7 +82,7 @@ func AddToScheme(s *runtime.Scheme, integs []framework.Integration) error {
 // Only an enabled framework's jobs cover the jobs they make: a job of a
 // kind the process does not queue has no unit to be admitted.
 func Scope(integs []framework.Integration, manageAllJobs, leaveJobsSubmittedRunning bool) (framework.Scope, error) {
-	s := framework.Scope{ManageAllJobs: manageAllJobs, LeaveJobsSubmittedRunning: leaveJobsSubmittedRunning}
+	s := framework.Scope{ManageAllJobs: manageAllJobs, LeaveJobsSubmittedRunning: leaveJobsSubmittedRunning, Jobs: integs}
 	for _, i := range integs {
 		if i.Makes != nil {
 			s.Owners = append(s.Owners, i)

@@ -6,10 +6,13 @@ import (
 	"testing"
 	"time"
 
+	wfv1 "github.com/argoproj/argo-workflows/v3/pkg/apis/workflow/v1alpha1"
 	"github.com/google/go-cmp/cmp"
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	batchv1 "k8s.io/api/batch/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
@@ -18,10 +21,12 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/extensions/argo"
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework/frameworktest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/ray"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 )
 
 // TestReconcileJobsARayJobMade: a labelled Job that names a RayJob as its
@@ -229,5 +234,73 @@ func TestReconcileASubmitterNamedAsItsRayJob(t *testing.T) {
 	}
 	if diff := cmp.Diff(admitted, look()); diff != "" {
 		t.Errorf("the RayJob admitted again: resumed (-want +got):\n%s", diff)
+	}
+}
+
+// TestReconcileJobsAWorkflowMade: an Argo Workflow's unit asks only for its
+// koord-queue/min-resources, so a labelled Job naming an admitted Workflow
+// as its controller runs within the Workflow's admission only as far as it
+// goes: a Job of 8 pods of 1 CPU under a Workflow admitted for 100m is
+// queued by itself and suspended, saying why, and so is a second Job that
+// would take the jobs the Workflow made past it; one that fits runs.
+func TestReconcileJobsAWorkflowMade(t *testing.T) {
+	scheme := testScheme(t)
+	if err := wfv1.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	wf := extensionstest.MakeWorkflow("wf", "ns").QueueTemplate().Quota("team-a").MinResources("cpu: 100m").Obj()
+	wf.UID = "wf-uid"
+	unit := &schedulingv1alpha1.QueueUnit{
+		ObjectMeta: metav1.ObjectMeta{Name: "wf", Namespace: "ns", OwnerReferences: []metav1.OwnerReference{
+			*metav1.NewControllerRef(wf, argo.Integration().GVK),
+		}},
+		Spec: schedulingv1alpha1.QueueUnitSpec{Request: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("100m")}},
+	}
+	queueunit.Admit(unit, "team-a", queueunit.Request(unit), nil, nil, metav1.Now())
+	child := func(name string, created int64, pods int32, cpu string) *batchv1.Job {
+		j := extensionstest.MakeJob(name, "ns").Quota("team-a").Suspend(false).Parallelism(pods).Request("cpu", cpu).
+			OwnedBy(*metav1.NewControllerRef(wf, argo.Integration().GVK)).Obj()
+		j.CreationTimestamp = metav1.Unix(created, 0)
+		return j
+	}
+	scope := framework.Scope{Owners: []framework.Integration{argo.Integration()}, Jobs: []framework.Integration{Integration()}}
+	cases := map[string]struct {
+		objs       []client.Object
+		job        *batchv1.Job
+		wantQueued bool
+		wantEvent  string
+	}{
+		"a Job within the Workflow's admission runs within it": {
+			job: child("small", 10, 1, "50m"),
+		},
+		"a Job of 8 pods under a Workflow admitted for 100m is queued by itself": {
+			job:        child("forged", 10, 8, "1"),
+			wantQueued: true,
+			wantEvent:  "Warning OwnerNotAdmitted Not covered by an owner's admission: its owner Workflow wf was admitted with cpu=100m and covers only that; the job asks for cpu=8",
+		},
+		"a Job that would take the Workflow's jobs past its admission is queued by itself": {
+			objs:       []client.Object{child("first", 5, 1, "50m")},
+			job:        child("second", 10, 1, "80m"),
+			wantQueued: true,
+			wantEvent:  "Warning OwnerNotAdmitted Not covered by an owner's admission: its owner Workflow wf was admitted with cpu=100m and covers only that; the job asks for cpu=80m, beyond the cpu=50m of the jobs it made before",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			c := frameworktest.ClientBuilder(t, scheme).WithObjects(append(tc.objs, wf, unit.DeepCopy(), tc.job)...).
+				WithIndex(&batchv1.Job{}, framework.IndexJobController, framework.PodOwnerIndex).
+				WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, &batchv1.Job{}).Build()
+			recorder := record.NewFakeRecorder(100)
+			r := framework.NewJobReconciler(c, c, recorder, Integration(), framework.WithScope(scope))
+			req := ctrl.Request{NamespacedName: client.ObjectKeyFromObject(tc.job)}
+			if _, err := r.Reconcile(ctx, req); err != nil {
+				t.Fatalf("Reconcile: %v", err)
+			}
+			checkQueued(t, c, req.NamespacedName, tc.wantQueued)
+			if got := firstWarning(recorder); !strings.HasPrefix(got, tc.wantEvent) || (tc.wantEvent == "") != (got == "") {
+				t.Errorf("first Warning event %q, want one starting %q", got, tc.wantEvent)
+			}
+		})
 	}
 }

@@ -64,6 +64,7 @@ type RayJob rayv1.RayJob
 var (
 	_ framework.GenericJob            = (*RayJob)(nil)
 	_ framework.JobWithMadeUpAffinity = (*RayJob)(nil)
+	_ framework.JobWithMadeJobs       = (*RayJob)(nil)
 )
 
 // Object is the RayJob.
@@ -158,6 +159,15 @@ func (j *RayJob) isKubeRayDefault(t *corev1.PodTemplateSpec) bool {
 	}
 	def.Spec.Affinity = t.Spec.Affinity
 	return equality.Semantic.DeepEqual(def, t)
+}
+
+// MadePodSet: the pods of the submitter Job KubeRay makes count in the
+// submitter pod set, those of its RayCluster in the pod set of their group.
+func (j *RayJob) MadePodSet(kind schema.GroupKind, set string) string {
+	if kind == batchv1.SchemeGroupVersion.WithKind("Job").GroupKind() {
+		return SubmitterPodSet
+	}
+	return set
 }
 
 // PodSetsKoordQueueLeftOut: Koord-Queue's units of RayJobs have no pod set
