@@ -146,6 +146,11 @@ func (r *JobReconciler) planAdoption(job GenericJob, u *schedulingv1alpha1.Queue
 	return adoption{renames: renames, jobSets: jobSets}
 }
 
+// isAdopted reports whether u was taken over from Koord-Queue.
+func isAdopted(u *schedulingv1alpha1.QueueUnit) bool {
+	return apimeta.IsStatusConditionTrue(u.Status.Conditions, schedulingv1alpha1.QueueUnitAdopted)
+}
+
 // withoutSetsKoordQueueLeftOut is a job's pod sets, sets, without those
 // Koord-Queue leaves out of its units (JobWithPodSetsKoordQueueLeftOut)
 // that u has none of: what u, made by Koord-Queue, holds quota for.

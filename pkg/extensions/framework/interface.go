@@ -2,7 +2,6 @@ package framework
 
 import (
 	corev1 "k8s.io/api/core/v1"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
@@ -166,13 +165,16 @@ type JobWithPodSetsKoordQueueLeftOut interface {
 // unit counts the RayCluster and the submitter Job KubeRay makes). It
 // answers for them itself: they run within its admission while it is
 // admitted, and the reconciler counts the pod sets of the jobs it controls
-// (but those queued by themselves) as pod sets of its own, so that it is
-// queued again, as one that grew, when a tenant scales them past its
-// admission (its framework then makes them afresh from its spec). An
-// owner that is not one of these covers the jobs it made only within its
-// admission (see coveredByOwner).
+// as pod sets of its own (madeExcess), so that it is queued again, as one
+// that grew, when a tenant scales them past its admission; its framework
+// then makes them afresh from its spec. An owner that is not one of these
+// covers the jobs it made only within its admission (see coveredByOwner).
 type JobWithMadeJobs interface {
-	// MadePodSet is the pod set of this job that the pods of pod set set
-	// of a job of kind kind it made count in.
-	MadePodSet(kind schema.GroupKind, set string) string
+	// MadeKinds are empty objects of the kinds of jobs the framework makes
+	// for the job, to list and read them into.
+	MadeKinds() []client.Object
+	// MadeSets are the pod sets of made, a job of one of MadeKinds the
+	// job controls, named as the pod sets of the job they count in; none
+	// while made runs no pod (suspended).
+	MadeSets(made client.Object) ([]PodSet, error)
 }

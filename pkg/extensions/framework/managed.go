@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"slices"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,10 +45,12 @@ func SetupIndexes(ctx context.Context, indexer client.FieldIndexer, integs ...In
 	if err := indexer.IndexField(ctx, &corev1.Pod{}, IndexPodOwner, PodOwnerIndex); err != nil {
 		return fmt.Errorf("indexing pods by controller: %w", err)
 	}
-	for _, i := range integs {
-		if err := indexer.IndexField(ctx, i.NewJob().Object(), IndexJobController, PodOwnerIndex); err != nil {
-			return fmt.Errorf("indexing %ss by controller: %w", i.GVK.Kind, err)
+	for _, obj := range ControllerIndexed(integs...) {
+		if err := indexer.IndexField(ctx, obj, IndexJobController, PodOwnerIndex); err != nil {
+			return fmt.Errorf("indexing %T by controller: %w", obj, err)
 		}
+	}
+	for _, i := range integs {
 		if i.PodOwners == nil {
 			continue
 		}
@@ -56,6 +59,29 @@ func SetupIndexes(ctx context.Context, indexer client.FieldIndexer, integs ...In
 		}
 	}
 	return nil
+}
+
+// ControllerIndexed are empty objects of the kinds SetupIndexes indexes by
+// IndexJobController, each once: the jobs of integs, and those their
+// frameworks make for them (JobWithMadeJobs).
+func ControllerIndexed(integs ...Integration) []client.Object {
+	seen := map[reflect.Type]bool{}
+	var out []client.Object
+	add := func(obj client.Object) {
+		if t := reflect.TypeOf(obj); !seen[t] {
+			seen[t] = true
+			out = append(out, obj)
+		}
+	}
+	for _, i := range integs {
+		add(i.NewJob().Object())
+		if m, ok := i.NewJob().(JobWithMadeJobs); ok {
+			for _, kind := range m.MadeKinds() {
+				add(kind)
+			}
+		}
+	}
+	return out
 }
 
 // QuotaNamespacesIndex is the index function of IndexQuotaNamespaces; a

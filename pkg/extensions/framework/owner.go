@@ -35,7 +35,7 @@ import (
 //     for it (JobWithMadeJobs: a RayJob's unit counts its RayCluster and
 //     submitter Job) answers for them itself: they are covered while it is
 //     admitted, and it is queued again when they outgrow its admission
-//     (madeJobSets, release);
+//     (madeExcess, release);
 //   - any other owner (an Argo Workflow, whose unit asks for its
 //     koord-queue/min-resources) covers the jobs it made only within what
 //     its unit was admitted with, in the order they were made
@@ -278,7 +278,7 @@ func sumOf(a, b corev1.ResourceList) corev1.ResourceList {
 // namesIndexed names the jobs of integ in namespace ns whose index holds
 // key. c must know its scheme (the manager's client does), to make the list.
 func namesIndexed(ctx context.Context, c client.Reader, integ Integration, ns, index, key string) ([]string, error) {
-	list, err := newListOf(c, integ)
+	list, err := newListOf(c, integ.GVK)
 	if err != nil {
 		return nil, err
 	}
@@ -298,20 +298,19 @@ func namesIndexed(ctx context.Context, c client.Reader, integ Integration, ns, i
 	return names, nil
 }
 
-// newListOf is an empty list of integ's kind, made by c's scheme.
-func newListOf(c client.Reader, integ Integration) (client.ObjectList, error) {
+// newListOf is an empty list of kind gvk, made by c's scheme.
+func newListOf(c client.Reader, gvk schema.GroupVersionKind) (client.ObjectList, error) {
 	schemed, ok := c.(interface{ Scheme() *runtime.Scheme })
 	if !ok {
-		return nil, fmt.Errorf("cannot list %ss: the client has no scheme", integ.GVK.Kind)
+		return nil, fmt.Errorf("cannot list %ss: the client has no scheme", gvk.Kind)
 	}
-	gvk := integ.GVK.GroupVersion().WithKind(integ.GVK.Kind + "List")
-	o, err := schemed.Scheme().New(gvk)
+	o, err := schemed.Scheme().New(gvk.GroupVersion().WithKind(gvk.Kind + "List"))
 	if err != nil {
-		return nil, fmt.Errorf("making a %s: %w", gvk.Kind, err)
+		return nil, fmt.Errorf("making a %sList: %w", gvk.Kind, err)
 	}
 	list, ok := o.(client.ObjectList)
 	if !ok {
-		return nil, fmt.Errorf("%s is not a list", gvk.Kind)
+		return nil, fmt.Errorf("%sList is not a list", gvk.Kind)
 	}
 	return list, nil
 }

@@ -232,7 +232,8 @@ func made(name string, sec int64, uid types.UID, requests ...string) podJob {
 // (JobWithMadeJobs).
 type answeringMaker struct{ makerJob }
 
-func (answeringMaker) MadePodSet(_ schema.GroupKind, set string) string { return set }
+func (answeringMaker) MadeKinds() []client.Object               { return nil }
+func (answeringMaker) MadeSets(client.Object) ([]PodSet, error) { return nil, nil }
 
 // TestCoveredWithinTheOwnersAdmission: an owner whose unit asks only for
 // its own request (an Argo Workflow's koord-queue/min-resources) covers the

@@ -182,6 +182,13 @@ func (r *JobReconciler) SetupWithManager(mgr ctrl.Manager) error {
 				builder.WithPredicates(predicate.GenerationChangedPredicate{}))
 		}
 	}
+	if m, ok := r.integ.NewJob().(JobWithMadeJobs); ok {
+		// A job it made whose spec changes (a RayCluster scaled) may take
+		// it past its admission (madeExcess).
+		for _, kind := range m.MadeKinds() {
+			b = b.Owns(kind, builder.WithPredicates(predicate.GenerationChangedPredicate{}))
+		}
+	}
 	if err := b.Complete(r); err != nil {
 		return fmt.Errorf("setting up the %s extension: %w", r.integ.Name, err)
 	}
@@ -699,13 +706,18 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 	scaler, scales := job.(JobWithPartialAdmission)
 	cannotShrink := partial != nil && !scales
 	held := unitSets
-	if apimeta.IsStatusConditionTrue(unit.Status.Conditions, schedulingv1alpha1.QueueUnitAdopted) {
+	if isAdopted(unit) {
 		held = withoutSetsKoordQueueLeftOut(job, unit, unitSets) // admitted by Koord-Queue without them
 	}
 	var grown []string
 	if setsErr == nil {
 		grown = excess(unit, held, partial)
 	}
+	made, err := r.madeExcess(ctx, job, unit)
+	if err != nil {
+		return err
+	}
+	grown = append(grown, made...)
 	if cannotShrink || len(grown) > 0 {
 		// Suspend, restore the counts and the templates (steps of their
 		// own, see restore), then let the unit go; the next pass queues the

@@ -178,7 +178,7 @@ func TestAdoptKoordQueueUnits(t *testing.T) {
 					ctx := context.Background()
 					job := setSuspended(integ, v18Job(integ), !runs)
 					unit := v18Unit(t, integ, job, phase, withAdmissions)
-					c := frameworktest.ClientBuilder(t, s).WithObjects(job, unit).
+					c := frameworktest.WithJobIndexes(frameworktest.ClientBuilder(t, s), All()...).WithObjects(job, unit).
 						WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, job).Build()
 					recorder := record.NewFakeRecorder(100)
 					r := framework.NewJobReconciler(c, c, recorder, integ, framework.WithStatusDelay(0))
@@ -265,7 +265,7 @@ func TestAdoptedDequeuedUnitReleasesItsJob(t *testing.T) {
 	integ := All()[0]
 	job := setSuspended(integ, v18Job(integ), true)
 	unit := v18Unit(t, integ, job, schedulingv1alpha1.Dequeued, true)
-	c := frameworktest.ClientBuilder(t, s).WithObjects(job, unit).
+	c := frameworktest.WithJobIndexes(frameworktest.ClientBuilder(t, s), All()...).WithObjects(job, unit).
 		WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, job).Build()
 	recorder := record.NewFakeRecorder(100)
 	r := framework.NewJobReconciler(c, c, recorder, integ, framework.WithStatusDelay(0))
@@ -289,7 +289,7 @@ func TestAdoptedUnitFollowsItsJob(t *testing.T) {
 	unit := v18Unit(t, integ, job, schedulingv1alpha1.Running, true)
 	finished := job.DeepCopyObject().(*batchv1.Job)
 	finished.Status.Conditions = []batchv1.JobCondition{{Type: batchv1.JobComplete, Status: corev1.ConditionTrue}}
-	c := frameworktest.ClientBuilder(t, s).WithObjects(finished, unit).
+	c := frameworktest.WithJobIndexes(frameworktest.ClientBuilder(t, s), All()...).WithObjects(finished, unit).
 		WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, finished).Build()
 	r := framework.NewJobReconciler(c, c, record.NewFakeRecorder(100), integ, framework.WithStatusDelay(0))
 	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(job)}); err != nil {
@@ -385,7 +385,7 @@ func TestAdoptionRefused(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
 			unit := tc.unit(tc.job)
-			c := frameworktest.ClientBuilder(t, s).WithObjects(tc.job, unit).
+			c := frameworktest.WithJobIndexes(frameworktest.ClientBuilder(t, s), All()...).WithObjects(tc.job, unit).
 				WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, tc.job).Build()
 			recorder := record.NewFakeRecorder(100)
 			r := framework.NewJobReconciler(c, c, recorder, integ, framework.WithStatusDelay(0))
@@ -528,7 +528,7 @@ func TestAdoptKoordQueueUnitsInTheirOwnPodSets(t *testing.T) {
 // the events recorded.
 func adoptOnce(t *testing.T, s *runtime.Scheme, integ framework.Integration, job client.Object, unit *schedulingv1alpha1.QueueUnit) (client.Client, *record.FakeRecorder) {
 	t.Helper()
-	c := frameworktest.ClientBuilder(t, s).WithObjects(job, unit).
+	c := frameworktest.WithJobIndexes(frameworktest.ClientBuilder(t, s), All()...).WithObjects(job, unit).
 		WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, job).Build()
 	recorder := record.NewFakeRecorder(100)
 	r := framework.NewJobReconciler(c, c, recorder, integ, framework.WithStatusDelay(0))

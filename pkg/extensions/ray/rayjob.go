@@ -1,11 +1,14 @@
 package ray
 
 import (
+	"fmt"
+
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
@@ -79,15 +82,20 @@ func (j *RayJob) Suspend() { j.Spec.Suspend = true }
 // Resume clears spec.suspend.
 func (j *RayJob) Resume() { j.Spec.Suspend = false }
 
-// PodSets are those of the job's cluster and, in K8sJobMode, the submitter.
-// A RayJob that runs on an existing cluster (clusterSelector) has only the
-// submitter.
+// PodSets are those of the job's cluster and, in K8sJobMode, the submitter
+// (in SidecarMode, the submitter is a container of the head). A RayJob that
+// runs on an existing cluster (clusterSelector) has only the submitter.
 func (j *RayJob) PodSets() ([]framework.PodSet, error) {
 	var sets []framework.PodSet
 	if j.Spec.RayClusterSpec != nil && len(j.Spec.ClusterSelector) == 0 {
 		var err error
 		if sets, err = clusterPodSets(j.Spec.RayClusterSpec); err != nil {
 			return nil, err
+		}
+		if j.Spec.SubmissionMode == rayv1.SidecarMode {
+			// KubeRay adds the submitter to the head of the cluster it
+			// makes (v1.5, constructRayClusterForRayJob).
+			sets[0].Added.Containers = append(sets[0].Added.Containers, defaultSubmitterTemplate().Spec.Containers[0])
 		}
 	}
 	if j.submits() {
@@ -161,13 +169,42 @@ func (j *RayJob) isKubeRayDefault(t *corev1.PodTemplateSpec) bool {
 	return equality.Semantic.DeepEqual(def, t)
 }
 
-// MadePodSet: the pods of the submitter Job KubeRay makes count in the
-// submitter pod set, those of its RayCluster in the pod set of their group.
-func (j *RayJob) MadePodSet(kind schema.GroupKind, set string) string {
-	if kind == batchv1.SchemeGroupVersion.WithKind("Job").GroupKind() {
-		return SubmitterPodSet
+// MadeKinds: KubeRay makes a RayJob's RayCluster and its submitter Job.
+func (j *RayJob) MadeKinds() []client.Object {
+	return []client.Object{&rayv1.RayCluster{}, &batchv1.Job{}}
+}
+
+// MadeSets are a RayCluster's head and worker groups, as the RayJob's own
+// pod sets of those names, and a submitter Job's pods, as its submitter
+// pod set; none for one suspended, or a Job that ended.
+func (j *RayJob) MadeSets(made client.Object) ([]framework.PodSet, error) {
+	switch m := made.(type) {
+	case *rayv1.RayCluster:
+		if (*RayCluster)(m).IsSuspended() {
+			return nil, nil
+		}
+		return clusterPodSets(&m.Spec)
+	case *batchv1.Job:
+		if ptr.Deref(m.Spec.Suspend, false) || jobEnded(m) {
+			return nil, nil
+		}
+		n := ptr.Deref(m.Spec.Parallelism, 1)
+		if m.Spec.Completions != nil {
+			n = min(n, max(*m.Spec.Completions-m.Status.Succeeded, 0))
+		}
+		return []framework.PodSet{{Name: SubmitterPodSet, Template: &m.Spec.Template, Count: n}}, nil
 	}
-	return set
+	return nil, fmt.Errorf("a RayJob makes no %T", made)
+}
+
+// jobEnded reports whether Job j completed or failed: it runs no pod.
+func jobEnded(j *batchv1.Job) bool {
+	for _, c := range j.Status.Conditions {
+		if (c.Type == batchv1.JobComplete || c.Type == batchv1.JobFailed) && c.Status == corev1.ConditionTrue {
+			return true
+		}
+	}
+	return false
 }
 
 // PodSetsKoordQueueLeftOut: Koord-Queue's units of RayJobs have no pod set

@@ -51,3 +51,13 @@ func createWithUID(ctx context.Context, c client.WithWatch, obj client.Object, o
 	}
 	return c.Create(ctx, obj, opts...)
 }
+
+// WithJobIndexes registers on b the index framework.SetupIndexes
+// registers for the jobs of integs and those their frameworks make
+// (framework.IndexJobController), for a reconciler of one of integs.
+func WithJobIndexes(b *fake.ClientBuilder, integs ...framework.Integration) *fake.ClientBuilder {
+	for _, obj := range framework.ControllerIndexed(integs...) {
+		b = b.WithIndex(obj, framework.IndexJobController, framework.PodOwnerIndex)
+	}
+	return b
+}
