@@ -45,6 +45,24 @@ func lingeringJob(ns, name, quota, cpu string, pods int32) *batchv1.Job {
 // finished, Terminating included.
 func monitorPods(ns string) *usageMonitor { return monitorPodsOnNodes(ns, nil) }
 
+// monitorPodsMatching samples as monitorPods does the pods of ns that
+// match.
+func monitorPodsMatching(ns string, match func(*corev1.Pod) bool) *usageMonitor {
+	return monitor(func(ctx context.Context) (resource.Quantity, error) {
+		var pods corev1.PodList
+		if err := k8sClient.List(ctx, &pods, client.InNamespace(ns)); err != nil {
+			return resource.Quantity{}, err
+		}
+		matching := pods.Items[:0]
+		for i := range pods.Items {
+			if match(&pods.Items[i]) {
+				matching = append(matching, pods.Items[i])
+			}
+		}
+		return heldCPU(matching), nil
+	})
+}
+
 // boundPods counts the pods of a Job on nodes, Terminating included.
 func boundPods(ctx context.Context, t *testing.T, ns, job string) int {
 	t.Helper()
