@@ -128,7 +128,7 @@ func (r *JobReconciler) planAdoption(job GenericJob, u *schedulingv1alpha1.Queue
 	sets, err := job.PodSets()
 	var jobSets []schedulingv1alpha1.PodSet
 	if err == nil {
-		jobSets, err = unitPodSets(sets, containerDefaults{}) // counts are compared, not requests
+		jobSets, err = unitPodSets(sets, podCreation{}) // counts are compared, not requests
 	}
 	if err != nil {
 		return adoption{} // release does not resize an invalid job

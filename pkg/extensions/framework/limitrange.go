@@ -106,12 +106,6 @@ func (d containerDefaults) apply(spec *corev1.PodSpec) {
 	}
 }
 
-// podDefaults are the defaults the LimitRanges of namespace give its
-// containers, read from the cache.
-func (r *JobReconciler) podDefaults(ctx context.Context, namespace string) (containerDefaults, error) {
-	return namespaceDefaults(ctx, r.client, namespace)
-}
-
 // namespaceDefaults are the defaults the LimitRanges of namespace give its
 // containers, read through c.
 func namespaceDefaults(ctx context.Context, c client.Reader, namespace string) (containerDefaults, error) {

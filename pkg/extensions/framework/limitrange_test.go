@@ -99,7 +99,7 @@ func TestLimitRangeDefaults(t *testing.T) {
 				ranges[i] = *r
 			}
 			before := tc.spec.DeepCopy()
-			sets, err := unitPodSets([]PodSet{{Name: "main", Count: 2, Template: &corev1.PodTemplateSpec{Spec: tc.spec}}}, limitRangeDefaults(ranges))
+			sets, err := unitPodSets([]PodSet{{Name: "main", Count: 2, Template: &corev1.PodTemplateSpec{Spec: tc.spec}}}, podCreation{containers: limitRangeDefaults(ranges)})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -42,10 +42,6 @@ func (r *JobReconciler) madeExcess(ctx context.Context, job GenericJob, unit *sc
 	counts := map[string]int64{}
 	perPod := map[string]corev1.ResourceList{}
 	var order []string
-	defaults, err := r.podDefaults(ctx, obj.GetNamespace())
-	if err != nil {
-		return nil, err
-	}
 	for _, kind := range maker.MadeKinds() {
 		gvk, err := apiutil.GVKForObject(kind, r.client.Scheme())
 		if err != nil {
@@ -82,7 +78,11 @@ func (r *JobReconciler) madeExcess(ctx context.Context, job GenericJob, unit *sc
 			sets, err := maker.MadeSets(m)
 			var unitSets []schedulingv1alpha1.PodSet
 			if err == nil && len(sets) > 0 {
-				unitSets, err = unitPodSets(sets, defaults)
+				var made podCreation
+				if made, err = creationOf(ctx, r.client, obj.GetNamespace(), sets); err != nil {
+					return nil, err
+				}
+				unitSets, err = unitPodSets(sets, made)
 			}
 			if err != nil {
 				bad = append(bad, fmt.Sprintf("in %s: %v", name, err))

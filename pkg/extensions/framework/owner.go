@@ -122,15 +122,14 @@ func (s Scope) coveredByOwner(ctx context.Context, c client.Reader, kind schema.
 func (s Scope) coveredWithin(ctx context.Context, c client.Reader, owner Integration, ref PodOwner, unit *schedulingv1alpha1.QueueUnit, kind schema.GroupKind, job GenericJob) (covered bool, why string, err error) {
 	obj := job.Object()
 	named := fmt.Sprintf("its owner %s %s", owner.GVK.Kind, ref.Name)
-	defaults, err := namespaceDefaults(ctx, c, obj.GetNamespace())
+	request, readErr, err := jobRequest(ctx, c, job)
 	if err != nil {
 		return false, "", err
 	}
-	request, err := jobRequest(job, defaults)
-	if err != nil {
-		return false, fmt.Sprintf("%s covers only what it was admitted with, and the job's request cannot be read: %v", named, err), nil
+	if readErr != nil {
+		return false, fmt.Sprintf("%s covers only what it was admitted with, and the job's request cannot be read: %v", named, readErr), nil
 	}
-	before, err := s.madeBefore(ctx, c, owner, ref, kind, obj, defaults)
+	before, err := s.madeBefore(ctx, c, owner, ref, kind, obj)
 	if err != nil {
 		return false, "", err
 	}
@@ -163,7 +162,7 @@ type madeJob struct {
 // enabled kind it makes, that were made before obj (of kind kind) and take
 // a share of its admission: not finished, not queued by themselves, their
 // request readable. They come in the order they were made.
-func (s Scope) madeBefore(ctx context.Context, c client.Reader, owner Integration, ref PodOwner, kind schema.GroupKind, obj client.Object, defaults containerDefaults) ([]madeJob, error) {
+func (s Scope) madeBefore(ctx context.Context, c client.Reader, owner Integration, ref PodOwner, kind schema.GroupKind, obj client.Object) ([]madeJob, error) {
 	this := madeJob{created: obj.GetCreationTimestamp(), kind: kind.String(), name: obj.GetName()}
 	var out []madeJob
 	for _, integ := range s.Jobs {
@@ -200,9 +199,14 @@ func (s Scope) madeBefore(ctx context.Context, c client.Reader, owner Integratio
 			if queued {
 				continue
 			}
-			if m.request, err = jobRequest(made, defaults); err != nil {
+			request, readErr, err := jobRequest(ctx, c, made)
+			if err != nil {
+				return nil, err
+			}
+			if readErr != nil {
 				continue
 			}
+			m.request = request
 			out = append(out, m)
 		}
 	}
@@ -247,18 +251,23 @@ func hasOwnUnit(ctx context.Context, c client.Reader, integ Integration, obj cli
 	return owner != nil && owner.UID == obj.GetUID(), nil
 }
 
-// jobRequest is what job's unit would ask for, its containers given
-// defaults.
-func jobRequest(job GenericJob, defaults containerDefaults) (corev1.ResourceList, error) {
-	sets, err := job.PodSets()
-	if err != nil {
-		return nil, err
+// jobRequest is what job's unit would ask for, with what its pods'
+// creation gives them (read through c); readErr says the request cannot be
+// read, err that the cache could not be.
+func jobRequest(ctx context.Context, c client.Reader, job GenericJob) (request corev1.ResourceList, readErr, err error) {
+	sets, readErr := job.PodSets()
+	if readErr != nil {
+		return nil, readErr, nil
 	}
-	unitSets, err := unitPodSets(sets, defaults)
+	made, err := creationOf(ctx, c, job.Object().GetNamespace(), sets)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return resources.PodSetsRequests(unitSets), nil
+	unitSets, readErr := unitPodSets(sets, made)
+	if readErr != nil {
+		return nil, readErr, nil
+	}
+	return resources.PodSetsRequests(unitSets), nil, nil
 }
 
 // sumOf is a + b, a new list.

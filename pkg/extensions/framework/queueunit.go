@@ -28,10 +28,11 @@ const lastAppliedAnnotation = corev1.LastAppliedConfigAnnotation
 // QueueUnit API requires: one to MaxPodSets sets with distinct DNS-label
 // names, asking for at most MaxResourceNames kinds of resources in all.
 // Each template of the unit is the pod as it will be made: with the
-// containers the framework's operator adds, and with the defaults the
-// namespace's LimitRanges give its containers (defaults), so that the unit
-// asks for what its pods will hold.
-func unitPodSets(sets []PodSet, defaults containerDefaults) ([]schedulingv1alpha1.PodSet, error) {
+// containers the framework's operator adds, and with what its creation
+// gives it (made: the defaults the namespace's LimitRanges give its
+// containers, its RuntimeClass's overhead), so that the unit asks for what
+// its pods will hold.
+func unitPodSets(sets []PodSet, made podCreation) ([]schedulingv1alpha1.PodSet, error) {
 	switch {
 	case len(sets) == 0:
 		return nil, fmt.Errorf("the job has no pods")
@@ -59,7 +60,7 @@ func unitPodSets(sets []PodSet, defaults containerDefaults) ([]schedulingv1alpha
 			ps.Template = *s.Template.DeepCopy()
 			ps.Template.Spec.Containers = append(ps.Template.Spec.Containers, s.Added.Containers...)
 			ps.Template.Spec.InitContainers = append(ps.Template.Spec.InitContainers, s.Added.InitContainers...)
-			defaults.apply(&ps.Template.Spec)
+			made.apply(&ps.Template.Spec)
 		}
 		if err := checkAmounts(s, &ps.Template.Spec); err != nil {
 			return nil, err

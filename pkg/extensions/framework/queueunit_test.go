@@ -82,7 +82,7 @@ func TestUnitPodSets(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := unitPodSets(tc.sets, containerDefaults{})
+			got, err := unitPodSets(tc.sets, podCreation{})
 			gotErr := ""
 			if err != nil {
 				gotErr = err.Error()
@@ -107,7 +107,7 @@ func TestUnitPodSetsCarryWhatTheOperatorAdds(t *testing.T) {
 		Containers:     []corev1.Container{{Name: "sidecar", Resources: corev1.ResourceRequirements{Requests: qt.Res("cpu", "500m", "memory", "512Mi")}}},
 		InitContainers: []corev1.Container{{Name: "wait", Resources: corev1.ResourceRequirements{Requests: qt.Res("cpu", "1", "memory", "256Mi")}}},
 	}
-	got, err := unitPodSets([]PodSet{{Name: "main", Template: &job, Count: 2, Added: added}}, containerDefaults{})
+	got, err := unitPodSets([]PodSet{{Name: "main", Template: &job, Count: 2, Added: added}}, podCreation{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +124,7 @@ func TestNewQueueUnit(t *testing.T) {
 	job := extensionstest.MakeJob("train", "ns").Quota("team-a").Parallelism(3).Request("cpu", "500m", "memory", "1Gi").Obj()
 	job.UID = "uid-1"
 	job.Annotations = map[string]string{"note": "x", corev1.LastAppliedConfigAnnotation: "{}"}
-	sets, err := unitPodSets([]PodSet{{Name: "main", Template: &job.Spec.Template, Count: 3}}, containerDefaults{})
+	sets, err := unitPodSets([]PodSet{{Name: "main", Template: &job.Spec.Template, Count: 3}}, podCreation{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -489,17 +489,18 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 }
 
 // jobPodSets are job's pod sets and its unit's (unitPodSets, with the
-// LimitRange defaults of its namespace); setsErr says why the job cannot be
-// queued as it is, err that the LimitRanges could not be read.
+// LimitRange defaults of its namespace and its RuntimeClasses' overheads);
+// setsErr says why the job cannot be queued as it is, err that the
+// LimitRanges or RuntimeClasses could not be read.
 func (r *JobReconciler) jobPodSets(ctx context.Context, job GenericJob) (sets []PodSet, unitSets []schedulingv1alpha1.PodSet, setsErr, err error) {
 	if sets, setsErr = job.PodSets(); setsErr != nil {
 		return sets, nil, setsErr, nil
 	}
-	defaults, err := r.podDefaults(ctx, job.Object().GetNamespace())
+	made, err := creationOf(ctx, r.client, job.Object().GetNamespace(), sets)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	unitSets, setsErr = unitPodSets(sets, defaults)
+	unitSets, setsErr = unitPodSets(sets, made)
 	return sets, unitSets, setsErr, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -96,11 +97,14 @@ func Setup(ctx context.Context, mgr ctrl.Manager, integs []framework.Integration
 	if err := framework.SetupIndexes(ctx, mgr.GetFieldIndexer(), integs...); err != nil {
 		return err
 	}
-	// Units ask for what their pods will hold, LimitRange defaults
-	// included: the LimitRanges' informer starts with the manager, so that
-	// the first jobs are sized with them.
+	// Units ask for what their pods will hold, LimitRange defaults and
+	// RuntimeClass overheads included: their informers start with the
+	// manager, so that the first jobs are sized with them.
 	if _, err := mgr.GetCache().GetInformer(ctx, &corev1.LimitRange{}); err != nil {
 		return fmt.Errorf("watching LimitRanges: %w", err)
+	}
+	if _, err := mgr.GetCache().GetInformer(ctx, &nodev1.RuntimeClass{}); err != nil {
+		return fmt.Errorf("watching RuntimeClasses: %w", err)
 	}
 	recorder := mgr.GetEventRecorderFor(EventSource)
 	for _, i := range integs {

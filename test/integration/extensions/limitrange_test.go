@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -69,4 +70,42 @@ func TestLimitRangeDefaults(t *testing.T) {
 	if got, wantTotal := u.Spec.Request, resources.PodsRequests([]corev1.ResourceList{want}, []int32{2}); !resources.Equal(got, wantTotal) {
 		t.Errorf("the unit asks for %s in all, want 2 × the pod's, %s", resources.Describe(got), resources.Describe(wantTotal))
 	}
+}
+
+// TestRuntimeClassOverhead: a Job whose template names a RuntimeClass with
+// a pod overhead gets a unit asking for it, as the API server's
+// RuntimeClass admission plugin gives it to the Job's pods.
+func TestRuntimeClassOverhead(t *testing.T) {
+	t.Parallel()
+	ns := newNamespace(t)
+	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: ns + "-sandboxed"}, Handler: "runsc",
+		Overhead: &nodev1.Overhead{PodFixed: qt.Res("cpu", "250m", "memory", "120Mi")}}
+	create(t, rc)
+	t.Cleanup(func() { _ = k8s.Delete(context.Background(), rc) })
+
+	j := extensionstest.MakeJob("sandboxed", ns).Quota("team-a").Parallelism(2).Request("cpu", "1").Obj()
+	j.Spec.Template.Spec.RuntimeClassName = ptr.To(rc.Name)
+	create(t, j)
+
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{GenerateName: "like-sandboxed-", Namespace: ns}, Spec: *j.Spec.Template.Spec.DeepCopy()}
+	create(t, pod)
+	want := resources.PodRequests(&pod.Spec)
+	if pod.Spec.Overhead == nil {
+		t.Fatalf("the API server gave the pod no overhead: its RuntimeClass plugin is off")
+	}
+
+	// The RuntimeClass may reach the extensions' cache after the Job: touch
+	// the Job until its unit, waiting, is resized to it.
+	key := client.ObjectKeyFromObject(j)
+	var u schedulingv1alpha1.QueueUnit
+	testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
+		if err := k8s.Get(ctx, key, &u); err != nil {
+			return fmt.Errorf("waiting for the Job's unit: %w", err)
+		}
+		if got := resources.PodRequests(&u.Spec.PodSets[0].Template.Spec); !resources.Equal(want, got) {
+			updateJob(t, j, func() { metav1.SetMetaDataAnnotation(&j.ObjectMeta, "touch", metav1.Now().String()) })
+			return fmt.Errorf("waiting for each of the unit's pods to ask for what the pod was given, %s; last seen: %s", resources.Describe(want), resources.Describe(got))
+		}
+		return nil
+	})
 }

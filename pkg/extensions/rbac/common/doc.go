@@ -5,7 +5,8 @@
 // and SubjectAccessReviews check who scrapes /metrics; ElasticQuotas and
 // ElasticQuotaProfiles name the node pool whose affinity a job of a quota
 // tree is released with, and those a job of the classic tree keeps off;
-// LimitRanges give the containers of a unit's pods their defaults.
+// LimitRanges give the containers of a unit's pods their defaults and
+// RuntimeClasses its pods their overhead.
 //
 // +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=queueunits,verbs=get;list;watch;create;update;patch;delete
 // +kubebuilder:rbac:groups=authentication.k8s.io,resources=tokenreviews,verbs=create
@@ -16,6 +17,7 @@
 // +kubebuilder:rbac:groups=quota.koordinator.sh,resources=elasticquotaprofiles,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=get;list;watch;patch
 // +kubebuilder:rbac:groups="",resources=limitranges,verbs=get;list;watch
+// +kubebuilder:rbac:groups=node.k8s.io,resources=runtimeclasses,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch
 // +kubebuilder:rbac:groups=events.k8s.io,resources=events,verbs=create;patch
 package common
