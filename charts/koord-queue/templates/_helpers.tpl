@@ -26,3 +26,23 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- if $ext.spark.enable }}{{ $names = append $names "sparkapplication" }}{{ end -}}
 {{- join "," $names -}}
 {{- end }}
+
+{{/*
+The rollout strategy of Deployment .name in .namespace. Recreate: every
+old pod has stopped before a new one starts, so that a pod of Koord-Queue
+v1.8, which elects its leaders on Leases of its own, never runs beside
+one of this chart's (both would admit). RollingUpdate once the live
+Deployment runs this chart's pods and no pod of Koord-Queue's is left
+(its pods lack app.kubernetes.io/name), so that upgrades from this chart
+to itself keep a replica up. Without a cluster to ask (`helm template`),
+Recreate.
+*/}}
+{{- define "koord-queue.strategy" -}}
+{{- $live := lookup "apps/v1" "Deployment" .namespace .name -}}
+{{- $ours := ne (dig "spec" "template" "metadata" "labels" "app.kubernetes.io/name" "" $live) "" -}}
+{{- range (lookup "v1" "Pod" .namespace "").items -}}
+{{- $labels := dig "metadata" "labels" dict . -}}
+{{- if and (eq (get $labels "control-plane") $.name) (not (hasKey $labels "app.kubernetes.io/name")) }}{{ $ours = false }}{{ end -}}
+{{- end -}}
+{{- if $ours }}RollingUpdate{{ else }}Recreate{{ end -}}
+{{- end }}
