@@ -6,8 +6,16 @@ app.kubernetes.io/instance: {{ .Release.Name }}
 helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end }}
 
-{{/* An image: [imagePrefix/]repository:tag, the tag the chart's appVersion unless set. */}}
+{{/*
+An image: [imagePrefix/]repository:tag, the tag the chart's appVersion
+unless set. Koord-Queue v1.8's images (koordinator-sh/...), which its
+values file names, are another program's binaries that do not take this
+chart's flags: they fail the render, naming .key, the value to change.
+*/}}
 {{- define "koord-queue.image" -}}
+{{- if hasPrefix "koordinator-sh/" (.image.repository | trimPrefix "/") }}
+{{- fail (printf "%s: %s is Koord-Queue v1.8's image, which does not take this chart's flags; set %s to this project's image (the default, %s) and global.imagePrefix to the registry you pushed it to (docs/migration.md)" .key .image.repository .key .default) }}
+{{- end -}}
 {{- $prefix := .global.imagePrefix -}}
 {{- $tag := .image.tag | default .appVersion -}}
 {{- if $prefix }}{{ printf "%s/%s:%s" $prefix .image.repository $tag }}{{ else }}{{ printf "%s:%s" .image.repository $tag }}{{ end }}

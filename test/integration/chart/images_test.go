@@ -174,32 +174,89 @@ func extract(t *testing.T, img v1.Image, path string) string {
 	}
 }
 
-// TestKoordQueueImageValues: the image values of Koord-Queue v1.8's
-// documented values file still pick the images they name.
+// TestKoordQueueImageValues: Koord-Queue v1.8's images, which its values
+// file names, fail the render naming the value to change (their binaries
+// do not take this chart's flags); with the values migration.md says to
+// set, the chart runs this project's images from the registry given.
 func TestKoordQueueImageValues(t *testing.T) {
-	values := map[string]any{
-		"global":     map[string]any{"imagePrefix": "registry.cn-beijing.aliyuncs.com"},
-		"controller": map[string]any{"image": map[string]any{"repository": "koordinator-sh/koord-queue", "tag": "v1.8.0"}},
-		"extension": map[string]any{"koord-queue-controllers": map[string]any{
-			"repository": "koordinator-sh/koord-queue-controllers", "tag": "v1.8.0",
-		}},
-	}
-	objs, err := render(t, values)
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := map[string]string{
-		"koord-queue":             "registry.cn-beijing.aliyuncs.com/koordinator-sh/koord-queue:v1.8.0",
-		"koord-queue-controllers": "registry.cn-beijing.aliyuncs.com/koordinator-sh/koord-queue-controllers:v1.8.0",
-	}
-	got := map[string]string{}
-	for _, o := range objs {
-		if o.GetKind() == "Deployment" {
-			containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
-			got[o.GetName()] = containers[0].(map[string]any)["image"].(string)
+	v18Images := func() map[string]any {
+		return map[string]any{
+			"global":     map[string]any{"imagePrefix": "registry.cn-beijing.aliyuncs.com"},
+			"controller": map[string]any{"image": map[string]any{"repository": "koordinator-sh/koord-queue", "tag": "v1.8.0"}},
+			"extension": map[string]any{"koord-queue-controllers": map[string]any{
+				"repository": "koordinator-sh/koord-queue-controllers", "tag": "v1.8.0",
+			}},
 		}
 	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("images (-want +got):\n%s", diff)
+	onlyControllers := v18Images()
+	onlyControllers["controller"] = map[string]any{"image": map[string]any{"repository": "koord-queue", "tag": ""}}
+	for name, tc := range map[string]struct {
+		values    map[string]any
+		wantError string
+		want      map[string]string
+	}{
+		"Koord-Queue's koord-queue image is refused": {
+			values:    v18Images(),
+			wantError: "controller.image.repository: koordinator-sh/koord-queue is Koord-Queue v1.8's image",
+		},
+		"Koord-Queue's koord-queue-controllers image is refused": {
+			values:    onlyControllers,
+			wantError: "extension.koord-queue-controllers.repository: koordinator-sh/koord-queue-controllers is Koord-Queue v1.8's image",
+		},
+		"the values migration.md sets run this project's images": {
+			values: withImagesOf(v18Images(), "registry.example.com/team"),
+			want: map[string]string{
+				"koord-queue":             "registry.example.com/team/koord-queue:" + loadChart(t).Metadata.AppVersion,
+				"koord-queue-controllers": "registry.example.com/team/koord-queue-controllers:" + loadChart(t).Metadata.AppVersion,
+			},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			objs, err := render(t, tc.values)
+			if tc.wantError != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantError) {
+					t.Fatalf("render error %v, want one saying %q", err, tc.wantError)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string]string{}
+			for _, o := range objs {
+				if o.GetKind() == "Deployment" {
+					containers, _, _ := unstructured.NestedSlice(o.Object, "spec", "template", "spec", "containers")
+					got[o.GetName()] = containers[0].(map[string]any)["image"].(string)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("images (-want +got):\n%s", diff)
+			}
+		})
 	}
+}
+
+// withImagesOf sets in values what migration.md's step 1 passes beside
+// Koord-Queue's values file: this project's image repositories, the
+// chart's own tags, and registry as global.imagePrefix.
+func withImagesOf(values map[string]any, registry string) map[string]any {
+	values["global"] = map[string]any{"imagePrefix": registry}
+	controller, _ := values["controller"].(map[string]any)
+	if controller == nil {
+		controller = map[string]any{}
+		values["controller"] = controller
+	}
+	controller["image"] = map[string]any{"repository": "koord-queue", "tag": ""}
+	ext, _ := values["extension"].(map[string]any)
+	if ext == nil {
+		ext = map[string]any{}
+		values["extension"] = ext
+	}
+	controllers, _ := ext["koord-queue-controllers"].(map[string]any)
+	if controllers == nil {
+		controllers = map[string]any{}
+		ext["koord-queue-controllers"] = controllers
+	}
+	controllers["repository"], controllers["tag"] = "koord-queue-controllers", ""
+	return values
 }

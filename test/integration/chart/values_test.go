@@ -13,7 +13,9 @@ import (
 )
 
 // TestKoordQueueV18ValuesFile: Koord-Queue v1.8's published values file
-// renders unchanged, and its values take effect where this chart has them.
+// alone is refused for its images (Koord-Queue's own binaries); with the
+// image values migration.md's step 1 sets beside it, it renders, and its
+// values take effect where this chart has them.
 func TestKoordQueueV18ValuesFile(t *testing.T) {
 	data, err := os.ReadFile(filepath.Join("testdata", "koord-queue-v1.8", "values.yaml"))
 	if err != nil {
@@ -23,9 +25,12 @@ func TestKoordQueueV18ValuesFile(t *testing.T) {
 	if err := yaml.Unmarshal(data, &values); err != nil {
 		t.Fatal(err)
 	}
-	objs, err := render(t, values)
+	if _, err := render(t, values); err == nil || !strings.Contains(err.Error(), "controller.image.repository") {
+		t.Errorf("rendering Koord-Queue v1.8's values file alone: error %v, want one naming controller.image.repository", err)
+	}
+	objs, err := render(t, withImagesOf(values, "registry.example.com/team"))
 	if err != nil {
-		t.Fatalf("rendering with Koord-Queue v1.8's values file: %v", err)
+		t.Fatalf("rendering with Koord-Queue v1.8's values file and migration.md's image values: %v", err)
 	}
 	// Its controller.enableVisibilityServer: false turns the REST API off.
 	if args := containerArgs(t, objs, "koord-queue"); !slices.Contains(args, "--visibility-bind-address=") {
