@@ -8,12 +8,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart/loader"
+	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
 // TestRolloutStrategy: the upgrade from Koord-Queue v1.8's release rolls
@@ -126,4 +131,80 @@ func TestRolloutStrategy(t *testing.T) {
 	if diff := cmp.Diff(all(appsv1.RecreateDeploymentStrategyType), got); diff != "" {
 		t.Errorf("rendered without a cluster (-want +got):\n%s", diff)
 	}
+}
+
+// TestRollbackToKoordQueueV18: migration.md's rollback. With this chart's
+// Deployments scaled to zero first, `helm rollback` to Koord-Queue v1.8's
+// revision puts back its Deployments with one replica each and the default
+// RollingUpdate, its images, deletes the webhook only this chart made, and
+// keeps the CRDs and their objects.
+func TestRollbackToKoordQueueV18(t *testing.T) {
+	e := bareAPIServer(t)
+	ctx := context.Background()
+	cfg := helmConfig(t, e)
+	deployments := []string{"koord-queue", "koord-queue-controllers"}
+
+	v18, err := loader.Load(filepath.Join("testdata", "koord-queue-v1.8"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	install := action.NewInstall(cfg)
+	install.ReleaseName, install.Namespace, install.CreateNamespace = "koord-queue", namespace, true
+	if _, err := install.RunWithContext(ctx, v18, nil); err != nil {
+		t.Fatalf("installing Koord-Queue v1.8's chart: %v", err)
+	}
+	upgrade := action.NewUpgrade(cfg)
+	upgrade.Namespace = namespace
+	if _, err := upgrade.RunWithContext(ctx, "koord-queue", loadChart(t), map[string]any{}); err != nil {
+		t.Fatalf("helm upgrade from Koord-Queue v1.8: %v", err)
+	}
+	crds := []string{"queues.scheduling.x-k8s.io", "queueunits.scheduling.x-k8s.io"}
+	for _, name := range crds {
+		waitEstablished(t, e, name)
+	}
+	unit := wrappers.MakeQueueUnit("job-1", metav1.NamespaceDefault).Quota("team-a").Request(corev1.ResourceCPU, "1").Obj()
+	if err := e.Client.Create(ctx, unit); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Client.Get(ctx, client.ObjectKey{Name: "koord-queue-controllers"}, &admissionregistrationv1.MutatingWebhookConfiguration{}); err != nil {
+		t.Fatalf("this chart's webhook after the upgrade: %v", err)
+	}
+
+	for _, name := range deployments {
+		d := &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Namespace: namespace, Name: name}}
+		if err := e.Client.Patch(ctx, d, client.RawPatch(types.MergePatchType, []byte(`{"spec":{"replicas":0}}`))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	rollback := action.NewRollback(cfg)
+	rollback.Version = 1
+	if err := rollback.Run("koord-queue"); err != nil {
+		t.Fatalf("helm rollback to Koord-Queue v1.8's revision: %v", err)
+	}
+
+	type deployment struct {
+		Replicas int32
+		Strategy appsv1.DeploymentStrategyType
+		Image    string
+	}
+	want := map[string]deployment{
+		"koord-queue":             {1, appsv1.RollingUpdateDeploymentStrategyType, "registry.cn-beijing.aliyuncs.com/koordinator-sh/koord-queue:v1.8.0"},
+		"koord-queue-controllers": {1, appsv1.RollingUpdateDeploymentStrategyType, "registry.cn-beijing.aliyuncs.com/koordinator-sh/koord-queue-controllers:v1.8.0"},
+	}
+	got := map[string]deployment{}
+	for _, name := range deployments {
+		d := &appsv1.Deployment{}
+		if err := e.Client.Get(ctx, client.ObjectKey{Namespace: namespace, Name: name}, d); err != nil {
+			t.Fatal(err)
+		}
+		got[name] = deployment{ptr.Deref(d.Spec.Replicas, 1), d.Spec.Strategy.Type, d.Spec.Template.Spec.Containers[0].Image}
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Deployments after the rollback (-want +got):\n%s", diff)
+	}
+	err = e.Client.Get(ctx, client.ObjectKey{Name: "koord-queue-controllers"}, &admissionregistrationv1.MutatingWebhookConfiguration{})
+	if !apierrors.IsNotFound(err) {
+		t.Errorf("this chart's webhook after the rollback: %v, want it deleted", err)
+	}
+	expectKept(t, e, "after the rollback", crds, unit)
 }
