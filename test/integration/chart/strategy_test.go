@@ -2,12 +2,10 @@ package chart
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	admissionregistrationv1 "k8s.io/api/admissionregistration/v1"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -35,15 +33,7 @@ func TestRolloutStrategy(t *testing.T) {
 	cfg := helmConfig(t, e)
 	deployments := []string{"koord-queue", "koord-queue-controllers"}
 
-	v18, err := loader.Load(filepath.Join("testdata", "koord-queue-v1.8"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	install := action.NewInstall(cfg)
-	install.ReleaseName, install.Namespace, install.CreateNamespace = "koord-queue", namespace, true
-	if _, err := install.RunWithContext(ctx, v18, nil); err != nil {
-		t.Fatalf("installing Koord-Queue v1.8's chart: %v", err)
-	}
+	installKoordQueueV18(t, cfg)
 	// Koord-Queue's running pods, with its Deployments' pod labels (this
 	// API server has no controller-manager to make them).
 	var oldPods []*corev1.Pod
@@ -76,25 +66,17 @@ func TestRolloutStrategy(t *testing.T) {
 	all := func(s appsv1.DeploymentStrategyType) map[string]appsv1.DeploymentStrategyType {
 		return map[string]appsv1.DeploymentStrategyType{"koord-queue": s, "koord-queue-controllers": s}
 	}
-	upgrade := func(when string) {
-		t.Helper()
-		u := action.NewUpgrade(cfg)
-		u.Namespace = namespace
-		if _, err := u.RunWithContext(ctx, "koord-queue", loadChart(t), map[string]any{}); err != nil {
-			t.Fatalf("helm upgrade %s: %v", when, err)
-		}
-	}
 	if diff := cmp.Diff(all(appsv1.RollingUpdateDeploymentStrategyType), strategies()); diff != "" {
 		t.Fatalf("Koord-Queue v1.8's Deployments before the upgrade (-want +got):\n%s", diff)
 	}
 
-	upgrade("from Koord-Queue v1.8")
+	upgradeToThisChart(t, cfg, "from Koord-Queue v1.8")
 	if diff := cmp.Diff(all(appsv1.RecreateDeploymentStrategyType), strategies()); diff != "" {
 		t.Errorf("after the upgrade from Koord-Queue v1.8 (-want +got):\n%s", diff)
 	}
 
 	// Koord-Queue's pods slow to stop: an upgrade meanwhile keeps Recreate.
-	upgrade("while Koord-Queue's pods are still there")
+	upgradeToThisChart(t, cfg, "while Koord-Queue's pods are still there")
 	if diff := cmp.Diff(all(appsv1.RecreateDeploymentStrategyType), strategies()); diff != "" {
 		t.Errorf("upgraded while Koord-Queue's pods are still there (-want +got):\n%s", diff)
 	}
@@ -102,7 +84,7 @@ func TestRolloutStrategy(t *testing.T) {
 	if err := e.Client.Delete(ctx, oldPods[0]); err != nil {
 		t.Fatal(err)
 	}
-	upgrade("while Koord-Queue's koord-queue-controllers pod is still there")
+	upgradeToThisChart(t, cfg, "while Koord-Queue's koord-queue-controllers pod is still there")
 	want := map[string]appsv1.DeploymentStrategyType{
 		"koord-queue":             appsv1.RollingUpdateDeploymentStrategyType,
 		"koord-queue-controllers": appsv1.RecreateDeploymentStrategyType,
@@ -114,7 +96,7 @@ func TestRolloutStrategy(t *testing.T) {
 	if err := e.Client.Delete(ctx, oldPods[1]); err != nil {
 		t.Fatal(err)
 	}
-	upgrade("once Koord-Queue's pods are gone")
+	upgradeToThisChart(t, cfg, "once Koord-Queue's pods are gone")
 	if diff := cmp.Diff(all(appsv1.RollingUpdateDeploymentStrategyType), strategies()); diff != "" {
 		t.Errorf("upgraded with none of Koord-Queue's pods left (-want +got):\n%s", diff)
 	}
@@ -144,20 +126,8 @@ func TestRollbackToKoordQueueV18(t *testing.T) {
 	cfg := helmConfig(t, e)
 	deployments := []string{"koord-queue", "koord-queue-controllers"}
 
-	v18, err := loader.Load(filepath.Join("testdata", "koord-queue-v1.8"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	install := action.NewInstall(cfg)
-	install.ReleaseName, install.Namespace, install.CreateNamespace = "koord-queue", namespace, true
-	if _, err := install.RunWithContext(ctx, v18, nil); err != nil {
-		t.Fatalf("installing Koord-Queue v1.8's chart: %v", err)
-	}
-	upgrade := action.NewUpgrade(cfg)
-	upgrade.Namespace = namespace
-	if _, err := upgrade.RunWithContext(ctx, "koord-queue", loadChart(t), map[string]any{}); err != nil {
-		t.Fatalf("helm upgrade from Koord-Queue v1.8: %v", err)
-	}
+	installKoordQueueV18(t, cfg)
+	upgradeToThisChart(t, cfg, "from Koord-Queue v1.8")
 	crds := []string{"queues.scheduling.x-k8s.io", "queueunits.scheduling.x-k8s.io"}
 	for _, name := range crds {
 		waitEstablished(t, e, name)
@@ -202,9 +172,20 @@ func TestRollbackToKoordQueueV18(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Deployments after the rollback (-want +got):\n%s", diff)
 	}
-	err = e.Client.Get(ctx, client.ObjectKey{Name: "koord-queue-controllers"}, &admissionregistrationv1.MutatingWebhookConfiguration{})
+	err := e.Client.Get(ctx, client.ObjectKey{Name: "koord-queue-controllers"}, &admissionregistrationv1.MutatingWebhookConfiguration{})
 	if !apierrors.IsNotFound(err) {
 		t.Errorf("this chart's webhook after the rollback: %v, want it deleted", err)
 	}
 	expectKept(t, e, "after the rollback", crds, unit)
+}
+
+// upgradeToThisChart runs `helm upgrade` of release koord-queue to this
+// chart with its default values; when says when, for the failure.
+func upgradeToThisChart(t *testing.T, cfg *action.Configuration, when string) {
+	t.Helper()
+	u := action.NewUpgrade(cfg)
+	u.Namespace = namespace
+	if _, err := u.RunWithContext(context.Background(), "koord-queue", loadChart(t), map[string]any{}); err != nil {
+		t.Fatalf("helm upgrade %s: %v", when, err)
+	}
 }

@@ -7,7 +7,6 @@ import (
 	"testing"
 
 	"helm.sh/helm/v3/pkg/action"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -44,15 +43,7 @@ func TestHelmUpgradeThenTakeOver(t *testing.T) {
 	if err := e.Client.Create(ctx, readCRD(t, filepath.Join(testenv.CRDDir(), "scheduling.sigs.k8s.io_elasticquotas.yaml"))); err != nil {
 		t.Fatal(err)
 	}
-	v18, err := loader.Load(filepath.Join("testdata", "koord-queue-v1.8"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	install := action.NewInstall(cfg)
-	install.ReleaseName, install.Namespace, install.CreateNamespace = "koord-queue", namespace, true
-	if _, err := install.RunWithContext(ctx, v18, nil); err != nil {
-		t.Fatalf("installing Koord-Queue v1.8's chart: %v", err)
-	}
+	installKoordQueueV18(t, cfg)
 	for _, name := range []string{"queues.scheduling.x-k8s.io", "queueunits.scheduling.x-k8s.io", elasticQuotaCRD} {
 		waitEstablished(t, e, name)
 	}

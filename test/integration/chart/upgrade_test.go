@@ -48,15 +48,7 @@ func TestUpgradeFromKoordQueueV18(t *testing.T) {
 		}
 	}
 
-	v18, err := loader.Load(filepath.Join("testdata", "koord-queue-v1.8"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	install := action.NewInstall(cfg)
-	install.ReleaseName, install.Namespace, install.CreateNamespace = "koord-queue", namespace, true
-	if _, err := install.RunWithContext(ctx, v18, nil); err != nil {
-		t.Fatalf("installing Koord-Queue v1.8's chart: %v", err)
-	}
+	installKoordQueueV18(t, cfg)
 	crds := []string{"queues.scheduling.x-k8s.io", "queueunits.scheduling.x-k8s.io", "admissionchecks.kueue.x-k8s.io", elasticQuotaCRD, profileCRD}
 	for _, name := range crds {
 		waitEstablished(t, e, name)
@@ -209,6 +201,21 @@ func TestNoElasticQuotaCRD(t *testing.T) {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %s", err, want)
 		}
+	}
+}
+
+// installKoordQueueV18 installs release koord-queue of Koord-Queue v1.8's
+// chart (testdata/koord-queue-v1.8) in namespace, as users have it.
+func installKoordQueueV18(t *testing.T, cfg *action.Configuration) {
+	t.Helper()
+	v18, err := loader.Load(filepath.Join("testdata", "koord-queue-v1.8"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	install := action.NewInstall(cfg)
+	install.ReleaseName, install.Namespace, install.CreateNamespace = "koord-queue", namespace, true
+	if _, err := install.RunWithContext(context.Background(), v18, nil); err != nil {
+		t.Fatalf("installing Koord-Queue v1.8's chart: %v", err)
 	}
 }
 
