@@ -12,6 +12,7 @@ import (
 	"math"
 	"os"
 	"strings"
+	"time"
 
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -67,6 +68,7 @@ func run() error {
 		backoffTime     = flag.Duration("job-backoff-time", 0, "how long a QueueUnit stays in TimeoutBackoff after --job-running-timeout before it is queued again (Enqueued); 0 queues it again at once. A unit Koord-Queue left in TimeoutBackoff is queued again this long after its last update")
 		statusDelay     = flag.Duration("unit-status-delay", framework.DefaultStatusDelay, "how long a QueueUnit's pod counts may lag its job's, so that a burst of pod changes is one write; phase changes and quota given back are written at once; 0 writes every change")
 		maxPriority     = flag.Int64("max-unit-priority", int64(framework.HighestUserDefinablePriority), "the highest priority a QueueUnit may take from the PriorityClass its job names; a class of a higher value gives the default priority, with a Warning event PriorityClassNotAllowed on the job. The default is the highest value Kubernetes lets a user's PriorityClass have")
+		maxExecTime     = flag.Duration("max-declared-execution-time", framework.DefaultMaxDeclaredExecutionTime, "the most a job's label koord-queue/max-exec-time-seconds (or Kueue's kueue.x-k8s.io/max-exec-time-seconds) may declare, in whole seconds: a label declaring more gives its QueueUnit this spec.maximumExecutionTimeSeconds, with a Warning event MaxExecTimeCapped on the job. It is a deadline: a unit admitted that long is deactivated and its job suspended. The default is as far ahead as the forecast looks")
 		systemClasses   = flag.String("allowed-system-priority-classes", "", "comma-separated system PriorityClasses (system-node-critical, system-cluster-critical) whose value a QueueUnit may take, whatever --max-unit-priority; a job naming another gets the default priority, with a Warning event PriorityClassNotAllowed")
 	)
 	leaderSettings := leaderelection.BindFlags(flag.CommandLine)
@@ -146,9 +148,13 @@ func run() error {
 	if *maxPriority < math.MinInt32 || *maxPriority > math.MaxInt32 {
 		return fmt.Errorf("--max-unit-priority %d is no priority: priorities are 32-bit integers", *maxPriority)
 	}
+	if *maxExecTime < time.Second || *maxExecTime%time.Second != 0 || *maxExecTime > math.MaxInt32*time.Second {
+		return fmt.Errorf("--max-declared-execution-time %s must be whole seconds, from 1s to %d s (what a QueueUnit's spec.maximumExecutionTimeSeconds holds)", *maxExecTime, math.MaxInt32)
+	}
 	priorities := framework.PriorityLimit{Max: int32(*maxPriority), AllowedSystem: splitList(*systemClasses)}
 	if err := integrations.Setup(ctx, mgr, integs, scope, framework.WithStatusDelay(*statusDelay),
-		framework.WithRunningTimeout(*runningTimeout, *backoffTime), framework.WithPriorityLimit(priorities)); err != nil {
+		framework.WithRunningTimeout(*runningTimeout, *backoffTime), framework.WithPriorityLimit(priorities),
+		framework.WithMaxDeclaredExecutionTime(*maxExecTime)); err != nil {
 		return err
 	}
 	if *enableWebhook {
@@ -168,7 +174,7 @@ func run() error {
 	}
 	log.Info("Starting", "version", version.Version, "extensions", integrations.NamesOf(integs), "manageAllJobs", *manageAll, "leaveJobsSubmittedRunning", *leaveRunning,
 		"webhook", *enableWebhook, "metrics", *metricsAddr, "leaderElection", *leaderElect, "jobRunningTimeout", *runningTimeout, "jobBackoffTime", *backoffTime, "unitNamesWithoutSuffix", *noUnitSuffix,
-		"maxUnitPriority", priorities.Max, "allowedSystemPriorityClasses", priorities.AllowedSystem)
+		"maxUnitPriority", priorities.Max, "allowedSystemPriorityClasses", priorities.AllowedSystem, "maxDeclaredExecutionTime", *maxExecTime)
 	return mgr.Start(ctx)
 }
 

@@ -65,6 +65,22 @@ const (
 	// admission: completions is lowered with parallelism (Kueue's
 	// kueue.x-k8s.io/job-completions-equal-parallelism).
 	AnnotationJobCompletionsEqualParallelism = "koord-queue/job-completions-equal-parallelism"
+	// LabelMaxExecTimeSeconds on a job of any framework declares, in whole
+	// seconds, the longest its QueueUnit may stay admitted:
+	// koord-queue-controllers sets the unit's
+	// spec.maximumExecutionTimeSeconds from it, at most koord-queue-controllers'
+	// --max-declared-execution-time. It is a deadline as well as a forecast:
+	// a unit admitted for longer is deactivated and evicted
+	// (MaximumExecutionTimeExceeded) and its job suspended. A value that is
+	// not a positive integer is ignored, with a Warning event
+	// InvalidMaxExecTime on the job; one above the ceiling is cut to it, with
+	// a Warning event MaxExecTimeCapped. Read while the job waits: a change
+	// while its unit is admitted applies when the unit is queued again.
+	LabelMaxExecTimeSeconds = "koord-queue/max-exec-time-seconds"
+	// LabelMaxExecTimeSecondsKueue is Kueue's key for the same
+	// (LabelMaxExecTimeSeconds), read when a job does not carry
+	// koord-queue's.
+	LabelMaxExecTimeSecondsKueue = "kueue.x-k8s.io/max-exec-time-seconds"
 	// AnnotationOriginalParallelism on a batch Job released by a partial
 	// admission is the parallelism it asked for; koord-queue-controllers
 	// writes it with the lowered parallelism and puts the parallelism back

@@ -111,13 +111,15 @@ func unitMeta(obj client.Object) (labels, annotations map[string]string) {
 
 // What the extensions read of a QueueUnit's labels and annotations, and so
 // all that their cache keeps of them (StripUnitMetadata): the quota its
-// labels name (where its pods must run: placementOf), the hold of an
-// invalid job (holdInvalid) and its pod templates as they were before
-// admission checks changed them (keepOriginals). A unit copies its job's
-// labels and annotations, which a tenant writes: kept whole, every unit
-// would cost its job's metadata a second time.
+// labels name (where its pods must run: placementOf), its copy of the
+// runtime its job declares (declareRuntime), the hold of an invalid job
+// (holdInvalid) and its pod templates as they were before admission checks
+// changed them (keepOriginals). A unit copies its job's labels and
+// annotations, which a tenant writes: kept whole, every unit would cost its
+// job's metadata a second time.
 var (
-	unitLabelsRead      = []string{elasticquotav1alpha1.LabelQuotaName, elasticquotav1alpha1.LabelQuotaNameAlibabaCloud}
+	unitLabelsRead = append([]string{elasticquotav1alpha1.LabelQuotaName, elasticquotav1alpha1.LabelQuotaNameAlibabaCloud},
+		maxExecTimeLabels...)
 	unitAnnotationsRead = []string{schedulingv1alpha1.AnnotationInvalidJob, schedulingv1alpha1.AnnotationPodSetOriginals, annotationAdoptedPodRequests}
 )
 

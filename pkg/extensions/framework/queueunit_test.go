@@ -307,6 +307,8 @@ func TestStripUnitMetadataKeepsWhatTheExtensionsRead(t *testing.T) {
 	read := map[string]string{
 		elasticquotav1alpha1.LabelQuotaName:             "team-a",
 		elasticquotav1alpha1.LabelQuotaNameAlibabaCloud: "team-b",
+		schedulingv1alpha1.LabelMaxExecTimeSeconds:      "600",
+		schedulingv1alpha1.LabelMaxExecTimeSecondsKueue: "900",
 	}
 	readAnnotations := map[string]string{
 		schedulingv1alpha1.AnnotationInvalidJob:      "negative cpu",

@@ -94,6 +94,9 @@ type JobReconciler struct {
 
 	// priorities is which PriorityClasses give a unit their value.
 	priorities PriorityLimit
+	// maxExecTime is the most, in seconds, a job's label may declare it
+	// runs (declaredRuntime).
+	maxExecTime int32
 }
 
 // DefaultStatusDelay is how long a unit's pod counts may lag its job's.
@@ -135,6 +138,13 @@ func WithPriorityLimit(l PriorityLimit) Option {
 	return func(r *JobReconciler) { r.priorities = l }
 }
 
+// WithMaxDeclaredExecutionTime sets the most a job's max-exec-time label
+// may declare (DefaultMaxDeclaredExecutionTime), in whole seconds: a label
+// declaring more gives its unit this much, with a Warning event on the job.
+func WithMaxDeclaredExecutionTime(d time.Duration) Option {
+	return func(r *JobReconciler) { r.maxExecTime = ceilingSeconds(d) }
+}
+
 // WithClock sets the clock status times are read from.
 func WithClock(c clock.PassiveClock) Option {
 	return func(r *JobReconciler) { r.clock = c }
@@ -145,7 +155,8 @@ func WithClock(c clock.PassiveClock) Option {
 // conflicts.
 func NewJobReconciler(c client.Client, reader client.Reader, recorder record.EventRecorder, integ Integration, opts ...Option) *JobReconciler {
 	r := &JobReconciler{client: c, reader: reader, recorder: recorder, integ: integ, clock: clock.RealClock{},
-		statusDelay: DefaultStatusDelay, deferredSince: map[client.ObjectKey]time.Time{}, priorities: DefaultPriorityLimit}
+		statusDelay: DefaultStatusDelay, deferredSince: map[client.ObjectKey]time.Time{}, priorities: DefaultPriorityLimit,
+		maxExecTime: ceilingSeconds(DefaultMaxDeclaredExecutionTime)}
 	for _, o := range opts {
 		o(r)
 	}
@@ -434,6 +445,8 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 		return err
 	}
 	unit := newQueueUnit(r.integ, obj, unitSets, className, priority, verdict.NamespaceQuota, verdict.NamespaceRule)
+	runtime, runtimeWarning := declaredRuntime(obj.GetLabels(), r.maxExecTime)
+	declareRuntime(unit, obj.GetLabels(), runtime)
 
 	var warnings []Warning
 	switch {
@@ -454,6 +467,9 @@ func (r *JobReconciler) queue(ctx context.Context, job GenericJob) error {
 	}
 	if priorityWarning != nil {
 		warnings = append(warnings, *priorityWarning)
+	}
+	if runtimeWarning != nil {
+		warnings = append(warnings, *runtimeWarning)
 	}
 	if w, ok := job.(JobWithWarnings); ok {
 		warnings = append(warnings, w.Warnings()...)
@@ -649,6 +665,9 @@ func (r *JobReconciler) hold(ctx context.Context, job GenericJob, unit *scheduli
 		// until FollowJob gives its admissions back.
 		return nil
 	}
+	if err := r.followDeclaredRuntime(ctx, obj, unit); err != nil {
+		return err
+	}
 	if setsErr != nil {
 		reason := setsErr.Error()
 		if unit.Annotations[schedulingv1alpha1.AnnotationInvalidJob] == reason {
@@ -692,6 +711,28 @@ func (r *JobReconciler) hold(ctx context.Context, job GenericJob, unit *scheduli
 			return true
 		})
 	}
+	return nil
+}
+
+// followDeclaredRuntime keeps a waiting unit's maximum execution time what
+// its job's labels declare (declareRuntime), and says so on the job when it
+// changes. A unit that holds quota, admitted meanwhile, keeps the limit it
+// was admitted with: a label changed while the job runs applies once its
+// unit is queued again.
+func (r *JobReconciler) followDeclaredRuntime(ctx context.Context, obj client.Object, unit *schedulingv1alpha1.QueueUnit) error {
+	seconds, warning := declaredRuntime(obj.GetLabels(), r.maxExecTime)
+	changed := false
+	if err := r.patchUnit(ctx, unit, false, func(u *schedulingv1alpha1.QueueUnit) bool {
+		changed = !queueunit.HoldsQuota(u) && declareRuntime(u, obj.GetLabels(), seconds)
+		return changed
+	}); err != nil || !changed {
+		return err
+	}
+	if warning != nil {
+		r.recorder.Event(obj, corev1.EventTypeWarning, warning.Reason, warning.Message)
+		return nil
+	}
+	r.recorder.Event(obj, corev1.EventTypeNormal, ReasonUpdatedUnit, describeRuntime(unit))
 	return nil
 }
 

@@ -244,6 +244,37 @@ func TestRender(t *testing.T) {
 		}
 	})
 
+	t.Run("maxDeclaredExecutionTime: 7 days by default, else its value, a duration", func(t *testing.T) {
+		for name, tc := range map[string]struct {
+			value     any
+			wantArg   string
+			wantError bool
+		}{
+			"by default":     {wantArg: "--max-declared-execution-time=168h"},
+			"a day":          {value: "24h", wantArg: "--max-declared-execution-time=24h"},
+			"a bare number":  {value: 3600, wantError: true},
+			"not a duration": {value: "a week", wantError: true},
+		} {
+			var values map[string]any
+			if tc.value != nil {
+				values = map[string]any{"extension": map[string]any{"koord-queue-controllers": map[string]any{"maxDeclaredExecutionTime": tc.value}}}
+			}
+			objs, err := render(t, values)
+			if tc.wantError {
+				if err == nil || !strings.Contains(err.Error(), "maxDeclaredExecutionTime") {
+					t.Errorf("%s: render error %v, want one naming maxDeclaredExecutionTime", name, err)
+				}
+				continue
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", name, err)
+			}
+			if args := containerArgs(t, objs, "koord-queue-controllers"); !slices.Contains(args, tc.wantArg) {
+				t.Errorf("%s: controllers args %v, want %s", name, args, tc.wantArg)
+			}
+		}
+	})
+
 	t.Run("computeTreeCapacity: off by default, on with its value; ElasticQuotaProfiles readable", func(t *testing.T) {
 		for value, want := range map[any]string{nil: "--compute-tree-capacity=false", true: "--compute-tree-capacity=true"} {
 			var values map[string]any
