@@ -27,8 +27,9 @@ import (
 type Basis int
 
 const (
-	// Declared: the unit's own limit (spec.maximumExecutionTimeSeconds, or
-	// its job's active deadline). It may end sooner, never later.
+	// Declared: the unit's own limit (spec.maximumExecutionTimeSeconds,
+	// set by hand or from its job's max-exec-time label), which koord-queue
+	// enforces. It may end sooner, never later.
 	Declared Basis = iota
 	// Learned: the average runtime of the units that finished in the same
 	// quota with a request of the same size (Learner).
