@@ -7,17 +7,18 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
 {{- end }}
 
 {{/*
-An image: [imagePrefix/]repository:tag, the tag the chart's appVersion
-unless set. Koord-Queue v1.8's images (koordinator-sh/...), which its
-values file names, are another program's binaries that do not take this
-chart's flags: they fail the render, naming .key, the value to change.
+An image: [imagePrefix/]repository:tag, the tag the image's own, else
+global.imageTag, else the chart's appVersion. Koord-Queue v1.8's images
+(koordinator-sh/...), which its values file names, are another program's
+binaries that do not take this chart's flags: they fail the render, naming
+.key, the value to change.
 */}}
 {{- define "koord-queue.image" -}}
 {{- if hasPrefix "koordinator-sh/" (.image.repository | trimPrefix "/") }}
 {{- fail (printf "%s: %s is Koord-Queue v1.8's image, which does not take this chart's flags; set %s to this project's image (the default, %s) and global.imagePrefix to the registry you pushed it to (docs/migration.md)" .key .image.repository .key .default) }}
 {{- end -}}
 {{- $prefix := .global.imagePrefix -}}
-{{- $tag := .image.tag | default .appVersion -}}
+{{- $tag := .image.tag | default .global.imageTag | default .appVersion -}}
 {{- if $prefix }}{{ printf "%s/%s:%s" $prefix .image.repository $tag }}{{ else }}{{ printf "%s:%s" .image.repository $tag }}{{ end }}
 {{- end }}
 
@@ -53,4 +54,14 @@ Recreate.
 {{- if and (eq (get $labels "control-plane") $.name) (not (hasKey $labels "app.kubernetes.io/name")) }}{{ $ours = false }}{{ end -}}
 {{- end -}}
 {{- if $ours }}RollingUpdate{{ else }}Recreate{{ end -}}
+{{- end }}
+
+{{/* A pod spec's imagePullSecrets, from global.imagePullSecrets (names or {name: ...}). */}}
+{{- define "koord-queue.imagePullSecrets" -}}
+{{- with .Values.global.imagePullSecrets }}
+imagePullSecrets:
+{{- range . }}
+- name: {{ if kindIs "string" . }}{{ . }}{{ else }}{{ .name }}{{ end }}
+{{- end }}
+{{- end }}
 {{- end }}

@@ -260,3 +260,88 @@ func withImagesOf(values map[string]any, registry string) map[string]any {
 	controllers["repository"], controllers["tag"] = "koord-queue-controllers", ""
 	return values
 }
+
+// TestImageValues: global.imageTag tags both images unless an image has its
+// own tag, and global.imagePullSecrets reach every pod the chart runs.
+func TestImageValues(t *testing.T) {
+	appVersion := loadChart(t).Metadata.AppVersion
+	for name, tc := range map[string]struct {
+		values      map[string]any
+		wantImages  map[string]string
+		wantSecrets []any
+		wantError   string
+	}{
+		"the defaults: the chart's appVersion, no pull secrets": {
+			wantImages: map[string]string{
+				"koord-queue":             "ghcr.io/koord-queue/koord-queue:" + appVersion,
+				"koord-queue-controllers": "ghcr.io/koord-queue/koord-queue-controllers:" + appVersion,
+			},
+		},
+		"your registry and the tag make push printed": {
+			values: map[string]any{"global": map[string]any{"imagePrefix": "registry.example.com/team", "imageTag": "v0.1.0-3-gabcdef0"}},
+			wantImages: map[string]string{
+				"koord-queue":             "registry.example.com/team/koord-queue:v0.1.0-3-gabcdef0",
+				"koord-queue-controllers": "registry.example.com/team/koord-queue-controllers:v0.1.0-3-gabcdef0",
+			},
+		},
+		"an image's own tag wins over global.imageTag": {
+			values: map[string]any{
+				"global":     map[string]any{"imageTag": "dev"},
+				"controller": map[string]any{"image": map[string]any{"tag": "own"}},
+			},
+			wantImages: map[string]string{
+				"koord-queue":             "ghcr.io/koord-queue/koord-queue:own",
+				"koord-queue-controllers": "ghcr.io/koord-queue/koord-queue-controllers:dev",
+			},
+		},
+		"pull secrets by name and as references": {
+			values:      map[string]any{"global": map[string]any{"imagePullSecrets": []any{"regcred", map[string]any{"name": "other"}}}},
+			wantSecrets: []any{map[string]any{"name": "regcred"}, map[string]any{"name": "other"}},
+		},
+		"a pull secret without a name is refused": {
+			values:    map[string]any{"global": map[string]any{"imagePullSecrets": []any{map[string]any{"nam": "regcred"}}}},
+			wantError: "imagePullSecrets",
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			objs, err := render(t, chartutil.CoalesceTables(tc.values, everything()))
+			if tc.wantError != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantError) {
+					t.Fatalf("render error %v, want one containing %q", err, tc.wantError)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			gotImages := map[string]string{}
+			pods := 0
+			for _, o := range objs {
+				podSpec, ok, _ := unstructured.NestedMap(o.Object, "spec", "template", "spec")
+				if o.GetKind() == "Pod" {
+					podSpec, ok, _ = unstructured.NestedMap(o.Object, "spec")
+				}
+				if !ok {
+					continue
+				}
+				pods++
+				secrets, _, _ := unstructured.NestedSlice(podSpec, "imagePullSecrets")
+				if diff := cmp.Diff(tc.wantSecrets, secrets); diff != "" {
+					t.Errorf("%s %s imagePullSecrets (-want +got):\n%s", o.GetKind(), o.GetName(), diff)
+				}
+				containers, _, _ := unstructured.NestedSlice(podSpec, "containers")
+				for _, c := range containers {
+					gotImages[o.GetName()] = c.(map[string]any)["image"].(string)
+				}
+			}
+			if pods == 0 {
+				t.Fatal("the chart renders no pod template")
+			}
+			if tc.wantImages != nil {
+				if diff := cmp.Diff(tc.wantImages, gotImages); diff != "" {
+					t.Errorf("images (-want +got):\n%s", diff)
+				}
+			}
+		})
+	}
+}
