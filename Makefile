@@ -61,13 +61,38 @@ images: ## Build both images (linux/amd64, linux/arm64) from scratch, without Do
 	$(GO) run ./hack/images build -out $(IMAGES_DIR) -bin _output/images-bin -version "$(VERSION)" -revision "$(REVISION)" \
 		-source-date-epoch "$(SOURCE_DATE_EPOCH)" -ldflags "$(VERSION_LDFLAGS)"
 
+# Where `make push` and `make release` push: REGISTRY=host[:port]/prefix
+# takes the images as REGISTRY/koord-queue and
+# REGISTRY/koord-queue-controllers, tagged TAG (default: the version), and
+# the chart as CHART_REGISTRY/koord-queue:<chart version>.
+REGISTRY ?=
+TAG ?=
+CHART_REGISTRY ?= $(REGISTRY)/charts
+
 .PHONY: push
-push: ## Build the images, then push them to $(REGISTRY)/koord-queue and $(REGISTRY)/koord-queue-controllers, tagged with the version (REGISTRY=host/prefix).
+push: ## Build the images, then push them to $(REGISTRY)/koord-queue and $(REGISTRY)/koord-queue-controllers, tagged $(TAG) or the version (REGISTRY=host/prefix).
 	@if [[ -z "$(REGISTRY)" ]]; then echo "make push needs REGISTRY=host/prefix" >&2; exit 2; fi
 	@if [[ "$(VERSION)" =~ ^v[0-9]+\.[0-9]+\.[0-9]+$$ && "$(VERSION)" != "$(RELEASE_VERSION)" ]]; then \
 		echo "make push: the tag $(VERSION) is not RELEASE_VERSION $(RELEASE_VERSION), the chart's appVersion: set RELEASE_VERSION in the Makefile, make generate, commit and tag again" >&2; exit 2; fi
 	@$(MAKE) --no-print-directory images
-	$(GO) run ./hack/images push -layout $(IMAGES_DIR) -registry "$(REGISTRY)"
+	@$(MAKE) --no-print-directory push-images
+
+.PHONY: push-images
+push-images: ## Push the images `make images` built to $(REGISTRY), tagged $(TAG) or their version.
+	@if [[ -z "$(REGISTRY)" ]]; then echo "make push-images needs REGISTRY=host/prefix" >&2; exit 2; fi
+	$(GO) run ./hack/images push -layout $(IMAGES_DIR) -registry "$(REGISTRY)" -tag "$(TAG)"
+
+.PHONY: push-chart
+push-chart: ## Package the chart and push it as an OCI artifact to $(CHART_REGISTRY)/koord-queue:<chart version> (default CHART_REGISTRY: $(REGISTRY)/charts).
+	@if [[ -z "$(REGISTRY)$(filter-out /charts,$(CHART_REGISTRY))" ]]; then echo "make push-chart needs REGISTRY=host/prefix (or CHART_REGISTRY)" >&2; exit 2; fi
+	$(GO) run ./hack/images chart -chart charts/koord-queue -registry "$(CHART_REGISTRY)"
+
+.PHONY: release
+release: ## What the release workflow runs on a tag RELEASE_VERSION: build and push the images, then push the chart, to $(REGISTRY).
+	@if [[ "$(VERSION)" != "$(RELEASE_VERSION)" ]]; then \
+		echo "make release: the version $(VERSION) is not RELEASE_VERSION $(RELEASE_VERSION): release the commit tagged $(RELEASE_VERSION)" >&2; exit 2; fi
+	@$(MAKE) --no-print-directory push TAG=
+	@$(MAKE) --no-print-directory push-chart
 
 .PHONY: test
 test: tools verify lint test-unit test-integration test-e2e ## Checks, then unit, integration and end-to-end tests, all with -race.

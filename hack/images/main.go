@@ -2,7 +2,8 @@
 // and pushes them.
 //
 //	images build -out _output/images -version V -revision R -source-date-epoch S -ldflags L
-//	images push -layout _output/images -registry host/prefix
+//	images push -layout _output/images -registry host/prefix [-tag T]
+//	images chart -chart charts/koord-queue -registry host/prefix
 //
 // build compiles each binary as a static executable (CGO_ENABLED=0,
 // -trimpath) for linux/amd64 and linux/arm64, and writes one OCI image
@@ -14,8 +15,12 @@
 // so the same commit gives the same digests.
 //
 // push writes each image index of the layout to
-// <registry>/<ref.name>:<version>, with the credentials of
+// <registry>/<ref.name>:<version> (or :<tag>), with the credentials of
 // ~/.docker/config.json and the usual credential helpers.
+//
+// chart packages the Helm chart as `helm package` does and pushes it as an
+// OCI artifact to <registry>/<name>:<version> as `helm push` does, with
+// Helm's registry credentials or, failing those, Docker's.
 package main
 
 import (
@@ -42,15 +47,17 @@ func main() {
 
 func run(ctx context.Context, args []string) error {
 	if len(args) == 0 {
-		return errors.New("usage: images build|push [flags]")
+		return errors.New("usage: images build|push|chart [flags]")
 	}
 	switch cmd, args := args[0], args[1:]; cmd {
 	case "build":
 		return runBuild(ctx, args)
 	case "push":
 		return runPush(ctx, args)
+	case "chart":
+		return runChart(args)
 	default:
-		return fmt.Errorf("unknown command %q: want build or push", cmd)
+		return fmt.Errorf("unknown command %q: want build, push or chart", cmd)
 	}
 }
 
@@ -104,6 +111,7 @@ func runPush(ctx context.Context, args []string) error {
 	var (
 		dir      = fs.String("layout", "_output/images", "the OCI image layout of images build")
 		registry = fs.String("registry", "", "where to push: host[:port][/prefix]; each image goes to <registry>/<name>:<version>")
+		tag      = fs.String("tag", "", "the tag to push the images under; empty: their version")
 	)
 	if err := fs.Parse(args); err != nil {
 		return err
@@ -111,7 +119,7 @@ func runPush(ctx context.Context, args []string) error {
 	if *registry == "" {
 		return errors.New("push needs -registry host/prefix")
 	}
-	pushed, err := ocilayout.Push(ctx, *dir, *registry, "")
+	pushed, err := ocilayout.Push(ctx, *dir, *registry, *tag)
 	for _, p := range pushed {
 		fmt.Printf("pushed %s@%s\n", p.Ref, p.Digest)
 	}

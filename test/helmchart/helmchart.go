@@ -66,6 +66,12 @@ func RenderIn(namespace string, values map[string]any) ([]*unstructured.Unstruct
 	if err != nil {
 		return nil, err
 	}
+	return RenderChart(c, namespace, values)
+}
+
+// RenderChart is RenderIn of a chart loaded from elsewhere, such as a
+// registry.
+func RenderChart(c *chart.Chart, namespace string, values map[string]any) ([]*unstructured.Unstructured, error) {
 	install := action.NewInstall(&action.Configuration{})
 	install.ReleaseName, install.Namespace = Release, namespace
 	install.DryRun, install.ClientOnly, install.IncludeCRDs = true, true, true
