@@ -103,6 +103,33 @@ func TestKoordQueueV18Values(t *testing.T) {
 			values:    map[string]any{"controller": map[string]any{"defaultPreemptible": true}},
 			wantError: "controller.defaultPreemptible",
 		},
+		"Koord-Queue's plugins, in either order": {
+			values: map[string]any{"pluginConfigs": map[string]any{"plugins": []any{map[string]any{"name": "ElasticQuotaV2"}, map[string]any{"name": "Priority"}}}},
+		},
+		"the older ElasticQuota name": {
+			values: map[string]any{"pluginConfigs": map[string]any{"plugins": []any{map[string]any{"name": "Priority"}, map[string]any{"name": "ElasticQuota"}}}},
+		},
+		"empty pluginConfigs.pluginConfigs": {
+			values: map[string]any{"pluginConfigs": map[string]any{"pluginConfigs": map[string]any{}}},
+		},
+		"a plugin list without Priority is refused": {
+			values:    map[string]any{"pluginConfigs": map[string]any{"plugins": []any{map[string]any{"name": "ElasticQuotaV2"}}}},
+			wantError: "pluginConfigs.plugins: [ElasticQuotaV2] is not supported",
+		},
+		"another plugin is refused": {
+			values: map[string]any{"pluginConfigs": map[string]any{"plugins": []any{
+				map[string]any{"name": "Priority"}, map[string]any{"name": "ElasticQuotaV2"}, map[string]any{"name": "Gang"},
+			}}},
+			wantError: "pluginConfigs.plugins: [Priority ElasticQuotaV2 Gang] is not supported",
+		},
+		"per-plugin arguments are refused": {
+			values:    map[string]any{"pluginConfigs": map[string]any{"pluginConfigs": map[string]any{"ElasticQuotaV2": map[string]any{"x": 1}}}},
+			wantError: "pluginConfigs.pluginConfigs: per-plugin arguments are not supported",
+		},
+		"an unknown pluginConfigs key is refused by name": {
+			values:    map[string]any{"pluginConfigs": map[string]any{"defaultReclaimProtectionTime": "5m"}},
+			wantError: "defaultReclaimProtectionTime",
+		},
 		"an unknown top-level key is refused by name": {values: map[string]any{"webhok": map[string]any{"enable": true}}, wantError: "webhok"},
 		"an unknown nested key is refused by name": {
 			values:    map[string]any{"extension": map[string]any{"pytorch": map[string]any{"enabled": true}}},
