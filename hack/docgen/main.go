@@ -3,8 +3,9 @@
 // verify fails when they are stale):
 //
 //   - flags.md: both binaries' flags, as their -h prints them;
-//   - chart-values.md: every value of the Helm chart, its default and the
-//     comment above it in values.yaml;
+//   - chart-values.md: every value the Helm chart's schema accepts, its
+//     default, whether it is honoured and the comment above it in
+//     values.yaml;
 //   - labels-and-annotations.md: every exported Label* and Annotation*
 //     constant of apis/ and pkg/, with its doc comment;
 //   - metrics.md: every metric koord-queue defines, its type, labels and help;
@@ -138,56 +139,156 @@ func parseHelp(help string) ([]helpFlag, error) {
 	return flags, nil
 }
 
-// chartValuesPage lists every leaf of the chart's values.yaml with its
-// default and the comment above it (or above its nearest commented parent).
+// chartValuesPage lists every value the chart's values.schema.json accepts,
+// Koord-Queue v1.8's keys included: its default from values.yaml, whether
+// the chart honours it (the schema's x-honoured, "yes" where absent), and
+// the comment above it in values.yaml, else its line comment, else the
+// schema's description, else the comment of the section it is in.
 func chartValuesPage() (string, error) {
-	raw, err := os.ReadFile("charts/koord-queue/values.yaml")
-	if err != nil {
-		return "", err
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(raw, &doc); err != nil {
-		return "", err
+	var schema, values yaml.Node
+	for path, n := range map[string]*yaml.Node{
+		"charts/koord-queue/values.schema.json": &schema,
+		"charts/koord-queue/values.yaml":        &values,
+	} {
+		raw, err := os.ReadFile(path)
+		if err != nil {
+			return "", err
+		}
+		// JSON is YAML: decoded as a node, the schema keeps its key order.
+		if err := yaml.Unmarshal(raw, n); err != nil {
+			return "", fmt.Errorf("%s: %w", path, err)
+		}
+		if len(n.Content) == 0 {
+			return "", fmt.Errorf("%s is empty", path)
+		}
 	}
 	var b strings.Builder
 	b.WriteString("# Helm chart values\n\n" + generated)
-	b.WriteString("Every value of `charts/koord-queue`, with its default. `values.schema.json` refuses any other key, naming it. ")
+	b.WriteString("Every value `charts/koord-queue` accepts, Koord-Queue v1.8's included, from its `values.schema.json` and `values.yaml`: ")
+	b.WriteString("the schema refuses any other key, naming it. *Honoured* says whether the chart acts on the value; ")
+	b.WriteString("a value it cannot honour fails `helm install` and `helm upgrade` with the reason, rather than being ignored. ")
+	b.WriteString("A value without a default is absent unless you set it. ")
 	b.WriteString("Where a value has no comment of its own, the comment of the section it is in applies.\n\n")
-	b.WriteString("| value | default | what it does |\n|---|---|---|\n")
-	if len(doc.Content) == 0 {
-		return "", fmt.Errorf("values.yaml is empty")
+	b.WriteString("| value | default | honoured | what it does |\n|---|---|---|---|\n")
+	if err := walkSchema(&b, schema.Content[0], values.Content[0], "", ""); err != nil {
+		return "", err
 	}
-	walkValues(&b, doc.Content[0], "", "")
 	return b.String(), nil
 }
 
-func walkValues(b *strings.Builder, n *yaml.Node, path, inherited string) {
-	if n.Kind != yaml.MappingNode {
-		return
+// walkSchema writes a row for each property of the schema object s, with
+// its default from the values mapping v (nil: none), and recurses into the
+// properties that have properties of their own.
+func walkSchema(b *strings.Builder, s, v *yaml.Node, path, inherited string) error {
+	props := mapValue(s, "properties")
+	if props == nil {
+		return nil
 	}
-	for i := 0; i+1 < len(n.Content); i += 2 {
-		key, val := n.Content[i], n.Content[i+1]
-		p := key.Value
+	for i := 0; i+1 < len(props.Content); i += 2 {
+		key, prop := props.Content[i].Value, props.Content[i+1]
+		p := key
 		if path != "" {
-			p = path + "." + key.Value
+			p = path + "." + key
 		}
-		comment := commentText(key.HeadComment)
-		if val.Kind == yaml.MappingNode && len(val.Content) > 0 {
-			if comment != "" {
-				fmt.Fprintf(b, "| `%s` | | %s |\n", p, cell(comment))
+		var vkey, val *yaml.Node
+		if v != nil && v.Kind == yaml.MappingNode {
+			for j := 0; j+1 < len(v.Content); j += 2 {
+				if v.Content[j].Value == key {
+					vkey, val = v.Content[j], v.Content[j+1]
+				}
 			}
-			walkValues(b, val, p, "")
+		}
+		comment := ""
+		if vkey != nil {
+			comment = commentText(vkey.HeadComment)
+			if comment == "" && val != nil {
+				comment = commentText(val.LineComment)
+			}
+		}
+		if comment == "" {
+			if d := mapValue(prop, "description"); d != nil {
+				comment = d.Value
+			}
+		}
+		honoured := "yes"
+		if h := mapValue(prop, "x-honoured"); h != nil {
+			honoured = h.Value
+		}
+		if mapValue(prop, "properties") != nil {
+			if comment != "" || honoured != "yes" {
+				fmt.Fprintf(b, "| `%s` | | %s | %s |\n", p, cell(honoured), cell(comment))
+				comment = ""
+			}
+			if comment == "" {
+				comment = inherited
+			}
+			if err := walkSchema(b, prop, val, p, comment); err != nil {
+				return err
+			}
+			if ap := mapValue(prop, "additionalProperties"); ap != nil && ap.Value == "true" {
+				fmt.Fprintf(b, "| `%s.*` | | no | any other key is accepted and ignored (Helm's global values, which parent charts share) |\n", p)
+			}
 			continue
 		}
 		if comment == "" {
 			comment = inherited
 		}
-		def, err := yaml.Marshal(val)
-		if err != nil {
-			def = []byte(val.Value)
+		def := ""
+		if val != nil {
+			def = "`" + cell(flowYAML(val)) + "`"
 		}
-		fmt.Fprintf(b, "| `%s` | `%s` | %s |\n", p, cell(strings.TrimSpace(string(def))), cell(comment))
+		fmt.Fprintf(b, "| `%s` | %s | %s | %s |\n", p, def, cell(honoured), cell(comment))
 	}
+	// Every value of values.yaml is in the schema.
+	if v != nil && v.Kind == yaml.MappingNode {
+		for j := 0; j+1 < len(v.Content); j += 2 {
+			if findKey(props, v.Content[j].Value) == nil {
+				return fmt.Errorf("values.yaml has %s.%s, which values.schema.json does not list", path, v.Content[j].Value)
+			}
+		}
+	}
+	return nil
+}
+
+// mapValue is the value of key in the mapping n, or nil.
+func mapValue(n *yaml.Node, key string) *yaml.Node {
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	return findKey(n, key)
+}
+
+func findKey(n *yaml.Node, key string) *yaml.Node {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1]
+		}
+	}
+	return nil
+}
+
+// flowYAML is a value as one line of YAML, its comments left out.
+func flowYAML(n *yaml.Node) string {
+	c := copyNode(n)
+	out, err := yaml.Marshal(c)
+	if err != nil {
+		return n.Value
+	}
+	return strings.TrimSpace(string(out))
+}
+
+// copyNode copies n in flow style, without comments.
+func copyNode(n *yaml.Node) *yaml.Node {
+	c := *n
+	c.HeadComment, c.LineComment, c.FootComment = "", "", ""
+	if c.Kind == yaml.MappingNode || c.Kind == yaml.SequenceNode {
+		c.Style = yaml.FlowStyle
+	}
+	c.Content = nil
+	for _, sub := range n.Content {
+		c.Content = append(c.Content, copyNode(sub))
+	}
+	return &c
 }
 
 func commentText(c string) string {

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"gopkg.in/yaml.v3"
 )
 
 func TestParseHelp(t *testing.T) {
@@ -48,5 +50,52 @@ func TestStripName(t *testing.T) {
 				t.Errorf("stripName(%q, %q) = %q, want %q", tc.doc, tc.name, got, tc.want)
 			}
 		})
+	}
+}
+
+func TestWalkSchema(t *testing.T) {
+	schema := `{"properties": {
+  "global": {"additionalProperties": true, "properties": {"imagePrefix": {"type": "string"}}},
+  "extension": {"properties": {"batchjob": {"properties": {"enable": {"type": "boolean"}}}}},
+  "controller": {"properties": {
+    "resources": {"type": "object", "description": "a container's resources"},
+    "enableBlockingMode": {"description": "Koord-Queue v1.8", "x-honoured": "no: fails the render"}}}}}`
+	values := `global:
+  imagePrefix: ghcr.io/koord-queue
+extension:
+  batchjob:
+    enable: true    # batch/v1 Job
+controller:
+  # resources of the container
+  resources:
+    requests: {cpu: 100m}
+    limits:
+      memory: 512Mi
+`
+	var s, v yaml.Node
+	if err := yaml.Unmarshal([]byte(schema), &s); err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal([]byte(values), &v); err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := walkSchema(&b, s.Content[0], v.Content[0], "", ""); err != nil {
+		t.Fatal(err)
+	}
+	want := "| `global.imagePrefix` | `ghcr.io/koord-queue` | yes |  |\n" +
+		"| `global.*` | | no | any other key is accepted and ignored (Helm's global values, which parent charts share) |\n" +
+		"| `extension.batchjob.enable` | `true` | yes | batch/v1 Job |\n" +
+		"| `controller.resources` | `{requests: {cpu: 100m}, limits: {memory: 512Mi}}` | yes | resources of the container |\n" +
+		"| `controller.enableBlockingMode` |  | no: fails the render | Koord-Queue v1.8 |\n"
+	if diff := cmp.Diff(want, b.String()); diff != "" {
+		t.Errorf("rows (-want +got):\n%s", diff)
+	}
+
+	if err := yaml.Unmarshal([]byte("controller:\n  replicas: 1\n"), &v); err != nil {
+		t.Fatal(err)
+	}
+	if err := walkSchema(&strings.Builder{}, s.Content[0], v.Content[0], "", ""); err == nil || !strings.Contains(err.Error(), "controller.replicas") {
+		t.Errorf("a value the schema does not list: %v, want an error naming it", err)
 	}
 }
