@@ -90,6 +90,23 @@ func render(t *testing.T, values map[string]any) ([]*unstructured.Unstructured, 
 	return helmchart.Render(values)
 }
 
+// renderOrRefuse renders the chart with values; with wantError set, the
+// render must fail with an error containing it, and it returns nil.
+func renderOrRefuse(t *testing.T, values map[string]any, wantError string) []*unstructured.Unstructured {
+	t.Helper()
+	objs, err := render(t, values)
+	if wantError != "" {
+		if err == nil || !strings.Contains(err.Error(), wantError) {
+			t.Fatalf("render error %v, want one containing %q", err, wantError)
+		}
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return objs
+}
+
 func find(objs []*unstructured.Unstructured, kind, name string) *unstructured.Unstructured {
 	return helmchart.Find(objs, kind, name)
 }

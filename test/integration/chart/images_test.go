@@ -48,19 +48,9 @@ var binaryOf = map[string]string{
 // linux/amd64) that binary, run with exactly the rendered args, knows every
 // flag and reports the images' version.
 func TestImagesResolve(t *testing.T) {
-	if _, err := os.Stat(filepath.Join(imagesLayout, "index.json")); err != nil {
-		t.Fatalf("no image layout at %s: run `make images` first (make test does): %v", imagesLayout, err)
-	}
-	entries, err := ocilayout.Read(imagesLayout)
-	if err != nil {
-		t.Fatal(err)
-	}
+	entries := builtImages(t)
 	builtVersion := entries[0].Version
-
-	t.Setenv("DOCKER_CONFIG", t.TempDir()) // anonymous, whatever the machine's user has
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	host := strings.TrimPrefix(srv.URL, "http://")
+	host := inProcessRegistry(t)
 	// The chart's default tag is its appVersion: a release's images are
 	// built from the commit tagged with it, so they carry that version. The
 	// images built here are of whatever commit this is, so they are pushed
@@ -143,6 +133,31 @@ func TestImagesResolve(t *testing.T) {
 			}
 		})
 	}
+}
+
+// builtImages are the images of the layout `make images` wrote.
+func builtImages(t *testing.T) []ocilayout.Entry {
+	t.Helper()
+	if _, err := os.Stat(filepath.Join(imagesLayout, "index.json")); err != nil {
+		t.Fatalf("no image layout at %s: run `make images` first (make test does): %v", imagesLayout, err)
+	}
+	entries, err := ocilayout.Read(imagesLayout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries
+}
+
+// inProcessRegistry starts a registry for the test and returns its host.
+// Pushes and pulls are anonymous, the test's and those of the programs it
+// runs, whatever credentials the machine's user has.
+func inProcessRegistry(t *testing.T) string {
+	t.Helper()
+	t.Setenv("DOCKER_CONFIG", t.TempDir())
+	t.Setenv("HELM_CONFIG_HOME", t.TempDir())
+	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
+	t.Cleanup(srv.Close)
+	return strings.TrimPrefix(srv.URL, "http://")
 }
 
 // extract writes the file at path of img's filesystem to a temporary
@@ -304,15 +319,9 @@ func TestImageValues(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			objs, err := render(t, chartutil.CoalesceTables(tc.values, everything()))
-			if tc.wantError != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantError) {
-					t.Fatalf("render error %v, want one containing %q", err, tc.wantError)
-				}
+			objs := renderOrRefuse(t, chartutil.CoalesceTables(tc.values, everything()), tc.wantError)
+			if objs == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			gotImages := map[string]string{}
 			pods := 0

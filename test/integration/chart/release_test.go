@@ -2,9 +2,6 @@ package chart
 
 import (
 	"bytes"
-	"io"
-	"log"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,13 +11,11 @@ import (
 	"testing"
 
 	"github.com/google/go-containerregistry/pkg/name"
-	"github.com/google/go-containerregistry/pkg/registry"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"helm.sh/helm/v3/pkg/chart/loader"
 	helmregistry "helm.sh/helm/v3/pkg/registry"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/koord-queue/koord-queue/hack/images/ocilayout"
 	"github.com/koord-queue/koord-queue/test/cluster"
 	"github.com/koord-queue/koord-queue/test/helmchart"
 )
@@ -33,19 +28,8 @@ import (
 // the release, and the workflow pushes to the registry the chart's images
 // default to.
 func TestReleaseTargets(t *testing.T) {
-	if _, err := os.Stat(filepath.Join(imagesLayout, "index.json")); err != nil {
-		t.Fatalf("no image layout at %s: run `make images` first (make test does): %v", imagesLayout, err)
-	}
-	entries, err := ocilayout.Read(imagesLayout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Anonymous, whatever the machine's user has, for the targets too.
-	t.Setenv("DOCKER_CONFIG", t.TempDir())
-	t.Setenv("HELM_CONFIG_HOME", t.TempDir())
-	srv := httptest.NewServer(registry.New(registry.Logger(log.New(io.Discard, "", 0))))
-	t.Cleanup(srv.Close)
-	reg := strings.TrimPrefix(srv.URL, "http://") + "/team"
+	entries := builtImages(t)
+	reg := inProcessRegistry(t) + "/team"
 
 	if out, err := runMake(t, "release", "REGISTRY="+reg, "VERSION=v9.9.9"); err == nil || !strings.Contains(out, "is not RELEASE_VERSION") {
 		t.Fatalf("make release of a commit that is not the release: %v\n%s\nwant a refusal naming RELEASE_VERSION", err, out)

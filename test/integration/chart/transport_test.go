@@ -59,15 +59,9 @@ func TestVisibilityServingValues(t *testing.T) {
 			if tc.visibility != nil { // a null would drop the defaults
 				values["visibility"] = tc.visibility
 			}
-			objs, err := render(t, values)
-			if tc.wantError != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantError) {
-					t.Fatalf("render error %v, want one containing %q", err, tc.wantError)
-				}
+			objs := renderOrRefuse(t, values, tc.wantError)
+			if objs == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			args := containerArgs(t, objs, "koord-queue")
 			for _, want := range tc.wantArgs {

@@ -137,15 +137,9 @@ func TestKoordQueueV18Values(t *testing.T) {
 		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			objs, err := render(t, tc.values)
-			if tc.wantError != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantError) {
-					t.Fatalf("render error %v, want one containing %q", err, tc.wantError)
-				}
+			objs := renderOrRefuse(t, tc.values, tc.wantError)
+			if objs == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
 			}
 			if args := containerArgs(t, objs, "koord-queue-controllers"); len(tc.wantControllersArgs) > 0 {
 				for _, want := range tc.wantControllersArgs {
