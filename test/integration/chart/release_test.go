@@ -16,19 +16,19 @@ import (
 	helmregistry "helm.sh/helm/v3/pkg/registry"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/koord-queue/koord-queue/hack/images/ocilayout"
 	"github.com/koord-queue/koord-queue/test/cluster"
 	"github.com/koord-queue/koord-queue/test/helmchart"
 )
 
 // TestReleaseTargets runs the make targets the release workflow
 // (.github/workflows/release.yaml) runs, against an in-process registry:
-// make push-images and make push-chart push the images `make images` built
-// and the chart, and the chart pulled back from the registry, pointed at
-// it, runs images that are there. make release refuses a commit that is not
-// the release, and the workflow pushes to the registry the chart's images
-// default to.
+// make push builds the images (into a layout of the test's, the build cache
+// warm from make images) and pushes them, make push-chart pushes the chart,
+// and the chart pulled back from the registry, pointed at it, runs images
+// that are there. make release refuses a commit that is not the release,
+// and the workflow pushes to the registry the chart's images default to.
 func TestReleaseTargets(t *testing.T) {
-	entries := builtImages(t)
 	reg := inProcessRegistry(t) + "/team"
 
 	if out, err := runMake(t, "release", "REGISTRY="+reg, "VERSION=v9.9.9"); err == nil || !strings.Contains(out, "is not RELEASE_VERSION") {
@@ -36,8 +36,13 @@ func TestReleaseTargets(t *testing.T) {
 	}
 
 	const tag = "test-release"
-	if out, err := runMake(t, "push-images", "push-chart", "REGISTRY="+reg, "TAG="+tag); err != nil {
-		t.Fatalf("make push-images push-chart: %v\n%s", err, out)
+	layout := filepath.Join(t.TempDir(), "images")
+	if out, err := runMake(t, "push", "push-chart", "REGISTRY="+reg, "TAG="+tag, "IMAGES_DIR="+layout); err != nil {
+		t.Fatalf("make push push-chart: %v\n%s", err, out)
+	}
+	entries, err := ocilayout.Read(layout)
+	if err != nil {
+		t.Fatal(err)
 	}
 	for _, e := range entries {
 		ref, err := name.NewTag(reg + "/" + e.Name + ":" + tag)
