@@ -7,10 +7,12 @@ import (
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/admission"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/test/testenv"
@@ -20,10 +22,10 @@ import (
 // holding quota, until the check is Ready; Retry and Rejected send it back
 // with a backoff and release its quota.
 func TestAdmissionChecks(t *testing.T) {
-	startKoordQueue(t, fastOptions())
+	cache := startKoordQueue(t, fastOptions())
 	ns := namespace(t)
 	create(t, wrappers.MakeElasticQuota(ns, ns).Max(corev1.ResourceCPU, "4").Obj())
-	setQueueChecks(t, ns, []schedulingv1alpha1.AdmissionCheckWithSelector{{
+	setQueueChecks(t, cache, ns, []schedulingv1alpha1.AdmissionCheckWithSelector{{
 		Name:     "prov-req-check",
 		Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"requires-provisioning": "true"}},
 	}})
@@ -82,8 +84,10 @@ func TestAdmissionChecks(t *testing.T) {
 }
 
 // setQueueChecks sets the admission checks of the Queue called name, once
-// koord-queue has made it from its ElasticQuota.
-func setQueueChecks(t *testing.T, name string, checks []schedulingv1alpha1.AdmissionCheckWithSelector) {
+// koord-queue has made it from its ElasticQuota, and waits until cache
+// (koord-queue's) has seen them: units created after it are judged with
+// them, whatever order koord-queue's informers deliver in.
+func setQueueChecks(t *testing.T, cache *admission.Cache, name string, checks []schedulingv1alpha1.AdmissionCheckWithSelector) {
 	t.Helper()
 	testenv.Eventually(t, testenv.DefaultTimeout, func(ctx context.Context) error {
 		q := &schedulingv1alpha1.Queue{}
@@ -93,16 +97,24 @@ func setQueueChecks(t *testing.T, name string, checks []schedulingv1alpha1.Admis
 		q.Spec.AdmissionChecks = checks
 		return env.Client.Update(ctx, q)
 	})
+	testenv.Eventually(t, testenv.DefaultTimeout, func(context.Context) error {
+		for _, q := range cache.QueueObjects() {
+			if q.Name == name && equality.Semantic.DeepEqual(q.Spec.AdmissionChecks, checks) {
+				return nil
+			}
+		}
+		return fmt.Errorf("waiting for koord-queue to see the admission checks of Queue %s", name)
+	})
 }
 
 // TestAdmissionCheckRemovedFromQueue: a Reserved unit waiting for a check
 // that is then removed from its Queue does not wait for it forever, holding
 // quota: the check counts as Ready, as in Koord-Queue, and an event says so.
 func TestAdmissionCheckRemovedFromQueue(t *testing.T) {
-	startKoordQueue(t, fastOptions())
+	cache := startKoordQueue(t, fastOptions())
 	ns := namespace(t)
 	create(t, wrappers.MakeElasticQuota(ns, ns).Max(corev1.ResourceCPU, "4").Obj())
-	setQueueChecks(t, ns, []schedulingv1alpha1.AdmissionCheckWithSelector{{Name: "kept"}, {Name: "removed"}})
+	setQueueChecks(t, cache, ns, []schedulingv1alpha1.AdmissionCheckWithSelector{{Name: "kept"}, {Name: "removed"}})
 	create(t, wrappers.MakeQueueUnit("checked", ns).Quota(ns).Request(corev1.ResourceCPU, "4").Obj())
 	u := waitPhase(t, ns, "checked", schedulingv1alpha1.Reserved)
 	if len(u.Status.AdmissionChecks) != 2 {
@@ -118,7 +130,7 @@ func TestAdmissionCheckRemovedFromQueue(t *testing.T) {
 	// "removed" is still Pending: the unit stays Reserved.
 	waitPhase(t, ns, "checked", schedulingv1alpha1.Reserved)
 
-	setQueueChecks(t, ns, []schedulingv1alpha1.AdmissionCheckWithSelector{{Name: "kept"}})
+	setQueueChecks(t, cache, ns, []schedulingv1alpha1.AdmissionCheckWithSelector{{Name: "kept"}})
 	u = waitPhase(t, ns, "checked", schedulingv1alpha1.Dequeued)
 	for _, c := range u.Status.AdmissionChecks {
 		if c.State != schedulingv1alpha1.CheckStateReady {
