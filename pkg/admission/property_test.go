@@ -100,10 +100,13 @@ var propNodes = []struct {
 }{{"n1", "8"}, {"n2", "6"}}
 
 type propWorld struct {
-	t     testing.TB
-	rng   *rand.Rand
-	clock *clocktesting.FakeClock
-	api   client.WithWatch // the API server
+	t testing.TB
+	// wakeup is when the loop's last cycle asked to run again, zero if
+	// never.
+	wakeup time.Time
+	rng    *rand.Rand
+	clock  *clocktesting.FakeClock
+	api    client.WithWatch // the API server
 	// faults: the writer's writes fail now and then.
 	faults bool
 
@@ -478,7 +481,7 @@ func (w *propWorld) pick() string {
 
 // cycle is one pass of the loop; the writes it hands over wait in pending.
 func (w *propWorld) cycle() {
-	w.loop.runOnce()
+	w.wakeup, _, _ = w.loop.runOnce()
 	var handed []op
 	for w.writer.urgent.Len() > 0 {
 		o, _ := w.writer.urgent.Get()
@@ -1040,8 +1043,11 @@ func (w *propWorld) settle(limit int) bool {
 			}
 			w.cycle()
 			if len(w.pending) == 0 && len(w.undelivered) == 0 {
-				if next := w.cache.nextBackoff(); !next.IsZero() {
-					w.clock.SetTime(next)
+				// The loop sleeps until its next wakeup (a backoff, a
+				// deadline, a preemption delay ending): nothing is settled
+				// while a timer holds state a fresh start would not have.
+				if !w.wakeup.IsZero() {
+					w.clock.SetTime(w.wakeup)
 					continue
 				}
 				return true
