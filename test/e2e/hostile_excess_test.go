@@ -3,15 +3,18 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
 	kftraining "github.com/kubeflow/training-operator/pkg/apis/kubeflow.org/v1"
+	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -34,6 +37,7 @@ import (
 func TestPodsNeverExceedTheirAdmission(t *testing.T) {
 	t.Run("a PyTorchJob's Worker template grown per pod", testWorkerGrownPerPod)
 	t.Run("a Job made under an admitted Workflow", testJobUnderAWorkflow)
+	t.Run("a child under an admitted RayJob", testClusterUnderARayJobScaled)
 }
 
 // testWorkerGrownPerPod: a running PyTorchJob (Master 1, Worker 2, 1 CPU
@@ -183,6 +187,158 @@ func testJobUnderAWorkflow(t *testing.T) {
 		t.Errorf("the pods of %s held %s cpu on nodes at their peak, over its quota's max of 4", name, peak.String())
 	}
 	tenantEvent(t, tn, name, corev1.EventTypeWarning, "OwnerNotAdmitted", "was admitted with cpu=100m and covers only that")
+}
+
+// testClusterUnderARayJobScaled: a RayJob (a head and 2 workers of 1 CPU,
+// KubeRay's submitter of 500m) of a 4-CPU quota is admitted, and KubeRay
+// runs the RayCluster it makes for it; the tenant then scales that
+// cluster's workers (replicas and maxReplicas) to 4 (5.5 CPU in all),
+// which the RayJob's unit was not admitted with. The extension suspends
+// the RayJob (Warning ExceedsAdmission) and queues it again; KubeRay
+// deletes the cluster, whose pods stay Terminating for podGrace. The
+// namespace has the pod gate on, as a namespace a quota serves should: the
+// workers past the admission are made at the gate meanwhile. The CPU the
+// RayJob's pods hold on nodes never passes 4, the cluster's Terminating
+// pods included. The cluster is scaled as soon as it runs: on kwok KubeRay
+// fails the RayJob 30s after its submitter ends (TestRayJobWithTheRayOperator).
+func testClusterUnderARayJobScaled(t *testing.T) {
+	needRayOperator(t)
+	ns, quota, name := rayNamespace, "excess-rayjob", "rj-scaled"
+	integ := integration(t, "rayjob")
+	gatePods(t, ns)
+	create(t, wrappers.MakeElasticQuota(quota, ns).Max(corev1.ResourceCPU, "4").Obj())
+	// The RayJob's pods: its clusters' (named after it) and its submitter's.
+	ofRayJob := func(p *corev1.Pod) bool {
+		return strings.HasPrefix(p.Labels[rayClusterLabel], name+"-") || p.Labels[batchv1.JobNameLabel] == name
+	}
+	monitor := monitorPodsMatching(ns, ofRayJob)
+	spec := rayClusterSpec(2).Obj()
+	for _, tpl := range []*corev1.PodTemplateSpec{&spec.HeadGroupSpec.Template, &spec.WorkerGroupSpecs[0].Template} {
+		tpl.Annotations = map[string]string{podDeleteDelayAnnotation: podGrace.String()}
+	}
+	rj := extensionstest.MakeRayJob(name, ns, spec).Quota(quota).Obj()
+	create(t, rj)
+	unit := integ.UnitName(name)
+	var clusterName string
+	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) error {
+		var j rayv1.RayJob
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(rj), &j); err != nil {
+			return err
+		}
+		pods, err := operatorPods(ctx, ns, "RayCluster", j.Status.RayClusterName)
+		if err != nil {
+			return err
+		}
+		u, err := unitPhase(ctx, ns, unit)
+		if err != nil {
+			return err
+		}
+		if j.Status.RayClusterName == "" || countLive(pods, true) != 3 || u.Status.Phase != schedulingv1alpha1.Running {
+			return fmt.Errorf("RayJob %s: deployment %q, cluster %q with %d of its 3 pods on nodes; its unit %s; want its cluster running, its unit Running",
+				name, j.Status.JobDeploymentStatus, j.Status.RayClusterName, countLive(pods, true), u.EffectivePhase())
+		}
+		clusterName = j.Status.RayClusterName
+		return nil
+	})
+
+	// The tenant scales the cluster KubeRay made, its maxReplicas with its
+	// replicas: KubeRay keeps a group within them. KubeRay writes the
+	// cluster too: a conflict is tried again.
+	ctx := context.Background()
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var c rayv1.RayCluster
+		if err := k8sClient.Get(ctx, client.ObjectKey{Namespace: ns, Name: clusterName}, &c); err != nil {
+			return err
+		}
+		g := &c.Spec.WorkerGroupSpecs[0]
+		g.Replicas, g.MaxReplicas = ptr.To[int32](4), ptr.To[int32](4)
+		return k8sClient.Update(ctx, &c)
+	})
+	if err != nil {
+		t.Fatalf("scaling RayCluster %s: %v", clusterName, err)
+	}
+
+	// Until the RayJob was suspended and queued again (seen waiting, or
+	// running on a cluster KubeRay made afresh, which it does only after a
+	// suspension) and the scaled cluster's pods are gone. The peak is
+	// reported however that ends; seen is the RayJob's pods sampled here,
+	// in case the monitor's last sample came before.
+	var seen resource.Quantity
+	defer func() {
+		if peak := maxQuantity(monitor.Peak(), seen); peak.Cmp(resource.MustParse("4")) > 0 {
+			t.Errorf("the pods of RayJob %s held %s cpu on nodes at their peak, over its quota's max of 4", name, peak.String())
+		}
+	}()
+	var requeued bool
+	testenv.Eventually(t, 2*time.Minute, func(ctx context.Context) error {
+		var all corev1.PodList
+		if err := k8sClient.List(ctx, &all, client.InNamespace(ns)); err != nil {
+			return err
+		}
+		var ours []corev1.Pod
+		for i := range all.Items {
+			if ofRayJob(&all.Items[i]) {
+				ours = append(ours, all.Items[i])
+			}
+		}
+		seen = maxQuantity(seen, heldCPU(ours))
+		pods, err := operatorPods(ctx, ns, "RayCluster", clusterName)
+		if err != nil {
+			return err
+		}
+		var j rayv1.RayJob
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(rj), &j); err != nil {
+			return err
+		}
+		u, err := unitPhase(ctx, ns, unit)
+		if err != nil {
+			return err
+		}
+		requeued = requeued || j.Spec.Suspend && !queueunit.HoldsQuota(u) && u.EffectivePhase() == schedulingv1alpha1.Enqueued ||
+			j.Status.RayClusterName != "" && j.Status.RayClusterName != clusterName
+		if !requeued {
+			return fmt.Errorf("RayJob %s: suspended %v, deployment %q, %d of its cluster's pods on nodes; its unit: phase %s, holds quota %v (%q); want it suspended and queued again",
+				name, j.Spec.Suspend, j.Status.JobDeploymentStatus, countLive(pods, true), u.EffectivePhase(), queueunit.HoldsQuota(u), u.Status.Message)
+		}
+		if len(pods) > 0 {
+			return fmt.Errorf("%d pods of the scaled RayCluster %s left", len(pods), clusterName)
+		}
+		return nil
+	})
+	eventOn(t, ns, name, corev1.EventTypeWarning, "ExceedsAdmission")
+}
+
+// rayClusterLabel names the RayCluster a pod KubeRay made is of.
+const rayClusterLabel = "ray.io/cluster"
+
+// gatePods has the API server call the pod webhook (the pod gate) for the
+// pods of ns until the test ends.
+func gatePods(t *testing.T, ns string) {
+	t.Helper()
+	label := func(on bool) error {
+		var n corev1.Namespace
+		if err := k8sClient.Get(context.Background(), client.ObjectKey{Name: ns}, &n); err != nil {
+			return err
+		}
+		patch := client.MergeFrom(n.DeepCopy())
+		if n.Labels == nil {
+			n.Labels = map[string]string{}
+		}
+		if on {
+			n.Labels[podGateLabel] = "on"
+		} else {
+			delete(n.Labels, podGateLabel)
+		}
+		return k8sClient.Patch(context.Background(), &n, patch)
+	}
+	if err := label(true); err != nil {
+		t.Fatalf("gating the pods of %s: %v", ns, err)
+	}
+	t.Cleanup(func() {
+		if err := label(false); err != nil {
+			t.Errorf("ungating the pods of %s: %v", ns, err)
+		}
+	})
 }
 
 // heldCPU is the cpu pods hold on nodes: bound, not finished, Terminating
