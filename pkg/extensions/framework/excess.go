@@ -115,6 +115,14 @@ func unitPodSet(u *schedulingv1alpha1.QueueUnit, name string) *schedulingv1alpha
 // (resizeUnit drops the record).
 const annotationAdoptedPodRequests = "koord-queue/adopted-pod-requests"
 
+// annotationOutgrown marks the unit of a job found to exceed its admission
+// with what grew, before the job is suspended: the decision outlives the
+// excess (a RayJob's scaled RayCluster is deleted as the RayJob is
+// suspended, and then counts nothing), so the job is queued again, never
+// released again under that admission while the pods it grew may still hold
+// their nodes. The unit is deleted with it.
+const annotationOutgrown = "koord-queue/outgrown"
+
 // adoptedPodRequests reads annotationAdoptedPodRequests; nil when u has
 // none, or one the extensions did not write.
 func adoptedPodRequests(u *schedulingv1alpha1.QueueUnit) map[string]corev1.ResourceList {

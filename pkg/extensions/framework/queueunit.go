@@ -120,7 +120,7 @@ func unitMeta(obj client.Object) (labels, annotations map[string]string) {
 var (
 	unitLabelsRead = append([]string{elasticquotav1alpha1.LabelQuotaName, elasticquotav1alpha1.LabelQuotaNameAlibabaCloud},
 		maxExecTimeLabels...)
-	unitAnnotationsRead = []string{schedulingv1alpha1.AnnotationInvalidJob, schedulingv1alpha1.AnnotationPodSetOriginals, annotationAdoptedPodRequests}
+	unitAnnotationsRead = []string{schedulingv1alpha1.AnnotationInvalidJob, schedulingv1alpha1.AnnotationPodSetOriginals, annotationAdoptedPodRequests, annotationOutgrown}
 )
 
 // StripUnitMetadata is the cache's transform of a QueueUnit: it keeps of

@@ -760,17 +760,27 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 		return err
 	}
 	grown = append(grown, made...)
-	if cannotShrink || len(grown) > 0 {
+	outgrown := unit.Annotations[annotationOutgrown]
+	if len(grown) > 0 && outgrown == "" {
+		outgrown = strings.Join(grown, "; ")
+		if err := r.patchUnit(ctx, unit, false, func(u *schedulingv1alpha1.QueueUnit) bool {
+			metav1.SetMetaDataAnnotation(&u.ObjectMeta, annotationOutgrown, outgrown)
+			return true
+		}); err != nil {
+			return err
+		}
+	}
+	if cannotShrink || outgrown != "" {
 		// Suspend, restore the counts and the templates (steps of their
 		// own, see restore), then let the unit go; the next pass queues the
 		// job afresh.
 		if !job.IsSuspended() {
-			if err := r.patchJob(ctx, job, job.Suspend); err != nil || len(grown) == 0 {
+			if err := r.patchJob(ctx, job, job.Suspend); err != nil || outgrown == "" {
 				return err
 			}
 			r.recorder.Event(obj, corev1.EventTypeWarning, ReasonExceedsAdmission, fmt.Sprintf(
 				"The job asks for more than QueueUnit %s was admitted with (%s): it is suspended and queued again at its new size",
-				unit.Name, strings.Join(grown, "; ")))
+				unit.Name, outgrown))
 			return nil
 		}
 		if restored, err := r.restoreCounts(ctx, job); err != nil || restored {
@@ -789,7 +799,7 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 			return nil
 		}
 		r.recorder.Event(obj, corev1.EventTypeWarning, ReasonRequeued, fmt.Sprintf(
-			"The job grew past what its QueueUnit was admitted with (%s); it is queued again at its new size", strings.Join(grown, "; ")))
+			"The job grew past what its QueueUnit was admitted with (%s); it is queued again at its new size", outgrown))
 		return nil
 	}
 	if !job.IsSuspended() {

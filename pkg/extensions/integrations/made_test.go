@@ -31,7 +31,8 @@ import (
 // tenant scales or grows per pod past the RayJob's admission, or a second
 // cluster or Job made under it by hand, suspends the RayJob (Warning
 // ExceedsAdmission naming them) to be queued again, and KubeRay makes its
-// cluster afresh from its spec. What KubeRay makes as the RayJob asks,
+// cluster afresh from its spec, even once what it made is gone. What
+// KubeRay makes as the RayJob asks,
 // and what runs nothing or has a unit of its own, changes nothing.
 func TestJobsARayJobMadePastItsAdmission(t *testing.T) {
 	const uid = types.UID("rj-uid")
@@ -204,6 +205,21 @@ func TestJobsARayJobMadePastItsAdmission(t *testing.T) {
 			want := "Warning ExceedsAdmission The job asks for more than QueueUnit rj-ray-qu was admitted with (" + tc.want
 			if !slices.ContainsFunc(warnings, func(e string) bool { return strings.HasPrefix(e, want) }) {
 				t.Errorf("Warnings %q, want one starting %q", warnings, want)
+			}
+			// KubeRay deletes what it made as the RayJob is suspended; the
+			// pods it grew may still hold their nodes. The decision holds:
+			// the RayJob is queued again, not released again under this
+			// admission.
+			for _, o := range tc.made {
+				if err := c.Delete(ctx, o); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for range 3 {
+				reconcile()
+			}
+			if !suspended() {
+				t.Error("released again under its admission once what it made was gone; want it queued again")
 			}
 		})
 	}

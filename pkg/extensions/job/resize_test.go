@@ -161,9 +161,9 @@ func TestReconcileResizeRacingAnAdmission(t *testing.T) {
 			UnitExists: true, UnitPods: 2, AdmittedPods: 2, UnitHoldsQuota: true, UnitWritesSoFar: 1})
 		w.reconcile() // the admitted unit's event: the Job is 6, its unit admitted at 2
 		w.expect("admitted at 2, the Job asks for 6: not released, its unit let go", resizeState{
-			JobSuspended: true, JobParallelism: 6, UnitWritesSoFar: 1})
+			JobSuspended: true, JobParallelism: 6, UnitWritesSoFar: 2}) // the resize's conflicted write, and the outgrown mark
 		w.reconcile()
-		w.expect("queued again at 6", resizeState{JobSuspended: true, JobParallelism: 6, UnitExists: true, UnitPods: 6, UnitWritesSoFar: 1})
+		w.expect("queued again at 6", resizeState{JobSuspended: true, JobParallelism: 6, UnitExists: true, UnitPods: 6, UnitWritesSoFar: 2})
 	})
 
 	t.Run("a unit admitted at 2 whose spec says 6 does not release 6 pods", func(t *testing.T) {
@@ -179,7 +179,8 @@ func TestReconcileResizeRacingAnAdmission(t *testing.T) {
 		}
 		w.setJob(func(j *batchv1.Job) { j.Spec.Parallelism = ptr.To[int32](6) })
 		w.reconcile()
-		w.expect("not released at 6, its unit let go", resizeState{JobSuspended: true, JobParallelism: 6, UnitWritesSoFar: 0})
+		// One write: the unit marked outgrown before it goes.
+		w.expect("not released at 6, its unit let go", resizeState{JobSuspended: true, JobParallelism: 6, UnitWritesSoFar: 1})
 	})
 
 	t.Run("evicted while its pods run: resized once they are gone", func(t *testing.T) {
@@ -236,7 +237,8 @@ func TestJobGrownPerPodAfterItsAdmissionIsQueuedAgain(t *testing.T) {
 		j.Spec.Template.Spec.Containers[0].Resources.Requests[corev1.ResourceCPU] = resource.MustParse("3")
 	})
 	w.reconcile()
-	w.expect("not released at 3 CPU per pod, its unit let go", resizeState{JobSuspended: true, JobParallelism: 2})
+	// One write: the unit marked outgrown before it goes.
+	w.expect("not released at 3 CPU per pod, its unit let go", resizeState{JobSuspended: true, JobParallelism: 2, UnitWritesSoFar: 1})
 	var events []string
 	for len(w.recorder.Events) > 0 {
 		events = append(events, <-w.recorder.Events)
