@@ -49,10 +49,10 @@ func gatedNamespace(t *testing.T, ns, cpu string) (*tenant, *podsOnNodes) {
 	return newTenant(t, ns), watchPodsOnNodes(t, ns)
 }
 
-// testUnsuspendByUpdate: a tenant un-suspends its waiting Job by a patch,
-// ten times, while its quota is full. Each time the Job controller may
-// make pods before koord-queue-controllers suspends the Job again; created
-// at the gate, none of them is scheduled. Once the quota frees, the Job is
+// testUnsuspendByUpdate: a tenant un-suspends its waiting Job by patches,
+// again each time it is suspended, while its quota is full. The Job
+// controller makes pods whenever it syncs the Job un-suspended; created at
+// the gate, none of them is scheduled. Once the quota frees, the Job is
 // admitted and runs.
 func testUnsuspendByUpdate(t *testing.T) {
 	const ns = "hostile-unsuspend"
@@ -75,30 +75,36 @@ func testUnsuspendByUpdate(t *testing.T) {
 		return err
 	})
 
-	for round := 1; round <= 10; round++ {
-		patch := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":false}}`))
-		if err := tn.c.Patch(context.Background(), &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: waiting.Name}}, patch); err != nil {
-			t.Fatalf("round %d: the tenant un-suspending its Job: %v", round, err)
+	// The tenant un-suspends its Job again as soon as it is suspended, as
+	// fast as the API server answers, until the Job controller has made pods
+	// of it: a single un-suspension races koord-queue-controllers, which may
+	// suspend the Job again before the Job controller syncs it.
+	unsuspend := client.RawPatch(types.MergePatchType, []byte(`{"spec":{"suspend":false}}`))
+	patches, deadline := 0, time.Now().Add(time.Minute)
+	for made, _, _ := held.of(waiting.Name); len(made) < 4 && time.Now().Before(deadline); made, _, _ = held.of(waiting.Name) {
+		if err := tn.c.Patch(context.Background(), &batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: ns, Name: waiting.Name}}, unsuspend); err != nil {
+			t.Fatalf("the tenant un-suspending its Job (patch %d): %v", patches+1, err)
 		}
-		// Suspended again by koord-queue-controllers, its pods deleted.
-		testenv.Eventually(t, time.Minute, func(ctx context.Context) error {
-			var j batchv1.Job
-			if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(waiting), &j); err != nil {
-				return err
-			}
-			if live := livePods(ctx, t, ns, waiting.Name, false); !ptr.Deref(j.Spec.Suspend, false) || live > 0 {
-				return fmt.Errorf("round %d: %s suspend %v, %d pods not ended", round, waiting.Name, ptr.Deref(j.Spec.Suspend, false), live)
-			}
-			return nil
-		})
+		patches++
 	}
+	// Suspended again by koord-queue-controllers, its pods deleted.
+	testenv.Eventually(t, time.Minute, func(ctx context.Context) error {
+		var j batchv1.Job
+		if err := k8sClient.Get(ctx, client.ObjectKeyFromObject(waiting), &j); err != nil {
+			return err
+		}
+		if live := livePods(ctx, t, ns, waiting.Name, false); !ptr.Deref(j.Spec.Suspend, false) || live > 0 {
+			return fmt.Errorf("%s suspend %v, %d pods not ended", waiting.Name, ptr.Deref(j.Spec.Suspend, false), live)
+		}
+		return nil
+	})
 	made, gated, bound := held.of(waiting.Name)
-	t.Logf("ten un-suspensions: the Job controller made %d pods of %s, %d of them gated", len(made), waiting.Name, len(gated))
+	t.Logf("%d un-suspensions: the Job controller made %d pods of %s, %d of them gated", patches, len(made), waiting.Name, len(gated))
 	if len(bound) > 0 {
 		t.Errorf("pods of %s, whose unit waits, were scheduled: %v", waiting.Name, bound)
 	}
 	if len(made) == 0 {
-		t.Errorf("the Job controller made no pod of %s in ten un-suspensions: the case tried nothing", waiting.Name)
+		t.Errorf("the Job controller made no pod of %s in %d un-suspensions within a minute: the case tried nothing", waiting.Name, patches)
 	}
 
 	// The quota frees: the Job is admitted, runs and completes.
