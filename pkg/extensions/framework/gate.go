@@ -367,20 +367,10 @@ func jobsIndexedIn(ctx context.Context, c client.Reader, scheme *runtime.Scheme,
 	if err != nil {
 		return nil, err
 	}
-	// Only the names are read: the cache's objects need no copy.
-	if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingFields{index: key}, client.UnsafeDisableDeepCopy); err != nil {
-		if apimeta.IsNoMatchError(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("listing %ss by %s: %w", integ.GVK.Kind, index, err)
+	names, err := listNames(ctx, c, list, integ, ns, index, key)
+	if err != nil {
+		return nil, err
 	}
-	var names []string
-	_ = apimeta.EachListItem(list, func(o runtime.Object) error {
-		if obj, ok := o.(client.Object); ok {
-			names = append(names, obj.GetName())
-		}
-		return nil
-	})
 	out := make([]GenericJob, 0, len(names))
 	for _, name := range names {
 		job := integ.NewJob()

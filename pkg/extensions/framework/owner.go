@@ -272,15 +272,9 @@ func jobRequest(ctx context.Context, c client.Reader, job GenericJob) (request c
 
 // sumOf is a + b, a new list.
 func sumOf(a, b corev1.ResourceList) corev1.ResourceList {
-	out := a.DeepCopy()
-	if out == nil {
-		out = corev1.ResourceList{}
-	}
-	for name, q := range b {
-		total := out[name]
-		total.Add(q)
-		out[name] = total
-	}
+	out := corev1.ResourceList{}
+	resources.Add(out, a)
+	resources.Add(out, b)
 	return out
 }
 
@@ -291,6 +285,13 @@ func namesIndexed(ctx context.Context, c client.Reader, integ Integration, ns, i
 	if err != nil {
 		return nil, err
 	}
+	return listNames(ctx, c, list, integ, ns, index, key)
+}
+
+// listNames names the jobs of integ in namespace ns whose index holds key,
+// read into list (an empty list of integ's kind). Only the names are read:
+// the cache's objects need no copy.
+func listNames(ctx context.Context, c client.Reader, list client.ObjectList, integ Integration, ns, index, key string) ([]string, error) {
 	if err := c.List(ctx, list, client.InNamespace(ns), client.MatchingFields{index: key}, client.UnsafeDisableDeepCopy); err != nil {
 		if apimeta.IsNoMatchError(err) {
 			return nil, nil
