@@ -11,6 +11,13 @@
 //   - a metric koord_queue_* that docs/reference/metrics.md does not list
 //     (with a histogram's _bucket, _sum and _count) and that no Go string of
 //     pkg/ or cmd/ spells out (a workqueue's name, say);
+//   - a label, annotation or scheduling gate key of koord-queue's, Koord-Queue's,
+//     Koordinator's quota or Kueue's (koord-queue/..., *.koord-queue.x-k8s.io/...,
+//     quota.scheduling.koordinator.sh/..., kueue.x-k8s.io/...,
+//     scheduling.x-k8s.io/...), anywhere in a page, that
+//     docs/reference/labels-and-annotations.md does not list, that no Go
+//     string of apis/, pkg/ or cmd/ spells out (test builders aside) and
+//     that is not another program's (otherKeys);
 //
 // and when the layout table of docs/contributing.md leaves out a folder
 // holding Go code: every such folder is a row or under one.
@@ -45,6 +52,16 @@ var otherFlags = map[string]string{
 	"--gang-scheduler-name":            "the training-operator",
 }
 
+// otherKeys are label and annotation keys the docs name that koord-queue
+// neither reads nor writes, with the program whose they are.
+var otherKeys = map[string]string{
+	"kueue.x-k8s.io/queue-name":                        "Kueue",
+	"kueue.x-k8s.io/job-min-parallelism":               "Kueue",
+	"kueue.x-k8s.io/job-completions-equal-parallelism": "Kueue",
+	"quota.scheduling.koordinator.sh/preemptible":      "koord-scheduler",
+	"koord-queue/job-has-enqueued":                     "Koord-Queue v1.8",
+}
+
 func main() {
 	problems, err := check(".")
 	if err != nil {
@@ -70,7 +87,14 @@ func check(root string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := addGoStrings(root, metrics); err != nil {
+	if err := addGoStrings(root, []string{"pkg", "cmd"}, metricLiteral, metrics); err != nil {
+		return nil, err
+	}
+	keys, err := referenceNames(filepath.Join(root, "docs/reference/labels-and-annotations.md"))
+	if err != nil {
+		return nil, err
+	}
+	if err := addGoStrings(root, []string{"apis", "pkg", "cmd"}, keyLiteral, keys); err != nil {
 		return nil, err
 	}
 	raw, err := os.ReadFile(filepath.Join(root, "charts/koord-queue/values.schema.json"))
@@ -91,7 +115,7 @@ func check(root string) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, p := range checkDoc(string(text), flags, metrics, schema) {
+		for _, p := range checkDoc(string(text), known{flags: flags, metrics: metrics, keys: keys}, schema) {
 			problems = append(problems, path+": "+p)
 		}
 	}
@@ -123,10 +147,25 @@ var (
 	setArg     = regexp.MustCompile(`--set(?:-string)? +'?([^=' ]+)=`)
 	metricName = regexp.MustCompile(`koord_queue_[a-z0-9_]*[a-z0-9]`)
 	valueToken = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9-]*(\.([a-zA-Z0-9-]+|<[^>]+>|\{[^}]+\}|\*))+`)
+	// keyPrefix is the prefix of every key labelKey finds.
+	keyPrefix = `(?:koord-queue|[a-z0-9-]+(?:\.[a-z0-9-]+)*\.koord-queue\.x-k8s\.io|koord-queue\.x-k8s\.io|` +
+		`quota\.scheduling\.koordinator\.sh|kueue\.x-k8s\.io|scheduling\.x-k8s\.io)/`
+	// labelKey is a key not inside a path or URL (not after a letter, digit,
+	// '.', '/', '_', '~' or '-'); its name may hold a <placeholder> or *.
+	labelKey      = regexp.MustCompile(`(?:^|[^A-Za-z0-9./_~-])(` + keyPrefix + `[A-Za-z0-9._*<>-]+)`)
+	keyLiteral    = regexp.MustCompile(`"(` + keyPrefix + `[A-Za-z0-9._-]+)"`)
+	metricLiteral = regexp.MustCompile(`"(koord_queue_[a-z0-9_]+)"`)
+	// apiVersion is the name part of an API group's version
+	// (scheduling.x-k8s.io/v1alpha1), which is no key.
+	apiVersion = regexp.MustCompile(`^v[0-9]+((alpha|beta)[0-9]+)?$`)
 )
 
+// known is what the code has, by the reference pages and its Go strings.
+type known struct{ flags, metrics, keys map[string]bool }
+
 // checkDoc returns the problems of one page.
-func checkDoc(text string, flags, metrics map[string]bool, schema map[string]any) []string {
+func checkDoc(text string, code known, schema map[string]any) []string {
+	flags, metrics := code.flags, code.metrics
 	var problems []string
 	for _, m := range metricName.FindAllString(text, -1) {
 		base := m
@@ -138,6 +177,14 @@ func checkDoc(text string, flags, metrics map[string]bool, schema map[string]any
 		if !metrics[base] {
 			problems = append(problems, fmt.Sprintf("metric %s: no such metric (docs/reference/metrics.md)", m))
 		}
+	}
+	for _, m := range labelKey.FindAllStringSubmatch(text, -1) {
+		key := strings.TrimRight(m[1], ".")
+		_, name, _ := strings.Cut(key, "/")
+		if code.keys[key] || otherKeys[key] != "" || apiVersion.MatchString(name) || strings.ContainsAny(name, "*<>") {
+			continue
+		}
+		problems = append(problems, fmt.Sprintf("label or annotation %s: the code has no such key (docs/reference/labels-and-annotations.md)", key))
 	}
 	for _, block := range codeBlock.FindAllString(text, -1) {
 		for _, m := range setArg.FindAllStringSubmatch(block, -1) {
@@ -258,14 +305,20 @@ func referenceNames(path string) (map[string]bool, error) {
 	return names, nil
 }
 
-// addGoStrings adds every "koord_queue_*" string literal of the non-test Go
-// files under pkg/ and cmd/ to names.
-func addGoStrings(root string, names map[string]bool) error {
-	literal := regexp.MustCompile(`"(koord_queue_[a-z0-9_]+)"`)
-	for _, dir := range []string{"pkg", "cmd"} {
+// addGoStrings adds every string literal that literal matches (its first
+// group) of the non-test Go files under dirs to names; test builders
+// (folders named testing) aside.
+func addGoStrings(root string, dirs []string, literal *regexp.Regexp, names map[string]bool) error {
+	for _, dir := range dirs {
 		err := filepath.WalkDir(filepath.Join(root, dir), func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+			if err != nil {
 				return err
+			}
+			if d.IsDir() && d.Name() == "testing" {
+				return filepath.SkipDir
+			}
+			if d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return nil
 			}
 			raw, err := os.ReadFile(path)
 			for _, m := range literal.FindAllStringSubmatch(string(raw), -1) {

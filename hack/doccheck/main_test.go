@@ -26,6 +26,7 @@ func TestCheckDoc(t *testing.T) {
 	}
 	flags := map[string]bool{"--burst": true, "--job-running-timeout": true}
 	metrics := map[string]bool{"koord_queue_wait_seconds": true}
+	keys := map[string]bool{"koord-queue/queue-policy": true, "quota.scheduling.koordinator.sh/name": true, "koord-queue.x-k8s.io/admission": true}
 	for name, tc := range map[string]struct {
 		doc  string
 		want []string
@@ -63,9 +64,27 @@ func TestCheckDoc(t *testing.T) {
 			doc:  "Alert on koord_queue_pending_units.",
 			want: []string{"metric koord_queue_pending_units: no such metric (docs/reference/metrics.md)"},
 		},
+		"labels, annotations and gates the code has, in prose and in code blocks": {
+			doc: "Label it `quota.scheduling.koordinator.sh/name=team-a`; the gate `koord-queue.x-k8s.io/admission`.\n" +
+				"```yaml\nmetadata:\n  labels:\n    koord-queue/queue-policy: Block\n```",
+		},
+		"keys of other programs, API versions, paths and wildcards are not checked": {
+			doc: "Kueue's `kueue.x-k8s.io/queue-name`; `visibility.koord-queue.x-k8s.io/v1alpha1`, `scheduling.x-k8s.io/v1alpha1`; " +
+				"`ghcr.io/koord-queue/koord-queue`, `charts/koord-queue/values.yaml`, `~/.cache/koord-queue/x`; `koord-queue/*`, " +
+				"`quota.scheduling.koordinator.sh/<key>`.",
+		},
+		"a label or annotation the code does not have": {
+			doc: "Set `koord-queue/queue-polcy: Block`.\n```yaml\nannotations:\n  quota.scheduling.koordinator.sh/max-jobs: \"3\"\n```\n" +
+				"Kueue's own kueue.x-k8s.io/priority-class.",
+			want: []string{
+				"label or annotation koord-queue/queue-polcy: the code has no such key (docs/reference/labels-and-annotations.md)",
+				"label or annotation quota.scheduling.koordinator.sh/max-jobs: the code has no such key (docs/reference/labels-and-annotations.md)",
+				"label or annotation kueue.x-k8s.io/priority-class: the code has no such key (docs/reference/labels-and-annotations.md)",
+			},
+		},
 	} {
 		t.Run(name, func(t *testing.T) {
-			got := checkDoc(tc.doc, flags, metrics, schema)
+			got := checkDoc(tc.doc, known{flags: flags, metrics: metrics, keys: keys}, schema)
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("problems (-want +got):\n%s", diff)
 			}
