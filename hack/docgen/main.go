@@ -480,7 +480,7 @@ func metricsPage() (string, error) {
 	slices.SortFunc(metrics, func(a, b metric) int { return strings.Compare(a.name, b.name) })
 	var b strings.Builder
 	b.WriteString("# Metrics\n\n" + generated)
-	b.WriteString("Every metric koord-queue defines, served on `/metrics` ([metrics.md](../metrics.md) says how to scrape it). controller-runtime's own metrics (workqueues, REST client, leader election) are served beside them.\n\n")
+	b.WriteString("Every metric koord-queue defines, served on `/metrics` ([monitor.md](../tasks/monitor.md) says how to scrape it). controller-runtime's own metrics (workqueues, REST client, leader election) are served beside them.\n\n")
 	b.WriteString("| metric | type | labels | help | defined in |\n|---|---|---|---|---|\n")
 	for _, m := range metrics {
 		fmt.Fprintf(&b, "| `%s` | %s | %s | %s | `%s` |\n", m.name, m.typ, m.labels, cell(m.help), m.pkg)

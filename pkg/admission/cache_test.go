@@ -71,7 +71,7 @@ func TestDuplicateQuotaNames(t *testing.T) {
 }
 
 // TestVisibilityShowsTheQuotaRule: the visibility API says which rule chose
-// a unit's quota, as docs/visibility-api.md promises.
+// a unit's quota, as docs/tasks/read-the-queue.md promises.
 func TestVisibilityShowsTheQuotaRule(t *testing.T) {
 	c := NewCache()
 	c.UpsertElasticQuota(&elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Namespace: "ml", Name: "ml"},

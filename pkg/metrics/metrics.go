@@ -84,7 +84,7 @@ var (
 )
 
 // Koord-Queue v1.8's metrics, under its names, labels and units, so its
-// users' dashboards keep working (docs/metrics.md). The gauges and the
+// users' dashboards keep working (docs/tasks/monitor.md). The gauges and the
 // counter are read at scrape time from the state the admission cache keeps,
 // and only on the leader (pkg/admission's v18Collector): descriptors here,
 // values there. The histogram is observed with CycleDuration (ObserveCycle).

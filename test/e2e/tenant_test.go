@@ -36,7 +36,7 @@ import (
 	"github.com/koord-queue/koord-queue/test/testenv"
 )
 
-// The hostile tenant: each attack of docs/security.md's "what a tenant
+// The hostile tenant: each attack of docs/concepts/security.md's "what a tenant
 // cannot do", made by a tenant as one would be made on a shared cluster,
 // through the API server with a ServiceAccount token bound only to the
 // built-in edit role in the tenant's namespace.

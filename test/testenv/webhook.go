@@ -12,7 +12,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/webhook"
 )
 
-// WebhookConfig is the MutatingWebhookConfiguration docs/extensions.md
+// WebhookConfig is the MutatingWebhookConfiguration docs/concepts/admission.md
 // describes, for integs, with the webhook called by URL at baseURL (a test's
 // API server cannot reach a Service): CREATE only, failurePolicy Ignore, a
 // 5 s timeout, for the namespaces selector selects. caPEM may be empty when
@@ -46,7 +46,7 @@ func WebhookConfig(name string, integs []framework.Integration, mapper meta.REST
 	return config, nil
 }
 
-// PodWebhook is the pod webhook docs/extensions.md describes (the pod
+// PodWebhook is the pod webhook docs/concepts/pod-ledger.md describes (the pod
 // gate), called by URL at baseURL, for the namespaces selector selects:
 // CREATE of pods, failurePolicy Ignore, a 5 s timeout. caPEM may be empty
 // when the certificate rotator writes the CA in.

@@ -15,7 +15,7 @@ binaries that do not take this chart's flags: they fail the render, naming
 */}}
 {{- define "koord-queue.image" -}}
 {{- if hasPrefix "koordinator-sh/" (.image.repository | trimPrefix "/") }}
-{{- fail (printf "%s: %s is Koord-Queue v1.8's image, which does not take this chart's flags; set %s to this project's image (the default, %s) and global.imagePrefix to the registry you pushed it to (docs/migration.md)" .key .image.repository .key .default) }}
+{{- fail (printf "%s: %s is Koord-Queue v1.8's image, which does not take this chart's flags; set %s to this project's image (the default, %s) and global.imagePrefix to the registry you pushed it to (docs/tasks/migrate.md)" .key .image.repository .key .default) }}
 {{- end -}}
 {{- $prefix := .global.imagePrefix -}}
 {{- $tag := .image.tag | default .global.imageTag | default .appVersion -}}

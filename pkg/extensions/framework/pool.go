@@ -153,7 +153,7 @@ func (r *JobReconciler) poolOf(ctx context.Context, unit *schedulingv1alpha1.Que
 // node) or does not parse is left out: neither koord-manager nor
 // koord-queue computes a total from it, so nothing of the classic tree's
 // capacity went to its nodes. A tree whose root no profile names has no
-// node selector to keep off, and is left out too (see docs/extensions.md).
+// node selector to keep off, and is left out too (see docs/concepts/node-pools.md).
 func (r *JobReconciler) treePools(ctx context.Context) ([]nodePool, error) {
 	var profiles quotav1alpha1.ElasticQuotaProfileList
 	if err := r.client.List(ctx, &profiles); err != nil {

@@ -48,7 +48,7 @@ func TestPodSets(t *testing.T) {
 				"executor": {1, qt.Res("cpu", "1", "memory", "1408Mi")},
 			},
 		},
-		"docs/extensions.md's spark-pi": {
+		"docs/tasks/run-spark.md's spark-pi": {
 			app: app().Driver(1, "512m").Executors(2, 1, "2g").Obj(),
 			want: map[string]podSetWant{
 				"driver":   {1, qt.Res("cpu", "1", "memory", "896Mi")},  // 512 + 384

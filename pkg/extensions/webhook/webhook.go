@@ -15,7 +15,7 @@
 // Its TLS certificate is made, rotated and its CA written into the
 // MutatingWebhookConfiguration by the controller itself, with
 // open-policy-agent/cert-controller. The configuration should use
-// failurePolicy Ignore and a short timeout (docs/extensions.md shows one), so
+// failurePolicy Ignore and a short timeout (docs/concepts/admission.md shows one), so
 // that the API server never waits on the webhook for long: a job created
 // while the webhook is down runs until the job's reconciler, the backstop,
 // suspends it and queues it.

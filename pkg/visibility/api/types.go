@@ -98,7 +98,7 @@ type UnitView struct {
 	// Reason is why the unit waits.
 	Reason string `json:"reason,omitempty"`
 	// EstimatedAdmissionTime is when the forecast says a waiting unit will
-	// be admitted (docs/visibility-api.md says how it is made); absent when
+	// be admitted (docs/concepts/forecast.md says how it is made); absent when
 	// it cannot say.
 	EstimatedAdmissionTime *metav1.Time `json:"estimatedAdmissionTime,omitempty"`
 	// EstimateBasis says how sure that is: Declared (every runtime it

@@ -81,7 +81,7 @@ type QueueUnit struct {
 	// for, says how many.
 	PartialAdmission string `json:"partialAdmission,omitempty"`
 	// EstimatedAdmissionTime and EstimateBasis are the forecast of a
-	// waiting unit, as the REST API gives them (docs/visibility-api.md).
+	// waiting unit, as the REST API gives them (docs/tasks/read-the-queue.md).
 	EstimatedAdmissionTime *metav1.Time `json:"estimatedAdmissionTime,omitempty"`
 	EstimateBasis          string       `json:"estimateBasis,omitempty"`
 	// Redacted marks a unit of a namespace the caller may not list
