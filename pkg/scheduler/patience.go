@@ -22,8 +22,9 @@ import (
 // units that borrowed its quota in the moment between two of its units,
 // about to end anyway. The delay between a unit's end and koord-queue
 // hearing of it (its Succeed written, then seen) makes those moments, and
-// the evictions, common on a busy API server (docs/performance.md, "Why
-// baseline takes about 325 s").
+// the evictions, common on a busy API server
+// (docs/design/performance-notes.md, "Why baseline takes longer than 300
+// s").
 //
 // Bounded: a unit waits at most the delay from the first time it could
 // have evicted (patientUntil, kept until it is admitted or enqueued anew),

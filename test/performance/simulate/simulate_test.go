@@ -141,8 +141,8 @@ func TestDecidingAheadCostsThroughput(t *testing.T) {
 }
 
 // TestBaselineReplayHasNoCliff: a delay between a write and whoever it
-// concerns (docs/performance.md: 50 to 100ms and more on a busy two-core
-// machine) makes each unit hold its quota a little longer, and in the
+// concerns (docs/design/performance-notes.md: 50 to 100ms and more on a
+// busy two-core machine) makes each unit hold its quota a little longer, and in the
 // baseline's first minute a large unit then finds its quota held by units
 // that borrowed it in the moment between two large units, about to end.
 // Preempting them at once cost 705 evictions and 21.5s of wall at 50ms; with
