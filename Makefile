@@ -43,7 +43,7 @@ generate: ## Generate deepcopy code, CRDs and the Helm chart's CRDs and RBAC fro
 	@bash hack/generate.sh
 
 .PHONY: verify
-verify: ## Fail if generated files are stale, code is unformatted, go.mod is untidy or a doc names a flag, chart value, label, annotation or metric the code does not have.
+verify: ## Fail if generated files are stale, code is unformatted, go.mod is untidy or a doc names a flag, chart value, label, annotation or metric the code does not have, or a page or heading that does not exist.
 	@bash hack/verify.sh
 
 .PHONY: lint

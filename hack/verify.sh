@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # verify.sh fails when a generated file is stale, Go code is unformatted,
 # go.mod is untidy, or a doc names a flag, chart value, label, annotation
-# or metric the code does not have. It regenerates in a scratch copy of the checkout, so the
+# or metric the code does not have, or links to a page or heading that
+# does not exist. It regenerates in a scratch copy of the checkout, so the
 # working tree is never changed.
 set -euo pipefail
 root=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
@@ -15,7 +16,8 @@ fi
 
 # The docs name only flags, chart values, labels, annotations and metrics
 # the code has (by the reference pages, whose freshness is checked below),
-# and contributing.md's layout covers every folder of Go code.
+# their links resolve, and contributing.md's layout covers every folder of
+# Go code.
 if ! go run ./hack/doccheck; then status=1; fi
 
 # Each operator the end-to-end tests run is the release whose API

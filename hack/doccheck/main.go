@@ -19,8 +19,10 @@
 //     string of apis/, pkg/ or cmd/ spells out (test builders aside) and
 //     that is not another program's (otherKeys);
 //
-// and when the layout table of docs/contributing.md leaves out a folder
-// holding Go code: every such folder is a row or under one.
+// and when a relative link of a page names a file that does not exist, or
+// a #fragment that is no heading of the page it names; and when the layout
+// table of docs/contributing.md leaves out a folder holding Go code: every
+// such folder is a row or under one.
 //
 // The reference pages are generated from the code (make generate) and
 // checked fresh by make verify, so they stand for it here.
@@ -30,6 +32,7 @@ package main
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -37,6 +40,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 )
 
 // otherFlags are flags the docs name of programs other than koord-queue's,
@@ -118,6 +122,11 @@ func check(root string) ([]string, error) {
 		for _, p := range checkDoc(string(text), known{flags: flags, metrics: metrics, keys: keys}, schema) {
 			problems = append(problems, path+": "+p)
 		}
+		links, err := checkLinks(root, path, string(text))
+		if err != nil {
+			return nil, err
+		}
+		problems = append(problems, links...)
 	}
 	layout, err := checkLayout(root)
 	if err != nil {
@@ -387,4 +396,69 @@ func checkLayout(root string) ([]string, error) {
 		}
 	}
 	return problems, nil
+}
+
+var (
+	mdLink    = regexp.MustCompile(`\[[^\]]*\]\(([^)\s]+)\)`)
+	urlScheme = regexp.MustCompile(`^[a-zA-Z][a-zA-Z0-9+.-]*:`)
+	headingRe = regexp.MustCompile(`(?m)^#{1,6} +(.+?) *$`)
+	notInSlug = regexp.MustCompile(`[^\p{L}\p{N}_\- ]`)
+)
+
+// checkLinks returns a problem for each relative link of the page at path
+// (relative to root) whose file does not exist, or whose #fragment is no
+// heading of the Markdown page it names.
+func checkLinks(root, path, text string) ([]string, error) {
+	var problems []string
+	anchors := map[string]map[string]bool{}
+	for _, m := range mdLink.FindAllStringSubmatch(codeBlock.ReplaceAllString(text, ""), -1) {
+		target := m[1]
+		if urlScheme.MatchString(target) {
+			continue
+		}
+		file, fragment, _ := strings.Cut(target, "#")
+		name := path
+		if file != "" {
+			name = filepath.ToSlash(filepath.Join(filepath.Dir(path), file))
+		}
+		raw, err := os.ReadFile(filepath.Join(root, name))
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				problems = append(problems, fmt.Sprintf("%s: link %s: no such file %s", path, target, name))
+				continue
+			}
+			if errors.Is(err, syscall.EISDIR) {
+				continue
+			}
+			return nil, err
+		}
+		if fragment == "" || !strings.HasSuffix(name, ".md") {
+			continue
+		}
+		if anchors[name] == nil {
+			anchors[name] = headingAnchors(string(raw))
+		}
+		if !anchors[name][fragment] {
+			problems = append(problems, fmt.Sprintf("%s: link %s: %s has no heading #%s", path, target, name, fragment))
+		}
+	}
+	return problems, nil
+}
+
+// headingAnchors are the fragments GitHub gives a page's headings: lower
+// case, punctuation dropped, spaces made dashes, and -1, -2, ... after a
+// repeated one.
+func headingAnchors(text string) map[string]bool {
+	anchors := map[string]bool{}
+	seen := map[string]int{}
+	for _, m := range headingRe.FindAllStringSubmatch(codeBlock.ReplaceAllString(text, ""), -1) {
+		slug := strings.ReplaceAll(notInSlug.ReplaceAllString(strings.ToLower(m[1]), ""), " ", "-")
+		if n := seen[slug]; n > 0 {
+			anchors[fmt.Sprintf("%s-%d", slug, n)] = true
+		} else {
+			anchors[slug] = true
+		}
+		seen[slug]++
+	}
+	return anchors
 }

@@ -116,3 +116,39 @@ func TestCheckLayout(t *testing.T) {
 		t.Errorf("problems (-want +got):\n%s", diff)
 	}
 }
+
+func TestCheckLinks(t *testing.T) {
+	root := t.TempDir()
+	pages := map[string]string{
+		"docs/concepts/a.md": "# A\n\n## The quota tree: max, min\n\n## Notes\n\n## Notes\n\n```sh\n# not a heading\n```\n",
+		"docs/tasks/b.md": "# B\n\n## Steps\n\n" +
+			"[tree](../concepts/a.md#the-quota-tree-max-min), [second notes](../concepts/a.md#notes-1), [steps](#steps), " +
+			"[folder](../concepts/), [site](https://example.com/x.md#y), [chart](../../charts/values.yaml#anything)\n" +
+			"[moved](../extensions.md#the-pod-gate), [gone](../concepts/a.md#the-pod-gate), [self](#step), " +
+			"[comment](../concepts/a.md#not-a-heading)\n" +
+			"```sh\n[in a block](missing.md)\n```\n",
+		"charts/values.yaml": "x: 1\n",
+	}
+	for name, content := range pages {
+		path := filepath.Join(root, name)
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, err := checkLinks(root, "docs/tasks/b.md", pages["docs/tasks/b.md"])
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"docs/tasks/b.md: link ../extensions.md#the-pod-gate: no such file docs/extensions.md",
+		"docs/tasks/b.md: link ../concepts/a.md#the-pod-gate: docs/concepts/a.md has no heading #the-pod-gate",
+		"docs/tasks/b.md: link #step: docs/tasks/b.md has no heading #step",
+		"docs/tasks/b.md: link ../concepts/a.md#not-a-heading: docs/concepts/a.md has no heading #not-a-heading",
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("problems (-want +got):\n%s", diff)
+	}
+}
