@@ -6,7 +6,7 @@
 //   - chart-values.md: every value the Helm chart's schema accepts, its
 //     default, whether it is honoured and the comment above it in
 //     values.yaml;
-//   - labels-and-annotations.md: every exported Label* and Annotation*
+//   - labels-and-annotations.md: every Label*, Annotation* and SchedulingGate*
 //     constant of apis/ and pkg/, with its doc comment;
 //   - metrics.md: every metric koord-queue defines, its type, labels and help;
 //   - api.md: the fields of the Queue and QueueUnit kinds, from their Go
@@ -31,6 +31,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"gopkg.in/yaml.v3"
 )
@@ -302,11 +303,12 @@ func commentText(c string) string {
 	return strings.Join(lines, " ")
 }
 
-// constant is an exported string constant with its doc comment.
+// constant is a string constant with its doc comment.
 type constant struct{ pkg, name, value, doc string }
 
 // stringConstants parses the Go files under dirs (tests and generated
-// files aside) and returns the exported string constants keep accepts.
+// files aside) and returns the string constants keep accepts, exported or
+// not: a key a package keeps to itself is still one users meet.
 func stringConstants(dirs []string, keep func(name string) bool) ([]constant, error) {
 	var out []constant
 	fset := token.NewFileSet()
@@ -327,7 +329,7 @@ func stringConstants(dirs []string, keep func(name string) bool) ([]constant, er
 				for _, spec := range g.Specs {
 					vs := spec.(*ast.ValueSpec)
 					for i, name := range vs.Names {
-						if !name.IsExported() || !keep(name.Name) || i >= len(vs.Values) {
+						if !keep(name.Name) || i >= len(vs.Values) {
 							continue
 						}
 						lit, ok := vs.Values[i].(*ast.BasicLit)
@@ -339,7 +341,7 @@ func stringConstants(dirs []string, keep func(name string) bool) ([]constant, er
 							return err
 						}
 						doc := vs.Doc.Text()
-						if doc == "" && len(g.Specs) == 1 {
+						if doc == "" {
 							doc = g.Doc.Text()
 						}
 						out = append(out, constant{pkg: filepath.Dir(path), name: name.Name, value: value, doc: doc})
@@ -355,23 +357,47 @@ func stringConstants(dirs []string, keep func(name string) bool) ([]constant, er
 	return out, nil
 }
 
-// labelsPage lists the labels and annotations koord-queue reads or writes.
+// keyKinds are the kinds of key the labels page lists, each found by the
+// prefix of its constants' names (Label, label, ...).
+var keyKinds = []struct{ prefix, heading string }{
+	{"Label", "Labels"},
+	{"Annotation", "Annotations"},
+	{"SchedulingGate", "Scheduling gates"},
+}
+
+// keyKind is the kind of key a constant's name says it is, or "".
+func keyKind(name string) string {
+	for _, k := range keyKinds {
+		rest, ok := strings.CutPrefix(name, k.prefix)
+		if !ok {
+			rest, ok = strings.CutPrefix(name, strings.ToLower(k.prefix[:1])+k.prefix[1:])
+		}
+		// A name goes on with a word of its own: labelRole, not labelled.
+		if ok && rest != "" && unicode.IsUpper(rune(rest[0])) {
+			return k.prefix
+		}
+	}
+	return ""
+}
+
+// labelsPage lists the labels, annotations and scheduling gates koord-queue
+// reads or writes.
 func labelsPage() (string, error) {
-	consts, err := stringConstants([]string{"apis", "pkg"}, func(name string) bool {
-		return strings.HasPrefix(name, "Label") || strings.HasPrefix(name, "Annotation")
-	})
+	consts, err := stringConstants([]string{"apis", "pkg"}, func(name string) bool { return keyKind(name) != "" })
 	if err != nil {
 		return "", err
 	}
+	// A mark kept only in memory is no key (it is not valid as one).
+	consts = slices.DeleteFunc(consts, func(c constant) bool { return strings.ContainsAny(c.value, " \t") })
 	var b strings.Builder
 	b.WriteString("# Labels and annotations\n\n" + generated)
-	b.WriteString("Every label and annotation key koord-queue reads or writes, on ElasticQuotas, Queues, QueueUnits, jobs and pods, with where the code defines it.\n")
-	for _, kind := range []string{"Label", "Annotation"} {
-		fmt.Fprintf(&b, "\n## %ss\n\n| key | what it means | defined in |\n|---|---|---|\n", kind)
+	b.WriteString("Every label, annotation and scheduling gate koord-queue reads or writes, on ElasticQuotas, Queues, QueueUnits, jobs and pods, with where the code defines it.\n")
+	for _, kind := range keyKinds {
+		fmt.Fprintf(&b, "\n## %s\n\n| key | what it means | defined in |\n|---|---|---|\n", kind.heading)
 		var rows []constant
 		seen := map[string]bool{}
 		for _, c := range consts {
-			if strings.HasPrefix(c.name, kind) && !seen[c.value] {
+			if keyKind(c.name) == kind.prefix && !seen[c.value] {
 				seen[c.value] = true
 				rows = append(rows, c)
 			}

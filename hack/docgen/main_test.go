@@ -1,6 +1,8 @@
 package main
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -97,5 +99,54 @@ controller:
 	}
 	if err := walkSchema(&strings.Builder{}, s.Content[0], v.Content[0], "", ""); err == nil || !strings.Contains(err.Error(), "controller.replicas") {
 		t.Errorf("a value the schema does not list: %v, want an error naming it", err)
+	}
+}
+
+func TestKeyKind(t *testing.T) {
+	cases := map[string]string{
+		"LabelQuotaName":          "Label",
+		"labelRole":               "Label",
+		"AnnotationReleasedBy":    "Annotation",
+		"annotationOutgrown":      "Annotation",
+		"SchedulingGateAdmission": "SchedulingGate",
+		"labelled":                "",
+		"DefaultQueue":            "",
+	}
+	for name, want := range cases {
+		if got := keyKind(name); got != want {
+			t.Errorf("keyKind(%q) = %q, want %q", name, got, want)
+		}
+	}
+}
+
+func TestStringConstantsTakesUnexportedOnesAndGroupDocs(t *testing.T) {
+	dir := t.TempDir()
+	src := `package p
+
+// annotationMark marks a unit.
+const annotationMark = "koord-queue/mark"
+
+// Labels another program puts on its pods.
+const (
+	labelA = "example.com/a"
+	labelB = "example.com/b"
+)
+
+const notAKey = 3
+`
+	if err := os.WriteFile(filepath.Join(dir, "p.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := stringConstants([]string{dir}, func(name string) bool { return keyKind(name) != "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []constant{
+		{pkg: dir, name: "annotationMark", value: "koord-queue/mark", doc: "annotationMark marks a unit.\n"},
+		{pkg: dir, name: "labelA", value: "example.com/a", doc: "Labels another program puts on its pods.\n"},
+		{pkg: dir, name: "labelB", value: "example.com/b", doc: "Labels another program puts on its pods.\n"},
+	}
+	if diff := cmp.Diff(want, got, cmp.AllowUnexported(constant{})); diff != "" {
+		t.Errorf("stringConstants (-want +got):\n%s", diff)
 	}
 }
