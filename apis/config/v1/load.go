@@ -3,8 +3,10 @@ package v1
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -47,10 +49,33 @@ func Validate(c *KoordQueueConfiguration) error {
 		}
 		seen[p.Name] = true
 	}
+	if len(errs) == 0 && !runsAsListed(c.Plugins) {
+		names := make([]string, len(c.Plugins))
+		for i, p := range c.Plugins {
+			names[i] = p.Name
+		}
+		errs = append(errs, fmt.Errorf("plugins %v: not supported: koord-queue always orders units by priority and admits them against ElasticQuotas (%s and %s) and runs no other plugin; list those two or none", names, PluginPriority, PluginElasticQuotaV2))
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.PluginConfigs)) {
+		if args := strings.TrimSpace(string(c.PluginConfigs[name])); args != "{}" && args != "null" && args != "" {
+			errs = append(errs, fmt.Errorf("pluginConfigs.%s: per-plugin arguments are not supported (neither %s nor %s takes any); remove it or leave it {}", name, PluginPriority, PluginElasticQuotaV2))
+		}
+	}
 	if d := c.DefaultReclaimProtectTime; d != nil && d.Duration < 0 {
 		errs = append(errs, fmt.Errorf("defaultReclaimProtectTime %s: must not be negative", d.Duration))
 	}
 	return errors.Join(errs...)
+}
+
+// runsAsListed reports whether plugins (known, each once) name what
+// koord-queue runs: Priority and ElasticQuotaV2 (or its older name).
+func runsAsListed(plugins []Plugin) bool {
+	var priority, quota bool
+	for _, p := range plugins {
+		priority = priority || p.Name == PluginPriority
+		quota = quota || p.Name == PluginElasticQuotaV2 || p.Name == PluginElasticQuota
+	}
+	return len(plugins) == 2 && priority && quota
 }
 
 // Parse decodes, defaults and validates a configuration. Unknown fields are

@@ -37,20 +37,41 @@ plugins:
 				Plugins:  DefaultPlugins,
 			},
 		},
-		"reclaim protect time reads a duration and plugin args are kept": {
+		"reclaim protect time reads a duration and empty plugin args are kept": {
 			in: `apiVersion: scheduling.k8s.io/v1
 kind: KoordQueueConfiguration
 pluginConfigs:
-  ElasticQuota:
-    checkQuotaOversold: true
+  ElasticQuotaV2: {}
 defaultReclaimProtectTime: 5m
 `,
 			want: &KoordQueueConfiguration{
 				TypeMeta:                  metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind},
 				Plugins:                   DefaultPlugins,
-				PluginConfigs:             map[string]json.RawMessage{"ElasticQuota": json.RawMessage(`{"checkQuotaOversold":true}`)},
+				PluginConfigs:             map[string]json.RawMessage{"ElasticQuotaV2": json.RawMessage(`{}`)},
 				DefaultReclaimProtectTime: &metav1.Duration{Duration: 5 * time.Minute},
 			},
+		},
+		"the older name of ElasticQuotaV2": {
+			in: "plugins: [{name: ElasticQuota}, {name: Priority}]",
+			want: &KoordQueueConfiguration{
+				TypeMeta: metav1.TypeMeta{APIVersion: APIVersion, Kind: Kind},
+				Plugins:  []Plugin{{Name: PluginElasticQuota}, {Name: PluginPriority}},
+			},
+		},
+		"plugin args are refused": {
+			in: `pluginConfigs:
+  ElasticQuota:
+    checkQuotaOversold: true
+`,
+			wantErr: "pluginConfigs.ElasticQuota: per-plugin arguments are not supported",
+		},
+		"a plugin list without ElasticQuotaV2 is refused": {
+			in:      "plugins: [{name: Priority}]",
+			wantErr: "plugins [Priority]: not supported: koord-queue always orders units by priority and admits them against ElasticQuotas",
+		},
+		"both names of the quota plugin are refused": {
+			in:      "plugins: [{name: Priority}, {name: ElasticQuota}, {name: ElasticQuotaV2}]",
+			wantErr: "plugins [Priority ElasticQuota ElasticQuotaV2]: not supported",
 		},
 		"unknown plugin": {
 			in:      "plugins: [{name: Priority}, {name: Gang}]",
