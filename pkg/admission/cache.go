@@ -12,7 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
-	toolscache "k8s.io/client-go/tools/cache"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
@@ -80,16 +79,13 @@ type queueRecord struct {
 }
 
 // Cache is the decision core fed from the API server, safe for concurrent use.
+// What it keeps itself is the translation of API objects into the core's
+// units and quotas, and the lock (cache.go); each concern besides is a part
+// of its own, embedded below with the fields only it writes.
 type Cache struct {
-	mu   sync.Mutex
-	core *scheduler.Scheduler
-	// forecast is the latest forecast and what it learned (forecast.go);
-	// now is the clock it is made at. Views carry estimates only when
-	// showEstimates (Setup turns it on; views in tests stay as they are).
-	forecast      forecaster
-	now           func() time.Time
-	showEstimates bool
-	quotas        *quotaIndex
+	mu     sync.Mutex
+	core   *scheduler.Scheduler
+	quotas *quotaIndex
 	// quotaObjects by name, for the visibility API and errors: of several
 	// ElasticQuotas with one name, the one in use (see quotaCopies).
 	quotaObjects map[string]*elasticquotav1alpha1.ElasticQuota
@@ -107,48 +103,31 @@ type Cache struct {
 	// runs, each until when, so a cycle looks only at them, not at every
 	// unit.
 	backingOff map[string]backoff
-	// deadlineOf is when each unit that has a maximum execution time
-	// passes it (deadlines.go).
-	deadlineOf map[*unitRecord]time.Time
-	// deadlines are the admitted units' execution deadlines, soonest first.
-	deadlines deadlineHeap
 	// nodes' capacity (watched.NodeCapacity; nil while unusable), by name.
 	nodes map[string]corev1.ResourceList
-	// computeTrees: quota trees' capacities come from ElasticQuotaProfiles
-	// and nodes (pools.go), not from their roots' total-resource annotation.
-	computeTrees bool
-	pools        pools
 	// wake has room for one signal: events coalesce while a cycle runs.
 	wake chan struct{}
 	// dirty units changed since the loop last looked at them.
 	dirty map[string]struct{}
-	// owed are the units owed a write that only informs, in order (owed.go).
-	owed owedQueue
 	// recent admissions seen on the API server, newest last, for the dashboard.
 	recent []api.AdmissionRecord
-	// unwritten counts the admissions decided whose write has not finished.
-	unwritten int
 	// shrinksSeen is the core's quota.Engine.Shrinks as last seen with
 	// admissions unwritten (forgetIfShrunk; cycle, at the first of them).
 	shrinksSeen uint64
-	// jobTypes counts the units by namespace and job kind, for
-	// queueunits_by_job_type; a pair no unit has has no entry.
-	jobTypes map[jobType]int
-	// lists are the queues' units holding quota, and their waiting units
-	// in an odd phase, for QueueUnits' pages (listing.go).
-	lists unitLists
-	// synced are the informers feeding the Cache (Setup), for HasSynced.
-	synced []toolscache.InformerSynced
-	// pods is what the pods hold (pods.go); claims maps the jobs units
-	// are made for, as their pods name their controller, to the units;
-	// unclaimed are the groups of pods no unit claims that hold room, and
-	// the quota each is charged to ("": the root).
-	pods      *podledger.Ledger
-	claims    map[ownerKey]string
-	unclaimed map[podledger.Group]string
 	// log reports what only a bug causes: the core's books disagreeing with
 	// its quota engine (scheduler.ErrBookkeeping). The zero Logger discards.
 	log logr.Logger
+
+	// The parts below own what only they keep; each reads the rest through
+	// the Cache it points back to, under mu.
+	decisions          // the writer's side of the decisions (record.go)
+	owedWrites         // the writes that only inform (owed.go)
+	executionDeadlines // maximum execution times (deadlines.go)
+	podCharges         // what pods hold (pods.go)
+	treeCapacities     // trees' capacities from profiles (pools.go)
+	forecasts          // the forecast's snapshot and learner (forecast.go)
+	views              // the visibility API and the status writer (views.go)
+	jobTypeCounts      // v1.8's metrics (v18metrics.go)
 }
 
 // recentAdmissionsKept bounds the dashboard's history.
@@ -156,7 +135,7 @@ const recentAdmissionsKept = 50
 
 // NewCache returns an empty Cache.
 func NewCache() *Cache {
-	return &Cache{
+	c := &Cache{
 		core:           scheduler.New(),
 		quotas:         newQuotaIndex(),
 		quotaObjects:   map[string]*elasticquotav1alpha1.ElasticQuota{},
@@ -165,20 +144,20 @@ func NewCache() *Cache {
 		queues:         map[string]*queueRecord{},
 		units:          map[string]*unitRecord{},
 		backingOff:     map[string]backoff{},
-		deadlineOf:     map[*unitRecord]time.Time{},
 		queueNamespace: schedulingv1alpha1.QueueNamespace,
 		nodes:          map[string]corev1.ResourceList{},
-		pools:          newPools(),
 		wake:           make(chan struct{}, 1),
 		dirty:          map[string]struct{}{},
-		owed:           owedQueue{wake: make(chan struct{}, 1)},
-		jobTypes:       map[jobType]int{},
-		lists:          newUnitLists(),
-		now:            time.Now,
-		pods:           podledger.New(),
-		claims:         map[ownerKey]string{},
-		unclaimed:      map[podledger.Group]string{},
 	}
+	c.decisions = decisions{Cache: c}
+	c.owedWrites = owedWrites{Cache: c, owed: owedQueue{wake: make(chan struct{}, 1)}}
+	c.executionDeadlines = executionDeadlines{Cache: c, deadlineOf: map[*unitRecord]time.Time{}}
+	c.podCharges = podCharges{Cache: c, pods: podledger.New(), claims: map[ownerKey]string{}, unclaimed: map[podledger.Group]string{}}
+	c.treeCapacities = treeCapacities{Cache: c, pools: newPools()}
+	c.forecasts = forecasts{Cache: c, now: time.Now}
+	c.views = views{Cache: c, lists: newUnitLists()}
+	c.jobTypeCounts = jobTypeCounts{Cache: c, jobTypes: map[jobType]int{}}
+	return c
 }
 
 // Wake is signalled whenever something happened that could change a decision.
@@ -826,7 +805,7 @@ func (c *Cache) takeDirty() followUp {
 }
 
 // RecentAdmissions lists the latest admissions, newest first.
-func (c *Cache) RecentAdmissions() []api.AdmissionRecord {
+func (c *views) RecentAdmissions() []api.AdmissionRecord {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make([]api.AdmissionRecord, len(c.recent))

@@ -16,6 +16,16 @@ import (
 // current deadline; an entry that no longer matches it (re-admitted, evicted,
 // deleted) is stale and dropped when it comes up.
 
+// executionDeadlines are the admitted units' execution deadlines.
+type executionDeadlines struct {
+	*Cache
+	// deadlineOf is when each unit that has a maximum execution time
+	// passes it.
+	deadlineOf map[*unitRecord]time.Time
+	// deadlines are the admitted units' execution deadlines, soonest first.
+	deadlines deadlineHeap
+}
+
 type deadlineEntry struct {
 	r  *unitRecord
 	at time.Time
@@ -37,7 +47,7 @@ func (h *deadlineHeap) Pop() any {
 
 // setDeadline records r's execution deadline as its latest object says,
 // with c.mu held. A unit whose eviction is decided has none.
-func (c *Cache) setDeadline(r *unitRecord) {
+func (c *executionDeadlines) setDeadline(r *unitRecord) {
 	at, ok := queueunit.ExecutionDeadline(r.unit)
 	if !ok || r.eviction != nil {
 		delete(c.deadlineOf, r)
@@ -57,14 +67,14 @@ func (c *Cache) setDeadline(r *unitRecord) {
 }
 
 // current reports whether e is its unit's deadline, with c.mu held.
-func (c *Cache) current(e deadlineEntry) bool {
+func (c *executionDeadlines) current(e deadlineEntry) bool {
 	at, ok := c.deadlineOf[e.r]
 	return ok && at.Equal(e.at) && c.units[e.r.key] == e.r
 }
 
 // nextDeadline is the earliest execution deadline, zero if none, with c.mu
 // held; stale entries on top are dropped.
-func (c *Cache) nextDeadline() time.Time {
+func (c *executionDeadlines) nextDeadline() time.Time {
 	for len(c.deadlines) > 0 {
 		if top := c.deadlines[0]; c.current(top) {
 			return top.at
@@ -78,7 +88,7 @@ func (c *Cache) nextDeadline() time.Time {
 // now, an eviction that deactivates it (spec.active false, Evicted
 // MaximumExecutionTimeExceeded), and returns their keys for the writer.
 // The unit is not queued again until someone activates it.
-func (c *Cache) expireExecutions(now time.Time) []string {
+func (c *executionDeadlines) expireExecutions(now time.Time) []string {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var keys []string
@@ -99,7 +109,7 @@ func (c *Cache) expireExecutions(now time.Time) []string {
 // out not to be past its deadline (its limit raised or removed meanwhile).
 // Its deadline is counted again from the Cache's copy if that shows the
 // change already; otherwise from the copy the informer brings next.
-func (c *Cache) keepRunning(key string, e *eviction, now time.Time) {
+func (c *executionDeadlines) keepRunning(key string, e *eviction, now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r, ok := c.units[key]; ok && r.eviction == e {

@@ -45,11 +45,22 @@ type forecaster struct {
 	computing sync.Mutex
 }
 
+// forecasts keeps the forecast and answers from it.
+type forecasts struct {
+	*Cache
+	// forecast is the latest forecast and what it learned; now is the clock
+	// it is made at. Views carry estimates only when showEstimates (Setup
+	// turns it on; views in tests stay as they are).
+	forecast      forecaster
+	now           func() time.Time
+	showEstimates bool
+}
+
 // observeFinished teaches the learner how long u ran when u is a finished
 // unit not seen finished before (was is the previous copy, nil if none),
 // with c.mu held: from its admission (lastAllocateTime) to its last status
 // write (lastUpdateTime, when it turned Succeed or Failed).
-func (c *Cache) observeFinished(was, u *schedulingv1alpha1.QueueUnit, quota string) {
+func (c *forecasts) observeFinished(was, u *schedulingv1alpha1.QueueUnit, quota string) {
 	if !queueunit.Finished(u.EffectivePhase()) || (was != nil && queueunit.Finished(was.EffectivePhase())) {
 		return
 	}
@@ -66,7 +77,7 @@ func (c *Cache) observeFinished(was, u *schedulingv1alpha1.QueueUnit, quota stri
 // when it is older than ForecastInterval at now (or there is none yet), a
 // new one is computed in the background, and served from the next call.
 // nil until the first one is done.
-func (c *Cache) Estimates(now time.Time) map[string]forecast.Estimate {
+func (c *forecasts) Estimates(now time.Time) map[string]forecast.Estimate {
 	f := &c.forecast
 	f.mu.Lock()
 	estimates, stale := f.estimates, f.estimates == nil || now.Sub(f.at) >= ForecastInterval
@@ -82,7 +93,7 @@ func (c *Cache) Estimates(now time.Time) map[string]forecast.Estimate {
 
 // RefreshEstimates computes the forecast at now unless one no older than
 // ForecastInterval exists, waiting for it, and returns it.
-func (c *Cache) RefreshEstimates(now time.Time) map[string]forecast.Estimate {
+func (c *forecasts) RefreshEstimates(now time.Time) map[string]forecast.Estimate {
 	f := &c.forecast
 	f.computing.Lock()
 	defer f.computing.Unlock()
@@ -97,7 +108,7 @@ func (c *Cache) RefreshEstimates(now time.Time) map[string]forecast.Estimate {
 
 // computeEstimates replays the core at now and keeps the result, with
 // f.computing held.
-func (c *Cache) computeEstimates(now time.Time) map[string]forecast.Estimate {
+func (c *forecasts) computeEstimates(now time.Time) map[string]forecast.Estimate {
 	var estimates map[string]forecast.Estimate
 	collectAround(func() { estimates = forecast.Run(c.forecastInput(now)) })
 	f := &c.forecast
@@ -110,7 +121,7 @@ func (c *Cache) computeEstimates(now time.Time) map[string]forecast.Estimate {
 // forecastInput copies the core's state under c.mu, each unit straight
 // into the forecast's form, and gives each unit its runtime after releasing
 // it.
-func (c *Cache) forecastInput(now time.Time) forecast.Input {
+func (c *forecasts) forecastInput(now time.Time) forecast.Input {
 	in := forecast.Input{Now: now, Horizon: ForecastHorizon}
 	c.mu.Lock()
 	in.Capacity, in.Quotas, in.Queues = c.core.Inputs()
@@ -142,7 +153,7 @@ func (c *Cache) forecastInput(now time.Time) forecast.Input {
 
 // addEstimates gives each waiting view its forecast, from the latest one
 // (Estimates: never waiting for a new one); none before the first.
-func (c *Cache) addEstimates(views []api.UnitView) {
+func (c *forecasts) addEstimates(views []api.UnitView) {
 	if !c.showEstimates {
 		return
 	}
@@ -178,7 +189,7 @@ func setEstimates(views []api.UnitView, estimates map[string]forecast.Estimate) 
 // unit it may not see would tell that unit's size: whether it fits under
 // the amount asked, and 16 halvings of the amount find its request. An
 // error of visible is returned.
-func (c *Cache) WhatIf(queue string, change api.QuotaChange, visible func(namespace string) (bool, error)) (api.WhatIf, bool, error) {
+func (c *forecasts) WhatIf(queue string, change api.QuotaChange, visible func(namespace string) (bool, error)) (api.WhatIf, bool, error) {
 	now := c.now()
 	c.mu.Lock()
 	_, ok := c.queues[queue]

@@ -63,7 +63,7 @@ func phaseShown(u *schedulingv1alpha1.QueueUnit, a *admission) schedulingv1alpha
 // relist lists r where it belongs now (nowhere once gone), with c.mu held.
 // Called wherever what it is listed by changes: its object, its queue,
 // whether the core has it (place), its admission (cycle) and its deletion.
-func (c *Cache) relist(r *unitRecord, gone bool) {
+func (c *views) relist(r *unitRecord, gone bool) {
 	var now listing
 	switch {
 	case gone:
@@ -144,7 +144,7 @@ func (l *unitLists) holdingOf(queue string, phase schedulingv1alpha1.QueueUnitPh
 // limit <= 0), with their positions in the queue, and how many wait in
 // that phase; with c.mu held. The units in an odd phase are looked up one
 // by one (they are few); the others are a page of the core's order.
-func (c *Cache) pendingPage(queue string, phase schedulingv1alpha1.QueueUnitPhase, offset, limit int) ([]scheduler.PendingUnit, int) {
+func (c *views) pendingPage(queue string, phase schedulingv1alpha1.QueueUnitPhase, offset, limit int) ([]scheduler.PendingUnit, int) {
 	odd := c.lists.oddWaiting[queue]
 	if phase == "" || phase == schedulingv1alpha1.Enqueued && len(odd) == 0 {
 		return c.core.PendingFrom(queue, offset, limit)

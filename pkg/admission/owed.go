@@ -45,10 +45,17 @@ type owedQueue struct {
 // is given back.
 const owedRingKept = 1024
 
+// owedWrites keeps the units owed a write that only informs.
+type owedWrites struct {
+	*Cache
+	// owed are the units owed a write that only informs, in order.
+	owed owedQueue
+}
+
 // owe records that the units of keys are owed the writes of kinds, from at:
 // a unit owed one already keeps its place. A unit the Cache does not have
 // is owed nothing.
-func (c *Cache) owe(kinds owed, at time.Time, keys ...string) {
+func (c *owedWrites) owe(kinds owed, at time.Time, keys ...string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	queued := false
@@ -75,7 +82,7 @@ func (c *Cache) owe(kinds owed, at time.Time, keys ...string) {
 
 // takeOwed takes the unit owed writes the longest and what it is owed,
 // since when; ok is false when none is.
-func (c *Cache) takeOwed() (key string, kinds owed, since time.Time, ok bool) {
+func (c *owedWrites) takeOwed() (key string, kinds owed, since time.Time, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	defer func() {
@@ -100,7 +107,7 @@ func (c *Cache) takeOwed() (key string, kinds owed, since time.Time, ok bool) {
 }
 
 // forgetOwed drops what r owes: its unit is gone.
-func (c *Cache) forgetOwed(r *unitRecord) {
+func (c *owedWrites) forgetOwed(r *unitRecord) {
 	if r.owes != 0 {
 		r.owes = 0
 		c.owed.units--
@@ -109,11 +116,11 @@ func (c *Cache) forgetOwed(r *unitRecord) {
 }
 
 // owesWrites reports whether any unit is owed a write.
-func (c *Cache) owesWrites() bool {
+func (c *owedWrites) owesWrites() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.owed.units > 0
 }
 
 // owedWake is signalled when a unit comes to be owed a write.
-func (c *Cache) owedWake() <-chan struct{} { return c.owed.wake }
+func (c *owedWrites) owedWake() <-chan struct{} { return c.owed.wake }

@@ -33,8 +33,20 @@ import (
 // ownerKey is a job as pods name their controller.
 type ownerKey struct{ namespace, kind, name string }
 
+// podCharges charges the quotas what pods hold.
+type podCharges struct {
+	*Cache
+	// pods is what the pods hold; claims maps the jobs units are made for,
+	// as their pods name their controller, to the units; unclaimed are the
+	// groups of pods no unit claims that hold room, and the quota each is
+	// charged to ("": the root).
+	pods      *podledger.Ledger
+	claims    map[ownerKey]string
+	unclaimed map[podledger.Group]string
+}
+
 // UpsertPod records a pod as the API server has it.
-func (c *Cache) UpsertPod(p *corev1.Pod) {
+func (c *podCharges) UpsertPod(p *corev1.Pod) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pods.Upsert(podledger.FromPod(p))
@@ -42,7 +54,7 @@ func (c *Cache) UpsertPod(p *corev1.Pod) {
 }
 
 // DeletePod forgets a pod: it is gone.
-func (c *Cache) DeletePod(namespace, name string) {
+func (c *podCharges) DeletePod(namespace, name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.pods.Delete(namespace, name)
@@ -51,7 +63,7 @@ func (c *Cache) DeletePod(namespace, name string) {
 
 // podsChanged brings the books in line with the groups of pods that
 // changed, with c.mu held.
-func (c *Cache) podsChanged() {
+func (c *podCharges) podsChanged() {
 	for _, g := range c.pods.Drain() {
 		if r := c.unitOfGroup(g); r != nil {
 			c.placeForPods(r)
@@ -64,7 +76,7 @@ func (c *Cache) podsChanged() {
 
 // placeForPods places r again after what its pods hold changed: a unit
 // deleted whose last pod left is forgotten.
-func (c *Cache) placeForPods(r *unitRecord) {
+func (c *podCharges) placeForPods(r *unitRecord) {
 	if r.deleted && c.heldByPods(r).IsZero() {
 		c.forgetUnit(r)
 		return
@@ -74,7 +86,7 @@ func (c *Cache) placeForPods(r *unitRecord) {
 }
 
 // unitOfGroup is the unit whose pods g holds, nil if none.
-func (c *Cache) unitOfGroup(g podledger.Group) *unitRecord {
+func (c *podCharges) unitOfGroup(g podledger.Group) *unitRecord {
 	if g.Unit != "" {
 		return c.units[g.Namespace+"/"+g.Unit]
 	}
@@ -86,7 +98,7 @@ func (c *Cache) unitOfGroup(g podledger.Group) *unitRecord {
 
 // claim records the job r's pods name as their controller, with c.mu held;
 // the pods it claims stop being charged as nobody's.
-func (c *Cache) claim(r *unitRecord) {
+func (c *podCharges) claim(r *unitRecord) {
 	ref := r.unit.Spec.ConsumerRef
 	if ref == nil || r.deleted {
 		return
@@ -105,7 +117,7 @@ func (c *Cache) claim(r *unitRecord) {
 
 // unclaim forgets the job r claimed, with c.mu held: its pods, if any
 // remain, are charged as nobody's.
-func (c *Cache) unclaim(r *unitRecord) {
+func (c *podCharges) unclaim(r *unitRecord) {
 	ref := r.unit.Spec.ConsumerRef
 	if ref == nil {
 		return
@@ -120,7 +132,7 @@ func (c *Cache) unclaim(r *unitRecord) {
 
 // heldByPods is what r's pods hold: those the release named it on, and
 // those its job controls.
-func (c *Cache) heldByPods(r *unitRecord) podledger.Tally {
+func (c *podCharges) heldByPods(r *unitRecord) podledger.Tally {
 	ns := r.unit.Namespace
 	t := c.pods.Tally(podledger.Group{Namespace: ns, Unit: r.unit.Name})
 	if ref := r.unit.Spec.ConsumerRef; ref != nil {
@@ -137,7 +149,7 @@ func (c *Cache) heldByPods(r *unitRecord) podledger.Tally {
 // label names (else its own), with c.mu held: out of its queue, never a
 // victim, its quota not handed to anyone until they are gone. A unit no
 // quota serves has its pods charged to the root.
-func (c *Cache) placeLeaving(r *unitRecord, held podledger.Tally) {
+func (c *podCharges) placeLeaving(r *unitRecord, held podledger.Tally) {
 	if held.Quota != "" {
 		// Charged where koord-scheduler charges its pods, by their quota
 		// label, whatever the unit's says now.
@@ -162,7 +174,7 @@ func (c *Cache) placeLeaving(r *unitRecord, held podledger.Tally) {
 }
 
 // stopLeaving: r's pods are gone, or it holds quota again; with c.mu held.
-func (c *Cache) stopLeaving(r *unitRecord) {
+func (c *podCharges) stopLeaving(r *unitRecord) {
 	if r.leaving {
 		c.core.ChargePods(leavingKey(r.key), "", nil)
 		r.leaving = false
@@ -198,7 +210,7 @@ func leavingReason(r *unitRecord, held podledger.Tally) string {
 
 // chargeUnclaimed charges the pods of g, which no unit claims, where
 // koord-scheduler charges them, with c.mu held.
-func (c *Cache) chargeUnclaimed(g podledger.Group) {
+func (c *podCharges) chargeUnclaimed(g podledger.Group) {
 	t := c.pods.Tally(g)
 	if t.Bound == 0 {
 		if _, ok := c.unclaimed[g]; ok {
@@ -218,7 +230,7 @@ func (c *Cache) chargeUnclaimed(g podledger.Group) {
 
 // rechargeUnclaimed charges every unclaimed group again: a quota change
 // may move them (a quota now serves their namespace).
-func (c *Cache) rechargeUnclaimed() {
+func (c *podCharges) rechargeUnclaimed() {
 	for g := range c.unclaimed {
 		c.chargeUnclaimed(g)
 	}
@@ -227,7 +239,7 @@ func (c *Cache) rechargeUnclaimed() {
 // unqueuedIn is what the pods no unit claims hold on nodes in the tree of
 // root, with c.mu held. It walks every such group, so it is asked for a
 // tree's root only.
-func (c *Cache) unqueuedIn(root string) corev1.ResourceList {
+func (c *podCharges) unqueuedIn(root string) corev1.ResourceList {
 	e := c.core.Quotas()
 	held := corev1.ResourceList{}
 	for g, q := range c.unclaimed {
@@ -253,7 +265,7 @@ func unclaimedKey(g podledger.Group) string {
 }
 
 // ReplacePods makes the Cache's pods these and no other (a relist).
-func (c *Cache) ReplacePods(pods []*corev1.Pod) {
+func (c *podCharges) ReplacePods(pods []*corev1.Pod) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	slim := make([]podledger.Pod, len(pods))

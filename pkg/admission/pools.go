@@ -81,9 +81,19 @@ func poolNode(n *corev1.Node) corev1.Node {
 	return slim
 }
 
+// treeCapacities computes the quota trees' capacities from profiles and
+// nodes.
+type treeCapacities struct {
+	*Cache
+	// computeTrees: quota trees' capacities come from ElasticQuotaProfiles
+	// and nodes, not from their roots' total-resource annotation.
+	computeTrees bool
+	pools        pools
+}
+
 // UpsertElasticQuotaProfile records a profile and recomputes the trees'
 // capacities. Without ComputeTreeCapacity it is not called.
-func (c *Cache) UpsertElasticQuotaProfile(p *quotav1alpha1.ElasticQuotaProfile) {
+func (c *treeCapacities) UpsertElasticQuotaProfile(p *quotav1alpha1.ElasticQuotaProfile) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	key := p.Namespace + "/" + p.Name
@@ -97,7 +107,7 @@ func (c *Cache) UpsertElasticQuotaProfile(p *quotav1alpha1.ElasticQuotaProfile) 
 
 // DeleteElasticQuotaProfile forgets a profile: its tree's root falls back
 // to its annotation (none: the tree admits nothing).
-func (c *Cache) DeleteElasticQuotaProfile(namespace, name string) {
+func (c *treeCapacities) DeleteElasticQuotaProfile(namespace, name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.pools.profiles, namespace+"/"+name)
@@ -106,7 +116,7 @@ func (c *Cache) DeleteElasticQuotaProfile(namespace, name string) {
 
 // upsertPoolNode records a node's slim copy, with c.mu held, and reports
 // whether it changed.
-func (c *Cache) upsertPoolNode(n *corev1.Node) bool {
+func (c *treeCapacities) upsertPoolNode(n *corev1.Node) bool {
 	slim := poolNode(n)
 	if old, ok := c.pools.nodes[n.Name]; ok && equality.Semantic.DeepEqual(old, slim) {
 		return false
@@ -117,7 +127,7 @@ func (c *Cache) upsertPoolNode(n *corev1.Node) bool {
 
 // refreshTrees computes every profile's pool capacity, with c.mu held, and
 // uses again the root quotas whose capacity, or profile, changed.
-func (c *Cache) refreshTrees() {
+func (c *treeCapacities) refreshTrees() {
 	if !c.computeTrees {
 		return
 	}
@@ -159,7 +169,7 @@ func (c *Cache) refreshTrees() {
 // treeTotalOf is the capacity of the tree whose root is the quota name in
 // namespace, labelled with profile labelled, with c.mu held: that of its
 // ElasticQuotaProfile (pool.ProfileOf); ok is false when none names it.
-func (c *Cache) treeTotalOf(namespace, name, labelled string) (t treeTotal, ok bool) {
+func (c *treeCapacities) treeTotalOf(namespace, name, labelled string) (t treeTotal, ok bool) {
 	p, ignored := pool.ProfileOf(namespace, name, labelled, slices.Collect(maps.Values(c.pools.profiles)))
 	if p == nil {
 		return treeTotal{}, false
@@ -176,7 +186,7 @@ func (c *Cache) treeTotalOf(namespace, name, labelled string) (t treeTotal, ok b
 // when koord-queue computes them and a profile names the root; err is
 // SpecFromElasticQuota's, whose complaint about the annotation no longer
 // matters then.
-func (c *Cache) treeSpec(namespace string, spec quota.Spec, err error) (quota.Spec, error) {
+func (c *treeCapacities) treeSpec(namespace string, spec quota.Spec, err error) (quota.Spec, error) {
 	if !c.computeTrees {
 		return spec, err
 	}

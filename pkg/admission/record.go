@@ -71,8 +71,16 @@ type decision struct {
 	checksErr error
 }
 
+// decisions is the writer's side of the decisions recorded in the units'
+// records: what it takes to write, and what it reports back.
+type decisions struct {
+	*Cache
+	// unwritten counts the admissions decided whose write has not finished.
+	unwritten int
+}
+
 // decision returns what the writer needs to write key's decisions.
-func (c *Cache) decision(key string) (decision, bool) {
+func (c *decisions) decision(key string) (decision, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.decisionLocked(key)
@@ -81,7 +89,7 @@ func (c *Cache) decision(key string) (decision, bool) {
 // sendAdmission is decision for the write of key's admission: the admission
 // returned is sent from now on (admission.sent), charged until the write is
 // answered.
-func (c *Cache) sendAdmission(key string) (decision, bool) {
+func (c *decisions) sendAdmission(key string) (decision, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	d, ok := c.decisionLocked(key)
@@ -91,7 +99,7 @@ func (c *Cache) sendAdmission(key string) (decision, bool) {
 	return d, ok
 }
 
-func (c *Cache) decisionLocked(key string) (decision, bool) {
+func (c *decisions) decisionLocked(key string) (decision, bool) {
 	r, ok := c.units[key]
 	if !ok {
 		return decision{}, false
@@ -111,7 +119,7 @@ func (c *Cache) decisionLocked(key string) (decision, bool) {
 
 // unwrittenAdmissions counts the admissions decided whose write has not
 // finished.
-func (c *Cache) unwrittenAdmissions() int {
+func (c *decisions) unwrittenAdmissions() int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.unwritten
@@ -120,11 +128,11 @@ func (c *Cache) unwrittenAdmissions() int {
 // WritingAdmissions reports whether admissions decided wait for their
 // write: a backlog admitted as fast as the client's rate allows, whose
 // budget writes that only report (Queue status) should leave to them.
-func (c *Cache) WritingAdmissions() bool { return c.unwrittenAdmissions() > 0 }
+func (c *decisions) WritingAdmissions() bool { return c.unwrittenAdmissions() > 0 }
 
 // admissionWritten records that a's write finished, and wakes the loop,
 // which may have waited for room in the writer's budget.
-func (c *Cache) admissionWritten(key string, a *admission) {
+func (c *decisions) admissionWritten(key string, a *admission) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r, ok := c.units[key]; ok && r.admission == a && !a.written {
@@ -138,7 +146,7 @@ func (c *Cache) admissionWritten(key string, a *admission) {
 // unit again as its latest object says: deactivated, being deleted or
 // finished meanwhile, it leaves the core instead of waiting there to be
 // admitted once more.
-func (c *Cache) forget(key string, a *admission) {
+func (c *decisions) forget(key string, a *admission) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r, ok := c.units[key]; ok && r.admission == a {
@@ -150,13 +158,13 @@ func (c *Cache) forget(key string, a *admission) {
 
 // undoAdmission takes back r's admission from the record and the core, with
 // c.mu held; the caller places the unit again.
-func (c *Cache) undoAdmission(r *unitRecord) {
+func (c *decisions) undoAdmission(r *unitRecord) {
 	c.dropAdmission(r)
 	c.core.ForgetAdmission(r.key)
 }
 
 // dropAdmission clears r's admission, with c.mu held.
-func (c *Cache) dropAdmission(r *unitRecord) {
+func (c *decisions) dropAdmission(r *unitRecord) {
 	if r.admission != nil && !r.admission.written {
 		c.unwritten--
 	}
@@ -166,7 +174,7 @@ func (c *Cache) dropAdmission(r *unitRecord) {
 // evictionWritten records that e's write finished, or found nothing to
 // evict. The record stays until the unit is seen to give its quota back, so
 // the unit is not evicted again meanwhile.
-func (c *Cache) evictionWritten(key string, e *eviction) {
+func (c *decisions) evictionWritten(key string, e *eviction) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if r, ok := c.units[key]; ok && r.eviction == e {

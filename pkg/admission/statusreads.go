@@ -10,7 +10,7 @@ import (
 
 // HasSynced reports whether every informer Setup feeds the Cache from has
 // delivered its initial objects (false until Setup has run).
-func (c *Cache) HasSynced() bool {
+func (c *views) HasSynced() bool {
 	c.mu.Lock()
 	synced := c.synced
 	c.mu.Unlock()
@@ -26,7 +26,7 @@ func (c *Cache) HasSynced() bool {
 }
 
 // QueueObjects are the latest Queue objects.
-func (c *Cache) QueueObjects() []*schedulingv1alpha1.Queue {
+func (c *views) QueueObjects() []*schedulingv1alpha1.Queue {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := make([]*schedulingv1alpha1.Queue, 0, len(c.queues))
@@ -37,7 +37,7 @@ func (c *Cache) QueueObjects() []*schedulingv1alpha1.Queue {
 }
 
 // QuotaObject is the ElasticQuota used under a name, nil when none is.
-func (c *Cache) QuotaObject(name string) *elasticquotav1alpha1.ElasticQuota {
+func (c *views) QuotaObject(name string) *elasticquotav1alpha1.ElasticQuota {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.quotaObjects[name]
@@ -45,7 +45,7 @@ func (c *Cache) QuotaObject(name string) *elasticquotav1alpha1.ElasticQuota {
 
 // PendingItems are the first n waiting units of a queue, in admission
 // order, as a Queue's status lists them.
-func (c *Cache) PendingItems(queue string, n int) []schedulingv1alpha1.QueueItemDetail {
+func (c *views) PendingItems(queue string, n int) []schedulingv1alpha1.QueueItemDetail {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []schedulingv1alpha1.QueueItemDetail
@@ -63,7 +63,7 @@ func (c *Cache) PendingItems(queue string, n int) []schedulingv1alpha1.QueueItem
 
 // DuplicateQuotas are the ElasticQuotas not used because an older one has
 // their name.
-func (c *Cache) DuplicateQuotas() []*elasticquotav1alpha1.ElasticQuota {
+func (c *views) DuplicateQuotas() []*elasticquotav1alpha1.ElasticQuota {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []*elasticquotav1alpha1.ElasticQuota

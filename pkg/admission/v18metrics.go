@@ -36,9 +36,17 @@ func jobTypeOf(u *schedulingv1alpha1.QueueUnit) jobType {
 	return jobType{namespace: u.Namespace, kind: u.Spec.ConsumerRef.Kind}
 }
 
+// jobTypeCounts keeps what v1.8's metrics read besides the core's figures.
+type jobTypeCounts struct {
+	*Cache
+	// jobTypes counts the units by namespace and job kind, for
+	// queueunits_by_job_type; a pair no unit has has no entry.
+	jobTypes map[jobType]int
+}
+
 // countJobType counts r under t instead of what it was counted under, with
 // c.mu held; the zero t counts it nowhere (a unit deleted).
-func (c *Cache) countJobType(r *unitRecord, t jobType) {
+func (c *jobTypeCounts) countJobType(r *unitRecord, t jobType) {
 	if t == r.jobType {
 		return
 	}
@@ -54,7 +62,7 @@ func (c *Cache) countJobType(r *unitRecord, t jobType) {
 }
 
 // v18Metrics are Koord-Queue v1.8's gauges and counter as they stand.
-func (c *Cache) v18Metrics() []prometheus.Metric {
+func (c *jobTypeCounts) v18Metrics() []prometheus.Metric {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []prometheus.Metric

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	toolscache "k8s.io/client-go/tools/cache"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
@@ -14,8 +15,19 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 )
 
+// views answers the visibility API (views.go, listing.go) and the Queue
+// status writer (statusreads.go).
+type views struct {
+	*Cache
+	// lists are the queues' units holding quota, and their waiting units
+	// in an odd phase, for QueueUnits' pages (listing.go).
+	lists unitLists
+	// synced are the informers feeding the Cache (Setup), for HasSynced.
+	synced []toolscache.InformerSynced
+}
+
 // Quotas lists the quota tree, by name.
-func (c *Cache) Quotas() []api.QuotaView {
+func (c *views) Quotas() []api.QuotaView {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	names := slices.Sorted(maps.Keys(c.quotaObjects))
@@ -26,7 +38,7 @@ func (c *Cache) Quotas() []api.QuotaView {
 	return out
 }
 
-func (c *Cache) quotaView(name string) api.QuotaView {
+func (c *views) quotaView(name string) api.QuotaView {
 	e := c.core.Quotas()
 	v := api.QuotaView{Name: name, Used: e.Used(name), Runtime: e.Runtime(name)}
 	if eq, ok := c.quotaObjects[name]; ok {
@@ -55,7 +67,7 @@ func (c *Cache) quotaView(name string) api.QuotaView {
 
 // treeView is the tree of quota name, with c.mu held; nil when the engine
 // does not know the quota.
-func (c *Cache) treeView(name string) *api.TreeView {
+func (c *views) treeView(name string) *api.TreeView {
 	e := c.core.Quotas()
 	root := e.TreeRoot(name)
 	if root == "" {
@@ -72,7 +84,7 @@ func (c *Cache) treeView(name string) *api.TreeView {
 }
 
 // Quota is one quota of the tree, and whether it exists.
-func (c *Cache) Quota(name string) (api.QuotaView, bool) {
+func (c *views) Quota(name string) (api.QuotaView, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.quotaObjects[name]; !ok {
@@ -82,7 +94,7 @@ func (c *Cache) Quota(name string) (api.QuotaView, bool) {
 }
 
 // Queues lists the queues, by name.
-func (c *Cache) Queues() []api.QueueView {
+func (c *views) Queues() []api.QueueView {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	names := slices.Sorted(maps.Keys(c.queues))
@@ -94,7 +106,7 @@ func (c *Cache) Queues() []api.QueueView {
 }
 
 // Queue is one queue, and whether it exists.
-func (c *Cache) Queue(name string) (api.QueueView, bool) {
+func (c *views) Queue(name string) (api.QueueView, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if _, ok := c.queues[name]; !ok {
@@ -103,7 +115,7 @@ func (c *Cache) Queue(name string) (api.QueueView, bool) {
 	return c.queueView(name), true
 }
 
-func (c *Cache) queueView(name string) api.QueueView {
+func (c *views) queueView(name string) api.QueueView {
 	r := c.queues[name]
 	v := api.QueueView{Name: name, Policy: r.queue.Spec.QueuePolicy, Priority: schedulingv1alpha1.DefaultQueuePriority}
 	if v.Policy == "" {
@@ -130,7 +142,7 @@ func (c *Cache) queueView(name string) api.QueueView {
 // (a page has at most api.MaxLimit units, and that many when limit is 0),
 // and total counts the filtered list. Only the page's units are looked at
 // (listing.go), and their views are built once the lock is released.
-func (c *Cache) QueueUnits(queue string, phase schedulingv1alpha1.QueueUnitPhase, offset, limit int) (units []api.UnitView, total int) {
+func (c *views) QueueUnits(queue string, phase schedulingv1alpha1.QueueUnitPhase, offset, limit int) (units []api.UnitView, total int) {
 	if limit <= 0 || limit > api.MaxLimit {
 		limit = api.MaxLimit
 	}
@@ -144,7 +156,7 @@ func (c *Cache) QueueUnits(queue string, phase schedulingv1alpha1.QueueUnitPhase
 
 // queueUnitsPage is QueueUnits' page before its views are built, with c.mu
 // held.
-func (c *Cache) queueUnitsPage(queue string, phase schedulingv1alpha1.QueueUnitPhase, offset, limit int) (page unitPage, total int) {
+func (c *views) queueUnitsPage(queue string, phase schedulingv1alpha1.QueueUnitPhase, offset, limit int) (page unitPage, total int) {
 	offset = max(offset, 0)
 	pending, waiting := c.pendingPage(queue, phase, offset, limit)
 	holding := c.lists.holdingOf(queue, phase)
@@ -191,7 +203,7 @@ func (p unitPage) views() []api.UnitView {
 }
 
 // QueueUnit is one unit with its position and reason, and whether it exists.
-func (c *Cache) QueueUnit(namespace, name string) (api.UnitView, bool) {
+func (c *views) QueueUnit(namespace, name string) (api.UnitView, bool) {
 	c.mu.Lock()
 	key := namespace + "/" + name
 	r, ok := c.units[key]
@@ -233,7 +245,7 @@ type unitViewSource struct {
 }
 
 // viewSource is the view source of r, whose key is key, with c.mu held.
-func (c *Cache) viewSource(key string, r *unitRecord, position int) unitViewSource {
+func (c *views) viewSource(key string, r *unitRecord, position int) unitViewSource {
 	src := unitViewSource{unit: r.unit, queue: r.queue, rule: r.rule, request: r.request, admission: r.admission, problem: r.problem, position: position}
 	if r.leaving {
 		src.podsHeld = c.heldByPods(r).Requests
