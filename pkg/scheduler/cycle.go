@@ -47,9 +47,7 @@ func (s *Scheduler) CycleLimited(now time.Time, limit int) Result {
 	var res Result
 	res.Errors, s.errs = s.errs, nil
 	s.wakePromoted(now)
-	s.preemptions.wakeProtected(now, s.wake)
-	s.admitNominated(now, &res)
-	s.feedPatient(now, &res)
+	s.preemption.beginCycle(now, &res)
 	s.lineBuf = s.lineUp(now)
 	line := &s.lineBuf
 	s.line = line
@@ -107,7 +105,7 @@ func (s *Scheduler) turn(qs *queueState, now time.Time, res *Result) bool {
 func (s *Scheduler) tryHead(qs *queueState, now time.Time, res *Result) bool {
 	name := qs.spec.Name
 	if p := qs.patient; p != nil && !now.Before(p.patientUntil) {
-		s.endPatience(p) // its delay is over: from this turn on it may evict
+		s.preemption.endPatience(p) // its delay is over: from this turn on it may evict
 	}
 	if err := s.engine.Err(qs.quota); err != nil {
 		s.headWaits(qs, qs.q.Offer(now, nil).Head.Key, words(err.Error()), res)
@@ -115,7 +113,7 @@ func (s *Scheduler) tryHead(qs *queueState, now time.Time, res *Result) bool {
 	}
 	if qs.gateShut() {
 		off := qs.q.Offer(now, nil)
-		if qs.spec.Config.EnablePreemption && s.displace(qs, off.Head.Key, now, res) {
+		if qs.spec.Config.EnablePreemption && s.preemption.displace(qs, off.Head.Key, now, res) {
 			return false // woken when its victims are gone
 		}
 		running := sortedKeys(qs.notRunning)[0]
@@ -131,20 +129,20 @@ func (s *Scheduler) tryHead(qs *queueState, now time.Time, res *Result) bool {
 	if err != nil {
 		return false
 	}
-	s.holdForPreemptors(qs)
+	s.preemption.holdForPreemptors(qs)
 	off := qs.q.Offer(now, s.free)
 	if !off.HasHead {
 		return false
 	}
 	if p := qs.patient; p != nil && p.u.Key != off.Head.Key {
-		s.endPatience(p) // another unit heads the queue now
-		return true      // what it held is free: offer again
+		s.preemption.endPatience(p) // another unit heads the queue now
+		return true                 // what it held is free: offer again
 	}
 	headFits := off.HasAdmit && off.Admit.Key == off.Head.Key
 	preempting := false
 	if !headFits {
 		var reserved bool
-		preempting, reserved = s.headPreempts(qs, off.Head.Key, now, res)
+		preempting, reserved = s.preemption.headPreempts(qs, off.Head.Key, now, res)
 		if reserved {
 			return true // the reservation changed the headroom: offer again
 		}
@@ -184,11 +182,11 @@ func (s *Scheduler) tryHead(qs *queueState, now time.Time, res *Result) bool {
 // (usage) are refreshed by WaitReason, which explains afresh.
 func (s *Scheduler) headWaitsForQuota(qs *queueState, off policy.Offer, res *Result) {
 	us := s.units[off.Head.Key]
-	if w := us.quotaWait; us.reason != "" && w != nil && w.band == off.Band && equalStrings(w.cause, s.binding) && w.heldFor == s.preemptions.roomHeldFor() {
+	if w := us.quotaWait; us.reason != "" && w != nil && w.band == off.Band && equalStrings(w.cause, s.binding) && w.heldFor == s.preemption.roomHeldFor() {
 		return
 	}
 	why := words(s.explain(qs, off))
-	heldFor := s.preemptions.roomHeldFor()
+	heldFor := s.preemption.roomHeldFor()
 	if heldFor != "" && s.engine.Explain(qs.quota, us.need) == "" {
 		// It fits but for what a preemption in flight is owed.
 		why = say("waits for the preemption by %s in quota %s to end: the quota it needs is held for it", unitRef(heldFor), s.units[heldFor].quota)
@@ -269,22 +267,21 @@ func (s *Scheduler) admit(qs *queueState, key string, now time.Time, res *Result
 		s.engine.RemovePending(qs.quota, us.req)
 	}
 	us.req, us.need = held, held
-	s.endPreemption(us)
-	s.endPatience(us)
+	s.preemption.withdraw(us)
+	s.preemption.endPatience(us)
 	us.newWait()
 	qs.q.Take(key)
 	us.inQueue = false
 	us.admitted = true
 	us.u.AdmitTime = now
 	us.reason, us.quotaWait = "", nil
-	s.preemptions.unnominate(key)
 	qs.admitted++
 	qs.scheduled++
 	if !us.u.Running {
 		qs.notRunning[key] = struct{}{}
 	}
 	res.Admissions = append(res.Admissions, Admission{Unit: key, Queue: qs.spec.Name, Quota: qs.quota, Partial: partial})
-	s.wakeReclaimWaiters(qs.quota)
+	s.preemption.wakeReclaimWaiters(qs.quota)
 	return nil
 }
 
@@ -307,7 +304,7 @@ func (s *Scheduler) wakePromoted(now time.Time) {
 }
 
 func (s *Scheduler) nextWakeup() time.Time {
-	next := s.preemptions.nextWakeup()
+	next := s.preemption.nextWakeup()
 	for name := range s.timed {
 		qs := s.queues[name]
 		if !qs.nextPromo.IsZero() && (next.IsZero() || qs.nextPromo.Before(next)) {

@@ -52,7 +52,7 @@ type PatientHead struct {
 // order feedPatient gives them what frees.
 func PatientHeads(s *Scheduler) []PatientHead {
 	var order []*queueState
-	for qs := range s.preemptions.patient {
+	for qs := range s.preemption.(*preemptor).preemptions.patient {
 		order = append(order, qs)
 	}
 	slices.SortFunc(order, fedFirst)

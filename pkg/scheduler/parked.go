@@ -143,7 +143,7 @@ func (p *parkedQueues) woken() bool { return len(p.active) > 0 }
 // (ChainState) could change its headroom.
 func (s *Scheduler) settleable(qs *queueState, head string, preempting bool) (string, bool) {
 	cfg := qs.spec.Config
-	if s.parked.noSettle || preempting || s.preemptions.roomHeldFor() != "" || cfg.EnablePreemption || cfg.WaitForPodsRunning || len(qs.parkedAt) > 0 {
+	if s.parked.noSettle || preempting || s.preemption.roomHeldFor() != "" || cfg.EnablePreemption || cfg.WaitForPodsRunning || len(qs.parkedAt) > 0 {
 		return "", false
 	}
 	if _, ok := s.timed[qs.spec.Name]; ok {
@@ -154,7 +154,7 @@ func (s *Scheduler) settleable(qs *queueState, head string, preempting bool) (st
 	}
 	us := s.units[head]
 	if us == nil || us.victims != nil || us.reserved || s.engine.WithinMin(qs.quota, us.req) ||
-		s.preemptionInFlight(qs.quota, "") != "" {
+		s.preemption.preemptionInFlight(qs.quota, "") != "" {
 		return "", false
 	}
 	b := ""

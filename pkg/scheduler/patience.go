@@ -32,7 +32,7 @@ import (
 
 // waitToPreempt is called when us, its queue's head, found victims of kind. It returns true when us waits instead, holding what
 // s.free (its quota's headroom) has, false when it is to evict now.
-func (s *Scheduler) waitToPreempt(qs *queueState, us *unitState, kind PreemptionKind, now time.Time, res *Result) bool {
+func (s *preemptor) waitToPreempt(qs *queueState, us *unitState, kind PreemptionKind, now time.Time, res *Result) bool {
 	d := qs.spec.Config.PreemptionDelay
 	if d <= 0 {
 		return false
@@ -59,7 +59,7 @@ func (s *Scheduler) waitToPreempt(qs *queueState, us *unitState, kind Preemption
 
 // endPatience gives back a patient unit's reservation. Its patientUntil
 // stays: its delay runs from the first time it could evict.
-func (s *Scheduler) endPatience(us *unitState) {
+func (s *preemptor) endPatience(us *unitState) {
 	qs := s.queues[us.u.Queue]
 	if qs == nil || qs.patient != us {
 		return
@@ -75,7 +75,7 @@ func (s *Scheduler) endPatience(us *unitState) {
 // delay is over has its queue woken, to preempt in its turn (it keeps its
 // reservation until then, so no other queue takes it first, and gives it
 // back at the start of that turn, whatever the turn then does).
-func (s *Scheduler) feedPatient(now time.Time, res *Result) {
+func (s *preemptor) feedPatient(now time.Time, res *Result) {
 	p := &s.preemptions
 	if len(p.patient) == 0 {
 		return
@@ -114,7 +114,7 @@ func fedFirst(a, b *queueState) int {
 
 // feed grows us's reservation by what its quota has free, and admits us if
 // that covers it.
-func (s *Scheduler) feed(qs *queueState, us *unitState, now time.Time, res *Result) {
+func (s *preemptor) feed(qs *queueState, us *unitState, now time.Time, res *Result) {
 	var err error
 	if s.free, s.binding, err = s.engine.Headroom(qs.quota, s.free, s.binding); err != nil {
 		return

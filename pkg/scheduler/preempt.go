@@ -6,7 +6,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/quota"
 )
 
-// Finding victims and starting a preemption: the Scheduler's side of
+// Finding victims and starting a preemption: the preemptor's side of
 // preemptions (preemptions.go). A head that does not fit may look for
 // victims once per cycle (headPreempts): reclaim if its quota is owed its
 // min, else, if its queue allows it, lower-priority units of its own quota
@@ -20,7 +20,7 @@ import (
 // that the gate opens for it, unless one of them was admitted less than
 // defaultReclaimProtectTime ago, or the head would not fit even once they
 // are gone. It returns true while the head waits for such victims.
-func (s *Scheduler) displace(qs *queueState, key string, now time.Time, res *Result) bool {
+func (s *preemptor) displace(qs *queueState, key string, now time.Time, res *Result) bool {
 	us := s.units[key]
 	if len(us.victims) > 0 {
 		s.headWaits(qs, key, us.preemptReason, res)
@@ -77,7 +77,7 @@ func (s *Scheduler) displace(qs *queueState, key string, now time.Time, res *Res
 // headPreempts: the policy's head does not fit. Once per cycle it may look
 // for victims. waiting is true while the head has victims still leaving;
 // reserved is true when it just preempted (and reserved what is free).
-func (s *Scheduler) headPreempts(qs *queueState, key string, now time.Time, res *Result) (waiting, reserved bool) {
+func (s *preemptor) headPreempts(qs *queueState, key string, now time.Time, res *Result) (waiting, reserved bool) {
 	us := s.units[key]
 	if len(us.victims) > 0 {
 		s.headWaits(qs, key, us.preemptReason, res)
@@ -105,7 +105,7 @@ func (s *Scheduler) headPreempts(qs *queueState, key string, now time.Time, res 
 // preempt looks for victims for the head: reclaim first (the quota is owed
 // its min), then, if the queue allows it, lower-priority units of its own
 // quota. waiting and reserved are headPreempts'.
-func (s *Scheduler) preempt(qs *queueState, us *unitState, now time.Time, res *Result) (waiting, reserved bool) {
+func (s *preemptor) preempt(qs *queueState, us *unitState, now time.Time, res *Result) (waiting, reserved bool) {
 	canEvict := func(key string) bool {
 		v, ok := s.units[key]
 		return ok && v.admitted && !v.evicting && !v.u.Leaving && key != us.u.Key
@@ -154,7 +154,7 @@ func (s *Scheduler) preempt(qs *queueState, us *unitState, now time.Time, res *R
 // flight in its quota: it reserves what is free for us, marks the victims,
 // reports the Preemption and says why us waits ("preempting 2 unit(s) why:
 // victims"; what names the victims).
-func (s *Scheduler) startPreemption(qs *queueState, us *unitState, kind PreemptionKind, victims []string, what string, why Text, now time.Time, res *Result) {
+func (s *preemptor) startPreemption(qs *queueState, us *unitState, kind PreemptionKind, victims []string, what string, why Text, now time.Time, res *Result) {
 	s.reserve(qs, us, now, res)
 	us.preempting().victims = map[string]struct{}{}
 	s.preemptions.start(qs.quota, us.u.Key)
@@ -173,7 +173,7 @@ func (s *Scheduler) startPreemption(qs *queueState, us *unitState, kind Preempti
 
 // waitForPreemptions: the head found victims, but would not fit beside the
 // preemptions in flight; it waits for one of them to end.
-func (s *Scheduler) waitForPreemptions(qs *queueState, key string, res *Result) {
+func (s *preemptor) waitForPreemptions(qs *queueState, key string, res *Result) {
 	s.preemptions.waitForOthers(qs.spec.Name)
 	first := s.preemptions.firstInFlight(s.units, key)
 	s.headWaits(qs, key, say("waits for the preemption by %s in quota %s to end: it would not fit beside it", unitRef(first), s.units[first].quota), res)

@@ -28,8 +28,9 @@ import (
 // (quota.Engine.ReclaimVictims, LowerPriorityVictims); the decisions that
 // need the queues and the Result (headPreempts, preempt, displace,
 // startPreemption: preempt.go; the reservation and the end of a
-// preemption: below) are Scheduler methods that keep this state through
-// the methods of preemptions. The rest of the Scheduler calls only those.
+// preemption: below) are the preemptor's methods (preemption.go), which
+// keep this state through the methods of preemptions. The rest of the
+// Scheduler calls only the preemption interface.
 //
 // Why a reservation, a nomination and held room: a victim keeps its quota
 // until the controller reports it gone, so without them another unit would
@@ -352,37 +353,37 @@ func (p *preemptions) forgetQueue(qs *queueState, name string) {
 	delete(p.afterOthers, name)
 }
 
-// The Scheduler's side of preemptions: what needs its units, queues,
-// engine charges or wake-ups. The rest of the Scheduler reaches
-// preemption only through these, preempt.go and patience.go.
+// The preemptor's side of preemptions: what needs the Scheduler's units,
+// queues, engine charges or wake-ups. The rest of the Scheduler reaches
+// preemption only through the preemption interface (preemption.go).
 
 // holdForPreemptors lowers s.free, the headroom of qs's quota, to leave
 // every preemption in flight its room (preemptions.holdRoom).
-func (s *Scheduler) holdForPreemptors(qs *queueState) {
+func (s *preemptor) holdForPreemptors(qs *queueState) {
 	s.preemptions.holdRoom(s.engine, s.units, qs, s.free)
 }
 
 // fitsBesidePreemptions is preemptions.fitsBeside.
-func (s *Scheduler) fitsBesidePreemptions(quotaName string, req quota.Vector, victims []string) bool {
+func (s *preemptor) fitsBesidePreemptions(quotaName string, req quota.Vector, victims []string) bool {
 	return s.preemptions.fitsBeside(s.engine, s.units, quotaName, req, victims)
 }
 
 // preemptionInFlight names a unit other than key whose preemption in quota
 // is in flight, or "" (preemptions.inFlightOther).
-func (s *Scheduler) preemptionInFlight(quotaName, key string) string {
+func (s *preemptor) preemptionInFlight(quotaName, key string) string {
 	return s.preemptions.inFlightOther(s.units, quotaName, key)
 }
 
 // wakeReclaimWaiters: a quota may have started borrowing, so quotas owed
 // their min may now find victims.
-func (s *Scheduler) wakeReclaimWaiters(quotaName string) {
+func (s *preemptor) wakeReclaimWaiters(quotaName string) {
 	s.preemptions.borrowerAppeared(s.engine, quotaName, s.wake)
 }
 
 // endPreemption: the unit no longer waits for its victims (it was admitted
 // or deleted). The victims still leave, but their departure no longer
 // concerns it.
-func (s *Scheduler) endPreemption(us *unitState) {
+func (s *preemptor) endPreemption(us *unitState) {
 	if us.victims == nil {
 		return
 	}
@@ -399,7 +400,7 @@ func (s *Scheduler) endPreemption(us *unitState) {
 // victimLeft: us, a victim, no longer holds quota. What it held grows its
 // preemptor's reservation; once the last victim is gone, the preemptor is
 // nominated, to be admitted first in the next cycle.
-func (s *Scheduler) victimLeft(us *unitState) {
+func (s *preemptor) victimLeft(us *unitState) {
 	if p, ok := s.units[us.evictedFor]; ok && p.victims != nil {
 		delete(p.victims, us.u.Key)
 		if len(p.victims) > 0 && p.reserved {
@@ -424,7 +425,7 @@ func (s *Scheduler) victimLeft(us *unitState) {
 // p is reserved, so the engine holds its reservation. If it does not, that
 // is reported with the next Result (the caller, a victim leaving, has no
 // error to return) and p holds none from then on.
-func (s *Scheduler) growReservation(p *unitState, freed quota.Vector) {
+func (s *preemptor) growReservation(p *unitState, freed quota.Vector) {
 	key := reservationKey(p.u.Key)
 	c, _ := s.engine.Charged(key) // held, or Resize says it is not
 	free, _, err := s.engine.Headroom(p.quota, nil, nil)
@@ -445,7 +446,7 @@ func (s *Scheduler) growReservation(p *unitState, freed quota.Vector) {
 // (s.free is its quota's headroom), so that no other unit takes it while the
 // victims leave: when they are gone, the preemptor fits. A refused charge
 // (a bug) is reported; the preemption goes ahead without the reservation.
-func (s *Scheduler) reserve(qs *queueState, us *unitState, now time.Time, res *Result) {
+func (s *preemptor) reserve(qs *queueState, us *unitState, now time.Time, res *Result) {
 	hold := make(quota.Vector, len(us.req))
 	for i, r := range us.req {
 		if r > 0 && i < len(s.free) {
@@ -461,7 +462,7 @@ func (s *Scheduler) reserve(qs *queueState, us *unitState, now time.Time, res *R
 }
 
 // unreserve gives back a preemptor's reservation.
-func (s *Scheduler) unreserve(us *unitState) {
+func (s *preemptor) unreserve(us *unitState) {
 	if !us.reserved {
 		return
 	}
@@ -480,7 +481,7 @@ const reservationPrefix = "reservation:"
 func reservationKey(unit string) string { return reservationPrefix + unit }
 
 // admitNominated admits preemptors whose victims have all left, if they fit.
-func (s *Scheduler) admitNominated(now time.Time, res *Result) {
+func (s *preemptor) admitNominated(now time.Time, res *Result) {
 	for _, key := range s.preemptions.nominatedKeys() {
 		us, ok := s.units[key]
 		var qs *queueState
@@ -517,7 +518,7 @@ func (s *Scheduler) admitNominated(now time.Time, res *Result) {
 }
 
 // wakeQueuesOf wakes every queue charged to quota.
-func (s *Scheduler) wakeQueuesOf(quotaName string) {
+func (s *preemptor) wakeQueuesOf(quotaName string) {
 	for name, qs := range s.queues {
 		if qs.quota == quotaName {
 			s.wake(name)

@@ -111,9 +111,9 @@ type Scheduler struct {
 	// time-based rule.
 	timed map[string]struct{}
 	cycle int
-	// preemptions: who may evict whom and when, and the room held
-	// meanwhile (preemptions.go).
-	preemptions preemptions
+	// preemption: who may evict whom and when, and the room held
+	// meanwhile (preemption.go).
+	preemption preemption
 
 	// parked: the queues that wait for an event, and what wakes them
 	// (parked.go).
@@ -130,16 +130,17 @@ type Scheduler struct {
 
 // New returns a Scheduler with an empty quota tree.
 func New() *Scheduler {
-	return &Scheduler{
-		engine:      quota.NewEngine(),
-		queues:      map[string]*queueState{},
-		units:       map[string]*unitState{},
-		orphans:     newOrphans(),
-		dirty:       map[string]struct{}{},
-		preemptions: newPreemptions(),
-		timed:       map[string]struct{}{},
-		parked:      newParkedQueues(),
+	s := &Scheduler{
+		engine:  quota.NewEngine(),
+		queues:  map[string]*queueState{},
+		units:   map[string]*unitState{},
+		orphans: newOrphans(),
+		dirty:   map[string]struct{}{},
+		timed:   map[string]struct{}{},
+		parked:  newParkedQueues(),
 	}
+	s.preemption = newPreemptor(s)
+	return s
 }
 
 // SetReclaimProtection keeps units admitted less than d ago from being
@@ -147,7 +148,7 @@ func New() *Scheduler {
 // defaultReclaimProtectTime); 0 turns it off. In-queue preemption is not
 // affected. A head that needs a protected unit waits, and is reconsidered
 // at the next event.
-func (s *Scheduler) SetReclaimProtection(d time.Duration) { s.preemptions.reclaimProtect = d }
+func (s *Scheduler) SetReclaimProtection(d time.Duration) { s.preemption.setReclaimProtection(d) }
 
 // Quotas is the quota engine, for queries (Runtime, Used, Errors, Explain).
 // Change quotas only through the Scheduler, so affected queues are woken,
@@ -223,7 +224,7 @@ func (s *Scheduler) UpsertQueue(spec QueueSpec) {
 	qs.q.SetConfig(spec.Config)
 	if qs.quota != quotaName {
 		if qs.patient != nil {
-			s.endPatience(qs.patient) // its reservation is in the old quota
+			s.preemption.endPatience(qs.patient) // its reservation is in the old quota
 		}
 		// Move pending demand; admitted units stay charged where they are.
 		for _, it := range qs.q.Items(0) {
@@ -251,8 +252,7 @@ func (s *Scheduler) DeleteQueue(name string) {
 		// over, so that what it asks is no longer held against every
 		// queue of its tree. Back with its queue, it looks for victims
 		// afresh.
-		s.endPreemption(us)
-		s.preemptions.unnominate(it.Key)
+		s.preemption.withdraw(us)
 		s.orphans.wait(us)
 	}
 	if qs.admitted > 0 {
@@ -263,7 +263,7 @@ func (s *Scheduler) DeleteQueue(name string) {
 		}
 	}
 	s.parked.unpark(qs, s.line)
-	s.preemptions.forgetQueue(qs, name)
+	s.preemption.forgetQueue(qs, name)
 	delete(s.queues, name)
 	delete(s.timed, name)
 	delete(s.dirty, name)
@@ -331,8 +331,7 @@ func (s *Scheduler) upsertUnit(u Unit) error {
 			!equalVec(us.req, req) || !equalVec(us.need, need) {
 			if old.Queue != u.Queue {
 				// Its preemption was for its old queue's quota.
-				s.endPreemption(us)
-				s.preemptions.unnominate(u.Key)
+				s.preemption.withdraw(us)
 			}
 			s.dequeue(us)
 			s.orphans.stopWaiting(us)
@@ -358,8 +357,7 @@ func (s *Scheduler) DeleteUnit(key string) {
 		s.dequeue(us)
 		s.orphans.stopWaiting(us)
 	}
-	s.endPreemption(us)
-	s.preemptions.unnominate(key)
+	s.preemption.withdraw(us)
 	delete(s.units, key)
 }
 
@@ -585,7 +583,7 @@ func (s *Scheduler) restoreAdmitted(us *unitState) error {
 	} else {
 		s.orphans.adoptLater(us)
 	}
-	s.wakeReclaimWaiters(us.quota)
+	s.preemption.wakeReclaimWaiters(us.quota)
 	return nil
 }
 
@@ -638,7 +636,7 @@ func (s *Scheduler) release(us *unitState) {
 		s.orphans.released(us)
 	}
 	if us.evicting {
-		s.victimLeft(us)
+		s.preemption.victimLeft(us)
 	}
 	s.released(us.quota)
 }
@@ -671,15 +669,15 @@ func (s *Scheduler) enqueue(us *unitState) {
 	// fits only partially is served like one that fits.
 	qs.q.Upsert(policy.Item{Key: us.u.Key, Priority: us.u.Priority, EnqueueTime: us.u.EnqueueTime, Request: us.need})
 	if p := qs.patient; p != nil && qs.q.Position(us.u.Key) < qs.q.Position(p.u.Key) {
-		s.endPatience(p) // it no longer heads the queue
+		s.preemption.endPatience(p) // it no longer heads the queue
 	}
 	s.engine.AddPending(qs.quota, us.req)
 	s.wake(us.u.Queue)
 }
 
 func (s *Scheduler) dequeue(us *unitState) {
-	s.endPatience(us)
-	s.unreserve(us)
+	s.preemption.endPatience(us)
+	s.preemption.unreserve(us)
 	if !us.inQueue {
 		return
 	}
