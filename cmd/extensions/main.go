@@ -19,18 +19,14 @@ import (
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/cache"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/koord-queue/koord-queue/apis"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/integrations"
 	"github.com/koord-queue/koord-queue/pkg/extensions/webhook"
-	"github.com/koord-queue/koord-queue/pkg/leaderelection"
-	kqmetrics "github.com/koord-queue/koord-queue/pkg/metrics"
+	"github.com/koord-queue/koord-queue/pkg/options"
 	"github.com/koord-queue/koord-queue/pkg/probes"
-	"github.com/koord-queue/koord-queue/pkg/streamedlists"
 	"github.com/koord-queue/koord-queue/pkg/version"
 )
 
@@ -42,19 +38,11 @@ func main() {
 }
 
 func run() error {
-	namespace := leaderelection.PodNamespace()
+	namespace := options.PodNamespace()
 	var (
 		enabled         = flag.String("enabled-extensions", "job", "comma-separated extensions to run, of: "+strings.Join(integrations.Names(), ", "))
 		manageAll       = flag.Bool("manage-all-jobs", false, "queue every job of an enabled kind, with or without a quota label, and suspend those submitted running until their unit is admitted")
 		leaveRunning    = flag.Bool("leave-jobs-submitted-running", false, "compatibility with Koord-Queue v1.8: leave a job that names a quota but is submitted running to run unqueued, instead of suspending it until its unit is admitted")
-		qps             = flag.Float64("qps", 50, "queries per second to the API server")
-		burst           = flag.Int("burst", 100, "burst of queries to the API server")
-		leaderElect     = flag.Bool("leader-elect", true, "elect a leader (Lease koord-queue-controllers); only the leader reconciles")
-		leaderNamespace = flag.String("leader-elect-namespace", namespace, "namespace of the leader election Lease")
-		metricsAddr     = flag.String("metrics-bind-address", ":8080", "address of /metrics; 0 turns it off")
-		metricsSecure   = flag.Bool("metrics-secure", true, "serve /metrics over HTTPS to callers the API server authenticates and authorizes (get on the non-resource URL /metrics); false serves plain HTTP to anyone")
-		metricsCertDir  = flag.String("metrics-cert-dir", "", "directory with tls.crt and tls.key for /metrics over HTTPS; empty uses a self-signed certificate")
-		probeAddr       = flag.String("health-probe-bind-address", ":8081", "address of /healthz and /readyz")
 		enableWebhook   = flag.Bool("enable-webhook", false, "serve the mutating webhook that suspends managed jobs submitted running")
 		webhookPort     = flag.Int("webhook-port", 9443, "port of the webhook server")
 		certDir         = flag.String("webhook-cert-dir", "/tmp/k8s-webhook-server/serving-certs", "directory of the webhook's tls.crt and tls.key")
@@ -71,19 +59,12 @@ func run() error {
 		maxExecTime     = flag.Duration("max-declared-execution-time", framework.DefaultMaxDeclaredExecutionTime, "the most a job's label koord-queue/max-exec-time-seconds (or Kueue's kueue.x-k8s.io/max-exec-time-seconds) may declare, in whole seconds: a label declaring more gives its QueueUnit this spec.maximumExecutionTimeSeconds, with a Warning event MaxExecTimeCapped on the job. It is a deadline: a unit admitted that long is deactivated and its job suspended. The default is as far ahead as the forecast looks")
 		systemClasses   = flag.String("allowed-system-priority-classes", "", "comma-separated system PriorityClasses (system-node-critical, system-cluster-critical) whose value a QueueUnit may take, whatever --max-unit-priority; a job naming another gets the default priority, with a Warning event PriorityClassNotAllowed")
 	)
-	leaderSettings := leaderelection.BindFlags(flag.CommandLine)
-	streamLists := streamedlists.BindFlags(flag.CommandLine)
-	opts := zap.Options{}
-	opts.BindFlags(flag.CommandLine)
-	showVersion := version.Flag(flag.CommandLine)
+	shared := options.AddManagerFlags(flag.CommandLine, options.Binary{Name: "koord-queue-controllers", Leads: "reconciles", MetricsAddress: ":8080", ProbeAddress: ":8081"})
 	flag.Parse()
-	if version.PrintIfRequested(os.Stdout, showVersion, "koord-queue-controllers") {
+	if shared.Start(os.Stdout) {
 		return nil
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
-	streamedlists.Apply(*streamLists)
 	log := ctrl.Log.WithName("koord-queue-controllers")
-	ctrlmetrics.Registry.MustRegister(version.BuildInfo())
 
 	integs, err := integrations.Lookup(splitList(*enabled))
 	if err != nil {
@@ -96,14 +77,10 @@ func run() error {
 	if err != nil {
 		return err
 	}
-	// controller-runtime defines --kubeconfig; empty means $KUBECONFIG or
-	// in-cluster.
-	restConfig, err := ctrl.GetConfig()
+	restConfig, err := shared.RESTConfig()
 	if err != nil {
-		return fmt.Errorf("reading the kubeconfig: %w", err)
+		return err
 	}
-	restConfig.QPS, restConfig.Burst = float32(*qps), *burst
-	restConfig.UserAgent = "koord-queue-controllers"
 
 	scheme := k8sruntime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -115,18 +92,12 @@ func run() error {
 	if err := integrations.AddToScheme(scheme, integs); err != nil {
 		return err
 	}
-	if err := leaderSettings.Validate(); err != nil {
+	if err := shared.Validate(); err != nil {
 		return err
 	}
 	mgrOpts := ctrl.Options{
-		Scheme:                        scheme,
-		Metrics:                       kqmetrics.ServerOptions(*metricsAddr, *metricsSecure, *metricsCertDir),
-		HealthProbeBindAddress:        *probeAddr,
-		LeaderElection:                *leaderElect,
-		LeaderElectionID:              "koord-queue-controllers",
-		LeaderElectionNamespace:       *leaderNamespace,
-		LeaderElectionReleaseOnCancel: true,
-		WebhookServer:                 ctrlwebhook.NewServer(ctrlwebhook.Options{Port: *webhookPort, CertDir: *certDir}),
+		Scheme:        scheme,
+		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{Port: *webhookPort, CertDir: *certDir}),
 		// Nothing here reads managedFields, and the API server keeps them
 		// on writes that leave them out. Every pod of the cluster is
 		// watched, to count the jobs' pods on nodes: each is kept stripped;
@@ -136,7 +107,7 @@ func run() error {
 			ByObject:         framework.CacheByObject(),
 		},
 	}
-	leaderSettings.Apply(&mgrOpts)
+	shared.Apply(&mgrOpts)
 	mgr, err := ctrl.NewManager(restConfig, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
@@ -173,7 +144,7 @@ func run() error {
 		return err
 	}
 	log.Info("Starting", "version", version.Version, "extensions", integrations.NamesOf(integs), "manageAllJobs", *manageAll, "leaveJobsSubmittedRunning", *leaveRunning,
-		"webhook", *enableWebhook, "metrics", *metricsAddr, "leaderElection", *leaderElect, "jobRunningTimeout", *runningTimeout, "jobBackoffTime", *backoffTime, "unitNamesWithoutSuffix", *noUnitSuffix,
+		"webhook", *enableWebhook, "metrics", shared.MetricsAddress, "leaderElection", shared.LeaderElect, "jobRunningTimeout", *runningTimeout, "jobBackoffTime", *backoffTime, "unitNamesWithoutSuffix", *noUnitSuffix,
 		"maxUnitPriority", priorities.Max, "allowedSystemPriorityClasses", priorities.AllowedSystem, "maxDeclaredExecutionTime", *maxExecTime)
 	return mgr.Start(ctx)
 }

@@ -15,19 +15,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/log/zap"
-	ctrlmetrics "sigs.k8s.io/controller-runtime/pkg/metrics"
 
 	"github.com/koord-queue/koord-queue/apis"
 	configv1 "github.com/koord-queue/koord-queue/apis/config/v1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/cmd/queue/app"
 	"github.com/koord-queue/koord-queue/pkg/admission"
-	"github.com/koord-queue/koord-queue/pkg/leaderelection"
-	kqmetrics "github.com/koord-queue/koord-queue/pkg/metrics"
+	"github.com/koord-queue/koord-queue/pkg/options"
 	"github.com/koord-queue/koord-queue/pkg/probes"
 	"github.com/koord-queue/koord-queue/pkg/queue"
-	"github.com/koord-queue/koord-queue/pkg/streamedlists"
 	"github.com/koord-queue/koord-queue/pkg/version"
 	"github.com/koord-queue/koord-queue/pkg/visibility/api/v1alpha1"
 )
@@ -43,15 +39,7 @@ func run() error {
 	started := time.Now()
 	var (
 		configFile      = flag.String("config", "", "path to a KoordQueueConfiguration file (default: Priority and ElasticQuotaV2 plugins)")
-		qps             = flag.Float64("qps", 50, "queries per second to the API server")
-		burst           = flag.Int("burst", 100, "burst of queries to the API server")
-		leaderElect     = flag.Bool("leader-elect", true, "elect a leader (Lease koord-queue in --leader-elect-namespace); only the leader admits")
-		leaderNamespace = flag.String("leader-elect-namespace", leaderelection.PodNamespace(), "namespace of the leader election Lease (default: the pod's, POD_NAMESPACE, else koord-queue)")
 		queueNamespace  = flag.String("queue-namespace", schedulingv1alpha1.QueueNamespace, "namespace of the Queues made for the ElasticQuotas; Queues elsewhere are not read")
-		metricsAddr     = flag.String("metrics-bind-address", ":10259", "address of /metrics; 0 turns it off")
-		metricsSecure   = flag.Bool("metrics-secure", true, "serve /metrics over HTTPS to callers the API server authenticates and authorizes (get on the non-resource URL /metrics); false serves plain HTTP to anyone")
-		metricsCertDir  = flag.String("metrics-cert-dir", "", "directory with tls.crt and tls.key for /metrics over HTTPS; empty uses a self-signed certificate")
-		probeAddr       = flag.String("health-probe-bind-address", ":10258", "address of /healthz and /readyz")
 		pprofAddr       = flag.String("pprof-bind-address", "", "address of Go's /debug/pprof profiles (heap, CPU, goroutines), unauthenticated; empty turns it off")
 		visibilityAddr  = flag.String("visibility-bind-address", ":8090", "address of the visibility API; empty turns it off")
 		visibilityOpen  = flag.Bool("visibility-insecure-allow-unauthenticated", false, "serve the visibility API to anyone, without a bearer token, every namespace named (by default a token is required, checked with TokenReview, and units are named only where its user may list QueueUnits)")
@@ -62,7 +50,7 @@ func run() error {
 		aggCertDir      = flag.String("aggregated-api-cert-dir", "/tmp/koord-queue-aggregated-api/serving-certs", "directory of the aggregated API's tls.crt and tls.key")
 		aggRotate       = flag.Bool("aggregated-api-cert-rotation", true, "make and rotate the aggregated API's certificate in --aggregated-api-secret-name, and write its CA into the APIService")
 		aggSecretName   = flag.String("aggregated-api-secret-name", "koord-queue-visibility-api-cert", "Secret holding the aggregated API's certificate; it must exist, even empty")
-		aggNamespace    = flag.String("aggregated-api-secret-namespace", leaderelection.PodNamespace(), "namespace of --aggregated-api-secret-name and of the aggregated API's Service (default: the pod's, POD_NAMESPACE, else koord-queue)")
+		aggNamespace    = flag.String("aggregated-api-secret-namespace", options.PodNamespace(), "namespace of --aggregated-api-secret-name and of the aggregated API's Service (default: the pod's, POD_NAMESPACE, else koord-queue)")
 		aggServiceName  = flag.String("aggregated-api-service-name", "koord-queue-visibility-api", "Service the APIService sends the aggregated API's requests to")
 		writeWorkers    = flag.Int("admission-write-workers", 8, "admissions and evictions written in parallel")
 		messageQPS      = flag.Float64("wait-message-qps", 5, "how many 'why this unit waits' status writes per second at most")
@@ -72,19 +60,12 @@ func run() error {
 		statusTopN      = flag.Int("queue-status-top-n", 20, "how many pending units a Queue's status lists")
 		treeCapacity    = flag.Bool("compute-tree-capacity", false, "where no koord-manager runs: compute each quota tree root's capacity from its ElasticQuotaProfile and the nodes (overriding its total-resource annotation), in memory; needs the ElasticQuotaProfile CRD (Koordinator's, or the chart's installElasticQuotaProfileCRD)")
 	)
-	leaderSettings := leaderelection.BindFlags(flag.CommandLine)
-	streamLists := streamedlists.BindFlags(flag.CommandLine)
-	opts := zap.Options{}
-	opts.BindFlags(flag.CommandLine)
-	showVersion := version.Flag(flag.CommandLine)
+	shared := options.AddManagerFlags(flag.CommandLine, options.Binary{Name: "koord-queue", Leads: "admits", MetricsAddress: ":10259", ProbeAddress: ":10258"})
 	flag.Parse()
-	if version.PrintIfRequested(os.Stdout, showVersion, "koord-queue") {
+	if shared.Start(os.Stdout) {
 		return nil
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&opts)))
-	streamedlists.Apply(*streamLists)
 	log := ctrl.Log.WithName("koord-queue")
-	ctrlmetrics.Registry.MustRegister(version.BuildInfo())
 
 	cfg, err := configv1.Load(*configFile)
 	if err != nil {
@@ -92,13 +73,10 @@ func run() error {
 	}
 	log.Info("Configuration", "plugins", cfg.Plugins, "defaultReclaimProtectTime", cfg.ReclaimProtectTime())
 
-	// --kubeconfig is controller-runtime's flag; without it: $KUBECONFIG, in-cluster, ~/.kube/config.
-	restConfig, err := ctrl.GetConfig()
+	restConfig, err := shared.RESTConfig()
 	if err != nil {
-		return fmt.Errorf("loading kubeconfig: %w", err)
+		return err
 	}
-	restConfig.QPS, restConfig.Burst = float32(*qps), *burst
-	restConfig.UserAgent = "koord-queue"
 
 	scheme := k8sruntime.NewScheme()
 	if err := clientgoscheme.AddToScheme(scheme); err != nil {
@@ -107,7 +85,7 @@ func run() error {
 	if err := apis.AddToScheme(scheme); err != nil {
 		return err
 	}
-	if err := leaderSettings.Validate(); err != nil {
+	if err := shared.Validate(); err != nil {
 		return err
 	}
 	cacheOpts, err := app.CacheOptions(*queueNamespace, restConfig)
@@ -115,17 +93,11 @@ func run() error {
 		return err
 	}
 	mgrOpts := ctrl.Options{
-		Scheme:                        scheme,
-		Metrics:                       kqmetrics.ServerOptions(*metricsAddr, *metricsSecure, *metricsCertDir),
-		HealthProbeBindAddress:        *probeAddr,
-		PprofBindAddress:              *pprofAddr,
-		LeaderElection:                *leaderElect,
-		LeaderElectionID:              "koord-queue",
-		LeaderElectionNamespace:       *leaderNamespace,
-		LeaderElectionReleaseOnCancel: true,
-		Cache:                         cacheOpts,
+		Scheme:           scheme,
+		PprofBindAddress: *pprofAddr,
+		Cache:            cacheOpts,
 	}
-	leaderSettings.Apply(&mgrOpts)
+	shared.Apply(&mgrOpts)
 	mgr, err := ctrl.NewManager(restConfig, mgrOpts)
 	if err != nil {
 		return fmt.Errorf("creating manager: %w", err)
@@ -159,6 +131,6 @@ func run() error {
 	if err := probes.Add(mgr); err != nil {
 		return err
 	}
-	log.Info("Starting", "version", version.Version, "metrics", *metricsAddr, "visibility", *visibilityAddr, "visibilityTLS", !*visibilityPlain, "tokenAudiences", *tokenAudiences, "aggregatedAPI", *aggAddr, "leaderElection", *leaderElect)
+	log.Info("Starting", "version", version.Version, "metrics", shared.MetricsAddress, "visibility", *visibilityAddr, "visibilityTLS", !*visibilityPlain, "tokenAudiences", *tokenAudiences, "aggregatedAPI", *aggAddr, "leaderElection", shared.LeaderElect)
 	return mgr.Start(ctx)
 }

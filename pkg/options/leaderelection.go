@@ -1,7 +1,4 @@
-// Package leaderelection holds the leader election settings both binaries
-// take as flags, and the defaults that make a follower take over from a
-// leader that died without releasing its Lease in about 10 seconds.
-package leaderelection
+package options
 
 import (
 	"errors"
@@ -15,7 +12,7 @@ import (
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 )
 
-// Defaults. A leader that stops cleanly releases its Lease at once; one
+// Leader election defaults. A leader that stops cleanly releases its Lease at once; one
 // that dies (a killed pod, a lost node) holds it for LeaseDuration, so the
 // follower takes over after 10 to 12 seconds (the lease, then up to one
 // retry period), not controller-runtime's 15 to 17.
@@ -25,15 +22,16 @@ const (
 	DefaultRetryPeriod   = 2 * time.Second
 )
 
-// Settings are the Lease timings of a binary's leader election.
-type Settings struct {
+// LeaseSettings are the Lease timings of a binary's leader election.
+type LeaseSettings struct {
 	LeaseDuration, RenewDeadline, RetryPeriod time.Duration
 }
 
-// BindFlags registers --leader-elect-{lease-duration,renew-deadline,retry-period}
-// in fs, with the defaults, and returns where they land.
-func BindFlags(fs *flag.FlagSet) *Settings {
-	s := &Settings{}
+// BindLeaseFlags registers
+// --leader-elect-{lease-duration,renew-deadline,retry-period} in fs, with
+// the defaults, and returns where they land.
+func BindLeaseFlags(fs *flag.FlagSet) *LeaseSettings {
+	s := &LeaseSettings{}
 	fs.DurationVar(&s.LeaseDuration, "leader-elect-lease-duration", DefaultLeaseDuration, "how long followers wait, after the leader's last renewal, before one takes the Lease")
 	fs.DurationVar(&s.RenewDeadline, "leader-elect-renew-deadline", DefaultRenewDeadline, "how long the leader keeps trying to renew before it stops leading; shorter than the lease duration")
 	fs.DurationVar(&s.RetryPeriod, "leader-elect-retry-period", DefaultRetryPeriod, "how often candidates try to take or renew the Lease; shorter than the renew deadline")
@@ -42,7 +40,7 @@ func BindFlags(fs *flag.FlagSet) *Settings {
 
 // Validate refuses timings client-go's leader election would refuse at
 // start, with the flags' names.
-func (s *Settings) Validate() error {
+func (s *LeaseSettings) Validate() error {
 	var errs []error
 	if s.RetryPeriod <= 0 {
 		errs = append(errs, fmt.Errorf("--leader-elect-retry-period %v must be positive", s.RetryPeriod))
@@ -57,7 +55,7 @@ func (s *Settings) Validate() error {
 }
 
 // Apply sets the timings in opts.
-func (s *Settings) Apply(opts *ctrl.Options) {
+func (s *LeaseSettings) Apply(opts *ctrl.Options) {
 	opts.LeaseDuration, opts.RenewDeadline, opts.RetryPeriod = &s.LeaseDuration, &s.RenewDeadline, &s.RetryPeriod
 }
 

@@ -1,4 +1,4 @@
-package leaderelection
+package options
 
 import (
 	"flag"
@@ -10,36 +10,36 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 )
 
-func TestFlags(t *testing.T) {
+func TestLeaseFlags(t *testing.T) {
 	cases := []struct {
 		name    string
 		args    []string
-		want    Settings
+		want    LeaseSettings
 		wantErr string
 	}{
-		{name: "defaults", want: Settings{LeaseDuration: 10 * time.Second, RenewDeadline: 7 * time.Second, RetryPeriod: 2 * time.Second}},
+		{name: "defaults", want: LeaseSettings{LeaseDuration: 10 * time.Second, RenewDeadline: 7 * time.Second, RetryPeriod: 2 * time.Second}},
 		{
 			name: "set",
 			args: []string{"--leader-elect-lease-duration=30s", "--leader-elect-renew-deadline=20s", "--leader-elect-retry-period=5s"},
-			want: Settings{LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 5 * time.Second},
+			want: LeaseSettings{LeaseDuration: 30 * time.Second, RenewDeadline: 20 * time.Second, RetryPeriod: 5 * time.Second},
 		},
 		{
 			name:    "a renew deadline past the lease",
 			args:    []string{"--leader-elect-renew-deadline=15s"},
-			want:    Settings{LeaseDuration: 10 * time.Second, RenewDeadline: 15 * time.Second, RetryPeriod: 2 * time.Second},
+			want:    LeaseSettings{LeaseDuration: 10 * time.Second, RenewDeadline: 15 * time.Second, RetryPeriod: 2 * time.Second},
 			wantErr: "--leader-elect-lease-duration 10s must be longer than --leader-elect-renew-deadline 15s",
 		},
 		{
 			name:    "no retry period",
 			args:    []string{"--leader-elect-retry-period=0s"},
-			want:    Settings{LeaseDuration: 10 * time.Second, RenewDeadline: 7 * time.Second},
+			want:    LeaseSettings{LeaseDuration: 10 * time.Second, RenewDeadline: 7 * time.Second},
 			wantErr: "--leader-elect-retry-period 0s must be positive",
 		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := flag.NewFlagSet("test", flag.ContinueOnError)
-			s := BindFlags(fs)
+			s := BindLeaseFlags(fs)
 			if err := fs.Parse(tc.args); err != nil {
 				t.Fatal(err)
 			}
