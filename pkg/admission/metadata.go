@@ -47,7 +47,7 @@ const (
 // CutMetadata cuts a unit's labels and annotations to what koord-queue
 // reads of them (see above). koord-queue never writes a unit's labels or
 // annotations, and writes a unit by a patch of what its change made
-// different (queueunit.Patch), so what is dropped stays on the unit.
+// different (patch.Patch), so what is dropped stays on the unit.
 //
 // It writes into no map it was given (a streamed list cuts each unit
 // twice, and after the first pass its maps may be other units' too): a

@@ -28,6 +28,7 @@ import (
 	"github.com/koord-queue/koord-queue/apis"
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/patch"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/quota"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
@@ -561,7 +562,7 @@ func (w *propWorld) settleOp(o op, err error) string {
 	if err != nil {
 		w.pending = append(w.pending, o)
 		w.seen[fmt.Sprintf("op %d failed", o.kind)]++
-		if errors.Is(err, queueunit.ErrOutcomeUnknown) {
+		if errors.Is(err, patch.ErrOutcomeUnknown) {
 			w.seen["outcome unknown"]++
 		}
 	}
@@ -747,7 +748,7 @@ func (w *propWorld) change() string {
 	case r == 2 && len(u.Spec.PodSets) > 0:
 		// As an extension resizes a unit: its pods, and so its request;
 		// also while the unit holds quota, as a resize written around
-		// queueunit.Patch (which refuses it) would.
+		// patch.Patch (which refuses it) would.
 		ps := &u.Spec.PodSets[0]
 		ps.Count = int32(2 + w.rng.Intn(4))
 		ps.MinCount = ptr.To(min(*ps.MinCount, ps.Count))

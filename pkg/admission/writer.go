@@ -23,6 +23,7 @@ import (
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/metrics"
+	"github.com/koord-queue/koord-queue/pkg/patch"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 )
 
@@ -194,7 +195,7 @@ func (w *Writer) writeAdmission(ctx context.Context, key string) error {
 	}
 	now := metav1.NewTime(w.clock.Now())
 	u := a.unit.DeepCopy()
-	changed, err := queueunit.Patch(ctx, w.client, w.apiReader, u, queueunit.Status, FieldOwner, func(cur *schedulingv1alpha1.QueueUnit) bool {
+	changed, err := patch.Patch(ctx, w.client, w.apiReader, u, patch.Status, FieldOwner, func(cur *schedulingv1alpha1.QueueUnit) bool {
 		if !queueunit.Admissible(cur, a.queue, a.request, a.partial) {
 			return false
 		}
@@ -262,7 +263,7 @@ func (w *Writer) writeQueueName(ctx context.Context, key string) {
 }
 
 func (w *Writer) patchQueueName(ctx context.Context, key string, u *schedulingv1alpha1.QueueUnit, queue string) {
-	_, err := queueunit.Patch(ctx, w.client, w.apiReader, u, queueunit.Main, FieldOwner, func(cur *schedulingv1alpha1.QueueUnit) bool {
+	_, err := patch.Patch(ctx, w.client, w.apiReader, u, patch.Main, FieldOwner, func(cur *schedulingv1alpha1.QueueUnit) bool {
 		if cur.Spec.Queue == queue || queueunit.Finished(cur.EffectivePhase()) {
 			return false // a finished unit holds nothing a quota change could move
 		}
@@ -275,12 +276,12 @@ func (w *Writer) patchQueueName(ctx context.Context, key string, u *schedulingv1
 }
 
 // settleFailedAdmission: the write failed. A write that may have landed
-// (queueunit.ErrOutcomeUnknown) keeps its reservation and is tried again,
+// (patch.ErrOutcomeUnknown) keeps its reservation and is tried again,
 // so the same quota is never handed out twice; any other failure was a
 // refusal, so the admission is forgotten and the unit decided again.
 func (w *Writer) settleFailedAdmission(key string, a *admission, err error) error {
 	metrics.AdmissionAttempts.WithLabelValues(metrics.ResultError).Inc()
-	if errors.Is(err, queueunit.ErrOutcomeUnknown) {
+	if errors.Is(err, patch.ErrOutcomeUnknown) {
 		return fmt.Errorf("admitting %s: %w", key, err)
 	}
 	w.cache.forget(key, a)
@@ -326,7 +327,7 @@ func (w *Writer) writeEviction(ctx context.Context, key string) error {
 			return err
 		}
 	}
-	changed, err := queueunit.Patch(ctx, w.client, w.apiReader, u, queueunit.Status, FieldOwner, func(cur *schedulingv1alpha1.QueueUnit) bool {
+	changed, err := patch.Patch(ctx, w.client, w.apiReader, u, patch.Status, FieldOwner, func(cur *schedulingv1alpha1.QueueUnit) bool {
 		return queueunit.Evict(cur, e.reason, e.message, now)
 	})
 	if err != nil && !apierrors.IsNotFound(err) {
@@ -352,7 +353,7 @@ func (w *Writer) writeEviction(ctx context.Context, key string) error {
 // unit deactivated already (an earlier attempt) is evicted all the same.
 func (w *Writer) deactivate(ctx context.Context, key string, e *eviction, u *schedulingv1alpha1.QueueUnit, now time.Time) (done bool, err error) {
 	stillDue := true
-	_, err = queueunit.Patch(ctx, w.client, w.apiReader, u, queueunit.Main, FieldOwner, func(cur *schedulingv1alpha1.QueueUnit) bool {
+	_, err = patch.Patch(ctx, w.client, w.apiReader, u, patch.Main, FieldOwner, func(cur *schedulingv1alpha1.QueueUnit) bool {
 		if !cur.IsActive() {
 			return false
 		}
@@ -391,7 +392,7 @@ func (w *Writer) writeChecksVerdict(ctx context.Context, key string) error {
 	backoff := queueunit.Backoff{Base: w.opts.RequeueBaseDelay, Max: w.opts.RequeueMaxDelay}
 	var event, eventType string
 	u := d.unit.DeepCopy()
-	changed, err := queueunit.Patch(ctx, w.client, w.apiReader, u, queueunit.Status, FieldOwner, func(cur *schedulingv1alpha1.QueueUnit) bool {
+	changed, err := patch.Patch(ctx, w.client, w.apiReader, u, patch.Status, FieldOwner, func(cur *schedulingv1alpha1.QueueUnit) bool {
 		ready, failed := queueunit.ChecksVerdict(cur, d.checks)
 		switch {
 		case ready:
@@ -481,7 +482,7 @@ func (w *Writer) writeMessage(ctx context.Context, key string) {
 		return
 	}
 	u := d.unit.DeepCopy()
-	changed, err := queueunit.Patch(ctx, w.client, w.apiReader, u, queueunit.Status, FieldOwner, func(cur *schedulingv1alpha1.QueueUnit) bool {
+	changed, err := patch.Patch(ctx, w.client, w.apiReader, u, patch.Status, FieldOwner, func(cur *schedulingv1alpha1.QueueUnit) bool {
 		return queueunit.Explain(cur, reason)
 	})
 	if err != nil {

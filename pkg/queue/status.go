@@ -24,7 +24,7 @@ import (
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/admission"
 	"github.com/koord-queue/koord-queue/pkg/metrics"
-	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/patch"
 	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 )
 
@@ -178,7 +178,7 @@ func (s *StatusWriter) refresh(ctx context.Context, log logr.Logger) {
 		s.lastWrite[q.Name] = now
 		// Locked: the status keeps conditions others may set, so a write
 		// based on a stale copy must not drop theirs.
-		_, err := queueunit.Patch(ctx, s.client, s.apiReader, q.DeepCopy(), queueunit.Status, admission.FieldOwner, func(cur *schedulingv1alpha1.Queue) bool {
+		_, err := patch.Patch(ctx, s.client, s.apiReader, q.DeepCopy(), patch.Status, admission.FieldOwner, func(cur *schedulingv1alpha1.Queue) bool {
 			desired := s.desiredStatus(cur, metav1.NewTime(now))
 			// Semantic: amounts equal in value, written another way, are equal.
 			if equality.Semantic.DeepEqual(stripTimes(cur.Status), stripTimes(desired)) {

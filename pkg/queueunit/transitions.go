@@ -18,7 +18,7 @@ import (
 // The status transitions of a QueueUnit. koord-queue makes the first group
 // (Admit, Evict, PassChecks, FailChecks, Explain); koord-queue-controllers
 // the second (Enqueue, FollowJob), as the unit's job reports its life. Each
-// edits the status in memory and reports nothing of the API: Patch writes
+// edits the status in memory and reports nothing of the API: patch.Patch writes
 // the result. The table in docs/design/decision-core.md says who writes
 // which field when.
 

@@ -92,7 +92,7 @@ func unitsThroughWatchCodec(config *rest.Config) (func(toolscache.ListerWatcher,
 // status is cut to what admission.FinishedStatus keeps. Everything else is
 // kept as it is. Anything but a QueueUnit passes unchanged.
 //
-// koord-queue writes a QueueUnit only through queueunit.Patch: a merge patch
+// koord-queue writes a QueueUnit only through patch.Patch: a merge patch
 // of what its change made different, never the object whole, so what is
 // dropped here is never written back (the status subresource would ignore
 // the templates anyway, the one write of the spec sets spec.queue alone,

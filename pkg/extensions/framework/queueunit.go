@@ -127,7 +127,7 @@ var (
 // the unit's labels and annotations those the extensions read (above), and
 // drops its managed fields, as the cache's default transform would.
 // The extensions write a unit by a patch of what their change made
-// different (queueunit.Patch), so what is dropped stays on the unit. It
+// different (patch.Patch), so what is dropped stays on the unit. It
 // writes into no map it was given (a streamed list transforms each object
 // twice): a map that needs no cut is kept, another replaced. Anything but a
 // QueueUnit passes unchanged.

@@ -25,6 +25,7 @@ import (
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/patch"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/resources"
 )
@@ -939,7 +940,7 @@ func (r *JobReconciler) restoreCounts(ctx context.Context, job GenericJob) (rest
 	if !ok {
 		return false, nil
 	}
-	err = r.writeJob(ctx, job, queueunit.Main, func() bool {
+	err = r.writeJob(ctx, job, patch.Main, func() bool {
 		restored = s.RestoreCounts()
 		return restored
 	})
@@ -983,22 +984,22 @@ func (r *JobReconciler) templatesLocked(ctx context.Context, job GenericJob) (bo
 }
 
 // patchJob applies change to the job and writes what changed (see
-// queueunit.Patch). Nothing is written when change changes nothing.
+// patch.Patch). Nothing is written when change changes nothing.
 func (r *JobReconciler) patchJob(ctx context.Context, job GenericJob, change func()) error {
-	return r.writeJob(ctx, job, queueunit.Main, func() bool { change(); return true })
+	return r.writeJob(ctx, job, patch.Main, func() bool { change(); return true })
 }
 
 // patchJobStatus is patchJob for the job's status.
 func (r *JobReconciler) patchJobStatus(ctx context.Context, job GenericJob, change func()) error {
-	return r.writeJob(ctx, job, queueunit.Status, func() bool { change(); return true })
+	return r.writeJob(ctx, job, patch.Status, func() bool { change(); return true })
 }
 
 // writeJob writes change to the job once, without reading it again on a
 // conflict: change was decided on this copy (pod sets point into it), so
 // the job's next event brings the reconciler back to decide afresh.
 // change reports false when it changed nothing.
-func (r *JobReconciler) writeJob(ctx context.Context, job GenericJob, part queueunit.Part, change func() bool) error {
-	_, err := queueunit.Patch(ctx, r.client, nil, job.Object(), part, FieldOwner, func(client.Object) bool {
+func (r *JobReconciler) writeJob(ctx context.Context, job GenericJob, part patch.Part, change func() bool) error {
+	_, err := patch.Patch(ctx, r.client, nil, job.Object(), part, FieldOwner, func(client.Object) bool {
 		return change()
 	})
 	if err != nil {
@@ -1008,13 +1009,13 @@ func (r *JobReconciler) writeJob(ctx context.Context, job GenericJob, part queue
 }
 
 // patchUnit applies mutate to u (its status when status is true) and writes
-// it with queueunit.Patch; u ends as written.
+// it with patch.Patch; u ends as written.
 func (r *JobReconciler) patchUnit(ctx context.Context, u *schedulingv1alpha1.QueueUnit, status bool, mutate func(*schedulingv1alpha1.QueueUnit) bool) error {
-	part := queueunit.Main
+	part := patch.Main
 	if status {
-		part = queueunit.Status
+		part = patch.Status
 	}
-	_, err := queueunit.Patch(ctx, r.client, r.reader, u, part, FieldOwner, mutate)
+	_, err := patch.Patch(ctx, r.client, r.reader, u, part, FieldOwner, mutate)
 	return err
 }
 

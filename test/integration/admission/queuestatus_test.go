@@ -17,8 +17,8 @@ import (
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/patch"
 	"github.com/koord-queue/koord-queue/pkg/queue"
-	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/test/testenv"
 )
@@ -107,7 +107,7 @@ func TestQueueUnitColumnsSummarizeAdmissions(t *testing.T) {
 	if err := env.Client.Get(context.Background(), client.ObjectKey{Namespace: ns, Name: "unit"}, u); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := queueunit.Patch(context.Background(), env.Client, env.Client, u, queueunit.Status, "test", func(u *schedulingv1alpha1.QueueUnit) bool {
+	if _, err := patch.Patch(context.Background(), env.Client, env.Client, u, patch.Status, "test", func(u *schedulingv1alpha1.QueueUnit) bool {
 		for i := range u.Status.Admissions {
 			u.Status.Admissions[i].Running = u.Status.Admissions[i].Replicas - 1
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/extensions/extensionstest"
 	"github.com/koord-queue/koord-queue/pkg/extensions/framework"
 	"github.com/koord-queue/koord-queue/pkg/extensions/job"
+	"github.com/koord-queue/koord-queue/pkg/patch"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 )
 
@@ -33,7 +34,7 @@ func TestResizeRacingAnAdmission(t *testing.T) {
 	admit(t, key)
 
 	// The extension's resize, decided on the waiting unit it read.
-	_, err := queueunit.Patch(ctx, k8s, k8s, waiting, queueunit.Main, framework.FieldOwner, func(u *schedulingv1alpha1.QueueUnit) bool {
+	_, err := patch.Patch(ctx, k8s, k8s, waiting, patch.Main, framework.FieldOwner, func(u *schedulingv1alpha1.QueueUnit) bool {
 		u.Spec.PodSets[0].Count = 6
 		return true
 	})

@@ -1,16 +1,20 @@
-package queueunit
+// Package patch writes Kubernetes objects as JSON merge patches guarded by
+// their resourceVersion (Patch): the one way koord-queue and
+// koord-queue-controllers write QueueUnits, Queues and the jobs they stand
+// for.
+package patch
 
 import (
 	"context"
 	"errors"
 	"fmt"
 
-	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
 )
 
 // Part is the part of an object a patch writes.
@@ -33,13 +37,6 @@ const patchAttempts = 5
 // it may have landed, and tries again.
 var ErrOutcomeUnknown = errors.New("the write's outcome is unknown")
 
-// ErrHoldsQuota refuses a change of what a QueueUnit asks of its quota
-// (Resized) while the unit holds quota: it was charged for its size when
-// admitted, and a new size is charged only by a new admission, with a fit
-// check. Whoever resized it (an extension following its job's size) tries
-// again once the unit waits and holds nothing.
-var ErrHoldsQuota = errors.New("the QueueUnit holds quota: its size cannot change until it is queued again")
-
 // Patch applies mutate to obj and writes what changed to the given part as a
 // JSON merge patch guarded by obj's resourceVersion (the optimistic lock), so
 // a change decided on stale data never lands. It is the one way koord-queue
@@ -54,11 +51,11 @@ var ErrHoldsQuota = errors.New("the QueueUnit holds quota: its size cannot chang
 //     do. If obj cannot be read, the error wraps ErrOutcomeUnknown.
 //   - Any other failure (not found, invalid, forbidden) is returned as it is.
 //
-// A QueueUnit's status is written with its admissionsSummary made anew from
-// its admissions. A change of a QueueUnit's size (Resized) is refused with
-// ErrHoldsQuota when the unit it is applied to holds quota (HoldsQuota),
-// on every attempt: a resize decided while the unit waited does not land
-// on the unit admitted meanwhile; obj is left as it was read.
+// A QueueUnit is written as queueunit.BeforeWrite says, on every attempt:
+// its status with its admissionsSummary made anew from its admissions; a
+// change of its size refused with queueunit.ErrHoldsQuota when the unit it
+// is applied to holds quota (a resize decided while the unit waited does
+// not land on the unit admitted meanwhile), obj left as it was read.
 //
 // With a nil reader nothing is read again: a conflict is returned as it is,
 // for a caller whose change was decided on obj and must be decided afresh.
@@ -71,16 +68,10 @@ func Patch[T client.Object](ctx context.Context, c client.Client, reader client.
 		if !mutate(obj) {
 			return false, nil
 		}
-		if u, ok := any(obj).(*schedulingv1alpha1.QueueUnit); ok && part == Main {
-			if was := orig.(*schedulingv1alpha1.QueueUnit); HoldsQuota(was) && Resized(was, u) {
-				*u = *was
-				return false, fmt.Errorf("resizing %s: %w", klog.KObj(u), ErrHoldsQuota)
+		if u, ok := any(obj).(*schedulingv1alpha1.QueueUnit); ok {
+			if err := queueunit.BeforeWrite(orig.(*schedulingv1alpha1.QueueUnit), u, part == Status); err != nil {
+				return false, err
 			}
-		}
-		if u, ok := any(obj).(*schedulingv1alpha1.QueueUnit); ok && part == Status {
-			// Every writer of admissions writes through here: the summary
-			// goes with them in the same write.
-			u.Status.AdmissionsSummary = AdmissionsSummary(u.Status.Admissions)
 		}
 		if data, err := client.MergeFrom(orig).Data(obj); err != nil {
 			return false, fmt.Errorf("computing the patch of %s: %w", klog.KObj(obj), err)
@@ -122,25 +113,4 @@ func ambiguous(err error) bool {
 	}
 	return apierrors.IsTimeout(err) || apierrors.IsServerTimeout(err) || apierrors.IsInternalError(err) ||
 		apierrors.IsServiceUnavailable(err) || apierrors.IsUnexpectedServerError(err)
-}
-
-// Resized reports whether after asks its quota for something else than
-// before: its spec.resource, spec.request or spec.podSet differ, pod sets'
-// names aside (renaming a pod set, as adopting Koord-Queue's unit does along
-// with its admissions, asks for nothing more). A unit that holds quota
-// keeps its size (see Patch and Charged).
-func Resized(before, after *schedulingv1alpha1.QueueUnit) bool {
-	return !equality.Semantic.DeepEqual(before.Spec.Resource, after.Spec.Resource) ||
-		!equality.Semantic.DeepEqual(before.Spec.Request, after.Spec.Request) ||
-		!equality.Semantic.DeepEqual(unnamed(before.Spec.PodSets), unnamed(after.Spec.PodSets))
-}
-
-// unnamed is sets without their names, for comparing what they ask for.
-func unnamed(sets []schedulingv1alpha1.PodSet) []schedulingv1alpha1.PodSet {
-	out := make([]schedulingv1alpha1.PodSet, len(sets))
-	for i, s := range sets {
-		s.Name = ""
-		out[i] = s
-	}
-	return out
 }

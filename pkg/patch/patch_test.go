@@ -1,4 +1,4 @@
-package queueunit_test
+package patch_test
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/koord-queue/koord-queue/apis"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/patch"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
@@ -164,13 +165,13 @@ func TestPatch(t *testing.T) {
 			if tc.before != nil {
 				tc.before(base, u)
 			}
-			changed, err := queueunit.Patch(ctx, c, c, u, queueunit.Status, "test", tc.mutate)
+			changed, err := patch.Patch(ctx, c, c, u, patch.Status, "test", tc.mutate)
 			inAPI := &schedulingv1alpha1.QueueUnit{}
 			if err := base.Get(ctx, client.ObjectKeyFromObject(stored), inAPI); err != nil {
 				t.Fatal(err)
 			}
 			got := outcome{Changed: changed, Message: inAPI.Status.Message, Writes: writes,
-				OutcomeKnown: !errors.Is(err, queueunit.ErrOutcomeUnknown), NotFound: apierrors.IsNotFound(err)}
+				OutcomeKnown: !errors.Is(err, patch.ErrOutcomeUnknown), NotFound: apierrors.IsNotFound(err)}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("Patch (-want +got):\n%s\nerr: %v", diff, err)
 			}
@@ -280,7 +281,7 @@ func TestPatchRefusesResizingAUnitThatHoldsQuota(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			_, err := queueunit.Patch(ctx, c, c, u, queueunit.Main, "test", tc.mutate)
+			_, err := patch.Patch(ctx, c, c, u, patch.Main, "test", tc.mutate)
 			inAPI := &schedulingv1alpha1.QueueUnit{}
 			if err := base.Get(ctx, client.ObjectKeyFromObject(tc.stored), inAPI); err != nil {
 				t.Fatal(err)
