@@ -498,10 +498,41 @@ func (e *Engine) settle() {
 }
 
 // rebuild recomputes the tree from the specs. Usage (direct, pending and the
-// charges) is kept; everything derived is recomputed. It is O(quotas).
+// charges) is kept; everything derived is recomputed. It is O(quotas). Its
+// phases, in order: the nodes (resetNodes), the parents each quota declares
+// and the tree roots (declareParents), the tree they make (link), the
+// capacities and checks of each quota and of siblings, the trees' own
+// capacities (boundTrees), what children inherit (inherit) and the sums
+// up the tree (sumUp).
 func (e *Engine) rebuild() {
 	e.stale = false
 	r := len(e.names)
+	names := e.resetNodes(r)
+	declared, treeRoots := e.declareParents(names)
+	e.link(names, declared, treeRoots)
+	e.setRootCapacity()
+	e.checkQuotas(names)
+	// Then the rule that weighs siblings against each other, among those
+	// valid on their own.
+	e.checkChildrenMins(names)
+	e.keepRefusedMins()
+	e.boundTrees(r)
+	pre := e.preorder()
+	e.inherit(pre)
+	e.sumUp(pre)
+	e.sumBase, e.maxFloor, e.delta = make(Vector, r), make(Vector, r), make(Vector, r)
+	e.bind = make([]*node, r)
+	e.runtimeStale, e.runtimeTree = true, true
+	if e.shrank() {
+		e.shrinks++
+	}
+}
+
+// resetNodes keeps the nodes that have a spec, the root and the nodes still
+// holding usage, makes those missing, and clears what each derives (its
+// last room kept in was), sized for r resources. It returns their names,
+// sorted.
+func (e *Engine) resetNodes(r int) []string {
 	// Keep nodes that have a spec, the root, and nodes still holding usage.
 	for name, n := range e.nodes {
 		if _, ok := e.specs[name]; !ok && name != elasticquotav1alpha1.RootQuotaName && !n.placeholder && len(n.charges) == 0 && isZero(n.pending) {
@@ -540,12 +571,16 @@ func (e *Engine) rebuild() {
 		}
 	}
 	sort.Strings(names)
+	return names
+}
 
-	// Resolve parents and find cycles on the declared parents. The first
-	// quota by name labelled the root of a quota tree, hanging from the
-	// root, is that tree's root (treeRoots).
-	declared := map[string]string{}
-	treeRoots := map[string]*node{}
+// declareParents resolves the parent each quota of names declares, refusing
+// those it cannot have, and finds cycles on the declared parents. The
+// first quota by name labelled the root of a quota tree, hanging from the
+// root, is that tree's root (treeRoots).
+func (e *Engine) declareParents(names []string) (declared map[string]string, treeRoots map[string]*node) {
+	declared = map[string]string{}
+	treeRoots = map[string]*node{}
 	for _, name := range names {
 		n := e.nodes[name]
 		switch {
@@ -612,6 +647,13 @@ func (e *Engine) rebuild() {
 			delete(declared, name)
 		}
 	}
+	return declared, treeRoots
+}
+
+// link hangs each quota from its declared parent (the root when it has
+// none it may have; its tree's root when it has a tree), and lists the
+// roots: the classic root, then each tree's.
+func (e *Engine) link(names []string, declared map[string]string, treeRoots map[string]*node) {
 	e.roots = append(e.roots[:0], e.root)
 	for _, name := range names {
 		n := e.nodes[name]
@@ -634,9 +676,12 @@ func (e *Engine) rebuild() {
 		}
 		n.parent.kids = append(n.parent.kids, n)
 	}
-	e.setRootCapacity()
+}
 
-	// Per-quota checks (the parent is resolved).
+// checkQuotas refuses each quota whose own spec is invalid (the parent is
+// resolved): its resource names, a min or max negative or min above max,
+// a negative shared weight.
+func (e *Engine) checkQuotas(names []string) {
 	for _, name := range names {
 		n := e.nodes[name]
 		if n.spec == nil {
@@ -660,14 +705,12 @@ func (e *Engine) rebuild() {
 			n.err = fmt.Errorf("quota %q: %s %s %s: %w", name, elasticquotav1alpha1.AnnotationSharedWeight, r, q.String(), ErrNegativeWeight)
 		}
 	}
-	// Then the rule that weighs siblings against each other, among those
-	// valid on their own.
-	e.checkChildrenMins(names)
-	e.keepRefusedMins()
+}
 
-	// A quota tree's capacity bounds its root as the cluster's does the
-	// classic root (after the checks: min above it is no error of the
-	// quota's).
+// boundTrees bounds each quota tree's root by the tree's capacity, as the
+// cluster's does the classic root (after the checks: min above it is no
+// error of the quota's).
+func (e *Engine) boundTrees(r int) {
 	for _, t := range e.roots[1:] {
 		if !validTotal(t.spec.TreeTotal) {
 			continue // invalid (ErrTreeCapacity): admits nothing
@@ -678,8 +721,11 @@ func (e *Engine) rebuild() {
 			t.max[i] = min(t.max[i], t.total[i])
 		}
 	}
+}
 
-	// Order: parents before children for inheritance, reversed for sums.
+// preorder lists the nodes parents before children, tree by tree, setting
+// each one's depth and tree root (top).
+func (e *Engine) preorder() []*node {
 	pre := make([]*node, 0, len(e.nodes))
 	var walk func(n, top *node, depth int)
 	walk = func(n, top *node, depth int) {
@@ -692,6 +738,12 @@ func (e *Engine) rebuild() {
 	for _, root := range e.roots {
 		walk(root, root, 0)
 	}
+	return pre
+}
+
+// inherit makes, parents before children (pre), a quota invalid under an
+// invalid parent, and each quota's weight and floor.
+func (e *Engine) inherit(pre []*node) {
 	for _, n := range pre {
 		if n.err == nil && n.parent != nil && n.parent.err != nil {
 			n.err = fmt.Errorf("quota %q: ancestor %q is invalid (%v): %w", n.name, n.parent.name, n.parent.err, ErrInvalidAncestor)
@@ -713,6 +765,11 @@ func (e *Engine) rebuild() {
 			}
 		}
 	}
+}
+
+// sumUp sums, children before parents (pre reversed, kept as e.order),
+// what each subtree uses and takes effectively.
+func (e *Engine) sumUp(pre []*node) {
 	e.order = e.order[:0]
 	for i := len(pre) - 1; i >= 0; i-- {
 		n := pre[i]
@@ -725,12 +782,6 @@ func (e *Engine) rebuild() {
 		for j := range n.eff {
 			n.eff[j] = max(n.floor[j], n.direct[j]+n.kidsEff[j])
 		}
-	}
-	e.sumBase, e.maxFloor, e.delta = make(Vector, r), make(Vector, r), make(Vector, r)
-	e.bind = make([]*node, r)
-	e.runtimeStale, e.runtimeTree = true, true
-	if e.shrank() {
-		e.shrinks++
 	}
 }
 
