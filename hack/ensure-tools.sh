@@ -95,6 +95,18 @@ build_kueue() {
     go test -c -o "$dir/bin/kueue-perf-checker" sigs.k8s.io/kueue/test/performance/scheduler/checker)
 }
 
+# build_kueue_manager builds Kueue's manager (cmd/kueue, what its release
+# image runs) from the same tools module, with the version in -ldflags as
+# Kueue's Makefile (`build`) does, for test/performance/cmd/perfcomparejobs. It has a
+# cache directory of its own so that a cache holding only the performance
+# test's binaries gains it without rebuilding them.
+build_kueue_manager() {
+  local dir=$cache/kueue-manager-$KUEUE_VERSION
+  local ldflags="-X sigs.k8s.io/kueue/pkg/version.GitVersion=$KUEUE_VERSION"
+  log "building Kueue's manager $KUEUE_VERSION from hack/tools/kueue (first time: several minutes)"
+  (cd "$root/hack/tools/kueue" && go build -ldflags "$ldflags" -o "$dir/bin/kueue-manager" sigs.k8s.io/kueue/cmd/kueue)
+}
+
 build_controller_gen() {
   GOBIN="$cache/controller-gen-$CONTROLLER_GEN_VERSION/bin" go install "sigs.k8s.io/controller-tools/cmd/controller-gen@$CONTROLLER_GEN_VERSION"
 }
@@ -133,6 +145,7 @@ case $want in
   cluster|operators|codegen) ;;
   kueue)
     build_once "$cache/kueue-$KUEUE_VERSION" build_kueue
+    build_once "$cache/kueue-manager-$KUEUE_VERSION" build_kueue_manager
     ;;
   *) echo "usage: $0 [all|cluster|operators|codegen|lint|kueue]" >&2; exit 2 ;;
 esac
@@ -142,7 +155,7 @@ bin=$cache/bin
 mkdir -p "$bin"
 for d in "$cache/etcd-$ETCD_VERSION" "$cache/k8s-$K8S_VERSION" "$cache/kwok-$KWOK_VERSION" \
          "$cache/training-operator-$TRAINING_OPERATOR_VERSION" "$cache/kuberay-$KUBERAY_VERSION" "$cache/argo-workflows-$ARGO_WORKFLOWS_VERSION" \
-         "$cache/controller-gen-$CONTROLLER_GEN_VERSION" "$cache/staticcheck-$STATICCHECK_VERSION" "$cache/kueue-$KUEUE_VERSION"; do
+         "$cache/controller-gen-$CONTROLLER_GEN_VERSION" "$cache/staticcheck-$STATICCHECK_VERSION" "$cache/kueue-$KUEUE_VERSION" "$cache/kueue-manager-$KUEUE_VERSION"; do
   [[ -f $d/.complete ]] || continue
   for f in "$d"/bin/*; do ln -sf "$f" "$bin/$(basename "$f")"; done
 done
