@@ -128,6 +128,12 @@ perf-compare: ## Kueue's own scheduler performance test (its runner and minimalk
 	@bash hack/ensure-tools.sh kueue >/dev/null
 	$(GO) -C $(PERF_MODULE) run ./cmd/perfcompare $(PERF_COMPARE_FLAGS)
 
+.PHONY: perf-compare-jobs
+perf-compare-jobs: ## Kueue's real manager (cmd/kueue of the pinned release) and koord-queue + koord-queue-controllers on the same batch Jobs (Kueue's baseline shape translated), each on a fresh local kwok cluster, 3 pairs in alternating order; one table in _output/perf/compare-jobs/summary.md. PERF_COMPARE_JOBS_FLAGS="-config smoke -pairs 1" (a few minutes), ... (-h lists them)
+	@bash hack/ensure-tools.sh cluster >/dev/null
+	@bash hack/ensure-tools.sh kueue >/dev/null
+	$(GO) -C $(PERF_MODULE) run ./cmd/perfcomparejobs $(PERF_COMPARE_JOBS_FLAGS)
+
 .PHONY: run-local
 run-local: ## Start a local cluster, run koord-queue on it with the documentation's example, then the framework operators; stay up until Ctrl-C.
 	@bash hack/ensure-tools.sh cluster >/dev/null

@@ -190,23 +190,34 @@ func WritesBy(path, program string) (map[Write]int, error) {
 // countWrites adds the writes of program that one audit log file holds.
 func countWrites(counts map[Write]int, path, program string) error {
 	return ScanAuditLog(path, func(line []byte) error {
-		var e auditEvent
-		if err := json.Unmarshal(line, &e); err != nil {
+		userAgent, w, ok, err := ParseAuditWrite(line)
+		if err != nil || !ok || (userAgent != program && !strings.HasPrefix(userAgent, program+"/")) {
 			return err
-		}
-		if e.Stage != "ResponseComplete" || e.ObjectRef == nil || (e.UserAgent != program && !strings.HasPrefix(e.UserAgent, program+"/")) {
-			return nil
-		}
-		w := Write{Verb: e.Verb, Resource: e.ObjectRef.Resource}
-		if e.ObjectRef.Subresource != "" {
-			w.Resource += "/" + e.ObjectRef.Subresource
-		}
-		if e.ResponseStatus != nil {
-			w.Code = e.ResponseStatus.Code
 		}
 		counts[w]++
 		return nil
 	})
+}
+
+// ParseAuditWrite reads one event of the audit log: the writer's user agent
+// and what it wrote. ok is false for an event that is not a completed
+// request on a resource.
+func ParseAuditWrite(line []byte) (userAgent string, w Write, ok bool, err error) {
+	var e auditEvent
+	if err := json.Unmarshal(line, &e); err != nil {
+		return "", Write{}, false, err
+	}
+	if e.Stage != "ResponseComplete" || e.ObjectRef == nil {
+		return "", Write{}, false, nil
+	}
+	w = Write{Verb: e.Verb, Resource: e.ObjectRef.Resource}
+	if e.ObjectRef.Subresource != "" {
+		w.Resource += "/" + e.ObjectRef.Subresource
+	}
+	if e.ResponseStatus != nil {
+		w.Code = e.ResponseStatus.Code
+	}
+	return e.UserAgent, w, true, nil
 }
 
 // ScanAuditLog calls each with every line (one event) of the audit log file

@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"math"
 	"sort"
 
 	"github.com/koord-queue/koord-queue/test/performance/checker"
@@ -62,6 +63,62 @@ type Measurement struct {
 	Commit string `json:"commit,omitempty"`
 	// Error is why the run failed, if it did; its figures are then not used.
 	Error string `json:"error,omitempty"`
+
+	// What perf-compare-jobs measures besides (JobsRun); empty otherwise.
+
+	// Jobs is how many Jobs the run created and saw complete.
+	Jobs int `json:"jobs,omitempty"`
+	// ToRunning is, per class, the time from each Job's creation (the
+	// harness sending it) to its pod seen Running (or past it), in seconds.
+	ToRunning map[string]Latency `json:"toRunningSeconds,omitempty"`
+	// Components are the system's processes; CPUSeconds and PeakRSSMiB
+	// above are their sums.
+	Components []Component `json:"components,omitempty"`
+	// WritesByAgent is every write in the audit log by the client's program
+	// (the user agent up to its first "/": "kube-controller-manager") and
+	// kind ("patch workloads/status 200"); Writes above is the system's
+	// components' (SystemAgents).
+	WritesByAgent map[string]map[string]int `json:"writesByAgent,omitempty"`
+	// NodeCPUSeconds is what kube-controller-manager, kube-scheduler and
+	// kwok used over the run (the Job controller, the scheduler and the
+	// nodes): the part of the cluster's work the queueing system causes.
+	NodeCPUSeconds float64 `json:"nodeCPUSeconds,omitempty"`
+}
+
+// Latency is a distribution's mean and 90th percentile.
+type Latency struct {
+	Mean float64 `json:"mean"`
+	P90  float64 `json:"p90"`
+}
+
+// Component is one process of a system, and what it used.
+type Component struct {
+	Name       string  `json:"name"`
+	CPUSeconds float64 `json:"cpuSeconds"`
+	PeakRSSMiB float64 `json:"peakRSSMiB"`
+}
+
+// WritesPerJob is Writes over Jobs; NaN when either is missing.
+func (m *Measurement) WritesPerJob() float64 {
+	if m.Writes < 0 || m.Jobs == 0 {
+		return math.NaN()
+	}
+	return float64(m.Writes) / float64(m.Jobs)
+}
+
+// AgentWritesPerJob is what the programs wrote, over Jobs; NaN when the
+// writes were not counted.
+func (m *Measurement) AgentWritesPerJob(agents ...string) float64 {
+	if m.WritesByAgent == nil || m.Jobs == 0 {
+		return math.NaN()
+	}
+	n := 0
+	for _, a := range agents {
+		for _, c := range m.WritesByAgent[a] {
+			n += c
+		}
+	}
+	return float64(n) / float64(m.Jobs)
 }
 
 // Check is one bound a side's checker checked.
@@ -150,6 +207,9 @@ func classes(ms []Measurement) []string {
 	seen := map[string]bool{}
 	for _, m := range ms {
 		for c := range m.AvgToAdmission {
+			seen[c] = true
+		}
+		for c := range m.ToRunning {
 			seen[c] = true
 		}
 	}

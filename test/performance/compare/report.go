@@ -145,15 +145,7 @@ func DescribeMachine() string {
 // Markdown is summary.md.
 func (r Report) Markdown() string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Kueue and koord-queue side by side: Kueue's `%s`, koord-queue's `%s`\n\n", r.Config, r.Scenario)
-	fmt.Fprintf(&b, "- command: `%s`\n- commit: `%s`\n- machine: %s\n- written: %s\n\n", r.Command, r.Commit, r.Machine, r.WrittenAt.Format(time.RFC3339))
-	n := r.Table.Pairs
-	what := "Medians over the pairs"
-	if n == 1 {
-		what = "One pair"
-	}
-	fmt.Fprintf(&b, "## %s (%d %s)\n\n", what, n, plural(n, "pair", "pairs"))
-	b.WriteString(r.Table.Markdown())
+	r.writeHead(&b, fmt.Sprintf("Kueue and koord-queue side by side: Kueue's `%s`, koord-queue's `%s`", r.Config, r.Scenario))
 	b.WriteString("\n## Runs\n\n| pair | run | system | wall | 1-minute load before → after | checks | directory |\n|---|---|---|---|---|---|---|\n")
 	for _, m := range r.Measurements {
 		wall := fmt.Sprintf("%.1f s", m.WallSeconds)
@@ -164,6 +156,19 @@ func (r Report) Markdown() string {
 	}
 	b.WriteString("\n" + derivation)
 	return b.String()
+}
+
+// writeHead writes the title, how the runs were made, and the table.
+func (r Report) writeHead(b *strings.Builder, title string) {
+	fmt.Fprintf(b, "# %s\n\n", title)
+	fmt.Fprintf(b, "- command: `%s`\n- commit: `%s`\n- machine: %s\n- written: %s\n\n", r.Command, r.Commit, r.Machine, r.WrittenAt.Format(time.RFC3339))
+	n := r.Table.Pairs
+	what := "Medians over the pairs"
+	if n == 1 {
+		what = "One pair"
+	}
+	fmt.Fprintf(b, "## %s (%d %s)\n\n", what, n, plural(n, "pair", "pairs"))
+	b.WriteString(r.Table.Markdown())
 }
 
 func plural(n int, one, many string) string {

@@ -36,6 +36,12 @@ type ServerCPU struct {
 
 // FollowServers starts following the control-plane children of parent.
 func FollowServers(ctx context.Context, parent int, interval time.Duration) *ServerCPU {
+	return FollowProcesses(ctx, parent, serverNames, interval)
+}
+
+// FollowProcesses starts following the children of parent whose binary's
+// name is one of names.
+func FollowProcesses(ctx context.Context, parent int, names []string, interval time.Duration) *ServerCPU {
 	ctx, cancel := context.WithCancel(ctx)
 	s := &ServerCPU{last: map[int]float64{}, started: map[int]uint64{}, stop: cancel, done: make(chan struct{})}
 	go func() {
@@ -43,7 +49,7 @@ func FollowServers(ctx context.Context, parent int, interval time.Duration) *Ser
 		t := time.NewTicker(interval)
 		defer t.Stop()
 		for {
-			s.sample(parent)
+			s.sample(parent, names)
 			select {
 			case <-ctx.Done():
 				return
@@ -54,8 +60,8 @@ func FollowServers(ctx context.Context, parent int, interval time.Duration) *Ser
 	return s
 }
 
-func (s *ServerCPU) sample(parent int) {
-	for _, p := range childrenNamed(parent, serverNames) {
+func (s *ServerCPU) sample(parent int, names []string) {
+	for _, p := range childrenNamed(parent, names) {
 		if cpu, _, err := controller.ProcSample(p.pid); err == nil {
 			s.mu.Lock()
 			s.last[p.pid] = cpu
@@ -154,8 +160,13 @@ func running(pid int, start uint64) bool {
 }
 
 // childrenNamed lists the processes whose parent is parent and whose name
-// is one of names.
+// is one of names. /proc/<pid>/stat names a process by the first 15 bytes
+// of its binary's name ("kube-controller" for kube-controller-manager).
 func childrenNamed(parent int, names []string) []proc {
+	comms := make([]string, len(names))
+	for i, n := range names {
+		comms[i] = n[:min(len(n), 15)]
+	}
 	stats, _ := filepath.Glob("/proc/[0-9]*/stat")
 	var procs []proc
 	for _, path := range stats {
@@ -164,7 +175,7 @@ func childrenNamed(parent int, names []string) []proc {
 			continue
 		}
 		p, ok := readProc(pid)
-		if ok && p.ppid == parent && slices.Contains(names, p.name) {
+		if ok && p.ppid == parent && slices.Contains(comms, p.name) {
 			procs = append(procs, p)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -109,9 +110,67 @@ func figures(classNames []string) []figure {
 	)
 }
 
+// jobsFigures are perf-compare-jobs' rows: what a user submitting Jobs
+// feels (wall, time to running), what the queueing system costs (its
+// components' CPU and memory, its writes), and what it makes the cluster
+// do (the cluster's components' writes and CPU).
+func jobsFigures(classNames []string) []figure {
+	fs := []figure{{"wall: first Job created to last complete (s)", func(m *Measurement) float64 { return m.WallSeconds }, 1}}
+	for _, c := range classNames {
+		fs = append(fs, figure{"mean time to pods running, " + c + " (s)", func(m *Measurement) float64 {
+			if v, ok := m.ToRunning[c]; ok {
+				return v.Mean
+			}
+			return math.NaN()
+		}, 1})
+	}
+	for _, c := range classNames {
+		fs = append(fs, figure{"p90 time to pods running, " + c + " (s)", func(m *Measurement) float64 {
+			if v, ok := m.ToRunning[c]; ok {
+				return v.P90
+			}
+			return math.NaN()
+		}, 1})
+	}
+	fs = append(fs,
+		figure{"CPU (s), the system's components together", func(m *Measurement) float64 { return m.CPUSeconds }, 1},
+		figure{"cores used (CPU s / wall)", func(m *Measurement) float64 { return m.Cores }, 3},
+		figure{"peak RSS (MiB), the components' peaks summed", func(m *Measurement) float64 { return m.PeakRSSMiB }, 0},
+		figure{"API writes per Job, the system's components", func(m *Measurement) float64 { return m.WritesPerJob() }, 2},
+	)
+	for _, a := range ClusterAgents {
+		fs = append(fs, figure{"API writes per Job, " + a, func(m *Measurement) float64 { return m.AgentWritesPerJob(a) }, 2})
+	}
+	return append(fs,
+		figure{"API writes per Job, the system's and the cluster's components", func(m *Measurement) float64 {
+			return m.AgentWritesPerJob(append(slices.Clone(SystemAgents[m.System]), ClusterAgents...)...)
+		}, 2},
+		figure{"Jobs complete", func(m *Measurement) float64 { return float64(m.Jobs) }, 0},
+		figure{"evictions (Jobs suspended again)", func(m *Measurement) float64 { return float64(m.Evictions) }, 0},
+		figure{"kube-apiserver + etcd CPU (s)", func(m *Measurement) float64 { return nanIfZero(m.ServerCPUSeconds) }, 1},
+		figure{"kube-controller-manager + kube-scheduler + kwok CPU (s)", func(m *Measurement) float64 { return nanIfZero(m.NodeCPUSeconds) }, 1},
+	)
+}
+
+func nanIfZero(v float64) float64 {
+	if v == 0 {
+		return math.NaN()
+	}
+	return v
+}
+
 // BuildTable lays the measurements out by pair. A failed run's figures are
 // left out (NaN).
 func BuildTable(ms []Measurement) Table {
+	return buildTable(ms, figures(classes(ms)))
+}
+
+// BuildJobsTable is BuildTable with perf-compare-jobs' rows.
+func BuildJobsTable(ms []Measurement) Table {
+	return buildTable(ms, jobsFigures(classes(ms)))
+}
+
+func buildTable(ms []Measurement, fs []figure) Table {
 	pairs := 0
 	for _, m := range ms {
 		pairs = max(pairs, m.Pair)
@@ -131,7 +190,7 @@ func BuildTable(ms []Measurement) Table {
 		}
 		t.Orders[i] = strings.Join(f, ", ")
 	}
-	for _, f := range figures(classes(ms)) {
+	for _, f := range fs {
 		r := Row{Name: f.name, Decimals: f.decimals, Kueue: nanSlice(pairs), KoordQueue: nanSlice(pairs)}
 		for i := range ms {
 			m := &ms[i]

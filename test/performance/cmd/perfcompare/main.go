@@ -19,11 +19,9 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -129,7 +127,7 @@ func run() error {
 		}
 	}
 	command := "go -C test/performance run ./cmd/perfcompare " + strings.Join(os.Args[1:], " ")
-	commit := gitCommit()
+	commit := compare.GitCommit()
 	var ms []compare.Measurement
 	for pair := 1; pair <= o.pairs; pair++ {
 		order := []string{compare.Kueue, compare.KoordQueue}
@@ -204,7 +202,7 @@ func (o options) kueueRun(cfg compare.Config) (*compare.KueueRun, error) {
 			return nil, fmt.Errorf("%w (Kueue's tools: bash hack/ensure-tools.sh kueue)", err)
 		}
 	}
-	if k.ProjectDir, err = kueueModuleDir(); err != nil {
+	if k.ProjectDir, err = compare.KueueModuleDir(); err != nil {
 		return nil, err
 	}
 	k.GeneratorConfig, k.RangeSpec = cfg.Paths(k.ProjectDir, cluster.RepoRoot())
@@ -233,22 +231,6 @@ func shortKueueConfig(s scenario.Scenario, out string) (string, error) {
 		return "", err
 	}
 	return path, os.WriteFile(path, data, 0o644)
-}
-
-// kueueModuleDir is the pinned Kueue module's root in the module cache.
-func kueueModuleDir() (string, error) {
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "sigs.k8s.io/kueue")
-	cmd.Dir = filepath.Join(cluster.RepoRoot(), "hack", "tools", "kueue")
-	out, err := cmd.Output()
-	dir := strings.TrimSpace(string(out))
-	if err != nil || dir == "" {
-		var exit *exec.ExitError
-		if errors.As(err, &exit) {
-			err = fmt.Errorf("%w: %s", err, exit.Stderr)
-		}
-		return "", fmt.Errorf("finding Kueue's module (hack/tools/kueue): %v", err)
-	}
-	return dir, nil
 }
 
 // runKoordQueue runs koord-queue's scenario with the harness, its API
@@ -302,21 +284,4 @@ func writeSummary(o options, ms []compare.Measurement, command string) error {
 		return fmt.Errorf("writing summary.md: %w", err)
 	}
 	return nil
-}
-
-// gitCommit is the checkout's commit, "+dirty" if it has changes.
-func gitCommit() string {
-	cmd := exec.Command("git", "rev-parse", "--short", "HEAD")
-	cmd.Dir = cluster.RepoRoot()
-	out, err := cmd.Output()
-	if err != nil {
-		return "unknown"
-	}
-	commit := strings.TrimSpace(string(out))
-	status := exec.Command("git", "status", "--porcelain", "--untracked-files=no")
-	status.Dir = cluster.RepoRoot()
-	if out, err := status.Output(); err == nil && len(strings.TrimSpace(string(out))) > 0 {
-		commit += "+dirty"
-	}
-	return commit
 }
