@@ -97,11 +97,8 @@ func run() error {
 		return fmt.Errorf("creating %s: %w", o.out, err)
 	}
 	// The summary is of this run's pairs: earlier ones would mix in.
-	earlier, _ := filepath.Glob(filepath.Join(o.out, "pair-*"))
-	for _, dir := range earlier {
-		if err := os.RemoveAll(dir); err != nil {
-			return fmt.Errorf("removing the earlier run %s: %w", dir, err)
-		}
+	if err := compare.RemoveEarlierRuns(o.out); err != nil {
+		return err
 	}
 	kueue, err := o.kueueRun(cfg)
 	if err != nil && o.only != "koord-queue" {
@@ -130,13 +127,9 @@ func run() error {
 	commit := compare.GitCommit()
 	var ms []compare.Measurement
 	for pair := 1; pair <= o.pairs; pair++ {
-		order := []string{compare.Kueue, compare.KoordQueue}
-		if pair%2 == 0 {
-			order = []string{compare.KoordQueue, compare.Kueue}
-		}
 		position := 0
-		for _, system := range order {
-			if (system == compare.Kueue && o.only == "koord-queue") || (system == compare.KoordQueue && o.only == "kueue") {
+		for _, system := range compare.PairOrder(pair) {
+			if compare.Skipped(system, o.only) {
 				continue
 			}
 			position++

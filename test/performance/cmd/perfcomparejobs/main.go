@@ -116,11 +116,8 @@ func run() error {
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return fmt.Errorf("creating %s: %w", o.out, err)
 	}
-	earlier, _ := filepath.Glob(filepath.Join(o.out, "pair-*"))
-	for _, dir := range earlier {
-		if err := os.RemoveAll(dir); err != nil {
-			return fmt.Errorf("removing the earlier run %s: %w", dir, err)
-		}
+	if err := compare.RemoveEarlierRuns(o.out); err != nil {
+		return err
 	}
 	base := compare.JobsRun{Shape: shape, Timeout: o.timeout, KeepAudit: o.keepAudit, Progress: os.Stdout}
 	if o.only != "koord-queue" {
@@ -150,13 +147,9 @@ func run() error {
 	fmt.Printf("Kueue's %s shape as %d Jobs: %d cohorts × %d ClusterQueues\n", o.config, shape.Jobs(), shape.Parents, shape.ChildrenPerParent)
 	var ms []compare.Measurement
 	for pair := 1; pair <= o.pairs; pair++ {
-		order := []string{compare.Kueue, compare.KoordQueue}
-		if pair%2 == 0 {
-			order = []string{compare.KoordQueue, compare.Kueue}
-		}
 		position := 0
-		for _, system := range order {
-			if (system == compare.Kueue && o.only == "koord-queue") || (system == compare.KoordQueue && o.only == "kueue") {
+		for _, system := range compare.PairOrder(pair) {
+			if compare.Skipped(system, o.only) {
 				continue
 			}
 			position++
