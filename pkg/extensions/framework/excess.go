@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -122,6 +123,27 @@ const annotationAdoptedPodRequests = "koord-queue/adopted-pod-requests"
 // released again under that admission while the pods it grew may still hold
 // their nodes. The unit is deleted with it.
 const annotationOutgrown = "koord-queue/outgrown"
+
+// maxOutgrownBytes bounds the mark and the Warnings that quote it: what grew
+// names the jobs a tenant made under its job, as many as it likes, and a
+// unit's annotations may not pass 256 KiB in all (a refused write would
+// leave the job running past its admission).
+const maxOutgrownBytes = 1024
+
+// outgrownMark joins what grew into the mark, cut to maxOutgrownBytes on a
+// character boundary.
+func outgrownMark(grown []string) string {
+	mark := strings.Join(grown, "; ")
+	if len(mark) <= maxOutgrownBytes {
+		return mark
+	}
+	const more = " …"
+	cut := maxOutgrownBytes - len(more)
+	for cut > 0 && !utf8.RuneStart(mark[cut]) {
+		cut--
+	}
+	return mark[:cut] + more
+}
 
 // adoptedPodRequests reads annotationAdoptedPodRequests; nil when u has
 // none, or one the extensions did not write.

@@ -763,7 +763,7 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 	grown = append(grown, made...)
 	outgrown := unit.Annotations[annotationOutgrown]
 	if len(grown) > 0 && outgrown == "" {
-		outgrown = strings.Join(grown, "; ")
+		outgrown = outgrownMark(grown)
 		if err := r.patchUnit(ctx, unit, false, func(u *schedulingv1alpha1.QueueUnit) bool {
 			metav1.SetMetaDataAnnotation(&u.ObjectMeta, annotationOutgrown, outgrown)
 			return true

@@ -2,6 +2,7 @@ package integrations
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -124,6 +125,16 @@ func TestJobsARayJobMadePastItsAdmission(t *testing.T) {
 		"a cluster being deleted, or another RayJob's, counts nothing": {
 			made: []client.Object{deleted, byAnother},
 		},
+		"a thousand clusters of long names made by hand": {
+			made: func() []client.Object {
+				var made []client.Object
+				for i := range 1100 {
+					made = append(made, clusterOf(fmt.Sprintf("%0240d", i), nil))
+				}
+				return made
+			}(),
+			want: "in RayCluster 0000",
+		},
 		"a cluster queued by itself counts nothing": {
 			made: []client.Object{queuedByItself, ownUnit},
 		},
@@ -201,6 +212,20 @@ func TestJobsARayJobMadePastItsAdmission(t *testing.T) {
 			}
 			if !suspended() {
 				t.Errorf("the RayJob runs on; want it suspended to be queued again (%s)", tc.want)
+			}
+			// The mark names what grew, bounded whatever the tenant made:
+			// a unit's annotations may not pass 256 KiB on the API server.
+			if err := c.Get(ctx, client.ObjectKeyFromObject(&u), &u); client.IgnoreNotFound(err) != nil {
+				t.Fatal(err)
+			} else if err == nil {
+				if mark := u.Annotations["koord-queue/outgrown"]; len(mark) > 1024 {
+					t.Errorf("the unit's koord-queue/outgrown mark is %d bytes, want at most 1024", len(mark))
+				}
+			}
+			for _, e := range warnings {
+				if len(e) > 2048 {
+					t.Errorf("a Warning of %d bytes, want it bounded", len(e))
+				}
 			}
 			want := "Warning ExceedsAdmission The job asks for more than QueueUnit rj-ray-qu was admitted with (" + tc.want
 			if !slices.ContainsFunc(warnings, func(e string) bool { return strings.HasPrefix(e, want) }) {
