@@ -10,7 +10,9 @@
 //     constant of apis/ and pkg/, with its doc comment;
 //   - metrics.md: every metric koord-queue defines, its type, labels and help;
 //   - api.md: the fields of the Queue and QueueUnit kinds, from their Go
-//     types' json tags and doc comments.
+//     types' json tags and doc comments;
+//   - visibility-api.md: the fields of the visibility APIs' JSON answers
+//     (pkg/visibility/api and its v1alpha1), the same way.
 //
 // Usage: go run ./hack/docgen [-out docs/reference]
 package main
@@ -24,6 +26,7 @@ import (
 	"go/token"
 	"io/fs"
 	"log"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,6 +54,7 @@ func main() {
 		{"labels-and-annotations.md", labelsPage},
 		{"metrics.md", metricsPage},
 		{"api.md", apiPage},
+		{"visibility-api.md", visibilityPage},
 	}
 	for _, p := range pages {
 		text, err := p.write()
@@ -612,34 +616,9 @@ func labelList(e ast.Expr) string {
 // apiPage lists the fields of the kinds of apis/scheduling/v1alpha1.
 func apiPage() (string, error) {
 	const dir = "apis/scheduling/v1alpha1"
-	fset := token.NewFileSet()
-	types := map[string]*ast.StructType{}
-	docs := map[string]string{}
-	entries, err := os.ReadDir(dir)
+	types, docs, err := goStructs(dir, func(file string) bool { return strings.HasSuffix(file, "_types.go") })
 	if err != nil {
 		return "", err
-	}
-	for _, e := range entries {
-		if !strings.HasSuffix(e.Name(), "_types.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, parser.ParseComments)
-		if err != nil {
-			return "", err
-		}
-		for _, decl := range f.Decls {
-			g, ok := decl.(*ast.GenDecl)
-			if !ok || g.Tok != token.TYPE {
-				continue
-			}
-			for _, spec := range g.Specs {
-				ts := spec.(*ast.TypeSpec)
-				if st, ok := ts.Type.(*ast.StructType); ok {
-					types[ts.Name.Name] = st
-					docs[ts.Name.Name] = firstNonMarker(g.Doc.Text())
-				}
-			}
-		}
 	}
 	var b strings.Builder
 	b.WriteString("# API reference: scheduling.x-k8s.io/v1alpha1\n\n" + generated)
@@ -658,6 +637,83 @@ func apiPage() (string, error) {
 	return b.String(), nil
 }
 
+// visibilityTypes are the answers of the visibility APIs, each given a
+// section of its own, by package directory: the REST API's, then the
+// aggregated API's. Other struct types of those packages are expanded
+// where a field has them.
+var visibilityTypes = []struct {
+	dir, title string
+	types      []string
+}{
+	{"pkg/visibility/api", "The REST API (`/api/...`)", []string{"QueueView", "QuotaView", "TreeView", "QueueUnitList", "UnitView", "AdmissionRecord", "WhatIf", "Error"}},
+	{"pkg/visibility/api/v1alpha1", "The aggregated API (`visibility.koord-queue.x-k8s.io/v1alpha1`)", []string{"QueueUnitsSummary", "QueueUnit"}},
+}
+
+// visibilityPage lists the fields of the visibility APIs' JSON answers,
+// from their Go types' json tags and doc comments.
+func visibilityPage() (string, error) {
+	var b strings.Builder
+	b.WriteString("# Visibility API reference\n\n" + generated)
+	b.WriteString("The fields of the visibility APIs' JSON answers, from their Go types. " +
+		"[Read the queue](../tasks/read-the-queue.md) says which request answers which, and who may see what. " +
+		"A field whose type has a section here is described there; types of other APIs (a resource list, a phase) are named, not expanded.\n")
+	for _, pkg := range visibilityTypes {
+		types, docs, err := goStructs(pkg.dir, func(file string) bool { return !strings.HasPrefix(file, "zz_") })
+		if err != nil {
+			return "", err
+		}
+		inline := maps.Clone(types)
+		for _, name := range pkg.types {
+			delete(inline, name)
+		}
+		fmt.Fprintf(&b, "\n## %s\n\nTypes of `%s`.\n", pkg.title, pkg.dir)
+		for _, name := range pkg.types {
+			st, ok := types[name]
+			if !ok {
+				return "", fmt.Errorf("%s: no struct type %s", pkg.dir, name)
+			}
+			fmt.Fprintf(&b, "\n### %s\n\n%s\n\n| field | type | what it is |\n|---|---|---|\n", name, docs[name])
+			writeStructFields(&b, inline, "", st, map[string]bool{})
+		}
+	}
+	return b.String(), nil
+}
+
+// goStructs parses the Go files of dir whose names keep accepts, and
+// returns their struct types by name and each type's doc comment.
+func goStructs(dir string, keep func(file string) bool) (map[string]*ast.StructType, map[string]string, error) {
+	fset := token.NewFileSet()
+	types := map[string]*ast.StructType{}
+	docs := map[string]string{}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range entries {
+		if e.IsDir() || !strings.HasSuffix(e.Name(), ".go") || strings.HasSuffix(e.Name(), "_test.go") || !keep(e.Name()) {
+			continue
+		}
+		f, err := parser.ParseFile(fset, filepath.Join(dir, e.Name()), nil, parser.ParseComments)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, decl := range f.Decls {
+			g, ok := decl.(*ast.GenDecl)
+			if !ok || g.Tok != token.TYPE {
+				continue
+			}
+			for _, spec := range g.Specs {
+				ts := spec.(*ast.TypeSpec)
+				if st, ok := ts.Type.(*ast.StructType); ok {
+					types[ts.Name.Name] = st
+					docs[ts.Name.Name] = firstNonMarker(g.Doc.Text())
+				}
+			}
+		}
+	}
+	return types, docs, nil
+}
+
 // writeFields writes one row per field of the struct type t (when it is one
 // of ours), at path, recursing into our own struct types once per path.
 func writeFields(b *strings.Builder, types map[string]*ast.StructType, path string, t ast.Expr, open map[string]bool) {
@@ -668,20 +724,36 @@ func writeFields(b *strings.Builder, types map[string]*ast.StructType, path stri
 	}
 	open[name] = true
 	defer delete(open, name)
+	writeStructFields(b, types, path, st, open)
+}
+
+// writeStructFields writes one row per field of st, at path (the fields'
+// own names when path is empty), recursing into the struct types of types.
+func writeStructFields(b *strings.Builder, types map[string]*ast.StructType, path string, st *ast.StructType, open map[string]bool) {
 	for _, field := range st.Fields.List {
 		json, ok := jsonName(field)
 		if !ok {
 			continue
 		}
-		p := path + "." + json
-		fmt.Fprintf(b, "| `%s` | `%s` | %s |\n", p, exprString(field.Type), cell(stripName(firstNonMarker(field.Doc.Text()), json)))
+		p := json
+		if path != "" {
+			p = path + "." + json
+		}
+		doc := firstNonMarker(field.Doc.Text())
+		if len(field.Names) > 0 {
+			doc = stripName(doc, field.Names[0].Name)
+		}
+		doc = stripName(doc, json)
+		fmt.Fprintf(b, "| `%s` | `%s` | %s |\n", p, exprString(field.Type), cell(doc))
 		writeFields(b, types, p, field.Type, open)
 	}
 }
 
 // jsonName is a field's JSON name; false for fields without one or inlined.
+// An embedded field with a name in its tag (metav1.ListMeta as "metadata")
+// has that name.
 func jsonName(f *ast.Field) (string, bool) {
-	if f.Tag == nil || len(f.Names) == 0 {
+	if f.Tag == nil {
 		return "", false
 	}
 	tag, err := strconv.Unquote(f.Tag.Value)

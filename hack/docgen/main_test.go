@@ -1,6 +1,7 @@
 package main
 
 import (
+	"go/ast"
 	"os"
 	"path/filepath"
 	"strings"
@@ -148,5 +149,59 @@ const notAKey = 3
 	}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(constant{})); diff != "" {
 		t.Errorf("stringConstants (-want +got):\n%s", diff)
+	}
+}
+
+func TestStructFieldsExpandOnlyTypesWithoutSections(t *testing.T) {
+	dir := t.TempDir()
+	src := `package p
+
+import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+// List is a page.
+type List struct {
+	metav1.TypeMeta ` + "`json:\",inline\"`" + `
+	// ListMeta's continue is set when a page leaves units out.
+	metav1.ListMeta ` + "`json:\"metadata\"`" + `
+	// Total counts the units of every page.
+	Total int ` + "`json:\"total\"`" + `
+	// Items is the page.
+	Items []Item ` + "`json:\"items\"`" + `
+}
+
+// Item has a section of its own.
+type Item struct {
+	// Meta names the item.
+	Meta Meta ` + "`json:\"metadata\"`" + `
+	Hidden string ` + "`json:\"-\"`" + `
+}
+
+// Meta is expanded where a field has it.
+type Meta struct {
+	Name string ` + "`json:\"name,omitempty\"`" + `
+}
+`
+	if err := os.WriteFile(filepath.Join(dir, "p.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	types, docs, err := goStructs(dir, func(string) bool { return true })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff("List is a page.", docs["List"]); diff != "" {
+		t.Errorf("List's doc (-want +got):\n%s", diff)
+	}
+	inline := map[string]*ast.StructType{"Meta": types["Meta"]}
+	var got strings.Builder
+	for _, name := range []string{"List", "Item"} {
+		writeStructFields(&got, inline, "", types[name], map[string]bool{})
+	}
+	want := "| `metadata` | `metav1.ListMeta` | ListMeta's continue is set when a page leaves units out. |\n" +
+		"| `total` | `int` | Total counts the units of every page. |\n" +
+		"| `items` | `[]Item` | The page. |\n" +
+		"| `metadata` | `Meta` | Meta names the item. |\n" +
+		"| `metadata.name` | `string` |  |\n"
+	if diff := cmp.Diff(want, got.String()); diff != "" {
+		t.Errorf("writeStructFields (-want +got):\n%s", diff)
 	}
 }

@@ -14,21 +14,29 @@ import (
 
 // QuotaView is one quota of the tree as the visibility API shows it.
 type QuotaView struct {
-	Name      string              `json:"name"`
-	Namespace string              `json:"namespace,omitempty"`
-	Parent    string              `json:"parent,omitempty"`
-	Min       corev1.ResourceList `json:"min,omitempty"`
-	Max       corev1.ResourceList `json:"max,omitempty"`
-	Used      corev1.ResourceList `json:"used,omitempty"`
+	// Name is the ElasticQuota's name, Namespace its namespace.
+	Name      string `json:"name"`
+	Namespace string `json:"namespace,omitempty"`
+	// Parent is the quota it hangs from in the tree; empty for a tree's
+	// root.
+	Parent string `json:"parent,omitempty"`
+	// Min and Max are the quota's spec.min and spec.max.
+	Min corev1.ResourceList `json:"min,omitempty"`
+	Max corev1.ResourceList `json:"max,omitempty"`
+	// Used is what the units charged to the quota and those under it hold.
+	Used corev1.ResourceList `json:"used,omitempty"`
 	// Runtime is the quota's fair share of what it may use now.
 	Runtime corev1.ResourceList `json:"runtime,omitempty"`
 	// Tree is the quota tree (node pool) the quota belongs to, its tree-id
 	// label; empty for the classic tree.
 	Tree string `json:"tree,omitempty"`
-	// Capacity is a quota tree root's capacity, its total-resource (capped
-	// by its max): what the whole tree may use.
+	// Capacity is a quota tree root's capacity, what the whole tree may
+	// use: its total-resource annotation, or with --compute-tree-capacity
+	// what its ElasticQuotaProfile's nodes offer, capped by its max.
 	Capacity corev1.ResourceList `json:"capacity,omitempty"`
-	Error    string              `json:"error,omitempty"`
+	// Error says what is wrong with the quota (a rule of the tree it
+	// breaks, a malformed label or annotation); empty when nothing is.
+	Error string `json:"error,omitempty"`
 	// IgnoredDuplicates are the ElasticQuotas (namespace/name) of the same
 	// name in other namespaces, not used: quota names are global in
 	// Koordinator, so the oldest is used.
@@ -37,12 +45,18 @@ type QuotaView struct {
 
 // QueueView is one queue as the visibility API shows it.
 type QueueView struct {
-	Name     string                         `json:"name"`
-	Policy   schedulingv1alpha1.QueuePolicy `json:"policy"`
-	Priority int32                          `json:"priority"`
-	Pending  int                            `json:"pending"`
-	Admitted int                            `json:"admitted"`
-	Quota    *QuotaView                     `json:"quota,omitempty"`
+	// Name is the queue's, its ElasticQuota's name.
+	Name string `json:"name"`
+	// Policy is Priority, Block or Intelligent.
+	Policy schedulingv1alpha1.QueuePolicy `json:"policy"`
+	// Priority orders the queue against the others.
+	Priority int32 `json:"priority"`
+	// Pending counts the units waiting in the queue, Admitted those
+	// holding quota.
+	Pending  int `json:"pending"`
+	Admitted int `json:"admitted"`
+	// Quota is the queue's ElasticQuota; nil when it has none.
+	Quota *QuotaView `json:"quota,omitempty"`
 	// QuotaTree is the quota tree (node pool) of the queue's quota; nil
 	// when the queue has no quota.
 	QuotaTree *TreeView `json:"quotaTree,omitempty"`
@@ -74,14 +88,18 @@ type TreeView struct {
 
 // UnitView is one unit: where it is and why.
 type UnitView struct {
+	// Namespace and Name are the QueueUnit's; empty when redacted.
 	Namespace string `json:"namespace"`
 	Name      string `json:"name"`
-	Queue     string `json:"queue,omitempty"`
+	// Queue is the queue the unit is in.
+	Queue string `json:"queue,omitempty"`
 	// QuotaRule is the rule that chose Queue's quota: "label", "spec.queue",
 	// "namespace name", "namespaces annotation" or "default quota".
-	QuotaRule string                            `json:"quotaRule,omitempty"`
-	Phase     schedulingv1alpha1.QueueUnitPhase `json:"phase"`
-	Priority  int32                             `json:"priority"`
+	QuotaRule string `json:"quotaRule,omitempty"`
+	// Phase is the QueueUnit's status.phase.
+	Phase schedulingv1alpha1.QueueUnitPhase `json:"phase"`
+	// Priority is the QueueUnit's spec.priority.
+	Priority int32 `json:"priority"`
 	// Request is what the unit asks for; for a unit holding quota, what it
 	// holds (less than it asks for after a partial admission).
 	Request corev1.ResourceList `json:"request,omitempty"`
@@ -107,16 +125,19 @@ type UnitView struct {
 	// unknown, or longer than the forecast looks ahead).
 	EstimateBasis string `json:"estimateBasis,omitempty"`
 	// Redacted marks a unit of a namespace the caller may not list
-	// QueueUnits in: only Queue, Phase, Priority and Position are shown.
+	// QueueUnits in: only Queue, Phase, Priority, Position and the
+	// forecast (EstimatedAdmissionTime, EstimateBasis) are shown.
 	Redacted bool `json:"redacted,omitempty"`
 }
 
 // AdmissionRecord is one admission as seen on the API server.
 type AdmissionRecord struct {
-	Namespace string    `json:"namespace"`
-	Name      string    `json:"name"`
-	Queue     string    `json:"queue"`
-	Time      time.Time `json:"time"`
+	// Namespace and Name are the admitted QueueUnit's, Queue its queue.
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+	Queue     string `json:"queue"`
+	// Time is when the unit was admitted (its status.lastAllocateTime).
+	Time time.Time `json:"time"`
 }
 
 // Paging of a queue's units, in both visibility APIs. A page's units are
@@ -134,12 +155,16 @@ const (
 
 // QueueUnitList is a page of a queue's units.
 type QueueUnitList struct {
+	// Queue is the queue's name.
 	Queue string `json:"queue"`
 	// Total counts the units of every page.
-	Total  int `json:"total"`
+	Total int `json:"total"`
+	// Offset is the position, 0-based, of the page's first unit.
 	Offset int `json:"offset"`
-	// Limit is the page's limit: the one asked, at most MaxLimit.
-	Limit int        `json:"limit"`
+	// Limit is the page's limit: the one asked, at most MaxLimit (1000).
+	Limit int `json:"limit"`
+	// Items are the page's units: waiting ones in admission order, then
+	// those holding quota.
 	Items []UnitView `json:"items"`
 }
 
@@ -155,11 +180,12 @@ type QuotaChange struct {
 // the min and max given (GET /api/queues/{name}/forecast).
 type WhatIf struct {
 	Queue string `json:"queue"`
-	// Quota is the queue's ElasticQuota; Min and Max its min and max as
-	// the forecast assumed them.
-	Quota string              `json:"quota"`
-	Min   corev1.ResourceList `json:"min,omitempty"`
-	Max   corev1.ResourceList `json:"max,omitempty"`
+	// Quota is the queue's ElasticQuota.
+	Quota string `json:"quota"`
+	// Min and Max are the quota's min and max as the forecast assumed
+	// them: those asked, the rest as the quota has them.
+	Min corev1.ResourceList `json:"min,omitempty"`
+	Max corev1.ResourceList `json:"max,omitempty"`
 	// Total counts the queue's waiting units.
 	Total int `json:"total"`
 	// Items are the queue's first MaxLimit waiting units in admission
@@ -174,5 +200,6 @@ type WhatIf struct {
 
 // Error is the body of every 4xx answer.
 type Error struct {
+	// Error says what was wrong with the request.
 	Error string `json:"error"`
 }

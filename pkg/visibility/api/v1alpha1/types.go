@@ -32,20 +32,26 @@ const Kind = "QueueUnitsSummary"
 // when set, asks for the next page.
 type QueueUnitsSummary struct {
 	metav1.TypeMeta `json:",inline"`
+	// ListMeta's continue and remainingItemCount are set when a page
+	// leaves units out.
 	metav1.ListMeta `json:"metadata"`
 	// Total counts the units of every page, named or not (beyond v1.8).
-	Total int         `json:"total"`
+	Total int `json:"total"`
+	// Items are the page's units.
 	Items []QueueUnit `json:"items"`
 }
 
 // ObjectMeta names a unit; empty for a unit the caller may not see.
 type ObjectMeta struct {
+	// Name and Namespace are the QueueUnit's.
 	Name      string `json:"name,omitempty"`
 	Namespace string `json:"namespace,omitempty"`
 }
 
 // PodState counts the unit's pods.
 type PodState struct {
+	// Running counts the unit's pods that run, Pending those that wait
+	// (Koord-Queue v1.8 swapped the two).
 	Running int `json:"running"`
 	Pending int `json:"pending"`
 }
@@ -53,6 +59,7 @@ type PodState struct {
 // QueueUnit is one unit, as Koord-Queue v1.8 lists it, and where it is and
 // why.
 type QueueUnit struct {
+	// Metadata names the unit; empty when Redacted.
 	Metadata ObjectMeta `json:"metadata"`
 	// QuotaName is the ElasticQuota the unit is charged to; QueueName its
 	// Queue (the quota's, of the same name).
@@ -63,12 +70,14 @@ type QueueUnit struct {
 	Request corev1.ResourceList `json:"request,omitempty"`
 	// Resources is the job's total request as its QueueUnit gives it
 	// (spec.resource).
-	Resources corev1.ResourceList               `json:"resources,omitempty"`
-	Phase     schedulingv1alpha1.QueueUnitPhase `json:"phase"`
-	PodState  PodState                          `json:"podState"`
+	Resources corev1.ResourceList `json:"resources,omitempty"`
+	// Phase is the QueueUnit's status.phase.
+	Phase    schedulingv1alpha1.QueueUnitPhase `json:"phase"`
+	PodState PodState                          `json:"podState"`
 
 	// Beyond Koord-Queue v1.8.
 
+	// Priority is the QueueUnit's spec.priority.
 	Priority int32 `json:"priority"`
 	// Position is 1-based among the queue's waiting units; 0 when not waiting.
 	Position int `json:"position,omitempty"`
