@@ -213,7 +213,7 @@ func TestChartInstall(t *testing.T) {
 
 // failoverRoundsEnv sets how many times each leader is killed. Each round
 // waits out a Lease (about 17 s), so make test kills each leader once; 3
-// gives the median that docs/contributing.md reports.
+// logs a median.
 const failoverRoundsEnv = "KOORD_QUEUE_E2E_FAILOVER_ROUNDS"
 
 func failoverRounds(t *testing.T) int {
