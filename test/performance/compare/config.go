@@ -1,8 +1,9 @@
 package compare
 
 import (
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 )
@@ -39,14 +40,7 @@ var Configs = map[string]Config{
 }
 
 // ConfigNames lists Configs' names.
-func ConfigNames() []string {
-	var names []string
-	for name := range Configs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
-}
+func ConfigNames() []string { return slices.Sorted(maps.Keys(Configs)) }
 
 // ScenarioNames says which koord-queue scenario mirrors each config.
 func ScenarioNames() string {

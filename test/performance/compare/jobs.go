@@ -2,8 +2,9 @@ package compare
 
 import (
 	"fmt"
+	"maps"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -46,14 +47,7 @@ var JobsConfigs = map[string]JobsConfig{
 }
 
 // JobsConfigNames lists JobsConfigs' names.
-func JobsConfigNames() []string {
-	var names []string
-	for name := range JobsConfigs {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	return names
-}
+func JobsConfigNames() []string { return slices.Sorted(maps.Keys(JobsConfigs)) }
 
 // Generator is the config's generator.yaml, given Kueue's module root and
 // this repository's.

@@ -441,26 +441,3 @@ func TestWritesPerJobByKind(t *testing.T) {
 		t.Errorf("WritesPerJobByKind (-want +got):\n%s", diff)
 	}
 }
-
-func TestPairsAlternateWhoRunsFirst(t *testing.T) {
-	var got [][]string
-	for pair := 1; pair <= 3; pair++ {
-		got = append(got, PairOrder(pair))
-	}
-	want := [][]string{{Kueue, KoordQueue}, {KoordQueue, Kueue}, {Kueue, KoordQueue}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("orders of pairs 1 to 3 (-want +got):\n%s", diff)
-	}
-	for _, tc := range []struct {
-		system, only string
-		want         bool
-	}{
-		{Kueue, "", false}, {KoordQueue, "", false},
-		{Kueue, "koord-queue", true}, {KoordQueue, "koord-queue", false},
-		{Kueue, "kueue", false}, {KoordQueue, "kueue", true},
-	} {
-		if got := Skipped(tc.system, tc.only); got != tc.want {
-			t.Errorf("Skipped(%s, -only %q) = %v, want %v", tc.system, tc.only, got, tc.want)
-		}
-	}
-}

@@ -203,31 +203,3 @@ of ` + "`make tools`" + `) with the same limits (envtest, max-requests-inflight
 800, max-mutating-requests-inflight 400) and the same audit policy (writes
 only, at Metadata level).
 `
-
-// PairOrder is the order the systems run in within pair (1-based): Kueue
-// first in odd pairs, koord-queue first in even ones, so that neither
-// always runs on the machine the other has warmed.
-func PairOrder(pair int) []string {
-	if pair%2 == 0 {
-		return []string{KoordQueue, Kueue}
-	}
-	return []string{Kueue, KoordQueue}
-}
-
-// Skipped reports whether -only (kueue, koord-queue or empty) leaves the
-// system out.
-func Skipped(system, only string) bool {
-	return (system == Kueue && only == "koord-queue") || (system == KoordQueue && only == "kueue")
-}
-
-// RemoveEarlierRuns removes the pair-* directories of an earlier run in
-// out: a summary is of one run's pairs.
-func RemoveEarlierRuns(out string) error {
-	earlier, _ := filepath.Glob(filepath.Join(out, "pair-*"))
-	for _, dir := range earlier {
-		if err := os.RemoveAll(dir); err != nil {
-			return fmt.Errorf("removing the earlier run %s: %w", dir, err)
-		}
-	}
-	return nil
-}

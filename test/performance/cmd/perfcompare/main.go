@@ -18,7 +18,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
@@ -43,36 +42,30 @@ func main() {
 }
 
 type options struct {
-	config, scenario, only, binary, out string
-	kueueGenerator, kueueRangeSpec      string
-	pairs                               int
-	kueueTimeout                        time.Duration
-	short, audit, keepAudit, summarize  bool
+	compare.Pairs
+	scenario                       string
+	kueueGenerator, kueueRangeSpec string
+	kueueTimeout                   time.Duration
+	short, audit                   bool
 }
 
 func run() error {
-	var o options
+	o := options{Pairs: compare.Pairs{Name: "perfcompare", OutName: "compare"}}
 	if err := newFlags(&o).Parse(os.Args[1:]); err != nil {
 		return err
 	}
-	if o.only != "" && o.only != "kueue" && o.only != "koord-queue" {
-		return fmt.Errorf("-only must be kueue or koord-queue")
+	if err := o.Complete(); err != nil {
+		return err
 	}
-	cfg, ok := compare.Configs[o.config]
+	cfg, ok := compare.Configs[o.Config]
 	if !ok {
-		return fmt.Errorf("unknown -config %q (known: %s)", o.config, strings.Join(compare.ConfigNames(), ", "))
+		return fmt.Errorf("unknown -config %q (known: %s)", o.Config, strings.Join(compare.ConfigNames(), ", "))
 	}
 	if o.scenario == "" {
 		o.scenario = cfg.Scenario
 	}
-	if o.out == "" {
-		o.out = filepath.Join(cluster.RepoRoot(), "_output", "perf", "compare")
-		if o.config != "baseline" {
-			o.out += "-" + o.config
-		}
-	}
-	if o.summarize {
-		ms, err := compare.ReadMeasurements(o.out)
+	if o.Summarize {
+		ms, err := compare.ReadMeasurements(o.Out)
 		if err != nil {
 			return err
 		}
@@ -88,100 +81,63 @@ func run() error {
 				}
 			}
 		}
-		return writeSummary(o, ms, "")
+		return writeSummary(o, ms, compare.Resummarized)
 	}
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer cancel()
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
-		return fmt.Errorf("creating %s: %w", o.out, err)
-	}
-	// The summary is of this run's pairs: earlier ones would mix in.
-	if err := compare.RemoveEarlierRuns(o.out); err != nil {
+	if err := o.PrepareOut(); err != nil {
 		return err
 	}
 	kueue, err := o.kueueRun(cfg)
-	if err != nil && o.only != "koord-queue" {
+	if err != nil && o.Runs(compare.Kueue) {
 		return err
 	}
 	var s scenario.Scenario
-	if o.only != "kueue" || o.short {
+	if o.Runs(compare.KoordQueue) || o.short {
 		if s, err = scenario.Get(o.scenario, o.short); err != nil {
-			return fmt.Errorf("koord-queue's scenario for %s: %w (-koord-queue-scenario names another)", o.config, err)
+			return fmt.Errorf("koord-queue's scenario for %s: %w (-koord-queue-scenario names another)", o.Config, err)
 		}
 	}
 	if o.short && o.kueueGenerator == "" && kueue != nil {
-		if kueue.GeneratorConfig, err = shortKueueConfig(s, o.out); err != nil {
+		if kueue.GeneratorConfig, err = shortKueueConfig(s, o.Out); err != nil {
 			return err
 		}
 	}
-	if o.only != "kueue" {
-		if o.binary == "" {
-			fmt.Println("Building koord-queue from ./cmd/queue")
-			if o.binary, err = cluster.BuildBinary(ctx, "./cmd/queue", filepath.Join(o.out, "bin"), "koord-queue"); err != nil {
-				return err
-			}
+	if o.Runs(compare.KoordQueue) && o.Binary == "" {
+		fmt.Println("Building koord-queue from ./cmd/queue")
+		if o.Binary, err = cluster.BuildBinary(ctx, "./cmd/queue", filepath.Join(o.Out, "bin"), "koord-queue"); err != nil {
+			return err
 		}
 	}
-	command := "go -C test/performance run ./cmd/perfcompare " + strings.Join(os.Args[1:], " ")
-	commit := compare.GitCommit()
-	var ms []compare.Measurement
-	for pair := 1; pair <= o.pairs; pair++ {
-		position := 0
-		for _, system := range compare.PairOrder(pair) {
-			if compare.Skipped(system, o.only) {
-				continue
-			}
-			position++
-			dir := filepath.Join(o.out, fmt.Sprintf("pair-%d", pair), compare.DirName(system))
-			fmt.Printf("Pair %d of %d, %s (run %d of the pair) into %s, load %.2f\n", pair, o.pairs, system, position, dir, compare.LoadAverage())
-			var m compare.Measurement
-			if system == compare.Kueue {
-				k := *kueue
-				k.Dir = dir
-				m, err = k.Run(ctx)
-			} else {
-				m, err = runKoordQueue(ctx, o, s, dir, command)
-			}
-			if err != nil {
-				return fmt.Errorf("pair %d, %s: %w", pair, system, err)
-			}
-			m.Pair, m.Position, m.Commit = pair, position, commit
-			if err := compare.WriteMeasurement(dir, m); err != nil {
-				return err
-			}
-			fmt.Print(compare.Line(m))
-			ms = append(ms, m)
-			if err := writeSummary(o, ms, command); err != nil {
-				return err
-			}
+	command := o.CommandLine(os.Args[1:])
+	return o.Run(ctx, func(ctx context.Context, system, dir string) (compare.Measurement, error) {
+		if system == compare.Kueue {
+			k := *kueue
+			k.Dir = dir
+			return k.Run(ctx)
 		}
-	}
-	fmt.Printf("Results in %s\n", filepath.Join(o.out, "summary.md"))
-	return nil
+		return runKoordQueue(ctx, o, s, dir, command)
+	}, compare.Line, func(ms []compare.Measurement) error { return writeSummary(o, ms, command) })
 }
 
 func newFlags(o *options) *flag.FlagSet {
 	f := flag.NewFlagSet("perfcompare", flag.ExitOnError)
-	f.StringVar(&o.config, "config", "baseline", "Kueue's scenario: "+strings.Join(compare.ConfigNames(), " or "))
+	f.StringVar(&o.Config, "config", "baseline", "Kueue's scenario: "+strings.Join(compare.ConfigNames(), " or "))
 	f.StringVar(&o.scenario, "koord-queue-scenario", "", "koord-queue's scenario (default: the one that mirrors -config: "+compare.ScenarioNames()+")")
-	f.IntVar(&o.pairs, "pairs", 3, "pairs of runs (Kueue first in odd pairs, koord-queue first in even ones)")
-	f.StringVar(&o.only, "only", "", "run one side only: kueue or koord-queue (for development)")
-	f.StringVar(&o.binary, "binary", "", "the koord-queue binary to measure (default: built from ./cmd/queue)")
-	f.StringVar(&o.out, "out", "", "directory for the results, whose earlier runs (pair-*) are removed first (default: the repository's _output/perf/compare for baseline, _output/perf/compare-<config> for another)")
+	o.AddFlags(f)
 	f.StringVar(&o.kueueGenerator, "kueue-generator", "", "another generator.yaml for Kueue's runner (for development)")
 	f.StringVar(&o.kueueRangeSpec, "kueue-rangespec", "", "another rangespec.yaml for Kueue's checker (for development)")
 	f.DurationVar(&o.kueueTimeout, "kueue-timeout", 0, "Kueue's runner --timeout (default: 20m for baseline, where Kueue's CI keeps the runner's 10m, which two cores with the audit log overrun; 30m for large-scale, as its CI)")
 	f.BoolVar(&o.short, "short", false, "koord-queue's short variant of its scenario, and Kueue's config in the same shape (unless -kueue-generator): for development")
 	f.BoolVar(&o.audit, "audit", true, "have both API servers log writes, to count each controller's writes")
-	f.BoolVar(&o.keepAudit, "keep-audit", false, "keep the audit logs (large) once counted")
-	f.BoolVar(&o.summarize, "summarize", false, "do not run: write the summary again from the measurements in -out, counting the writes again where a run kept its audit logs (-keep-audit)")
+	f.BoolVar(&o.Summarize, "summarize", false, "do not run: write the summary again from the measurements in -out, counting the writes again where a run kept its audit logs (-keep-audit)")
 	return f
 }
 
 // kueueRun prepares Kueue's side: its binaries, module and config.
 func (o options) kueueRun(cfg compare.Config) (*compare.KueueRun, error) {
-	k := &compare.KueueRun{Audit: o.audit, KeepAudit: o.keepAudit, Timeout: cfg.Timeout, Progress: os.Stdout}
+	k := &compare.KueueRun{Audit: o.audit, KeepAudit: o.KeepAudit, Timeout: cfg.Timeout, Progress: os.Stdout}
 	if o.kueueTimeout > 0 {
 		k.Timeout = o.kueueTimeout
 	}
@@ -230,7 +186,7 @@ func shortKueueConfig(s scenario.Scenario, out string) (string, error) {
 // server logging writes as Kueue's does.
 func runKoordQueue(ctx context.Context, o options, s scenario.Scenario, dir, command string) (compare.Measurement, error) {
 	opts := harness.Options{
-		Dir: dir, Mode: checker.ModeBinary, Binary: o.binary, Short: o.short, Progress: os.Stdout,
+		Dir: dir, Mode: checker.ModeBinary, Binary: o.Binary, Short: o.short, Progress: os.Stdout,
 		Command: command + " # koord-queue's scenario " + s.Name,
 	}
 	if o.audit {
@@ -249,7 +205,7 @@ func runKoordQueue(ctx context.Context, o options, s scenario.Scenario, dir, com
 	m := compare.FromKoordQueue(res)
 	m.Dir, m.LoadBefore, m.LoadAfter, m.ServerCPUSeconds = dir, loadBefore, compare.LoadAverage(), serverCPU
 	if o.audit {
-		if err := compare.CountWrites(&m, opts.AuditLog, compare.Writers[compare.KoordQueue], o.keepAudit); err != nil {
+		if err := compare.CountWrites(&m, opts.AuditLog, compare.Writers[compare.KoordQueue], o.KeepAudit); err != nil {
 			return compare.Measurement{}, err
 		}
 	}
@@ -259,22 +215,9 @@ func runKoordQueue(ctx context.Context, o options, s scenario.Scenario, dir, com
 // writeSummary writes summary.md and summary.json.
 func writeSummary(o options, ms []compare.Measurement, command string) error {
 	rep := compare.Report{
-		Config: o.config, Scenario: o.scenario, Command: command, Commit: compare.Commits(ms),
+		Config: o.Config, Scenario: o.scenario, Command: command, Commit: compare.Commits(ms),
 		Machine: compare.DescribeMachine(), WrittenAt: time.Now().UTC(), Measurements: ms,
 		Table: compare.BuildTable(ms),
 	}
-	if command == "" {
-		rep.Command = "(re-summarized; see each run's measurement.json)"
-	}
-	data, err := json.MarshalIndent(rep, "", "  ")
-	if err != nil {
-		return fmt.Errorf("encoding summary: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(o.out, "summary.json"), data, 0o644); err != nil {
-		return fmt.Errorf("writing summary.json: %w", err)
-	}
-	if err := os.WriteFile(filepath.Join(o.out, "summary.md"), []byte(rep.Markdown()), 0o644); err != nil {
-		return fmt.Errorf("writing summary.md: %w", err)
-	}
-	return nil
+	return o.WriteSummary(rep, rep.Markdown())
 }
