@@ -6,8 +6,10 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sync/errgroup"
@@ -51,9 +53,6 @@ type JobsRun struct {
 	// KeepAudit keeps the audit log once counted.
 	KeepAudit bool
 	Progress  io.Writer
-
-	// cleanup undoes what a run did outside its directory.
-	cleanup []func()
 }
 
 // componentQPS is kube-controller-manager's and kube-scheduler's client
@@ -111,6 +110,14 @@ func (r *JobsRun) Run(ctx context.Context) (Measurement, error) {
 	if err := os.MkdirAll(clusterDir, 0o755); err != nil {
 		return m, fmt.Errorf("creating %s: %w", clusterDir, err)
 	}
+	if r.System == Kueue {
+		// Deferred, so that a failed or interrupted run removes them too.
+		removeCerts, err := writeFixedCerts(kueueFixedCertDirs)
+		if err != nil {
+			return m, err
+		}
+		defer removeCerts()
+	}
 	runCtx, cancel := context.WithTimeout(ctx, r.Timeout)
 	defer cancel()
 	nodes, nodeCPU := r.Shape.Nodes()
@@ -131,10 +138,6 @@ func (r *JobsRun) Run(ctx context.Context) (Measurement, error) {
 	}
 	runErr := r.run(runCtx, c, &m)
 	stopCluster()
-	for _, f := range r.cleanup {
-		f()
-	}
-	r.cleanup = nil
 	m.LoadAfter = LoadAverage()
 	if ctx.Err() != nil {
 		return m, ctx.Err()
@@ -329,7 +332,8 @@ func (r *JobsRun) startSystem(ctx context.Context, c *cluster.Cluster, gen clien
 // startKueue starts Kueue's manager with its Configuration (KueueManagerConfig),
 // a self-signed pair for its webhook server (which must start though no
 // webhook configuration calls it: the Jobs are created suspended, with
-// their queue's label) and for its metrics server, then creates the
+// their queue's label; Run has written its metrics and visibility
+// servers' pairs where its code reads them), then creates the
 // ResourceFlavor, ClusterQueues and LocalQueues and waits until every
 // ClusterQueue is active.
 func (r *JobsRun) startKueue(ctx context.Context, c *cluster.Cluster, gen client.Client) (*system, error) {
@@ -343,11 +347,6 @@ func (r *JobsRun) startKueue(ctx context.Context, c *cluster.Cluster, gen client
 	if _, err := cluster.WriteServingCert(certDir); err != nil {
 		return nil, err
 	}
-	removeCerts, err := writeKueueFixedCerts()
-	if err != nil {
-		return nil, err
-	}
-	r.cleanup = append(r.cleanup, removeCerts)
 	ports, err := cluster.FreePorts(4)
 	if err != nil {
 		return nil, err
@@ -387,29 +386,42 @@ func (r *JobsRun) startKueue(ctx context.Context, c *cluster.Cluster, gen client
 // release's Deployment mounts Secrets.
 var kueueFixedCertDirs = []string{"/etc/kueue/metrics/certs", "/visibility"}
 
-// writeKueueFixedCerts writes a self-signed pair into each of
-// kueueFixedCertDirs that has none, and returns what removes the
-// directories it made.
-func writeKueueFixedCerts() (cleanup func(), err error) {
-	var made []string
-	cleanup = func() {
-		for _, dir := range made {
-			_ = os.RemoveAll(dir)
+// CheckKueueFixedCerts says, before any run, why Kueue's manager could not
+// be given its pairs (kueueFixedCertDirs): a directory without one is made
+// for the run, which takes root.
+func CheckKueueFixedCerts() error { return checkFixedCerts(kueueFixedCertDirs, os.Geteuid()) }
+
+func checkFixedCerts(dirs []string, euid int) error {
+	var missing []string
+	for _, dir := range dirs {
+		if _, err := os.Stat(filepath.Join(dir, "tls.key")); err != nil {
+			missing = append(missing, dir)
 		}
 	}
-	for _, dir := range kueueFixedCertDirs {
+	if len(missing) == 0 || euid == 0 {
+		return nil
+	}
+	return fmt.Errorf("Kueue's manager reads certificates from %s (paths fixed in its code), which the harness writes for each run and removes after: run as root, or with -only koord-queue", strings.Join(missing, " and "))
+}
+
+// writeFixedCerts writes a self-signed pair into each of dirs that has
+// none, and returns what removes what it wrote: the directories it made,
+// and the pair in a directory that was there.
+func writeFixedCerts(dirs []string) (cleanup func(), err error) {
+	var written []string
+	cleanup = func() {
+		for _, path := range slices.Backward(written) {
+			_ = os.RemoveAll(path)
+		}
+	}
+	for _, dir := range dirs {
 		if _, err := os.Stat(filepath.Join(dir, "tls.key")); err == nil {
 			continue
 		}
-		top := dir
-		for parent := filepath.Dir(top); parent != "/"; parent = filepath.Dir(top) {
-			if _, err := os.Stat(parent); err == nil {
-				break
-			}
-			top = parent
-		}
-		if _, err := os.Stat(top); err != nil {
-			made = append(made, top)
+		if top := firstMissing(dir); top != "" {
+			written = append(written, top)
+		} else {
+			written = append(written, filepath.Join(dir, "tls.crt"), filepath.Join(dir, "tls.key"))
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			cleanup()
@@ -421,6 +433,21 @@ func writeKueueFixedCerts() (cleanup func(), err error) {
 		}
 	}
 	return cleanup, nil
+}
+
+// firstMissing is the topmost directory os.MkdirAll(dir) would make; ""
+// if dir exists.
+func firstMissing(dir string) string {
+	missing := ""
+	for d := filepath.Clean(dir); ; d = filepath.Dir(d) {
+		if _, err := os.Stat(d); err == nil {
+			return missing
+		}
+		missing = d
+		if filepath.Dir(d) == d {
+			return missing
+		}
+	}
 }
 
 // waitClusterQueuesActive waits until each ClusterQueue has its Active

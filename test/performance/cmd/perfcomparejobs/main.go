@@ -106,6 +106,9 @@ func run() error {
 	}
 	base := compare.JobsRun{Shape: shape, Timeout: o.timeout, KeepAudit: o.KeepAudit, Progress: os.Stdout}
 	if o.Runs(compare.Kueue) {
+		if err := compare.CheckKueueFixedCerts(); err != nil {
+			return err
+		}
 		if base.KueueManager, err = cluster.Tool("kueue-manager"); err != nil {
 			return fmt.Errorf("%w (Kueue's manager: bash hack/ensure-tools.sh kueue)", err)
 		}
