@@ -219,12 +219,9 @@ func (s Shape) Nodes() (count int, cpu int64) {
 	return max(count, 1), cpu
 }
 
-// Systems' names for a Job's queue.
-const (
-	// LabelJobSystem is not read by either system; it names the run's
-	// system on each Job, for a reader of the cluster.
-	labelJobSystem = "perf.koord-queue.io/system"
-)
+// labelJobSystem names the run's system on each Job, for a reader of the
+// cluster; neither system reads it.
+const labelJobSystem = "perf.koord-queue.io/system"
 
 // Job is Job i of a set in leaf's namespace, for system: suspended, one
 // pod asking the class's cpu, which kwok completes after the class's

@@ -150,14 +150,8 @@ func (r *JobsRun) Run(ctx context.Context) (Measurement, error) {
 	if err != nil {
 		return m, err
 	}
-	m.WritesByAgent, m.Writes = byAgent, 0
-	m.WritesByKind = map[string]int{}
-	for _, a := range SystemAgents[r.System] {
-		for kind, n := range byAgent[a] {
-			m.Writes += n
-			m.WritesByKind[a+": "+kind] += n
-		}
-	}
+	m.WritesByAgent = byAgent
+	m.Writes = m.AgentWrites(SystemAgents[r.System]...)
 	if !r.KeepAudit {
 		if err := cluster.RemoveAuditLogs(c.AuditLog()); err != nil {
 			return m, err
@@ -261,7 +255,6 @@ func (r *JobsRun) run(ctx context.Context, c *cluster.Cluster, m *Measurement) e
 		m.Cores = m.CPUSeconds / m.WallSeconds
 	}
 	_, _, m.Jobs, m.Evictions = rec.counts()
-	m.Units, m.Admissions = m.Jobs, m.Jobs+m.Evictions
 	m.ToRunning = rec.toRunning()
 	return nil
 }

@@ -77,7 +77,7 @@ type Measurement struct {
 	// WritesByAgent is every write in the audit log by the client's program
 	// (the user agent up to its first "/": "kube-controller-manager") and
 	// kind ("patch workloads/status 200"); Writes above is the system's
-	// components' (SystemAgents).
+	// components' (SystemAgents) sum of it.
 	WritesByAgent map[string]map[string]int `json:"writesByAgent,omitempty"`
 	// NodeCPUSeconds is what kube-controller-manager, kube-scheduler and
 	// kwok used over the run (the Job controller, the scheduler and the
@@ -98,12 +98,10 @@ type Component struct {
 	PeakRSSMiB float64 `json:"peakRSSMiB"`
 }
 
-// WritesPerJob is Writes over Jobs; NaN when either is missing.
+// WritesPerJob is what the system's components (SystemAgents) wrote, over
+// Jobs; NaN when the writes were not counted.
 func (m *Measurement) WritesPerJob() float64 {
-	if m.Writes < 0 || m.Jobs == 0 {
-		return math.NaN()
-	}
-	return float64(m.Writes) / float64(m.Jobs)
+	return m.AgentWritesPerJob(SystemAgents[m.System]...)
 }
 
 // AgentWritesPerJob is what the programs wrote, over Jobs; NaN when the
@@ -112,13 +110,18 @@ func (m *Measurement) AgentWritesPerJob(agents ...string) float64 {
 	if m.WritesByAgent == nil || m.Jobs == 0 {
 		return math.NaN()
 	}
+	return float64(m.AgentWrites(agents...)) / float64(m.Jobs)
+}
+
+// AgentWrites is how many writes WritesByAgent holds of the programs.
+func (m *Measurement) AgentWrites(agents ...string) int {
 	n := 0
 	for _, a := range agents {
 		for _, c := range m.WritesByAgent[a] {
 			n += c
 		}
 	}
-	return float64(n) / float64(m.Jobs)
+	return n
 }
 
 // Check is one bound a side's checker checked.

@@ -101,12 +101,7 @@ func figures(classNames []string) []figure {
 		}, 0},
 		figure{"admissions (units + evictions)", func(m *Measurement) float64 { return float64(m.Admissions) }, 0},
 		figure{"evictions", func(m *Measurement) float64 { return float64(m.Evictions) }, 0},
-		figure{"kube-apiserver + etcd CPU (s)", func(m *Measurement) float64 {
-			if m.ServerCPUSeconds == 0 {
-				return math.NaN()
-			}
-			return m.ServerCPUSeconds
-		}, 1},
+		figure{"kube-apiserver + etcd CPU (s)", func(m *Measurement) float64 { return nanIfZero(m.ServerCPUSeconds) }, 1},
 	)
 }
 
@@ -116,21 +111,18 @@ func figures(classNames []string) []figure {
 // do (the cluster's components' writes and CPU).
 func jobsFigures(classNames []string) []figure {
 	fs := []figure{{"wall: first Job created to last complete (s)", func(m *Measurement) float64 { return m.WallSeconds }, 1}}
-	for _, c := range classNames {
-		fs = append(fs, figure{"mean time to pods running, " + c + " (s)", func(m *Measurement) float64 {
-			if v, ok := m.ToRunning[c]; ok {
-				return v.Mean
-			}
-			return math.NaN()
-		}, 1})
-	}
-	for _, c := range classNames {
-		fs = append(fs, figure{"p90 time to pods running, " + c + " (s)", func(m *Measurement) float64 {
-			if v, ok := m.ToRunning[c]; ok {
-				return v.P90
-			}
-			return math.NaN()
-		}, 1})
+	for _, stat := range []struct {
+		name string
+		of   func(Latency) float64
+	}{{"mean", func(l Latency) float64 { return l.Mean }}, {"p90", func(l Latency) float64 { return l.P90 }}} {
+		for _, c := range classNames {
+			fs = append(fs, figure{stat.name + " time to pods running, " + c + " (s)", func(m *Measurement) float64 {
+				if v, ok := m.ToRunning[c]; ok {
+					return stat.of(v)
+				}
+				return math.NaN()
+			}, 1})
+		}
 	}
 	fs = append(fs,
 		figure{"CPU (s), the system's components together", func(m *Measurement) float64 { return m.CPUSeconds }, 1},
