@@ -113,5 +113,5 @@ medians (in the per-pair table, of the pair).
 | CPU, peak RSS | each component's user + system time and VmHWM from ` + "`/proc`" + ` just before it is stopped (once every Job is complete), summed over the system's components: Kueue's manager; koord-queue and koord-queue-controllers |
 | API writes per Job | every write (create, update, patch, delete; events and non-2xx answers included) the audit log attributes to the component's user agent, over the Jobs; the system's components are Kueue's manager (user agent ` + "`kueue`" + `) and koord-queue's two binaries |
 | evictions | Jobs the Job informer saw suspended again after being released |
-| kube-apiserver + etcd CPU, kube-controller-manager + kube-scheduler + kwok CPU | the processes' user + system time, sampled every second from ` + "`/proc`" + ` over the whole run (the last sample) |
+| kube-apiserver + etcd CPU, kube-controller-manager + kube-scheduler + kwok CPU | the processes' user + system time, sampled every second from ` + "`/proc`" + ` over the whole run, and once more just before the cluster stops |
 `

@@ -52,6 +52,9 @@ func FollowProcesses(ctx context.Context, parent int, names []string, interval t
 			s.sample(parent, names)
 			select {
 			case <-ctx.Done():
+				// Once more: up to an interval of CPU since the last
+				// sample would otherwise be lost.
+				s.sample(parent, names)
 				return
 			case <-t.C:
 			}
@@ -71,8 +74,8 @@ func (s *ServerCPU) sample(parent int, names []string) {
 	}
 }
 
-// Stop stops following and returns the CPU seconds the processes used, as
-// last seen (0 if none was seen).
+// Stop samples the processes once more, stops following and returns the
+// CPU seconds they used, as last seen (0 if none was seen).
 func (s *ServerCPU) Stop() float64 {
 	s.stop()
 	<-s.done
