@@ -394,7 +394,7 @@ func checkFixedCerts(dirs []string, euid int) error {
 	if len(missing) == 0 || euid == 0 {
 		return nil
 	}
-	return fmt.Errorf("Kueue's manager reads certificates from %s (paths fixed in its code), which the harness writes for each run and removes after: run as root, or with -only koord-queue", strings.Join(missing, " and "))
+	return fmt.Errorf("no certificate in %s, where Kueue's manager reads them (paths fixed in its code): the harness writes them for each run and removes them after, which takes root; run as root, or with -only koord-queue", strings.Join(missing, " and "))
 }
 
 // writeFixedCerts writes a self-signed pair into each of dirs that has
@@ -418,7 +418,7 @@ func writeFixedCerts(dirs []string) (cleanup func(), err error) {
 		}
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			cleanup()
-			return nil, fmt.Errorf("Kueue's manager reads a certificate from %s (fixed in its code), which cannot be made: %w", dir, err)
+			return nil, fmt.Errorf("making %s, where Kueue's manager reads a certificate (fixed in its code): %w", dir, err)
 		}
 		if _, err := cluster.WriteServingCert(dir); err != nil {
 			cleanup()

@@ -96,7 +96,7 @@ func run() error {
 	}
 	shape, err := gen.Shape()
 	if err != nil {
-		return fmt.Errorf("Kueue's %s config: %w", o.Config, err)
+		return fmt.Errorf("the %s config of Kueue: %w", o.Config, err)
 	}
 
 	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
