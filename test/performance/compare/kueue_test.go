@@ -286,13 +286,17 @@ func TestKueueRunStopsWhatAFailedRunnerLeaves(t *testing.T) {
 
 // fakeEtcd copies sleep into dir as "etcd": a process that the servers'
 // follower takes for a control-plane server, and that does nothing.
-func fakeEtcd(t *testing.T, dir string) string {
+func fakeEtcd(t *testing.T, dir string) string { return fakeServer(t, "sleep", dir) }
+
+// fakeServer copies program into dir as "etcd", which FollowServers
+// follows by its name.
+func fakeServer(t *testing.T, program, dir string) string {
 	t.Helper()
-	sleep, err := exec.LookPath("sleep")
+	path, err := exec.LookPath(program)
 	if err != nil {
-		t.Skipf("no sleep: %v", err)
+		t.Skipf("no %s: %v", program, err)
 	}
-	data, err := os.ReadFile(sleep)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -17,20 +16,8 @@ import (
 // the last sample, not only up to it. The interval is an hour, so the only
 // samples are the one at the start and the one Stop takes.
 func TestServerCPUStopReadsTheLastCPU(t *testing.T) {
-	sh, err := exec.LookPath("sh")
-	if err != nil {
-		t.Skipf("no sh: %v", err)
-	}
-	data, err := os.ReadFile(sh)
-	if err != nil {
-		t.Fatal(err)
-	}
 	// A busy "etcd", a child of this process.
-	etcd := filepath.Join(t.TempDir(), "etcd")
-	if err := os.WriteFile(etcd, data, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	busy := exec.Command(etcd, "-c", "while :; do :; done")
+	busy := exec.Command(fakeServer(t, "sh", t.TempDir()), "-c", "while :; do :; done")
 	if err := busy.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -49,6 +36,7 @@ func TestServerCPUStopReadsTheLastCPU(t *testing.T) {
 	})
 	var used float64
 	testenv.Eventually(t, 30*time.Second, func(context.Context) error {
+		var err error
 		if used, _, err = controller.ProcSample(busy.Process.Pid); err != nil || used < 0.3 {
 			return fmt.Errorf("the busy etcd used %.2f s of CPU (%v), want 0.3", used, err)
 		}
