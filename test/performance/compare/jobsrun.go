@@ -162,6 +162,10 @@ func (r *JobsRun) Run(ctx context.Context) (Measurement, error) {
 
 // run does the run's work on the started cluster, filling m.
 func (r *JobsRun) run(ctx context.Context, c *cluster.Cluster, m *Measurement) error {
+	// The Job creators and informers stop when run returns, not when the
+	// cluster has been stopped under them.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	gen, err := kube.Client(c.Config, "perf-generator")
 	if err != nil {
 		return err
@@ -212,9 +216,11 @@ func (r *JobsRun) run(ctx context.Context, c *cluster.Cluster, m *Measurement) e
 			return fmt.Errorf("watching Jobs and pods: %w", err)
 		}
 	}
-	informersCtx, stopInformers := context.WithCancel(ctx)
-	defer stopInformers()
-	factory.Start(informersCtx.Done())
+	factory.Start(ctx.Done())
+	defer func() {
+		cancel()
+		factory.Shutdown() // waits for the informers, which cancel stops
+	}()
 	if !toolscache.WaitForCacheSync(ctx.Done(), jobs.HasSynced, pods.HasSynced) {
 		return fmt.Errorf("the Job and pod informers did not sync: %w", ctx.Err())
 	}
