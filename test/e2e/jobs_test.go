@@ -156,6 +156,17 @@ func TestSeed004JobsOnKwok(t *testing.T) {
 		}
 		return nil
 	})
+	// An honest Job's unit is created with its final spec, spec.queue
+	// included: neither binary writes its main resource again.
+	for _, name := range []string{"my-job", "my-job-blocked"} {
+		u := &schedulingv1alpha1.QueueUnit{}
+		if err := k8sClient.Get(context.Background(), client.ObjectKey{Namespace: metav1.NamespaceDefault, Name: name}, u); err != nil {
+			t.Fatal(err)
+		}
+		if u.Generation != 1 || u.Spec.Queue != "team-a" {
+			t.Errorf("unit %s: generation %d, spec.queue %q; want 1 and team-a (written at its creation, never again)", name, u.Generation, u.Spec.Queue)
+		}
+	}
 }
 
 // TestKoordQueueRestartMidRun kills koord-queue while Jobs queue and run,

@@ -51,7 +51,9 @@ type QueueUnitSpec struct {
 	// +optional
 	Priority *int32 `json:"priority,omitempty"`
 
-	// queue is written by the queue controller when it admits the unit.
+	// queue is the Queue of the unit's quota: set by the extensions when they
+	// create the unit, and by the queue controller when it admits a unit
+	// without it.
 	// +optional
 	Queue string `json:"queue,omitempty"`
 

@@ -170,7 +170,9 @@ func onlyKeys(m map[string]string, keys []string) map[string]string {
 
 // newQueueUnit is the unit a job gets when it is first queued. quota, when
 // not empty, is a quota found for the job's namespace rather than on its
-// labels; the unit carries it as its quota label.
+// labels; the unit carries it as its quota label. spec.queue names the same
+// quota from the start: Koord-Queue writes it at dequeue, and a unit
+// created with it needs no second write of its main resource at admission.
 func newQueueUnit(integ Integration, obj client.Object, sets []schedulingv1alpha1.PodSet, className string, priority *int32, quota string, rule queueunit.QuotaRule) *schedulingv1alpha1.QueueUnit {
 	labels, annotations := unitMeta(obj)
 	if quota != "" {
@@ -200,6 +202,7 @@ func newQueueUnit(integ Integration, obj client.Object, sets []schedulingv1alpha
 				Name:       obj.GetName(),
 				UID:        obj.GetUID(),
 			},
+			Queue:             elasticquotav1alpha1.QuotaNameFromLabels(labels),
 			Priority:          priority,
 			PriorityClassName: className,
 			PodSets:           sets,

@@ -141,6 +141,7 @@ func TestNewQueueUnit(t *testing.T) {
 		},
 		Spec: schedulingv1alpha1.QueueUnitSpec{
 			ConsumerRef:       &corev1.ObjectReference{APIVersion: "meta.k8s.io/v1", Kind: "Fake", Namespace: "ns", Name: "train", UID: "uid-1"},
+			Queue:             "team-a",
 			Priority:          ptr.To[int32](100),
 			PriorityClassName: "high",
 			PodSets:           sets,
@@ -160,6 +161,9 @@ func TestNewQueueUnit(t *testing.T) {
 		}
 		if r := got.Annotations[schedulingv1alpha1.AnnotationQuotaRule]; r != string(queueunit.QuotaByNamespacesAnnotation) {
 			t.Errorf("quota rule annotation = %q, want %q", r, queueunit.QuotaByNamespacesAnnotation)
+		}
+		if got.Spec.Queue != "team-b" {
+			t.Errorf("spec.queue = %q, want team-b", got.Spec.Queue)
 		}
 	})
 }

@@ -256,7 +256,7 @@ func TestReconcilePartialAdmission(t *testing.T) {
 	})
 	reconcile()
 	expect("admitted with 2 of its 4 pods", jobState{Suspended: false, Parallelism: 2, Original: "4"})
-	if e := lastEvent(recorder); !strings.Contains(e, "Started The QueueUnit was admitted with 2 of 4 pods of pod set main (partial admission); the job is released") {
+	if e := lastEvent(recorder); !strings.Contains(e, "Started The QueueUnit was admitted by queue team-a with 2 of 4 pods of pod set main (partial admission); the job is released") {
 		t.Errorf("last event %q, want it to say the job runs 2 of its 4 pods", e)
 	}
 
