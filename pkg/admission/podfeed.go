@@ -38,6 +38,12 @@ var (
 // NewPodFeed returns the feed of c's pods from the API server config
 // reaches; Setup adds one to the manager.
 func NewPodFeed(config *rest.Config, c *Cache) (*PodFeed, error) {
+	// Pods are read as protocol buffers, as controller-runtime's clients
+	// read built-in kinds: every event of every pod is decoded, and JSON
+	// costs several times the CPU.
+	config = rest.CopyConfig(config)
+	config.ContentType = runtime.ContentTypeProtobuf
+	config.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	clientset, err := kubernetes.NewForConfig(config)
 	if err != nil {
 		return nil, fmt.Errorf("making the pods' client: %w", err)
