@@ -106,7 +106,7 @@ type Cache struct {
 	// nodes' capacity (watched.NodeCapacity; nil while unusable), by name.
 	nodes map[string]corev1.ResourceList
 	// wake has room for one signal: events coalesce while a cycle runs.
-	wake chan struct{}
+	wake wakeup
 	// dirty units changed since the loop last looked at them.
 	dirty map[string]struct{}
 	// recent admissions seen on the API server, newest last, for the dashboard.
@@ -120,14 +120,17 @@ type Cache struct {
 
 	// The parts below own what only they keep; each reads the rest through
 	// the Cache it points back to, under mu.
-	decisions          // the writer's side of the decisions (record.go)
-	owedWrites         // the writes that only inform (owed.go)
-	executionDeadlines // maximum execution times (deadlines.go)
-	podCharges         // what pods hold (pods.go)
-	treeCapacities     // trees' capacities from profiles (pools.go)
-	forecasts          // the forecast's snapshot and learner (forecast.go)
-	views              // the visibility API and the status writer (views.go)
-	jobTypeCounts      // v1.8's metrics (v18metrics.go)
+	decisions      // the writer's side of the decisions (record.go)
+	podCharges     // what pods hold (pods.go)
+	treeCapacities // trees' capacities from profiles (pools.go)
+	forecasts      // the forecast's snapshot and learner (forecast.go)
+	views          // the visibility API and the status writer (views.go)
+
+	// The parts below own what only they keep, and are given of the rest
+	// only what they read; they work under mu, as their methods say.
+	owedWrites         owedWrites         // the writes that only inform (owed.go)
+	executionDeadlines executionDeadlines // maximum execution times (deadlines.go)
+	jobTypeCounts      jobTypeCounts      // v1.8's metrics (v18metrics.go)
 }
 
 // recentAdmissionsKept bounds the dashboard's history.
@@ -146,26 +149,30 @@ func NewCache() *Cache {
 		backingOff:     map[string]backoff{},
 		queueNamespace: schedulingv1alpha1.QueueNamespace,
 		nodes:          map[string]corev1.ResourceList{},
-		wake:           make(chan struct{}, 1),
+		wake:           make(wakeup, 1),
 		dirty:          map[string]struct{}{},
 	}
 	c.decisions = decisions{Cache: c}
-	c.owedWrites = owedWrites{Cache: c, owed: owedQueue{wake: make(chan struct{}, 1)}}
-	c.executionDeadlines = executionDeadlines{Cache: c, deadlineOf: map[*unitRecord]time.Time{}}
+	c.owedWrites = owedWrites{mu: &c.mu, units: c.units, owed: owedQueue{wake: make(wakeup, 1)}}
+	c.executionDeadlines = executionDeadlines{mu: &c.mu, units: c.units, wake: c.wake, deadlineOf: map[*unitRecord]time.Time{}}
 	c.podCharges = podCharges{Cache: c, pods: podledger.New(), claims: map[ownerKey]string{}, unclaimed: map[podledger.Group]string{}}
 	c.treeCapacities = treeCapacities{Cache: c, pools: newPools()}
 	c.forecasts = forecasts{Cache: c, now: time.Now}
 	c.views = views{Cache: c, lists: newUnitLists()}
-	c.jobTypeCounts = jobTypeCounts{Cache: c, jobTypes: map[jobType]int{}}
+	c.jobTypeCounts = jobTypeCounts{mu: &c.mu, core: c.core, quotaObjects: c.quotaObjects, queues: c.queues, jobTypes: map[jobType]int{}}
 	return c
 }
 
 // Wake is signalled whenever something happened that could change a decision.
 func (c *Cache) Wake() <-chan struct{} { return c.wake }
 
-func (c *Cache) notify() {
+// wakeup has room for one signal: signals coalesce until it is read.
+type wakeup chan struct{}
+
+// notify signals w unless a signal waits already.
+func (w wakeup) notify() {
 	select {
-	case c.wake <- struct{}{}:
+	case w <- struct{}{}:
 	default:
 	}
 }
@@ -191,7 +198,7 @@ func (c *Cache) UpsertElasticQuota(eq *elasticquotav1alpha1.ElasticQuota) {
 	slices.SortFunc(copies, quota.OlderFirst)
 	c.quotaCopies[eq.Name] = copies
 	if copies[0] != eq {
-		c.notify() // a duplicate: only reported
+		c.wake.notify() // a duplicate: only reported
 		return
 	}
 	c.useQuota(eq)
@@ -213,7 +220,7 @@ func (c *Cache) useQuota(eq *elasticquotav1alpha1.ElasticQuota) {
 	c.core.UpsertQuota(spec)
 	c.forgetIfShrunk()
 	c.remapFallbacks()
-	c.notify()
+	c.wake.notify()
 }
 
 // forgetIfShrunk is called, with c.mu held, after every change to the
@@ -258,7 +265,7 @@ func (c *Cache) DeleteElasticQuota(namespace, name string) {
 		if used := c.quotaObjects[name]; used == nil || used.Namespace == namespace {
 			c.useQuota(copies[0])
 		}
-		c.notify()
+		c.wake.notify()
 		return
 	}
 	delete(c.quotaCopies, name)
@@ -269,7 +276,7 @@ func (c *Cache) DeleteElasticQuota(namespace, name string) {
 	c.core.DeleteQuota(name)
 	c.forgetIfShrunk()
 	c.remapFallbacks()
-	c.notify()
+	c.wake.notify()
 }
 
 // UpsertQueue records a Queue and its policy.
@@ -291,7 +298,7 @@ func (c *Cache) UpsertQueue(q *schedulingv1alpha1.Queue) {
 		priority = *q.Spec.Priority
 	}
 	c.core.UpsertQueue(scheduler.QueueSpec{Name: q.Name, Quota: q.Name, Priority: priority, Config: cfg})
-	c.notify()
+	c.wake.notify()
 }
 
 // DeleteQueue forgets a Queue; its waiting units wait for it to come back.
@@ -302,7 +309,7 @@ func (c *Cache) DeleteQueue(name string) {
 	c.core.DeleteQueue(name)
 	metrics.PendingUnits.DeleteLabelValues(name)
 	metrics.AdmittedUnits.DeleteLabelValues(name)
-	c.notify()
+	c.wake.notify()
 }
 
 // UpsertNode counts a node's allocatable while it is Ready and schedulable
@@ -369,7 +376,7 @@ func (c *Cache) setCapacity() {
 	}
 	c.core.SetClusterCapacity(total)
 	c.forgetIfShrunk()
-	c.notify()
+	c.wake.notify()
 }
 
 // UpsertUnit records a QueueUnit as the API server has it.
@@ -396,7 +403,7 @@ func (c *Cache) UpsertUnit(u *schedulingv1alpha1.QueueUnit) {
 	}
 	r.unit, r.deleted = u, false
 	c.claim(r)
-	c.countJobType(r, jobTypeOf(u))
+	c.jobTypeCounts.countJobType(r, jobTypeOf(u))
 	if queueunit.HoldsQuota(u) || (r.admission != nil && u.Status.Attempts > r.admission.unit.Status.Attempts) {
 		// The admission was written and seen back. Attempts tells it even
 		// when the informer skipped the admitted state (a relist shows only
@@ -413,9 +420,9 @@ func (c *Cache) UpsertUnit(u *schedulingv1alpha1.QueueUnit) {
 		delete(c.backingOff, key)
 	}
 	c.place(r)
-	c.setDeadline(r)
+	c.executionDeadlines.setDeadline(r)
 	c.dirty[key] = struct{}{}
-	c.notify()
+	c.wake.notify()
 }
 
 // DeleteUnit forgets a unit; whatever it held is released, but what its
@@ -429,9 +436,9 @@ func (c *Cache) DeleteUnit(namespace, name string) {
 		return
 	}
 	c.dropAdmission(r)
-	c.countJobType(r, jobType{})
-	c.forgetOwed(r)
-	delete(c.deadlineOf, r)
+	c.jobTypeCounts.countJobType(r, jobType{})
+	c.owedWrites.forgetOwed(r)
+	delete(c.executionDeadlines.deadlineOf, r)
 	delete(c.backingOff, key)
 	r.deleted = true
 	if held := c.heldByPods(r); !held.IsZero() {
@@ -439,7 +446,7 @@ func (c *Cache) DeleteUnit(namespace, name string) {
 	} else {
 		c.forgetUnit(r)
 	}
-	c.notify()
+	c.wake.notify()
 }
 
 // forgetUnit drops a deleted unit's record, with c.mu held.
@@ -648,7 +655,7 @@ func (c *Cache) cycle(now time.Time, limit int) scheduler.Result {
 			}
 		}
 	}
-	for _, next := range []time.Time{c.nextBackoff(), c.nextDeadline()} {
+	for _, next := range []time.Time{c.nextBackoff(), c.executionDeadlines.nextDeadline()} {
 		if !next.IsZero() && (res.NextWakeup.IsZero() || next.Before(res.NextWakeup)) {
 			res.NextWakeup = next
 		}

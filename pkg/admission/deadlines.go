@@ -3,6 +3,7 @@ package admission
 import (
 	"container/heap"
 	"slices"
+	"sync"
 	"time"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
@@ -18,7 +19,9 @@ import (
 
 // executionDeadlines are the admitted units' execution deadlines.
 type executionDeadlines struct {
-	*Cache
+	mu    *sync.Mutex            // the Cache's
+	units map[string]*unitRecord // the Cache's records
+	wake  wakeup                 // the Cache's: a deadline kept running may come sooner
 	// deadlineOf is when each unit that has a maximum execution time
 	// passes it.
 	deadlineOf map[*unitRecord]time.Time
@@ -118,5 +121,5 @@ func (c *executionDeadlines) keepRunning(key string, e *eviction, now time.Time)
 			c.setDeadline(r)
 		}
 	}
-	c.notify()
+	c.wake.notify()
 }

@@ -72,7 +72,7 @@ func (l *Loop) Start(ctx context.Context) error {
 			log.Info("Started leading: where the time went", phases.keysAndValues()...)
 		}
 		if more {
-			l.cache.notify()
+			l.cache.wake.notify()
 		}
 		if !next.IsZero() {
 			timer.Reset(max(next.Sub(l.clock.Now()), time.Millisecond))
@@ -102,7 +102,7 @@ func (l *Loop) runOnce() (next time.Time, more bool, admitted int) {
 		l.writer.evict(key)
 	}
 	l.writer.pinQueue(f.pin...)
-	for _, key := range l.cache.expireExecutions(l.clock.Now()) {
+	for _, key := range l.cache.executionDeadlines.expireExecutions(l.clock.Now()) {
 		l.writer.evict(key)
 	}
 

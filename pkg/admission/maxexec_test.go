@@ -132,7 +132,7 @@ func TestMaximumExecutionTimeRaisedBeforeTheWrite(t *testing.T) {
 	}
 	// Not counted again from the Cache's copy, which has the old limit: the
 	// loop would find it due at once.
-	if next := ww.cache.nextDeadline(); !next.IsZero() {
+	if next := ww.cache.executionDeadlines.nextDeadline(); !next.IsZero() {
 		t.Errorf("before the informer shows the raised limit, next deadline %v, want none", next)
 	}
 	after := ww.inAPI(t)
@@ -143,7 +143,7 @@ func TestMaximumExecutionTimeRaisedBeforeTheWrite(t *testing.T) {
 		Evicted  bool
 		Deadline time.Time
 	}
-	got := outcome{Active: after.IsActive(), Phase: after.EffectivePhase(), Evicted: queueunit.Evicted(after), Deadline: ww.cache.deadlineOf[r]}
+	got := outcome{Active: after.IsActive(), Phase: after.EffectivePhase(), Evicted: queueunit.Evicted(after), Deadline: ww.cache.executionDeadlines.deadlineOf[r]}
 	want := outcome{Active: true, Phase: schedulingv1alpha1.Dequeued, Deadline: admittedAt.Add(time.Hour)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
@@ -162,7 +162,7 @@ func TestDeadlinesDoNotPileUp(t *testing.T) {
 		queueunit.Admit(v, "q", v.Spec.Resource, nil, nil, metav1.NewTime(time.Unix(int64(1000+i), 0)))
 		c.UpsertUnit(v)
 	}
-	if got := len(c.deadlines); got > 2*len(c.units)+16 {
+	if got := len(c.executionDeadlines.deadlines); got > 2*len(c.units)+16 {
 		t.Errorf("%d deadlines kept for %d units", got, len(c.units))
 	}
 }

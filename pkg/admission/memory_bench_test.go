@@ -134,7 +134,7 @@ func unitMemory(b *testing.B, unit func(int) *schedulingv1alpha1.QueueUnit, set 
 	for _, w := range res.Waits {
 		waiting = append(waiting, w.Unit)
 	}
-	c.owe(owesMessage, t0, waiting...)
+	c.owedWrites.owe(owesMessage, t0, waiting...)
 	end := heap.Live()
 	runtime.KeepAlive(encoded)
 	lastMemoryWorld = []any{store, c}

@@ -1,6 +1,7 @@
 package admission
 
 import (
+	"sync"
 	"time"
 
 	"k8s.io/utils/buffer"
@@ -38,16 +39,18 @@ type owedQueue struct {
 	// units is how many records owe a write.
 	units int
 	// wake has room for one signal: a key was queued.
-	wake chan struct{}
+	wake wakeup
 }
 
 // owedRingKept is the room an empty queue keeps; a burst's room beyond it
 // is given back.
 const owedRingKept = 1024
 
-// owedWrites keeps the units owed a write that only informs.
+// owedWrites keeps the units owed a write that only informs. It reads the
+// units' records, and the kinds of writes each owes, under the Cache's lock.
 type owedWrites struct {
-	*Cache
+	mu    *sync.Mutex            // the Cache's
+	units map[string]*unitRecord // the Cache's records
 	// owed are the units owed a write that only informs, in order.
 	owed owedQueue
 }
@@ -73,10 +76,7 @@ func (c *owedWrites) owe(kinds owed, at time.Time, keys ...string) {
 	}
 	if queued {
 		metrics.DeferredWrites.Set(float64(c.owed.units))
-		select {
-		case c.owed.wake <- struct{}{}:
-		default:
-		}
+		c.owed.wake.notify()
 	}
 }
 
@@ -106,7 +106,7 @@ func (c *owedWrites) takeOwed() (key string, kinds owed, since time.Time, ok boo
 	}
 }
 
-// forgetOwed drops what r owes: its unit is gone.
+// forgetOwed drops what r owes: its unit is gone; with c.mu held.
 func (c *owedWrites) forgetOwed(r *unitRecord) {
 	if r.owes != 0 {
 		r.owes = 0

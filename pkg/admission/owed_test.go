@@ -25,7 +25,7 @@ type takenOwed struct {
 func takeAllOwed(c *Cache) []takenOwed {
 	var out []takenOwed
 	for {
-		key, kinds, since, ok := c.takeOwed()
+		key, kinds, since, ok := c.owedWrites.takeOwed()
 		if !ok {
 			return out
 		}
@@ -45,10 +45,10 @@ func TestOwedWritesComeOncePerUnitInTheOrderFirstOwed(t *testing.T) {
 	}
 	t0 := time.Unix(1000, 0)
 	t1 := t0.Add(time.Second)
-	c.owe(owesMessage, t0, "ns/b", "ns/a", "ns/gone")
-	c.owe(owesQueueName, t1, "ns/c", "ns/b")
-	c.owe(owesMessage, t1, "ns/b")
-	if !c.owesWrites() {
+	c.owedWrites.owe(owesMessage, t0, "ns/b", "ns/a", "ns/gone")
+	c.owedWrites.owe(owesQueueName, t1, "ns/c", "ns/b")
+	c.owedWrites.owe(owesMessage, t1, "ns/b")
+	if !c.owedWrites.owesWrites() {
 		t.Fatal("owesWrites is false with units owed writes")
 	}
 	if got := testutil.ToFloat64(metrics.DeferredWrites); got != 3 {
@@ -62,21 +62,21 @@ func TestOwedWritesComeOncePerUnitInTheOrderFirstOwed(t *testing.T) {
 	if diff := cmp.Diff(want, takeAllOwed(c)); diff != "" {
 		t.Errorf("owed units taken (-want +got):\n%s", diff)
 	}
-	if c.owesWrites() {
+	if c.owedWrites.owesWrites() {
 		t.Error("owesWrites is true once every owed unit was taken")
 	}
 
-	c.owe(owesMessage, t0, "ns/a", "ns/b")
+	c.owedWrites.owe(owesMessage, t0, "ns/a", "ns/b")
 	c.DeleteUnit("ns", "a")
 	c.DeleteUnit("ns", "b")
 	c.UpsertUnit(wrappers.MakeQueueUnit("b", "ns").Quota("team").Request(corev1.ResourceCPU, "2").Obj())
-	if c.owesWrites() {
+	if c.owedWrites.owesWrites() {
 		t.Error("owesWrites is true with the owed units deleted")
 	}
 	if got := testutil.ToFloat64(metrics.DeferredWrites); got != 0 {
 		t.Errorf("koord_queue_deferred_writes %v with the owed units deleted, want 0", got)
 	}
-	c.owe(owesQueueName, t1, "ns/b")
+	c.owedWrites.owe(owesQueueName, t1, "ns/b")
 	// The new b may come at the old b's place (the key is what is queued).
 	want = []takenOwed{{Key: "ns/b", Kinds: owesQueueName}}
 	if diff := cmp.Diff(want, takeAllOwed(c), cmpopts.IgnoreFields(takenOwed{}, "Since")); diff != "" {
@@ -94,11 +94,11 @@ func TestOwedQueueGivesBackABurstsRoom(t *testing.T) {
 		c.UpsertUnit(u)
 		keys = append(keys, "ns/"+u.Name)
 	}
-	c.owe(owesMessage, time.Unix(0, 0), keys...)
+	c.owedWrites.owe(owesMessage, time.Unix(0, 0), keys...)
 	if got := len(takeAllOwed(c)); got != len(keys) {
 		t.Fatalf("%d owed units taken, want %d", got, len(keys))
 	}
-	if got := c.owed.keys.Cap(); got > owedRingKept {
+	if got := c.owedWrites.owed.keys.Cap(); got > owedRingKept {
 		t.Errorf("an empty queue keeps room for %d keys, want at most %d", got, owedRingKept)
 	}
 }

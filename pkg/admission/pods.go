@@ -71,7 +71,7 @@ func (c *podCharges) podsChanged() {
 		}
 		c.chargeUnclaimed(g)
 	}
-	c.notify()
+	c.wake.notify()
 }
 
 // placeForPods places r again after what its pods hold changed: a unit

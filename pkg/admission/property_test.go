@@ -490,7 +490,7 @@ func (w *propWorld) cycle() {
 		handed = append(handed, o)
 	}
 	for {
-		key, kinds, _, ok := w.cache.takeOwed()
+		key, kinds, _, ok := w.cache.owedWrites.takeOwed()
 		if !ok {
 			break
 		}

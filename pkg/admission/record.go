@@ -139,7 +139,7 @@ func (c *decisions) admissionWritten(key string, a *admission) {
 		a.written = true
 		c.unwritten--
 	}
-	c.notify()
+	c.wake.notify()
 }
 
 // forget undoes admission a, which could not be written, and places the
@@ -153,7 +153,7 @@ func (c *decisions) forget(key string, a *admission) {
 		c.undoAdmission(r)
 		c.place(r)
 	}
-	c.notify()
+	c.wake.notify()
 }
 
 // undoAdmission takes back r's admission from the record and the core, with

@@ -181,7 +181,7 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 	if err := mgr.Add(&v18Exporter{registry: ctrlmetrics.Registry, collector: &forecastCollector{cache: c, now: opts.Clock.Now}, synced: synced}); err != nil {
 		return nil, fmt.Errorf("adding the forecast's metrics: %w", err)
 	}
-	if err := mgr.Add(&v18Exporter{registry: ctrlmetrics.Registry, collector: &v18Collector{cache: c}, synced: synced}); err != nil {
+	if err := mgr.Add(&v18Exporter{registry: ctrlmetrics.Registry, collector: &v18Collector{counts: &c.jobTypeCounts}, synced: synced}); err != nil {
 		return nil, fmt.Errorf("adding Koord-Queue v1.8's metrics: %w", err)
 	}
 	return c, nil

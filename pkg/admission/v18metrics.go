@@ -3,6 +3,7 @@ package admission
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
 	corev1 "k8s.io/api/core/v1"
@@ -11,8 +12,10 @@ import (
 	"k8s.io/utils/clock"
 	"sigs.k8s.io/controller-runtime/pkg/manager"
 
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/metrics"
+	"github.com/koord-queue/koord-queue/pkg/scheduler"
 )
 
 // Koord-Queue v1.8's metrics (metrics.DequeuedQuotaUsageByQuota and its
@@ -38,7 +41,11 @@ func jobTypeOf(u *schedulingv1alpha1.QueueUnit) jobType {
 
 // jobTypeCounts keeps what v1.8's metrics read besides the core's figures.
 type jobTypeCounts struct {
-	*Cache
+	mu   *sync.Mutex // the Cache's
+	core *scheduler.Scheduler
+	// quotaObjects and queues are the Cache's, read for the metrics.
+	quotaObjects map[string]*elasticquotav1alpha1.ElasticQuota
+	queues       map[string]*queueRecord
 	// jobTypes counts the units by namespace and job kind, for
 	// queueunits_by_job_type; a pair no unit has has no entry.
 	jobTypes map[jobType]int
@@ -113,7 +120,7 @@ func v18Amount(name corev1.ResourceName, q resource.Quantity, byQuota bool) floa
 }
 
 // v18Collector exports the Cache's v18Metrics.
-type v18Collector struct{ cache *Cache }
+type v18Collector struct{ counts *jobTypeCounts }
 
 var _ prometheus.Collector = (*v18Collector)(nil)
 
@@ -125,7 +132,7 @@ func (v *v18Collector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (v *v18Collector) Collect(ch chan<- prometheus.Metric) {
-	for _, m := range v.cache.v18Metrics() {
+	for _, m := range v.counts.v18Metrics() {
 		ch <- m
 	}
 }

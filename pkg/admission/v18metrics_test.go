@@ -22,7 +22,7 @@ import (
 func gatherV18(t *testing.T, c *Cache) map[string]float64 {
 	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(&v18Collector{cache: c})
+	reg.MustRegister(&v18Collector{counts: &c.jobTypeCounts})
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatalf("gathering: %v", err)

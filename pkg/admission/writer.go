@@ -72,6 +72,10 @@ type Writer struct {
 	apiReader client.Reader
 	recorder  record.EventRecorder
 	cache     *Cache
+	// owed are the writes that only inform, owed in the Cache (owed.go);
+	// deadlines, its units' execution deadlines (deadlines.go).
+	owed      *owedWrites
+	deadlines *executionDeadlines
 	clock     clock.Clock
 	opts      WriterOptions
 	log       logr.Logger
@@ -102,6 +106,7 @@ func NewWriter(c client.Client, apiReader client.Reader, recorder record.EventRe
 	}
 	return &Writer{
 		client: c, apiReader: apiReader, recorder: recorder, cache: cache, clock: clk, opts: opts,
+		owed: &cache.owedWrites, deadlines: &cache.executionDeadlines,
 		urgent: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[op](10*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[op]{Name: "koord_queue_urgent_writes"}),
@@ -143,12 +148,12 @@ func (w *Writer) checksPassed(key string) { w.urgent.Add(op{kind: opChecksPassed
 func (w *Writer) checksFailed(key string) { w.urgent.Add(op{kind: opChecksFailed, key: key}) }
 
 // explain writes, once admissions pause, why the units of keys wait.
-func (w *Writer) explain(keys ...string) { w.cache.owe(owesMessage, w.clock.Now(), keys...) }
+func (w *Writer) explain(keys ...string) { w.owed.owe(owesMessage, w.clock.Now(), keys...) }
 
 // pinQueue records in spec.queue the queue each unit of keys holding quota
 // is charged in, when the write after its admission did not
 // (writeQueueName).
-func (w *Writer) pinQueue(keys ...string) { w.cache.owe(owesQueueName, w.clock.Now(), keys...) }
+func (w *Writer) pinQueue(keys ...string) { w.owed.owe(owesQueueName, w.clock.Now(), keys...) }
 
 func (w *Writer) processUrgent(ctx context.Context) bool {
 	o, shutdown := w.urgent.Get()
@@ -371,7 +376,7 @@ func (w *Writer) deactivate(ctx context.Context, key string, e *eviction, u *sch
 	case err != nil:
 		return true, fmt.Errorf("deactivating %s past its maximum execution time: %w", key, err)
 	case !stillDue:
-		w.cache.keepRunning(key, e, now)
+		w.deadlines.keepRunning(key, e, now)
 		return true, nil
 	}
 	return false, nil
@@ -419,11 +424,11 @@ func (w *Writer) writeChecksVerdict(ctx context.Context, key string) error {
 // the latest of each is read when it is made, so a unit whose reason to
 // wait changes quickly is written once. It is false once ctx ends.
 func (w *Writer) processDeferred(ctx context.Context) bool {
-	for !w.cache.owesWrites() {
+	for !w.owed.owesWrites() {
 		select {
 		case <-ctx.Done():
 			return false // shutting down
-		case <-w.cache.owedWake():
+		case <-w.owed.owedWake():
 		}
 	}
 	// Admissions and evictions first: hold the writes until none waits.
@@ -436,7 +441,7 @@ func (w *Writer) processDeferred(ctx context.Context) bool {
 		case <-w.clock.After(deferredRetry):
 		}
 	}
-	key, kinds, since, ok := w.cache.takeOwed()
+	key, kinds, since, ok := w.owed.takeOwed()
 	if !ok {
 		return true // the units owed writes were deleted meanwhile
 	}

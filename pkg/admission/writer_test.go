@@ -624,7 +624,7 @@ func TestWaitMessagesWaitForAQuietMoment(t *testing.T) {
 	written := make(chan struct{})
 	go func() {
 		// The holder's spec.queue first, then the message.
-		for ww.cache.owesWrites() && ww.writer.processDeferred(ctx) {
+		for ww.cache.owedWrites.owesWrites() && ww.writer.processDeferred(ctx) {
 		}
 		close(written)
 	}()
