@@ -78,6 +78,25 @@ type queueRecord struct {
 	configErr error
 }
 
+// queueRecords are the Queues the Cache keeps, by name.
+type queueRecords map[string]*queueRecord
+
+// checksFor lists the Queue's admission checks that select the unit.
+func (qs queueRecords) checksFor(queue string, u *schedulingv1alpha1.QueueUnit) (queueunit.Checks, error) {
+	q, ok := qs[queue]
+	if !ok {
+		return queueunit.Checks{}, nil
+	}
+	names, err := selectedChecks(q.queue, u)
+	return queueunit.Checks{Names: names, Known: err == nil}, err
+}
+
+// unitPlacer places a unit again, with c.mu held: the Cache, for a part
+// that changed what the unit is charged.
+type unitPlacer interface {
+	place(r *unitRecord)
+}
+
 // Cache is the decision core fed from the API server, safe for concurrent use.
 // What it keeps itself is the translation of API objects into the core's
 // units and quotas, and the lock (cache.go); each concern besides is a part
@@ -97,7 +116,7 @@ type Cache struct {
 	quotaErrs   map[string]error
 	// queueNamespace holds the Queues, for messages.
 	queueNamespace string
-	queues         map[string]*queueRecord
+	queues         queueRecords
 	units          map[string]*unitRecord
 	// backingOff are the units held out of their queue while their backoff
 	// runs, each until when, so a cycle looks only at them, not at every
@@ -111,16 +130,12 @@ type Cache struct {
 	dirty map[string]struct{}
 	// recent admissions seen on the API server, newest last, for the dashboard.
 	recent []api.AdmissionRecord
-	// shrinksSeen is the core's quota.Engine.Shrinks as last seen with
-	// admissions unwritten (forgetIfShrunk; cycle, at the first of them).
-	shrinksSeen uint64
 	// log reports what only a bug causes: the core's books disagreeing with
 	// its quota engine (scheduler.ErrBookkeeping). The zero Logger discards.
 	log logr.Logger
 
 	// The parts below own what only they keep; each reads the rest through
 	// the Cache it points back to, under mu.
-	decisions      // the writer's side of the decisions (record.go)
 	podCharges     // what pods hold (pods.go)
 	treeCapacities // trees' capacities from profiles (pools.go)
 	forecasts      // the forecast's snapshot and learner (forecast.go)
@@ -128,6 +143,7 @@ type Cache struct {
 
 	// The parts below own what only they keep, and are given of the rest
 	// only what they read; they work under mu, as their methods say.
+	decisions          decisions          // the writer's side of the decisions (record.go)
 	owedWrites         owedWrites         // the writes that only inform (owed.go)
 	executionDeadlines executionDeadlines // maximum execution times (deadlines.go)
 	jobTypeCounts      jobTypeCounts      // v1.8's metrics (v18metrics.go)
@@ -144,7 +160,7 @@ func NewCache() *Cache {
 		quotaObjects:   map[string]*elasticquotav1alpha1.ElasticQuota{},
 		quotaCopies:    map[string][]*elasticquotav1alpha1.ElasticQuota{},
 		quotaErrs:      map[string]error{},
-		queues:         map[string]*queueRecord{},
+		queues:         queueRecords{},
 		units:          map[string]*unitRecord{},
 		backingOff:     map[string]backoff{},
 		queueNamespace: schedulingv1alpha1.QueueNamespace,
@@ -152,7 +168,7 @@ func NewCache() *Cache {
 		wake:           make(wakeup, 1),
 		dirty:          map[string]struct{}{},
 	}
-	c.decisions = decisions{Cache: c}
+	c.decisions = decisions{mu: &c.mu, units: c.units, queues: c.queues, core: c.core, wake: c.wake, placer: c}
 	c.owedWrites = owedWrites{mu: &c.mu, units: c.units, owed: owedQueue{wake: make(wakeup, 1)}}
 	c.executionDeadlines = executionDeadlines{mu: &c.mu, units: c.units, wake: c.wake, deadlineOf: map[*unitRecord]time.Time{}}
 	c.podCharges = podCharges{Cache: c, pods: podledger.New(), claims: map[ownerKey]string{}, unclaimed: map[podledger.Group]string{}}
@@ -218,40 +234,9 @@ func (c *Cache) useQuota(eq *elasticquotav1alpha1.ElasticQuota) {
 		delete(c.quotaErrs, eq.Name)
 	}
 	c.core.UpsertQuota(spec)
-	c.forgetIfShrunk()
+	c.decisions.forgetIfShrunk()
 	c.remapFallbacks()
 	c.wake.notify()
-}
-
-// forgetIfShrunk is called, with c.mu held, after every change to the
-// core's quota tree or cluster capacity. If the change shrank the room of
-// some quota (quota.Engine.Shrinks: a max lowered, a parent changed, a node
-// lost or NotReady, the root's total fallen, a non-lending min raised,
-// lending turned off, a quota turned invalid), admissions decided in the
-// old room and not yet handed to the API server are not written in the new
-// one: they are decided again. With none decided it leaves the tree unbuilt
-// (quota.Engine builds it at its next read), so a start's thousands of
-// quotas build it once; cycle takes the count when it decides the first.
-func (c *Cache) forgetIfShrunk() {
-	if c.unwritten == 0 {
-		return
-	}
-	if n := c.core.Quotas().Shrinks(); n != c.shrinksSeen {
-		c.shrinksSeen = n
-		c.forgetUnwritten()
-	}
-}
-
-// forgetUnwritten undoes every admission decided and not yet sent to the
-// API server, with c.mu held; the units are decided again. One sent may
-// land whatever the room is now, so it stays charged until it is answered.
-func (c *Cache) forgetUnwritten() {
-	for _, r := range c.units {
-		if r.admission != nil && !r.admission.sent {
-			c.undoAdmission(r)
-			c.place(r)
-		}
-	}
 }
 
 // DeleteElasticQuota forgets a quota; of several of its name, the next
@@ -274,7 +259,7 @@ func (c *Cache) DeleteElasticQuota(namespace, name string) {
 	delete(c.quotaErrs, name)
 	metrics.QuotaResource.DeletePartialMatch(prometheus.Labels{"quota": name})
 	c.core.DeleteQuota(name)
-	c.forgetIfShrunk()
+	c.decisions.forgetIfShrunk()
 	c.remapFallbacks()
 	c.wake.notify()
 }
@@ -375,7 +360,7 @@ func (c *Cache) setCapacity() {
 		}
 	}
 	c.core.SetClusterCapacity(total)
-	c.forgetIfShrunk()
+	c.decisions.forgetIfShrunk()
 	c.wake.notify()
 }
 
@@ -409,7 +394,7 @@ func (c *Cache) UpsertUnit(u *schedulingv1alpha1.QueueUnit) {
 		// when the informer skipped the admitted state (a relist shows only
 		// the latest): evicted or finished since, the unit no longer holds
 		// quota, and the record must not keep it charged.
-		c.dropAdmission(r)
+		c.decisions.dropAdmission(r)
 	}
 	if !queueunit.HoldsQuota(u) {
 		r.eviction = nil // evicted, finished or released
@@ -435,7 +420,7 @@ func (c *Cache) DeleteUnit(namespace, name string) {
 	if !ok {
 		return
 	}
-	c.dropAdmission(r)
+	c.decisions.dropAdmission(r)
 	c.jobTypeCounts.countJobType(r, jobType{})
 	c.owedWrites.forgetOwed(r)
 	delete(c.executionDeadlines.deadlineOf, r)
@@ -496,7 +481,7 @@ func (c *Cache) place(r *unitRecord) {
 			// yet: the decision no longer holds (charging the new size
 			// would skip the fit check), so the writer skips it and the
 			// unit is decided again as it is now.
-			c.undoAdmission(r)
+			c.decisions.undoAdmission(r)
 		}
 	}
 	r.request = request
@@ -638,15 +623,10 @@ func (c *Cache) cycle(now time.Time, limit int) scheduler.Result {
 		// again at the next event.
 		c.log.Error(e.Err, "The quota engine refused a decision of the core: a bug", "queueUnit", e.Unit, "queue", e.Queue)
 	}
-	if c.unwritten == 0 && len(res.Admissions) > 0 {
-		c.shrinksSeen = c.core.Quotas().Shrinks() // the room they were decided in
-	}
 	for _, a := range res.Admissions {
 		r := c.units[a.Unit]
-		r.admission = &admission{unit: r.unit, queue: r.queue, request: r.request,
-			partial: a.Partial, charged: queueunit.HeldWith(r.unit, a.Partial), tree: c.core.Quotas().TreeID(a.Quota)}
+		c.decisions.record(r, a)
 		c.relist(r, false)
-		c.unwritten++
 	}
 	for _, p := range res.Preemptions {
 		for _, v := range p.Victims {
@@ -720,17 +700,6 @@ func (c *Cache) waitReasonAndTurn(key string) (reason string, behind bool) {
 	return reason, behind
 }
 
-// checksFor lists the Queue's admission checks that select the unit, with
-// c.mu held.
-func (c *Cache) checksFor(queue string, u *schedulingv1alpha1.QueueUnit) (queueunit.Checks, error) {
-	q, ok := c.queues[queue]
-	if !ok {
-		return queueunit.Checks{}, nil
-	}
-	names, err := selectedChecks(q.queue, u)
-	return queueunit.Checks{Names: names, Known: err == nil}, err
-}
-
 // waitReasonAndQueueNotFound is waitReasonAndTurn, and whether the reason
 // is that no quota or queue serves the unit.
 func (c *Cache) waitReasonAndQueueNotFound(key string) (reason string, noQueue, behind bool) {
@@ -780,7 +749,7 @@ func (c *Cache) takeDirty() followUp {
 		}
 		u := r.unit
 		holds := queueunit.HoldsQuota(u)
-		current, _ := c.checksFor(r.queue, u)
+		current, _ := c.queues.checksFor(r.queue, u)
 		switch ready, failed := queueunit.ChecksVerdict(u, current); {
 		case ready:
 			f.checksPassed = append(f.checksPassed, key)

@@ -174,7 +174,7 @@ func TestTreeCapacityFromProfiles(t *testing.T) {
 				if tc.before.Admitted > 0 {
 					// Undo the admission: the unit waits again.
 					c.mu.Lock()
-					c.forgetUnwritten()
+					c.decisions.forgetUnwritten()
 					c.mu.Unlock()
 				}
 				tc.change(c)

@@ -1,14 +1,17 @@
 package admission
 
 import (
+	"sync"
+
 	corev1 "k8s.io/api/core/v1"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/scheduler"
 )
 
 // A unit's decisions live in its unitRecord, and nowhere else: the cycle
-// records them there, the writer reads them in one call (decision) and
+// records them there (record), the writer reads them in one call (decision) and
 // reports back (admissionWritten, forget, evictionWritten), and the
 // informer's view of the unit clears them once the API server shows them.
 
@@ -74,9 +77,61 @@ type decision struct {
 // decisions is the writer's side of the decisions recorded in the units'
 // records: what it takes to write, and what it reports back.
 type decisions struct {
-	*Cache
+	mu    *sync.Mutex            // the Cache's
+	units map[string]*unitRecord // the Cache's records
+	// queues are the Cache's, for the admission checks a decision carries.
+	queues queueRecords
+	core   *scheduler.Scheduler
+	wake   wakeup // the Cache's
+	// placer places a unit again once its admission is undone: the Cache.
+	placer unitPlacer
 	// unwritten counts the admissions decided whose write has not finished.
 	unwritten int
+	// shrinksSeen is the core's quota.Engine.Shrinks as last seen with
+	// admissions unwritten (forgetIfShrunk; record, at the first of them).
+	shrinksSeen uint64
+}
+
+// record records on r the admission a the core decided, with c.mu held.
+func (c *decisions) record(r *unitRecord, a scheduler.Admission) {
+	if c.unwritten == 0 {
+		c.shrinksSeen = c.core.Quotas().Shrinks() // the room it is decided in
+	}
+	r.admission = &admission{unit: r.unit, queue: r.queue, request: r.request,
+		partial: a.Partial, charged: queueunit.HeldWith(r.unit, a.Partial), tree: c.core.Quotas().TreeID(a.Quota)}
+	c.unwritten++
+}
+
+// forgetIfShrunk is called, with c.mu held, after every change to the
+// core's quota tree or cluster capacity. If the change shrank the room of
+// some quota (quota.Engine.Shrinks: a max lowered, a parent changed, a node
+// lost or NotReady, the root's total fallen, a non-lending min raised,
+// lending turned off, a quota turned invalid), admissions decided in the
+// old room and not yet handed to the API server are not written in the new
+// one: they are decided again. With none decided it leaves the tree unbuilt
+// (quota.Engine builds it at its next read), so a start's thousands of
+// quotas build it once; record takes the count when the cycle decides the
+// first.
+func (c *decisions) forgetIfShrunk() {
+	if c.unwritten == 0 {
+		return
+	}
+	if n := c.core.Quotas().Shrinks(); n != c.shrinksSeen {
+		c.shrinksSeen = n
+		c.forgetUnwritten()
+	}
+}
+
+// forgetUnwritten undoes every admission decided and not yet sent to the
+// API server, with c.mu held; the units are decided again. One sent may
+// land whatever the room is now, so it stays charged until it is answered.
+func (c *decisions) forgetUnwritten() {
+	for _, r := range c.units {
+		if r.admission != nil && !r.admission.sent {
+			c.undoAdmission(r)
+			c.placer.place(r)
+		}
+	}
 }
 
 // decision returns what the writer needs to write key's decisions.
@@ -112,7 +167,7 @@ func (c *decisions) decisionLocked(key string) (decision, bool) {
 		d.eviction = r.eviction
 	}
 	if d.admission != nil || r.unit.Status.Phase == schedulingv1alpha1.Reserved {
-		d.checks, d.checksErr = c.checksFor(r.queue, r.unit)
+		d.checks, d.checksErr = c.queues.checksFor(r.queue, r.unit)
 	}
 	return d, true
 }
@@ -151,7 +206,7 @@ func (c *decisions) forget(key string, a *admission) {
 	defer c.mu.Unlock()
 	if r, ok := c.units[key]; ok && r.admission == a {
 		c.undoAdmission(r)
-		c.place(r)
+		c.placer.place(r)
 	}
 	c.wake.notify()
 }

@@ -45,7 +45,7 @@ type jobTypeCounts struct {
 	core *scheduler.Scheduler
 	// quotaObjects and queues are the Cache's, read for the metrics.
 	quotaObjects map[string]*elasticquotav1alpha1.ElasticQuota
-	queues       map[string]*queueRecord
+	queues       queueRecords
 	// jobTypes counts the units by namespace and job kind, for
 	// queueunits_by_job_type; a pair no unit has has no entry.
 	jobTypes map[jobType]int

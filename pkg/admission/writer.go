@@ -44,7 +44,7 @@ const (
 )
 
 // op is a write to make for one unit; what to write is read from the
-// unit's record in the Cache when the write is made (Cache.decision).
+// unit's record in the Cache when the write is made (decisions.decision).
 type op struct {
 	kind opKind
 	key  string
@@ -72,8 +72,10 @@ type Writer struct {
 	apiReader client.Reader
 	recorder  record.EventRecorder
 	cache     *Cache
-	// owed are the writes that only inform, owed in the Cache (owed.go);
+	// decisions are what the Writer writes, recorded in the Cache
+	// (record.go); owed, the writes that only inform, owed there (owed.go);
 	// deadlines, its units' execution deadlines (deadlines.go).
+	decisions *decisions
 	owed      *owedWrites
 	deadlines *executionDeadlines
 	clock     clock.Clock
@@ -106,7 +108,7 @@ func NewWriter(c client.Client, apiReader client.Reader, recorder record.EventRe
 	}
 	return &Writer{
 		client: c, apiReader: apiReader, recorder: recorder, cache: cache, clock: clk, opts: opts,
-		owed: &cache.owedWrites, deadlines: &cache.executionDeadlines,
+		decisions: &cache.decisions, owed: &cache.owedWrites, deadlines: &cache.executionDeadlines,
 		urgent: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[op](10*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[op]{Name: "koord_queue_urgent_writes"}),
@@ -120,7 +122,7 @@ func NewWriter(c client.Client, apiReader client.Reader, recorder record.EventRe
 // wait for the client's rate limit (see Scheduler.CycleLimited). When
 // nothing is left, the next admission written wakes the loop.
 func (w *Writer) admissionBudget() int {
-	return 2*w.opts.Workers - w.cache.unwrittenAdmissions()
+	return 2*w.opts.Workers - w.decisions.unwrittenAdmissions()
 }
 
 // Run writes until ctx ends.
@@ -190,7 +192,7 @@ func (w *Writer) processUrgent(ctx context.Context) bool {
 // unit may still be admitted as decided (queueunit.Admissible): not
 // deactivated, deleted, finished, resized or moved meanwhile.
 func (w *Writer) writeAdmission(ctx context.Context, key string) error {
-	d, ok := w.cache.sendAdmission(key)
+	d, ok := w.decisions.sendAdmission(key)
 	if !ok || d.admission == nil {
 		return nil // deleted meanwhile, or the admission was already written
 	}
@@ -216,13 +218,13 @@ func (w *Writer) writeAdmission(ctx context.Context, key string) error {
 	}
 	if !changed {
 		if queueunit.HoldsQuota(u) {
-			w.cache.admissionWritten(key, a) // an earlier attempt landed
+			w.decisions.admissionWritten(key, a) // an earlier attempt landed
 		} else {
-			w.cache.forget(key, a) // finished, deleted, deactivated or resized meanwhile
+			w.decisions.forget(key, a) // finished, deleted, deactivated or resized meanwhile
 		}
 		return nil
 	}
-	w.cache.admissionWritten(key, a)
+	w.decisions.admissionWritten(key, a)
 	metrics.AdmissionAttempts.WithLabelValues(metrics.ResultAdmitted).Inc()
 	metrics.AdmissionWaitTime.WithLabelValues(a.queue).Observe(now.Sub(u.CreationTimestamp.Time).Seconds())
 	if a.partial != nil {
@@ -257,7 +259,7 @@ func capitalise(msg string) string {
 // second write of the unit's main resource, so it waits for the admissions
 // of a backlog: the status already says where the unit is.
 func (w *Writer) writeQueueName(ctx context.Context, key string) {
-	d, ok := w.cache.decision(key)
+	d, ok := w.decisions.decision(key)
 	if !ok || d.queue == "" || d.unit.Spec.Queue == d.queue || !(queueunit.HoldsQuota(d.unit) || d.assumed) {
 		return
 	}
@@ -289,7 +291,7 @@ func (w *Writer) settleFailedAdmission(key string, a *admission, err error) erro
 	if errors.Is(err, patch.ErrOutcomeUnknown) {
 		return fmt.Errorf("admitting %s: %w", key, err)
 	}
-	w.cache.forget(key, a)
+	w.decisions.forget(key, a)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
@@ -298,7 +300,7 @@ func (w *Writer) settleFailedAdmission(key string, a *admission, err error) erro
 
 // writeEviction sends an admitted unit back to its queue.
 func (w *Writer) writeEviction(ctx context.Context, key string) error {
-	d, ok := w.cache.decision(key)
+	d, ok := w.decisions.decision(key)
 	if !ok || d.eviction == nil {
 		return nil
 	}
@@ -309,7 +311,7 @@ func (w *Writer) writeEviction(ctx context.Context, key string) error {
 		// copy is older than it, so decide on the API server's.
 		if err := w.apiReader.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
 			if apierrors.IsNotFound(err) {
-				w.cache.evictionWritten(key, e)
+				w.decisions.evictionWritten(key, e)
 				return nil
 			}
 			return fmt.Errorf("reading %s to evict it: %w", key, err)
@@ -318,7 +320,7 @@ func (w *Writer) writeEviction(ctx context.Context, key string) error {
 			if d.admission == nil {
 				// Written, and given back since (finished, or evicted and
 				// its pods gone): nothing left to evict.
-				w.cache.evictionWritten(key, e)
+				w.decisions.evictionWritten(key, e)
 				return nil
 			}
 			// Its admission is yet to be written: retried until it is (then
@@ -338,7 +340,7 @@ func (w *Writer) writeEviction(ctx context.Context, key string) error {
 	if err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("evicting %s: %w", key, err)
 	}
-	w.cache.evictionWritten(key, e)
+	w.decisions.evictionWritten(key, e)
 	if changed {
 		metrics.Evictions.WithLabelValues(e.reason).Inc()
 		if e.reason == schedulingv1alpha1.EvictedByMaximumExecutionTimeExceeded {
@@ -371,7 +373,7 @@ func (w *Writer) deactivate(ctx context.Context, key string, e *eviction, u *sch
 	})
 	switch {
 	case apierrors.IsNotFound(err):
-		w.cache.evictionWritten(key, e)
+		w.decisions.evictionWritten(key, e)
 		return true, nil
 	case err != nil:
 		return true, fmt.Errorf("deactivating %s past its maximum execution time: %w", key, err)
@@ -389,7 +391,7 @@ var errAdmissionNotWritten = errors.New("its admission is not written yet")
 // writeChecksVerdict releases a Reserved unit whose admission checks all
 // passed, or sends it back when one failed.
 func (w *Writer) writeChecksVerdict(ctx context.Context, key string) error {
-	d, ok := w.cache.decision(key)
+	d, ok := w.decisions.decision(key)
 	if !ok {
 		return nil
 	}
@@ -475,7 +477,7 @@ func (w *Writer) quiet() bool {
 // write: the latest reason is read when the write happens, so a unit whose
 // reason changes quickly is written once.
 func (w *Writer) writeMessage(ctx context.Context, key string) {
-	d, ok := w.cache.decision(key)
+	d, ok := w.decisions.decision(key)
 	if !ok || d.assumed || queueunit.HoldsQuota(d.unit) {
 		return
 	}

@@ -110,7 +110,7 @@ func (ww writerWorld) admitInCore(t *testing.T, u *schedulingv1alpha1.QueueUnit)
 func (ww writerWorld) assume(key string) *admission {
 	r := ww.cache.units[key]
 	r.admission = &admission{unit: r.unit, queue: "q", request: r.request}
-	ww.cache.unwritten++
+	ww.cache.decisions.unwritten++
 	return r.admission
 }
 
@@ -460,7 +460,7 @@ func TestAdmissionWriteFailures(t *testing.T) {
 				Attempts:   inAPI.Status.Attempts,
 			}
 			got.AdmittedAgain = len(ww.cache.cycle(time.Unix(1001, 0), -1).Admissions) > 0
-			got.Unwritten = ww.cache.unwrittenAdmissions()
+			got.Unwritten = ww.cache.decisions.unwrittenAdmissions()
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("after writeAdmission (-want +got):\n%s\nerr: %v", diff, err)
 			}
