@@ -97,6 +97,18 @@ type unitPlacer interface {
 	place(r *unitRecord)
 }
 
+// podPlacer places again, with c.mu held, a unit whose pods changed: the
+// Cache, for the pods' part.
+type podPlacer interface {
+	placeForPods(r *unitRecord)
+}
+
+// quotaUser uses a quota again, with c.mu held: the Cache, for the part
+// that computes the trees' capacities.
+type quotaUser interface {
+	useQuota(eq *elasticquotav1alpha1.ElasticQuota)
+}
+
 // Cache is the decision core fed from the API server, safe for concurrent use.
 // What it keeps itself is the translation of API objects into the core's
 // units and quotas, and the lock (cache.go); each concern besides is a part
@@ -136,14 +148,14 @@ type Cache struct {
 
 	// The parts below own what only they keep; each reads the rest through
 	// the Cache it points back to, under mu.
-	podCharges     // what pods hold (pods.go)
-	treeCapacities // trees' capacities from profiles (pools.go)
-	forecasts      // the forecast's snapshot and learner (forecast.go)
-	views          // the visibility API and the status writer (views.go)
+	forecasts // the forecast's snapshot and learner (forecast.go)
+	views     // the visibility API and the status writer (views.go)
 
 	// The parts below own what only they keep, and are given of the rest
 	// only what they read; they work under mu, as their methods say.
 	decisions          decisions          // the writer's side of the decisions (record.go)
+	podCharges         podCharges         // what pods hold (pods.go)
+	treeCapacities     treeCapacities     // trees' capacities from profiles (pools.go)
 	owedWrites         owedWrites         // the writes that only inform (owed.go)
 	executionDeadlines executionDeadlines // maximum execution times (deadlines.go)
 	jobTypeCounts      jobTypeCounts      // v1.8's metrics (v18metrics.go)
@@ -171,8 +183,9 @@ func NewCache() *Cache {
 	c.decisions = decisions{mu: &c.mu, units: c.units, queues: c.queues, core: c.core, wake: c.wake, placer: c}
 	c.owedWrites = owedWrites{mu: &c.mu, units: c.units, owed: owedQueue{wake: make(wakeup, 1)}}
 	c.executionDeadlines = executionDeadlines{mu: &c.mu, units: c.units, wake: c.wake, deadlineOf: map[*unitRecord]time.Time{}}
-	c.podCharges = podCharges{Cache: c, pods: podledger.New(), claims: map[ownerKey]string{}, unclaimed: map[podledger.Group]string{}}
-	c.treeCapacities = treeCapacities{Cache: c, pools: newPools()}
+	c.podCharges = podCharges{mu: &c.mu, units: c.units, core: c.core, quotas: c.quotas, wake: c.wake, placer: c,
+		pods: podledger.New(), claims: map[ownerKey]string{}, unclaimed: map[podledger.Group]string{}}
+	c.treeCapacities = treeCapacities{mu: &c.mu, quotaObjects: c.quotaObjects, user: c, pools: newPools()}
 	c.forecasts = forecasts{Cache: c, now: time.Now}
 	c.views = views{Cache: c, lists: newUnitLists()}
 	c.jobTypeCounts = jobTypeCounts{mu: &c.mu, core: c.core, quotaObjects: c.quotaObjects, queues: c.queues, jobTypes: map[jobType]int{}}
@@ -223,7 +236,7 @@ func (c *Cache) UpsertElasticQuota(eq *elasticquotav1alpha1.ElasticQuota) {
 // useQuota makes eq the quota of its name, with c.mu held.
 func (c *Cache) useQuota(eq *elasticquotav1alpha1.ElasticQuota) {
 	spec, err := quota.SpecFromElasticQuota(eq)
-	spec, err = c.treeSpec(eq.Namespace, spec, err)
+	spec, err = c.treeCapacities.treeSpec(eq.Namespace, spec, err)
 	if nsErr := c.quotas.upsert(eq); nsErr != nil {
 		err = nsErr // names the annotation
 	}
@@ -308,7 +321,7 @@ func (c *Cache) UpsertNode(n *corev1.Node) {
 	capacity := watched.NodeCapacity(n)
 	before, known := c.nodes[n.Name]
 	clusterChanged := !known || watched.CapacityChanged(before, capacity)
-	poolChanged := c.computeTrees && c.upsertPoolNode(n)
+	poolChanged := c.treeCapacities.upsertPoolNode(n)
 	if !clusterChanged && !poolChanged {
 		metrics.WatchedUpdates.WithLabelValues(metrics.KindNode, metrics.UpdateIgnored).Inc()
 		return
@@ -321,7 +334,7 @@ func (c *Cache) UpsertNode(n *corev1.Node) {
 		c.setCapacity()
 	}
 	if poolChanged {
-		c.refreshTrees()
+		c.treeCapacities.refreshTrees()
 	}
 }
 
@@ -331,10 +344,7 @@ func (c *Cache) DeleteNode(name string) {
 	defer c.mu.Unlock()
 	delete(c.nodes, name)
 	c.setCapacity()
-	if _, ok := c.pools.nodes[name]; ok {
-		delete(c.pools.nodes, name)
-		c.refreshTrees()
-	}
+	c.treeCapacities.deletePoolNode(name)
 }
 
 // nodesListed: the Node informer has listed every node (the Loop calls it
@@ -387,7 +397,7 @@ func (c *Cache) UpsertUnit(u *schedulingv1alpha1.QueueUnit) {
 		c.observeFinished(r.unit, u, q)
 	}
 	r.unit, r.deleted = u, false
-	c.claim(r)
+	c.podCharges.claim(r)
 	c.jobTypeCounts.countJobType(r, jobTypeOf(u))
 	if queueunit.HoldsQuota(u) || (r.admission != nil && u.Status.Attempts > r.admission.unit.Status.Attempts) {
 		// The admission was written and seen back. Attempts tells it even
@@ -426,7 +436,7 @@ func (c *Cache) DeleteUnit(namespace, name string) {
 	delete(c.executionDeadlines.deadlineOf, r)
 	delete(c.backingOff, key)
 	r.deleted = true
-	if held := c.heldByPods(r); !held.IsZero() {
+	if held := c.podCharges.heldByPods(r); !held.IsZero() {
 		c.place(r) // leaving: charged what its pods hold
 	} else {
 		c.forgetUnit(r)
@@ -440,10 +450,21 @@ func (c *Cache) forgetUnit(r *unitRecord) {
 		c.core.DeleteUnit(r.key)
 		r.inCore = false
 	}
-	c.stopLeaving(r)
-	c.unclaim(r)
+	c.podCharges.stopLeaving(r)
+	c.podCharges.unclaim(r)
 	c.relist(r, true)
 	delete(c.units, r.key)
+}
+
+// placeForPods places r again after what its pods hold changed, with c.mu
+// held: a unit deleted whose last pod left is forgotten.
+func (c *Cache) placeForPods(r *unitRecord) {
+	if r.deleted && c.podCharges.heldByPods(r).IsZero() {
+		c.forgetUnit(r)
+		return
+	}
+	c.place(r)
+	c.dirty[r.key] = struct{}{}
 }
 
 // remapFallbacks re-resolves the queue of units that did not name their quota.
@@ -454,7 +475,7 @@ func (c *Cache) remapFallbacks() {
 			c.dirty[key] = struct{}{}
 		}
 	}
-	c.rechargeUnclaimed()
+	c.podCharges.rechargeUnclaimed()
 }
 
 // place puts a unit where it belongs in the core: pending in its queue,
@@ -486,7 +507,7 @@ func (c *Cache) place(r *unitRecord) {
 	}
 	r.request = request
 	holds := !r.deleted && (queueunit.HoldsQuota(u) || r.admission != nil)
-	held := c.heldByPods(r)
+	held := c.podCharges.heldByPods(r)
 	leaving := !holds && !held.IsZero()
 	if (holds || leaving) && r.inCore && chargedIn != "" && r.queue != chargedIn {
 		// A unit holding quota stays charged where it was admitted until it
@@ -496,10 +517,12 @@ func (c *Cache) place(r *unitRecord) {
 	}
 
 	if leaving {
-		c.placeLeaving(r, held)
+		if su, ok := c.podCharges.placeLeaving(r, held); ok {
+			c.upsertCore(r, su)
+		}
 		return
 	}
-	c.stopLeaving(r)
+	c.podCharges.stopLeaving(r)
 
 	var amountsErr error // a negative amount, which a unit written by hand may ask
 	if !holds {

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -35,7 +36,14 @@ type ownerKey struct{ namespace, kind, name string }
 
 // podCharges charges the quotas what pods hold.
 type podCharges struct {
-	*Cache
+	mu    *sync.Mutex            // the Cache's
+	units map[string]*unitRecord // the Cache's records
+	core  *scheduler.Scheduler
+	// quotas are the Cache's, to charge pods no unit claims to their quota.
+	quotas *quotaIndex
+	wake   wakeup // the Cache's
+	// placer places a unit again once what its pods hold changed: the Cache.
+	placer podPlacer
 	// pods is what the pods hold; claims maps the jobs units are made for,
 	// as their pods name their controller, to the units; unclaimed are the
 	// groups of pods no unit claims that hold room, and the quota each is
@@ -66,23 +74,12 @@ func (c *podCharges) DeletePod(namespace, name string) {
 func (c *podCharges) podsChanged() {
 	for _, g := range c.pods.Drain() {
 		if r := c.unitOfGroup(g); r != nil {
-			c.placeForPods(r)
+			c.placer.placeForPods(r)
 			continue
 		}
 		c.chargeUnclaimed(g)
 	}
 	c.wake.notify()
-}
-
-// placeForPods places r again after what its pods hold changed: a unit
-// deleted whose last pod left is forgotten.
-func (c *podCharges) placeForPods(r *unitRecord) {
-	if r.deleted && c.heldByPods(r).IsZero() {
-		c.forgetUnit(r)
-		return
-	}
-	c.place(r)
-	c.dirty[r.key] = struct{}{}
 }
 
 // unitOfGroup is the unit whose pods g holds, nil if none.
@@ -144,12 +141,13 @@ func (c *podCharges) heldByPods(r *unitRecord) podledger.Tally {
 	return t
 }
 
-// placeLeaving keeps r, which holds no quota of its own while pods of its
-// job still do, admitted in the core as what they hold, in the quota their
-// label names (else its own), with c.mu held: out of its queue, never a
-// victim, its quota not handed to anyone until they are gone. A unit no
-// quota serves has its pods charged to the root.
-func (c *podCharges) placeLeaving(r *unitRecord, held podledger.Tally) {
+// placeLeaving makes r, which holds no quota of its own while pods of its
+// job still do, leaving, with c.mu held, and returns it as the core is to
+// keep it (upsertCore): admitted as what they hold, in the quota their
+// label names (else its own), out of its queue, never a victim, its quota
+// not handed to anyone until they are gone. A unit no quota serves has its
+// pods charged to the root, and is not returned (false).
+func (c *podCharges) placeLeaving(r *unitRecord, held podledger.Tally) (scheduler.Unit, bool) {
 	if held.Quota != "" {
 		// Charged where koord-scheduler charges its pods, by their quota
 		// label, whatever the unit's says now.
@@ -162,7 +160,7 @@ func (c *podCharges) placeLeaving(r *unitRecord, held podledger.Tally) {
 			r.inCore = false
 		}
 		c.core.ChargePods(leavingKey(r.key), "", held.Requests)
-		return
+		return scheduler.Unit{}, false
 	}
 	c.core.ChargePods(leavingKey(r.key), "", nil)
 	su := scheduler.Unit{Key: r.key, Queue: r.queue, Request: held.Requests, EnqueueTime: r.unit.CreationTimestamp.Time,
@@ -170,7 +168,7 @@ func (c *podCharges) placeLeaving(r *unitRecord, held podledger.Tally) {
 	if r.unit.Spec.Priority != nil {
 		su.Priority = *r.unit.Spec.Priority
 	}
-	c.upsertCore(r, su)
+	return su, true
 }
 
 // stopLeaving: r's pods are gone, or it holds quota again; with c.mu held.

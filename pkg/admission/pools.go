@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -84,7 +85,11 @@ func poolNode(n *corev1.Node) corev1.Node {
 // treeCapacities computes the quota trees' capacities from profiles and
 // nodes.
 type treeCapacities struct {
-	*Cache
+	mu *sync.Mutex // the Cache's
+	// quotaObjects are the Cache's quotas in use, whose roots refreshTrees
+	// has the user use again when their capacity changed.
+	quotaObjects map[string]*elasticquotav1alpha1.ElasticQuota
+	user         quotaUser
 	// computeTrees: quota trees' capacities come from ElasticQuotaProfiles
 	// and nodes, not from their roots' total-resource annotation.
 	computeTrees bool
@@ -114,15 +119,28 @@ func (c *treeCapacities) DeleteElasticQuotaProfile(namespace, name string) {
 	c.refreshTrees()
 }
 
-// upsertPoolNode records a node's slim copy, with c.mu held, and reports
-// whether it changed.
+// upsertPoolNode records a node's slim copy, with c.mu held, when
+// koord-queue computes the trees' capacities, and reports whether it
+// changed.
 func (c *treeCapacities) upsertPoolNode(n *corev1.Node) bool {
+	if !c.computeTrees {
+		return false
+	}
 	slim := poolNode(n)
 	if old, ok := c.pools.nodes[n.Name]; ok && equality.Semantic.DeepEqual(old, slim) {
 		return false
 	}
 	c.pools.nodes[n.Name] = slim
 	return true
+}
+
+// deletePoolNode forgets a node, with c.mu held, and computes the trees'
+// capacities again if it was kept.
+func (c *treeCapacities) deletePoolNode(name string) {
+	if _, ok := c.pools.nodes[name]; ok {
+		delete(c.pools.nodes, name)
+		c.refreshTrees()
+	}
 }
 
 // refreshTrees computes every profile's pool capacity, with c.mu held, and
@@ -162,7 +180,7 @@ func (c *treeCapacities) refreshTrees() {
 		if had == has && before.equal(after) {
 			continue
 		}
-		c.useQuota(eq)
+		c.user.useQuota(eq)
 	}
 }
 

@@ -147,7 +147,7 @@ func TestTreeCapacityFromProfiles(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := NewCache()
-			c.computeTrees = tc.compute
+			c.treeCapacities.computeTrees = tc.compute
 			root := wrappers.MakeElasticQuota("a100", "kube-system").IsParent().
 				Label(elasticquotav1alpha1.LabelQuotaTreeID, "t-a100").Label(elasticquotav1alpha1.LabelQuotaIsRoot, "true")
 			if tc.annotation != "" {
@@ -218,7 +218,7 @@ func TestNodeBeingDeletedCountsNowhere(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := NewCache()
-			c.computeTrees = tc.compute
+			c.treeCapacities.computeTrees = tc.compute
 			c.UpsertElasticQuota(wrappers.MakeElasticQuota("a100", "kube-system").IsParent().
 				Label(elasticquotav1alpha1.LabelQuotaTreeID, "t-a100").Label(elasticquotav1alpha1.LabelQuotaIsRoot, "true").Obj())
 			c.UpsertElasticQuotaProfile(poolProfile("a100", "a100", nil))
@@ -266,7 +266,7 @@ func TestDuplicateProfilesOneRule(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := NewCache()
-			c.computeTrees = true
+			c.treeCapacities.computeTrees = true
 			c.UpsertElasticQuotaProfile(profile("b", 10)) // pool b: 8 CPU
 			c.UpsertNode(nodeInPool("nb", "b", "8"))
 			c.UpsertNode(nodeInPool("na", "a", "4"))

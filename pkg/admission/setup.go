@@ -59,7 +59,7 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 	if opts.QueueNamespace != "" {
 		c.queueNamespace = opts.QueueNamespace
 	}
-	c.computeTrees = opts.ComputeTreeCapacity
+	c.treeCapacities.computeTrees = opts.ComputeTreeCapacity
 	c.log = mgr.GetLogger().WithName("admission")
 	c.core.SetReclaimProtection(opts.ReclaimProtection)
 	var listed, synced []toolscache.InformerSynced

@@ -53,7 +53,7 @@ func TestQueueViewShowsItsTree(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			c := NewCache()
-			c.computeTrees = tc.compute
+			c.treeCapacities.computeTrees = tc.compute
 			c.UpsertNode(wrappers.Node("n0", "32", "64Gi"))
 			team := wrappers.MakeElasticQuota("team", "team").Max(corev1.ResourceCPU, "100")
 			request := "4"

@@ -75,7 +75,7 @@ func (c *views) treeView(name string) *api.TreeView {
 	}
 	t := &api.TreeView{Root: root, Pool: e.Pool(name), Capacity: e.Capacity(root), Used: e.Used(root)}
 	if name == root {
-		t.Unqueued = c.unqueuedIn(root)
+		t.Unqueued = c.podCharges.unqueuedIn(root)
 	}
 	if eq, ok := c.quotaObjects[root]; ok && root != elasticquotav1alpha1.RootQuotaName {
 		t.ID = eq.Labels[elasticquotav1alpha1.LabelQuotaTreeID]
@@ -248,7 +248,7 @@ type unitViewSource struct {
 func (c *views) viewSource(key string, r *unitRecord, position int) unitViewSource {
 	src := unitViewSource{unit: r.unit, queue: r.queue, rule: r.rule, request: r.request, admission: r.admission, problem: r.problem, position: position}
 	if r.leaving {
-		src.podsHeld = c.heldByPods(r).Requests
+		src.podsHeld = c.podCharges.heldByPods(r).Requests
 	}
 	if r.problem == "" && r.inCore && viewPhase(r) == schedulingv1alpha1.Enqueued {
 		src.reason = c.core.WaitReasonText(key)

@@ -173,7 +173,7 @@ func unitView(c *Cache, r *unitRecord) api.UnitView {
 	}
 	switch {
 	case r.leaving:
-		v.Request = c.heldByPods(r).Requests
+		v.Request = c.podCharges.heldByPods(r).Requests
 	case r.admission != nil && !queueunit.HoldsQuota(u):
 		v.Phase = schedulingv1alpha1.Dequeued // admitted, the write in flight
 		v.Request, v.PartialAdmission = r.admission.charged, queueunit.PartialNote(u, r.admission.partial)
