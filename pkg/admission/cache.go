@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -22,7 +21,6 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/quota"
 	"github.com/koord-queue/koord-queue/pkg/resources"
 	"github.com/koord-queue/koord-queue/pkg/scheduler"
-	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 	"github.com/koord-queue/koord-queue/pkg/watched"
 )
 
@@ -72,6 +70,32 @@ type backoff struct {
 	until time.Time
 }
 
+// backoffs are the units held out of their queue while their backoff
+// runs, by key, each until when, so a cycle looks only at them, not at
+// every unit.
+type backoffs map[string]backoff
+
+// release takes out each unit whose backoff is over at now, and places it.
+func (b backoffs) release(now time.Time, place func(r *unitRecord)) {
+	for key, o := range b {
+		if !now.Before(o.until) {
+			delete(b, key)
+			place(o.r)
+		}
+	}
+}
+
+// next is when the first backoff ends, zero if none.
+func (b backoffs) next() time.Time {
+	var next time.Time
+	for _, o := range b {
+		if next.IsZero() || o.until.Before(next) {
+			next = o.until
+		}
+	}
+	return next
+}
+
 // queueRecord is what the Cache keeps of a Queue.
 type queueRecord struct {
 	queue     *schedulingv1alpha1.Queue
@@ -112,7 +136,11 @@ type quotaUser interface {
 // Cache is the decision core fed from the API server, safe for concurrent use.
 // What it keeps itself is the translation of API objects into the core's
 // units and quotas, and the lock (cache.go); each concern besides is a part
-// of its own, embedded below with the fields only it writes.
+// of its own, a field below with the fields only it writes, given of the
+// rest only what it reads. A part that changes how a unit or a quota is
+// charged asks the Cache to place it again through a one-method interface
+// (unitPlacer, podPlacer, quotaUser); the Cache's answers that a part gives
+// ask that part (parts.go).
 type Cache struct {
 	mu     sync.Mutex
 	core   *scheduler.Scheduler
@@ -126,30 +154,20 @@ type Cache struct {
 	// not validate, so it uses the oldest and reports the others.
 	quotaCopies map[string][]*elasticquotav1alpha1.ElasticQuota
 	quotaErrs   map[string]error
-	// queueNamespace holds the Queues, for messages.
-	queueNamespace string
-	queues         queueRecords
-	units          map[string]*unitRecord
+	queues      queueRecords
+	units       map[string]*unitRecord
 	// backingOff are the units held out of their queue while their backoff
-	// runs, each until when, so a cycle looks only at them, not at every
-	// unit.
-	backingOff map[string]backoff
+	// runs.
+	backingOff backoffs
 	// nodes' capacity (watched.NodeCapacity; nil while unusable), by name.
 	nodes map[string]corev1.ResourceList
 	// wake has room for one signal: events coalesce while a cycle runs.
 	wake wakeup
 	// dirty units changed since the loop last looked at them.
 	dirty map[string]struct{}
-	// recent admissions seen on the API server, newest last, for the dashboard.
-	recent []api.AdmissionRecord
 	// log reports what only a bug causes: the core's books disagreeing with
 	// its quota engine (scheduler.ErrBookkeeping). The zero Logger discards.
 	log logr.Logger
-
-	// The parts below own what only they keep; each reads the rest through
-	// the Cache it points back to, under mu.
-	forecasts // the forecast's snapshot and learner (forecast.go)
-	views     // the visibility API and the status writer (views.go)
 
 	// The parts below own what only they keep, and are given of the rest
 	// only what they read; they work under mu, as their methods say.
@@ -159,26 +177,24 @@ type Cache struct {
 	owedWrites         owedWrites         // the writes that only inform (owed.go)
 	executionDeadlines executionDeadlines // maximum execution times (deadlines.go)
 	jobTypeCounts      jobTypeCounts      // v1.8's metrics (v18metrics.go)
+	forecasts          forecasts          // the forecast's snapshot and learner (forecast.go)
+	views              views              // the visibility API and the status writers (views.go)
 }
-
-// recentAdmissionsKept bounds the dashboard's history.
-const recentAdmissionsKept = 50
 
 // NewCache returns an empty Cache.
 func NewCache() *Cache {
 	c := &Cache{
-		core:           scheduler.New(),
-		quotas:         newQuotaIndex(),
-		quotaObjects:   map[string]*elasticquotav1alpha1.ElasticQuota{},
-		quotaCopies:    map[string][]*elasticquotav1alpha1.ElasticQuota{},
-		quotaErrs:      map[string]error{},
-		queues:         queueRecords{},
-		units:          map[string]*unitRecord{},
-		backingOff:     map[string]backoff{},
-		queueNamespace: schedulingv1alpha1.QueueNamespace,
-		nodes:          map[string]corev1.ResourceList{},
-		wake:           make(wakeup, 1),
-		dirty:          map[string]struct{}{},
+		core:         scheduler.New(),
+		quotas:       newQuotaIndex(),
+		quotaObjects: map[string]*elasticquotav1alpha1.ElasticQuota{},
+		quotaCopies:  map[string][]*elasticquotav1alpha1.ElasticQuota{},
+		quotaErrs:    map[string]error{},
+		queues:       queueRecords{},
+		units:        map[string]*unitRecord{},
+		backingOff:   backoffs{},
+		nodes:        map[string]corev1.ResourceList{},
+		wake:         make(wakeup, 1),
+		dirty:        map[string]struct{}{},
 	}
 	c.decisions = decisions{mu: &c.mu, units: c.units, queues: c.queues, core: c.core, wake: c.wake, placer: c}
 	c.owedWrites = owedWrites{mu: &c.mu, units: c.units, owed: owedQueue{wake: make(wakeup, 1)}}
@@ -186,8 +202,10 @@ func NewCache() *Cache {
 	c.podCharges = podCharges{mu: &c.mu, units: c.units, core: c.core, quotas: c.quotas, wake: c.wake, placer: c,
 		pods: podledger.New(), claims: map[ownerKey]string{}, unclaimed: map[podledger.Group]string{}}
 	c.treeCapacities = treeCapacities{mu: &c.mu, quotaObjects: c.quotaObjects, user: c, pools: newPools()}
-	c.forecasts = forecasts{Cache: c, now: time.Now}
-	c.views = views{Cache: c, lists: newUnitLists()}
+	c.forecasts = forecasts{mu: &c.mu, units: c.units, core: c.core, queues: c.queues, views: &c.views, now: time.Now}
+	c.views = views{mu: &c.mu, units: c.units, core: c.core, quotas: c.quotas, quotaObjects: c.quotaObjects,
+		quotaCopies: c.quotaCopies, quotaErrs: c.quotaErrs, queues: c.queues, queueNamespace: schedulingv1alpha1.QueueNamespace,
+		pods: &c.podCharges, forecasts: &c.forecasts, lists: newUnitLists()}
 	c.jobTypeCounts = jobTypeCounts{mu: &c.mu, core: c.core, quotaObjects: c.quotaObjects, queues: c.queues, jobTypes: map[jobType]int{}}
 	return c
 }
@@ -385,16 +403,10 @@ func (c *Cache) UpsertUnit(u *schedulingv1alpha1.QueueUnit) {
 		c.units[key] = r
 	}
 	if queueunit.HoldsQuota(u) && (r.unit == nil || !queueunit.HoldsQuota(r.unit)) && u.Status.LastAllocateTime != nil {
-		q, _ := c.quotas.quotaNameOf(u)
-		c.recent = append(c.recent, api.AdmissionRecord{Namespace: u.Namespace, Name: u.Name, Queue: q, Time: u.Status.LastAllocateTime.Time})
-		// Informers deliver a restart's units in no particular order.
-		slices.SortStableFunc(c.recent, func(a, b api.AdmissionRecord) int { return a.Time.Compare(b.Time) })
-		if len(c.recent) > recentAdmissionsKept {
-			c.recent = c.recent[len(c.recent)-recentAdmissionsKept:]
-		}
+		c.views.seenAdmitted(u)
 	}
 	if q, _ := c.quotas.quotaNameOf(u); q != "" {
-		c.observeFinished(r.unit, u, q)
+		c.forecasts.observeFinished(r.unit, u, q)
 	}
 	r.unit, r.deleted = u, false
 	c.podCharges.claim(r)
@@ -452,7 +464,7 @@ func (c *Cache) forgetUnit(r *unitRecord) {
 	}
 	c.podCharges.stopLeaving(r)
 	c.podCharges.unclaim(r)
-	c.relist(r, true)
+	c.views.relist(r, true)
 	delete(c.units, r.key)
 }
 
@@ -482,7 +494,7 @@ func (c *Cache) remapFallbacks() {
 // admitted, or out (finished, inactive, backing off after its admission
 // checks or its running timeout, or unmapped).
 func (c *Cache) place(r *unitRecord) {
-	defer c.relist(r, false)
+	defer c.views.relist(r, false)
 	u := r.unit
 	key := r.key
 	chargedIn, chargedRule := r.queue, r.rule
@@ -639,7 +651,7 @@ func corePodSets(u *schedulingv1alpha1.QueueUnit) []scheduler.PodSet {
 func (c *Cache) cycle(now time.Time, limit int) scheduler.Result {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.releaseBackoffs(now)
+	c.backingOff.release(now, c.place)
 	res := c.core.CycleLimited(now, limit)
 	for _, e := range res.Errors {
 		// Each such unit waits, saying why (its wait reason), and is tried
@@ -649,7 +661,7 @@ func (c *Cache) cycle(now time.Time, limit int) scheduler.Result {
 	for _, a := range res.Admissions {
 		r := c.units[a.Unit]
 		c.decisions.record(r, a)
-		c.relist(r, false)
+		c.views.relist(r, false)
 	}
 	for _, p := range res.Preemptions {
 		for _, v := range p.Victims {
@@ -658,95 +670,12 @@ func (c *Cache) cycle(now time.Time, limit int) scheduler.Result {
 			}
 		}
 	}
-	for _, next := range []time.Time{c.nextBackoff(), c.executionDeadlines.nextDeadline()} {
+	for _, next := range []time.Time{c.backingOff.next(), c.executionDeadlines.nextDeadline()} {
 		if !next.IsZero() && (res.NextWakeup.IsZero() || next.Before(res.NextWakeup)) {
 			res.NextWakeup = next
 		}
 	}
 	return res
-}
-
-func (c *Cache) releaseBackoffs(now time.Time) {
-	for key, b := range c.backingOff {
-		if !now.Before(b.until) {
-			delete(c.backingOff, key)
-			c.place(b.r)
-		}
-	}
-}
-
-func (c *Cache) nextBackoff() time.Time {
-	var next time.Time
-	for _, b := range c.backingOff {
-		if next.IsZero() || b.until.Before(next) {
-			next = b.until
-		}
-	}
-	return next
-}
-
-// waitReason is why a unit waits now, or its problem, or "".
-func (c *Cache) waitReason(key string) string {
-	reason, _ := c.waitReasonAndTurn(key)
-	return reason
-}
-
-// waitReasonAndTurn is waitReason, and whether the unit only waits its
-// turn behind others in its queue (scheduler.WaitText.Behind).
-func (c *Cache) waitReasonAndTurn(key string) (reason string, behind bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, ok := c.units[key]
-	if !ok {
-		return "", false
-	}
-	if r.problem != "" {
-		return r.problem, false
-	}
-	if !r.inCore || queueunit.HoldsQuota(r.unit) || r.admission != nil {
-		return "", false
-	}
-	if _, ok := c.queues[r.queue]; !ok {
-		if c.quotas.Exists(r.queue) {
-			reason = fmt.Sprintf("waiting for Queue %s/%s to be created for ElasticQuota %s", c.queueNamespace, r.queue, r.queue)
-		} else {
-			reason = fmt.Sprintf("ElasticQuota %s not found: the unit is admitted as soon as it exists", r.queue)
-		}
-	} else {
-		text := c.core.WaitReasonText(key)
-		ns, _, _ := strings.Cut(key, "/")
-		reason, behind = text.For(ns), text.Behind()
-	}
-	if reason != "" && !r.rule.Named() {
-		reason += " (" + r.rule.Describe(r.queue) + ")"
-	}
-	return reason, behind
-}
-
-// waitReasonAndQueueNotFound is waitReasonAndTurn, and whether the reason
-// is that no quota or queue serves the unit.
-func (c *Cache) waitReasonAndQueueNotFound(key string) (reason string, noQueue, behind bool) {
-	reason, behind = c.waitReasonAndTurn(key)
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, ok := c.units[key]
-	if !ok {
-		return reason, false, behind
-	}
-	_, queueExists := c.queues[r.queue]
-	return reason, !queueExists && !queueunit.HoldsQuota(r.unit), behind
-}
-
-// firstQueueNotFound reports true once per unit, so QueueNotFound is raised once.
-func (c *Cache) firstQueueNotFound(key string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	r, ok := c.units[key]
-	if !ok || r.warnedNoQueue {
-		return false
-	}
-	r.warnedNoQueue = true
-	return true
 }
 
 // followUp is what the loop must do for units that changed, besides cycles.
@@ -801,15 +730,4 @@ func (c *Cache) takeDirty() followUp {
 	// start) would keep their room, and clear would walk it every time.
 	c.dirty = map[string]struct{}{}
 	return f
-}
-
-// RecentAdmissions lists the latest admissions, newest first.
-func (c *views) RecentAdmissions() []api.AdmissionRecord {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]api.AdmissionRecord, len(c.recent))
-	for i, r := range c.recent {
-		out[len(out)-1-i] = r
-	}
-	return out
 }

@@ -47,7 +47,7 @@ func TestDuplicateQuotaNames(t *testing.T) {
 				c.UpsertElasticQuota(eq)
 			}
 			look := func() seen {
-				v := c.quotaView("team")
+				v := c.views.quotaView("team")
 				s := seen{Namespace: v.Namespace, Max: v.Max.Cpu().String(), Ignored: v.IgnoredDuplicates}
 				for _, dup := range c.DuplicateQuotas() {
 					s.Duplicates = append(s.Duplicates, dup.Namespace+"/"+dup.Name)

@@ -14,6 +14,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/forecast"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/quota"
+	"github.com/koord-queue/koord-queue/pkg/scheduler"
 	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 )
 
@@ -47,7 +48,13 @@ type forecaster struct {
 
 // forecasts keeps the forecast and answers from it.
 type forecasts struct {
-	*Cache
+	mu    *sync.Mutex            // the Cache's
+	units map[string]*unitRecord // the Cache's records
+	core  *scheduler.Scheduler
+	// queues are the Cache's; views give WhatIf the page of a queue's
+	// waiting units.
+	queues queueRecords
+	views  *views
 	// forecast is the latest forecast and what it learned; now is the clock
 	// it is made at. Views carry estimates only when showEstimates (Setup
 	// turns it on; views in tests stay as they are).
@@ -196,7 +203,7 @@ func (c *forecasts) WhatIf(queue string, change api.QuotaChange, visible func(na
 	var page unitPage
 	var total int
 	if ok {
-		page, total = c.queueUnitsPage(queue, schedulingv1alpha1.Enqueued, 0, api.MaxLimit)
+		page, total = c.views.queueUnitsPage(queue, schedulingv1alpha1.Enqueued, 0, api.MaxLimit)
 	}
 	c.mu.Unlock()
 	if !ok {

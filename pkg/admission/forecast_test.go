@@ -46,10 +46,10 @@ func TestEstimates(t *testing.T) {
 	t.Run("declared, and shown in the views", func(t *testing.T) {
 		c := setUp(admitted("running", ptr.To[int32](600)))
 		want := map[string]forecast.Estimate{"ns/next": {At: t0.Add(10 * time.Minute), Basis: forecast.Declared}}
-		if diff := cmp.Diff(want, c.RefreshEstimates(now)); diff != "" {
+		if diff := cmp.Diff(want, c.forecasts.RefreshEstimates(now)); diff != "" {
 			t.Errorf("Estimates (-want +got):\n%s", diff)
 		}
-		c.showEstimates, c.now = true, func() time.Time { return now }
+		c.forecasts.showEstimates, c.forecasts.now = true, func() time.Time { return now }
 		units, _ := c.QueueUnits("team", "", 0, 0)
 		one, _ := c.QueueUnit("ns", "next")
 		for _, v := range append(units, one) {
@@ -64,7 +64,7 @@ func TestEstimates(t *testing.T) {
 
 	t.Run("learned from a finished unit", func(t *testing.T) {
 		c := setUp(admitted("running", nil))
-		if diff := cmp.Diff(map[string]forecast.Estimate{"ns/next": {Basis: forecast.Unknown}}, c.RefreshEstimates(now)); diff != "" {
+		if diff := cmp.Diff(map[string]forecast.Estimate{"ns/next": {Basis: forecast.Unknown}}, c.forecasts.RefreshEstimates(now)); diff != "" {
 			t.Errorf("nothing learned yet (-want +got):\n%s", diff)
 		}
 		done := admitted("done", nil)
@@ -72,11 +72,11 @@ func TestEstimates(t *testing.T) {
 		done.Status.LastUpdateTime = ptr.To(metav1.NewTime(t0.Add(-time.Hour)))
 		done.Status.LastAllocateTime = ptr.To(metav1.NewTime(t0.Add(-time.Hour - 20*time.Minute)))
 		c.UpsertUnit(done)
-		if diff := cmp.Diff(map[string]forecast.Estimate{"ns/next": {Basis: forecast.Unknown}}, c.RefreshEstimates(now.Add(time.Second))); diff != "" {
+		if diff := cmp.Diff(map[string]forecast.Estimate{"ns/next": {Basis: forecast.Unknown}}, c.forecasts.RefreshEstimates(now.Add(time.Second))); diff != "" {
 			t.Errorf("within ForecastInterval, the forecast served again (-want +got):\n%s", diff)
 		}
 		want := map[string]forecast.Estimate{"ns/next": {At: t0.Add(20 * time.Minute), Basis: forecast.Learned}}
-		if diff := cmp.Diff(want, c.RefreshEstimates(now.Add(ForecastInterval))); diff != "" {
+		if diff := cmp.Diff(want, c.forecasts.RefreshEstimates(now.Add(ForecastInterval))); diff != "" {
 			t.Errorf("after ForecastInterval (-want +got):\n%s", diff)
 		}
 	})
@@ -128,7 +128,7 @@ func TestWhatIf(t *testing.T) {
 	now := t0.Add(2 * time.Minute)
 	setUp := func() *Cache {
 		c := NewCache()
-		c.now = func() time.Time { return now }
+		c.forecasts.now = func() time.Time { return now }
 		c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "ns").Max(corev1.ResourceCPU, "4").Max(corev1.ResourceMemory, "64Gi").Obj())
 		c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
 		c.UpsertNode(wrappers.Node("n1", "32", "64Gi"))
@@ -192,7 +192,7 @@ func TestWhatIf(t *testing.T) {
 			if diff := cmp.Diff(tc.want, estimates); diff != "" {
 				t.Errorf("estimates (-want +got):\n%s", diff)
 			}
-			live := c.RefreshEstimates(now)
+			live := c.forecasts.RefreshEstimates(now)
 			if at := live["ns/a"].At; !at.Equal(t0.Add(10 * time.Minute)) {
 				t.Errorf("the live forecast of a after the what-if: %v, want %v", at, t0.Add(10*time.Minute))
 			}
@@ -217,7 +217,7 @@ func TestWhatIfTellsNothingOfHiddenUnits(t *testing.T) {
 	now := t0.Add(2 * time.Minute)
 	world := func(waiting, holding string) *Cache {
 		c := NewCache()
-		c.now = func() time.Time { return now }
+		c.forecasts.now = func() time.Time { return now }
 		c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "quotas").Max(corev1.ResourceCPU, "4").Obj())
 		c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
 		c.UpsertNode(wrappers.Node("n1", "64", "64Gi"))
@@ -305,7 +305,7 @@ func BenchmarkForecastInput(b *testing.B) {
 	c.cycle(t0.Add(time.Hour), -1)
 	b.ReportAllocs()
 	for b.Loop() {
-		if in := c.forecastInput(t0.Add(time.Hour)); len(in.Units) != memoryUnits {
+		if in := c.forecasts.forecastInput(t0.Add(time.Hour)); len(in.Units) != memoryUnits {
 			b.Fatalf("%d units in the input, want %d", len(in.Units), memoryUnits)
 		}
 	}

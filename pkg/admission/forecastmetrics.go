@@ -14,8 +14,8 @@ import (
 // than ForecastInterval, so a cluster nobody scrapes or asks pays nothing
 // for it.
 type forecastCollector struct {
-	cache *Cache
-	now   func() time.Time
+	forecasts *forecasts
+	now       func() time.Time
 }
 
 var _ prometheus.Collector = (*forecastCollector)(nil)
@@ -26,7 +26,7 @@ func (f *forecastCollector) Describe(ch chan<- *prometheus.Desc) {
 }
 
 func (f *forecastCollector) Collect(ch chan<- prometheus.Metric) {
-	for _, m := range forecastMetrics(f.cache.Estimates(f.now()), f.now()) {
+	for _, m := range forecastMetrics(f.forecasts.Estimates(f.now()), f.now()) {
 		ch <- m
 	}
 }

@@ -3,7 +3,10 @@ package admission
 import (
 	corev1 "k8s.io/api/core/v1"
 
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	quotav1alpha1 "github.com/koord-queue/koord-queue/apis/quota/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 )
 
 // The Cache's answers that one of its parts gives: each asks that part.
@@ -32,4 +35,65 @@ func (c *Cache) UpsertElasticQuotaProfile(p *quotav1alpha1.ElasticQuotaProfile) 
 // (treeCapacities.DeleteElasticQuotaProfile).
 func (c *Cache) DeleteElasticQuotaProfile(namespace, name string) {
 	c.treeCapacities.DeleteElasticQuotaProfile(namespace, name)
+}
+
+// The visibility API's reads (views.go).
+
+// Quotas lists the quota tree, by name.
+func (c *Cache) Quotas() []api.QuotaView { return c.views.Quotas() }
+
+// Quota is one quota of the tree, and whether it exists.
+func (c *Cache) Quota(name string) (api.QuotaView, bool) { return c.views.Quota(name) }
+
+// Queues lists the queues, by name.
+func (c *Cache) Queues() []api.QueueView { return c.views.Queues() }
+
+// Queue is one queue, and whether it exists.
+func (c *Cache) Queue(name string) (api.QueueView, bool) { return c.views.Queue(name) }
+
+// QueueUnits lists a page of a queue's units, and how many there are
+// (views.QueueUnits).
+func (c *Cache) QueueUnits(queue string, phase schedulingv1alpha1.QueueUnitPhase, offset, limit int) ([]api.UnitView, int) {
+	return c.views.QueueUnits(queue, phase, offset, limit)
+}
+
+// QueueUnit is one unit with its position and reason, and whether it exists.
+func (c *Cache) QueueUnit(namespace, name string) (api.UnitView, bool) {
+	return c.views.QueueUnit(namespace, name)
+}
+
+// RecentAdmissions lists the latest admissions, newest first.
+func (c *Cache) RecentAdmissions() []api.AdmissionRecord { return c.views.RecentAdmissions() }
+
+// WhatIf is the forecast of a queue's waiting units had its quota the min
+// and max change gives, without the units visible does not show
+// (forecasts.WhatIf).
+func (c *Cache) WhatIf(queue string, change api.QuotaChange, visible func(namespace string) (bool, error)) (api.WhatIf, bool, error) {
+	return c.forecasts.WhatIf(queue, change, visible)
+}
+
+// The Queue status writer's reads (statusreads.go).
+
+// HasSynced reports whether every informer Setup feeds the Cache from has
+// delivered its initial objects (false until Setup has run).
+func (c *Cache) HasSynced() bool { return c.views.HasSynced() }
+
+// QueueObjects are the latest Queue objects.
+func (c *Cache) QueueObjects() []*schedulingv1alpha1.Queue { return c.views.QueueObjects() }
+
+// QuotaObject is the ElasticQuota used under a name, nil when none is.
+func (c *Cache) QuotaObject(name string) *elasticquotav1alpha1.ElasticQuota {
+	return c.views.QuotaObject(name)
+}
+
+// PendingItems are the first n waiting units of a queue, in admission
+// order, as a Queue's status lists them.
+func (c *Cache) PendingItems(queue string, n int) []schedulingv1alpha1.QueueItemDetail {
+	return c.views.PendingItems(queue, n)
+}
+
+// DuplicateQuotas are the ElasticQuotas not used because an older one has
+// their name.
+func (c *Cache) DuplicateQuotas() []*elasticquotav1alpha1.ElasticQuota {
+	return c.views.DuplicateQuotas()
 }

@@ -164,7 +164,7 @@ func TestTreeCapacityFromProfiles(t *testing.T) {
 			c.UpsertUnit(wrappers.MakeQueueUnit("u", "team").Quota("team").Request(corev1.ResourceCPU, "6").Obj())
 			look := func(at int64) seen {
 				res := c.cycle(time.Unix(at, 0), -1)
-				v := c.quotaView("a100")
+				v := c.views.quotaView("a100")
 				return seen{Capacity: v.Capacity.Cpu().String(), Admitted: len(res.Admissions), Error: v.Error != ""}
 			}
 			if diff := cmp.Diff(tc.before, look(10)); diff != "" {
@@ -278,7 +278,7 @@ func TestDuplicateProfilesOneRule(t *testing.T) {
 			}
 			c.UpsertElasticQuota(root.Obj())
 			c.mu.Lock()
-			v := c.quotaView("a100")
+			v := c.views.quotaView("a100")
 			c.mu.Unlock()
 			got := seen{Capacity: v.Capacity.Cpu().String()}
 			if _, after, ok := strings.Cut(v.Error, "ElasticQuotaProfile "); ok {

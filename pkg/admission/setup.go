@@ -55,9 +55,9 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 		opts.Clock = clock.RealClock{}
 	}
 	c := NewCache()
-	c.now, c.showEstimates = opts.Clock.Now, true
+	c.forecasts.now, c.forecasts.showEstimates = opts.Clock.Now, true
 	if opts.QueueNamespace != "" {
-		c.queueNamespace = opts.QueueNamespace
+		c.views.queueNamespace = opts.QueueNamespace
 	}
 	c.treeCapacities.computeTrees = opts.ComputeTreeCapacity
 	c.log = mgr.GetLogger().WithName("admission")
@@ -101,12 +101,12 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 			}},
 		{&schedulingv1alpha1.Queue{},
 			func(o any) {
-				if q, ok := o.(*schedulingv1alpha1.Queue); ok && q.Namespace == c.queueNamespace {
+				if q, ok := o.(*schedulingv1alpha1.Queue); ok && q.Namespace == c.views.queueNamespace {
 					c.UpsertQueue(q)
 				}
 			},
 			func(o any) {
-				if q, ok := o.(*schedulingv1alpha1.Queue); ok && q.Namespace == c.queueNamespace {
+				if q, ok := o.(*schedulingv1alpha1.Queue); ok && q.Namespace == c.views.queueNamespace {
 					c.DeleteQueue(q.Name)
 				}
 			}},
@@ -171,14 +171,14 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 	}
 	listed, synced = append(listed, pods.HasSynced), append(synced, pods.HasSynced)
 	c.mu.Lock()
-	c.synced = synced
+	c.views.synced = synced
 	c.mu.Unlock()
 	recorder := mgr.GetEventRecorderFor("koord-queue")
 	writer := NewWriter(mgr.GetClient(), mgr.GetAPIReader(), recorder, c, opts.Clock, opts.Writer)
 	if err := mgr.Add(&Loop{cache: c, writer: writer, clock: opts.Clock, synced: watchSync(ctx, opts.Clock, listed, synced), log: c.log, processStart: opts.ProcessStart}); err != nil {
 		return nil, fmt.Errorf("adding the scheduling loop: %w", err)
 	}
-	if err := mgr.Add(&v18Exporter{registry: ctrlmetrics.Registry, collector: &forecastCollector{cache: c, now: opts.Clock.Now}, synced: synced}); err != nil {
+	if err := mgr.Add(&v18Exporter{registry: ctrlmetrics.Registry, collector: &forecastCollector{forecasts: &c.forecasts, now: opts.Clock.Now}, synced: synced}); err != nil {
 		return nil, fmt.Errorf("adding the forecast's metrics: %w", err)
 	}
 	if err := mgr.Add(&v18Exporter{registry: ctrlmetrics.Registry, collector: &v18Collector{counts: &c.jobTypeCounts}, synced: synced}); err != nil {

@@ -36,9 +36,9 @@ func TestTimeoutBackoffWaitsOutsideTheQueue(t *testing.T) {
 			got.Admitted = append(got.Admitted, a.Unit)
 		}
 		if other == "" {
-			got.Reason = c.waitReason("ns/" + u.Name)
+			got.Reason = c.views.waitReason("ns/" + u.Name)
 		} else {
-			got.Reason = c.waitReason(other)
+			got.Reason = c.views.waitReason(other)
 		}
 		return got
 	}
@@ -85,7 +85,7 @@ func TestRequeuedUnitWaitsOutItsBackoff(t *testing.T) {
 		for _, a := range res.Admissions {
 			got.Admitted = append(got.Admitted, a.Unit)
 		}
-		got.Reason, got.Wakeup = c.waitReason(key), c.nextBackoff()
+		got.Reason, got.Wakeup = c.views.waitReason(key), c.backingOff.next()
 		return got
 	}
 	c.UpsertUnit(unit("back"))

@@ -50,7 +50,7 @@ func TestKoordQueueUnitsChargedAtStart(t *testing.T) {
 				if len(admitted) != 0 {
 					t.Errorf("admitted %v, want none: ns/train holds 3 of team-a's 4 cpu", admitted)
 				}
-				used := c.quotaView("team-a").Used[corev1.ResourceCPU]
+				used := c.views.quotaView("team-a").Used[corev1.ResourceCPU]
 				if diff := cmp.Diff("3", used.String()); diff != "" {
 					t.Errorf("team-a's cpu used (-want +got):\n%s", diff)
 				}

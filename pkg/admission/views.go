@@ -4,6 +4,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 
 	corev1 "k8s.io/api/core/v1"
 	toolscache "k8s.io/client-go/tools/cache"
@@ -15,15 +16,58 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 )
 
-// views answers the visibility API (views.go, listing.go) and the Queue
-// status writer (statusreads.go).
+// views answers the visibility API (views.go, listing.go), the Queue
+// status writer (statusreads.go) and the Writer's messages (reasons.go),
+// from what the Cache keeps, under its lock.
 type views struct {
-	*Cache
+	mu    *sync.Mutex            // the Cache's
+	units map[string]*unitRecord // the Cache's records
+	core  *scheduler.Scheduler
+	// The Cache's quotas and Queues, as it keeps them (cache.go).
+	quotas       *quotaIndex
+	quotaObjects map[string]*elasticquotav1alpha1.ElasticQuota
+	quotaCopies  map[string][]*elasticquotav1alpha1.ElasticQuota
+	quotaErrs    map[string]error
+	queues       queueRecords
+	// queueNamespace holds the Queues, for messages.
+	queueNamespace string
+	// pods say what a leaving unit's pods hold; forecasts, when waiting
+	// units are estimated to be admitted.
+	pods      *podCharges
+	forecasts *forecasts
+	// recent admissions seen on the API server, newest last, for the dashboard.
+	recent []api.AdmissionRecord
 	// lists are the queues' units holding quota, and their waiting units
 	// in an odd phase, for QueueUnits' pages (listing.go).
 	lists unitLists
 	// synced are the informers feeding the Cache (Setup), for HasSynced.
 	synced []toolscache.InformerSynced
+}
+
+// RecentAdmissions lists the latest admissions, newest first.
+func (c *views) RecentAdmissions() []api.AdmissionRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]api.AdmissionRecord, len(c.recent))
+	for i, r := range c.recent {
+		out[len(out)-1-i] = r
+	}
+	return out
+}
+
+// recentAdmissionsKept bounds the dashboard's history.
+const recentAdmissionsKept = 50
+
+// seenAdmitted records, with c.mu held, that unit u was seen admitted on
+// the API server (it holds quota and did not), for the dashboard.
+func (c *views) seenAdmitted(u *schedulingv1alpha1.QueueUnit) {
+	q, _ := c.quotas.quotaNameOf(u)
+	c.recent = append(c.recent, api.AdmissionRecord{Namespace: u.Namespace, Name: u.Name, Queue: q, Time: u.Status.LastAllocateTime.Time})
+	// Informers deliver a restart's units in no particular order.
+	slices.SortStableFunc(c.recent, func(a, b api.AdmissionRecord) int { return a.Time.Compare(b.Time) })
+	if len(c.recent) > recentAdmissionsKept {
+		c.recent = c.recent[len(c.recent)-recentAdmissionsKept:]
+	}
 }
 
 // Quotas lists the quota tree, by name.
@@ -75,7 +119,7 @@ func (c *views) treeView(name string) *api.TreeView {
 	}
 	t := &api.TreeView{Root: root, Pool: e.Pool(name), Capacity: e.Capacity(root), Used: e.Used(root)}
 	if name == root {
-		t.Unqueued = c.podCharges.unqueuedIn(root)
+		t.Unqueued = c.pods.unqueuedIn(root)
 	}
 	if eq, ok := c.quotaObjects[root]; ok && root != elasticquotav1alpha1.RootQuotaName {
 		t.ID = eq.Labels[elasticquotav1alpha1.LabelQuotaTreeID]
@@ -150,7 +194,7 @@ func (c *views) QueueUnits(queue string, phase schedulingv1alpha1.QueueUnitPhase
 	page, total := c.queueUnitsPage(queue, phase, offset, limit)
 	c.mu.Unlock()
 	units = page.views()
-	c.addEstimates(units)
+	c.forecasts.addEstimates(units)
 	return units, total
 }
 
@@ -221,7 +265,7 @@ func (c *views) QueueUnit(namespace, name string) (api.UnitView, bool) {
 		v.Reason = c.waitReason(key)
 	}
 	views := []api.UnitView{v}
-	c.addEstimates(views)
+	c.forecasts.addEstimates(views)
 	return views[0], true
 }
 
@@ -248,7 +292,7 @@ type unitViewSource struct {
 func (c *views) viewSource(key string, r *unitRecord, position int) unitViewSource {
 	src := unitViewSource{unit: r.unit, queue: r.queue, rule: r.rule, request: r.request, admission: r.admission, problem: r.problem, position: position}
 	if r.leaving {
-		src.podsHeld = c.podCharges.heldByPods(r).Requests
+		src.podsHeld = c.pods.heldByPods(r).Requests
 	}
 	if r.problem == "" && r.inCore && viewPhase(r) == schedulingv1alpha1.Enqueued {
 		src.reason = c.core.WaitReasonText(key)

@@ -113,7 +113,7 @@ var pageCases = []struct {
 func queueUnitsTimed(c *Cache, phase schedulingv1alpha1.QueueUnitPhase, offset, limit int) ([]api.UnitView, int, time.Duration) {
 	start := time.Now()
 	c.mu.Lock()
-	page, total := c.queueUnitsPage("team", phase, offset, limit)
+	page, total := c.views.queueUnitsPage("team", phase, offset, limit)
 	c.mu.Unlock()
 	hold := time.Since(start)
 	return page.views(), total, hold

@@ -71,13 +71,14 @@ type Writer struct {
 	client    client.Client
 	apiReader client.Reader
 	recorder  record.EventRecorder
-	cache     *Cache
 	// decisions are what the Writer writes, recorded in the Cache
 	// (record.go); owed, the writes that only inform, owed there (owed.go);
-	// deadlines, its units' execution deadlines (deadlines.go).
+	// deadlines, its units' execution deadlines (deadlines.go); views, why
+	// a unit waits (reasons.go).
 	decisions *decisions
 	owed      *owedWrites
 	deadlines *executionDeadlines
+	views     *views
 	clock     clock.Clock
 	opts      WriterOptions
 	log       logr.Logger
@@ -107,8 +108,8 @@ func NewWriter(c client.Client, apiReader client.Reader, recorder record.EventRe
 		opts.RequeueMaxDelay = 10 * time.Minute
 	}
 	return &Writer{
-		client: c, apiReader: apiReader, recorder: recorder, cache: cache, clock: clk, opts: opts,
-		decisions: &cache.decisions, owed: &cache.owedWrites, deadlines: &cache.executionDeadlines,
+		client: c, apiReader: apiReader, recorder: recorder, clock: clk, opts: opts,
+		decisions: &cache.decisions, owed: &cache.owedWrites, deadlines: &cache.executionDeadlines, views: &cache.views,
 		urgent: workqueue.NewTypedRateLimitingQueueWithConfig(
 			workqueue.NewTypedItemExponentialFailureRateLimiter[op](10*time.Millisecond, 30*time.Second),
 			workqueue.TypedRateLimitingQueueConfig[op]{Name: "koord_queue_urgent_writes"}),
@@ -481,7 +482,7 @@ func (w *Writer) writeMessage(ctx context.Context, key string) {
 	if !ok || d.assumed || queueunit.HoldsQuota(d.unit) {
 		return
 	}
-	reason, noQueue, behind := w.cache.waitReasonAndQueueNotFound(key)
+	reason, noQueue, behind := w.views.waitReasonAndQueueNotFound(key)
 	if reason == "" || reason == d.unit.Status.Message {
 		return
 	}
@@ -507,7 +508,7 @@ func (w *Writer) writeMessage(ctx context.Context, key string) {
 	if changed {
 		metrics.AdmissionAttempts.WithLabelValues(metrics.ResultWaiting).Inc()
 		switch {
-		case noQueue && w.cache.firstQueueNotFound(key):
+		case noQueue && w.views.firstQueueNotFound(key):
 			w.recorder.Event(u, corev1.EventTypeWarning, queueunit.EventQueueNotFound, reason)
 		case behind:
 			// Waiting its turn is a queue at work, not a failure: the
