@@ -31,7 +31,7 @@ import (
 // however often it stops and starts heading its queue.
 
 // waitToPreempt is called when us, its queue's head, found victims of kind. It returns true when us waits instead, holding what
-// s.free (its quota's headroom) has, false when it is to evict now.
+// s.run.free (its quota's headroom) has, false when it is to evict now.
 func (s *preemptor) waitToPreempt(qs *queueState, us *unitState, kind PreemptionKind, now time.Time, res *Result) bool {
 	d := qs.spec.Config.PreemptionDelay
 	if d <= 0 {
@@ -53,7 +53,7 @@ func (s *preemptor) waitToPreempt(qs *queueState, us *unitState, kind Preemption
 		what = "reclaims the min of quota " + qs.quota + " from borrowers"
 	}
 	us.preempting().preemptReason = words(fmt.Sprintf("waits up to %s (koord-queue/preemption-delay) for quota to free before it %s; it holds what frees meanwhile", d, what))
-	s.headWaits(qs, us.u.Key, us.preemptReason, res)
+	s.turns.headWaits(qs, us.u.Key, us.preemptReason, res)
 	return true
 }
 
@@ -92,7 +92,7 @@ func (s *preemptor) feedPatient(now time.Time, res *Result) {
 			continue
 		}
 		if !now.Before(us.patientUntil) {
-			s.wake(qs.spec.Name)
+			s.turns.wake(qs.spec.Name)
 			continue
 		}
 		s.feed(qs, us, now, res)
@@ -116,7 +116,7 @@ func fedFirst(a, b *queueState) int {
 // that covers it.
 func (s *preemptor) feed(qs *queueState, us *unitState, now time.Time, res *Result) {
 	var err error
-	if s.free, s.binding, err = s.engine.Headroom(qs.quota, s.free, s.binding); err != nil {
+	if s.run.free, s.run.binding, err = s.engine.Headroom(qs.quota, s.run.free, s.run.binding); err != nil {
 		return
 	}
 	s.holdForPreemptors(qs) // not what a preemption in flight is owed
@@ -125,12 +125,12 @@ func (s *preemptor) feed(qs *queueState, us *unitState, now time.Time, res *Resu
 	grows, covered := false, true
 	for i, r := range us.req {
 		h := at(held.Request, i)
-		if h < r && at(s.free, i) > 0 {
+		if h < r && at(s.run.free, i) > 0 {
 			grows = true
 		}
 		// Only what it asks for (quota.Fits): a resource it does not ask
 		// for may be over somewhere on the chain (negative headroom).
-		if n := at(us.need, i); n > 0 && min(h, n)+at(s.free, i) < n {
+		if n := at(us.need, i); n > 0 && min(h, n)+at(s.run.free, i) < n {
 			covered = false
 		}
 	}
@@ -138,13 +138,13 @@ func (s *preemptor) feed(qs *queueState, us *unitState, now time.Time, res *Resu
 	// resource it asks for was over, and is no longer.
 	if covered && !qs.gateShut() {
 		s.endPatience(us)
-		if s.free, s.binding, err = s.engine.Headroom(qs.quota, s.free, s.binding); err != nil {
+		if s.run.free, s.run.binding, err = s.engine.Headroom(qs.quota, s.run.free, s.run.binding); err != nil {
 			return
 		}
 		s.holdForPreemptors(qs)
-		if quota.Fits(us.need, s.free) {
-			if err := s.admit(qs, us.u.Key, now, res); err != nil {
-				s.admitRefused(qs, us.u.Key, err, res)
+		if quota.Fits(us.need, s.run.free) {
+			if err := s.turns.admit(qs, us.u.Key, now, res); err != nil {
+				s.turns.admitRefused(qs, us.u.Key, err, res)
 			}
 			return
 		}
@@ -159,7 +159,7 @@ func (s *preemptor) feed(qs *queueState, us *unitState, now time.Time, res *Resu
 	}
 	hold := make(quota.Vector, len(us.req))
 	for i, r := range us.req {
-		hold[i] = min(r, at(held.Request, i)+max(at(s.free, i), 0))
+		hold[i] = min(r, at(held.Request, i)+max(at(s.run.free, i), 0))
 	}
 	if err := s.engine.Resize(key, hold); err != nil {
 		us.reserved = false

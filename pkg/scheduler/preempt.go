@@ -23,16 +23,16 @@ import (
 func (s *preemptor) displace(qs *queueState, key string, now time.Time, res *Result) bool {
 	us := s.units[key]
 	if len(us.victims) > 0 {
-		s.headWaits(qs, key, us.preemptReason, res)
+		s.turns.headWaits(qs, key, us.preemptReason, res)
 		return true
 	}
 	if us.victims != nil {
 		return false // its victims are gone: it holds its reservation and waits for the gate
 	}
-	if us.triedCycle == s.cycle || s.preemptionInFlight(qs.quota, key) != "" {
+	if us.triedCycle == s.run.cycle || s.preemptionInFlight(qs.quota, key) != "" {
 		return false
 	}
-	us.preempting().triedCycle = s.cycle
+	us.preempting().triedCycle = s.run.cycle
 	var victims []string
 	freed := make(quota.Vector, len(us.req))
 	for _, k := range sortedKeys(qs.notRunning) {
@@ -55,12 +55,12 @@ func (s *preemptor) displace(qs *queueState, key string, now time.Time, res *Res
 		return false
 	}
 	var err error
-	if s.free, s.binding, err = s.engine.Headroom(qs.quota, s.free, s.binding); err != nil {
+	if s.run.free, s.run.binding, err = s.engine.Headroom(qs.quota, s.run.free, s.run.binding); err != nil {
 		return false
 	}
 	s.holdForPreemptors(qs) // startPreemption reserves from it
 	for i := range freed {
-		freed[i] += at(s.free, i)
+		freed[i] += at(s.run.free, i)
 	}
 	if !quota.Fits(us.req, freed) {
 		return false // it would wait for quota once they are gone: evicting them would gain nothing
@@ -80,7 +80,7 @@ func (s *preemptor) displace(qs *queueState, key string, now time.Time, res *Res
 func (s *preemptor) headPreempts(qs *queueState, key string, now time.Time, res *Result) (waiting, reserved bool) {
 	us := s.units[key]
 	if len(us.victims) > 0 {
-		s.headWaits(qs, key, us.preemptReason, res)
+		s.turns.headWaits(qs, key, us.preemptReason, res)
 		return true, false
 	}
 	if other := s.preemptionInFlight(qs.quota, key); other != "" {
@@ -88,17 +88,17 @@ func (s *preemptor) headPreempts(qs *queueState, key string, now time.Time, res 
 		// what its quota holds, and the other's request is not all held
 		// yet, so two at once could each be owed and together not fit,
 		// evicting victims for a unit that then cannot be admitted.
-		s.headWaits(qs, key, say("waits for the preemption by %s in quota %s to end", unitRef(other), qs.quota), res)
+		s.turns.headWaits(qs, key, say("waits for the preemption by %s in quota %s to end", unitRef(other), qs.quota), res)
 		return true, false
 	}
 	if qs.patient == us { // its delay is not over (turn ends it when it is)
-		s.headWaits(qs, key, us.preemptReason, res)
+		s.turns.headWaits(qs, key, us.preemptReason, res)
 		return true, false
 	}
-	if us.triedCycle == s.cycle {
+	if us.triedCycle == s.run.cycle {
 		return false, false // a Priority queue comes back to its head often
 	}
-	us.preempting().triedCycle = s.cycle
+	us.preempting().triedCycle = s.run.cycle
 	return s.preempt(qs, us, now, res)
 }
 
@@ -168,7 +168,7 @@ func (s *preemptor) startPreemption(qs *queueState, us *unitState, kind Preempti
 		Reason: say("preempted by %s %s", unitRef(us.u.Key), why),
 	})
 	us.preempting().preemptReason = say("preempting %d %s %s: %s", len(victims), what, why, unitList(victims))
-	s.headWaits(qs, us.u.Key, us.preemptReason, res)
+	s.turns.headWaits(qs, us.u.Key, us.preemptReason, res)
 }
 
 // waitForPreemptions: the head found victims, but would not fit beside the
@@ -176,5 +176,5 @@ func (s *preemptor) startPreemption(qs *queueState, us *unitState, kind Preempti
 func (s *preemptor) waitForPreemptions(qs *queueState, key string, res *Result) {
 	s.preemptions.waitForOthers(qs.spec.Name)
 	first := s.preemptions.firstInFlight(s.units, key)
-	s.headWaits(qs, key, say("waits for the preemption by %s in quota %s to end: it would not fit beside it", unitRef(first), s.units[first].quota), res)
+	s.turns.headWaits(qs, key, say("waits for the preemption by %s in quota %s to end: it would not fit beside it", unitRef(first), s.units[first].quota), res)
 }

@@ -1,6 +1,10 @@
 package scheduler
 
-import "time"
+import (
+	"time"
+
+	"github.com/koord-queue/koord-queue/pkg/quota"
+)
 
 // preemption is all the rest of the Scheduler asks of preemption: the
 // cycle's steps that may evict, what it is told as units come and go, and
@@ -45,21 +49,42 @@ type preemption interface {
 	setReclaimProtection(d time.Duration)
 }
 
+// queueTurns is what the preemptor asks of the Scheduler's turns: to wake
+// a queue, to say why its head waits, to admit a unit (or report why it
+// was refused), and to wake the queues a released charge made room for.
+type queueTurns interface {
+	wake(queue string)
+	headWaits(qs *queueState, key string, why Text, res *Result)
+	admit(qs *queueState, key string, now time.Time, res *Result) error
+	admitRefused(qs *queueState, key string, err error, res *Result)
+	released(quotaName string)
+}
+
+var _ queueTurns = (*Scheduler)(nil)
+
 // preemptor is the Scheduler's preemption. It keeps the preemptions' books
-// (preemptions) and reads and charges the rest through the Scheduler.
+// (preemptions), reads the Scheduler's units and queues, charges the
+// engine for reservations, and asks the rest of the Scheduler's turns.
 type preemptor struct {
-	*Scheduler
+	engine *quota.Engine
+	// units and queues are the Scheduler's.
+	units  map[string]*unitState
+	queues map[string]*queueState
+	// run is the Scheduler's running cycle: its number, the headroom of the
+	// quota whose turn it is, and the errors met outside a cycle.
+	run         *cycleState
+	turns       queueTurns // the Scheduler
 	preemptions preemptions
 }
 
 var _ preemption = (*preemptor)(nil)
 
 func newPreemptor(s *Scheduler) *preemptor {
-	return &preemptor{Scheduler: s, preemptions: newPreemptions()}
+	return &preemptor{engine: s.engine, units: s.units, queues: s.queues, run: &s.cycleState, turns: s, preemptions: newPreemptions()}
 }
 
 func (s *preemptor) beginCycle(now time.Time, res *Result) {
-	s.preemptions.wakeProtected(now, s.wake)
+	s.preemptions.wakeProtected(now, s.turns.wake)
 	s.admitNominated(now, res)
 	s.feedPatient(now, res)
 }

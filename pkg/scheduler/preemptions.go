@@ -357,10 +357,10 @@ func (p *preemptions) forgetQueue(qs *queueState, name string) {
 // queues, engine charges or wake-ups. The rest of the Scheduler reaches
 // preemption only through the preemption interface (preemption.go).
 
-// holdForPreemptors lowers s.free, the headroom of qs's quota, to leave
+// holdForPreemptors lowers s.run.free, the headroom of qs's quota, to leave
 // every preemption in flight its room (preemptions.holdRoom).
 func (s *preemptor) holdForPreemptors(qs *queueState) {
-	s.preemptions.holdRoom(s.engine, s.units, qs, s.free)
+	s.preemptions.holdRoom(s.engine, s.units, qs, s.run.free)
 }
 
 // fitsBesidePreemptions is preemptions.fitsBeside.
@@ -377,7 +377,7 @@ func (s *preemptor) preemptionInFlight(quotaName, key string) string {
 // wakeReclaimWaiters: a quota may have started borrowing, so quotas owed
 // their min may now find victims.
 func (s *preemptor) wakeReclaimWaiters(quotaName string) {
-	s.preemptions.borrowerAppeared(s.engine, quotaName, s.wake)
+	s.preemptions.borrowerAppeared(s.engine, quotaName, s.turns.wake)
 }
 
 // endPreemption: the unit no longer waits for its victims (it was admitted
@@ -394,7 +394,7 @@ func (s *preemptor) endPreemption(us *unitState) {
 	}
 	us.victims = nil
 	s.unreserve(us)
-	s.preemptions.stop(us.u.Key, s.wake, s.wakeQueuesOf)
+	s.preemptions.stop(us.u.Key, s.turns.wake, s.wakeQueuesOf)
 }
 
 // victimLeft: us, a victim, no longer holds quota. What it held grows its
@@ -408,7 +408,7 @@ func (s *preemptor) victimLeft(us *unitState) {
 		}
 		if len(p.victims) == 0 && !p.admitted {
 			s.preemptions.nominate(p.u.Key)
-			s.wake(p.u.Queue)
+			s.turns.wake(p.u.Queue)
 		}
 	}
 	if us.evicting || us.evictedFor != "" {
@@ -438,19 +438,19 @@ func (s *preemptor) growReservation(p *unitState, freed quota.Vector) {
 	}
 	if err := s.engine.Resize(key, hold); err != nil {
 		p.reserved = false
-		s.errs = append(s.errs, UnitError{Unit: p.u.Key, Queue: p.u.Queue, Err: bookkeeping(err)})
+		s.run.errs = append(s.run.errs, UnitError{Unit: p.u.Key, Queue: p.u.Queue, Err: bookkeeping(err)})
 	}
 }
 
 // reserve holds, for a preemptor, the part of its request that is free now
-// (s.free is its quota's headroom), so that no other unit takes it while the
+// (s.run.free is its quota's headroom), so that no other unit takes it while the
 // victims leave: when they are gone, the preemptor fits. A refused charge
 // (a bug) is reported; the preemption goes ahead without the reservation.
 func (s *preemptor) reserve(qs *queueState, us *unitState, now time.Time, res *Result) {
 	hold := make(quota.Vector, len(us.req))
 	for i, r := range us.req {
-		if r > 0 && i < len(s.free) {
-			hold[i] = min(r, max(s.free[i], 0))
+		if r > 0 && i < len(s.run.free) {
+			hold[i] = min(r, max(s.run.free[i], 0))
 		}
 	}
 	if err := s.engine.Charge(quota.Charge{Key: reservationKey(us.u.Key), Quota: qs.quota, Request: hold,
@@ -469,7 +469,7 @@ func (s *preemptor) unreserve(us *unitState) {
 	us.reserved = false
 	if c, ok := s.engine.Charged(reservationKey(us.u.Key)); ok {
 		s.engine.Release(c.Key)
-		s.released(c.Quota)
+		s.turns.released(c.Quota)
 	}
 }
 
@@ -507,12 +507,12 @@ func (s *preemptor) admitNominated(now time.Time, res *Result) {
 			continue
 		}
 		var err error
-		s.free, s.binding, err = s.engine.Headroom(qs.quota, s.free, s.binding)
-		if err != nil || !quota.Fits(us.req, s.free) {
+		s.run.free, s.run.binding, err = s.engine.Headroom(qs.quota, s.run.free, s.run.binding)
+		if err != nil || !quota.Fits(us.req, s.run.free) {
 			continue
 		}
-		if err := s.admit(qs, key, now, res); err != nil {
-			s.admitRefused(qs, key, err, res)
+		if err := s.turns.admit(qs, key, now, res); err != nil {
+			s.turns.admitRefused(qs, key, err, res)
 		}
 	}
 }
@@ -521,7 +521,7 @@ func (s *preemptor) admitNominated(now time.Time, res *Result) {
 func (s *preemptor) wakeQueuesOf(quotaName string) {
 	for name, qs := range s.queues {
 		if qs.quota == quotaName {
-			s.wake(name)
+			s.turns.wake(name)
 		}
 	}
 }

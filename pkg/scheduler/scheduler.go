@@ -110,7 +110,8 @@ type Scheduler struct {
 	// timed: queues with starvation protection, the only ones with a
 	// time-based rule.
 	timed map[string]struct{}
-	cycle int
+	// cycleState is the running cycle's, shared with preemption.
+	cycleState
 	// preemption: who may evict whom and when, and the room held
 	// meanwhile (preemption.go).
 	preemption preemption
@@ -121,7 +122,16 @@ type Scheduler struct {
 	// line is the running cycle's line, nil between cycles.
 	line    *queueLine
 	lineBuf queueLine
+}
 
+// cycleState is what the Scheduler's cycles share with its preemption
+// (preemption.go). It has no methods.
+type cycleState struct {
+	// cycle counts the cycles run.
+	cycle int
+	// free and binding are the headroom of the quota whose turn it is, and
+	// the quotas that bind it (quota.Engine.Headroom), kept from turn to
+	// turn for their room.
 	free    quota.Vector
 	binding []string
 	// errs are bookkeeping errors met outside a cycle, for the next Result.
