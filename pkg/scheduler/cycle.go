@@ -252,7 +252,7 @@ func (s *Scheduler) headWaits(qs *queueState, key string, why Text, res *Result)
 // ErrBookkeeping) is returned.
 func (s *Scheduler) admit(qs *queueState, key string, now time.Time, res *Result) error {
 	us := s.units[key]
-	held, partial := s.fit(us, s.free)
+	held, partial := s.sizer.fit(us, s.free)
 	c := quota.Charge{Key: key, Quota: qs.quota, Request: held, Priority: us.u.Priority, AdmitTime: now, Namespace: namespaceOf(key)}
 	if partial == nil {
 		if err := s.engine.Admit(c); err != nil {

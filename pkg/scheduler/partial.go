@@ -25,6 +25,10 @@ import (
 // shared among them in proportion to what each can give up (Count -
 // MinCount), as Kueue's PodSetReducer does.
 
+// sizer reads what units ask for and hold as vectors of the engine's
+// resources, pod set by pod set.
+type sizer struct{ engine *quota.Engine }
+
 // podSets is what the scheduler keeps of a unit's pod sets.
 type podSets struct {
 	names       []string
@@ -38,7 +42,7 @@ type podSets struct {
 // podSetsOf reads u's pod sets; nil when none can shrink (and u holds no
 // partial admission), or when they do not add up to req (its request as a
 // vector), since then what fewer pods ask for is not known.
-func (s *Scheduler) podSetsOf(u Unit, req quota.Vector) *podSets {
+func (s sizer) podSetsOf(u Unit, req quota.Vector) *podSets {
 	if len(u.PodSets) == 0 {
 		return nil
 	}
@@ -66,7 +70,7 @@ func (s *Scheduler) podSetsOf(u Unit, req quota.Vector) *podSets {
 }
 
 // request is what counts[i] pods of each pod set ask for, as a vector.
-func (s *Scheduler) request(ps *podSets, counts []int32) quota.Vector {
+func (s sizer) request(ps *podSets, counts []int32) quota.Vector {
 	return s.engine.Vector(resources.PodsRequests(ps.podRequests, counts))
 }
 
@@ -90,7 +94,7 @@ func mulDiv(a, b, c uint64) uint64 {
 }
 
 // minimum is the vector of ps at every MinCount.
-func (s *Scheduler) minimum(ps *podSets) quota.Vector {
+func (s sizer) minimum(ps *podSets) quota.Vector {
 	counts := make([]int32, len(ps.counts))
 	ps.countsAt(ps.total, counts)
 	return s.request(ps, counts)
@@ -98,7 +102,7 @@ func (s *Scheduler) minimum(ps *podSets) quota.Vector {
 
 // held is what an admitted unit with pod sets ps holds: partial names the
 // sets admitted with fewer pods.
-func (s *Scheduler) held(ps *podSets, partial map[string]int32) quota.Vector {
+func (s sizer) held(ps *podSets, partial map[string]int32) quota.Vector {
 	counts := make([]int32, len(ps.counts))
 	for i, c := range ps.counts {
 		counts[i] = c
@@ -112,7 +116,7 @@ func (s *Scheduler) held(ps *podSets, partial map[string]int32) quota.Vector {
 // vectors are what u is counted with. Waiting: req is its request, need the
 // least it can be admitted with (req unless it can shrink). Admitted: both
 // are what it holds.
-func (s *Scheduler) vectors(u Unit) (req, need quota.Vector, ps *podSets) {
+func (s sizer) vectors(u Unit) (req, need quota.Vector, ps *podSets) {
 	req = s.engine.Vector(u.Request)
 	ps = s.podSetsOf(u, req)
 	switch {
@@ -132,7 +136,7 @@ func (s *Scheduler) vectors(u Unit) (req, need quota.Vector, ps *podSets) {
 // fit is what a waiting unit is admitted with in free: its whole request
 // if that fits (partial nil), otherwise the largest counts that fit. The
 // policy offers a unit only when its minimum fits free, so some count does.
-func (s *Scheduler) fit(us *unitState, free quota.Vector) (held quota.Vector, partial map[string]int32) {
+func (s sizer) fit(us *unitState, free quota.Vector) (held quota.Vector, partial map[string]int32) {
 	ps := us.sets
 	if ps == nil || ps.total == 0 || quota.Fits(us.req, free) {
 		return us.req, nil

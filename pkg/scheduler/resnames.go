@@ -27,7 +27,7 @@ func (s *Scheduler) widened(width int) {
 		u := us.u
 		u.Admitted = us.admitted
 		var v vectors
-		v.req, v.need, v.sets = s.vectors(u)
+		v.req, v.need, v.sets = s.sizer.vectors(u)
 		if isZeroFrom(v.req, width) && isZeroFrom(v.need, width) {
 			continue
 		}

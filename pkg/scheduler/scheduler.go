@@ -110,6 +110,9 @@ type Scheduler struct {
 	// timed: queues with starvation protection, the only ones with a
 	// time-based rule.
 	timed map[string]struct{}
+	// sizer reads units' requests and pod sets as the engine's vectors
+	// (partial.go).
+	sizer sizer
 	// cycleState is the running cycle's, shared with preemption.
 	cycleState
 	// preemption: who may evict whom and when, and the room held
@@ -149,6 +152,7 @@ func New() *Scheduler {
 		timed:   map[string]struct{}{},
 		parked:  newParkedQueues(),
 	}
+	s.sizer = sizer{engine: s.engine}
 	s.preemption = newPreemptor(s)
 	return s
 }
@@ -309,7 +313,7 @@ func (s *Scheduler) upsertUnit(u Unit) error {
 	}
 	u.PodSets = slices.Clone(u.PodSets)
 	u.Partial = maps.Clone(u.Partial)
-	req, need, sets := s.vectors(u)
+	req, need, sets := s.sizer.vectors(u)
 	us, ok := s.units[u.Key]
 	if !ok {
 		us = &unitState{u: u, req: req, need: need, sets: sets, preemptState: &noPreemption}
@@ -420,7 +424,7 @@ func (s *Scheduler) ForgetAdmission(key string) {
 	s.release(us)
 	waiting := us.u
 	waiting.Admitted, waiting.Partial = false, nil
-	us.req, us.need, us.sets = s.vectors(waiting)
+	us.req, us.need, us.sets = s.sizer.vectors(waiting)
 	s.enqueue(us)
 }
 
