@@ -94,10 +94,16 @@ func (c *podCharges) unitOfGroup(g podledger.Group) *unitRecord {
 }
 
 // claim records the job r's pods name as their controller, with c.mu held;
-// the pods it claims stop being charged as nobody's.
+// the pods it claims, and those the release named r on, stop being charged
+// as nobody's (pods seen before their unit: at a start, the pod feed may
+// list before the units' informer).
 func (c *podCharges) claim(r *unitRecord) {
+	if r.deleted {
+		return
+	}
+	c.stopChargingUnclaimed(podledger.Group{Namespace: r.unit.Namespace, Unit: r.unit.Name})
 	ref := r.unit.Spec.ConsumerRef
-	if ref == nil || r.deleted {
+	if ref == nil {
 		return
 	}
 	owner := ownerKey{r.unit.Namespace, podledger.OwnerKind(ref.APIVersion, ref.Kind), ref.Name}
@@ -105,7 +111,12 @@ func (c *podCharges) claim(r *unitRecord) {
 		return
 	}
 	c.claims[owner] = r.key
-	g := podledger.Group{Namespace: owner.namespace, OwnerKind: owner.kind, OwnerName: owner.name}
+	c.stopChargingUnclaimed(podledger.Group{Namespace: owner.namespace, OwnerKind: owner.kind, OwnerName: owner.name})
+}
+
+// stopChargingUnclaimed drops g's charge as pods nobody claims, if it has
+// one, with c.mu held.
+func (c *podCharges) stopChargingUnclaimed(g podledger.Group) {
 	if _, ok := c.unclaimed[g]; ok {
 		c.core.ChargePods(unclaimedKey(g), "", nil)
 		delete(c.unclaimed, g)
@@ -211,10 +222,7 @@ func leavingReason(r *unitRecord, held podledger.Tally) string {
 func (c *podCharges) chargeUnclaimed(g podledger.Group) {
 	t := c.pods.Tally(g)
 	if t.Bound == 0 {
-		if _, ok := c.unclaimed[g]; ok {
-			c.core.ChargePods(unclaimedKey(g), "", nil)
-			delete(c.unclaimed, g)
-		}
+		c.stopChargingUnclaimed(g)
 		return
 	}
 	q, _ := queueunit.QuotaOf(map[string]string{elasticquotav1alpha1.LabelQuotaName: t.Quota}, "", g.Namespace, c.quotas)

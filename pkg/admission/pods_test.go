@@ -227,3 +227,41 @@ func TestPodsNoUnitClaimsAreChargedAsKoordSchedulerDoes(t *testing.T) {
 		t.Errorf("once the DaemonSet's pod is gone the unqueued pods hold cpu %s, want 2", got)
 	}
 }
+
+// TestPodsSeenBeforeTheirUnitAreChargedOnce: pods that reach the Cache
+// before their unit, as when the pod feed lists before the units' informer
+// at a start, are charged as nobody's until the unit claims them, and then
+// as the unit's only.
+func TestPodsSeenBeforeTheirUnitAreChargedOnce(t *testing.T) {
+	cases := map[string]func(i int) *corev1.Pod{
+		"pods the release named their unit on": func(i int) *corev1.Pod {
+			return jobPod("run", i, "2").OfUnit("run", "main").Obj()
+		},
+		"pods whose controller is the unit's job": func(i int) *corev1.Pod {
+			return jobPod("run", i, "2").Obj()
+		},
+	}
+	for name, pod := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := teamCache("8")
+			for i := range 2 {
+				c.UpsertPod(pod(i))
+			}
+			used := func() string {
+				q := c.core.Quotas().Used("team")[corev1.ResourceCPU]
+				return q.String()
+			}
+			if got := used(); got != "4" {
+				t.Fatalf("before the unit: team uses %s cpu, want the pods' 4", got)
+			}
+			c.UpsertUnit(admittedUnit("run", "2"))
+			if got := used(); got != "4" {
+				t.Errorf("once the unit is seen: team uses %s cpu, want 4 (its pods counted once)", got)
+			}
+			c.UpsertUnit(wrappers.MakeQueueUnit("next", "ns").Quota("team").Request(corev1.ResourceCPU, "4").Obj())
+			if res := c.cycle(time.Unix(300, 0), -1); len(res.Admissions) != 1 {
+				t.Errorf("admitted %v into the 4 cpu run's pods leave of 8, want next", res.Admissions)
+			}
+		})
+	}
+}
