@@ -25,7 +25,8 @@ mkdir -p "$chart/files/crds" "$chart/files/rbac"
 # keep, not crds/: so that `helm upgrade` from Koord-Queue v1.8's chart, whose
 # CRDs are templates, takes them over instead of deleting them, and no
 # uninstall ever deletes them with every Queue and QueueUnit.
-cp config/crd/bases/scheduling.x-k8s.io_queues.yaml config/crd/bases/scheduling.x-k8s.io_queueunits.yaml "$chart/files/crds/"
+cp config/crd/bases/scheduling.x-k8s.io_queues.yaml config/crd/bases/scheduling.x-k8s.io_queueunits.yaml \
+  config/crd/bases/scheduling.x-k8s.io_topologies.yaml "$chart/files/crds/"
 # ElasticQuota is Koordinator's: installed only when asked (installElasticQuotaCRD).
 cp config/crd/bases/scheduling.sigs.k8s.io_elasticquotas.yaml "$chart/files/crds/elasticquota.yaml"
 # So is ElasticQuotaProfile, for computeTreeCapacity (installElasticQuotaProfileCRD).

@@ -9,8 +9,8 @@
 //   - labels-and-annotations.md: every Label*, Annotation* and SchedulingGate*
 //     constant of apis/ and pkg/, with its doc comment;
 //   - metrics.md: every metric koord-queue defines, its type, labels and help;
-//   - api.md: the fields of the Queue and QueueUnit kinds, from their Go
-//     types' json tags and doc comments;
+//   - api.md: the fields of the Queue, QueueUnit and Topology kinds, from
+//     their Go types' json tags and doc comments;
 //   - visibility-api.md: the fields of the visibility APIs' JSON answers
 //     (pkg/visibility/api and its v1alpha1), the same way.
 //
@@ -623,7 +623,7 @@ func apiPage() (string, error) {
 	var b strings.Builder
 	b.WriteString("# API reference: scheduling.x-k8s.io/v1alpha1\n\n" + generated)
 	b.WriteString("The fields of the kinds koord-queue serves, from their Go types (`" + dir + "`). Types of other APIs (a pod template, a resource list) are named, not expanded.\n")
-	for _, kind := range []string{"Queue", "QueueUnit"} {
+	for _, kind := range []string{"Queue", "QueueUnit", "Topology"} {
 		fmt.Fprintf(&b, "\n## %s\n\n%s\n\n| field | type | what it is |\n|---|---|---|\n", kind, docs[kind])
 		st := types[kind]
 		for _, field := range st.Fields.List {

@@ -1,6 +1,7 @@
 // Package v1alpha1 holds koord-queue's own API, group scheduling.x-k8s.io:
-// Queue, one per ElasticQuota, and QueueUnit, one per job waiting for or
-// holding quota. Field names and JSON tags match Koordinator's Koord-Queue v1.8
+// Queue, one per ElasticQuota; QueueUnit, one per job waiting for or
+// holding quota; and Topology, the node labels that group nodes into
+// domains (block, rack, host), cluster-scoped. Field names and JSON tags match Koordinator's Koord-Queue v1.8
 // so existing manifests keep working.
 //
 // +kubebuilder:object:generate=true
@@ -13,7 +14,7 @@ import (
 )
 
 var (
-	// GroupVersion is the group and version of Queue and QueueUnit.
+	// GroupVersion is the group and version of Queue, QueueUnit and Topology.
 	GroupVersion = schema.GroupVersion{Group: "scheduling.x-k8s.io", Version: "v1alpha1"}
 
 	// SchemeBuilder registers this package's types.
