@@ -1,0 +1,436 @@
+package topology
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// PodSet is what one pod set of a unit asks for.
+type PodSet struct {
+	Name  string
+	Count int32
+	// PerPod is what each pod asks for (resources.PodRequests).
+	PerPod corev1.ResourceList
+	Ask    Ask
+}
+
+// Domain is a domain a placement chose and how many pods it gets there.
+type Domain struct {
+	// Values are the level labels' values from the top level down to the
+	// placement's level. They are the snapshot's: do not change them.
+	Values []string
+	Pods   int32
+}
+
+// Placement is where one pod set goes.
+type Placement struct {
+	PodSet string
+	// Level is the index of the level of Domains; -1 for a pod set that
+	// asks for no level (it has no Domains).
+	Level int
+	// Domains: one for a required level, one or more for a preferred one,
+	// ordered by their values.
+	Domains []Domain
+}
+
+// Result is where the pod sets of a unit go, or why they do not fit.
+type Result struct {
+	// Placements holds one Placement per pod set, in order, when all fit.
+	Placements []Placement
+	// Shortfall is the first pod set that does not fit and why; the zero
+	// Shortfall when all fit.
+	Shortfall Shortfall
+}
+
+// Fits reports whether every pod set found room.
+func (r Result) Fits() bool { return r.Shortfall.Level == "" }
+
+// Reason says why the unit does not fit, "" when it does.
+func (r Result) Reason() string {
+	if r.Fits() {
+		return ""
+	}
+	return r.Shortfall.String()
+}
+
+// Shortfall is why a pod set does not fit, counted in its pods. It is
+// rendered only when asked (String), so that a cycle that tries many
+// units that do not fit does not format a message for each.
+type Shortfall struct {
+	PodSet string
+	Pods   int32
+	// Resource is the resource of the request the fewest pods find room
+	// for, PerPod what each pod asks of it; "" for a request of nothing
+	// the nodes count.
+	Resource corev1.ResourceName
+	PerPod   resource.Quantity
+	// Level is the node label of the level asked for, Required whether
+	// it was required.
+	Level    string
+	Required bool
+	// Room is how many of the pods the largest domain of the level has
+	// room for (required), or all of them together (preferred); -1 when
+	// no schedulable node has the level's label.
+	Room int64
+}
+
+// String says it in the user's words: "needs 8 × 1 nvidia.com/gpu within
+// one `rack`; the largest free one has 6".
+func (f Shortfall) String() string {
+	asks := fmt.Sprintf("%d pods", f.Pods)
+	if f.Resource != "" {
+		asks = fmt.Sprintf("%d × %s %s", f.Pods, f.PerPod.String(), f.Resource)
+	}
+	switch {
+	case f.Room < 0:
+		return fmt.Sprintf("needs %s within one `%s`; no schedulable node has that label", asks, f.Level)
+	case f.Required:
+		return fmt.Sprintf("needs %s within one `%s`; the largest free one has %d", asks, f.Level, f.Room)
+	default:
+		return fmt.Sprintf("needs %s within as few `%s` as hold them; all of them together have %d", asks, f.Level, f.Room)
+	}
+}
+
+// Place finds where each pod set of a unit that asks for a level goes,
+// one after another, each seeing the room the previous ones took. When
+// all fit, their room is taken from the snapshot; when one does not,
+// nothing is taken. The error is for an ask the topology cannot answer
+// (a level it does not have), which no change of the cluster mends.
+//
+// A required level gets the domain of that level that has room for all
+// the pods with the least room to spare, ties going to the first by its
+// values (Kueue's BestFit). A preferred level gets the same when one
+// domain has room; else, from the level above upwards, the domain whose
+// domains of the asked level have room together, with the least to spare,
+// and in it as few of them as hold the pods, the roomiest first; else, as
+// few of them as hold the pods over the whole topology. Inside a chosen
+// domain the pods go, level by level, to as few domains and nodes as hold
+// them.
+func (s *Snapshot) Place(sets []PodSet) (Result, error) {
+	var room [8]int // schedulingv1alpha1.MaxPodSets: no allocation
+	levels := room[:0]
+	if len(sets) > len(room) {
+		levels = make([]int, 0, len(sets))
+	}
+	for i, ps := range sets {
+		levels = append(levels, -1)
+		if ps.Ask.IsZero() {
+			continue
+		}
+		level, err := s.levels.Resolve(ps.Ask)
+		if err != nil {
+			return Result{}, fmt.Errorf("pod set %q: %w", ps.Name, err)
+		}
+		levels[i] = level
+	}
+	mark := len(s.taken)
+	out := Result{Placements: make([]Placement, len(sets))}
+	for i, ps := range sets {
+		out.Placements[i] = Placement{PodSet: ps.Name, Level: levels[i]}
+		if levels[i] < 0 || ps.Count <= 0 {
+			continue
+		}
+		sh := s.shapeOf(ps.PerPod)
+		var domains []Domain
+		if ps.Ask.Required {
+			domains = s.required(sh, levels[i], int64(ps.Count))
+		} else {
+			domains = s.preferred(sh, levels[i], int64(ps.Count))
+		}
+		if domains == nil {
+			s.undo(mark)
+			return Result{Shortfall: s.shortfall(sh, ps, levels[i])}, nil
+		}
+		for _, d := range domains {
+			s.spread(sh, s.find(d.Values), int64(d.Pods))
+		}
+		out.Placements[i].Domains = domains
+	}
+	s.taken = s.taken[:mark]
+	return out, nil
+}
+
+// Assume takes the room of pods admitted to domains (a Placement's
+// Domains, of level level) but not placed on nodes yet, so that they are
+// not given twice. It returns how many of them found room: fewer when the
+// domains no longer have it, or no longer exist.
+func (s *Snapshot) Assume(ps PodSet, domains []Domain) int32 {
+	sh := s.shapeOf(ps.PerPod)
+	var placed int64
+	for _, d := range domains {
+		dom := s.find(d.Values)
+		if dom < 0 || d.Pods <= 0 {
+			continue
+		}
+		s.sync(sh)
+		placed += s.spread(sh, dom, min(int64(d.Pods), sh.sums[dom]))
+	}
+	s.taken = s.taken[:0]
+	return int32(placed)
+}
+
+// required is the domain of level with room for n pods and the least to
+// spare, nil if none.
+func (s *Snapshot) required(sh *shape, level int, n int64) []Domain {
+	s.sync(sh)
+	best := bestFit(s.byLevel[level], sh.sums, n)
+	if best < 0 {
+		return nil
+	}
+	return []Domain{{Values: s.domains[best].values, Pods: int32(n)}}
+}
+
+// bestFit is the first of ds whose count is the least at or above n, -1
+// if none.
+func bestFit(ds []int32, counts []int64, n int64) int32 {
+	best := int32(-1)
+	for _, d := range ds {
+		if c := counts[d]; c >= n && (best < 0 || c < counts[best]) {
+			best = d
+		}
+	}
+	return best
+}
+
+// preferred places n pods at level, in one domain if one has room, else
+// in as few as have it (see Place); nil if all of them together have not.
+func (s *Snapshot) preferred(sh *shape, level int, n int64) []Domain {
+	if one := s.required(sh, level, n); one != nil {
+		return one
+	}
+	agg := s.agg
+	for up := level - 1; up >= 0; up-- {
+		s.aggregate(sh, level, up)
+		if best := bestFit(s.byLevel[up], agg, n); best >= 0 {
+			start := len(s.items)
+			for _, d := range s.byLevel[level] {
+				if s.ancestor(d, up) == best {
+					s.items = append(s.items, item{count: sh.sums[d], idx: d})
+				}
+			}
+			return s.fewest(start, n)
+		}
+	}
+	// No domain at any level above holds them: as few domains of the
+	// level as hold them, over the whole topology.
+	start := len(s.items)
+	for _, d := range s.byLevel[level] {
+		s.items = append(s.items, item{count: sh.sums[d], idx: d})
+	}
+	return s.fewest(start, n)
+}
+
+// aggregate sets s.agg of each domain of level up to what its domains of
+// level level have room for together.
+func (s *Snapshot) aggregate(sh *shape, level, up int) {
+	for _, d := range s.byLevel[up] {
+		s.agg[d] = 0
+	}
+	for _, d := range s.byLevel[level] {
+		s.agg[s.ancestor(d, up)] += sh.sums[d]
+	}
+}
+
+func (s *Snapshot) ancestor(d int32, level int) int32 {
+	for int(s.domains[d].level) > level {
+		d = s.domains[d].parent
+	}
+	return d
+}
+
+// fewest picks from the domains s.items[start:] as few as hold n pods:
+// the roomiest first, and for the last the one that holds what remains
+// with the least to spare. It returns them ordered by their values, nil
+// if all of them together do not hold n; s.items is left as it was.
+func (s *Snapshot) fewest(start int, n int64) []Domain {
+	defer func() { s.items = s.items[:start] }()
+	cands := s.items[start:]
+	var total int64
+	for _, it := range cands {
+		total += it.count
+	}
+	if total < n {
+		return nil
+	}
+	slices.SortFunc(cands, func(a, b item) int {
+		if a.count != b.count {
+			return cmpDesc(a.count, b.count)
+		}
+		return s.compare(a.idx, b.idx)
+	})
+	var out []Domain
+	remaining := n
+	for i := 0; remaining > 0 && i < len(cands); i++ {
+		pick, pods := i, cands[i].count
+		if pods >= remaining {
+			pick, pods = i+lastFit(cands[i:], remaining), remaining
+		}
+		if pods <= 0 {
+			break
+		}
+		out = append(out, Domain{Values: s.domains[cands[pick].idx].values, Pods: int32(pods)})
+		remaining -= pods
+	}
+	slices.SortFunc(out, func(a, b Domain) int { return slices.Compare(a.Values, b.Values) })
+	return out
+}
+
+// lastFit is, among items ordered roomiest first, the index of the first
+// with the least room at or above n (items[0] has at least n).
+func lastFit(items []item, n int64) int {
+	j := 0
+	for k := 1; k < len(items) && items[k].count >= n; k++ {
+		if items[k].count != items[j].count {
+			j = k
+		}
+	}
+	return j
+}
+
+func cmpDesc(a, b int64) int {
+	switch {
+	case a > b:
+		return -1
+	case a < b:
+		return 1
+	}
+	return 0
+}
+
+// item is a domain (node false) or a node (node true) and how many pods
+// it has room for.
+type item struct {
+	count int64
+	idx   int32
+	node  bool
+}
+
+// spread takes, inside domain d, the room of n pods of sh, level by level
+// on as few domains and nodes as hold them (the roomiest first, the last
+// one the tightest that holds what remains). It returns how many found
+// room.
+func (s *Snapshot) spread(sh *shape, d int32, n int64) int64 {
+	if d < 0 || n <= 0 {
+		return 0
+	}
+	s.sync(sh)
+	dom := &s.domains[d]
+	start := len(s.items)
+	for _, c := range dom.children {
+		if sh.sums[c] > 0 {
+			s.items = append(s.items, item{count: sh.sums[c], idx: c})
+		}
+	}
+	for _, nd := range dom.nodes {
+		if sh.counts[nd] > 0 {
+			s.items = append(s.items, item{count: int64(sh.counts[nd]), idx: nd, node: true})
+		}
+	}
+	end := len(s.items)
+	slices.SortFunc(s.items[start:end], func(a, b item) int {
+		if a.count != b.count {
+			return cmpDesc(a.count, b.count)
+		}
+		return strings.Compare(s.itemName(a), s.itemName(b))
+	})
+	remaining := n
+	for i := start; remaining > 0 && i < end; i++ {
+		pick, pods := i, s.items[i].count
+		if pods >= remaining {
+			pick, pods = i+lastFit(s.items[i:end], remaining), remaining
+		}
+		// Read the item before going down: spreading below grows s.items.
+		it := s.items[pick]
+		if it.node {
+			s.take(sh, it.idx, pods)
+		} else {
+			pods = s.spread(sh, it.idx, pods)
+		}
+		remaining -= pods
+	}
+	s.items = s.items[:start]
+	return n - remaining
+}
+
+func (s *Snapshot) itemName(it item) string {
+	if it.node {
+		return s.nodes[it.idx].name
+	}
+	v := s.domains[it.idx].values
+	return v[len(v)-1]
+}
+
+// taking records a take so that a unit that does not fit whole can give
+// its room back.
+type taking struct {
+	node  int32
+	pods  int64
+	shape []int64
+}
+
+// take takes the room of pods pods asking sh.req on node n.
+func (s *Snapshot) take(sh *shape, n int32, pods int64) {
+	s.adjust(n, sh.req, -pods)
+	s.taken = append(s.taken, taking{node: n, pods: pods, shape: sh.req})
+}
+
+// undo gives back what was taken since mark.
+func (s *Snapshot) undo(mark int) {
+	for i := len(s.taken) - 1; i >= mark; i-- {
+		t := s.taken[i]
+		s.adjust(t.node, t.shape, t.pods)
+	}
+	s.taken = s.taken[:mark]
+}
+
+func (s *Snapshot) adjust(n int32, req []int64, pods int64) {
+	free := s.free[int(n)*len(s.names):]
+	for r, q := range req {
+		free[r] += pods * q
+		s.total[r] += pods * q
+	}
+	s.changed = append(s.changed, n)
+}
+
+// shortfall says why ps does not fit at level.
+func (s *Snapshot) shortfall(sh *shape, ps PodSet, level int) Shortfall {
+	s.sync(sh)
+	f := Shortfall{PodSet: ps.Name, Pods: ps.Count, Level: s.levels.Labels[level], Required: ps.Ask.Required, Room: -1}
+	f.Resource = s.scarcest(sh)
+	if f.Resource != "" {
+		f.PerPod = ps.PerPod[f.Resource]
+	}
+	for _, d := range s.byLevel[level] {
+		if f.Required {
+			f.Room = max(f.Room, sh.sums[d])
+		} else {
+			f.Room = max(f.Room, 0) + sh.sums[d]
+		}
+	}
+	return f
+}
+
+// scarcest is the resource of sh the fewest pods find room for, over the
+// whole snapshot: the one no node has, if any.
+func (s *Snapshot) scarcest(sh *shape) corev1.ResourceName {
+	if sh.missing != "" {
+		return sh.missing
+	}
+	var scarce corev1.ResourceName
+	var best float64
+	for r, q := range sh.req {
+		if q <= 0 {
+			continue
+		}
+		// Pods of this resource the whole snapshot has room for, as if no
+		// node's remainder were lost: cheap, and enough to name it.
+		if pods := float64(max(s.total[r], 0)) / float64(q); scarce == "" || pods < best {
+			best, scarce = pods, s.names[r]
+		}
+	}
+	return scarce
+}

@@ -1,0 +1,258 @@
+package topology_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/koord-queue/koord-queue/pkg/topology"
+)
+
+const gpu corev1.ResourceName = "nvidia.com/gpu"
+
+var levels = topology.Levels{Topology: "default", Labels: []string{blockLabel, rackLabel, hostLabel}}
+
+func list(pairs ...string) corev1.ResourceList {
+	out := corev1.ResourceList{}
+	for i := 0; i+1 < len(pairs); i += 2 {
+		out[corev1.ResourceName(pairs[i])] = resource.MustParse(pairs[i+1])
+	}
+	return out
+}
+
+// cluster is 2 blocks × 4 racks × 2 hosts, as a cloud provider labels
+// them, each host with 32 cpu and 4 GPUs: a rack holds 8 one-GPU pods.
+func cluster() []topology.Node {
+	var nodes []topology.Node
+	for _, b := range []string{"a", "b"} {
+		for r := 1; r <= 4; r++ {
+			for h := 1; h <= 2; h++ {
+				name := fmt.Sprintf("host-%s%d-%d", b, r, h)
+				nodes = append(nodes, topology.Node{Name: name, Schedulable: true,
+					Labels:      map[string]string{blockLabel: "block-" + b, rackLabel: fmt.Sprintf("rack-%s%d", b, r), hostLabel: name},
+					Allocatable: list("cpu", "32", "memory", "128Gi", string(gpu), "4", "pods", "110")})
+			}
+		}
+	}
+	return nodes
+}
+
+func gpus(pods int32, ask topology.Ask) topology.PodSet {
+	return topology.PodSet{Name: "worker", Count: pods, PerPod: list("cpu", "2", string(gpu), "1"), Ask: ask}
+}
+
+func required(level string) topology.Ask  { return topology.Ask{Level: level, Required: true} }
+func preferred(level string) topology.Ask { return topology.Ask{Level: level} }
+
+func rack(block, rack string, pods int32) topology.Domain {
+	return topology.Domain{Values: []string{"block-" + block, "rack-" + rack}, Pods: pods}
+}
+
+func placed(level int, domains ...topology.Domain) outcome {
+	return outcome{Placements: []topology.Placement{{PodSet: "worker", Level: level, Domains: domains}}}
+}
+
+// outcome is what a test compares of a Result: its placements, or the
+// pod set that does not fit and the reason in words.
+type outcome struct {
+	Placements     []topology.Placement
+	PodSet, Reason string
+}
+
+func failed(podSet, reason string) outcome { return outcome{PodSet: podSet, Reason: reason} }
+
+func view(r topology.Result) outcome {
+	return outcome{Placements: r.Placements, PodSet: r.Shortfall.PodSet, Reason: r.Reason()}
+}
+
+func TestPlace(t *testing.T) {
+	// busy holds n GPUs on each host of the racks named.
+	busy := func(n string, racks ...string) map[string]corev1.ResourceList {
+		held := map[string]corev1.ResourceList{}
+		for _, r := range racks {
+			for h := 1; h <= 2; h++ {
+				held[fmt.Sprintf("host-%s-%d", r, h)] = list(string(gpu), n)
+			}
+		}
+		return held
+	}
+	cases := map[string]struct {
+		nodes   []topology.Node
+		held    map[string]corev1.ResourceList
+		assumed []topology.Domain
+		units   [][]topology.PodSet
+		want    []outcome
+	}{
+		"8-pod jobs asking a rack land each in one rack": {
+			units: [][]topology.PodSet{{gpus(8, required(rackLabel))}, {gpus(8, required(rackLabel))}, {gpus(8, required(rackLabel))}},
+			want:  []outcome{placed(1, rack("a", "a1", 8)), placed(1, rack("a", "a2", 8)), placed(1, rack("a", "a3", 8))},
+		},
+		"the rack with the least room to spare is chosen": {
+			// a1 and a2 have 4 free, a3 6, the rest 8.
+			held:  merge(busy("2", "a1", "a2"), busy("1", "a3")),
+			units: [][]topology.PodSet{{gpus(5, required(rackLabel))}, {gpus(4, required(rackLabel))}},
+			want:  []outcome{placed(1, rack("a", "a3", 5)), placed(1, rack("a", "a1", 4))},
+		},
+		"a job that fits no rack waits, saying how much the largest has": {
+			held:  busy("1", "a1", "a2", "a3", "a4", "b1", "b2", "b3", "b4"),
+			units: [][]topology.PodSet{{gpus(8, required(rackLabel))}, {gpus(6, required(rackLabel))}},
+			want: []outcome{
+				failed("worker", "needs 8 × 1 nvidia.com/gpu within one `cloud.provider.com/topology-rack`; the largest free one has 6"),
+				placed(1, rack("a", "a1", 6)),
+			},
+		},
+		"a required block takes the block that holds the job": {
+			units: [][]topology.PodSet{{gpus(20, required(blockLabel))}, {gpus(20, required(blockLabel))}, {gpus(20, required(blockLabel))}},
+			want: []outcome{
+				placed(0, topology.Domain{Values: []string{"block-a"}, Pods: 20}),
+				placed(0, topology.Domain{Values: []string{"block-b"}, Pods: 20}),
+				failed("worker", "needs 20 × 1 nvidia.com/gpu within one `cloud.provider.com/topology-block`; the largest free one has 12"),
+			},
+		},
+		"a preferred rack falls back to the fewest racks of one block": {
+			held:  busy("1", "a1", "a2", "a3", "a4", "b1", "b2", "b3", "b4"),
+			units: [][]topology.PodSet{{gpus(8, preferred(rackLabel))}},
+			want:  []outcome{placed(1, rack("a", "a1", 6), rack("a", "a2", 2))},
+		},
+		"a preferred rack that one rack holds gets that rack": {
+			held:  busy("1", "a1", "a2", "a3", "a4", "b1", "b2", "b3"),
+			units: [][]topology.PodSet{{gpus(8, preferred(rackLabel))}},
+			want:  []outcome{placed(1, rack("b", "b4", 8))},
+		},
+		"a preferred rack no block holds spreads over the fewest racks": {
+			held:  busy("1", "a1", "a2", "a3", "a4", "b1", "b2", "b3", "b4"),
+			units: [][]topology.PodSet{{gpus(30, preferred(rackLabel))}, {gpus(19, preferred(rackLabel))}},
+			want: []outcome{
+				placed(1, rack("a", "a1", 6), rack("a", "a2", 6), rack("a", "a3", 6), rack("a", "a4", 6), rack("b", "b1", 6)),
+				failed("worker", "needs 19 × 1 nvidia.com/gpu within as few `cloud.provider.com/topology-rack` as hold them; all of them together have 18"),
+			},
+		},
+		"the pod sets of a unit each take their room": {
+			units: [][]topology.PodSet{{
+				{Name: "launcher", Count: 1, PerPod: list("cpu", "1"), Ask: required(hostLabel)},
+				gpus(8, required(rackLabel)),
+			}, {gpus(8, required(rackLabel))}},
+			want: []outcome{
+				{Placements: []topology.Placement{
+					{PodSet: "launcher", Level: 2, Domains: []topology.Domain{{Values: []string{"block-a", "rack-a1", "host-a1-1"}, Pods: 1}}},
+					{PodSet: "worker", Level: 1, Domains: []topology.Domain{rack("a", "a1", 8)}},
+				}},
+				placed(1, rack("a", "a2", 8)),
+			},
+		},
+		"a unit whose second pod set does not fit takes nothing": {
+			units: [][]topology.PodSet{
+				{gpus(8, required(rackLabel)), {Name: "big", Count: 9, PerPod: list(string(gpu), "1"), Ask: required(rackLabel)}},
+				{gpus(8, required(rackLabel))},
+			},
+			want: []outcome{
+				failed("big", "needs 9 × 1 nvidia.com/gpu within one `cloud.provider.com/topology-rack`; the largest free one has 8"),
+				placed(1, rack("a", "a1", 8)),
+			},
+		},
+		"a pod set asking for no level is not placed": {
+			units: [][]topology.PodSet{{gpus(8, topology.Ask{})}},
+			want:  []outcome{placed(-1)},
+		},
+		"pods admitted to a rack and not yet on nodes keep their room": {
+			assumed: []topology.Domain{rack("a", "a1", 8), rack("a", "a2", 3)},
+			// a1 is full, a2 has 5 free: without them a1 would be chosen.
+			units: [][]topology.PodSet{{gpus(5, required(rackLabel))}},
+			want:  []outcome{placed(1, rack("a", "a2", 5))},
+		},
+		"a node without a rack label counts in its block only": {
+			nodes: []topology.Node{
+				{Name: "loose", Schedulable: true, Labels: map[string]string{blockLabel: "block-c", hostLabel: "loose"}, Allocatable: list("cpu", "64", string(gpu), "16")},
+				{Name: "racked", Schedulable: true, Labels: map[string]string{blockLabel: "block-c", rackLabel: "rack-c1", hostLabel: "racked"}, Allocatable: list("cpu", "64", string(gpu), "4")},
+			},
+			units: [][]topology.PodSet{{gpus(9, required(rackLabel))}, {gpus(20, required(blockLabel))}},
+			want: []outcome{
+				failed("worker", "needs 9 × 1 nvidia.com/gpu within one `cloud.provider.com/topology-rack`; the largest free one has 4"),
+				placed(0, topology.Domain{Values: []string{"block-c"}, Pods: 20}),
+			},
+		},
+		"a node that is not schedulable is left out": {
+			nodes: []topology.Node{
+				{Name: "cordoned", Labels: map[string]string{blockLabel: "block-c", rackLabel: "rack-c1"}, Allocatable: list("cpu", "64", string(gpu), "8")},
+				{Name: "ready", Schedulable: true, Labels: map[string]string{blockLabel: "block-c", rackLabel: "rack-c1"}, Allocatable: list("cpu", "64", string(gpu), "4")},
+			},
+			units: [][]topology.PodSet{{gpus(5, required(rackLabel))}},
+			want:  []outcome{failed("worker", "needs 5 × 1 nvidia.com/gpu within one `cloud.provider.com/topology-rack`; the largest free one has 4")},
+		},
+		"a resource no node has fits nowhere": {
+			units: [][]topology.PodSet{{{Name: "worker", Count: 2, PerPod: list("cpu", "1", "example.com/fpga", "1"), Ask: required(rackLabel)}}},
+			want:  []outcome{failed("worker", "needs 2 × 1 example.com/fpga within one `cloud.provider.com/topology-rack`; the largest free one has 0")},
+		},
+		"no node with the label says so": {
+			nodes: []topology.Node{{Name: "bare", Schedulable: true, Allocatable: list("cpu", "64", string(gpu), "4")}},
+			units: [][]topology.PodSet{{gpus(2, required(rackLabel))}},
+			want:  []outcome{failed("worker", "needs 2 × 1 nvidia.com/gpu within one `cloud.provider.com/topology-rack`; no schedulable node has that label")},
+		},
+		"the scarcest resource is the one named": {
+			units: [][]topology.PodSet{{{Name: "worker", Count: 3, PerPod: list("cpu", "24", string(gpu), "1"), Ask: required(rackLabel)}}},
+			want:  []outcome{failed("worker", "needs 3 × 24 cpu within one `cloud.provider.com/topology-rack`; the largest free one has 2")},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			nodes := tc.nodes
+			if nodes == nil {
+				nodes = cluster()
+			}
+			s := topology.NewSnapshot(levels, nodes, tc.held)
+			if tc.assumed != nil {
+				if got := s.Assume(gpus(11, required(rackLabel)), tc.assumed); got != 11 {
+					t.Fatalf("assumed %d pods, want 11", got)
+				}
+			}
+			var got []outcome
+			for _, unit := range tc.units {
+				r, err := s.Place(unit)
+				if err != nil {
+					t.Fatalf("place: %v", err)
+				}
+				got = append(got, view(r))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("results (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func merge(maps ...map[string]corev1.ResourceList) map[string]corev1.ResourceList {
+	out := map[string]corev1.ResourceList{}
+	for _, m := range maps {
+		for k, v := range m {
+			out[k] = v
+		}
+	}
+	return out
+}
+
+func TestPlaceRefusesALevelTheTopologyLacks(t *testing.T) {
+	s := topology.NewSnapshot(levels, cluster(), nil)
+	_, err := s.Place([]topology.PodSet{gpus(2, topology.Ask{Level: "example.com/pod", Required: true, Key: topology.AnnotationPodSetRequiredTopology})})
+	want := `pod set "worker": koord-queue/podset-required-topology asks for topology level "example.com/pod", which topology "default" does not have: its levels are ` +
+		"cloud.provider.com/topology-block, cloud.provider.com/topology-rack, kubernetes.io/hostname"
+	if err == nil || err.Error() != want {
+		t.Errorf("want error %q, got %v", want, err)
+	}
+}
+
+func TestNodeSelector(t *testing.T) {
+	got := levels.NodeSelector([]topology.Domain{rack("a", "a1", 6), rack("a", "a2", 2)})
+	term := func(r string) corev1.NodeSelectorTerm {
+		return corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{
+			{Key: blockLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{"block-a"}},
+			{Key: rackLabel, Operator: corev1.NodeSelectorOpIn, Values: []string{r}},
+		}}
+	}
+	want := &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{term("rack-a1"), term("rack-a2")}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("node selector (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,234 @@
+package topology
+
+import (
+	"math"
+	"slices"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+)
+
+// Node is what a snapshot needs of a node.
+type Node struct {
+	Name        string
+	Labels      map[string]string
+	Allocatable corev1.ResourceList
+	// Schedulable: Ready and not cordoned. Other nodes are left out.
+	Schedulable bool
+}
+
+// Snapshot is the domain tree of one Topology over the schedulable nodes,
+// with what each node has free. It is built once per admission cycle
+// (NewSnapshot) and then changed only by Place and Assume, which take the
+// room of what they place. It is not safe for concurrent use.
+type Snapshot struct {
+	levels Levels
+
+	// names are the resources some node has, index their positions in
+	// each node's amounts.
+	names []corev1.ResourceName
+	index map[corev1.ResourceName]int
+
+	nodes []node
+	// free is each node's allocatable less what its pods hold and what
+	// was taken: len(names) amounts per node, node after node.
+	free []int64
+	// total is the free amounts of every node, summed per resource.
+	total []int64
+
+	domains []domain
+	// byLevel holds the domains of each level, ordered by their values
+	// from the top (so that ties go to the first by name).
+	byLevel [][]int32
+	// lookup finds a domain by its parent and its value.
+	lookup map[domainKey]int32
+
+	// changed lists the nodes whose free amounts changed, in order; each
+	// shape counts its pods again on those it has not seen.
+	changed []int32
+	shapes  []*shape
+	uses    uint64
+	// taken records what Place took for the unit it places, to give it
+	// back when a later pod set of the unit does not fit.
+	taken []taking
+
+	// Scratch space reused from one placement to the next.
+	items []item
+	agg   []int64
+	req   []int64
+}
+
+type node struct {
+	name string
+	// domain is the narrowest domain the node belongs to, -1 for none.
+	domain int32
+}
+
+type domain struct {
+	level  int32
+	parent int32 // -1 at the top level
+	// values are the level labels' values from the top level down to
+	// this domain's.
+	values   []string
+	children []int32
+	// nodes whose narrowest domain this is (they lack the next level's
+	// label, or this is the last level).
+	nodes []int32
+}
+
+type domainKey struct {
+	parent int32
+	value  string
+}
+
+// NewSnapshot builds the domain tree of levels over the schedulable nodes.
+// held is, per node name, what the pods on the node hold (pkg/podledger
+// keeps what pods hold by the group they belong to, not by node: the
+// caller sums its pods' requests per node). A node lacking a level's label
+// belongs to no domain at that level or below.
+func NewSnapshot(levels Levels, nodes []Node, held map[string]corev1.ResourceList) *Snapshot {
+	s := &Snapshot{levels: levels, index: map[corev1.ResourceName]int{}, byLevel: make([][]int32, len(levels.Labels)),
+		lookup: map[domainKey]int32{}}
+	for i := range nodes {
+		if !nodes[i].Schedulable {
+			continue
+		}
+		for name := range nodes[i].Allocatable {
+			if _, ok := s.index[name]; !ok {
+				s.index[name] = len(s.names)
+				s.names = append(s.names, name)
+			}
+		}
+	}
+	// Resources by name, so that a message's choice among equals is stable.
+	slices.Sort(s.names)
+	for i, name := range s.names {
+		s.index[name] = i
+	}
+	order := make([]int, 0, len(nodes))
+	for i := range nodes {
+		if nodes[i].Schedulable {
+			order = append(order, i)
+		}
+	}
+	slices.SortFunc(order, func(a, b int) int { return strings.Compare(nodes[a].Name, nodes[b].Name) })
+	r := len(s.names)
+	s.nodes = make([]node, 0, len(order))
+	s.free = make([]int64, 0, len(order)*r)
+	for _, i := range order {
+		n := &nodes[i]
+		idx := int32(len(s.nodes))
+		s.nodes = append(s.nodes, node{name: n.Name, domain: s.place(n.Labels)})
+		if s.nodes[idx].domain >= 0 {
+			d := &s.domains[s.nodes[idx].domain]
+			d.nodes = append(d.nodes, idx)
+		}
+		s.free = append(s.free, make([]int64, r)...)
+		free := s.free[int(idx)*r:]
+		for name, q := range n.Allocatable {
+			free[s.index[name]] = amount(name, q)
+		}
+		for name, q := range held[n.Name] {
+			if j, ok := s.index[name]; ok {
+				free[j] -= amount(name, q)
+			}
+		}
+	}
+	for level := range s.byLevel {
+		slices.SortFunc(s.byLevel[level], s.compare)
+	}
+	for i := range s.domains {
+		slices.SortFunc(s.domains[i].children, s.compare)
+	}
+	s.total = make([]int64, r)
+	for n := range s.nodes {
+		for j, f := range s.free[n*r : (n+1)*r] {
+			s.total[j] += f
+		}
+	}
+	s.agg = make([]int64, len(s.domains))
+	return s
+}
+
+// place finds or makes the domains of a node with labels, returning the
+// narrowest.
+func (s *Snapshot) place(labels map[string]string) int32 {
+	parent := int32(-1)
+	for level, key := range s.levels.Labels {
+		value, ok := labels[key]
+		if !ok || value == "" {
+			break
+		}
+		k := domainKey{parent, value}
+		d, ok := s.lookup[k]
+		if !ok {
+			d = int32(len(s.domains))
+			var values []string
+			if parent >= 0 {
+				values = append(slices.Clip(s.domains[parent].values), value)
+			} else {
+				values = []string{value}
+			}
+			s.domains = append(s.domains, domain{level: int32(level), parent: parent, values: values})
+			s.lookup[k] = d
+			s.byLevel[level] = append(s.byLevel[level], d)
+			if parent >= 0 {
+				s.domains[parent].children = append(s.domains[parent].children, d)
+			}
+		}
+		parent = d
+	}
+	return parent
+}
+
+func (s *Snapshot) compare(a, b int32) int {
+	return slices.Compare(s.domains[a].values, s.domains[b].values)
+}
+
+// find is the domain of values (from the top level down), -1 if none.
+func (s *Snapshot) find(values []string) int32 {
+	d := int32(-1)
+	for _, v := range values {
+		next, ok := s.lookup[domainKey{d, v}]
+		if !ok {
+			return -1
+		}
+		d = next
+	}
+	return d
+}
+
+// Levels is the snapshot's topology levels.
+func (s *Snapshot) Levels() Levels { return s.levels }
+
+// maxAmount bounds an amount, so that no sum of a few of them wraps
+// around: a hostile quantity counts as this much.
+const maxAmount = int64(1) << 62
+
+var (
+	maxUnits = *resource.NewQuantity(maxAmount, resource.DecimalSI)
+	maxMilli = *resource.NewMilliQuantity(maxAmount, resource.DecimalSI)
+)
+
+// amount is q as the kube-scheduler counts it: milli-cores for cpu, whole
+// units for everything else, rounded up; negative amounts count as none.
+func amount(name corev1.ResourceName, q resource.Quantity) int64 {
+	if q.Sign() <= 0 {
+		return 0
+	}
+	if name == corev1.ResourceCPU {
+		if q.Cmp(maxMilli) >= 0 {
+			return maxAmount
+		}
+		return q.MilliValue()
+	}
+	if q.Cmp(maxUnits) >= 0 {
+		return maxAmount
+	}
+	return q.Value()
+}
+
+// maxPods is the most pods one node is counted to have room for: the
+// count of a pod asking for nothing the nodes have.
+const maxPods = math.MaxInt32
