@@ -104,12 +104,13 @@ func (f Shortfall) String() string {
 // A required level gets the domain of that level that has room for all
 // the pods with the least room to spare, ties going to the first by its
 // values (Kueue's BestFit). A preferred level gets the same when one
-// domain has room; else, from the level above upwards, the domain whose
-// domains of the asked level have room together, with the least to spare,
-// and in it as few of them as hold the pods, the roomiest first; else, as
-// few of them as hold the pods over the whole topology. Inside a chosen
-// domain the pods go, level by level, to as few domains and nodes as hold
-// them.
+// domain has room; else, from the level above upwards, the first domain
+// whose domains of the asked level have room together (again the one with
+// the least to spare), or failing any, as few top-level domains as have
+// it; and from there down to the asked level, at each level as few
+// domains as hold the pods, the roomiest first and the last the tightest
+// that holds what remains (Kueue's order). Inside a chosen domain the pods
+// go, the same way, to as few domains and nodes as hold them.
 func (s *Snapshot) Place(sets []PodSet) (Result, error) {
 	var room [8]int // schedulingv1alpha1.MaxPodSets: no allocation
 	levels := room[:0]
@@ -202,59 +203,95 @@ func (s *Snapshot) preferred(sh *shape, level int, n int64) []Domain {
 	if one := s.required(sh, level, n); one != nil {
 		return one
 	}
-	agg := s.agg
-	for up := level - 1; up >= 0; up-- {
-		s.aggregate(sh, level, up)
-		if best := bestFit(s.byLevel[up], agg, n); best >= 0 {
-			start := len(s.items)
-			for _, d := range s.byLevel[level] {
-				if s.ancestor(d, up) == best {
-					s.items = append(s.items, item{count: sh.sums[d], idx: d})
-				}
-			}
-			return s.fewest(start, n)
+	start := len(s.items)
+	defer func() { s.items = s.items[:start] }()
+	s.aggregate(sh, level)
+	// The narrowest domain above the level whose domains of the level
+	// hold the pods together, with the least to spare; else as few
+	// domains of the top level as hold them.
+	from := -1
+	for up := level - 1; up >= 0 && from < 0; up-- {
+		if best := bestFit(s.byLevel[up], s.agg, n); best >= 0 {
+			s.items = append(s.items, item{count: s.agg[best], idx: best})
+			from = up
 		}
 	}
-	// No domain at any level above holds them: as few domains of the
-	// level as hold them, over the whole topology.
-	start := len(s.items)
-	for _, d := range s.byLevel[level] {
-		s.items = append(s.items, item{count: sh.sums[d], idx: d})
+	if from < 0 {
+		for _, d := range s.byLevel[0] {
+			if c := s.room(sh, d, level); c > 0 {
+				s.items = append(s.items, item{count: c, idx: d})
+			}
+		}
+		if s.fewest(start, n) == 0 {
+			return nil
+		}
+		from = 0
 	}
-	return s.fewest(start, n)
+	// Then down to the level, as few domains at each as hold the pods
+	// among the children of those chosen above (Kueue's way: the fewest
+	// racks, then the fewest hosts in them).
+	for lv := from; lv < level; lv++ {
+		hi := len(s.items)
+		for i := start; i < hi; i++ {
+			for _, c := range s.domains[s.items[i].idx].children {
+				if r := s.room(sh, c, level); r > 0 {
+					s.items = append(s.items, item{count: r, idx: c})
+				}
+			}
+		}
+		k := s.fewest(hi, n)
+		copy(s.items[start:], s.items[hi:hi+k])
+		s.items = s.items[:start+k]
+	}
+	out := make([]Domain, 0, len(s.items)-start)
+	for _, it := range s.items[start:] {
+		out = append(out, Domain{Values: s.domains[it.idx].values, Pods: int32(it.count)})
+	}
+	slices.SortFunc(out, func(a, b Domain) int { return slices.Compare(a.Values, b.Values) })
+	return out
 }
 
-// aggregate sets s.agg of each domain of level up to what its domains of
-// level level have room for together.
-func (s *Snapshot) aggregate(sh *shape, level, up int) {
-	for _, d := range s.byLevel[up] {
-		s.agg[d] = 0
+// room is how many pods of sh the domains of level in d hold: d's own
+// count at that level, aggregate's above it.
+func (s *Snapshot) room(sh *shape, d int32, level int) int64 {
+	if int(s.domains[d].level) == level {
+		return sh.sums[d]
 	}
-	for _, d := range s.byLevel[level] {
-		s.agg[s.ancestor(d, up)] += sh.sums[d]
-	}
+	return s.agg[d]
 }
 
-func (s *Snapshot) ancestor(d int32, level int) int32 {
-	for int(s.domains[d].level) > level {
-		d = s.domains[d].parent
+// aggregate sets s.agg of each domain above level to what its domains of
+// that level have room for together (nodes that belong to no domain of
+// the level do not count: the pods must go to domains of the level).
+func (s *Snapshot) aggregate(sh *shape, level int) {
+	for up := range level {
+		for _, d := range s.byLevel[up] {
+			s.agg[d] = 0
+		}
 	}
-	return d
+	for _, d := range s.byLevel[level] {
+		if c := sh.sums[d]; c > 0 {
+			for a := s.domains[d].parent; a >= 0; a = s.domains[a].parent {
+				s.agg[a] += c
+			}
+		}
+	}
 }
 
 // fewest picks from the domains s.items[start:] as few as hold n pods:
 // the roomiest first, and for the last the one that holds what remains
-// with the least to spare. It returns them ordered by their values, nil
-// if all of them together do not hold n; s.items is left as it was.
-func (s *Snapshot) fewest(start int, n int64) []Domain {
-	defer func() { s.items = s.items[:start] }()
+// with the least to spare. It leaves them in s.items[start:start+k], each
+// with the pods it gets as its count, and returns k: 0 if all of them
+// together do not hold n.
+func (s *Snapshot) fewest(start int, n int64) int {
 	cands := s.items[start:]
 	var total int64
 	for _, it := range cands {
 		total += it.count
 	}
 	if total < n {
-		return nil
+		s.items = s.items[:start]
+		return 0
 	}
 	slices.SortFunc(cands, func(a, b item) int {
 		if a.count != b.count {
@@ -262,21 +299,20 @@ func (s *Snapshot) fewest(start int, n int64) []Domain {
 		}
 		return s.compare(a.idx, b.idx)
 	})
-	var out []Domain
+	k := 0
 	remaining := n
 	for i := 0; remaining > 0 && i < len(cands); i++ {
 		pick, pods := i, cands[i].count
 		if pods >= remaining {
 			pick, pods = i+lastFit(cands[i:], remaining), remaining
 		}
-		if pods <= 0 {
-			break
-		}
-		out = append(out, Domain{Values: s.domains[cands[pick].idx].values, Pods: int32(pods)})
+		// Picks are written at or before where they are read.
+		cands[k] = item{count: pods, idx: cands[pick].idx}
+		k++
 		remaining -= pods
 	}
-	slices.SortFunc(out, func(a, b Domain) int { return slices.Compare(a.Values, b.Values) })
-	return out
+	s.items = s.items[:start+k]
+	return k
 }
 
 // lastFit is, among items ordered roomiest first, the index of the first

@@ -130,6 +130,18 @@ func TestPlace(t *testing.T) {
 				failed("worker", "needs 19 × 1 nvidia.com/gpu within as few `cloud.provider.com/topology-rack` as hold them; all of them together have 18"),
 			},
 		},
+		"a preferred host no rack holds goes to the fewest racks, then the fewest hosts in them": {
+			// Free GPUs by host: a1 4 0, a2 4 0, a3 3 3, a4 3 3; block b full.
+			held: merge(busy("4", "b1", "b2", "b3", "b4"), busy("1", "a3", "a4"),
+				map[string]corev1.ResourceList{"host-a1-2": list(string(gpu), "4"), "host-a2-2": list(string(gpu), "4")}),
+			units: [][]topology.PodSet{{gpus(8, preferred(hostLabel))}},
+			// Racks a3 (6) and a1 (the tightest that holds the last 2),
+			// not the two hosts with 4 in racks a1 and a2.
+			want: []outcome{placed(2,
+				topology.Domain{Values: []string{"block-a", "rack-a1", "host-a1-1"}, Pods: 4},
+				topology.Domain{Values: []string{"block-a", "rack-a3", "host-a3-1"}, Pods: 3},
+				topology.Domain{Values: []string{"block-a", "rack-a3", "host-a3-2"}, Pods: 1})},
+		},
 		"the pod sets of a unit each take their room": {
 			units: [][]topology.PodSet{{
 				{Name: "launcher", Count: 1, PerPod: list("cpu", "1"), Ask: required(hostLabel)},

@@ -85,8 +85,9 @@ type domainKey struct {
 // NewSnapshot builds the domain tree of levels over the schedulable nodes.
 // held is, per node name, what the pods on the node hold (pkg/podledger
 // keeps what pods hold by the group they belong to, not by node: the
-// caller sums its pods' requests per node). A node lacking a level's label
-// belongs to no domain at that level or below.
+// caller sums its pods' requests per node). A node lacking a level's label,
+// or whose value for it is empty, belongs to no domain at that level or
+// below.
 func NewSnapshot(levels Levels, nodes []Node, held map[string]corev1.ResourceList) *Snapshot {
 	s := &Snapshot{levels: levels, index: map[corev1.ResourceName]int{}, byLevel: make([][]int32, len(levels.Labels)),
 		lookup: map[domainKey]int32{}}
