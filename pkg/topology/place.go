@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 )
 
 // PodSet is what one pod set of a unit asks for.
@@ -112,11 +114,14 @@ func (f Shortfall) String() string {
 // that holds what remains (Kueue's order). Inside a chosen domain the pods
 // go, the same way, to as few domains and nodes as hold them.
 func (s *Snapshot) Place(sets []PodSet) (Result, error) {
-	var room [8]int // schedulingv1alpha1.MaxPodSets: no allocation
-	levels := room[:0]
-	if len(sets) > len(room) {
-		levels = make([]int, 0, len(sets))
+	// A unit has at most MaxPodSets pod sets (its CRD says so); more
+	// could make one unit's shapes crowd out one another before it is
+	// placed whole.
+	if len(sets) > schedulingv1alpha1.MaxPodSets {
+		return Result{}, fmt.Errorf("%d pod sets: a unit has at most %d", len(sets), schedulingv1alpha1.MaxPodSets)
 	}
+	var room [schedulingv1alpha1.MaxPodSets]int
+	levels := room[:0]
 	for i, ps := range sets {
 		levels = append(levels, -1)
 		if ps.Ask.IsZero() {

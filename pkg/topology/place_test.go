@@ -268,3 +268,44 @@ func TestNodeSelector(t *testing.T) {
 		t.Errorf("node selector (-want +got):\n%s", diff)
 	}
 }
+
+// TestPlaceHostileAmounts: counts and quantities far beyond any cluster
+// neither panic nor wrap around.
+func TestPlaceHostileAmounts(t *testing.T) {
+	nodes := cluster()
+	nodes[0].Allocatable = list("cpu", "1e30", "memory", "1e30", string(gpu), "9e18", "pods", "110")
+	s := topology.NewSnapshot(levels, nodes, map[string]corev1.ResourceList{"host-a1-2": list(string(gpu), "1e40")})
+	units := [][]topology.PodSet{
+		{gpus(2147483647, required(blockLabel))},
+		{gpus(2147483647, preferred(hostLabel))},
+		{{Name: "huge", Count: 3, PerPod: list("cpu", "1e25", string(gpu), "1e25"), Ask: required(rackLabel)}},
+		{{Name: "nothing", Count: 2147483647, PerPod: list("cpu", "0"), Ask: preferred(rackLabel)}},
+		{{Name: "tiny", Count: 5, PerPod: list("memory", "1n"), Ask: required(hostLabel)}},
+	}
+	var got []outcome
+	for _, u := range units {
+		r, err := s.Place(u)
+		if err != nil {
+			t.Fatalf("place: %v", err)
+		}
+		got = append(got, view(r))
+	}
+	want := []outcome{
+		// host-a1-1 counts as 2^62 GPUs: more pods than any count.
+		placed(0, topology.Domain{Values: []string{"block-a"}, Pods: 2147483647}),
+		// It has room for as many again.
+		placed(2, topology.Domain{Values: []string{"block-a", "rack-a1", "host-a1-1"}, Pods: 2147483647}),
+		// Both amounts count as 2^62; the first units took more cpu than
+		// GPUs, so cpu is the scarcer. host-a1-2's pods, which hold more
+		// GPUs than it has, do not make GPUs scarcer.
+		failed("huge", "needs 3 × 10e24 cpu within one `cloud.provider.com/topology-rack`; the largest free one has 0"),
+		{Placements: []topology.Placement{{PodSet: "nothing", Level: 1, Domains: []topology.Domain{rack("a", "a1", 2147483647)}}}},
+		{Placements: []topology.Placement{{PodSet: "tiny", Level: 2, Domains: []topology.Domain{{Values: []string{"block-a", "rack-a1", "host-a1-1"}, Pods: 5}}}}},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	if _, err := s.Place(make([]topology.PodSet, 9)); err == nil || err.Error() != "9 pod sets: a unit has at most 8" {
+		t.Errorf("nine pod sets: want an error, got %v", err)
+	}
+}

@@ -145,7 +145,10 @@ func NewSnapshot(levels Levels, nodes []Node, held map[string]corev1.ResourceLis
 	s.total = make([]int64, r)
 	for n := range s.nodes {
 		for j, f := range s.free[n*r : (n+1)*r] {
-			s.total[j] += f
+			// A node whose pods hold more than it has adds nothing. (Place
+			// changes only amounts it asks for and had room for, so the
+			// total follows by plain deltas.)
+			s.total[j] += max(f, 0)
 		}
 	}
 	s.agg = make([]int64, len(s.domains))
