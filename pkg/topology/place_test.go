@@ -7,6 +7,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/koord-queue/koord-queue/pkg/topology"
 )
@@ -307,5 +308,39 @@ func TestPlaceHostileAmounts(t *testing.T) {
 	}
 	if _, err := s.Place(make([]topology.PodSet, 9)); err == nil || err.Error() != "9 pod sets: a unit has at most 8" {
 		t.Errorf("nine pod sets: want an error, got %v", err)
+	}
+}
+
+func TestFromNode(t *testing.T) {
+	node := func(mutate func(*corev1.Node)) *corev1.Node {
+		n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", Labels: map[string]string{rackLabel: "r1"}},
+			Status: corev1.NodeStatus{Allocatable: list(string(gpu), "8"),
+				Conditions: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}}
+		mutate(n)
+		return n
+	}
+	cases := map[string]struct {
+		node *corev1.Node
+		want topology.Node
+	}{
+		"a ready node is schedulable": {
+			node: node(func(*corev1.Node) {}),
+			want: topology.Node{Name: "n", Labels: map[string]string{rackLabel: "r1"}, Allocatable: list(string(gpu), "8"), Schedulable: true},
+		},
+		"a cordoned node is not": {
+			node: node(func(n *corev1.Node) { n.Spec.Unschedulable = true }),
+			want: topology.Node{Name: "n", Labels: map[string]string{rackLabel: "r1"}, Allocatable: list(string(gpu), "8")},
+		},
+		"a node not ready is not": {
+			node: node(func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionUnknown }),
+			want: topology.Node{Name: "n", Labels: map[string]string{rackLabel: "r1"}, Allocatable: list(string(gpu), "8")},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, topology.FromNode(tc.node)); diff != "" {
+				t.Errorf("node (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

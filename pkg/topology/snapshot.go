@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/koord-queue/koord-queue/pkg/watched"
 )
 
 // Node is what a snapshot needs of a node.
@@ -16,6 +18,14 @@ type Node struct {
 	Allocatable corev1.ResourceList
 	// Schedulable: Ready and not cordoned. Other nodes are left out.
 	Schedulable bool
+}
+
+// FromNode is what a snapshot needs of n: schedulable while it is Ready,
+// not cordoned and not being deleted (watched.NodeCapacity's rule, the
+// one the cluster's capacity follows). Its taints are not read: a pod set
+// that does not tolerate them is not kept off the node's domains.
+func FromNode(n *corev1.Node) Node {
+	return Node{Name: n.Name, Labels: n.Labels, Allocatable: n.Status.Allocatable, Schedulable: watched.NodeCapacity(n) != nil}
 }
 
 // Snapshot is the domain tree of one Topology over the schedulable nodes,
