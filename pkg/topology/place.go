@@ -176,7 +176,7 @@ func (s *Snapshot) Assume(ps PodSet, domains []Domain) int32 {
 		placed += s.spread(sh, dom, min(int64(d.Pods), sh.sums[dom]))
 	}
 	s.taken = s.taken[:0]
-	return int32(placed)
+	return int32(min(placed, maxPods))
 }
 
 // required is the domain of level with room for n pods and the least to
