@@ -74,6 +74,8 @@ type Tally struct {
 // PodSetTally is what the pods of one pod set of a group hold.
 type PodSetTally struct {
 	Pods int32
+	// Bound is how many of those pods are on a node.
+	Bound int32
 	// Largest is, per resource, the most one of its pods asks for.
 	Largest corev1.ResourceList
 }
@@ -118,7 +120,7 @@ type group struct {
 }
 
 type podSetTotals struct {
-	pods int32
+	pods, bound int32
 	// shapes of the set's pods that hold room, by how many use each, for
 	// the largest.
 	shapes map[*shape]int32
@@ -133,6 +135,9 @@ type Ledger struct {
 	names   []corev1.ResourceName
 	index   map[corev1.ResourceName]int
 	changed []*group
+	// nodes sums, per node (interned name), what the pods bound to it
+	// that hold room ask for, by the ledger's resource index.
+	nodes map[*string][]int64
 }
 
 type podKey struct{ namespace, name string }
@@ -140,7 +145,7 @@ type podKey struct{ namespace, name string }
 // New returns an empty Ledger.
 func New() *Ledger {
 	return &Ledger{pods: map[podKey]*record{}, groups: map[Group]*group{}, shapes: map[string]*shape{},
-		strs: map[string]*string{}, index: map[corev1.ResourceName]int{}}
+		strs: map[string]*string{}, index: map[corev1.ResourceName]int{}, nodes: map[*string][]int64{}}
 }
 
 // Len is the number of pods kept.
@@ -206,7 +211,7 @@ func (l *Ledger) Tally(g Group) Tally {
 				largest[i] = max(largest[i], v)
 			}
 		}
-		t.PodSets[*name] = PodSetTally{Pods: ps.pods, Largest: l.list(largest)}
+		t.PodSets[*name] = PodSetTally{Pods: ps.pods, Bound: ps.bound, Largest: l.list(largest)}
 	}
 	return t
 }
@@ -241,14 +246,16 @@ func (l *Ledger) add(r *record) {
 	}
 	g.pods++
 	g.requests = addInto(g.requests, r.shape.amounts, 1)
-	if *r.node != "" {
-		g.bound++
-		g.boundReqs = addInto(g.boundReqs, r.shape.amounts, 1)
-	}
 	ps := g.podSets[r.podSet]
 	if ps == nil {
 		ps = &podSetTotals{shapes: map[*shape]int32{}}
 		g.podSets[r.podSet] = ps
+	}
+	if *r.node != "" {
+		g.bound++
+		g.boundReqs = addInto(g.boundReqs, r.shape.amounts, 1)
+		l.nodes[r.node] = addInto(l.nodes[r.node], r.shape.amounts, 1)
+		ps.bound++
 	}
 	ps.pods++
 	ps.shapes[r.shape]++
@@ -262,12 +269,17 @@ func (l *Ledger) remove(r *record) {
 	if r.holds() {
 		g.pods--
 		g.requests = addInto(g.requests, r.shape.amounts, -1)
-		if *r.node != "" {
+		bound := *r.node != ""
+		if bound {
 			g.bound--
 			g.boundReqs = addInto(g.boundReqs, r.shape.amounts, -1)
+			l.unbind(r)
 		}
 		if ps := g.podSets[r.podSet]; ps != nil {
 			ps.pods--
+			if bound {
+				ps.bound--
+			}
 			if ps.shapes[r.shape]--; ps.shapes[r.shape] == 0 {
 				delete(ps.shapes, r.shape)
 			}
@@ -277,6 +289,30 @@ func (l *Ledger) remove(r *record) {
 		}
 	}
 	l.touch(g)
+}
+
+// unbind takes what r asks for off its node's sum; a node left with
+// nothing is forgotten.
+func (l *Ledger) unbind(r *record) {
+	sums := addInto(l.nodes[r.node], r.shape.amounts, -1)
+	for _, v := range sums {
+		if v != 0 {
+			l.nodes[r.node] = sums
+			return
+		}
+	}
+	delete(l.nodes, r.node)
+}
+
+// HeldByNode is, per node name, what the pods bound to it that hold room
+// (Pod.Holds) ask for, as the kube-scheduler counts it on the node. A new
+// map each call: O(nodes with pods).
+func (l *Ledger) HeldByNode() map[string]corev1.ResourceList {
+	out := make(map[string]corev1.ResourceList, len(l.nodes))
+	for node, sums := range l.nodes {
+		out[*node] = l.list(sums)
+	}
+	return out
 }
 
 func (l *Ledger) touch(g *group) {
@@ -404,7 +440,7 @@ func (t Tally) Plus(u Tally) Tally {
 					largest[r] = q
 				}
 			}
-			out.PodSets[name] = PodSetTally{Pods: have.Pods + ps.Pods, Largest: largest}
+			out.PodSets[name] = PodSetTally{Pods: have.Pods + ps.Pods, Bound: have.Bound + ps.Bound, Largest: largest}
 		}
 	}
 	return out

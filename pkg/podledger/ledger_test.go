@@ -34,14 +34,16 @@ type tallyView struct {
 	Requests       map[string]string
 	BoundRequests  map[string]string
 	PodSets        map[string]int32
+	BoundPerSets   map[string]int32
 	LargestPerSets map[string]map[string]string
 }
 
 func view(t podledger.Tally) tallyView {
 	v := tallyView{Pods: t.Pods, Bound: t.Bound, Requests: str(t.Requests), BoundRequests: str(t.BoundRequests),
-		PodSets: map[string]int32{}, LargestPerSets: map[string]map[string]string{}}
+		PodSets: map[string]int32{}, BoundPerSets: map[string]int32{}, LargestPerSets: map[string]map[string]string{}}
 	for name, ps := range t.PodSets {
 		v.PodSets[name] = ps.Pods
+		v.BoundPerSets[name] = ps.Bound
 		v.LargestPerSets[name] = str(ps.Largest)
 	}
 	return v
@@ -102,7 +104,7 @@ func TestTallyFollowsThePods(t *testing.T) {
 		t.Errorf("changed groups (-want +got):\n%s", diff)
 	}
 	want := tallyView{Pods: 2, Bound: 1, Requests: map[string]string{"cpu": "2"}, BoundRequests: map[string]string{"cpu": "1"},
-		PodSets: map[string]int32{"worker": 2}, LargestPerSets: map[string]map[string]string{"worker": {"cpu": "1"}}}
+		PodSets: map[string]int32{"worker": 2}, BoundPerSets: map[string]int32{"worker": 1}, LargestPerSets: map[string]map[string]string{"worker": {"cpu": "1"}}}
 	if diff := cmp.Diff(want, view(l.Tally(g))); diff != "" {
 		t.Errorf("two pods, one bound (-want +got):\n%s", diff)
 	}
@@ -110,7 +112,7 @@ func TestTallyFollowsThePods(t *testing.T) {
 	// A pod's template grown by hand: the largest pod of its set says so.
 	l.Upsert(pod("b", "n2", cpu("7")))
 	want = tallyView{Pods: 2, Bound: 2, Requests: map[string]string{"cpu": "8"}, BoundRequests: map[string]string{"cpu": "8"},
-		PodSets: map[string]int32{"worker": 2}, LargestPerSets: map[string]map[string]string{"worker": {"cpu": "7"}}}
+		PodSets: map[string]int32{"worker": 2}, BoundPerSets: map[string]int32{"worker": 2}, LargestPerSets: map[string]map[string]string{"worker": {"cpu": "7"}}}
 	if diff := cmp.Diff(want, view(l.Tally(g))); diff != "" {
 		t.Errorf("one pod grown (-want +got):\n%s", diff)
 	}
@@ -123,7 +125,7 @@ func TestTallyFollowsThePods(t *testing.T) {
 	gated.Gated = true
 	l.Upsert(gated)
 	want = tallyView{Pods: 1, Bound: 1, Requests: map[string]string{"cpu": "7"}, BoundRequests: map[string]string{"cpu": "7"},
-		PodSets: map[string]int32{"worker": 1}, LargestPerSets: map[string]map[string]string{"worker": {"cpu": "7"}}}
+		PodSets: map[string]int32{"worker": 1}, BoundPerSets: map[string]int32{"worker": 1}, LargestPerSets: map[string]map[string]string{"worker": {"cpu": "7"}}}
 	if diff := cmp.Diff(want, view(l.Tally(g))); diff != "" {
 		t.Errorf("one done, one gated (-want +got):\n%s", diff)
 	}
@@ -143,7 +145,8 @@ func TestTallyFollowsThePods(t *testing.T) {
 }
 
 // TestTallyMatchesThePodsAfterAnyChanges: after any sequence of upserts and
-// deletes, each group's tally is what its pods, summed afresh, hold.
+// deletes, each group's tally, and each node's sum (HeldByNode), is what
+// its pods, summed afresh, hold.
 func TestTallyMatchesThePodsAfterAnyChanges(t *testing.T) {
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 0))
@@ -160,7 +163,7 @@ func TestTallyMatchesThePodsAfterAnyChanges(t *testing.T) {
 					Gated: rng.IntN(6) == 0, Done: rng.IntN(6) == 0,
 					Requests: corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(int64(rng.IntN(4000)), resource.DecimalSI)}}
 				if rng.IntN(2) == 0 {
-					p.Node = "n1"
+					p.Node = []string{"n1", "n2"}[rng.IntN(2)]
 				}
 				l.Upsert(p)
 				model[name] = p
@@ -169,7 +172,7 @@ func TestTallyMatchesThePodsAfterAnyChanges(t *testing.T) {
 				l.Drain()
 			}
 			for _, g := range groups {
-				want := tallyView{Requests: map[string]string{}, BoundRequests: map[string]string{}, PodSets: map[string]int32{}, LargestPerSets: map[string]map[string]string{}}
+				want := tallyView{Requests: map[string]string{}, BoundRequests: map[string]string{}, PodSets: map[string]int32{}, BoundPerSets: map[string]int32{}, LargestPerSets: map[string]map[string]string{}}
 				var sum, bound int64
 				largest := map[string]int64{}
 				for _, p := range model {
@@ -179,15 +182,17 @@ func TestTallyMatchesThePodsAfterAnyChanges(t *testing.T) {
 					want.Pods++
 					m := p.Requests.Cpu().MilliValue()
 					sum += m
+					want.BoundPerSets[p.PodSet] += 0
 					if p.Node != "" {
 						want.Bound++
 						bound += m
+						want.BoundPerSets[p.PodSet]++
 					}
 					want.PodSets[p.PodSet]++
 					largest[p.PodSet] = max(largest[p.PodSet], m)
 				}
 				if want.Pods == 0 {
-					want = tallyView{Requests: map[string]string{}, BoundRequests: map[string]string{}, PodSets: map[string]int32{}, LargestPerSets: map[string]map[string]string{}}
+					want = tallyView{Requests: map[string]string{}, BoundRequests: map[string]string{}, PodSets: map[string]int32{}, BoundPerSets: map[string]int32{}, LargestPerSets: map[string]map[string]string{}}
 				}
 				if sum > 0 {
 					want.Requests["cpu"] = resource.NewMilliQuantity(sum, resource.DecimalSI).String()
@@ -204,6 +209,24 @@ func TestTallyMatchesThePodsAfterAnyChanges(t *testing.T) {
 				if diff := cmp.Diff(want, view(l.Tally(g))); diff != "" {
 					t.Fatalf("seed %d step %d: group %+v (-want +got):\n%s", seed, step, g, diff)
 				}
+			}
+			onNodes := map[string]int64{}
+			for _, p := range model {
+				if p.Node != "" && p.Holds() {
+					onNodes[p.Node] += p.Requests.Cpu().MilliValue()
+				}
+			}
+			wantNodes, gotNodes := map[string]string{}, map[string]string{}
+			for n, m := range onNodes {
+				if m != 0 {
+					wantNodes[n] = resource.NewMilliQuantity(m, resource.DecimalSI).String()
+				}
+			}
+			for n, held := range l.HeldByNode() {
+				gotNodes[n] = held.Cpu().String()
+			}
+			if diff := cmp.Diff(wantNodes, gotNodes); diff != "" {
+				t.Fatalf("seed %d step %d: held by node (-want +got):\n%s", seed, step, diff)
 			}
 		}
 		if got, want := l.Len(), len(model); got != want {
