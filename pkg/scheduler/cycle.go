@@ -79,6 +79,7 @@ func (s *Scheduler) CycleLimited(now time.Time, limit int) Result {
 		}
 		(*line)[i] = nil
 	}
+	s.restoreAside()
 	s.lineBuf = (*line)[:0]
 	s.line = nil
 	res.NextWakeup = s.nextWakeup()
@@ -148,6 +149,9 @@ func (s *Scheduler) tryHead(qs *queueState, now time.Time, res *Result) bool {
 		}
 	}
 	if off.HasAdmit {
+		if why, ok := s.place(s.units[off.Admit.Key]); !ok {
+			return s.placementRefused(qs, off, off.Admit.Key, why, res)
+		}
 		if err := s.admit(qs, off.Admit.Key, now, res); err != nil {
 			s.admitRefused(qs, off.Admit.Key, err, res)
 			return false // offering it again would meet the same refusal

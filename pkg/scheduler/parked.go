@@ -146,6 +146,10 @@ func (s *Scheduler) settleable(qs *queueState, head string, preempting bool) (st
 	if s.parked.noSettle || preempting || s.preemption.roomHeldFor() != "" || cfg.EnablePreemption || cfg.WaitForPodsRunning || len(qs.parkedAt) > 0 {
 		return "", false
 	}
+	if _, ok := s.unplaced[qs.spec.Name]; ok {
+		// Its turn depends on the nodes too, which no quota's state says.
+		return "", false
+	}
 	if _, ok := s.timed[qs.spec.Name]; ok {
 		return "", false
 	}

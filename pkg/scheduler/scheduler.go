@@ -88,6 +88,8 @@ type queueState struct {
 	// scheduled and unschedulable count the queue's turns that admitted a
 	// unit and those that ended without (Attempts).
 	scheduled, unschedulable uint64
+	// asides counts its units set aside in the running cycle (placement.go).
+	asides int
 }
 
 // Scheduler is the decision core. Create it with New.
@@ -118,6 +120,13 @@ type Scheduler struct {
 	// preemption: who may evict whom and when, and the room held
 	// meanwhile (preemption.go).
 	preemption preemption
+	// placer decides whether a unit fits the nodes (placement.go); aside
+	// are the units it refused in the running cycle, set aside from their
+	// queues' order until it ends; unplaced are the queues of units it
+	// refused, for WakeUnplaced.
+	placer   Placer
+	aside    []asideUnit
+	unplaced map[string]struct{}
 
 	// parked: the queues that wait for an event, and what wakes them
 	// (parked.go).
@@ -151,6 +160,8 @@ func New() *Scheduler {
 		dirty:   map[string]struct{}{},
 		timed:   map[string]struct{}{},
 		parked:  newParkedQueues(),
+
+		unplaced: map[string]struct{}{},
 	}
 	s.sizer = sizer{engine: s.engine}
 	s.preemption = newPreemptor(s)

@@ -1,0 +1,132 @@
+package scheduler_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/quota"
+	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
+	"github.com/koord-queue/koord-queue/pkg/scheduler"
+	st "github.com/koord-queue/koord-queue/pkg/scheduler/schedtest"
+)
+
+// fakePlacer refuses the units it is told to, with a reason, and
+// records whom it was asked about.
+type fakePlacer struct {
+	refuse map[string]string
+	asked  []string
+}
+
+func (p *fakePlacer) Place(key string, _ map[string]int32) (string, bool) {
+	p.asked = append(p.asked, key)
+	if why, ok := p.refuse[key]; ok {
+		return why, false
+	}
+	return "", true
+}
+
+const noRack = "needs 8 × 1 cpu within one `rack`; the largest free one has 6"
+
+func TestUnitsThatFitTheirQuotaButNotTheNodes(t *testing.T) {
+	team := qt.MakeSpec("team").Max("cpu", "100").Obj()
+	big := st.MakeUnit("ns/big", "team").Request("cpu", "8").Obj()
+	small := st.MakeUnit("ns/small", "team").Request("cpu", "2").Enqueued(time.Second).Obj()
+	plain := st.MakeUnit("ns/plain", "team").Request("cpu", "2").Enqueued(2 * time.Second).Obj()
+	cases := map[string]struct {
+		queue     scheduler.QueueSpec
+		units     []scheduler.Unit
+		refuse    map[string]string
+		want      outcome
+		wantAsked []string
+		wantOrder []string
+	}{
+		"a unit the nodes cannot hold waits saying why, and the units behind it are admitted": {
+			queue:     st.MakeQueue("team").Obj(),
+			units:     []scheduler.Unit{big, small, plain},
+			refuse:    map[string]string{"ns/big": noRack},
+			want:      outcome{Admitted: []string{"ns/small", "ns/plain"}, Waits: map[string]string{"ns/big": noRack}},
+			wantAsked: []string{"ns/big", "ns/small", "ns/plain"},
+			wantOrder: []string{"ns/big"},
+		},
+		"Block: nothing behind it is admitted": {
+			queue:     st.MakeQueue("team").Policy(schedulingv1alpha1.QueuePolicyBlock).Obj(),
+			units:     []scheduler.Unit{big, small, plain},
+			refuse:    map[string]string{"ns/big": noRack},
+			want:      outcome{Waits: map[string]string{"ns/big": noRack}},
+			wantAsked: []string{"ns/big"},
+			wantOrder: []string{"ns/big", "ns/small", "ns/plain"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := world{capacity: bigCluster, quotas: []quota.Spec{team}, queues: []scheduler.QueueSpec{tc.queue}, units: tc.units}.build(t)
+			p := &fakePlacer{refuse: tc.refuse}
+			s.SetPlacer(p)
+			got := summarise(s.Cycle(st.T0))
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("cycle (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(tc.wantAsked, p.asked, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("asked the placer about (-want +got):\n%s", diff)
+			}
+			var order []string
+			for _, u := range s.Pending("team", 0) {
+				order = append(order, u.Key)
+			}
+			if diff := cmp.Diff(tc.wantOrder, order, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("waiting after the cycle (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestAUnitTheNodesCouldNotHoldIsTriedAgainWhenTheyMayHaveRoom(t *testing.T) {
+	s := world{capacity: bigCluster, quotas: []quota.Spec{qt.MakeSpec("team").Max("cpu", "100").Obj()},
+		queues: []scheduler.QueueSpec{st.MakeQueue("team").Obj()},
+		units:  []scheduler.Unit{st.MakeUnit("ns/big", "team").Request("cpu", "8").Obj()}}.build(t)
+	p := &fakePlacer{refuse: map[string]string{"ns/big": noRack}}
+	s.SetPlacer(p)
+	if got := summarise(s.Cycle(st.T0)); len(got.Admitted) != 0 {
+		t.Fatalf("admitted %v, which the nodes cannot hold", got.Admitted)
+	}
+	if got := s.WaitReason("ns/big"); got != noRack {
+		t.Errorf("wait reason %q, want %q", got, noRack)
+	}
+	p.asked = nil
+	if got := summarise(s.Cycle(st.T0.Add(time.Second))); len(got.Admitted) != 0 || len(p.asked) != 0 {
+		t.Fatalf("with nothing changed, admitted %v and asked about %v", got.Admitted, p.asked)
+	}
+	delete(p.refuse, "ns/big")
+	s.WakeUnplaced()
+	if diff := cmp.Diff(outcome{Admitted: []string{"ns/big"}}, summarise(s.Cycle(st.T0.Add(2*time.Second))), cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("after WakeUnplaced (-want +got):\n%s", diff)
+	}
+}
+
+// TestAQueuePassesOverBoundedlyManyUnitsTheNodesCannotHold: a tenant's
+// many units that fit the quota and never the nodes cost a cycle at most
+// 8 placements in their queue.
+func TestAQueuePassesOverBoundedlyManyUnitsTheNodesCannotHold(t *testing.T) {
+	var units []scheduler.Unit
+	refuse := map[string]string{}
+	for i := range 50 {
+		u := st.MakeUnit("ns/u"+string(rune('a'+i/26))+string(rune('a'+i%26)), "team").Request("cpu", "1").Enqueued(time.Duration(i) * time.Second).Obj()
+		units = append(units, u)
+		refuse[u.Key] = noRack
+	}
+	s := world{capacity: bigCluster, quotas: []quota.Spec{qt.MakeSpec("team").Max("cpu", "100").Obj()},
+		queues: []scheduler.QueueSpec{st.MakeQueue("team").Obj()}, units: units}.build(t)
+	p := &fakePlacer{refuse: refuse}
+	s.SetPlacer(p)
+	s.Cycle(st.T0)
+	if len(p.asked) != 9 {
+		t.Errorf("asked the placer %d times in one cycle, want 9 (8 set aside, the 9th parks the queue)", len(p.asked))
+	}
+	if got := s.Position(units[0].Key); got != 1 {
+		t.Errorf("the first unit is at position %d after the cycle, want 1", got)
+	}
+}
