@@ -21,6 +21,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/quota"
 	"github.com/koord-queue/koord-queue/pkg/resources"
 	"github.com/koord-queue/koord-queue/pkg/scheduler"
+	"github.com/koord-queue/koord-queue/pkg/topology"
 	"github.com/koord-queue/koord-queue/pkg/watched"
 )
 
@@ -133,14 +134,21 @@ type quotaUser interface {
 	useQuota(eq *elasticquotav1alpha1.ElasticQuota)
 }
 
+// askerPlacer places again, with c.mu held, a unit asking for a topology
+// level whose Topology in force may have changed, and has the loop look at
+// it: the Cache, for the topologies' part.
+type askerPlacer interface {
+	placeAsker(r *unitRecord)
+}
+
 // Cache is the decision core fed from the API server, safe for concurrent use.
 // What it keeps itself is the translation of API objects into the core's
 // units and quotas, and the lock (cache.go); each concern besides is a part
 // of its own, a field below with the fields only it writes, given of the
 // rest only what it reads. A part that changes how a unit or a quota is
 // charged asks the Cache to place it again through a one-method interface
-// (unitPlacer, podPlacer, quotaUser); the Cache's answers that a part gives
-// ask that part (parts.go).
+// (unitPlacer, podPlacer, quotaUser, askerPlacer); the Cache's answers
+// that a part gives ask that part (parts.go).
 type Cache struct {
 	mu     sync.Mutex
 	core   *scheduler.Scheduler
@@ -174,6 +182,7 @@ type Cache struct {
 	decisions          decisions          // the writer's side of the decisions (record.go)
 	podCharges         podCharges         // what pods hold (pods.go)
 	treeCapacities     treeCapacities     // trees' capacities from profiles (pools.go)
+	topologies         topologies         // placements within topology domains (topology.go)
 	owedWrites         owedWrites         // the writes that only inform (owed.go)
 	executionDeadlines executionDeadlines // maximum execution times (deadlines.go)
 	jobTypeCounts      jobTypeCounts      // v1.8's metrics (v18metrics.go)
@@ -202,6 +211,10 @@ func NewCache() *Cache {
 	c.podCharges = podCharges{mu: &c.mu, units: c.units, core: c.core, quotas: c.quotas, wake: c.wake, placer: c,
 		pods: podledger.New(), claims: map[ownerKey]string{}, unclaimed: map[podledger.Group]string{}}
 	c.treeCapacities = treeCapacities{mu: &c.mu, quotaObjects: c.quotaObjects, user: c, pools: newPools()}
+	c.topologies = topologies{mu: &c.mu, units: c.units, core: c.core, quotaObjects: c.quotaObjects, pods: &c.podCharges,
+		wake: c.wake, placer: c, byName: map[string]*schedulingv1alpha1.Topology{}, nodeFacts: map[string]topology.Node{},
+		askers: map[*unitRecord]unitAsk{}}
+	c.core.SetPlacer(&c.topologies)
 	c.forecasts = forecasts{mu: &c.mu, units: c.units, core: c.core, queues: c.queues, views: &c.views, now: time.Now}
 	c.views = views{mu: &c.mu, units: c.units, core: c.core, quotas: c.quotas, quotaObjects: c.quotaObjects,
 		quotaCopies: c.quotaCopies, quotaErrs: c.quotaErrs, queues: c.queues, queueNamespace: schedulingv1alpha1.QueueNamespace,
@@ -253,6 +266,7 @@ func (c *Cache) UpsertElasticQuota(eq *elasticquotav1alpha1.ElasticQuota) {
 
 // useQuota makes eq the quota of its name, with c.mu held.
 func (c *Cache) useQuota(eq *elasticquotav1alpha1.ElasticQuota) {
+	topologyMoved := topologyNamingChanged(c.quotaObjects[eq.Name], eq)
 	spec, err := quota.SpecFromElasticQuota(eq)
 	spec, err = c.treeCapacities.treeSpec(eq.Namespace, spec, err)
 	if nsErr := c.quotas.upsert(eq); nsErr != nil {
@@ -267,6 +281,9 @@ func (c *Cache) useQuota(eq *elasticquotav1alpha1.ElasticQuota) {
 	c.core.UpsertQuota(spec)
 	c.decisions.forgetIfShrunk()
 	c.remapFallbacks()
+	if topologyMoved {
+		c.topologies.topologiesChanged()
+	}
 	c.wake.notify()
 }
 
@@ -285,6 +302,7 @@ func (c *Cache) DeleteElasticQuota(namespace, name string) {
 		return
 	}
 	delete(c.quotaCopies, name)
+	gone := c.quotaObjects[name]
 	c.quotas.remove(name)
 	delete(c.quotaObjects, name)
 	delete(c.quotaErrs, name)
@@ -292,6 +310,9 @@ func (c *Cache) DeleteElasticQuota(namespace, name string) {
 	c.core.DeleteQuota(name)
 	c.decisions.forgetIfShrunk()
 	c.remapFallbacks()
+	if topologyNamingChanged(gone, nil) {
+		c.topologies.topologiesChanged()
+	}
 	c.wake.notify()
 }
 
@@ -340,7 +361,8 @@ func (c *Cache) UpsertNode(n *corev1.Node) {
 	before, known := c.nodes[n.Name]
 	clusterChanged := !known || watched.CapacityChanged(before, capacity)
 	poolChanged := c.treeCapacities.upsertPoolNode(n)
-	if !clusterChanged && !poolChanged {
+	topologyChanged := c.topologies.upsertTopologyNode(n)
+	if !clusterChanged && !poolChanged && !topologyChanged {
 		metrics.WatchedUpdates.WithLabelValues(metrics.KindNode, metrics.UpdateIgnored).Inc()
 		return
 	}
@@ -354,6 +376,9 @@ func (c *Cache) UpsertNode(n *corev1.Node) {
 	if poolChanged {
 		c.treeCapacities.refreshTrees()
 	}
+	if topologyChanged {
+		c.wake.notify()
+	}
 }
 
 // DeleteNode stops counting a node.
@@ -361,6 +386,7 @@ func (c *Cache) DeleteNode(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	delete(c.nodes, name)
+	c.topologies.deleteTopologyNode(name)
 	c.setCapacity()
 	c.treeCapacities.deletePoolNode(name)
 }
@@ -408,6 +434,7 @@ func (c *Cache) UpsertUnit(u *schedulingv1alpha1.QueueUnit) {
 	if q, _ := c.quotas.quotaNameOf(u); q != "" {
 		c.forecasts.observeFinished(r.unit, u, q)
 	}
+	gaveBack := r.unit != nil && len(r.unit.Status.TopologyAssignments) > 0 && len(u.Status.TopologyAssignments) == 0
 	r.unit, r.deleted = u, false
 	c.podCharges.claim(r)
 	c.jobTypeCounts.countJobType(r, jobTypeOf(u))
@@ -420,6 +447,9 @@ func (c *Cache) UpsertUnit(u *schedulingv1alpha1.QueueUnit) {
 	}
 	if !queueunit.HoldsQuota(u) {
 		r.eviction = nil // evicted, finished or released
+	}
+	if gaveBack {
+		c.core.WakeUnplaced() // the room its domains kept for its pods is free
 	}
 	if rs := u.Status.RequeueState; rs != nil && rs.RequeueAt != nil && !queueunit.HoldsQuota(u) {
 		c.backingOff[key] = backoff{r: r, until: rs.RequeueAt.Time}
@@ -464,6 +494,7 @@ func (c *Cache) forgetUnit(r *unitRecord) {
 	}
 	c.podCharges.stopLeaving(r)
 	c.podCharges.unclaim(r)
+	c.topologies.forgetAsker(r)
 	c.views.relist(r, true)
 	delete(c.units, r.key)
 }
@@ -475,6 +506,13 @@ func (c *Cache) placeForPods(r *unitRecord) {
 		c.forgetUnit(r)
 		return
 	}
+	c.place(r)
+	c.dirty[r.key] = struct{}{}
+}
+
+// placeAsker places r, which asks for a topology level, again, with c.mu
+// held: the Topology in force for it may have changed.
+func (c *Cache) placeAsker(r *unitRecord) {
 	c.place(r)
 	c.dirty[r.key] = struct{}{}
 }
@@ -540,6 +578,12 @@ func (c *Cache) place(r *unitRecord) {
 	if !holds {
 		amountsErr = queueunit.CheckAmounts(u)
 	}
+	// What its pod sets ask of a topology: checked only while it waits, as
+	// a unit holding quota was placed when it was admitted.
+	_, topologyErr := c.topologies.checkTopology(r)
+	if holds {
+		topologyErr = nil
+	}
 	out := false
 	switch phase := u.EffectivePhase(); {
 	case queueunit.Finished(phase):
@@ -555,6 +599,9 @@ func (c *Cache) place(r *unitRecord) {
 	case r.queue == "" && !holds:
 		out = true
 		r.problem = "no ElasticQuota serves this unit: label it quota.scheduling.koordinator.sh/name=<quota>"
+	case topologyErr != nil:
+		out = true
+		r.problem = topologyErr.Error()
 	case phase == schedulingv1alpha1.TimeoutBackoff && !holds:
 		// Sent back after its running timeout: its extension queues it
 		// again (Enqueued) when its backoff ends (queueunit.EndBackoff).
@@ -652,6 +699,7 @@ func (c *Cache) cycle(now time.Time, limit int) scheduler.Result {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.backingOff.release(now, c.place)
+	c.topologies.beginPlacement()
 	res := c.core.CycleLimited(now, limit)
 	for _, e := range res.Errors {
 		// Each such unit waits, saying why (its wait reason), and is tried
@@ -663,6 +711,7 @@ func (c *Cache) cycle(now time.Time, limit int) scheduler.Result {
 		c.decisions.record(r, a)
 		c.views.relist(r, false)
 	}
+	c.topologies.endPlacement(res.Admissions)
 	for _, p := range res.Preemptions {
 		for _, v := range p.Victims {
 			if r := c.units[v]; r != nil {

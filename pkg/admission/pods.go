@@ -79,6 +79,7 @@ func (c *podCharges) podsChanged() {
 		}
 		c.chargeUnclaimed(g)
 	}
+	c.core.WakeUnplaced() // a pod gone, or moved, may leave room in its domain
 	c.wake.notify()
 }
 

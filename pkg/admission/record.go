@@ -32,6 +32,10 @@ type admission struct {
 	// tree is the quota tree of the queue's quota (quota.Engine.TreeID),
 	// written with the admission (status.quotaTree).
 	tree string
+	// topology is where the pod sets that ask for a topology level go
+	// (topology.go), written with the admission
+	// (status.topologyAssignments).
+	topology []schedulingv1alpha1.PodSetTopologyAssignment
 	// sent: the writer has taken it and its write may land, so it stays
 	// charged as decided until the API server answers (admissionWritten,
 	// or forget on a refusal): a shrink of the room, a resize or a move
@@ -214,8 +218,12 @@ func (c *decisions) forget(key string, a *admission) {
 // undoAdmission takes back r's admission from the record and the core, with
 // c.mu held; the caller places the unit again.
 func (c *decisions) undoAdmission(r *unitRecord) {
+	placed := r.admission != nil && len(r.admission.topology) > 0
 	c.dropAdmission(r)
 	c.core.ForgetAdmission(r.key)
+	if placed {
+		c.core.WakeUnplaced() // the room its domains kept is free
+	}
 }
 
 // dropAdmission clears r's admission, with c.mu held.

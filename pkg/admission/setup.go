@@ -121,6 +121,17 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 					c.DeleteUnit(u.Namespace, u.Name)
 				}
 			}},
+		{&schedulingv1alpha1.Topology{},
+			func(o any) {
+				if t, ok := o.(*schedulingv1alpha1.Topology); ok {
+					c.topologies.UpsertTopology(t)
+				}
+			},
+			func(o any) {
+				if t, ok := o.(*schedulingv1alpha1.Topology); ok {
+					c.topologies.DeleteTopology(t.Name)
+				}
+			}},
 		{&corev1.Node{},
 			func(o any) {
 				if n, ok := o.(*corev1.Node); ok {

@@ -312,11 +312,15 @@ func (src *unitViewSource) view() api.UnitView {
 		v.Request = src.podsHeld
 	case src.admission != nil && !queueunit.HoldsQuota(u): // admitted, the write in flight
 		v.Request, v.PartialAdmission = src.admission.charged, queueunit.PartialNote(u, src.admission.partial)
+		v.TopologyAssignments = src.admission.topology
 	case queueunit.ResizedSinceAdmitted(u):
 		v.Request = queueunit.Charged(u) // its spec (Resource) waits to be queued again
 	case queueunit.HoldsQuota(u):
 		partial := queueunit.PartialCounts(u)
 		v.Request, v.PartialAdmission = queueunit.HeldWith(u, partial), queueunit.PartialNote(u, partial)
+	}
+	if v.TopologyAssignments == nil && queueunit.HoldsQuota(u) {
+		v.TopologyAssignments = u.Status.TopologyAssignments
 	}
 	v.Reason = src.reason.For(u.Namespace)
 	if src.problem != "" {

@@ -212,6 +212,7 @@ func (w *Writer) writeAdmission(ctx context.Context, key string) error {
 		}
 		queueunit.Admit(cur, a.queue, a.request, a.partial, d.checks.Names, now)
 		cur.Status.QuotaTree = a.tree
+		cur.Status.TopologyAssignments = a.topology
 		return true
 	})
 	if err != nil {

@@ -126,6 +126,7 @@ func Evict(u *schedulingv1alpha1.QueueUnit, reason, message string, now metav1.T
 	st.AdmissionChecks = nil
 	if u.Spec.ConsumerRef == nil {
 		st.Admissions = nil
+		st.TopologyAssignments = nil
 	}
 	setCondition(u, schedulingv1alpha1.QueueUnitEvicted, true, reason, message, now)
 	setCondition(u, schedulingv1alpha1.QueueUnitAdmitted, false, reason, message, now)
@@ -230,6 +231,7 @@ func FailChecks(u *schedulingv1alpha1.QueueUnit, check *schedulingv1alpha1.Admis
 	st.Message = msg
 	st.LastUpdateTime = &now
 	st.Admissions = nil
+	st.TopologyAssignments = nil
 	st.AdmissionChecks = nil
 	setCondition(u, schedulingv1alpha1.QueueUnitQuotaReserved, false, reason, msg, now)
 	setCondition(u, schedulingv1alpha1.QueueUnitAdmitted, false, reason, msg, now)
@@ -341,6 +343,7 @@ func FollowJob(u *schedulingv1alpha1.QueueUnit, js JobState, now metav1.Time) bo
 		}
 		// The quota goes back to the queue.
 		st.Admissions = nil
+		st.TopologyAssignments = nil
 		st.PodState = schedulingv1alpha1.PodState{}
 		setCondition(u, schedulingv1alpha1.QueueUnitFinished, true, reason, msg, now)
 		return !equality.Semantic.DeepEqual(before, &u.Status)
@@ -367,6 +370,7 @@ func FollowJob(u *schedulingv1alpha1.QueueUnit, js JobState, now metav1.Time) bo
 	if (st.Phase == schedulingv1alpha1.Enqueued || st.Phase == schedulingv1alpha1.TimeoutBackoff) &&
 		js.Suspended && running == 0 && pending == 0 && scheduled == 0 {
 		st.Admissions = nil
+		st.TopologyAssignments = nil
 	}
 
 	// The phase says that the job runs pods (podState's running: on a

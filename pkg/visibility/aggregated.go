@@ -208,6 +208,8 @@ func summaryItem(u api.UnitView) v1alpha1.QueueUnit {
 		PartialAdmission: u.PartialAdmission,
 		Redacted:         u.Redacted,
 
+		TopologyAssignments: u.TopologyAssignments,
+
 		EstimatedAdmissionTime: u.EstimatedAdmissionTime,
 		EstimateBasis:          u.EstimateBasis,
 	}

@@ -201,6 +201,48 @@ type Admission struct {
 	ReclaimState *ReclaimState `json:"reclaimState,omitempty"`
 }
 
+// MaxTopologyDomains is how many domains one pod set's topology
+// assignment may list.
+const MaxTopologyDomains = 1024
+
+// PodSetTopologyAssignment is where one pod set's pods run: within these
+// domains of a Topology's level, Kueue's TopologyAssignment.
+type PodSetTopologyAssignment struct {
+	// name of the pod set.
+	// +kubebuilder:validation:MaxLength=63
+	Name string `json:"name"`
+	// topology is the Topology whose levels these are.
+	// +kubebuilder:validation:MaxLength=253
+	Topology string `json:"topology"`
+	// levels are the node labels of the Topology's levels, from the top
+	// down to the level asked for.
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=316
+	Levels []string `json:"levels"`
+	// domains are the domains chosen, one for a required level, and how
+	// many of the pod set's pods each holds.
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=1024
+	Domains []TopologyDomainAssignment `json:"domains"`
+}
+
+// TopologyDomainAssignment is one domain of a topology assignment.
+type TopologyDomainAssignment struct {
+	// values are the domain's values of the assignment's levels, in their
+	// order.
+	// +listType=atomic
+	// +kubebuilder:validation:MinItems=1
+	// +kubebuilder:validation:MaxItems=8
+	// +kubebuilder:validation:items:MaxLength=63
+	Values []string `json:"values"`
+	// count is how many of the pod set's pods run in the domain.
+	// +kubebuilder:validation:Minimum=0
+	Count int32 `json:"count"`
+}
+
 // RequeueState is the backoff of a unit sent back to its queue.
 type RequeueState struct {
 	// count is how many times the unit was sent back.
@@ -251,6 +293,18 @@ type QueueUnitStatus struct {
 	AdmissionsSummary string `json:"admissionsSummary,omitempty"`
 	// +optional
 	LastAllocateTime *metav1.Time `json:"lastAllocateTime,omitempty"`
+	// topologyAssignments are, for each pod set that asks for a topology
+	// level (the pod template's annotation
+	// koord-queue/podset-required-topology or
+	// koord-queue/podset-preferred-topology, or Kueue's), the domains of
+	// that level its pods were admitted to. Written with admissions and
+	// cleared with them; a restarted koord-queue counts the room they
+	// hold from here.
+	// +optional
+	// +listType=map
+	// +listMapKey=name
+	// +kubebuilder:validation:MaxItems=8
+	TopologyAssignments []PodSetTopologyAssignment `json:"topologyAssignments,omitempty"`
 	// quotaTree is the quota tree (the tree-id of a node pool's quotas) of
 	// the quota the unit was last admitted in; empty for the classic tree.
 	// It keeps the unit counted in that tree should its quota be deleted

@@ -13,6 +13,11 @@ const (
 	AnnotationWaitForPodsRunning = "koord-queue/wait-for-pods-running"
 	// AnnotationEnableQueueUnitPreemption "true" lets a unit evict lower-priority units of its quota.
 	AnnotationEnableQueueUnitPreemption = "koord-queue/enable-queueunit-preemption"
+	// AnnotationTopology on an ElasticQuota names the Topology whose levels
+	// its units' pod sets may ask for (koord-queue/podset-required-topology,
+	// koord-queue/podset-preferred-topology); a quota without it uses its
+	// nearest ancestor's.
+	AnnotationTopology = "koord-queue/topology"
 	// AnnotationPrefix is what every copied annotation starts with.
 	AnnotationPrefix = "koord-queue/"
 

@@ -12,6 +12,7 @@ package app
 // +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=queues/status,verbs=get;update;patch
 // +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=queueunits,verbs=get;list;watch;update;patch
 // +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=queueunits/status,verbs=get;update;patch
+// +kubebuilder:rbac:groups=scheduling.x-k8s.io,resources=topologies,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=nodes,verbs=get;list;watch
 // +kubebuilder:rbac:groups="",resources=pods,verbs=list;watch
 // +kubebuilder:rbac:groups="",resources=events,verbs=create;patch

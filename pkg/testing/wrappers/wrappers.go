@@ -75,6 +75,17 @@ func (w *QueueUnitWrapper) PodSet(name string, count int32, requests ...string) 
 	return w
 }
 
+// PodSetAnnotation annotates the template of the last pod set added
+// (a topology level it asks for, say).
+func (w *QueueUnitWrapper) PodSetAnnotation(key, value string) *QueueUnitWrapper {
+	t := &w.Spec.PodSets[len(w.Spec.PodSets)-1].Template
+	if t.Annotations == nil {
+		t.Annotations = map[string]string{}
+	}
+	t.Annotations[key] = value
+	return w
+}
+
 // MinCount lets the last pod set added start with n of its pods (partial
 // admission).
 func (w *QueueUnitWrapper) MinCount(n int32) *QueueUnitWrapper {
@@ -199,6 +210,15 @@ func (w *ElasticQuotaWrapper) Label(key, value string) *ElasticQuotaWrapper {
 func (w *ElasticQuotaWrapper) Annotation(key, value string) *ElasticQuotaWrapper {
 	w.Annotations[key] = value
 	return w
+}
+
+// Topology is a Topology of the node labels levels, broadest first.
+func Topology(name string, levels ...string) *schedulingv1alpha1.Topology {
+	t := &schedulingv1alpha1.Topology{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	for _, l := range levels {
+		t.Spec.Levels = append(t.Spec.Levels, schedulingv1alpha1.TopologyLevel{NodeLabel: l})
+	}
+	return t
 }
 
 // Node is a Ready, schedulable node with the given allocatable cpu and memory.

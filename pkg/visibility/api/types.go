@@ -111,6 +111,10 @@ type UnitView struct {
 	// PartialAdmission, for a unit admitted with fewer pods than it asks
 	// for, says how many: "2 of 4 pods of pod set main".
 	PartialAdmission string `json:"partialAdmission,omitempty"`
+	// TopologyAssignments, for a unit admitted with pod sets that ask for
+	// a topology level, are the domains each such pod set runs in (its
+	// status.topologyAssignments, or the admission being written).
+	TopologyAssignments []schedulingv1alpha1.PodSetTopologyAssignment `json:"topologyAssignments,omitempty"`
 	// Position is 1-based among the queue's waiting units; 0 when not waiting.
 	Position int `json:"position,omitempty"`
 	// Reason is why the unit waits.

@@ -89,6 +89,9 @@ type QueueUnit struct {
 	// PartialAdmission, for a unit admitted with fewer pods than it asks
 	// for, says how many.
 	PartialAdmission string `json:"partialAdmission,omitempty"`
+	// TopologyAssignments are the domains of a topology level each pod set
+	// that asks for one was admitted to.
+	TopologyAssignments []schedulingv1alpha1.PodSetTopologyAssignment `json:"topologyAssignments,omitempty"`
 	// EstimatedAdmissionTime and EstimateBasis are the forecast of a
 	// waiting unit, as the REST API gives them (docs/tasks/read-the-queue.md).
 	EstimatedAdmissionTime *metav1.Time `json:"estimatedAdmissionTime,omitempty"`

@@ -1,0 +1,389 @@
+package admission
+
+import (
+	"fmt"
+	"slices"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/equality"
+
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/queueunit"
+	"github.com/koord-queue/koord-queue/pkg/resources"
+	"github.com/koord-queue/koord-queue/pkg/scheduler"
+	"github.com/koord-queue/koord-queue/pkg/topology"
+)
+
+// A unit whose pod sets ask for a topology level (pkg/topology's
+// annotations on their templates) is admitted only when the nodes have
+// room for it as asked, besides its quota: the core asks the Cache, its
+// Placer, before it admits such a unit. The Topology in force is the one
+// the unit's quota names (schedulingv1alpha1.AnnotationTopology), or its
+// nearest ancestor's. What each node has free is its allocatable less what
+// the pod ledger says its pods hold, less the pods admitted to a domain
+// (status.topologyAssignments, or a decision not yet written) that are not
+// on a node yet. The snapshot of each Topology is built once per cycle, at
+// its first use, and dropped at the cycle's end; a restarted koord-queue
+// rebuilds it from the same facts: the nodes, the pods and the units'
+// status.
+
+// unitAsk is what a unit's pod sets ask of a topology.
+type unitAsk struct {
+	// topology is the Topology in force ("" when none is named).
+	topology string
+}
+
+// topologies is the Cache's part that places units on the nodes.
+type topologies struct {
+	mu    *sync.Mutex            // the Cache's
+	units map[string]*unitRecord // the Cache's records
+	core  *scheduler.Scheduler
+	// quotaObjects are the Cache's quotas in use, whose annotations name
+	// the Topology in force.
+	quotaObjects map[string]*elasticquotav1alpha1.ElasticQuota
+	// pods say what the nodes' pods hold, and each unit's.
+	pods *podCharges
+	wake wakeup // the Cache's
+	// placer places an asker again once the Topology in force for it may
+	// have changed: the Cache.
+	placer askerPlacer
+	// byName are the Topologies.
+	byName map[string]*schedulingv1alpha1.Topology
+	// nodeFacts are what a snapshot reads of every node, by name.
+	nodeFacts map[string]topology.Node
+	// askers are the units some pod set of which asks for a level.
+	askers map[*unitRecord]unitAsk
+
+	// During a cycle: the snapshots built, by Topology name; what the
+	// nodes' pods hold (read once); the placements decided, by unit key.
+	snaps    map[string]*topology.Snapshot
+	nodeHeld map[string]corev1.ResourceList
+	decided  map[string][]schedulingv1alpha1.PodSetTopologyAssignment
+}
+
+var _ scheduler.Placer = (*topologies)(nil)
+
+// UpsertTopology records a Topology and decides again the units that ask
+// for levels.
+func (c *topologies) UpsertTopology(t *schedulingv1alpha1.Topology) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if old, ok := c.byName[t.Name]; ok && equality.Semantic.DeepEqual(old.Spec, t.Spec) {
+		c.byName[t.Name] = t
+		return
+	}
+	c.byName[t.Name] = t
+	c.topologiesChanged()
+}
+
+// DeleteTopology forgets a Topology.
+func (c *topologies) DeleteTopology(name string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.byName, name)
+	c.topologiesChanged()
+}
+
+// topologiesChanged places again every unit that asks for a level, with
+// c.mu held: the Topology in force, or its levels, may have changed.
+func (c *topologies) topologiesChanged() {
+	for r := range c.askers {
+		c.placer.placeAsker(r)
+	}
+	c.core.WakeUnplaced()
+	c.wake.notify()
+}
+
+// upsertTopologyNode records what a snapshot reads of n, with c.mu held,
+// and reports whether it changed.
+func (c *topologies) upsertTopologyNode(n *corev1.Node) bool {
+	slim := topology.FromNode(n)
+	if old, ok := c.nodeFacts[n.Name]; ok && old.Schedulable == slim.Schedulable &&
+		equality.Semantic.DeepEqual(old.Labels, slim.Labels) && equality.Semantic.DeepEqual(old.Allocatable, slim.Allocatable) {
+		return false
+	}
+	c.nodeFacts[n.Name] = slim
+	c.core.WakeUnplaced()
+	return true
+}
+
+// deleteTopologyNode forgets a node, with c.mu held.
+func (c *topologies) deleteTopologyNode(name string) {
+	delete(c.nodeFacts, name)
+	c.core.WakeUnplaced()
+}
+
+// checkTopology reads what r's pod sets ask of a topology, with c.mu held
+// and r.queue resolved, and keeps r among the askers if any does. An error
+// is an ask no change of the cluster's nodes mends (a malformed
+// annotation, a level the Topology in force lacks, no Topology named):
+// the unit cannot be queued until it or its quota is fixed.
+func (c *topologies) checkTopology(r *unitRecord) (asks bool, err error) {
+	u := r.unit
+	if queueunit.Finished(u.EffectivePhase()) {
+		delete(c.askers, r) // holds nothing, asks nothing
+		return false, nil
+	}
+	for i := range u.Spec.PodSets {
+		ps := &u.Spec.PodSets[i]
+		ask, perr := topology.ParseAsk(ps.Template.Annotations)
+		if perr != nil {
+			err = fmt.Errorf("pod set %s: %w", ps.Name, perr)
+			asks = true
+			break
+		}
+		if ask.IsZero() {
+			continue
+		}
+		asks = true
+		if err == nil {
+			err = c.resolveAsk(r, ps.Name, ask)
+		}
+	}
+	if !asks {
+		delete(c.askers, r)
+		return false, nil
+	}
+	c.askers[r] = unitAsk{topology: c.topologyOf(r.queue)}
+	return true, err
+}
+
+// resolveAsk checks that the Topology in force for r has the level ask
+// names.
+func (c *topologies) resolveAsk(r *unitRecord, podSet string, ask topology.Ask) error {
+	name := c.topologyOf(r.queue)
+	if name == "" {
+		return fmt.Errorf("pod set %s asks for topology level %s, and quota %s names no Topology: annotate it, or an ancestor, %s=<topology>",
+			podSet, ask.Level, r.queue, schedulingv1alpha1.AnnotationTopology)
+	}
+	t, ok := c.byName[name]
+	if !ok {
+		return fmt.Errorf("pod set %s asks for topology level %s, and Topology %q, which quota %s names, does not exist",
+			podSet, ask.Level, name, r.queue)
+	}
+	if _, err := topology.LevelsOf(t).Resolve(ask); err != nil {
+		return fmt.Errorf("pod set %s: %w", podSet, err)
+	}
+	return nil
+}
+
+// maxQuotaDepth bounds the walk up a quota's ancestors for its Topology.
+const maxQuotaDepth = 64
+
+// topologyOf is the Topology the quota, or its nearest ancestor, names;
+// "" if none does.
+func (c *topologies) topologyOf(quotaName string) string {
+	e := c.core.Quotas()
+	for q, depth := quotaName, 0; q != "" && depth < maxQuotaDepth; q, depth = e.Parent(q), depth+1 {
+		if eq := c.quotaObjects[q]; eq != nil {
+			if name := eq.Annotations[schedulingv1alpha1.AnnotationTopology]; name != "" {
+				return name
+			}
+		}
+	}
+	return ""
+}
+
+// topologyNamingChanged reports whether a quota's change from old to eq
+// (nil: none) may change the Topology in force for units: its annotation
+// naming one, or the parent it inherits one from. A new quota naming none
+// changes nothing, so that a start's thousands of quotas do not place
+// every unit again for each.
+func topologyNamingChanged(old, eq *elasticquotav1alpha1.ElasticQuota) bool {
+	named := func(q *elasticquotav1alpha1.ElasticQuota) string {
+		if q == nil {
+			return ""
+		}
+		return q.Annotations[schedulingv1alpha1.AnnotationTopology]
+	}
+	if named(old) != named(eq) {
+		return true
+	}
+	return old != nil && eq != nil && old.Labels[elasticquotav1alpha1.LabelQuotaParent] != eq.Labels[elasticquotav1alpha1.LabelQuotaParent]
+}
+
+// forgetAsker drops r from the askers, with c.mu held.
+func (c *topologies) forgetAsker(r *unitRecord) { delete(c.askers, r) }
+
+// beginPlacement readies the Placer for a cycle, with c.mu held.
+func (c *topologies) beginPlacement() {
+	c.snaps, c.nodeHeld, c.decided = nil, nil, nil
+}
+
+// endPlacement records, on each admission the cycle decided, where its
+// pod sets go, and drops the cycle's snapshots, with c.mu held. A unit
+// admitted without the Placer being asked (a preemptor whose victims are
+// gone) is placed now if it fits; otherwise it is admitted with no domain.
+func (c *topologies) endPlacement(admissions []scheduler.Admission) {
+	for _, a := range admissions {
+		r := c.units[a.Unit]
+		if r == nil || r.admission == nil {
+			continue
+		}
+		if _, asks := c.askers[r]; !asks {
+			continue
+		}
+		placed, ok := c.decided[a.Unit]
+		if !ok {
+			if _, fits := c.Place(a.Unit, a.Partial); fits {
+				placed = c.decided[a.Unit]
+			}
+		}
+		r.admission.topology = placed
+	}
+	c.snaps, c.nodeHeld, c.decided = nil, nil, nil
+}
+
+// Place is the core's Placer: it finds where the unit key's pod sets go,
+// with the pods partial says, in the snapshot of its Topology, and takes
+// their room. It is called by the core in a cycle, with c.mu held.
+func (c *topologies) Place(key string, partial map[string]int32) (string, bool) {
+	r := c.units[key]
+	if r == nil {
+		return "", true
+	}
+	ask, ok := c.askers[r]
+	if !ok {
+		return "", true
+	}
+	snap, err := c.snapshot(ask.topology)
+	if err != nil {
+		return err.Error(), false
+	}
+	res, err := snap.Place(podSetsOf(r.unit, partial))
+	if err != nil {
+		return err.Error(), false
+	}
+	if !res.Fits() {
+		return res.Reason(), false
+	}
+	placed := assignmentsOf(snap.Levels(), res)
+	for _, a := range placed {
+		if len(a.Domains) > schedulingv1alpha1.MaxTopologyDomains {
+			return fmt.Sprintf("pod set %s would be spread over %d domains of `%s`; at most %d can be recorded",
+				a.Name, len(a.Domains), a.Levels[len(a.Levels)-1], schedulingv1alpha1.MaxTopologyDomains), false
+		}
+	}
+	if c.decided == nil {
+		c.decided = map[string][]schedulingv1alpha1.PodSetTopologyAssignment{}
+	}
+	c.decided[key] = placed
+	return "", true
+}
+
+// snapshot is the cycle's snapshot of the Topology name, built at its
+// first use: the nodes, less what their pods hold, less the pods admitted
+// to its domains that are not on a node yet.
+func (c *topologies) snapshot(name string) (*topology.Snapshot, error) {
+	if s, ok := c.snaps[name]; ok {
+		return s, nil
+	}
+	t, ok := c.byName[name]
+	if !ok {
+		return nil, fmt.Errorf("the Topology %q does not exist", name)
+	}
+	if c.nodeHeld == nil {
+		c.nodeHeld = c.pods.pods.HeldByNode()
+	}
+	nodes := make([]topology.Node, 0, len(c.nodeFacts))
+	for _, n := range c.nodeFacts {
+		nodes = append(nodes, n)
+	}
+	s := topology.NewSnapshot(topology.LevelsOf(t), nodes, c.nodeHeld)
+	for r := range c.askers {
+		c.assume(s, r, name)
+	}
+	if c.snaps == nil {
+		c.snaps = map[string]*topology.Snapshot{}
+	}
+	c.snaps[name] = s
+	return s, nil
+}
+
+// assume takes, in s (of the Topology name), the room of r's pods
+// admitted to its domains and not on a node yet.
+func (c *topologies) assume(s *topology.Snapshot, r *unitRecord, name string) {
+	var placed []schedulingv1alpha1.PodSetTopologyAssignment
+	switch {
+	case r.admission != nil:
+		placed = r.admission.topology
+	case queueunit.HoldsQuota(r.unit):
+		placed = r.unit.Status.TopologyAssignments
+	}
+	if len(placed) == 0 {
+		return
+	}
+	var tally map[string]int32
+	for _, a := range placed {
+		if a.Topology != name {
+			continue
+		}
+		ps := podSetOf(r.unit, a.Name)
+		if ps == nil {
+			continue
+		}
+		if tally == nil {
+			tally = map[string]int32{}
+			for set, t := range c.pods.heldByPods(r).PodSets {
+				tally[set] = t.Bound
+			}
+		}
+		bound := tally[a.Name]
+		domains := make([]topology.Domain, 0, len(a.Domains))
+		for _, d := range a.Domains {
+			// Pods on nodes already count in what the nodes' pods hold:
+			// only the rest is assumed, the first domains' first.
+			off := min(bound, d.Count)
+			bound -= off
+			if d.Count-off > 0 {
+				domains = append(domains, topology.Domain{Values: d.Values, Pods: d.Count - off})
+			}
+		}
+		s.Assume(topology.PodSet{Name: ps.Name, PerPod: resources.PodRequests(&ps.Template.Spec)}, domains)
+	}
+}
+
+// podSetOf is u's pod set called name, nil if none.
+func podSetOf(u *schedulingv1alpha1.QueueUnit, name string) *schedulingv1alpha1.PodSet {
+	for i := range u.Spec.PodSets {
+		if u.Spec.PodSets[i].Name == name {
+			return &u.Spec.PodSets[i]
+		}
+	}
+	return nil
+}
+
+// podSetsOf are u's pod sets as a snapshot places them, with the pods
+// partial admits (nil: all).
+func podSetsOf(u *schedulingv1alpha1.QueueUnit, partial map[string]int32) []topology.PodSet {
+	out := make([]topology.PodSet, 0, len(u.Spec.PodSets))
+	for i := range u.Spec.PodSets {
+		ps := &u.Spec.PodSets[i]
+		ask, _ := topology.ParseAsk(ps.Template.Annotations) // checked when the unit was placed in the core
+		count := ps.Count
+		if n, ok := partial[ps.Name]; ok {
+			count = n
+		}
+		out = append(out, topology.PodSet{Name: ps.Name, Count: count, PerPod: resources.PodRequests(&ps.Template.Spec), Ask: ask})
+	}
+	return out
+}
+
+// assignmentsOf is res as the unit's status records it.
+func assignmentsOf(levels topology.Levels, res topology.Result) []schedulingv1alpha1.PodSetTopologyAssignment {
+	var out []schedulingv1alpha1.PodSetTopologyAssignment
+	for _, p := range res.Placements {
+		if p.Level < 0 || len(p.Domains) == 0 {
+			continue
+		}
+		a := schedulingv1alpha1.PodSetTopologyAssignment{Name: p.PodSet, Topology: levels.Topology,
+			Levels: slices.Clone(levels.Labels[:p.Level+1]), Domains: make([]schedulingv1alpha1.TopologyDomainAssignment, 0, len(p.Domains))}
+		for _, d := range p.Domains {
+			a.Domains = append(a.Domains, schedulingv1alpha1.TopologyDomainAssignment{Values: slices.Clone(d.Values), Count: d.Pods})
+		}
+		out = append(out, a)
+	}
+	return out
+}

@@ -1,0 +1,192 @@
+package admission
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
+	"github.com/koord-queue/koord-queue/pkg/topology"
+)
+
+const (
+	rackLabel = "example.com/rack"
+	hostLabel = "kubernetes.io/hostname"
+)
+
+// rackNode is a node of 2 cpu on host name of rack.
+func rackNode(rack, name string) *corev1.Node {
+	n := wrappers.Node(name, "2", "8Gi")
+	n.Labels = map[string]string{rackLabel: rack, hostLabel: name}
+	return n
+}
+
+// rackUnit is a unit of pods × 1 cpu asking for a rack as required.
+func rackUnit(name string, pods int32) *wrappers.QueueUnitWrapper {
+	return wrappers.MakeQueueUnit(name, "team").Quota("team").PodSet("main", pods, "cpu", "1").
+		PodSetAnnotation(topology.AnnotationPodSetRequiredTopologyKueue, rackLabel)
+}
+
+func rackAssignment(rack string, pods int32) []schedulingv1alpha1.PodSetTopologyAssignment {
+	return []schedulingv1alpha1.PodSetTopologyAssignment{{Name: "main", Topology: "racks", Levels: []string{rackLabel},
+		Domains: []schedulingv1alpha1.TopologyDomainAssignment{{Values: []string{rack}, Count: pods}}}}
+}
+
+// TestUnitsAskingForARack: on two racks of two 2-cpu hosts, a unit asking
+// for a rack is admitted only when one rack has room for all its pods,
+// less what pods on the nodes hold and what units admitted to a rack and
+// not on nodes yet keep; the rack chosen is recorded with its admission.
+func TestUnitsAskingForARack(t *testing.T) {
+	type seen struct {
+		Admitted map[string][]schedulingv1alpha1.PodSetTopologyAssignment
+		Waiting  map[string]string
+	}
+	admittedTo := func(u *wrappers.QueueUnitWrapper, rack string, pods int32) *schedulingv1alpha1.QueueUnit {
+		o := u.Phase(schedulingv1alpha1.Running).Admission("main", int64(pods)).Obj()
+		o.Status.TopologyAssignments = rackAssignment(rack, pods)
+		return o
+	}
+	cases := map[string]struct {
+		quotaTopology string
+		pods          []*corev1.Pod
+		units         []*schedulingv1alpha1.QueueUnit
+		want          seen
+	}{
+		"a unit one rack holds is admitted to the rack with the least to spare": {
+			quotaTopology: "racks",
+			pods:          []*corev1.Pod{wrappers.MakePod("other", "ns").Requests("cpu", "1").Node("r2-h1").Obj()},
+			units:         []*schedulingv1alpha1.QueueUnit{rackUnit("u", 3).Obj()},
+			want:          seen{Admitted: map[string][]schedulingv1alpha1.PodSetTopologyAssignment{"team/u": rackAssignment("r2", 3)}},
+		},
+		"a unit no rack holds waits saying why, and a smaller one behind it is admitted": {
+			quotaTopology: "racks",
+			pods:          []*corev1.Pod{wrappers.MakePod("other", "ns").Requests("cpu", "1").Node("r1-h1").Obj()},
+			units: []*schedulingv1alpha1.QueueUnit{rackUnit("big", 5).Obj(),
+				func() *schedulingv1alpha1.QueueUnit {
+					u := rackUnit("small", 2).Obj()
+					u.CreationTimestamp = metav1.NewTime(time.Unix(5, 0))
+					return u
+				}()},
+			want: seen{Admitted: map[string][]schedulingv1alpha1.PodSetTopologyAssignment{"team/small": rackAssignment("r1", 2)},
+				Waiting: map[string]string{"team/big": "needs 5 × 1 cpu within one `example.com/rack`; the largest free one has 4"}},
+		},
+		"pods admitted to a rack and not on nodes yet keep its room, as a restart reads them from the status": {
+			quotaTopology: "racks",
+			units:         []*schedulingv1alpha1.QueueUnit{admittedTo(rackUnit("running", 4), "r1", 4), rackUnit("u", 4).Obj()},
+			want:          seen{Admitted: map[string][]schedulingv1alpha1.PodSetTopologyAssignment{"team/u": rackAssignment("r2", 4)}},
+		},
+		"pods of an admitted unit on nodes count once": {
+			quotaTopology: "racks",
+			pods: []*corev1.Pod{wrappers.MakePod("running-0", "team").OfUnit("running", "main").Requests("cpu", "1").Node("r1-h1").Obj(),
+				wrappers.MakePod("running-1", "team").OfUnit("running", "main").Requests("cpu", "1").Node("r1-h1").Obj()},
+			units: []*schedulingv1alpha1.QueueUnit{admittedTo(rackUnit("running", 2), "r1", 2), rackUnit("u", 4).Obj(),
+				func() *schedulingv1alpha1.QueueUnit {
+					u := rackUnit("v", 2).Obj()
+					u.CreationTimestamp = metav1.NewTime(time.Unix(5, 0))
+					return u
+				}()},
+			want: seen{Admitted: map[string][]schedulingv1alpha1.PodSetTopologyAssignment{
+				"team/u": rackAssignment("r2", 4), "team/v": rackAssignment("r1", 2)}},
+		},
+		"a level the quota's Topology lacks is an error on the unit": {
+			quotaTopology: "racks",
+			units: []*schedulingv1alpha1.QueueUnit{wrappers.MakeQueueUnit("u", "team").Quota("team").PodSet("main", 1, "cpu", "1").
+				PodSetAnnotation(topology.AnnotationPodSetRequiredTopology, "example.com/zone").Obj()},
+			want: seen{Waiting: map[string]string{"team/u": `pod set main: koord-queue/podset-required-topology asks for topology level "example.com/zone", which topology "racks" does not have: its levels are example.com/rack, kubernetes.io/hostname`}},
+		},
+		"a quota naming no Topology is an error on the unit": {
+			units: []*schedulingv1alpha1.QueueUnit{rackUnit("u", 1).Obj()},
+			want:  seen{Waiting: map[string]string{"team/u": "pod set main asks for topology level example.com/rack, and quota team names no Topology: annotate it, or an ancestor, koord-queue/topology=<topology>"}},
+		},
+		"a Topology that does not exist is an error on the unit": {
+			quotaTopology: "blocks",
+			units:         []*schedulingv1alpha1.QueueUnit{rackUnit("u", 1).Obj()},
+			want:          seen{Waiting: map[string]string{"team/u": `pod set main asks for topology level example.com/rack, and Topology "blocks", which quota team names, does not exist`}},
+		},
+		"a malformed ask is an error on the unit, cut short": {
+			quotaTopology: "racks",
+			units: []*schedulingv1alpha1.QueueUnit{wrappers.MakeQueueUnit("u", "team").Quota("team").PodSet("main", 1, "cpu", "1").
+				PodSetAnnotation(topology.AnnotationPodSetRequiredTopology, strings.Repeat("x", 100_000)).Obj()},
+			want: seen{Waiting: map[string]string{"team/u": "pod set main: koord-queue/podset-required-topology is 100000 characters long: a node label key is at most 316"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := NewCache()
+			team := wrappers.MakeElasticQuota("team", "team").Max(corev1.ResourceCPU, "100")
+			if tc.quotaTopology != "" {
+				team.Annotation(schedulingv1alpha1.AnnotationTopology, tc.quotaTopology)
+			}
+			c.UpsertElasticQuota(team.Obj())
+			c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
+			c.topologies.UpsertTopology(wrappers.Topology("racks", rackLabel, hostLabel))
+			for _, rack := range []string{"r1", "r2"} {
+				for _, host := range []string{"h1", "h2"} {
+					c.UpsertNode(rackNode(rack, rack+"-"+host))
+				}
+			}
+			for _, u := range tc.units {
+				c.UpsertUnit(u)
+			}
+			for _, p := range tc.pods {
+				c.UpsertPod(p)
+			}
+			res := c.cycle(time.Unix(100, 0), -1)
+			got := seen{Admitted: map[string][]schedulingv1alpha1.PodSetTopologyAssignment{}, Waiting: map[string]string{}}
+			for _, a := range res.Admissions {
+				got.Admitted[a.Unit] = c.units[a.Unit].admission.topology
+			}
+			for _, u := range tc.units {
+				key := u.Namespace + "/" + u.Name
+				if _, ok := got.Admitted[key]; !ok && !strings.HasPrefix(u.Name, "running") {
+					got.Waiting[key] = c.views.waitReason(key)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestAUnitWaitingForARackIsAdmittedWhenPodsLeaveIt: the unit that no rack
+// holds is tried again when a pod leaves, with no other event.
+func TestAUnitWaitingForARackIsAdmittedWhenPodsLeaveIt(t *testing.T) {
+	c := NewCache()
+	c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "team").Max(corev1.ResourceCPU, "100").
+		Annotation(schedulingv1alpha1.AnnotationTopology, "racks").Obj())
+	c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
+	c.topologies.UpsertTopology(wrappers.Topology("racks", rackLabel, hostLabel))
+	for i := range 4 {
+		c.UpsertNode(rackNode(fmt.Sprintf("r%d", i/2+1), fmt.Sprintf("n%d", i)))
+	}
+	c.UpsertPod(wrappers.MakePod("a", "ns").Requests("cpu", "1").Node("n0").Obj())
+	c.UpsertPod(wrappers.MakePod("b", "ns").Requests("cpu", "1").Node("n2").Obj())
+	c.UpsertUnit(rackUnit("u", 4).Obj())
+	if res := c.cycle(time.Unix(100, 0), -1); len(res.Admissions) != 0 {
+		t.Fatalf("admitted %v with 3 cpu free in each rack", res.Admissions)
+	}
+	c.DeletePod("ns", "b")
+	res := c.cycle(time.Unix(101, 0), -1)
+	if len(res.Admissions) != 1 {
+		t.Fatalf("admitted %v once rack r2 is free, want team/u", res.Admissions)
+	}
+	if diff := cmp.Diff(rackAssignment("r2", 4), c.units["team/u"].admission.topology); diff != "" {
+		t.Errorf("assignment (-want +got):\n%s", diff)
+	}
+	// The visibility API shows it while the admission is written.
+	v, ok := c.QueueUnit("team", "u")
+	if !ok {
+		t.Fatal("team/u not in the visibility API")
+	}
+	if diff := cmp.Diff(rackAssignment("r2", 4), v.TopologyAssignments); diff != "" {
+		t.Errorf("visibility API's assignment (-want +got):\n%s", diff)
+	}
+}
