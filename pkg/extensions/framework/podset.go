@@ -127,11 +127,13 @@ func applyPodSetUpdates(sets []PodSet, checks []schedulingv1alpha1.AdmissionChec
 		return missed
 	}
 	missed.Placement = place.String()
-	placed := func(_ string, a *corev1.Affinity) *corev1.Affinity {
-		if out, err := placedAffinity(a, place); err == nil {
-			return out
+	placedFor := func(podSet string) func(string, *corev1.Affinity) *corev1.Affinity {
+		return func(_ string, a *corev1.Affinity) *corev1.Affinity {
+			if out, err := placedAffinity(a, place, podSet); err == nil {
+				return out
+			}
+			return a // placementFits said it fits
 		}
-		return a // placementFits said it fits
 	}
 	madeUp, edits := job.(JobWithMadeUpAffinity)
 	for _, s := range sets {
@@ -139,9 +141,9 @@ func applyPodSetUpdates(sets []PodSet, checks []schedulingv1alpha1.AdmissionChec
 		case s.Template == nil:
 			missed.Unplaced = append(missed.Unplaced, s.Name)
 		case !s.MadeUp:
-			s.Template.Spec.Affinity = placed("", s.Template.Spec.Affinity)
+			s.Template.Spec.Affinity = placedFor(s.Name)("", s.Template.Spec.Affinity)
 		case edits:
-			for _, o := range madeUp.EditAffinities(s.Name, placed) {
+			for _, o := range madeUp.EditAffinities(s.Name, placedFor(s.Name)) {
 				if !slices.Contains(missed.Overridden, o) {
 					missed.Overridden = append(missed.Overridden, o)
 				}
@@ -159,20 +161,22 @@ func applyPodSetUpdates(sets []PodSet, checks []schedulingv1alpha1.AdmissionChec
 // (JobWithMadeUpAffinity). It changes nothing.
 func placementFits(sets []PodSet, place *placement, job GenericJob) error {
 	var err error
-	check := func(_ string, a *corev1.Affinity) *corev1.Affinity {
-		if _, e := placedAffinity(a, place); e != nil && err == nil {
-			err = e
+	checkFor := func(podSet string) func(string, *corev1.Affinity) *corev1.Affinity {
+		return func(_ string, a *corev1.Affinity) *corev1.Affinity {
+			if _, e := placedAffinity(a, place, podSet); e != nil && err == nil {
+				err = e
+			}
+			return a
 		}
-		return a
 	}
 	madeUp, edits := job.(JobWithMadeUpAffinity)
 	for _, s := range sets {
 		switch {
 		case s.Template == nil:
 		case !s.MadeUp:
-			check("", s.Template.Spec.Affinity)
+			checkFor(s.Name)("", s.Template.Spec.Affinity)
 		case edits:
-			madeUp.EditAffinities(s.Name, check)
+			madeUp.EditAffinities(s.Name, checkFor(s.Name))
 		}
 	}
 	return err

@@ -19,6 +19,7 @@ import (
 	quotav1alpha1 "github.com/koord-queue/koord-queue/apis/quota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/pool"
+	"github.com/koord-queue/koord-queue/pkg/topology"
 )
 
 // nodePool is the node pool of a quota tree (Koordinator's multiple quota
@@ -43,6 +44,10 @@ type placement struct {
 	// Avoid: a unit of the classic tree requires nodes outside each of
 	// these pools, by profile name.
 	Avoid []nodePool
+	// Domains are, by pod set name, the topology domains its pods were
+	// admitted to (status.topologyAssignments): one node selector term
+	// per domain, any of which its pods must meet as well.
+	Domains map[string][]corev1.NodeSelectorTerm
 }
 
 // pools names the placement's pools, for messages: "node pool a100",
@@ -65,10 +70,20 @@ func (p *placement) pools() string {
 // "the required node affinity of node pool a100", "the required node
 // affinity keeping them off node pools a100, h100".
 func (p *placement) String() string {
-	if p.Pool != nil {
-		return "the required node affinity of " + p.pools()
+	var s string
+	switch {
+	case p.Pool != nil:
+		s = "the required node affinity of " + p.pools()
+	case len(p.Avoid) > 0:
+		s = "the required node affinity keeping them off " + p.pools()
 	}
-	return "the required node affinity keeping them off " + p.pools()
+	if len(p.Domains) == 0 {
+		return s
+	}
+	if s == "" {
+		return "the required node affinity of their topology domains"
+	}
+	return s + ", within their topology domains"
 }
 
 // placementOf is where the unit's pods must run; nil when anywhere: a
@@ -80,6 +95,44 @@ func (p *placement) String() string {
 // total of every tree whose root is not labelled ignore-default-tree: its
 // pods are kept off those trees' pools (treePools).
 func (r *JobReconciler) placementOf(ctx context.Context, unit *schedulingv1alpha1.QueueUnit) (*placement, error) {
+	p, err := r.poolPlacementOf(ctx, unit)
+	if err != nil {
+		return nil, err
+	}
+	if domains := domainsOf(unit); len(domains) > 0 {
+		if p == nil {
+			p = &placement{}
+		}
+		p.Domains = domains
+	}
+	return p, nil
+}
+
+// domainsOf are, by pod set name, the node selector terms of the topology
+// domains unit's pod sets were admitted to: one per domain, requiring
+// each level's label value from the Topology's top level down.
+func domainsOf(unit *schedulingv1alpha1.QueueUnit) map[string][]corev1.NodeSelectorTerm {
+	var out map[string][]corev1.NodeSelectorTerm
+	for _, a := range unit.Status.TopologyAssignments {
+		levels := topology.Levels{Topology: a.Topology, Labels: a.Levels}
+		terms := make([]corev1.NodeSelectorTerm, 0, len(a.Domains))
+		for _, d := range a.Domains {
+			terms = append(terms, levels.NodeSelectorTerm(d.Values))
+		}
+		if len(terms) == 0 {
+			continue
+		}
+		if out == nil {
+			out = map[string][]corev1.NodeSelectorTerm{}
+		}
+		out[a.Name] = terms
+	}
+	return out
+}
+
+// poolPlacementOf is the placement of the unit's pods on or off node
+// pools (placementOf's, without topology domains).
+func (r *JobReconciler) poolPlacementOf(ctx context.Context, unit *schedulingv1alpha1.QueueUnit) (*placement, error) {
 	name := quotaNameOf(unit)
 	var q *elasticquotav1alpha1.ElasticQuota
 	if name != "" {
@@ -273,13 +326,18 @@ func poolRequirements(sel *metav1.LabelSelector) []corev1.NodeSelectorRequiremen
 // terms times the pools' requirements could otherwise grow without bound.
 const maxPlacementTerms = 64
 
-// placedAffinity is a copy of a (nil: none) whose required node affinity
-// keeps to p: every term also requires p's pool (a node must match one
-// term, so each term must keep to the pool), or is narrowed to nodes
-// outside each pool p avoids (offPool); a template without terms gets one.
-// Placing twice gives what placing once does. It fails, leaving a as it
-// is, when more than maxPlacementTerms terms would be left.
-func placedAffinity(a *corev1.Affinity, p *placement) (*corev1.Affinity, error) {
+// placedAffinity is a copy of a (nil: none), the affinity of pod set
+// podSet's pods, whose required node affinity keeps to p: every term also
+// requires p's pool (a node must match one term, so each term must keep
+// to the pool), or is narrowed to nodes outside each pool p avoids
+// (offPool), and then to the pod set's topology domains (withinDomains);
+// a template without terms gets one. Placing twice gives what placing
+// once does. It fails, leaving a as it is, when more than
+// maxPlacementTerms terms would be left.
+func placedAffinity(a *corev1.Affinity, p *placement, podSet string) (*corev1.Affinity, error) {
+	if p.Pool == nil && len(p.Avoid) == 0 && len(p.Domains[podSet]) == 0 {
+		return a.DeepCopy(), nil // nothing for this pod set (another one's domains)
+	}
 	out := a.DeepCopy()
 	if out == nil {
 		out = &corev1.Affinity{}
@@ -308,8 +366,44 @@ func placedAffinity(a *corev1.Affinity, p *placement) (*corev1.Affinity, error) 
 				errTooManyTerms, p.pools(), maxPlacementTerms)
 		}
 	}
+	if domains := p.Domains[podSet]; len(domains) > 0 {
+		var ok bool
+		if terms, ok = withinDomains(terms, domains, maxPlacementTerms); !ok {
+			return nil, fmt.Errorf("%w: keeping pod set %s within its %d topology domains takes more than %d required node affinity terms; give its pods fewer terms of their own",
+				errTooManyTerms, podSet, len(domains), maxPlacementTerms)
+		}
+	}
 	required.NodeSelectorTerms = terms
 	return out, nil
+}
+
+// withinDomains narrows terms to the nodes of domains (one term each, any
+// of which a node must meet): each term becomes one term per domain,
+// requiring what it did and what the domain's term does, so that the
+// template's own affinity is never widened. A term that already holds
+// every requirement of one domain is kept as it is, so narrowing twice
+// changes nothing. ok is false, and the work stopped, once there would be
+// more than limit terms.
+func withinDomains(terms, domains []corev1.NodeSelectorTerm, limit int) (_ []corev1.NodeSelectorTerm, ok bool) {
+	var out []corev1.NodeSelectorTerm
+	for _, t := range terms {
+		within := slices.ContainsFunc(domains, func(d corev1.NodeSelectorTerm) bool {
+			return !slices.ContainsFunc(d.MatchExpressions, func(r corev1.NodeSelectorRequirement) bool { return !hasRequirement(t.MatchExpressions, r) })
+		})
+		if within {
+			out = append(out, t)
+		} else {
+			for _, d := range domains {
+				narrowed := t.DeepCopy()
+				narrowed.MatchExpressions = withRequirements(narrowed.MatchExpressions, d.MatchExpressions)
+				out = append(out, *narrowed)
+			}
+		}
+		if len(out) > limit {
+			return nil, false
+		}
+	}
+	return out, true
 }
 
 // errTooManyTerms: a placement would leave more than maxPlacementTerms

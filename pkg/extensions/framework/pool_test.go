@@ -106,6 +106,17 @@ func offPools(t *testing.T) *placement {
 	return &p
 }
 
+// inRacks is the placement of pod set main admitted to racks of block b1
+// (status.topologyAssignments).
+func inRacks(racks ...string) *placement {
+	a := schedulingv1alpha1.PodSetTopologyAssignment{Name: "main", Topology: "default", Levels: []string{"block", "rack"}}
+	for _, r := range racks {
+		a.Domains = append(a.Domains, schedulingv1alpha1.TopologyDomainAssignment{Values: []string{"b1", r}, Count: 4})
+	}
+	u := &schedulingv1alpha1.QueueUnit{Status: schedulingv1alpha1.QueueUnitStatus{TopologyAssignments: []schedulingv1alpha1.PodSetTopologyAssignment{a}}}
+	return &placement{Domains: domainsOf(u)}
+}
+
 func TestPlacedAffinity(t *testing.T) {
 	cases := map[string]struct {
 		template corev1.PodTemplateSpec
@@ -175,6 +186,27 @@ func TestPlacedAffinity(t *testing.T) {
 			place:    offPools(t),
 			want:     requiring(term(in("gpu-health", "bad"), notIn("pool", "a100"))),
 		},
+		"a pod set admitted to a rack requires the rack, under its block": {
+			template: requiring(),
+			place:    inRacks("r1"),
+			want:     requiring(term(in("block", "b1"), in("rack", "r1"))),
+		},
+		"the pool and the rack narrow each term of the template's own, never widening it": {
+			template: requiring(term(in("zone", "a")), term(in("zone", "b"))),
+			place:    &placement{Pool: onPool.Pool, Domains: inRacks("r1").Domains},
+			want: requiring(term(in("zone", "a"), in("pool", "a100"), in("block", "b1"), in("rack", "r1")),
+				term(in("zone", "b"), in("pool", "a100"), in("block", "b1"), in("rack", "r1"))),
+		},
+		"a pod set spread over two racks may run in either": {
+			template: requiring(term(in("zone", "a"))),
+			place:    inRacks("r1", "r2"),
+			want:     requiring(term(in("zone", "a"), in("block", "b1"), in("rack", "r1")), term(in("zone", "a"), in("block", "b1"), in("rack", "r2"))),
+		},
+		"another pod set's domains leave this one as it is": {
+			template: requiring(term(in("zone", "a"))),
+			place:    &placement{Domains: map[string][]corev1.NodeSelectorTerm{"other": inRacks("r1").Domains["main"]}},
+			want:     requiring(term(in("zone", "a"))),
+		},
 		"match fields stay in every term": {
 			template: requiring(corev1.NodeSelectorTerm{MatchFields: []corev1.NodeSelectorRequirement{in("metadata.name", "n1")}}),
 			place:    offPools(t),
@@ -189,7 +221,7 @@ func TestPlacedAffinity(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			tmpl := tc.template.DeepCopy()
-			placed, err := placedAffinity(tmpl.Spec.Affinity, tc.place)
+			placed, err := placedAffinity(tmpl.Spec.Affinity, tc.place, "main")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -200,7 +232,7 @@ func TestPlacedAffinity(t *testing.T) {
 			if diff := cmp.Diff(tc.want, *tmpl); diff != "" {
 				t.Errorf("template (-want +got):\n%s", diff)
 			}
-			again, err := placedAffinity(placed, tc.place)
+			again, err := placedAffinity(placed, tc.place, "main")
 			if err != nil {
 				t.Fatal(err)
 			}
