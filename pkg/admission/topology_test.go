@@ -114,7 +114,7 @@ func TestUnitsAskingForARack(t *testing.T) {
 			quotaTopology: "racks",
 			units: []*schedulingv1alpha1.QueueUnit{wrappers.MakeQueueUnit("u", "team").Quota("team").PodSet("main", 1, "cpu", "1").
 				PodSetAnnotation(topology.AnnotationPodSetRequiredTopology, strings.Repeat("x", 100_000)).Obj()},
-			want: seen{Waiting: map[string]string{"team/u": "pod set main: koord-queue/podset-required-topology is 100000 characters long: a node label key is at most 316"}},
+			want: seen{Waiting: map[string]string{"team/u": "pod set main: koord-queue/podset-required-topology is longer than 316 characters, the most a node label key has"}},
 		},
 	}
 	for name, tc := range cases {

@@ -91,6 +91,27 @@ func ParseAsk(annotations map[string]string) (Ask, error) {
 	}
 }
 
+// AskAnnotations are the annotations of a pod template that ParseAsk
+// reads, nil when it has none: what a cache that drops the rest of a
+// template keeps. A value longer than a node label key is kept cut to one
+// character more, which ParseAsk still refuses, so that a tenant's long
+// value costs the cache no more than that.
+func AskAnnotations(annotations map[string]string) map[string]string {
+	var out map[string]string
+	for _, key := range [4]string{AnnotationPodSetRequiredTopologyKueue, AnnotationPodSetRequiredTopology,
+		AnnotationPodSetPreferredTopologyKueue, AnnotationPodSetPreferredTopology} {
+		v, ok := annotations[key]
+		if !ok {
+			continue
+		}
+		if out == nil {
+			out = map[string]string{}
+		}
+		out[key] = v[:min(len(v), maxLabelKey+1)]
+	}
+	return out
+}
+
 // pair reads one kind of ask from its Kueue key and koord-queue's key.
 func pair(annotations map[string]string, kueueKey, ownKey string) (Ask, error) {
 	theirs, hasTheirs := annotations[kueueKey]
@@ -104,7 +125,7 @@ func pair(annotations map[string]string, kueueKey, ownKey string) (Ask, error) {
 			return Ask{}, fmt.Errorf("%s is empty: it names the node label of a topology level", key)
 		}
 		if len(v) > maxLabelKey {
-			return Ask{}, fmt.Errorf("%s is %d characters long: a node label key is at most %d", key, len(v), maxLabelKey)
+			return Ask{}, fmt.Errorf("%s is longer than %d characters, the most a node label key has", key, maxLabelKey)
 		}
 	}
 	switch {

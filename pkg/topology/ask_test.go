@@ -60,7 +60,7 @@ func TestParseAsk(t *testing.T) {
 		},
 		"a level longer than any label key is an error, not quoted whole": {
 			annotations: map[string]string{topology.AnnotationPodSetRequiredTopology: strings.Repeat("x", 1<<20)},
-			wantErr:     "koord-queue/podset-required-topology is 1048576 characters long: a node label key is at most 316",
+			wantErr:     "koord-queue/podset-required-topology is longer than 316 characters, the most a node label key has",
 		},
 	}
 	for name, tc := range cases {

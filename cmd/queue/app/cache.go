@@ -14,6 +14,7 @@ import (
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/admission"
 	"github.com/koord-queue/koord-queue/pkg/resources"
+	"github.com/koord-queue/koord-queue/pkg/topology"
 	"github.com/koord-queue/koord-queue/pkg/watchcodec"
 )
 
@@ -86,7 +87,8 @@ func unitsThroughWatchCodec(config *rest.Config) (func(toolscache.ListerWatcher,
 // container's resources, an init container's restart policy, the pod's
 // resources and overhead), which each admission records per pod set; the
 // rest of the template (images, commands, environment, volumes, scheduling
-// constraints, its metadata) and the managed fields are dropped, the
+// constraints, its metadata but the topology level it asks for:
+// topology.AskAnnotations) and the managed fields are dropped, the
 // unit's labels and annotations are cut to those koord-queue reads
 // (admission.CutMetadata: a tenant writes them), and a finished unit's
 // status is cut to what admission.FinishedStatus keeps. Everything else is
@@ -115,6 +117,8 @@ func StripUnit(obj any) (any, error) {
 		for i, set := range u.Spec.PodSets {
 			sets[i] = set
 			sets[i].Template = requestsOnly(&set.Template.Spec)
+			// The topology level its pods ask for, if any, is read too.
+			sets[i].Template.Annotations = topology.AskAnnotations(set.Template.Annotations)
 		}
 		u.Spec.PodSets = sets
 	}

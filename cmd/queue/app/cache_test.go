@@ -30,6 +30,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/resources"
 	"github.com/koord-queue/koord-queue/pkg/testing/heap"
+	"github.com/koord-queue/koord-queue/pkg/topology"
 )
 
 // jobTemplate is a pod template as a Job's unit carries it: much besides
@@ -190,6 +191,25 @@ func TestStripUnitKeepsWhatKoordQueueReads(t *testing.T) {
 	}
 	if obj, _ := StripUnit(&corev1.Pod{}); cmp.Diff(&corev1.Pod{}, obj) != "" {
 		t.Errorf("StripUnit changed a Pod: %v", obj)
+	}
+}
+
+// TestStripUnitKeepsTheTopologyAsk: of a template's metadata, the
+// topology level its pods ask for is kept, a tenant's long value cut to
+// what ParseAsk still refuses.
+func TestStripUnitKeepsTheTopologyAsk(t *testing.T) {
+	long := strings.Repeat("x", 100_000)
+	tmpl := jobTemplate([]corev1.Container{{Name: "a", Resources: corev1.ResourceRequirements{Requests: requests("cpu", "1")}}}, nil)
+	tmpl.Annotations[topology.AnnotationPodSetRequiredTopologyKueue] = "example.com/rack"
+	tmpl.Annotations[topology.AnnotationPodSetPreferredTopology] = long
+	u := &schedulingv1alpha1.QueueUnit{Spec: schedulingv1alpha1.QueueUnitSpec{PodSets: []schedulingv1alpha1.PodSet{{Name: "main", Count: 1, Template: tmpl}}}}
+	got := stripped(t, u).Spec.PodSets[0].Template.Annotations
+	want := map[string]string{topology.AnnotationPodSetRequiredTopologyKueue: "example.com/rack", topology.AnnotationPodSetPreferredTopology: long[:317]}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("template annotations (-want +got):\n%s", diff)
+	}
+	if _, err := topology.ParseAsk(got); err == nil {
+		t.Error("the cut long value parses")
 	}
 }
 
