@@ -141,6 +141,17 @@ func waitTreeCapacity(t *testing.T, root, gpus, cpus string) {
 // is bound to a node outside the pool.
 func waitPodsOnPool(t *testing.T, ns, job string, n int, pool string) {
 	t.Helper()
+	waitJobPods(t, ns, job, n, func(pod string, node *corev1.Node) {
+		if got := node.Labels[poolLabel]; got != pool {
+			t.Fatalf("pod %s of %s runs on node %s of pool %q, want pool %q", pod, job, node.Name, got, pool)
+		}
+	})
+}
+
+// waitJobPods waits until n pods of the Job are bound, calling check with
+// each bound pod's name and node.
+func waitJobPods(t *testing.T, ns, job string, n int, check func(pod string, node *corev1.Node)) {
+	t.Helper()
 	testenv.Eventually(t, time.Minute, func(ctx context.Context) error {
 		var pods corev1.PodList
 		if err := k8sClient.List(ctx, &pods, client.InNamespace(ns), client.MatchingLabels{batchv1.JobNameLabel: job}); err != nil {
@@ -155,9 +166,7 @@ func waitPodsOnPool(t *testing.T, ns, job string, n int, pool string) {
 			if err := k8sClient.Get(ctx, client.ObjectKey{Name: p.Spec.NodeName}, &node); err != nil {
 				return err
 			}
-			if got := node.Labels[poolLabel]; got != pool {
-				t.Fatalf("pod %s of %s runs on node %s of pool %q, want pool %q", p.Name, job, node.Name, got, pool)
-			}
+			check(p.Name, &node)
 			bound++
 		}
 		if bound < n {
