@@ -40,7 +40,6 @@ func run() error {
 	var (
 		configFile      = flag.String("config", "", "path to a KoordQueueConfiguration file (default: Priority and ElasticQuotaV2 plugins)")
 		queueNamespace  = flag.String("queue-namespace", schedulingv1alpha1.QueueNamespace, "namespace of the Queues made for the ElasticQuotas; Queues elsewhere are not read")
-		pprofAddr       = flag.String("pprof-bind-address", "", "address of Go's /debug/pprof profiles (heap, CPU, goroutines), unauthenticated; empty turns it off")
 		visibilityAddr  = flag.String("visibility-bind-address", ":8090", "address of the visibility API; empty turns it off")
 		visibilityOpen  = flag.Bool("visibility-insecure-allow-unauthenticated", false, "serve the visibility API to anyone, without a bearer token, every namespace named (by default a token is required, checked with TokenReview, and units are named only where its user may list QueueUnits)")
 		visibilityCerts = flag.String("visibility-cert-dir", "", "directory with tls.crt and tls.key for the visibility API over HTTPS, read again when they change; empty uses a self-signed certificate")
@@ -93,9 +92,8 @@ func run() error {
 		return err
 	}
 	mgrOpts := ctrl.Options{
-		Scheme:           scheme,
-		PprofBindAddress: *pprofAddr,
-		Cache:            cacheOpts,
+		Scheme: scheme,
+		Cache:  cacheOpts,
 	}
 	shared.Apply(&mgrOpts)
 	mgr, err := ctrl.NewManager(restConfig, mgrOpts)

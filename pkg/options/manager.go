@@ -2,7 +2,7 @@
 // share: the API client's rate, leader election (with the defaults that
 // make a follower take over from a leader that died without releasing its
 // Lease in about 10 seconds), the metrics and health probe endpoints,
-// logging, streamed lists and --version. cluster-api keeps its managers'
+// logging, streamed lists, the pprof endpoint and --version. cluster-api keeps its managers'
 // shared flags the same way (util/flags). Each binary keeps its own flags
 // in its main.
 package options
@@ -48,6 +48,7 @@ type Manager struct {
 	MetricsSecure  bool
 	MetricsCertDir string
 	ProbeAddress   string
+	PprofAddress   string
 
 	streamLists *bool
 	zap         zap.Options
@@ -67,6 +68,7 @@ func AddManagerFlags(fs *flag.FlagSet, b Binary) *Manager {
 	fs.BoolVar(&m.MetricsSecure, "metrics-secure", true, "serve /metrics over HTTPS to callers the API server authenticates and authorizes (get on the non-resource URL /metrics); false serves plain HTTP to anyone")
 	fs.StringVar(&m.MetricsCertDir, "metrics-cert-dir", "", "directory with tls.crt and tls.key for /metrics over HTTPS; empty uses a self-signed certificate")
 	fs.StringVar(&m.ProbeAddress, "health-probe-bind-address", b.ProbeAddress, "address of /healthz and /readyz")
+	fs.StringVar(&m.PprofAddress, "pprof-bind-address", "", "address of Go's /debug/pprof profiles (heap, CPU, goroutines), unauthenticated; empty turns it off")
 	m.streamLists = streamedlists.BindFlags(fs)
 	m.zap.BindFlags(fs)
 	m.version = version.Flag(fs)
@@ -103,12 +105,13 @@ func (m *Manager) RESTConfig() (*rest.Config, error) {
 // names.
 func (m *Manager) Validate() error { return m.Lease.Validate() }
 
-// Apply sets in opts the metrics and probe endpoints and the leader
+// Apply sets in opts the metrics, probe and pprof endpoints and the leader
 // election, whose Lease is named for the binary and released on a clean
 // stop.
 func (m *Manager) Apply(opts *ctrl.Options) {
 	opts.Metrics = kqmetrics.ServerOptions(m.MetricsAddress, m.MetricsSecure, m.MetricsCertDir)
 	opts.HealthProbeBindAddress = m.ProbeAddress
+	opts.PprofBindAddress = m.PprofAddress
 	opts.LeaderElection = m.LeaderElect
 	opts.LeaderElectionID = m.binary.Name
 	opts.LeaderElectionNamespace = m.LeaderElectNamespace

@@ -13,6 +13,7 @@ import (
 // compares.
 type managerOptions struct {
 	MetricsAddress, ProbeAddress    string
+	PprofAddress                    string
 	MetricsSecure                   bool
 	LeaderElection, ReleaseOnCancel bool
 	LeaseID, LeaseNamespace         string
@@ -52,8 +53,9 @@ func TestManagerFlags(t *testing.T) {
 			name:   "flags given override the defaults",
 			binary: queue,
 			args: []string{"--qps=20", "--burst=40", "--leader-elect=false", "--leader-elect-namespace=other",
-				"--leader-elect-lease-duration=30s", "--metrics-bind-address=0", "--metrics-secure=false", "--health-probe-bind-address=:9000"},
-			wantOptions: managerOptions{MetricsAddress: "0", ProbeAddress: ":9000",
+				"--leader-elect-lease-duration=30s", "--metrics-bind-address=0", "--metrics-secure=false", "--health-probe-bind-address=:9000",
+				"--pprof-bind-address=localhost:6060"},
+			wantOptions: managerOptions{MetricsAddress: "0", ProbeAddress: ":9000", PprofAddress: "localhost:6060",
 				ReleaseOnCancel: true, LeaseID: "koord-queue", LeaseNamespace: "other", LeaseDuration: 30 * time.Second},
 			wantQPS: 20, wantBurst: 40,
 			wantLeaderUse: "elect a leader (Lease koord-queue in --leader-elect-namespace); only the leader admits",
@@ -72,7 +74,7 @@ func TestManagerFlags(t *testing.T) {
 			var opts ctrl.Options
 			m.Apply(&opts)
 			got := managerOptions{
-				MetricsAddress: opts.Metrics.BindAddress, ProbeAddress: opts.HealthProbeBindAddress, MetricsSecure: opts.Metrics.SecureServing,
+				MetricsAddress: opts.Metrics.BindAddress, ProbeAddress: opts.HealthProbeBindAddress, PprofAddress: opts.PprofBindAddress, MetricsSecure: opts.Metrics.SecureServing,
 				LeaderElection: opts.LeaderElection, ReleaseOnCancel: opts.LeaderElectionReleaseOnCancel,
 				LeaseID: opts.LeaderElectionID, LeaseNamespace: opts.LeaderElectionNamespace, LeaseDuration: *opts.LeaseDuration,
 			}
@@ -96,6 +98,7 @@ func TestManagerFlagsRegisterWhatBothBinariesShare(t *testing.T) {
 	fs.VisitAll(func(f *flag.Flag) { got = append(got, f.Name) })
 	want := []string{"burst", "health-probe-bind-address", "leader-elect", "leader-elect-lease-duration", "leader-elect-namespace",
 		"leader-elect-renew-deadline", "leader-elect-retry-period", "metrics-bind-address", "metrics-cert-dir", "metrics-secure",
+		"pprof-bind-address",
 		"qps", "stream-initial-lists", "version", "zap-devel", "zap-encoder", "zap-log-level", "zap-stacktrace-level", "zap-time-encoding"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("flags (-want +got):\n%s", diff)
