@@ -54,7 +54,14 @@ type Options struct {
 	// QueueBinary is the koord-queue binary to measure.
 	QueueBinary string
 	// BinDir receives the extensions' binary.
-	BinDir   string
+	BinDir string
+	// ExtensionsBinary is the koord-queue-controllers binary to measure;
+	// empty builds ./cmd/extensions into BinDir.
+	ExtensionsBinary string
+	// Profiles serves both binaries' /debug/pprof and writes into Dir
+	// their CPU profiles while the Jobs run (cpu-<binary>-<n>.pprof) and
+	// their heap profiles at the end (heap-<binary>.pprof).
+	Profiles bool
 	Command  string
 	Short    bool
 	Progress io.Writer
@@ -66,9 +73,12 @@ func Run(ctx context.Context, opts Options) (*checker.Result, error) {
 	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating %s: %w", opts.Dir, err)
 	}
-	extensions, err := cluster.BuildBinary(ctx, "./cmd/extensions", opts.BinDir, "koord-queue-controllers")
-	if err != nil {
-		return nil, err
+	extensions := opts.ExtensionsBinary
+	if extensions == "" {
+		var err error
+		if extensions, err = cluster.BuildBinary(ctx, "./cmd/extensions", opts.BinDir, "koord-queue-controllers"); err != nil {
+			return nil, err
+		}
 	}
 	queue := opts.QueueBinary
 	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
@@ -145,7 +155,17 @@ func (r *run) run(ctx context.Context, queueBinary, extensionsBinary string) (*c
 		return nil, fmt.Errorf("job informer did not sync: %w", ctx.Err())
 	}
 
-	queue, err := controller.Start(ctx, queueBinary, r.kubeconfig, r.s.QPS, r.s.Burst, filepath.Join(r.logDir, "koord-queue.log"))
+	ports, err := cluster.FreePorts(5)
+	if err != nil {
+		return nil, err
+	}
+	var queueArgs, extArgs []string
+	queuePprof, extPprof := cluster.Loopback(ports[3]), cluster.Loopback(ports[4])
+	if r.opts.Profiles {
+		queueArgs = []string{"--pprof-bind-address=" + queuePprof}
+		extArgs = []string{"--pprof-bind-address=" + extPprof}
+	}
+	queue, err := controller.Start(ctx, queueBinary, r.kubeconfig, r.s.QPS, r.s.Burst, filepath.Join(r.logDir, "koord-queue.log"), queueArgs...)
 	if err != nil {
 		return nil, err
 	}
@@ -155,25 +175,30 @@ func (r *run) run(ctx context.Context, queueBinary, extensionsBinary string) (*c
 			queue.Stop()
 		}
 	}()
-	ports, err := cluster.FreePorts(3)
-	if err != nil {
-		return nil, err
-	}
 	metricsAddr, probeAddr := cluster.Loopback(ports[0]), cluster.Loopback(ports[1])
 	// The extensions at their defaults (QPS, burst, extensions enabled);
 	// only the addresses are the harness's, and no leader election.
 	ext, err := controller.StartBinary(ctx, extensionsBinary, filepath.Join(r.logDir, "koord-queue-controllers.log"), metricsAddr, probeAddr,
-		"--kubeconfig="+r.kubeconfig,
-		"--leader-elect=false",
-		"--metrics-bind-address="+metricsAddr,
-		"--metrics-secure=false", // scraped over plain HTTP by the harness
-		"--health-probe-bind-address="+probeAddr,
-		"--webhook-port="+strconv.Itoa(ports[2]),
+		append([]string{
+			"--kubeconfig=" + r.kubeconfig,
+			"--leader-elect=false",
+			"--metrics-bind-address=" + metricsAddr,
+			"--metrics-secure=false", // scraped over plain HTTP by the harness
+			"--health-probe-bind-address=" + probeAddr,
+			"--webhook-port=" + strconv.Itoa(ports[2]),
+		}, extArgs...)...,
 	)
 	if err != nil {
 		return nil, err
 	}
 	defer ext.Stop()
+	var profilers []*profiler
+	if r.opts.Profiles {
+		profilers = []*profiler{
+			startProfiles(ctx, "koord-queue", queuePprof, r.opts.Dir),
+			startProfiles(ctx, "koord-queue-controllers", extPprof, r.opts.Dir),
+		}
+	}
 	if err := generator.CreateQuotas(ctx, genClient, r.s); err != nil {
 		return nil, err
 	}
@@ -205,6 +230,11 @@ func (r *run) run(ctx context.Context, queueBinary, extensionsBinary string) (*c
 	case <-recorder.Done():
 	case <-ctx.Done():
 		return nil, fmt.Errorf("every Job completed but not every unit finished: %s", recorder)
+	}
+	for _, p := range profilers {
+		if err := p.stop(ctx); err != nil {
+			return nil, fmt.Errorf("profiling %s: %w", p.program, err)
+		}
 	}
 	queueStopped = true
 	st := queue.Stop()

@@ -59,6 +59,8 @@ func run() (bool, error) {
 		heapProfile  = flag.String("heapprofile", "", "with -controller binary: serve koord-queue's /debug/pprof, report its live heap per unit, and write a heap profile, taken once every unit finished, to <out>/<scenario>/<this name>")
 		jobPodSets   = flag.Bool("job-pod-sets", false, "units carry the pod set (pod template) koord-queue-controllers writes for a one-pod batch Job, not their request alone: what templates cost memory")
 		prebuilt     = flag.String("binary", "", "a koord-queue binary to measure instead of building ./cmd/queue (to compare a change)")
+		extBinary    = flag.String("extensions-binary", "", "scenario jobs: a koord-queue-controllers binary to measure instead of building ./cmd/extensions")
+		jobsProfiles = flag.Bool("jobs-profiles", false, "scenario jobs: serve both binaries' /debug/pprof and write their CPU profiles while the Jobs run (<out>/jobs/cpu-<binary>-<n>.pprof, 10 s each; give them all to go tool pprof) and their heap profiles at the end (heap-<binary>.pprof)")
 		measureCast  = flag.Bool("forecast", false, "read koord-queue's forecast of every waiting unit through the visibility API and report its error against the admissions (the declared scenario always does)")
 		writes       = flag.Bool("writes", false, "have the API server log every write (with the bodies of those to Events and QueueUnits) and break koord-queue's down by kind in the summary: what each admission costs")
 		keepAudit    = flag.Bool("keep-audit", false, "with -writes: keep <out>/<scenario>/audit.log (large) once counted")
@@ -168,7 +170,7 @@ func run() (bool, error) {
 	if slices.Contains(list, jobs.Name) && ctx.Err() == nil {
 		fmt.Printf("Running %s\n", jobs.Name)
 		res, err := jobs.Run(ctx, jobs.Options{
-			Dir: filepath.Join(*out, jobs.Name), QueueBinary: binary, BinDir: binDir,
+			Dir: filepath.Join(*out, jobs.Name), QueueBinary: binary, BinDir: binDir, ExtensionsBinary: *extBinary, Profiles: *jobsProfiles,
 			Command: command + " # scenario " + jobs.Name, Short: *short, Progress: os.Stdout,
 		})
 		if err != nil {
