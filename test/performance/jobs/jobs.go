@@ -194,6 +194,12 @@ func (r *run) run(ctx context.Context, queueBinary, extensionsBinary string) (*c
 	defer ext.Stop()
 	var profilers []*profiler
 	if r.opts.Profiles {
+		// What starting cost, which the profiles leave out.
+		queueCPU, _ := queue.CPUSeconds()
+		extCPU, _ := ext.CPUSeconds()
+		if r.opts.Progress != nil {
+			fmt.Fprintf(r.opts.Progress, "  %s: CPU seconds once ready: koord-queue %.2f, koord-queue-controllers %.2f\n", r.s.Name, queueCPU, extCPU)
+		}
 		profilers = []*profiler{
 			startProfiles(ctx, "koord-queue", queuePprof, r.opts.Dir),
 			startProfiles(ctx, "koord-queue-controllers", extPprof, r.opts.Dir),
