@@ -5,11 +5,14 @@
 package patch
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
@@ -73,12 +76,24 @@ func Patch[T client.Object](ctx context.Context, c client.Client, reader client.
 				return false, err
 			}
 		}
-		if data, err := client.MergeFrom(orig).Data(obj); err != nil {
+		data, err := client.MergeFrom(orig).Data(obj)
+		if err != nil {
 			return false, fmt.Errorf("computing the patch of %s: %w", klog.KObj(obj), err)
 		} else if string(data) == "{}" {
 			return false, nil
 		}
-		patch := client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
+		var patch client.Patch
+		if version := orig.GetResourceVersion(); version != "" {
+			if data, err = withResourceVersion(data, version); err != nil {
+				return false, fmt.Errorf("computing the patch of %s: %w", klog.KObj(obj), err)
+			}
+			patch = client.RawPatch(types.MergePatchType, data)
+		} else {
+			// No version to lock on (an object not read from the server):
+			// the client refuses to send the patch, and obj is read again
+			// below.
+			patch = client.MergeFromWithOptions(orig, client.MergeFromWithOptimisticLock{})
+		}
 		if part == Status {
 			err = c.Status().Patch(ctx, obj, patch, owner)
 		} else {
@@ -101,6 +116,28 @@ func Patch[T client.Object](ctx context.Context, c client.Client, reader client.
 			return false, fmt.Errorf("reading %s again: %w", klog.KObj(obj), getErr)
 		}
 	}
+}
+
+// withResourceVersion is the merge patch data that also sets
+// metadata.resourceVersion to version: the optimistic lock, so that the
+// server refuses the patch with a conflict if the object changed since
+// version. It is the patch client.MergeFromWithOptimisticLock sends, made
+// from the patch already computed rather than by copying, marshalling and
+// diffing both objects once more.
+func withResourceVersion(data []byte, version string) ([]byte, error) {
+	var patch map[string]any
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.UseNumber() // numbers written back as they were, whatever their size
+	if err := dec.Decode(&patch); err != nil {
+		return nil, err
+	}
+	meta, _ := patch["metadata"].(map[string]any)
+	if meta == nil {
+		meta = map[string]any{}
+		patch["metadata"] = meta
+	}
+	meta["resourceVersion"] = version
+	return json.Marshal(patch)
 }
 
 // ambiguous reports whether a failed write may have landed anyway: any
