@@ -18,7 +18,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
 	"github.com/koord-queue/koord-queue/apis"
@@ -95,17 +94,18 @@ func run() error {
 	if err := shared.Validate(); err != nil {
 		return err
 	}
+	// Nothing here reads managedFields, and the API server keeps them on
+	// writes that leave them out. Every pod of the cluster is watched, to
+	// count the jobs' pods on nodes: each is kept stripped; so are
+	// QueueUnits' labels and annotations, copies of their jobs'.
+	cacheOpts, err := framework.CacheOptions(restConfig)
+	if err != nil {
+		return err
+	}
 	mgrOpts := ctrl.Options{
 		Scheme:        scheme,
 		WebhookServer: ctrlwebhook.NewServer(ctrlwebhook.Options{Port: *webhookPort, CertDir: *certDir}),
-		// Nothing here reads managedFields, and the API server keeps them
-		// on writes that leave them out. Every pod of the cluster is
-		// watched, to count the jobs' pods on nodes: each is kept stripped;
-		// so are QueueUnits' labels and annotations, copies of their jobs'.
-		Cache: cache.Options{
-			DefaultTransform: cache.TransformStripManagedFields(),
-			ByObject:         framework.CacheByObject(),
-		},
+		Cache:         cacheOpts,
 	}
 	shared.Apply(&mgrOpts)
 	mgr, err := ctrl.NewManager(restConfig, mgrOpts)

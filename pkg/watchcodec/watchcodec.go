@@ -18,6 +18,8 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"reflect"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -127,5 +129,36 @@ func ListWatch(config *rest.Config, httpClient *http.Client, scheme *runtime.Sch
 			opts.Watch = true
 			return client.Get().Resource(r.Resource).VersionedParams(&opts, params).Watch(ctx)
 		},
+	}, nil
+}
+
+// NewInformerFunc is what a controller-runtime cache calls to make each
+// informer (cache.Options.NewInformer).
+type NewInformerFunc = func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer
+
+// NewInformer is a cache's NewInformer under which the informer of
+// objects of example's type lists and watches r through ListWatch (with an
+// HTTP client of its own, from config), with the indexers indexers returns
+// from the cache's (nil: the cache's); every other informer is client-go's,
+// as the cache would make it. The cache must not restrict r's informer to
+// namespaces or selectors: ListWatch reads every object of r.
+func NewInformer(config *rest.Config, scheme *runtime.Scheme, r Resource, example runtime.Object, indexers func(toolscache.Indexers) toolscache.Indexers) (NewInformerFunc, error) {
+	httpClient, err := rest.HTTPClientFor(config)
+	if err != nil {
+		return nil, fmt.Errorf("making the HTTP client of %s: %w", r.Resource, err)
+	}
+	lw, err := ListWatch(config, httpClient, scheme, r)
+	if err != nil {
+		return nil, err
+	}
+	typ := reflect.TypeOf(example)
+	return func(cacheLW toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, cacheIndexers toolscache.Indexers) toolscache.SharedIndexInformer {
+		if reflect.TypeOf(obj) != typ {
+			return toolscache.NewSharedIndexInformer(cacheLW, obj, resync, cacheIndexers)
+		}
+		if indexers != nil {
+			cacheIndexers = indexers(cacheIndexers)
+		}
+		return toolscache.NewSharedIndexInformer(lw, obj, resync, cacheIndexers)
 	}, nil
 }

@@ -1,9 +1,6 @@
 package app
 
 import (
-	"fmt"
-	"time"
-
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/rest"
@@ -50,35 +47,23 @@ func CacheOptions(queueNamespace string, config *rest.Config) (cache.Options, er
 // informer lists and watches through watchcodec, which at a start of
 // 50,000 units spends about half the CPU client-go's decoding does, and
 // indexes nothing; every other informer is controller-runtime's.
-func unitsThroughWatchCodec(config *rest.Config) (func(toolscache.ListerWatcher, runtime.Object, time.Duration, toolscache.Indexers) toolscache.SharedIndexInformer, error) {
-	httpClient, err := rest.HTTPClientFor(config)
-	if err != nil {
-		return nil, fmt.Errorf("making the HTTP client of QueueUnits: %w", err)
-	}
+func unitsThroughWatchCodec(config *rest.Config) (watchcodec.NewInformerFunc, error) {
 	scheme := runtime.NewScheme()
 	if err := schedulingv1alpha1.AddToScheme(scheme); err != nil {
 		return nil, err
 	}
-	units, err := watchcodec.ListWatch(config, httpClient, scheme, watchcodec.Resource{
+	return watchcodec.NewInformer(config, scheme, watchcodec.Resource{
 		GroupVersion: schedulingv1alpha1.GroupVersion,
 		Resource:     "queueunits",
 		NewList:      func() runtime.Object { return &schedulingv1alpha1.QueueUnitList{} },
+	}, &schedulingv1alpha1.QueueUnit{}, func(toolscache.Indexers) toolscache.Indexers {
+		// Nothing here lists QueueUnits by namespace, and
+		// controller-runtime's namespace index would keep every unit's
+		// key once more, in a set by namespace: 3 MB at 50,000 units.
+		// Without it, a List of units in one namespace fails (the cache
+		// has no index "namespace"); one of all namespaces works.
+		return toolscache.Indexers{}
 	})
-	if err != nil {
-		return nil, err
-	}
-	return func(lw toolscache.ListerWatcher, obj runtime.Object, resync time.Duration, indexers toolscache.Indexers) toolscache.SharedIndexInformer {
-		if _, ok := obj.(*schedulingv1alpha1.QueueUnit); ok {
-			lw = units
-			// Nothing here lists QueueUnits by namespace, and
-			// controller-runtime's namespace index would keep every unit's
-			// key once more, in a set by namespace: 3 MB at 50,000 units.
-			// Without it, a List of units in one namespace fails (the
-			// cache has no index "namespace"); one of all namespaces works.
-			indexers = toolscache.Indexers{}
-		}
-		return toolscache.NewSharedIndexInformer(lw, obj, resync, indexers)
-	}, nil
 }
 
 // StripUnit is the cache's transform of a QueueUnit: it keeps what

@@ -5,8 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
-	"net/http"
-	"net/http/httptest"
 	"runtime"
 	"slices"
 	"strings"
@@ -29,6 +27,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/admission"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/resources"
+	"github.com/koord-queue/koord-queue/pkg/testing/fakeapi"
 	"github.com/koord-queue/koord-queue/pkg/testing/heap"
 	"github.com/koord-queue/koord-queue/pkg/topology"
 )
@@ -495,27 +494,8 @@ func TestUnitTransformTwiceWritesNothingShared(t *testing.T) {
 // controller-runtime gives it, with the indexes it asks for.
 func TestCacheReadsUnitsThroughWatchCodec(t *testing.T) {
 	const unit = `{"apiVersion":"scheduling.x-k8s.io/v1alpha1","kind":"QueueUnit","metadata":{"name":"a","namespace":"n","resourceVersion":"5"}}`
-	var unitRequests atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.URL.Path != "/apis/scheduling.x-k8s.io/v1alpha1/queueunits" {
-			http.NotFound(w, r)
-			return
-		}
-		unitRequests.Add(1)
-		w.Header().Set("Content-Type", "application/json")
-		if r.URL.Query().Get("watch") != "true" {
-			fmt.Fprint(w, `{"apiVersion":"scheduling.x-k8s.io/v1alpha1","kind":"QueueUnitList","metadata":{"resourceVersion":"5"},"items":[`+unit+`]}`)
-			return
-		}
-		if r.URL.Query().Get("sendInitialEvents") == "true" {
-			fmt.Fprintf(w, `{"type":"ADDED","object":%s}`+"\n", unit)
-			fmt.Fprint(w, `{"type":"BOOKMARK","object":{"apiVersion":"scheduling.x-k8s.io/v1alpha1","kind":"QueueUnit","metadata":{"resourceVersion":"5","annotations":{"k8s.io/initial-events-end":"true"}}}}`+"\n")
-		}
-		w.(http.Flusher).Flush()
-		<-r.Context().Done()
-	}))
-	t.Cleanup(srv.Close)
-	opts, err := CacheOptions("", &rest.Config{Host: srv.URL})
+	url, unitRequests := fakeapi.QueueUnits(t, unit)
+	opts, err := CacheOptions("", &rest.Config{Host: url})
 	if err != nil {
 		t.Fatal(err)
 	}

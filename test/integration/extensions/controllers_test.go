@@ -17,7 +17,6 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/cache"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	metricsserver "sigs.k8s.io/controller-runtime/pkg/metrics/server"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
@@ -81,13 +80,17 @@ func startControllers(ctx context.Context) (stop func(), err error) {
 	// The manager's writes are counted (managerWrites).
 	mgrConfig := rest.CopyConfig(env.Config)
 	mgrConfig.WrapTransport = managerWrites.wrap
+	// Everything as cmd/extensions caches it.
+	cacheOpts, err := framework.CacheOptions(mgrConfig)
+	if err != nil {
+		return nil, err
+	}
 	mgr, err := ctrl.NewManager(mgrConfig, ctrl.Options{
 		Scheme:                 env.Scheme,
 		Metrics:                metricsserver.Options{BindAddress: "0"},
 		HealthProbeBindAddress: "0",
 		WebhookServer:          ctrlwebhook.NewServer(ctrlwebhook.Options{Host: "127.0.0.1", Port: port, CertDir: certDir}),
-		// Pods as cmd/extensions caches them.
-		Cache: cache.Options{ByObject: framework.CacheByObject()},
+		Cache:                  cacheOpts,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("creating the manager: %w", err)
