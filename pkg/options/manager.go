@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/go-logr/logr"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/log/zap"
@@ -83,7 +84,7 @@ func (m *Manager) Start(w io.Writer) (stop bool) {
 	if version.PrintIfRequested(w, m.version, m.binary.Name) {
 		return true
 	}
-	ctrl.SetLogger(zap.New(zap.UseFlagOptions(&m.zap)))
+	ctrl.SetLogger(logr.New(deferValues(zap.New(zap.UseFlagOptions(&m.zap)).GetSink())))
 	streamedlists.Apply(*m.streamLists)
 	ctrlmetrics.Registry.MustRegister(version.BuildInfo())
 	return false
