@@ -17,6 +17,7 @@ require (
 	github.com/prometheus/common v0.65.0
 	github.com/ray-project/kuberay/ray-operator v1.5.0
 	go.uber.org/zap v1.27.0
+	golang.org/x/sync v0.22.0
 	golang.org/x/time v0.12.0
 	gomodules.xyz/jsonpatch/v2 v2.4.0
 	gopkg.in/inf.v0 v0.9.1
@@ -146,7 +147,6 @@ require (
 	golang.org/x/exp v0.0.0-20260410095643-746e56fc9e2f // indirect
 	golang.org/x/net v0.56.0 // indirect
 	golang.org/x/oauth2 v0.36.0 // indirect
-	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 	golang.org/x/term v0.44.0 // indirect
 	golang.org/x/text v0.39.0 // indirect

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
 	"golang.org/x/time/rate"
 	"k8s.io/utils/clock"
 )
@@ -68,6 +69,10 @@ type Authenticator struct {
 
 	mu      sync.Mutex
 	answers map[[sha256.Size]byte]tokenAnswer
+	// reviewing joins the requests that bring one token while its review
+	// is on its way to that review: a caller's first calls at once cost
+	// one TokenReview, not the bound its address shares with others.
+	reviewing singleflight.Group
 }
 
 type tokenAnswer struct {
@@ -113,22 +118,30 @@ func (a *Authenticator) Authenticate(ctx context.Context, client, token string) 
 	if fresh {
 		return got.user, got.ok, nil
 	}
-	if !renew && (!a.clients.allow(client) || !a.reviews.AllowN(now, 1)) {
-		return User{}, false, ErrTooManyReviews
-	}
-	user, valid, err := a.reviewer.ReviewToken(ctx, token)
-	if err != nil {
-		return User{}, false, fmt.Errorf("reviewing a token: %w", err)
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for k, v := range a.answers {
-		if !now.Before(a.forgotten(v)) {
-			delete(a.answers, k)
+	answer, err, _ := a.reviewing.Do(string(key[:]), func() (any, error) {
+		if !renew && (!a.clients.allow(client) || !a.reviews.AllowN(now, 1)) {
+			return nil, ErrTooManyReviews
 		}
+		user, valid, err := a.reviewer.ReviewToken(ctx, token)
+		if err != nil {
+			return nil, fmt.Errorf("reviewing a token: %w", err)
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		for k, v := range a.answers {
+			if !now.Before(a.forgotten(v)) {
+				delete(a.answers, k)
+			}
+		}
+		reviewed := tokenAnswer{user: user, ok: valid, expires: now.Add(a.ttl)}
+		a.answers[key] = reviewed
+		return reviewed, nil
+	})
+	if err != nil {
+		return User{}, false, err
 	}
-	a.answers[key] = tokenAnswer{user: user, ok: valid, expires: now.Add(a.ttl)}
-	return user, valid, nil
+	reviewed := answer.(tokenAnswer)
+	return reviewed.user, reviewed.ok, nil
 }
 
 // forgotten is when an answer leaves the cache: a refusal when it expires,

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
@@ -181,4 +184,61 @@ func TestRenewalsAreBounded(t *testing.T) {
 	if accepted == 0 {
 		t.Error("no token accepted")
 	}
+}
+
+// blockingReviewer accepts the tokens of users once release is closed,
+// and counts the TokenReviews.
+type blockingReviewer struct {
+	users   map[string]User
+	release chan struct{}
+	reviews atomic.Int64
+}
+
+func (r *blockingReviewer) ReviewToken(ctx context.Context, token string) (User, bool, error) {
+	r.reviews.Add(1)
+	select {
+	case <-r.release:
+	case <-ctx.Done():
+		return User{}, false, ctx.Err()
+	}
+	u, ok := r.users[token]
+	return u, ok, nil
+}
+
+// TestConcurrentRequestsWithOneTokenCostOneReview: a tenant whose first
+// calls come all at once, before its token's review is answered, waits for
+// that one review; it does not spend its address's bound, which tenants
+// behind the same address (a proxy, a port-forward) share.
+func TestConcurrentRequestsWithOneTokenCostOneReview(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &blockingReviewer{release: make(chan struct{}),
+			users: map[string]User{"t-flood": {Name: "flooder"}, "t-calm": {Name: "calm"}}}
+		a := NewAuthenticator(r, WithClock(clocktesting.NewFakePassiveClock(time.Unix(0, 0))))
+		const calls = 50
+		var accepted, tooMany atomic.Int64
+		var wg sync.WaitGroup
+		for range calls {
+			wg.Go(func() {
+				_, ok, err := a.Authenticate(context.Background(), "192.0.2.1", "t-flood")
+				switch {
+				case errors.Is(err, ErrTooManyReviews):
+					tooMany.Add(1)
+				case err != nil:
+					t.Error(err)
+				case ok:
+					accepted.Add(1)
+				}
+			})
+		}
+		synctest.Wait() // every call waits on a review
+		close(r.release)
+		wg.Wait()
+		got := map[string]int64{"reviews": r.reviews.Load(), "accepted": accepted.Load(), "too many": tooMany.Load()}
+		if diff := cmp.Diff(map[string]int64{"reviews": 1, "accepted": calls, "too many": 0}, got); diff != "" {
+			t.Errorf("%d concurrent calls with one unknown token (-want +got):\n%s", calls, diff)
+		}
+		if _, ok, err := a.Authenticate(context.Background(), "192.0.2.1", "t-calm"); !ok || err != nil {
+			t.Errorf("another tenant's token from the same address: accepted %v, %v; want it reviewed and accepted", ok, err)
+		}
+	})
 }
