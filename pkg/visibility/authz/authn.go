@@ -47,6 +47,10 @@ const (
 // to try again later.
 var ErrTooManyReviews = errors.New("too many tokens to review: slow down")
 
+// TokenReviewTimeout bounds a TokenReview, as the API server bounds those
+// of its delegated authentication.
+const TokenReviewTimeout = 10 * time.Second
+
 // TokenReviewer authenticates a bearer token (a TokenReview): the user, or
 // false for a token the API server does not accept.
 type TokenReviewer interface {
@@ -118,11 +122,16 @@ func (a *Authenticator) Authenticate(ctx context.Context, client, token string) 
 	if fresh {
 		return got.user, got.ok, nil
 	}
-	answer, err, _ := a.reviewing.Do(string(key[:]), func() (any, error) {
+	// The review runs on a context of its own: a caller that goes away
+	// stops waiting for it, not the callers with the same token that
+	// joined it.
+	joined := a.reviewing.DoChan(string(key[:]), func() (any, error) {
 		if !renew && (!a.clients.allow(client) || !a.reviews.AllowN(now, 1)) {
 			return nil, ErrTooManyReviews
 		}
-		user, valid, err := a.reviewer.ReviewToken(ctx, token)
+		reviewCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), TokenReviewTimeout)
+		defer cancel()
+		user, valid, err := a.reviewer.ReviewToken(reviewCtx, token)
 		if err != nil {
 			return nil, fmt.Errorf("reviewing a token: %w", err)
 		}
@@ -137,10 +146,16 @@ func (a *Authenticator) Authenticate(ctx context.Context, client, token string) 
 		a.answers[key] = reviewed
 		return reviewed, nil
 	})
-	if err != nil {
-		return User{}, false, err
+	var answer singleflight.Result
+	select {
+	case answer = <-joined:
+	case <-ctx.Done():
+		return User{}, false, ctx.Err()
 	}
-	reviewed := answer.(tokenAnswer)
+	if answer.Err != nil {
+		return User{}, false, answer.Err
+	}
+	reviewed := answer.Val.(tokenAnswer)
 	return reviewed.user, reviewed.ok, nil
 }
 

@@ -14,14 +14,24 @@ import (
 	clocktesting "k8s.io/utils/clock/testing"
 )
 
-// countingReviewer accepts the tokens of users and counts the TokenReviews.
-type countingReviewer struct {
+// testReviewer accepts the tokens of users and counts the TokenReviews;
+// with release set, each review waits until release is closed or its
+// context ends.
+type testReviewer struct {
 	users   map[string]User
-	reviews int
+	release chan struct{}
+	reviews atomic.Int64
 }
 
-func (r *countingReviewer) ReviewToken(_ context.Context, token string) (User, bool, error) {
-	r.reviews++
+func (r *testReviewer) ReviewToken(ctx context.Context, token string) (User, bool, error) {
+	r.reviews.Add(1)
+	if r.release != nil {
+		select {
+		case <-r.release:
+		case <-ctx.Done():
+			return User{}, false, ctx.Err()
+		}
+	}
 	u, ok := r.users[token]
 	return u, ok, nil
 }
@@ -114,11 +124,11 @@ func TestUnknownTokensCostBoundedReviews(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			clk := clocktesting.NewFakePassiveClock(time.Unix(0, 0))
-			r := &countingReviewer{}
+			r := &testReviewer{}
 			a := NewAuthenticator(r, WithClock(clk))
 			var got outcome
 			got.Refused, got.TooMany, _ = flood(t, a, clk, tc.seconds, requests, tc.request, "")
-			got.Reviews = r.reviews
+			got.Reviews = int(r.reviews.Load())
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -131,7 +141,7 @@ func TestUnknownTokensCostBoundedReviews(t *testing.T) {
 // before is still accepted every second, reviewed again once a TTL.
 func TestAKnownTokenIsServedThroughAFlood(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Unix(0, 0))
-	r := &countingReviewer{users: map[string]User{"t-alice": {Name: "alice"}}}
+	r := &testReviewer{users: map[string]User{"t-alice": {Name: "alice"}}}
 	a := NewAuthenticator(r, WithClock(clk))
 	if _, ok, err := a.Authenticate(context.Background(), "198.51.100.7", "t-alice"); !ok || err != nil {
 		t.Fatalf("alice's token: %v %v", ok, err)
@@ -144,8 +154,8 @@ func TestAKnownTokenIsServedThroughAFlood(t *testing.T) {
 	}
 	// The flood got what the bounds allow, less what alice's first review
 	// took; alice's token was reviewed again every TTL (at 10, 20, ... 50 s).
-	if want := ReviewBurst - 1 + 59*ReviewRate + 1 + 5; r.reviews != want {
-		t.Errorf("%d TokenReviews, want %d", r.reviews, want)
+	if want := ReviewBurst - 1 + 59*ReviewRate + 1 + 5; int(r.reviews.Load()) != want {
+		t.Errorf("%d TokenReviews, want %d", r.reviews.Load(), want)
 	}
 }
 
@@ -161,7 +171,7 @@ func TestRenewalsAreBounded(t *testing.T) {
 		users[fmt.Sprint("t", i)] = User{Name: fmt.Sprint("user-", i)}
 	}
 	clk := clocktesting.NewFakePassiveClock(time.Unix(0, 0))
-	r := &countingReviewer{users: users}
+	r := &testReviewer{users: users}
 	a := NewAuthenticator(r, WithClock(clk))
 	ctx := context.Background()
 	accepted := 0
@@ -178,31 +188,12 @@ func TestRenewalsAreBounded(t *testing.T) {
 			t.Fatalf("second %d: %d answers cached, want at most %d", s, got, maxAnswers)
 		}
 	}
-	if max := ReviewBurst + RenewBurst + (ReviewRate+RenewRate)*(seconds-1); r.reviews > max {
-		t.Errorf("%d TokenReviews in %d s, want at most %d", r.reviews, seconds, max)
+	if max := ReviewBurst + RenewBurst + (ReviewRate+RenewRate)*(seconds-1); int(r.reviews.Load()) > max {
+		t.Errorf("%d TokenReviews in %d s, want at most %d", r.reviews.Load(), seconds, max)
 	}
 	if accepted == 0 {
 		t.Error("no token accepted")
 	}
-}
-
-// blockingReviewer accepts the tokens of users once release is closed,
-// and counts the TokenReviews.
-type blockingReviewer struct {
-	users   map[string]User
-	release chan struct{}
-	reviews atomic.Int64
-}
-
-func (r *blockingReviewer) ReviewToken(ctx context.Context, token string) (User, bool, error) {
-	r.reviews.Add(1)
-	select {
-	case <-r.release:
-	case <-ctx.Done():
-		return User{}, false, ctx.Err()
-	}
-	u, ok := r.users[token]
-	return u, ok, nil
 }
 
 // TestConcurrentRequestsWithOneTokenCostOneReview: a tenant whose first
@@ -211,7 +202,7 @@ func (r *blockingReviewer) ReviewToken(ctx context.Context, token string) (User,
 // behind the same address (a proxy, a port-forward) share.
 func TestConcurrentRequestsWithOneTokenCostOneReview(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		r := &blockingReviewer{release: make(chan struct{}),
+		r := &testReviewer{release: make(chan struct{}),
 			users: map[string]User{"t-flood": {Name: "flooder"}, "t-calm": {Name: "calm"}}}
 		a := NewAuthenticator(r, WithClock(clocktesting.NewFakePassiveClock(time.Unix(0, 0))))
 		const calls = 50
@@ -239,6 +230,58 @@ func TestConcurrentRequestsWithOneTokenCostOneReview(t *testing.T) {
 		}
 		if _, ok, err := a.Authenticate(context.Background(), "192.0.2.1", "t-calm"); !ok || err != nil {
 			t.Errorf("another tenant's token from the same address: accepted %v, %v; want it reviewed and accepted", ok, err)
+		}
+	})
+}
+
+// TestACallerLeavingDoesNotFailThoseThatJoinedItsReview: a tenant's first
+// call, whose review is on its way, goes away (its client hangs up); its
+// other calls with the same token, which joined that review, still get
+// the answer, and the review is not asked again.
+func TestACallerLeavingDoesNotFailThoseThatJoinedItsReview(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &testReviewer{release: make(chan struct{}), users: map[string]User{"t-alice": {Name: "alice"}}}
+		a := NewAuthenticator(r, WithClock(clocktesting.NewFakePassiveClock(time.Unix(0, 0))))
+		first, hangUp := context.WithCancel(context.Background())
+		var firstErr error
+		var wg sync.WaitGroup
+		wg.Go(func() { _, _, firstErr = a.Authenticate(first, "192.0.2.1", "t-alice") })
+		synctest.Wait() // the first call's review is on its way
+		var got User
+		var ok bool
+		var err error
+		wg.Go(func() { got, ok, err = a.Authenticate(context.Background(), "192.0.2.1", "t-alice") })
+		synctest.Wait() // the second call joined it
+		hangUp()
+		synctest.Wait()
+		close(r.release)
+		wg.Wait()
+		if !errors.Is(firstErr, context.Canceled) {
+			t.Errorf("the call that hung up: %v, want %v", firstErr, context.Canceled)
+		}
+		if !ok || err != nil || got.Name != "alice" {
+			t.Errorf("the call that joined its review: %+v, accepted %v, %v; want alice accepted", got, ok, err)
+		}
+		if n := r.reviews.Load(); n != 1 {
+			t.Errorf("%d TokenReviews, want 1", n)
+		}
+	})
+}
+
+// TestATokenReviewIsBounded: a TokenReview the API server does not answer
+// ends after TokenReviewTimeout, with an error, for a caller that waits
+// longer.
+func TestATokenReviewIsBounded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		r := &testReviewer{release: make(chan struct{}), users: map[string]User{"t-alice": {Name: "alice"}}}
+		a := NewAuthenticator(r, WithClock(clocktesting.NewFakePassiveClock(time.Unix(0, 0))))
+		start := time.Now()
+		_, _, err := a.Authenticate(context.Background(), "192.0.2.1", "t-alice")
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("a review never answered: %v, want %v", err, context.DeadlineExceeded)
+		}
+		if waited := time.Since(start); waited != TokenReviewTimeout {
+			t.Errorf("waited %v, want %v", waited, TokenReviewTimeout)
 		}
 	})
 }
