@@ -90,7 +90,7 @@ func NewAggregatedHandler(src Source, authn authenticator.Request, authorizer *a
 // does a caller whose token may not be reviewed now (authz.ErrTooManyReviews).
 func authenticated(next http.Handler, authn authenticator.Request, authorizer *authz.Authorizer, limiter *authz.RateLimiter) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		r = r.WithContext(context.WithValue(r.Context(), clientKey{}, clientAddress(r)))
+		r = r.WithContext(context.WithValue(r.Context(), clientKey{}, authz.ClientAddress(r)))
 		resp, ok, err := authn.AuthenticateRequest(r)
 		if errors.Is(err, authz.ErrTooManyReviews) {
 			w.Header().Set("Retry-After", "1")

@@ -30,11 +30,8 @@ import (
 	"context"
 	_ "embed"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net"
 	"net/http"
-	"strings"
 
 	ctrl "sigs.k8s.io/controller-runtime"
 
@@ -81,7 +78,7 @@ type Auth struct {
 // NewAuth returns the Auth asking r, with answers cached for
 // authz.DefaultTTL and each user limited to authz.DefaultRate requests a
 // second.
-func NewAuth(r KubeReviewer) *Auth {
+func NewAuth(r authz.KubeReviewer) *Auth {
 	return &Auth{
 		Authenticator: authz.NewAuthenticator(r),
 		Authorizer:    authz.NewAuthorizer(r),
@@ -98,15 +95,6 @@ func tooManyRequests(w http.ResponseWriter, limiter *authz.RateLimiter, user aut
 	w.Header().Set("Retry-After", "1")
 	answer(w)
 	return true
-}
-
-// clientAddress is the address r came from, without its port: what
-// TokenReviews are bounded by, per client (authz.Authenticator).
-func clientAddress(r *http.Request) string {
-	if host, _, err := net.SplitHostPort(r.RemoteAddr); err == nil {
-		return host
-	}
-	return r.RemoteAddr
 }
 
 type visibleKey struct{}
@@ -137,26 +125,13 @@ func NewHandler(src Source, auth *Auth) http.Handler {
 			mux.ServeHTTP(w, r)
 			return
 		}
-		token, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
-		if !ok || token == "" {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="koord-queue"`)
-			writeError(w, http.StatusUnauthorized, "a bearer token is required")
-			return
-		}
-		user, ok, err := auth.Authenticator.Authenticate(r.Context(), clientAddress(r), token)
-		if errors.Is(err, authz.ErrTooManyReviews) {
-			w.Header().Set("Retry-After", "1")
-			writeError(w, http.StatusTooManyRequests, "authenticating: %v", err)
-			return
-		}
-		if err != nil {
-			ctrl.LoggerFrom(r.Context()).Error(err, "Authenticating a visibility API request")
-			writeError(w, http.StatusInternalServerError, "authenticating: %v", err)
-			return
-		}
-		if !ok {
-			w.Header().Set("WWW-Authenticate", `Bearer realm="koord-queue"`)
-			writeError(w, http.StatusUnauthorized, "the token is not valid")
+		user, refused := auth.Authenticator.AuthenticateRequest(r)
+		if refused != nil {
+			if refused.Err != nil {
+				ctrl.LoggerFrom(r.Context()).Error(refused.Err, "Authenticating a visibility API request")
+			}
+			refused.WriteHeaders(w)
+			writeError(w, refused.Status, "%s", refused.Message)
 			return
 		}
 		if tooManyRequests(w, auth.Limiter, user, func(w http.ResponseWriter) {

@@ -20,6 +20,7 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/queue"
 	"github.com/koord-queue/koord-queue/pkg/servingcert"
 	"github.com/koord-queue/koord-queue/pkg/visibility"
+	"github.com/koord-queue/koord-queue/pkg/visibility/authz"
 )
 
 // Options configure the koord-queue controllers.
@@ -74,7 +75,7 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*admission.C
 	}
 	// Both visibility APIs share one cache of TokenReview and
 	// SubjectAccessReview answers.
-	auth := visibility.NewAuth(visibility.KubeReviewer{Client: mgr.GetClient(), Audiences: opts.VisibilityTokenAudiences})
+	auth := visibility.NewAuth(authz.KubeReviewer{Client: mgr.GetClient(), Audiences: opts.VisibilityTokenAudiences})
 	if opts.VisibilityAddress != "" {
 		restAuth := auth
 		if opts.VisibilityInsecureAllowUnauthenticated {

@@ -39,7 +39,8 @@ type User struct {
 
 // Attributes are what a SubjectAccessReview asks about: a verb on a
 // resource (and subresource) of a group, in a namespace ("" for every
-// namespace, or a cluster-scoped resource), by name ("" for any).
+// namespace, or a cluster-scoped resource), by name ("" for any); or, with
+// Path, a verb on a URL path that is no resource (/metrics).
 type Attributes struct {
 	Verb        string
 	Group       string
@@ -47,6 +48,7 @@ type Attributes struct {
 	Subresource string
 	Namespace   string
 	Name        string
+	Path        string
 }
 
 // ListQueueUnits are the attributes of listing QueueUnits in namespace
@@ -138,6 +140,9 @@ func (a *Authorizer) Allowed(ctx context.Context, user User, attrs Attributes) (
 
 // describe names the resource attrs ask about, for messages.
 func (attrs Attributes) describe() string {
+	if attrs.Path != "" {
+		return attrs.Path
+	}
 	r := attrs.Resource
 	if attrs.Group != "" {
 		r += "." + attrs.Group

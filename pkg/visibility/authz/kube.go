@@ -1,4 +1,4 @@
-package visibility
+package authz
 
 import (
 	"context"
@@ -8,8 +8,6 @@ import (
 	authenticationv1 "k8s.io/api/authentication/v1"
 	authorizationv1 "k8s.io/api/authorization/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
-
-	"github.com/koord-queue/koord-queue/pkg/visibility/authz"
 )
 
 // KubeReviewer asks the API server: TokenReview for who a token is,
@@ -23,50 +21,54 @@ type KubeReviewer struct {
 }
 
 var (
-	_ authz.TokenReviewer = KubeReviewer{}
-	_ authz.Reviewer      = KubeReviewer{}
+	_ TokenReviewer = KubeReviewer{}
+	_ Reviewer      = KubeReviewer{}
 )
 
-// ReviewToken implements authz.TokenReviewer. With Audiences, a token is
+// ReviewToken implements TokenReviewer. With Audiences, a token is
 // accepted only when the review names one of them in status.audiences: an
 // authenticator that does not check audiences names none, and its answer
 // says nothing about whom the token was meant for.
-func (k KubeReviewer) ReviewToken(ctx context.Context, token string) (authz.User, bool, error) {
+func (k KubeReviewer) ReviewToken(ctx context.Context, token string) (User, bool, error) {
 	review := &authenticationv1.TokenReview{Spec: authenticationv1.TokenReviewSpec{Token: token, Audiences: k.Audiences}}
 	if err := k.Client.Create(ctx, review); err != nil {
-		return authz.User{}, false, fmt.Errorf("creating a TokenReview: %w", err)
+		return User{}, false, fmt.Errorf("creating a TokenReview: %w", err)
 	}
 	if !review.Status.Authenticated {
-		return authz.User{}, false, nil
+		return User{}, false, nil
 	}
 	if len(k.Audiences) > 0 && !slices.ContainsFunc(review.Status.Audiences, func(a string) bool { return slices.Contains(k.Audiences, a) }) {
-		return authz.User{}, false, nil
+		return User{}, false, nil
 	}
 	u := review.Status.User
 	extra := make(map[string][]string, len(u.Extra))
 	for k, v := range u.Extra {
 		extra[k] = v
 	}
-	return authz.User{Name: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra}, true, nil
+	return User{Name: u.Username, UID: u.UID, Groups: u.Groups, Extra: extra}, true, nil
 }
 
-// Allowed implements authz.Reviewer.
-func (k KubeReviewer) Allowed(ctx context.Context, user authz.User, attrs authz.Attributes) (bool, error) {
+// Allowed implements Reviewer.
+func (k KubeReviewer) Allowed(ctx context.Context, user User, attrs Attributes) (bool, error) {
 	extra := make(map[string]authorizationv1.ExtraValue, len(user.Extra))
 	for k, v := range user.Extra {
 		extra[k] = v
 	}
 	review := &authorizationv1.SubjectAccessReview{Spec: authorizationv1.SubjectAccessReviewSpec{
 		User: user.Name, UID: user.UID, Groups: user.Groups, Extra: extra,
-		ResourceAttributes: &authorizationv1.ResourceAttributes{
+	}}
+	if attrs.Path != "" {
+		review.Spec.NonResourceAttributes = &authorizationv1.NonResourceAttributes{Path: attrs.Path, Verb: attrs.Verb}
+	} else {
+		review.Spec.ResourceAttributes = &authorizationv1.ResourceAttributes{
 			Namespace:   attrs.Namespace,
 			Verb:        attrs.Verb,
 			Group:       attrs.Group,
 			Resource:    attrs.Resource,
 			Subresource: attrs.Subresource,
 			Name:        attrs.Name,
-		},
-	}}
+		}
+	}
 	if err := k.Client.Create(ctx, review); err != nil {
 		return false, fmt.Errorf("creating a SubjectAccessReview: %w", err)
 	}

@@ -1,4 +1,4 @@
-package visibility
+package authz
 
 import (
 	"context"
@@ -10,8 +10,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
-
-	"github.com/koord-queue/koord-queue/pkg/visibility/authz"
 )
 
 // TestReviewTokenAudiences checks what KubeReviewer asks the API server
@@ -76,9 +74,9 @@ func TestReviewTokenAudiences(t *testing.T) {
 			if ok != tc.wantOK {
 				t.Errorf("authenticated %t, want %t", ok, tc.wantOK)
 			}
-			var want authz.User
+			var want User
 			if tc.wantOK {
-				want = authz.User{Name: "alice", UID: "1", Groups: []string{"g"}, Extra: map[string][]string{}}
+				want = User{Name: "alice", UID: "1", Groups: []string{"g"}, Extra: map[string][]string{}}
 			}
 			if diff := cmp.Diff(want, user); diff != "" {
 				t.Errorf("user (-want +got):\n%s", diff)
