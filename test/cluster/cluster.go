@@ -38,7 +38,9 @@ const (
 	FakeNodeAnnotation = "kwok.x-k8s.io/node"
 
 	// PodRunTimeAnnotation on a pod (template) sets how long the pod runs
-	// before it succeeds, as a Go duration or in milliseconds ("30s", "1500").
+	// before it succeeds, as a Go duration ("30s", "1500ms"). kwok reads
+	// nothing else: a bare number ("1500") leaves the pod its default run
+	// time (Options.PodRunTime).
 	PodRunTimeAnnotation = "pod-complete.stage.kwok.x-k8s.io/delay"
 )
 
@@ -51,6 +53,9 @@ type Options struct {
 	Nodes int
 	// NodeCPU and NodeMemory are each node's allocatable (default 32 and 256Gi).
 	NodeCPU, NodeMemory string
+	// NodeLabels, when set, gives node i (kwok-node-<i>) labels besides
+	// its own: a topology's block and rack, say.
+	NodeLabels func(i int) map[string]string
 	// StartTimeout bounds how long the control plane may take to come up
 	// (default 2 minutes).
 	StartTimeout time.Duration
@@ -381,7 +386,11 @@ func (c *Cluster) createNodes(ctx context.Context) error {
 	}
 	for i := range c.opts.Nodes {
 		name := fmt.Sprintf("kwok-node-%d", i)
-		node := FakeNode(name, nil, allocatable)
+		var labels map[string]string
+		if c.opts.NodeLabels != nil {
+			labels = c.opts.NodeLabels(i)
+		}
+		node := FakeNode(name, labels, allocatable)
 		if _, err := client.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("creating node %s: %w", name, err)
 		}
