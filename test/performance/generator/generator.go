@@ -161,6 +161,9 @@ func ElasticQuota(s *scenario.Scenario, q scenario.Quota) *elasticquotav1alpha1.
 	if q.Preemption {
 		eq.Annotation(schedulingv1alpha1.AnnotationEnableQueueUnitPreemption, "true")
 	}
+	if q.Topology != "" {
+		eq.Annotation(schedulingv1alpha1.AnnotationTopology, q.Topology)
+	}
 	return eq.Obj()
 }
 

@@ -1,11 +1,16 @@
-// Package jobs is performance scenario 5: batch Jobs end to end on the
-// local kwok cluster (test/cluster: etcd, kube-apiserver,
+// Package jobs runs the scenarios of batch Jobs end to end on the local
+// kwok cluster (test/cluster: etcd, kube-apiserver,
 // kube-controller-manager, kube-scheduler, kwok nodes), with both binaries
 // as users run them: koord-queue (cmd/queue) at QPS 50 and the job
-// extensions (cmd/extensions) at their defaults. Suspended Jobs are created
-// at once; the extensions queue them as QueueUnits, koord-queue admits them,
-// the extensions release the Jobs, pods run on kwok nodes and the Jobs
-// complete. The checker watches the units; a Job informer sees completion.
+// extensions (cmd/extensions) at their defaults. The extensions queue the
+// suspended Jobs as QueueUnits, koord-queue admits them, the extensions
+// release the Jobs, pods run on kwok nodes and the Jobs complete. The
+// checker watches the units; a Job informer sees completion.
+//
+// Scenario jobs (Run, scenario 5) creates one-pod Jobs at once; scenario
+// topology (RunTopology) plays a stream of multi-pod Jobs on nodes in
+// racks twice, without and with a rack asked, and measures how many ran
+// within one rack.
 package jobs
 
 import (
@@ -31,6 +36,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/topology"
 	"github.com/koord-queue/koord-queue/test/cluster"
 	"github.com/koord-queue/koord-queue/test/performance/checker"
 	"github.com/koord-queue/koord-queue/test/performance/controller"
@@ -70,65 +76,125 @@ type Options struct {
 // Run runs the scenario.
 func Run(ctx context.Context, opts Options) (*checker.Result, error) {
 	s := scenario.Jobs(opts.Short)
-	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", opts.Dir, err)
-	}
-	extensions := opts.ExtensionsBinary
-	if extensions == "" {
-		var err error
-		if extensions, err = cluster.BuildBinary(ctx, "./cmd/extensions", opts.BinDir, "koord-queue-controllers"); err != nil {
-			return nil, err
-		}
-	}
-	queue := opts.QueueBinary
-	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
-	defer cancel()
-
-	// The cluster's kubeconfig names its certificates by absolute path.
-	clusterDir, err := filepath.Abs(filepath.Join(opts.Dir, "cluster"))
+	extensions, err := prepare(ctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("finding the cluster's directory: %w", err)
-	}
-	_ = os.RemoveAll(clusterDir)
-	if err := os.MkdirAll(clusterDir, 0o755); err != nil {
-		return nil, fmt.Errorf("creating %s: %w", clusterDir, err)
-	}
-	c, err := cluster.Start(ctx, cluster.Options{Dir: clusterDir, Nodes: 4, NodeCPU: "32", PodRunTime: time.Second, AuditWrites: true})
-	if err != nil {
-		return nil, fmt.Errorf("starting the local cluster: %w", err)
-	}
-	defer func() {
-		c.Stop(true) // keeps the logs; etcd's data is not worth keeping
-		_ = os.RemoveAll(filepath.Join(clusterDir, "etcd"))
-	}()
-	if err := c.InstallCRDs(testenv.CRDDir()); err != nil {
 		return nil, err
 	}
-
-	r := &run{s: &s, opts: opts, cfg: c.Config, kubeconfig: c.Kubeconfig, logDir: c.LogDir(), auditLog: c.AuditLog()}
-	res, err := r.run(ctx, queue, extensions)
+	ctx, cancel := context.WithTimeout(ctx, s.Timeout)
+	defer cancel()
+	c, stop, err := startCluster(ctx, opts.Dir, cluster.Options{Nodes: 4, NodeCPU: "32", PodRunTime: time.Second, AuditWrites: true})
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	r := &run{s: &s, opts: opts, c: c, createJobs: func(ctx context.Context, gen client.Client) (time.Time, error) {
+		return createJobs(ctx, gen, &s)
+	}}
+	out, err := r.run(ctx, opts.QueueBinary, extensions)
 	if err != nil {
 		return nil, fmt.Errorf("%w (logs in %s)", err, c.LogDir())
 	}
-	return res, harness.WriteResults(opts.Dir, res, r.recorder)
+	res := out.res
+	allComplete := out.jobs.last().Sub(out.lastCreated).Seconds()
+	res.Extra = map[string]float64{
+		"seconds from the last Job created to all Complete":    allComplete,
+		"Jobs completed per second after the last was created": float64(out.jobs.want) / max(allComplete, 0.001),
+		"admission rate / Koord-Queue's at QPS 50":             res.AdmissionsPerSecond / scenario.KoordQueueJobsRateQPS50,
+		"admission rate / Koord-Queue's at QPS 500":            res.AdmissionsPerSecond / scenario.KoordQueueJobsRateQPS500,
+		"extensions CPU seconds":                               out.ext.CPUSeconds,
+		"extensions peak RSS MiB":                              float64(out.ext.PeakRSSKiB) / 1024,
+	}
+	for k, v := range out.ext.Requests {
+		res.Extra["extensions' API requests, "+k] = v
+	}
+	// What each write is for, from the API server's audit log: every
+	// write of each binary, events included, by verb, resource and answer.
+	for _, program := range []string{"koord-queue-controllers", "koord-queue"} {
+		writes, err := cluster.WritesBy(c.AuditLog(), program)
+		if err != nil {
+			return nil, err
+		}
+		total := 0
+		for w, n := range writes {
+			res.Extra[program+" writes per Job, "+w.String()] = float64(n) / float64(out.jobs.want)
+			total += n
+		}
+		res.Extra[program+" writes per Job, all"] = float64(total) / float64(out.jobs.want)
+	}
+	res.Check(s.Bounds)
+	return res, harness.WriteResults(opts.Dir, res, out.recorder)
 }
 
+// prepare creates opts.Dir and returns the extensions' binary, built into
+// opts.BinDir unless opts names one.
+func prepare(ctx context.Context, opts Options) (string, error) {
+	if err := os.MkdirAll(opts.Dir, 0o755); err != nil {
+		return "", fmt.Errorf("creating %s: %w", opts.Dir, err)
+	}
+	if opts.ExtensionsBinary != "" {
+		return opts.ExtensionsBinary, nil
+	}
+	return cluster.BuildBinary(ctx, "./cmd/extensions", opts.BinDir, "koord-queue-controllers")
+}
+
+// startCluster starts a local cluster in <dir>/cluster with koord-queue's
+// CRDs; stop stops it, keeping its logs.
+func startCluster(ctx context.Context, dir string, o cluster.Options) (c *cluster.Cluster, stop func(), err error) {
+	// The cluster's kubeconfig names its certificates by absolute path.
+	clusterDir, err := filepath.Abs(filepath.Join(dir, "cluster"))
+	if err != nil {
+		return nil, nil, fmt.Errorf("finding the cluster's directory: %w", err)
+	}
+	_ = os.RemoveAll(clusterDir)
+	if err := os.MkdirAll(clusterDir, 0o755); err != nil {
+		return nil, nil, fmt.Errorf("creating %s: %w", clusterDir, err)
+	}
+	o.Dir = clusterDir
+	if c, err = cluster.Start(ctx, o); err != nil {
+		return nil, nil, fmt.Errorf("starting the local cluster: %w", err)
+	}
+	stop = func() {
+		c.Stop(true) // keeps the logs; etcd's data is not worth keeping
+		_ = os.RemoveAll(filepath.Join(clusterDir, "etcd"))
+	}
+	if err := c.InstallCRDs(testenv.CRDDir()); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	return c, stop, nil
+}
+
+// run is one run of Jobs on a started cluster, with both binaries.
 type run struct {
-	s          *scenario.Scenario
-	opts       Options
-	cfg        *rest.Config
-	kubeconfig string
-	logDir     string
-	auditLog   string
-	recorder   *checker.Recorder
+	s    *scenario.Scenario
+	opts Options
+	c    *cluster.Cluster
+	// setup, when set, creates what the quotas need before koord-queue
+	// starts, besides the namespaces.
+	setup func(ctx context.Context, gen client.Client) error
+	// createJobs creates the scenario's Jobs and returns when the last
+	// was created.
+	createJobs func(ctx context.Context, gen client.Client) (time.Time, error)
 }
 
-func (r *run) run(ctx context.Context, queueBinary, extensionsBinary string) (*checker.Result, error) {
-	genClient, err := kube.Client(r.cfg, "perf-generator")
+// outcome is what a run measured: the result summarized (its bounds not
+// yet checked), the recorder, what the extensions used, the Jobs seen
+// complete, and when the last Job was created.
+type outcome struct {
+	res         *checker.Result
+	recorder    *checker.Recorder
+	ext         controller.Stats
+	jobs        *completions
+	lastCreated time.Time
+}
+
+func (r *run) run(ctx context.Context, queueBinary, extensionsBinary string) (*outcome, error) {
+	cfg, kubeconfig, logDir := r.c.Config, r.c.Kubeconfig, r.c.LogDir()
+	genClient, err := kube.Client(cfg, "perf-generator")
 	if err != nil {
 		return nil, err
 	}
-	checkClient, err := kube.Client(r.cfg, "perf-checker")
+	checkClient, err := kube.Client(cfg, "perf-checker")
 	if err != nil {
 		return nil, err
 	}
@@ -136,15 +202,19 @@ func (r *run) run(ctx context.Context, queueBinary, extensionsBinary string) (*c
 	if err := generator.CreateNamespaces(ctx, genClient, r.s); err != nil {
 		return nil, err
 	}
-	jobsDone := newCompletions(len(r.s.Leaves()) * r.s.Sets[0].Count)
-	jobInformer, err := jobInformer(r.cfg, jobsDone)
+	if r.setup != nil {
+		if err := r.setup(ctx, genClient); err != nil {
+			return nil, err
+		}
+	}
+	jobsDone := newCompletions(r.s.Units())
+	jobInformer, err := jobInformer(cfg, jobsDone)
 	if err != nil {
 		return nil, err
 	}
 
 	start := time.Now()
 	recorder := checker.NewRecorder(r.s, start, r.s.Units())
-	r.recorder = recorder
 	informersCtx, stopInformers := context.WithCancel(ctx)
 	defer stopInformers()
 	if err := recorder.Watch(informersCtx, kube.UnitListWatch(checkClient)); err != nil {
@@ -165,7 +235,7 @@ func (r *run) run(ctx context.Context, queueBinary, extensionsBinary string) (*c
 		queueArgs = []string{"--pprof-bind-address=" + queuePprof}
 		extArgs = []string{"--pprof-bind-address=" + extPprof}
 	}
-	queue, err := controller.Start(ctx, queueBinary, r.kubeconfig, r.s.QPS, r.s.Burst, filepath.Join(r.logDir, "koord-queue.log"), queueArgs...)
+	queue, err := controller.Start(ctx, queueBinary, kubeconfig, r.s.QPS, r.s.Burst, filepath.Join(logDir, "koord-queue.log"), queueArgs...)
 	if err != nil {
 		return nil, err
 	}
@@ -178,9 +248,9 @@ func (r *run) run(ctx context.Context, queueBinary, extensionsBinary string) (*c
 	metricsAddr, probeAddr := cluster.Loopback(ports[0]), cluster.Loopback(ports[1])
 	// The extensions at their defaults (QPS, burst, extensions enabled);
 	// only the addresses are the harness's, and no leader election.
-	ext, err := controller.StartBinary(ctx, extensionsBinary, filepath.Join(r.logDir, "koord-queue-controllers.log"), metricsAddr, probeAddr,
+	ext, err := controller.StartBinary(ctx, extensionsBinary, filepath.Join(logDir, "koord-queue-controllers.log"), metricsAddr, probeAddr,
 		append([]string{
-			"--kubeconfig=" + r.kubeconfig,
+			"--kubeconfig=" + kubeconfig,
 			"--leader-elect=false",
 			"--metrics-bind-address=" + metricsAddr,
 			"--metrics-secure=false", // scraped over plain HTTP by the harness
@@ -209,15 +279,29 @@ func (r *run) run(ctx context.Context, queueBinary, extensionsBinary string) (*c
 		return nil, err
 	}
 
-	lastCreated, err := createJobs(ctx, genClient, r.s)
-	if err != nil {
-		return nil, err
-	}
+	// The Jobs are created while their progress is reported.
+	created := make(chan error, 1)
+	var lastCreated time.Time
+	go func() {
+		var err error
+		lastCreated, err = r.createJobs(ctx, genClient)
+		created <- err
+	}()
 	progress := time.NewTicker(10 * time.Second)
 	defer progress.Stop()
 	for done := false; !done; {
 		select {
+		case err := <-created:
+			if err != nil {
+				return nil, err
+			}
+			created = nil
 		case <-jobsDone.all:
+			if created != nil {
+				if err := <-created; err != nil {
+					return nil, err
+				}
+			}
 			done = true
 		case <-queue.Done():
 			return nil, queue.Err()
@@ -249,34 +333,7 @@ func (r *run) run(ctx context.Context, queueBinary, extensionsBinary string) (*c
 	res := recorder.Summarize(r.s)
 	res.Short, res.Command = r.opts.Short, r.opts.Command
 	res.Controller = harness.BinaryStats([]controller.Stats{st}, res.WallSeconds)
-	allComplete := jobsDone.last().Sub(lastCreated).Seconds()
-	res.Extra = map[string]float64{
-		"seconds from the last Job created to all Complete":    allComplete,
-		"Jobs completed per second after the last was created": float64(jobsDone.want) / max(allComplete, 0.001),
-		"admission rate / Koord-Queue's at QPS 50":             res.AdmissionsPerSecond / scenario.KoordQueueJobsRateQPS50,
-		"admission rate / Koord-Queue's at QPS 500":            res.AdmissionsPerSecond / scenario.KoordQueueJobsRateQPS500,
-		"extensions CPU seconds":                               extStats.CPUSeconds,
-		"extensions peak RSS MiB":                              float64(extStats.PeakRSSKiB) / 1024,
-	}
-	for k, v := range extStats.Requests {
-		res.Extra["extensions' API requests, "+k] = v
-	}
-	// What each write is for, from the API server's audit log: every
-	// write of each binary, events included, by verb, resource and answer.
-	for _, program := range []string{"koord-queue-controllers", "koord-queue"} {
-		writes, err := cluster.WritesBy(r.auditLog, program)
-		if err != nil {
-			return nil, err
-		}
-		total := 0
-		for w, n := range writes {
-			res.Extra[program+" writes per Job, "+w.String()] = float64(n) / float64(jobsDone.want)
-			total += n
-		}
-		res.Extra[program+" writes per Job, all"] = float64(total) / float64(jobsDone.want)
-	}
-	res.Check(r.s.Bounds)
-	return res, nil
+	return &outcome{res: res, recorder: recorder, ext: extStats, jobs: jobsDone, lastCreated: lastCreated}, nil
 }
 
 // createJobs creates every suspended Job at once and returns when the last
@@ -287,7 +344,7 @@ func createJobs(ctx context.Context, c client.Client, s *scenario.Scenario) (tim
 	g.SetLimit(createWorkers)
 	for i := range set.Count {
 		g.Go(func() error {
-			if err := c.Create(ctx, job(leaf.Name, set.Class, i)); err != nil {
+			if err := c.Create(ctx, job(leaf.Name, set.Class, i, "")); err != nil {
 				return fmt.Errorf("creating Job %d: %w", i, err)
 			}
 			return nil
@@ -297,9 +354,17 @@ func createJobs(ctx context.Context, c client.Client, s *scenario.Scenario) (tim
 	return time.Now(), err
 }
 
-// job is a suspended Job of one pod asking class.CPU, running class.Runtime
-// on a kwok node, charged to quota.
-func job(quota string, class scenario.Class, i int) *batchv1.Job {
+// job is a suspended Job of class.Pods pods (one if unset) sharing
+// class.CPU, running class.Runtime on kwok nodes, charged to quota. Its pod
+// template carries the class's label and, when level is set, asks for all
+// its pods within one domain of that level (the node label a Topology
+// names).
+func job(quota string, class scenario.Class, i int, level string) *batchv1.Job {
+	pods := int32(max(class.Pods, 1))
+	annotations := map[string]string{cluster.PodRunTimeAnnotation: class.Runtime.String()}
+	if level != "" {
+		annotations[topology.AnnotationPodSetRequiredTopologyKueue] = level
+	}
 	return &batchv1.Job{
 		ObjectMeta: metav1.ObjectMeta{
 			Name:      fmt.Sprintf("%s-%05d", class.Name, i),
@@ -308,16 +373,16 @@ func job(quota string, class scenario.Class, i int) *batchv1.Job {
 		},
 		Spec: batchv1.JobSpec{
 			Suspend:     ptr.To(true),
-			Parallelism: ptr.To[int32](1),
-			Completions: ptr.To[int32](1),
+			Parallelism: ptr.To(pods),
+			Completions: ptr.To(pods),
 			Template: corev1.PodTemplateSpec{
-				ObjectMeta: metav1.ObjectMeta{Annotations: map[string]string{cluster.PodRunTimeAnnotation: strconv.FormatInt(class.Runtime.Milliseconds(), 10)}},
+				ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{checker.LabelClass: class.Name}, Annotations: annotations},
 				Spec: corev1.PodSpec{
 					RestartPolicy: corev1.RestartPolicyNever,
 					Containers: []corev1.Container{{
 						Name: "work", Image: "busybox",
 						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-							corev1.ResourceCPU: *resource.NewQuantity(class.CPU, resource.DecimalSI),
+							corev1.ResourceCPU: *resource.NewQuantity(class.CPU/int64(pods), resource.DecimalSI),
 						}},
 					}},
 				},

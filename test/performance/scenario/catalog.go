@@ -58,7 +58,7 @@ func Get(name string, short bool) (Scenario, error) {
 	case RestartLargeName:
 		s = FailoverLarge(short, false)
 	default:
-		return Scenario{}, fmt.Errorf("unknown scenario %q (known: %v, %s, %s, %s and jobs)", name, Names, DeclaredName, FailoverLargeName, RestartLargeName)
+		return Scenario{}, fmt.Errorf("unknown scenario %q (known: %v, %s, %s, %s, jobs and topology)", name, Names, DeclaredName, FailoverLargeName, RestartLargeName)
 	}
 	return s, s.Validate()
 }
@@ -358,6 +358,49 @@ func Jobs(short bool) Scenario {
 		Reference: fmt.Sprintf("Koord-Queue on the same kind of cluster: at QPS 50 it stalls (71 of 300 done after 500s, %.2f admissions/s); at QPS 500 about 100s, %.1f admissions/s",
 			KoordQueueJobsRateQPS50, KoordQueueJobsRateQPS500),
 		Bounds: Bounds{NoReadmission: true, MinAdmissionRate: 20 * KoordQueueJobsRateQPS50},
+	}
+}
+
+// TopologyName is the Topology the topology scenario's quota names.
+const TopologyName = "perf"
+
+// Topology measures fragmentation: 64 kwok nodes of 4 cpu in 2 blocks × 4
+// racks × 8 hosts (a rack holds 32 cpu), one quota of the whole cluster
+// (256 cpu) naming a Topology of block, rack and host, and a stream of
+// multi-pod batch Jobs of 1-cpu pods, one every 0.5 s taking the classes
+// in turn: 4 pods running 15 s, 8 pods 20 s, 16 pods 30 s. The stream asks
+// about twice what the cluster holds, so Jobs wait and the cluster stays
+// full. The Jobs runner plays it twice, without and with a rack asked per
+// Job; the bounds are the invariants. The short variant has 12 Jobs of
+// each class, not 32.
+func Topology(short bool) Scenario {
+	perClass := 32
+	if short {
+		perClass = 12
+	}
+	const every = 500 * time.Millisecond
+	racks := Racks{Blocks: 2, RacksPerBlock: 4, HostsPerRack: 8, HostCPU: 4}
+	cluster := int64(racks.Nodes()) * racks.HostCPU
+	var sets []Set
+	for _, c := range []Class{
+		{Name: "4-pod", CPU: 4, Pods: 4, Runtime: 15 * time.Second},
+		{Name: "8-pod", CPU: 8, Pods: 8, Runtime: 20 * time.Second},
+		{Name: "16-pod", CPU: 16, Pods: 16, Runtime: 30 * time.Second},
+	} {
+		sets = append(sets, Set{Class: c, Count: perClass, Interval: 3 * every})
+	}
+	return Scenario{
+		Name: "topology",
+		Title: fmt.Sprintf("Fragmentation: %d Jobs of 4, 8 and 16 pods on %d kwok nodes in %d blocks × %d racks × %d hosts",
+			3*perClass, racks.Nodes(), racks.Blocks, racks.RacksPerBlock, racks.HostsPerRack),
+		QPS:        50,
+		Burst:      100,
+		ClusterCPU: cluster,
+		Quotas:     []Quota{{Name: "topology", Max: cluster, Topology: TopologyName}},
+		Sets:       sets,
+		Racks:      &racks,
+		Timeout:    10 * time.Minute,
+		Bounds:     Bounds{NoReadmission: true},
 	}
 }
 

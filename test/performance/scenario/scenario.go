@@ -44,6 +44,9 @@ type Scenario struct {
 	MeasureForecast bool
 	// Churn plays koord-scheduler while the units run; zero: it is not there.
 	Churn KoordSchedulerChurn
+	// Racks, when set, shapes the kwok nodes of a scenario on the local
+	// cluster as a topology of blocks, racks and hosts.
+	Racks *Racks
 	// Timeout bounds the whole run; a run that has not finished by then fails.
 	Timeout time.Duration
 	// Bounds the checker holds the run to.
@@ -61,6 +64,28 @@ type Quota struct {
 	// Preemption sets koord-queue/enable-queueunit-preemption: a head may
 	// evict lower-priority admitted units of its own quota.
 	Preemption bool
+	// Topology, when set, is the Topology the quota names
+	// (koord-queue/topology).
+	Topology string
+}
+
+// Racks are kwok nodes as a cloud provider labels them: Blocks blocks of
+// RacksPerBlock racks of HostsPerRack nodes, each of HostCPU cores, labelled
+// with their block and rack (a rack's label names its block too, so it is
+// unique in the cluster).
+type Racks struct {
+	Blocks, RacksPerBlock, HostsPerRack int
+	HostCPU                             int64
+}
+
+// Nodes is how many nodes there are.
+func (r Racks) Nodes() int { return r.Blocks * r.RacksPerBlock * r.HostsPerRack }
+
+// Labels are node i's block and rack label values: hosts are numbered rack
+// by rack, racks block by block.
+func (r Racks) Labels(i int) (block, rack string) {
+	b, k := i/(r.RacksPerBlock*r.HostsPerRack), i/r.HostsPerRack%r.RacksPerBlock
+	return fmt.Sprintf("b%d", b), fmt.Sprintf("b%d-r%d", b, k)
 }
 
 // Nominal is what usage is measured against: the min a quota is
@@ -98,6 +123,9 @@ type Class struct {
 	CPU      int64 // cores
 	Runtime  time.Duration
 	Priority int32
+	// Pods, when above one, makes each unit a Job of this many pods
+	// sharing CPU evenly.
+	Pods int
 	// Declared, when set, is the run time each unit declares
 	// (spec.maximumExecutionTimeSeconds, whole seconds): what koord-queue's
 	// forecast takes its runtime to be. It must exceed Runtime, or
@@ -223,8 +251,14 @@ func (s *Scenario) Validate() error {
 		errs = append(errs, "no units")
 	}
 	for _, set := range s.Sets {
+		if p := int64(set.Class.Pods); p > 1 && set.Class.CPU%p != 0 {
+			errs = append(errs, fmt.Sprintf("class %s: %d cpu do not share evenly among %d pods", set.Class.Name, set.Class.CPU, p))
+		}
 		if d := set.Class.Declared; d != 0 && (d%time.Second != 0 || d <= set.Class.Runtime) {
 			errs = append(errs, fmt.Sprintf("class %s declares %v: whole seconds, more than its runtime %v", set.Class.Name, d, set.Class.Runtime))
+		}
+		if r := s.Racks; r != nil && set.Class.CPU > int64(r.HostsPerRack)*r.HostCPU {
+			errs = append(errs, fmt.Sprintf("class %s asks %d cpu, more than a rack's %d", set.Class.Name, set.Class.CPU, int64(r.HostsPerRack)*r.HostCPU))
 		}
 		for _, leaf := range s.Leaves() {
 			if set.Class.CPU > leaf.Max {

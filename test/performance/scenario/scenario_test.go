@@ -80,6 +80,32 @@ func TestCatalog(t *testing.T) {
 	if s := Jobs(false); s.Units() != 300 || s.Validate() != nil {
 		t.Errorf("Jobs: %d units (want 300), Validate() = %v", s.Units(), s.Validate())
 	}
+	for short, want := range map[bool]int{false: 96, true: 36} {
+		if s := Topology(short); s.Units() != want || s.ClusterCPU != 256 || s.Validate() != nil {
+			t.Errorf("Topology(short %v): %d units (want %d), cluster %d cpu (want 256), Validate() = %v", short, s.Units(), want, s.ClusterCPU, s.Validate())
+		}
+	}
+}
+
+// TestRacksLabelHostsRackByRack: node i's block and rack, hosts numbered
+// rack by rack and racks block by block, each rack's name unique.
+func TestRacksLabelHostsRackByRack(t *testing.T) {
+	r := Racks{Blocks: 2, RacksPerBlock: 4, HostsPerRack: 8, HostCPU: 4}
+	got := map[int][2]string{}
+	for _, i := range []int{0, 7, 8, 31, 32, 63} {
+		block, rack := r.Labels(i)
+		got[i] = [2]string{block, rack}
+	}
+	want := map[int][2]string{
+		0: {"b0", "b0-r0"}, 7: {"b0", "b0-r0"}, 8: {"b0", "b0-r1"},
+		31: {"b0", "b0-r3"}, 32: {"b1", "b1-r0"}, 63: {"b1", "b1-r3"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("block and rack by node (-want +got):\n%s", diff)
+	}
+	if r.Nodes() != 64 {
+		t.Errorf("Nodes() = %d, want 64", r.Nodes())
+	}
 }
 
 func TestBaselineQuotaTree(t *testing.T) {
@@ -168,6 +194,14 @@ func TestValidate(t *testing.T) {
 				{Class: Class{Name: "fraction", CPU: 1, Runtime: time.Second, Declared: 1500 * time.Millisecond}, Count: 1},
 			}},
 			want: []string{"class early declares 10s", "class fraction declares 1.5s"},
+		},
+		"a Job larger than a rack, or whose cpu its pods cannot share": {
+			s: Scenario{Name: "x", QPS: 1, Burst: 1, Quotas: []Quota{{Name: "q", Max: 100}},
+				Racks: &Racks{Blocks: 1, RacksPerBlock: 2, HostsPerRack: 2, HostCPU: 4}, Sets: []Set{
+					{Class: Class{Name: "wide", CPU: 12, Pods: 12}, Count: 1},
+					{Class: Class{Name: "odd", CPU: 5, Pods: 2}, Count: 1},
+				}},
+			want: []string{"class wide asks 12 cpu, more than a rack's 8", "class odd: 5 cpu do not share evenly among 2 pods"},
 		},
 		"no units and no budget": {
 			s:    Scenario{Name: "x", Quotas: []Quota{{Name: "q", Max: 1}}},

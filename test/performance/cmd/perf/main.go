@@ -11,6 +11,7 @@
 //	go -C test/performance run ./cmd/perf -scenarios baseline -writes     # koord-queue's API writes, kind by kind
 //	go -C test/performance run ./cmd/perf -scenarios baseline -dashboard-pollers 10   # ten open dashboard tabs polling meanwhile
 //	go -C test/performance run ./cmd/perf -scenarios baseline -simulate   # the replay alone, in seconds, no API server
+//	go -C test/performance run ./cmd/perf -scenarios topology   # multi-pod Jobs within one rack, without and with a rack asked
 //
 // Every scenario's summary (but restart's: restarts are not modelled) ends
 // with its replay: the same scenario run
@@ -51,7 +52,7 @@ func main() {
 
 func run() (bool, error) {
 	var (
-		names        = flag.String("scenarios", strings.Join(scenario.Names, ","), "comma-separated scenarios to run, of "+strings.Join(scenario.Names, ", ")+", "+scenario.DeclaredName+", "+jobs.Name+"; or all; or "+scenario.FailoverLargeName+", "+scenario.RestartLargeName+" (not in all)")
+		names        = flag.String("scenarios", strings.Join(scenario.Names, ","), "comma-separated scenarios to run, of "+strings.Join(scenario.Names, ", ")+", "+scenario.DeclaredName+", "+jobs.Name+", "+jobs.TopologyName+"; or all; or "+scenario.FailoverLargeName+", "+scenario.RestartLargeName+" (not in all)")
 		short        = flag.Bool("short", false, "run the short variants (about two minutes in all, loose bounds)")
 		out          = flag.String("out", filepath.Join(cluster.RepoRoot(), "_output", "perf"), "directory for the results (a relative one is relative to the working directory: test/performance under go -C test/performance run)")
 		mode         = flag.String("controller", checker.ModeBinary, "run koord-queue as a separate process (binary: CPU and RSS measured) or in this process (in-process: for -cpuprofile)")
@@ -75,7 +76,7 @@ func run() (bool, error) {
 	flag.Parse()
 	list := strings.Split(*names, ",")
 	if *names == "all" {
-		list = append(slices.Clone(scenario.Names), scenario.DeclaredName, jobs.Name)
+		list = append(slices.Clone(scenario.Names), scenario.DeclaredName, jobs.Name, jobs.TopologyName)
 	}
 	if *mode != checker.ModeBinary && *mode != checker.ModeInProcess {
 		return false, fmt.Errorf("-controller must be %s or %s", checker.ModeBinary, checker.ModeInProcess)
@@ -85,7 +86,7 @@ func run() (bool, error) {
 	}
 	var scenarios []scenario.Scenario
 	for _, name := range list {
-		if name == jobs.Name {
+		if name == jobs.Name || name == jobs.TopologyName {
 			continue
 		}
 		s, err := scenario.Get(name, *short)
@@ -128,7 +129,8 @@ func run() (bool, error) {
 
 	binDir := filepath.Join(*out, "bin")
 	binary := *prebuilt
-	if binary == "" && (*mode == checker.ModeBinary || slices.Contains(list, jobs.Name)) {
+	onKwok := slices.Contains(list, jobs.Name) || slices.Contains(list, jobs.TopologyName)
+	if binary == "" && (*mode == checker.ModeBinary || onKwok) {
 		fmt.Println("Building koord-queue from ./cmd/queue")
 		var err error
 		if binary, err = cluster.BuildBinary(ctx, "./cmd/queue", binDir, "koord-queue"); err != nil {
@@ -179,6 +181,22 @@ func run() (bool, error) {
 		} else {
 			fmt.Print(res.Text())
 			results = append(results, res)
+		}
+	}
+
+	if slices.Contains(list, jobs.TopologyName) && ctx.Err() == nil {
+		fmt.Printf("Running %s\n", jobs.TopologyName)
+		phases, err := jobs.RunTopology(ctx, jobs.Options{
+			Dir: filepath.Join(*out, jobs.TopologyName), QueueBinary: binary, BinDir: binDir, ExtensionsBinary: *extBinary,
+			Command: command + " # scenario " + jobs.TopologyName, Short: *short, Progress: os.Stdout,
+		})
+		for _, res := range phases {
+			fmt.Print(res.Text())
+			results = append(results, res)
+		}
+		if err != nil {
+			failures = append(failures, fmt.Errorf("%s: %w", jobs.TopologyName, err))
+			fmt.Printf("%s failed: %v\n", jobs.TopologyName, err)
 		}
 	}
 
