@@ -119,7 +119,7 @@ perf: tools ## Short performance scenarios (about 2.5 minutes, and a minute each
 	$(GO) -C $(PERF_MODULE) run ./cmd/perf -short -out $(CURDIR)/_output/perf/short
 
 .PHONY: perf-full
-perf-full: tools ## Full performance scenarios, Jobs on kwok included (about 17 minutes on two cores, churn about as long as baseline, large-scale about 21 minutes, declared about 2.5); results in _output/perf/full.
+perf-full: tools ## Full performance scenarios, Jobs and topology on kwok included (about 23 minutes on two cores, churn about as long as baseline, large-scale about 21 minutes, declared about 2.5); results in _output/perf/full.
 	$(GO) -C $(PERF_MODULE) run ./cmd/perf -scenarios all -out $(CURDIR)/_output/perf/full
 
 .PHONY: perf-compare
