@@ -248,7 +248,7 @@ func Job(system, leaf string, set ShapeSet, i int) *batchv1.Job {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{
 					Labels:      map[string]string{checker.LabelClass: set.Class},
-					Annotations: map[string]string{cluster.PodRunTimeAnnotation: strconv.FormatInt(set.Runtime.Milliseconds(), 10)},
+					Annotations: map[string]string{cluster.PodRunTimeAnnotation: set.Runtime.String()},
 				},
 				Spec: corev1.PodSpec{
 					RestartPolicy:     corev1.RestartPolicyNever,

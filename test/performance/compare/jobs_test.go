@@ -153,8 +153,8 @@ func TestJobForEachSystem(t *testing.T) {
 				t.Error("Job not created suspended")
 			}
 			pod := j.Spec.Template
-			if got := pod.Annotations[cluster.PodRunTimeAnnotation]; got != "500" {
-				t.Errorf("pod's run time %q, want 500 (ms)", got)
+			if got := pod.Annotations[cluster.PodRunTimeAnnotation]; got != "500ms" {
+				t.Errorf("pod's run time %q, want 500ms (kwok reads a Go duration)", got)
 			}
 			if pod.Spec.PriorityClassName != "perf-medium" {
 				t.Errorf("pod's priority class %q, want perf-medium", pod.Spec.PriorityClassName)
