@@ -32,11 +32,8 @@ func TestSecureMetrics(t *testing.T) {
 		token      string
 		wantStatus int
 	}{
-		"no token": {wantStatus: http.StatusUnauthorized},
-		// controller-runtime's filter answers 500, not 401: the API
-		// server's TokenReview of a bad token carries an error, and the
-		// filter reports every authentication error so. Still no metrics.
-		"a token the server rejects":  {token: "not-a-token", wantStatus: http.StatusInternalServerError},
+		"no token":                    {wantStatus: http.StatusUnauthorized},
+		"a token the server rejects":  {token: "not-a-token", wantStatus: http.StatusUnauthorized},
 		"a user without /metrics":     {token: denied, wantStatus: http.StatusForbidden},
 		"a user who may get /metrics": {token: allowed, wantStatus: http.StatusOK},
 	}
