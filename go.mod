@@ -29,6 +29,7 @@ require (
 	k8s.io/apiserver v0.34.4
 	k8s.io/cli-runtime v0.34.2
 	k8s.io/client-go v0.34.4
+	k8s.io/component-helpers v0.34.2
 	k8s.io/klog/v2 v2.130.1
 	k8s.io/utils v0.0.0-20260319190234-28399d86e0b5
 	sigs.k8s.io/controller-runtime v0.22.4

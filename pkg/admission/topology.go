@@ -101,7 +101,8 @@ func (c *topologies) topologiesChanged() {
 func (c *topologies) upsertTopologyNode(n *corev1.Node) bool {
 	slim := topology.FromNode(n)
 	if old, ok := c.nodeFacts[n.Name]; ok && old.Schedulable == slim.Schedulable &&
-		equality.Semantic.DeepEqual(old.Labels, slim.Labels) && equality.Semantic.DeepEqual(old.Allocatable, slim.Allocatable) {
+		equality.Semantic.DeepEqual(old.Labels, slim.Labels) && equality.Semantic.DeepEqual(old.Allocatable, slim.Allocatable) &&
+		equality.Semantic.DeepEqual(old.Taints, slim.Taints) {
 		return false
 	}
 	c.nodeFacts[n.Name] = slim
@@ -341,7 +342,7 @@ func (c *topologies) assume(s *topology.Snapshot, r *unitRecord, name string) {
 				domains = append(domains, topology.Domain{Values: d.Values, Pods: d.Count - off})
 			}
 		}
-		s.Assume(topology.PodSet{Name: ps.Name, PerPod: resources.PodRequests(&ps.Template.Spec)}, domains)
+		s.Assume(topology.PodSet{Name: ps.Name, PerPod: resources.PodRequests(&ps.Template.Spec), Nodes: topology.SelectionOf(&ps.Template.Spec)}, domains)
 	}
 }
 
@@ -366,7 +367,11 @@ func podSetsOf(u *schedulingv1alpha1.QueueUnit, partial map[string]int32) []topo
 		if n, ok := partial[ps.Name]; ok {
 			count = n
 		}
-		out = append(out, topology.PodSet{Name: ps.Name, Count: count, PerPod: resources.PodRequests(&ps.Template.Spec), Ask: ask})
+		set := topology.PodSet{Name: ps.Name, Count: count, PerPod: resources.PodRequests(&ps.Template.Spec), Ask: ask}
+		if !ask.IsZero() {
+			set.Nodes = topology.SelectionOf(&ps.Template.Spec)
+		}
+		out = append(out, set)
 	}
 	return out
 }

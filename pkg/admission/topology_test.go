@@ -190,3 +190,57 @@ func TestAUnitWaitingForARackIsAdmittedWhenPodsLeaveIt(t *testing.T) {
 		t.Errorf("visibility API's assignment (-want +got):\n%s", diff)
 	}
 }
+
+// TestAUnitAskingForARackKeepsToTheNodesItsPodsCanUse: a unit asking for
+// a rack is admitted only to a rack whose nodes its pods select and
+// tolerate; untainting a rack admits the unit that waited for it.
+func TestAUnitAskingForARackKeepsToTheNodesItsPodsCanUse(t *testing.T) {
+	c := NewCache()
+	c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "team").Max(corev1.ResourceCPU, "100").
+		Annotation(schedulingv1alpha1.AnnotationTopology, "racks").Obj())
+	c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
+	c.topologies.UpsertTopology(wrappers.Topology("racks", rackLabel, hostLabel))
+	// Racks r1 and r2 of two 2-cpu hosts: r1's of model a, r2's of model
+	// b and tainted for training.
+	node := func(rack, name, model string, tainted bool) *corev1.Node {
+		n := rackNode(rack, name)
+		n.Labels["example.com/model"] = model
+		if tainted {
+			n.Spec.Taints = []corev1.Taint{{Key: "dedicated", Value: "train", Effect: corev1.TaintEffectNoSchedule}}
+		}
+		return n
+	}
+	for _, h := range []string{"h1", "h2"} {
+		c.UpsertNode(node("r1", "r1-"+h, "a", false))
+		c.UpsertNode(node("r2", "r2-"+h, "b", true))
+	}
+	modelB := rackUnit("model-b", 3).Obj()
+	modelB.Spec.PodSets[0].Template.Spec.NodeSelector = map[string]string{"example.com/model": "b"}
+	c.UpsertUnit(modelB)
+	if res := c.cycle(time.Unix(100, 0), -1); len(res.Admissions) != 0 {
+		t.Fatalf("admitted %v: the only rack of model b is tainted", res.Admissions)
+	}
+	if got, want := c.views.waitReason("team/model-b"), "needs 3 × 1 cpu within one `example.com/rack` of the nodes its pods can use; the largest free one has 0"; got != want {
+		t.Errorf("team/model-b waits: %q, want %q", got, want)
+	}
+	anywhere := rackUnit("anywhere", 3).Obj()
+	anywhere.CreationTimestamp = metav1.NewTime(time.Unix(5, 0))
+	c.UpsertUnit(anywhere)
+	res := c.cycle(time.Unix(101, 0), -1)
+	if len(res.Admissions) != 1 || res.Admissions[0].Unit != "team/anywhere" {
+		t.Fatalf("admitted %v, want team/anywhere alone", res.Admissions)
+	}
+	if diff := cmp.Diff(rackAssignment("r1", 3), c.units["team/anywhere"].admission.topology); diff != "" {
+		t.Errorf("team/anywhere, which tolerates no taint (-want +got):\n%s", diff)
+	}
+	for _, h := range []string{"h1", "h2"} {
+		c.UpsertNode(node("r2", "r2-"+h, "b", false))
+	}
+	res = c.cycle(time.Unix(102, 0), -1)
+	if len(res.Admissions) != 1 || res.Admissions[0].Unit != "team/model-b" {
+		t.Fatalf("admitted %v once rack r2 is untainted, want team/model-b", res.Admissions)
+	}
+	if diff := cmp.Diff(rackAssignment("r2", 3), c.units["team/model-b"].admission.topology); diff != "" {
+		t.Errorf("team/model-b (-want +got):\n%s", diff)
+	}
+}

@@ -18,6 +18,8 @@ type PodSet struct {
 	// PerPod is what each pod asks for (resources.PodRequests).
 	PerPod corev1.ResourceList
 	Ask    Ask
+	// Nodes are the nodes its pods can use (SelectionOf its template).
+	Nodes Selection
 }
 
 // Domain is a domain a placement chose and how many pods it gets there.
@@ -74,6 +76,9 @@ type Shortfall struct {
 	// it was required.
 	Level    string
 	Required bool
+	// Selective: some schedulable nodes are not counted, since the pods
+	// cannot use them (their node selection or taints).
+	Selective bool
 	// Room is how many of the pods the largest domain of the level has
 	// room for (required), or all of them together (preferred); -1 when
 	// no schedulable node has the level's label.
@@ -81,19 +86,24 @@ type Shortfall struct {
 }
 
 // String says it in the user's words: "needs 8 × 1 nvidia.com/gpu within
-// one `rack`; the largest free one has 6".
+// one `rack`; the largest free one has 6" (with "of the nodes its pods can
+// use" after the level when Selective).
 func (f Shortfall) String() string {
 	asks := fmt.Sprintf("%d pods", f.Pods)
 	if f.Resource != "" {
 		asks = fmt.Sprintf("%d × %s %s", f.Pods, f.PerPod.String(), f.Resource)
 	}
+	var of string
+	if f.Selective {
+		of = " of the nodes its pods can use"
+	}
 	switch {
 	case f.Room < 0:
 		return fmt.Sprintf("needs %s within one `%s`; no schedulable node has that label", asks, f.Level)
 	case f.Required:
-		return fmt.Sprintf("needs %s within one `%s`; the largest free one has %d", asks, f.Level, f.Room)
+		return fmt.Sprintf("needs %s within one `%s`%s; the largest free one has %d", asks, f.Level, of, f.Room)
 	default:
-		return fmt.Sprintf("needs %s within as few `%s` as hold them; all of them together have %d", asks, f.Level, f.Room)
+		return fmt.Sprintf("needs %s within as few `%s` as hold them%s; all of them together have %d", asks, f.Level, of, f.Room)
 	}
 }
 
@@ -140,7 +150,7 @@ func (s *Snapshot) Place(sets []PodSet) (Result, error) {
 		if levels[i] < 0 || ps.Count <= 0 {
 			continue
 		}
-		sh := s.shapeOf(ps.PerPod)
+		sh := s.shapeOf(ps.PerPod, ps.Nodes)
 		var domains []Domain
 		if ps.Ask.Required {
 			domains = s.required(sh, levels[i], int64(ps.Count))
@@ -165,7 +175,7 @@ func (s *Snapshot) Place(sets []PodSet) (Result, error) {
 // not given twice. It returns how many of them found room: fewer when the
 // domains no longer have it, or no longer exist.
 func (s *Snapshot) Assume(ps PodSet, domains []Domain) int32 {
-	sh := s.shapeOf(ps.PerPod)
+	sh := s.shapeOf(ps.PerPod, ps.Nodes)
 	var placed int64
 	for _, d := range domains {
 		dom := s.find(d.Values)
@@ -440,7 +450,7 @@ func (s *Snapshot) adjust(n int32, req []int64, pods int64) {
 // shortfall says why ps does not fit at level.
 func (s *Snapshot) shortfall(sh *shape, ps PodSet, level int) Shortfall {
 	s.sync(sh)
-	f := Shortfall{PodSet: ps.Name, Pods: ps.Count, Level: s.levels.Labels[level], Required: ps.Ask.Required, Room: -1}
+	f := Shortfall{PodSet: ps.Name, Pods: ps.Count, Level: s.levels.Labels[level], Required: ps.Ask.Required, Room: -1, Selective: sh.usable != nil}
 	f.Resource = s.scarcest(sh)
 	if f.Resource != "" {
 		f.PerPod = ps.PerPod[f.Resource]

@@ -335,11 +335,159 @@ func TestFromNode(t *testing.T) {
 			node: node(func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionUnknown }),
 			want: topology.Node{Name: "n", Labels: map[string]string{rackLabel: "r1"}, Allocatable: list(string(gpu), "8")},
 		},
+		"the taints that keep pods off are kept, not those that only weigh": {
+			node: node(func(n *corev1.Node) {
+				n.Spec.Taints = []corev1.Taint{
+					{Key: "dedicated", Value: "train", Effect: corev1.TaintEffectNoSchedule},
+					{Key: "spot", Effect: corev1.TaintEffectPreferNoSchedule},
+					{Key: "draining", Effect: corev1.TaintEffectNoExecute},
+				}
+			}),
+			want: topology.Node{Name: "n", Labels: map[string]string{rackLabel: "r1"}, Allocatable: list(string(gpu), "8"), Schedulable: true,
+				Taints: []corev1.Taint{{Key: "dedicated", Value: "train", Effect: corev1.TaintEffectNoSchedule}, {Key: "draining", Effect: corev1.TaintEffectNoExecute}}},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			if diff := cmp.Diff(tc.want, topology.FromNode(tc.node)); diff != "" {
 				t.Errorf("node (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPlaceOnTheNodesPodsCanUse: a pod set is placed only on the nodes its
+// pods can be scheduled to: those its nodeSelector and required node
+// affinity select, whose NoSchedule and NoExecute taints it tolerates.
+func TestPlaceOnTheNodesPodsCanUse(t *testing.T) {
+	const model = "example.com/gpu-model"
+	// models labels block a's nodes a100, block b's h100, and host-a1-1
+	// h100 as well.
+	models := func(nodes []topology.Node) {
+		for i := range nodes {
+			n := &nodes[i]
+			m := "h100"
+			if n.Labels[blockLabel] == "block-a" && n.Name != "host-a1-1" {
+				m = "a100"
+			}
+			n.Labels[model] = m
+		}
+	}
+	// dedicated taints block b's nodes for training.
+	dedicated := func(nodes []topology.Node) {
+		for i := range nodes {
+			if nodes[i].Labels[blockLabel] == "block-b" {
+				nodes[i].Taints = []corev1.Taint{{Key: "dedicated", Value: "train", Effect: corev1.TaintEffectNoSchedule}}
+			}
+		}
+	}
+	on := func(ps topology.PodSet, spec corev1.PodSpec) topology.PodSet {
+		ps.Nodes = topology.SelectionOf(&spec)
+		return ps
+	}
+	asking := func(name corev1.ResourceName) corev1.PodSpec {
+		return corev1.PodSpec{Containers: []corev1.Container{{Name: "main", Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{name: resource.MustParse("1")}}}}}
+	}
+	h100 := corev1.PodSpec{NodeSelector: map[string]string{model: "h100"}}
+	tolerates := corev1.PodSpec{Tolerations: []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpEqual, Value: "train", Effect: corev1.TaintEffectNoSchedule}}}
+	notA1 := corev1.PodSpec{Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: rackLabel, Operator: corev1.NodeSelectorOpNotIn, Values: []string{"rack-a1"}}}}},
+	}}}}
+	cases := map[string]struct {
+		change []func([]topology.Node)
+		units  [][]topology.PodSet
+		want   []outcome
+	}{
+		"a pod set selecting a GPU model lands in a rack of that model": {
+			change: []func([]topology.Node){models},
+			units:  [][]topology.PodSet{{on(gpus(8, required(rackLabel)), h100)}, {gpus(8, required(rackLabel))}},
+			want:   []outcome{placed(1, rack("b", "b1", 8)), placed(1, rack("a", "a1", 8))},
+		},
+		"a rack half of whose nodes the pods cannot use holds half": {
+			change: []func([]topology.Node){models},
+			units:  [][]topology.PodSet{{on(gpus(4, required(rackLabel)), h100)}, {on(gpus(5, required(blockLabel)), h100)}},
+			// a1 has 4 on its h100 host, the tightest fit; block a has no
+			// more h100 room, block b all of its own.
+			want: []outcome{placed(1, rack("a", "a1", 4)), placed(0, topology.Domain{Values: []string{"block-b"}, Pods: 5})},
+		},
+		"no rack with room of the nodes the pods can use: it says so": {
+			change: []func([]topology.Node){models, func(nodes []topology.Node) {
+				for i := range nodes {
+					if nodes[i].Labels[blockLabel] == "block-b" {
+						nodes[i].Labels[model] = "a100"
+					}
+				}
+			}},
+			units: [][]topology.PodSet{{on(gpus(5, required(rackLabel)), h100)}},
+			want: []outcome{failed("worker",
+				"needs 5 × 1 nvidia.com/gpu within one `cloud.provider.com/topology-rack` of the nodes its pods can use; the largest free one has 4")},
+		},
+		"tainted nodes are left to pods that tolerate their taints": {
+			change: []func([]topology.Node){dedicated},
+			units: [][]topology.PodSet{
+				{gpus(20, required(blockLabel))}, {gpus(20, required(blockLabel))},
+				{on(gpus(20, required(blockLabel)), tolerates)},
+			},
+			want: []outcome{
+				placed(0, topology.Domain{Values: []string{"block-a"}, Pods: 20}),
+				failed("worker", "needs 20 × 1 nvidia.com/gpu within one `cloud.provider.com/topology-block` of the nodes its pods can use; the largest free one has 12"),
+				placed(0, topology.Domain{Values: []string{"block-b"}, Pods: 20}),
+			},
+		},
+		"nodes tainted for their GPUs are left to pods that ask for GPUs": {
+			change: []func([]topology.Node){func(nodes []topology.Node) {
+				for i := range nodes {
+					if nodes[i].Labels[blockLabel] == "block-b" {
+						nodes[i].Taints = []corev1.Taint{{Key: string(gpu), Value: "present", Effect: corev1.TaintEffectNoSchedule}}
+					}
+				}
+			}},
+			// As the ExtendedResourceToleration admission plugin would, a
+			// pod asking for GPUs tolerates them.
+			units: [][]topology.PodSet{
+				{on(gpus(20, required(blockLabel)), asking(gpu))},
+				{on(topology.PodSet{Name: "worker", Count: 110, PerPod: list("cpu", "2"), Ask: required(blockLabel)}, asking("cpu"))},
+				{on(gpus(20, required(blockLabel)), asking(gpu))},
+			},
+			want: []outcome{
+				placed(0, topology.Domain{Values: []string{"block-a"}, Pods: 20}),
+				failed("worker", "needs 110 × 2 cpu within one `cloud.provider.com/topology-block` of the nodes its pods can use; the largest free one has 108"),
+				placed(0, topology.Domain{Values: []string{"block-b"}, Pods: 20}),
+			},
+		},
+		"a required node affinity keeps the pods off a rack": {
+			units: [][]topology.PodSet{{on(gpus(8, required(rackLabel)), notA1)}},
+			want:  []outcome{placed(1, rack("a", "a2", 8))},
+		},
+		"the pod sets of a unit each keep to their own nodes": {
+			change: []func([]topology.Node){models},
+			units: [][]topology.PodSet{{
+				{Name: "launcher", Count: 1, PerPod: list("cpu", "1"), Ask: required(hostLabel)},
+				on(gpus(8, required(rackLabel)), h100),
+			}},
+			want: []outcome{{Placements: []topology.Placement{
+				{PodSet: "launcher", Level: 2, Domains: []topology.Domain{{Values: []string{"block-a", "rack-a1", "host-a1-1"}, Pods: 1}}},
+				{PodSet: "worker", Level: 1, Domains: []topology.Domain{rack("b", "b1", 8)}},
+			}}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			nodes := cluster()
+			for _, change := range tc.change {
+				change(nodes)
+			}
+			s := topology.NewSnapshot(levels, nodes, nil)
+			var got []outcome
+			for _, unit := range tc.units {
+				r, err := s.Place(unit)
+				if err != nil {
+					t.Fatalf("place: %v", err)
+				}
+				got = append(got, view(r))
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("results (-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -194,7 +194,7 @@ func TestPlaceProperties(t *testing.T) {
 					for _, d := range p.Domains {
 						pods += int64(d.Pods)
 					}
-					sh := s.shapeOf(unit[i].PerPod)
+					sh := s.shapeOf(unit[i].PerPod, unit[i].Nodes)
 					for j, q := range sh.req {
 						want[j] += pods * q
 					}

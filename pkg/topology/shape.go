@@ -1,6 +1,8 @@
 package topology
 
 import (
+	"slices"
+
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -9,11 +11,14 @@ import (
 // many shapes as it has jobs.
 const maxShapes = 16
 
-// shape is a per-pod request and, for it, how many pods each node and
-// each domain has room for. Its counts follow the snapshot's changes
-// lazily (sync).
+// shape is a per-pod request and the nodes its pods can use, and, for
+// them, how many pods each node and each domain has room for. Its counts
+// follow the snapshot's changes lazily (sync).
 type shape struct {
 	req []int64
+	sel Selection
+	// usable are the nodes the pods can use; nil: every node.
+	usable []bool
 	// missing is a resource the request names that no node has: it fits
 	// nowhere.
 	missing corev1.ResourceName
@@ -24,8 +29,9 @@ type shape struct {
 	lastUse uint64
 }
 
-// shapeOf is the shape of perPod, its counts made or reused.
-func (s *Snapshot) shapeOf(perPod corev1.ResourceList) *shape {
+// shapeOf is the shape of perPod on the nodes sel admits, its counts
+// made or reused.
+func (s *Snapshot) shapeOf(perPod corev1.ResourceList, sel Selection) *shape {
 	s.uses++
 	s.compact()
 	if cap(s.req) < len(s.names) {
@@ -47,7 +53,7 @@ func (s *Snapshot) shapeOf(perPod corev1.ResourceList) *shape {
 	}
 	var victim *shape
 	for _, sh := range s.shapes {
-		if sh.missing == missing && equal(sh.req, req) {
+		if sh.missing == missing && sh.sel.key == sel.key && equal(sh.req, req) {
 			sh.lastUse = s.uses
 			return sh
 		}
@@ -62,8 +68,30 @@ func (s *Snapshot) shapeOf(perPod corev1.ResourceList) *shape {
 	}
 	copy(sh.req, req)
 	sh.missing, sh.lastUse = missing, s.uses
+	sh.sel, sh.usable = sel, s.usable(&sel, sh.usable)
 	s.recount(sh)
 	return sh
+}
+
+// usable are the nodes sel admits, in buf's room; nil when it admits
+// every node.
+func (s *Snapshot) usable(sel *Selection, buf []bool) []bool {
+	if sel.IsZero() && !s.tainted {
+		return nil
+	}
+	buf = slices.Grow(buf[:0], len(s.nodes))[:len(s.nodes)]
+	var scratch corev1.Node // Match reads a node's name and labels
+	all := true
+	for i := range s.nodes {
+		n := &s.nodes[i]
+		scratch.Name, scratch.Labels = n.name, n.labels
+		buf[i] = sel.admits(&scratch, n.taints)
+		all = all && buf[i]
+	}
+	if all {
+		return nil
+	}
+	return buf
 }
 
 func equal(a, b []int64) bool {
@@ -124,7 +152,7 @@ func (s *Snapshot) sync(sh *shape) {
 
 // count is how many pods of sh node n has room for.
 func (s *Snapshot) count(sh *shape, n int) int32 {
-	if sh.missing != "" {
+	if sh.missing != "" || (sh.usable != nil && !sh.usable[n]) {
 		return 0
 	}
 	pods := int64(maxPods)

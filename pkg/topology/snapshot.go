@@ -18,14 +18,18 @@ type Node struct {
 	Allocatable corev1.ResourceList
 	// Schedulable: Ready and not cordoned. Other nodes are left out.
 	Schedulable bool
+	// Taints are the node's NoSchedule and NoExecute taints: a pod set
+	// that does not tolerate one of them has no room on the node.
+	Taints []corev1.Taint
 }
 
 // FromNode is what a snapshot needs of n: schedulable while it is Ready,
 // not cordoned and not being deleted (watched.NodeCapacity's rule, the
-// one the cluster's capacity follows). Its taints are not read: a pod set
-// that does not tolerate them is not kept off the node's domains.
+// one the cluster's capacity follows); its labels, which levels and pod
+// sets' node selections read; its taints that keep pods off.
 func FromNode(n *corev1.Node) Node {
-	return Node{Name: n.Name, Labels: n.Labels, Allocatable: n.Status.Allocatable, Schedulable: watched.NodeCapacity(n) != nil}
+	return Node{Name: n.Name, Labels: n.Labels, Allocatable: n.Status.Allocatable, Schedulable: watched.NodeCapacity(n) != nil,
+		Taints: schedulingTaints(n.Spec.Taints)}
 }
 
 // Snapshot is the domain tree of one Topology over the schedulable nodes,
@@ -41,6 +45,8 @@ type Snapshot struct {
 	index map[corev1.ResourceName]int
 
 	nodes []node
+	// tainted: some node has a taint that keeps pods off.
+	tainted bool
 	// free is each node's allocatable less what its pods hold and what
 	// was taken: len(names) amounts per node, node after node.
 	free []int64
@@ -70,7 +76,9 @@ type Snapshot struct {
 }
 
 type node struct {
-	name string
+	name   string
+	labels map[string]string
+	taints []corev1.Taint
 	// domain is the narrowest domain the node belongs to, -1 for none.
 	domain int32
 }
@@ -130,7 +138,8 @@ func NewSnapshot(levels Levels, nodes []Node, held map[string]corev1.ResourceLis
 	for _, i := range order {
 		n := &nodes[i]
 		idx := int32(len(s.nodes))
-		s.nodes = append(s.nodes, node{name: n.Name, domain: s.place(n.Labels)})
+		s.nodes = append(s.nodes, node{name: n.Name, labels: n.Labels, taints: n.Taints, domain: s.place(n.Labels)})
+		s.tainted = s.tainted || len(n.Taints) > 0
 		if s.nodes[idx].domain >= 0 {
 			d := &s.domains[s.nodes[idx].domain]
 			d.nodes = append(d.nodes, idx)

@@ -73,7 +73,8 @@ func unitsThroughWatchCodec(config *rest.Config) (watchcodec.NewInformerFunc, er
 // resources and overhead), which each admission records per pod set; the
 // rest of the template (images, commands, environment, volumes, scheduling
 // constraints, its metadata but the topology level it asks for:
-// topology.AskAnnotations) and the managed fields are dropped, the
+// topology.AskAnnotations, and for a pod set that asks one the nodes its
+// pods can use: keepNodeSelection) and the managed fields are dropped, the
 // unit's labels and annotations are cut to those koord-queue reads
 // (admission.CutMetadata: a tenant writes them), and a finished unit's
 // status is cut to what admission.FinishedStatus keeps. Everything else is
@@ -102,8 +103,12 @@ func StripUnit(obj any) (any, error) {
 		for i, set := range u.Spec.PodSets {
 			sets[i] = set
 			sets[i].Template = requestsOnly(&set.Template.Spec)
-			// The topology level its pods ask for, if any, is read too.
-			sets[i].Template.Annotations = topology.AskAnnotations(set.Template.Annotations)
+			// The topology level its pods ask for, if any, is read too, and
+			// then the nodes they can use (topology.SelectionOf).
+			if ask := topology.AskAnnotations(set.Template.Annotations); ask != nil {
+				sets[i].Template.Annotations = ask
+				keepNodeSelection(&sets[i].Template.Spec, &set.Template.Spec)
+			}
 		}
 		u.Spec.PodSets = sets
 	}
@@ -121,6 +126,16 @@ func UnitTransform(compactor *admission.UnitCompactor) toolscache.TransformFunc 
 			compactor.Compact(u)
 		}
 		return obj, err
+	}
+}
+
+// keepNodeSelection copies into to what topology.SelectionOf reads of
+// from: its nodeSelector, required node affinity and tolerations.
+func keepNodeSelection(to, from *corev1.PodSpec) {
+	to.NodeSelector, to.Tolerations = from.NodeSelector, from.Tolerations
+	if a := from.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		to.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+			RequiredDuringSchedulingIgnoredDuringExecution: a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution}}
 	}
 }
 

@@ -212,6 +212,45 @@ func TestStripUnitKeepsTheTopologyAsk(t *testing.T) {
 	}
 }
 
+// TestStripUnitKeepsTheNodesOfAPodSetAskingATopology: of a pod set that
+// asks for a topology level, the nodes its pods can use are kept
+// (topology.SelectionOf reads them); of one that asks for none they are
+// dropped, as the rest of its scheduling constraints are.
+func TestStripUnitKeepsTheNodesOfAPodSetAskingATopology(t *testing.T) {
+	required := &corev1.NodeSelector{NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{
+		{Key: "example.com/gpu-model", Operator: corev1.NodeSelectorOpIn, Values: []string{"h100"}}}}}}
+	selecting := func() corev1.PodTemplateSpec {
+		tmpl := jobTemplate([]corev1.Container{{Name: "a", Resources: corev1.ResourceRequirements{Requests: requests("cpu", "1")}}}, nil)
+		tmpl.Spec.NodeSelector = map[string]string{"example.com/pool": "train"}
+		tmpl.Spec.Tolerations = []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}}
+		tmpl.Spec.Affinity = &corev1.Affinity{
+			NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: required,
+				PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Weight: 1}}},
+			PodAntiAffinity: &corev1.PodAntiAffinity{},
+		}
+		return tmpl
+	}
+	asking := selecting()
+	asking.Annotations[topology.AnnotationPodSetRequiredTopologyKueue] = "example.com/rack"
+	u := &schedulingv1alpha1.QueueUnit{Spec: schedulingv1alpha1.QueueUnitSpec{PodSets: []schedulingv1alpha1.PodSet{
+		{Name: "worker", Count: 8, Template: asking}, {Name: "launcher", Count: 1, Template: selecting()}}}}
+	got := stripped(t, u).Spec.PodSets
+	want := corev1.PodSpec{
+		NodeSelector: map[string]string{"example.com/pool": "train"},
+		Tolerations:  []corev1.Toleration{{Key: "dedicated", Operator: corev1.TolerationOpExists}},
+		Affinity:     &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: required}},
+	}
+	keptOf := func(spec corev1.PodSpec) corev1.PodSpec {
+		return corev1.PodSpec{NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations, Affinity: spec.Affinity}
+	}
+	if diff := cmp.Diff(want, keptOf(got[0].Template.Spec)); diff != "" {
+		t.Errorf("the asking pod set's node selection (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(corev1.PodSpec{}, keptOf(got[1].Template.Spec)); diff != "" {
+		t.Errorf("the pod set asking nothing (-want +got):\n%s", diff)
+	}
+}
+
 // BenchmarkCachedUnit measures what one cached QueueUnit costs koord-queue's
 // heap, decoded as the informer decodes it, as it is, stripped, and as
 // cached (stripped and compacted, by one compactor for all units): the
