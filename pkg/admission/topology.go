@@ -25,9 +25,10 @@ import (
 // the pod ledger says its pods hold, less the pods admitted to a domain
 // (status.topologyAssignments, or a decision not yet written) that are not
 // on a node yet. The snapshot of each Topology is built once per cycle, at
-// its first use, and dropped at the cycle's end; a restarted koord-queue
-// rebuilds it from the same facts: the nodes, the pods and the units'
-// status.
+// its first use, and dropped at the cycle's end, from the Topology's domain
+// tree, which is kept until a node or a Topology changes; a restarted
+// koord-queue rebuilds both from the same facts: the nodes, the pods and
+// the units' status.
 
 // unitAsk is what a unit's pod sets ask of a topology.
 type unitAsk struct {
@@ -53,6 +54,9 @@ type topologies struct {
 	byName map[string]*schedulingv1alpha1.Topology
 	// nodeFacts are what a snapshot reads of every node, by name.
 	nodeFacts map[string]topology.Node
+	// trees are the domain trees of the Topologies in use, by name, built
+	// at their first use after a node or a Topology changed.
+	trees map[string]*topology.Tree
 	// askers are the units some pod set of which asks for a level.
 	askers map[*unitRecord]unitAsk
 
@@ -89,6 +93,7 @@ func (c *topologies) DeleteTopology(name string) {
 // topologiesChanged places again every unit that asks for a level, with
 // c.mu held: the Topology in force, or its levels, may have changed.
 func (c *topologies) topologiesChanged() {
+	clear(c.trees)
 	for r := range c.askers {
 		c.placer.placeAsker(r)
 	}
@@ -106,6 +111,7 @@ func (c *topologies) upsertTopologyNode(n *corev1.Node) bool {
 		return false
 	}
 	c.nodeFacts[n.Name] = slim
+	clear(c.trees)
 	c.core.WakeUnplaced()
 	return true
 }
@@ -113,6 +119,7 @@ func (c *topologies) upsertTopologyNode(n *corev1.Node) bool {
 // deleteTopologyNode forgets a node, with c.mu held.
 func (c *topologies) deleteTopologyNode(name string) {
 	delete(c.nodeFacts, name)
+	clear(c.trees)
 	c.core.WakeUnplaced()
 }
 
@@ -288,11 +295,19 @@ func (c *topologies) snapshot(name string) (*topology.Snapshot, error) {
 	if c.nodeHeld == nil {
 		c.nodeHeld = c.pods.pods.HeldByNode()
 	}
-	nodes := make([]topology.Node, 0, len(c.nodeFacts))
-	for _, n := range c.nodeFacts {
-		nodes = append(nodes, n)
+	tree, ok := c.trees[name]
+	if !ok {
+		nodes := make([]topology.Node, 0, len(c.nodeFacts))
+		for _, n := range c.nodeFacts {
+			nodes = append(nodes, n)
+		}
+		tree = topology.NewTree(topology.LevelsOf(t), nodes)
+		if c.trees == nil {
+			c.trees = map[string]*topology.Tree{}
+		}
+		c.trees[name] = tree
 	}
-	s := topology.NewSnapshot(topology.LevelsOf(t), nodes, c.nodeHeld)
+	s := tree.Snapshot(c.nodeHeld)
 	for r := range c.askers {
 		c.assume(s, r, name)
 	}

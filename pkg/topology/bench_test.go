@@ -76,6 +76,17 @@ func BenchmarkNewSnapshot(b *testing.B) {
 	}
 }
 
+// BenchmarkTreeSnapshot builds a snapshot of 5,000 nodes from their
+// domain tree, as each cycle does while the nodes do not change.
+func BenchmarkTreeSnapshot(b *testing.B) {
+	nodes, held := benchCluster()
+	tree := topology.NewTree(levels, nodes)
+	b.ReportAllocs()
+	for b.Loop() {
+		tree.Snapshot(held)
+	}
+}
+
 // BenchmarkCycle is one admission cycle's topology work: a snapshot of
 // 5,000 nodes × 3 levels built, then each of 10,000 waiting units tried
 // in turn, those that fit taking their room.

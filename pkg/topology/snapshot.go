@@ -32,11 +32,12 @@ func FromNode(n *corev1.Node) Node {
 		Taints: schedulingTaints(n.Spec.Taints)}
 }
 
-// Snapshot is the domain tree of one Topology over the schedulable nodes,
-// with what each node has free. It is built once per admission cycle
-// (NewSnapshot) and then changed only by Place and Assume, which take the
-// room of what they place. It is not safe for concurrent use.
-type Snapshot struct {
+// Tree is the domain tree of one Topology over the schedulable nodes,
+// and what each node has: built when the nodes or the Topology change
+// (NewTree), and shared, read only, by the snapshots of the cycles until
+// then (Tree.Snapshot), so that a cycle pays for what its pods hold, not
+// for the tree.
+type Tree struct {
 	levels Levels
 
 	// names are the resources some node has, index their positions in
@@ -45,13 +46,13 @@ type Snapshot struct {
 	index map[corev1.ResourceName]int
 
 	nodes []node
+	// byName finds a node's position in nodes.
+	byName map[string]int32
 	// tainted: some node has a taint that keeps pods off.
 	tainted bool
-	// free is each node's allocatable less what its pods hold and what
-	// was taken: len(names) amounts per node, node after node.
-	free []int64
-	// total is the free amounts of every node, summed per resource.
-	total []int64
+	// allocatable is each node's: len(names) amounts per node, node after
+	// node.
+	allocatable []int64
 
 	domains []domain
 	// byLevel holds the domains of each level, ordered by their values
@@ -59,6 +60,20 @@ type Snapshot struct {
 	byLevel [][]int32
 	// lookup finds a domain by its parent and its value.
 	lookup map[domainKey]int32
+}
+
+// Snapshot is a Tree with what each node has free. It is built once per
+// admission cycle (Tree.Snapshot, NewSnapshot) and then changed only by
+// Place and Assume, which take the room of what they place. It is not safe
+// for concurrent use.
+type Snapshot struct {
+	*Tree
+
+	// free is each node's allocatable less what its pods hold and what
+	// was taken: len(names) amounts per node, node after node.
+	free []int64
+	// total is the free amounts of every node, summed per resource.
+	total []int64
 
 	// changed lists the nodes whose free amounts changed, in order; each
 	// shape counts its pods again on those it has not seen.
@@ -100,69 +115,86 @@ type domainKey struct {
 	value  string
 }
 
-// NewSnapshot builds the domain tree of levels over the schedulable nodes.
-// held is, per node name, what the pods on the node hold (pkg/podledger
-// keeps what pods hold by the group they belong to, not by node: the
-// caller sums its pods' requests per node). A node lacking a level's label,
-// or whose value for it is empty, belongs to no domain at that level or
-// below.
+// NewSnapshot is NewTree(levels, nodes).Snapshot(held).
 func NewSnapshot(levels Levels, nodes []Node, held map[string]corev1.ResourceList) *Snapshot {
-	s := &Snapshot{levels: levels, index: map[corev1.ResourceName]int{}, byLevel: make([][]int32, len(levels.Labels)),
+	return NewTree(levels, nodes).Snapshot(held)
+}
+
+// NewTree builds the domain tree of levels over the schedulable nodes. A
+// node lacking a level's label, or whose value for it is empty, belongs to
+// no domain at that level or below.
+func NewTree(levels Levels, nodes []Node) *Tree {
+	t := &Tree{levels: levels, index: map[corev1.ResourceName]int{}, byLevel: make([][]int32, len(levels.Labels)),
 		lookup: map[domainKey]int32{}}
+	order := make([]int, 0, len(nodes))
 	for i := range nodes {
 		if !nodes[i].Schedulable {
 			continue
 		}
+		order = append(order, i)
 		for name := range nodes[i].Allocatable {
-			if _, ok := s.index[name]; !ok {
-				s.index[name] = len(s.names)
-				s.names = append(s.names, name)
+			if _, ok := t.index[name]; !ok {
+				t.index[name] = len(t.names)
+				t.names = append(t.names, name)
 			}
 		}
 	}
 	// Resources by name, so that a message's choice among equals is stable.
-	slices.Sort(s.names)
-	for i, name := range s.names {
-		s.index[name] = i
-	}
-	order := make([]int, 0, len(nodes))
-	for i := range nodes {
-		if nodes[i].Schedulable {
-			order = append(order, i)
-		}
+	slices.Sort(t.names)
+	for i, name := range t.names {
+		t.index[name] = i
 	}
 	slices.SortFunc(order, func(a, b int) int { return strings.Compare(nodes[a].Name, nodes[b].Name) })
-	r := len(s.names)
-	s.nodes = make([]node, 0, len(order))
-	s.free = make([]int64, 0, len(order)*r)
+	r := len(t.names)
+	t.nodes = make([]node, 0, len(order))
+	t.byName = make(map[string]int32, len(order))
+	t.allocatable = make([]int64, len(order)*r)
 	for _, i := range order {
 		n := &nodes[i]
-		idx := int32(len(s.nodes))
-		s.nodes = append(s.nodes, node{name: n.Name, labels: n.Labels, taints: n.Taints, domain: s.place(n.Labels)})
-		s.tainted = s.tainted || len(n.Taints) > 0
-		if s.nodes[idx].domain >= 0 {
-			d := &s.domains[s.nodes[idx].domain]
+		idx := int32(len(t.nodes))
+		t.nodes = append(t.nodes, node{name: n.Name, labels: n.Labels, taints: n.Taints, domain: t.place(n.Labels)})
+		t.byName[n.Name] = idx
+		t.tainted = t.tainted || len(n.Taints) > 0
+		if t.nodes[idx].domain >= 0 {
+			d := &t.domains[t.nodes[idx].domain]
 			d.nodes = append(d.nodes, idx)
 		}
-		s.free = append(s.free, make([]int64, r)...)
-		free := s.free[int(idx)*r:]
+		alloc := t.allocatable[int(idx)*r : int(idx+1)*r]
 		for name, q := range n.Allocatable {
-			free[s.index[name]] = amount(name, q)
+			alloc[t.index[name]] = amount(name, q)
 		}
-		for name, q := range held[n.Name] {
-			if j, ok := s.index[name]; ok {
-				free[j] -= amount(name, q)
+	}
+	for level := range t.byLevel {
+		slices.SortFunc(t.byLevel[level], t.compare)
+	}
+	for i := range t.domains {
+		slices.SortFunc(t.domains[i].children, t.compare)
+	}
+	return t
+}
+
+// Snapshot is the tree with what each node has free: its allocatable less
+// held, per node name, what the pods on it hold (pkg/podledger keeps what
+// pods hold by the group they belong to, not by node: the caller sums its
+// pods' requests per node). Nodes held names that the tree lacks are
+// ignored.
+func (t *Tree) Snapshot(held map[string]corev1.ResourceList) *Snapshot {
+	s := &Snapshot{Tree: t, free: slices.Clone(t.allocatable)}
+	r := len(t.names)
+	for name, l := range held {
+		n, ok := t.byName[name]
+		if !ok {
+			continue
+		}
+		free := s.free[int(n)*r : int(n+1)*r]
+		for res, q := range l {
+			if j, ok := t.index[res]; ok {
+				free[j] -= amount(res, q)
 			}
 		}
 	}
-	for level := range s.byLevel {
-		slices.SortFunc(s.byLevel[level], s.compare)
-	}
-	for i := range s.domains {
-		slices.SortFunc(s.domains[i].children, s.compare)
-	}
 	s.total = make([]int64, r)
-	for n := range s.nodes {
+	for n := range t.nodes {
 		for j, f := range s.free[n*r : (n+1)*r] {
 			// A node whose pods hold more than it has adds nothing. (Place
 			// changes only amounts it asks for and had room for, so the
@@ -170,13 +202,13 @@ func NewSnapshot(levels Levels, nodes []Node, held map[string]corev1.ResourceLis
 			s.total[j] += max(f, 0)
 		}
 	}
-	s.agg = make([]int64, len(s.domains))
+	s.agg = make([]int64, len(t.domains))
 	return s
 }
 
 // place finds or makes the domains of a node with labels, returning the
 // narrowest.
-func (s *Snapshot) place(labels map[string]string) int32 {
+func (s *Tree) place(labels map[string]string) int32 {
 	parent := int32(-1)
 	for level, key := range s.levels.Labels {
 		value, ok := labels[key]
@@ -205,12 +237,12 @@ func (s *Snapshot) place(labels map[string]string) int32 {
 	return parent
 }
 
-func (s *Snapshot) compare(a, b int32) int {
+func (s *Tree) compare(a, b int32) int {
 	return slices.Compare(s.domains[a].values, s.domains[b].values)
 }
 
 // find is the domain of values (from the top level down), -1 if none.
-func (s *Snapshot) find(values []string) int32 {
+func (s *Tree) find(values []string) int32 {
 	d := int32(-1)
 	for _, v := range values {
 		next, ok := s.lookup[domainKey{d, v}]
