@@ -97,3 +97,9 @@ func (c *Cache) PendingItems(queue string, n int) []schedulingv1alpha1.QueueItem
 func (c *Cache) DuplicateQuotas() []*elasticquotav1alpha1.ElasticQuota {
 	return c.views.DuplicateQuotas()
 }
+
+// UpsertTopology records a Topology (topologies.UpsertTopology).
+func (c *Cache) UpsertTopology(t *schedulingv1alpha1.Topology) { c.topologies.UpsertTopology(t) }
+
+// DeleteTopology forgets a Topology (topologies.DeleteTopology).
+func (c *Cache) DeleteTopology(name string) { c.topologies.DeleteTopology(name) }

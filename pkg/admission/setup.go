@@ -124,12 +124,12 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 		{&schedulingv1alpha1.Topology{},
 			func(o any) {
 				if t, ok := o.(*schedulingv1alpha1.Topology); ok {
-					c.topologies.UpsertTopology(t)
+					c.UpsertTopology(t)
 				}
 			},
 			func(o any) {
 				if t, ok := o.(*schedulingv1alpha1.Topology); ok {
-					c.topologies.DeleteTopology(t.Name)
+					c.DeleteTopology(t.Name)
 				}
 			}},
 		{&corev1.Node{},

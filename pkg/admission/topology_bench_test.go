@@ -74,7 +74,7 @@ func BenchmarkCycleAskingTopology(b *testing.B) {
 func benchTopologyCache(asking bool) *Cache {
 	rng := rand.New(rand.NewPCG(1, 2))
 	c := NewCache()
-	c.topologies.UpsertTopology(wrappers.Topology("default", benchBlock, benchRack, benchHost))
+	c.UpsertTopology(wrappers.Topology("default", benchBlock, benchRack, benchHost))
 	for b := range 10 {
 		for r := range 25 {
 			for h := range 20 {

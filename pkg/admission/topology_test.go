@@ -126,7 +126,7 @@ func TestUnitsAskingForARack(t *testing.T) {
 			}
 			c.UpsertElasticQuota(team.Obj())
 			c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
-			c.topologies.UpsertTopology(wrappers.Topology("racks", rackLabel, hostLabel))
+			c.UpsertTopology(wrappers.Topology("racks", rackLabel, hostLabel))
 			for _, rack := range []string{"r1", "r2"} {
 				for _, host := range []string{"h1", "h2"} {
 					c.UpsertNode(rackNode(rack, rack+"-"+host))
@@ -163,7 +163,7 @@ func TestAUnitWaitingForARackIsAdmittedWhenPodsLeaveIt(t *testing.T) {
 	c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "team").Max(corev1.ResourceCPU, "100").
 		Annotation(schedulingv1alpha1.AnnotationTopology, "racks").Obj())
 	c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
-	c.topologies.UpsertTopology(wrappers.Topology("racks", rackLabel, hostLabel))
+	c.UpsertTopology(wrappers.Topology("racks", rackLabel, hostLabel))
 	for i := range 4 {
 		c.UpsertNode(rackNode(fmt.Sprintf("r%d", i/2+1), fmt.Sprintf("n%d", i)))
 	}
@@ -199,7 +199,7 @@ func TestAUnitAskingForARackKeepsToTheNodesItsPodsCanUse(t *testing.T) {
 	c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "team").Max(corev1.ResourceCPU, "100").
 		Annotation(schedulingv1alpha1.AnnotationTopology, "racks").Obj())
 	c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
-	c.topologies.UpsertTopology(wrappers.Topology("racks", rackLabel, hostLabel))
+	c.UpsertTopology(wrappers.Topology("racks", rackLabel, hostLabel))
 	// Racks r1 and r2 of two 2-cpu hosts: r1's of model a, r2's of model
 	// b and tainted for training.
 	node := func(rack, name, model string, tainted bool) *corev1.Node {
