@@ -260,7 +260,7 @@ func (c *topologies) Place(key string, partial map[string]int32) (string, bool) 
 	if err != nil {
 		return err.Error(), false
 	}
-	res, err := snap.Place(podSetsOf(r.unit, partial))
+	res, err := snap.PlaceFor(key, podSetsOf(r.unit, partial))
 	if err != nil {
 		return err.Error(), false
 	}
@@ -357,7 +357,7 @@ func (c *topologies) assume(s *topology.Snapshot, r *unitRecord, name string) {
 				domains = append(domains, topology.Domain{Values: d.Values, Pods: d.Count - off})
 			}
 		}
-		s.Assume(topology.PodSet{Name: ps.Name, PerPod: resources.PodRequests(&ps.Template.Spec), Nodes: topology.SelectionOf(&ps.Template.Spec)}, domains)
+		s.Assume(r.key, topology.PodSet{Name: ps.Name, PerPod: resources.PodRequests(&ps.Template.Spec), Nodes: topology.SelectionOf(&ps.Template.Spec)}, domains)
 	}
 }
 

@@ -89,10 +89,7 @@ type Shortfall struct {
 // one `rack`; the largest free one has 6" (with "of the nodes its pods can
 // use" after the level when Selective).
 func (f Shortfall) String() string {
-	asks := fmt.Sprintf("%d pods", f.Pods)
-	if f.Resource != "" {
-		asks = fmt.Sprintf("%d × %s %s", f.Pods, f.PerPod.String(), f.Resource)
-	}
+	asks := f.asks()
 	var of string
 	if f.Selective {
 		of = " of the nodes its pods can use"
@@ -105,6 +102,33 @@ func (f Shortfall) String() string {
 	default:
 		return fmt.Sprintf("needs %s within as few `%s` as hold them%s; all of them together have %d", asks, f.Level, of, f.Room)
 	}
+}
+
+// Unfreed says it for a placement as if some pods were gone
+// (PlaceWithout), to follow "evicting them would free": "no `rack` with
+// room for 8 × 1 nvidia.com/gpu (the largest would have room for 6)".
+func (f Shortfall) Unfreed() string {
+	asks := f.asks()
+	var of string
+	if f.Selective {
+		of = " of the nodes its pods can use"
+	}
+	switch {
+	case f.Room < 0:
+		return fmt.Sprintf("no `%s` for %s: no schedulable node has that label", f.Level, asks)
+	case f.Required:
+		return fmt.Sprintf("no `%s`%s with room for %s (the largest would have room for %d)", f.Level, of, asks, f.Room)
+	default:
+		return fmt.Sprintf("no room for %s in `%s` domains%s (all of them together would have room for %d)", asks, f.Level, of, f.Room)
+	}
+}
+
+// asks is what the pod set asks for: "8 × 1 nvidia.com/gpu".
+func (f Shortfall) asks() string {
+	if f.Resource == "" {
+		return fmt.Sprintf("%d pods", f.Pods)
+	}
+	return fmt.Sprintf("%d × %s %s", f.Pods, f.PerPod.String(), f.Resource)
 }
 
 // Place finds where each pod set of a unit that asks for a level goes,
@@ -123,7 +147,53 @@ func (f Shortfall) String() string {
 // domains as hold the pods, the roomiest first and the last the tightest
 // that holds what remains (Kueue's order). Inside a chosen domain the pods
 // go, the same way, to as few domains and nodes as hold them.
-func (s *Snapshot) Place(sets []PodSet) (Result, error) {
+func (s *Snapshot) Place(sets []PodSet) (Result, error) { return s.PlaceFor("", sets) }
+
+// PlaceFor is Place, and remembers the room taken as owner's (none for
+// ""), for PlaceWithout.
+func (s *Snapshot) PlaceFor(owner string, sets []PodSet) (Result, error) {
+	mark := len(s.taken)
+	res, err := s.try(sets)
+	if err == nil && res.Fits() {
+		s.own(owner, mark)
+	}
+	s.taken = s.taken[:mark]
+	return res, err
+}
+
+// PlaceWithout says where sets would go were some pods gone: those whose
+// room owners took (PlaceFor, Assume; each owner once), and those bound
+// to nodes that hold held (per node name; a node the snapshot lacks is
+// passed over). It takes nothing: the snapshot is as it was after it.
+func (s *Snapshot) PlaceWithout(sets []PodSet, owners []string, held map[string]corev1.ResourceList) (Result, error) {
+	mark := len(s.taken)
+	defer s.undo(mark)
+	for _, o := range owners {
+		for _, t := range s.owned[o] {
+			s.adjust(t.node, t.shape, t.pods)
+			s.taken = append(s.taken, taking{node: t.node, pods: -t.pods, shape: t.shape})
+		}
+	}
+	for name, list := range held {
+		n, ok := s.byName[name]
+		if !ok {
+			continue
+		}
+		req := make([]int64, len(s.names))
+		for r, q := range list {
+			if j, ok := s.index[r]; ok {
+				req[j] = amount(r, q)
+			}
+		}
+		s.adjust(n, req, 1)
+		s.taken = append(s.taken, taking{node: n, pods: -1, shape: req})
+	}
+	return s.try(sets)
+}
+
+// try is Place, leaving the room taken in s.taken past its start (to
+// commit or undo); nothing is taken when the unit does not fit.
+func (s *Snapshot) try(sets []PodSet) (Result, error) {
 	// A unit has at most MaxPodSets pod sets (its CRD says so); more
 	// could make one unit's shapes crowd out one another before it is
 	// placed whole.
@@ -166,15 +236,16 @@ func (s *Snapshot) Place(sets []PodSet) (Result, error) {
 		}
 		out.Placements[i].Domains = domains
 	}
-	s.taken = s.taken[:mark]
 	return out, nil
 }
 
 // Assume takes the room of pods admitted to domains (a Placement's
 // Domains, of level level) but not placed on nodes yet, so that they are
-// not given twice. It returns how many of them found room: fewer when the
+// not given twice, and remembers it as owner's (none for ""), for
+// PlaceWithout. It returns how many of them found room: fewer when the
 // domains no longer have it, or no longer exist.
-func (s *Snapshot) Assume(ps PodSet, domains []Domain) int32 {
+func (s *Snapshot) Assume(owner string, ps PodSet, domains []Domain) int32 {
+	mark := len(s.taken)
 	sh := s.shapeOf(ps.PerPod, ps.Nodes)
 	var placed int64
 	for _, d := range domains {
@@ -185,7 +256,8 @@ func (s *Snapshot) Assume(ps PodSet, domains []Domain) int32 {
 		s.sync(sh)
 		placed += s.spread(sh, dom, min(int64(d.Pods), sh.sums[dom]))
 	}
-	s.taken = s.taken[:0]
+	s.own(owner, mark)
+	s.taken = s.taken[:mark]
 	return int32(min(placed, maxPods))
 }
 
@@ -427,6 +499,26 @@ type taking struct {
 func (s *Snapshot) take(sh *shape, n int32, pods int64) {
 	s.adjust(n, sh.req, -pods)
 	s.taken = append(s.taken, taking{node: n, pods: pods, shape: sh.req})
+}
+
+// own remembers what was taken since mark as owner's ("": nobody's).
+// The shapes are copied: a shape's request changes when it is reused.
+func (s *Snapshot) own(owner string, mark int) {
+	if owner == "" || len(s.taken) == mark {
+		return
+	}
+	if s.owned == nil {
+		s.owned = map[string][]taking{}
+	}
+	kept := s.owned[owner]
+	var from, to []int64
+	for _, t := range s.taken[mark:] {
+		if len(t.shape) == 0 || len(from) == 0 || &from[0] != &t.shape[0] {
+			from, to = t.shape, slices.Clone(t.shape)
+		}
+		kept = append(kept, taking{node: t.node, pods: t.pods, shape: to})
+	}
+	s.owned[owner] = kept
 }
 
 // undo gives back what was taken since mark.

@@ -217,7 +217,7 @@ func TestPlace(t *testing.T) {
 			}
 			s := topology.NewSnapshot(levels, nodes, tc.held)
 			if tc.assumed != nil {
-				if got := s.Assume(gpus(11, required(rackLabel)), tc.assumed); got != 11 {
+				if got := s.Assume("", gpus(11, required(rackLabel)), tc.assumed); got != 11 {
 					t.Fatalf("assumed %d pods, want 11", got)
 				}
 			}
@@ -488,6 +488,94 @@ func TestPlaceOnTheNodesPodsCanUse(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("results (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPlaceWithout: a unit placed as if some pods were gone sees their
+// room given back, those on nodes and those an owner took, and the
+// snapshot is left as it was.
+func TestPlaceWithout(t *testing.T) {
+	// Every host is full: 4 GPUs held of 4.
+	full := map[string]corev1.ResourceList{}
+	for _, n := range cluster() {
+		full[n.Name] = list(string(gpu), "4")
+	}
+	eight := []topology.PodSet{gpus(8, required(rackLabel))}
+	cases := map[string]struct {
+		// assumed: 4 pods of owner "v" assumed in rack b1 (given room there first).
+		assumed bool
+		owners  []string
+		held    map[string]corev1.ResourceList
+		want    outcome
+	}{
+		"the pods gone from both hosts of a rack free it": {
+			held: map[string]corev1.ResourceList{"host-a2-1": list(string(gpu), "4"), "host-a2-2": list(string(gpu), "4")},
+			want: placed(1, rack("a", "a2", 8)),
+		},
+		"pods gone from two racks free neither": {
+			held: map[string]corev1.ResourceList{"host-a1-1": list(string(gpu), "4"), "host-a2-1": list(string(gpu), "4"), "gone-node": list(string(gpu), "64")},
+			want: failed("worker", "needs 8 × 1 nvidia.com/gpu within one `cloud.provider.com/topology-rack`; the largest free one has 4"),
+		},
+		"the room an owner took is given back": {
+			assumed: true, owners: []string{"v"},
+			held: map[string]corev1.ResourceList{"host-b1-2": list(string(gpu), "4")},
+			want: placed(1, rack("b", "b1", 8)),
+		},
+		"another owner's room is not": {
+			assumed: true, owners: []string{"w"},
+			held: map[string]corev1.ResourceList{"host-b1-2": list(string(gpu), "4")},
+			want: failed("worker", "needs 8 × 1 nvidia.com/gpu within one `cloud.provider.com/topology-rack`; the largest free one has 4"),
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			held := merge(full)
+			if tc.assumed {
+				held["host-b1-1"] = list(string(gpu), "0")
+			}
+			s := topology.NewSnapshot(levels, cluster(), held)
+			if tc.assumed {
+				if got := s.Assume("v", gpus(4, required(rackLabel)), []topology.Domain{rack("b", "b1", 4)}); got != 4 {
+					t.Fatalf("assumed %d pods, want 4", got)
+				}
+			}
+			r, err := s.PlaceWithout(eight, tc.owners, tc.held)
+			if err != nil {
+				t.Fatalf("place without: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, view(r)); diff != "" {
+				t.Errorf("placed without (-want +got):\n%s", diff)
+			}
+			// Nothing was taken, nor given back for good.
+			after, err := s.Place([]topology.PodSet{gpus(1, required(hostLabel))})
+			if err != nil {
+				t.Fatalf("place: %v", err)
+			}
+			if diff := cmp.Diff(failed("worker", "needs 1 × 1 nvidia.com/gpu within one `kubernetes.io/hostname`; the largest free one has 0"), view(after)); diff != "" {
+				t.Errorf("placed after (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestShortfallUnfreed(t *testing.T) {
+	rackSet := func(required bool, room int64) topology.Shortfall {
+		return topology.Shortfall{PodSet: "worker", Pods: 8, Resource: gpu, PerPod: resource.MustParse("1"), Level: "rack", Required: required, Room: room}
+	}
+	cases := map[string]struct {
+		f    topology.Shortfall
+		want string
+	}{
+		"required":              {f: rackSet(true, 6), want: "no `rack` with room for 8 × 1 nvidia.com/gpu (the largest would have room for 6)"},
+		"preferred":             {f: rackSet(false, 6), want: "no room for 8 × 1 nvidia.com/gpu in `rack` domains (all of them together would have room for 6)"},
+		"no node has the label": {f: rackSet(true, -1), want: "no `rack` for 8 × 1 nvidia.com/gpu: no schedulable node has that label"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := tc.f.Unfreed(); got != tc.want {
+				t.Errorf("Unfreed() = %q, want %q", got, tc.want)
 			}
 		})
 	}

@@ -118,7 +118,9 @@ func naiveDomains(s *Snapshot, nodes []Node, free []int64, per corev1.ResourceLi
 // domain with the least room to spare; a preferred one when the level's
 // domains together have room; a placement takes exactly its pods' room,
 // never from a node without it; a unit that does not fit takes nothing;
-// and the counts kept per shape always equal a recount. Nothing panics.
+// and the counts kept per shape always equal a recount. Placed as if
+// some pods were gone, a unit takes nothing, and fits at least when it
+// fits now. Nothing panics.
 func TestPlaceProperties(t *testing.T) {
 	for seed := range uint64(400) {
 		rng := rand.New(rand.NewPCG(seed, 7))
@@ -129,11 +131,35 @@ func TestPlaceProperties(t *testing.T) {
 		for u := range 12 {
 			unit := randomUnit(rng)
 			before := slices.Clone(s.free)
-			res, err := s.Place(unit)
+			where := fmt.Sprintf("seed %d unit %d %+v", seed, u, unit)
+			// As if some earlier units and some pods were gone: it takes
+			// nothing, and fits at least when the unit fits now.
+			var owners []string
+			for o := range u {
+				if rng.IntN(3) == 0 {
+					owners = append(owners, fmt.Sprint(o))
+				}
+			}
+			gone := map[string]corev1.ResourceList{}
+			for name, h := range held {
+				if rng.IntN(4) == 0 {
+					gone[name] = h
+				}
+			}
+			without, err := s.PlaceWithout(unit, owners, gone)
+			if err != nil {
+				t.Fatalf("%s: %v", where, err)
+			}
+			if !slices.Equal(before, s.free) {
+				t.Fatalf("%s: placing without %v and %v changed the snapshot", where, owners, gone)
+			}
+			res, err := s.PlaceFor(fmt.Sprint(u), unit)
 			if err != nil {
 				t.Fatalf("seed %d unit %d: %v", seed, u, err)
 			}
-			where := fmt.Sprintf("seed %d unit %d %+v", seed, u, unit)
+			if len(unit) == 1 && res.Fits() && !without.Fits() {
+				t.Fatalf("%s: fits, but not as if %v and %v were gone: %s", where, owners, gone, without.Reason())
+			}
 			first := unit[0]
 			if len(unit) == 1 && !first.Ask.IsZero() && first.Count > 0 {
 				level := propLevels.Index(first.Ask.Level)

@@ -64,8 +64,8 @@ type Tree struct {
 
 // Snapshot is a Tree with what each node has free. It is built once per
 // admission cycle (Tree.Snapshot, NewSnapshot) and then changed only by
-// Place and Assume, which take the room of what they place. It is not safe
-// for concurrent use.
+// Place and Assume, which take the room of what they place (PlaceWithout
+// only looks). It is not safe for concurrent use.
 type Snapshot struct {
 	*Tree
 
@@ -83,6 +83,8 @@ type Snapshot struct {
 	// taken records what Place took for the unit it places, to give it
 	// back when a later pod set of the unit does not fit.
 	taken []taking
+	// owned is what PlaceFor and Assume took for each owner named.
+	owned map[string][]taking
 
 	// Scratch space reused from one placement to the next.
 	items []item
