@@ -7,10 +7,11 @@
 //
 // It is pure accounting, like pkg/quota: no client, no clock, no
 // goroutine. koord-queue feeds it from a pod informer (Upsert, Delete) and
-// reads, for each group that changed (Drain), what its pods hold (Tally).
-// It keeps a few words per pod: the pod's name, its group, its pod set and
-// node (shared strings), and its request as a shape shared by every pod
-// that asks the same (the pods of one job do).
+// reads, for each group that changed (Drain), what its pods hold (Tally),
+// and on which nodes (HeldOnNodes). It keeps a few words per pod: the
+// pod's name, its group, its pod set and node (shared strings), its
+// request as a shape shared by every pod that asks the same (the pods of
+// one job do), and, on a node, its place in its group's list of them.
 package podledger
 
 import (
@@ -90,6 +91,9 @@ type record struct {
 	node   *string // interned
 	shape  *shape
 	flags  uint8
+	// at is its index in its group's onNodes, while it holds room on a
+	// node.
+	at int32
 }
 
 const (
@@ -116,7 +120,9 @@ type group struct {
 	quota                *string
 	requests, boundReqs  []int64
 	podSets              map[*string]*podSetTotals
-	changed              bool
+	// onNodes are its pods that hold room on a node (HeldOnNodes).
+	onNodes []*record
+	changed bool
 }
 
 type podSetTotals struct {
@@ -254,6 +260,8 @@ func (l *Ledger) add(r *record) {
 	if *r.node != "" {
 		g.bound++
 		g.boundReqs = addInto(g.boundReqs, r.shape.amounts, 1)
+		r.at = int32(len(g.onNodes))
+		g.onNodes = append(g.onNodes, r)
 		l.nodes[r.node] = addInto(l.nodes[r.node], r.shape.amounts, 1)
 		ps.bound++
 	}
@@ -291,9 +299,14 @@ func (l *Ledger) remove(r *record) {
 	l.touch(g)
 }
 
-// unbind takes what r asks for off its node's sum; a node left with
-// nothing is forgotten.
+// unbind takes what r asks for off its node's sum, and r out of its
+// group's pods on nodes; a node left with nothing is forgotten.
 func (l *Ledger) unbind(r *record) {
+	on := r.group.onNodes
+	last := on[len(on)-1]
+	on[r.at], last.at = last, r.at
+	on[len(on)-1] = nil
+	r.group.onNodes = on[:len(on)-1]
 	sums := addInto(l.nodes[r.node], r.shape.amounts, -1)
 	for _, v := range sums {
 		if v != 0 {
@@ -313,6 +326,27 @@ func (l *Ledger) HeldByNode() map[string]corev1.ResourceList {
 		out[*node] = l.list(sums)
 	}
 	return out
+}
+
+// HeldOnNodes adds into, per node name, what the pods of g bound to it
+// that hold room ask for, as HeldByNode counts them: what g's leaving
+// would free on each node. O(its pods on nodes).
+func (l *Ledger) HeldOnNodes(g Group, into map[string]corev1.ResourceList) {
+	gr, ok := l.groups[g]
+	if !ok || len(gr.onNodes) == 0 {
+		return
+	}
+	sums := map[*string][]int64{}
+	for _, r := range gr.onNodes {
+		sums[r.node] = addInto(sums[r.node], r.shape.amounts, 1)
+	}
+	for node, amounts := range sums {
+		held := l.list(amounts)
+		if have, ok := into[*node]; ok {
+			held = sum(have, held)
+		}
+		into[*node] = held
+	}
 }
 
 func (l *Ledger) touch(g *group) {

@@ -145,8 +145,9 @@ func TestTallyFollowsThePods(t *testing.T) {
 }
 
 // TestTallyMatchesThePodsAfterAnyChanges: after any sequence of upserts and
-// deletes, each group's tally, and each node's sum (HeldByNode), is what
-// its pods, summed afresh, hold.
+// deletes, each group's tally and what it holds on each node
+// (HeldOnNodes), and each node's sum (HeldByNode), is what its pods,
+// summed afresh, hold.
 func TestTallyMatchesThePodsAfterAnyChanges(t *testing.T) {
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 0))
@@ -208,6 +209,28 @@ func TestTallyMatchesThePodsAfterAnyChanges(t *testing.T) {
 				}
 				if diff := cmp.Diff(want, view(l.Tally(g))); diff != "" {
 					t.Fatalf("seed %d step %d: group %+v (-want +got):\n%s", seed, step, g, diff)
+				}
+				onNodes := map[string]int64{}
+				for _, p := range model {
+					if p.Group == g && p.Node != "" && p.Holds() {
+						onNodes[p.Node] += p.Requests.Cpu().MilliValue()
+					}
+				}
+				wantNodes, gotNodes := map[string]string{}, map[string]string{}
+				for n, m := range onNodes {
+					if m != 0 {
+						wantNodes[n] = resource.NewMilliQuantity(m, resource.DecimalSI).String()
+					}
+				}
+				held := map[string]corev1.ResourceList{}
+				l.HeldOnNodes(g, held)
+				for n, h := range held {
+					if q := h.Cpu(); !q.IsZero() {
+						gotNodes[n] = q.String()
+					}
+				}
+				if diff := cmp.Diff(wantNodes, gotNodes); diff != "" {
+					t.Fatalf("seed %d step %d: group %+v held on nodes (-want +got):\n%s", seed, step, g, diff)
 				}
 			}
 			onNodes := map[string]int64{}
