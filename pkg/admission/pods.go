@@ -153,6 +153,19 @@ func (c *podCharges) heldByPods(r *unitRecord) podledger.Tally {
 	return t
 }
 
+// heldOnNodes adds into, per node name, what r's pods hold there (those
+// heldByPods counts).
+func (c *podCharges) heldOnNodes(r *unitRecord, into map[string]corev1.ResourceList) {
+	ns := r.unit.Namespace
+	c.pods.HeldOnNodes(podledger.Group{Namespace: ns, Unit: r.unit.Name}, into)
+	if ref := r.unit.Spec.ConsumerRef; ref != nil {
+		owner := ownerKey{ns, podledger.OwnerKind(ref.APIVersion, ref.Kind), ref.Name}
+		if c.claims[owner] == r.key {
+			c.pods.HeldOnNodes(podledger.Group{Namespace: ns, OwnerKind: owner.kind, OwnerName: owner.name}, into)
+		}
+	}
+}
+
 // placeLeaving makes r, which holds no quota of its own while pods of its
 // job still do, leaving, with c.mu held, and returns it as the core is to
 // keep it (upsertCore): admitted as what they hold, in the quota their

@@ -248,17 +248,12 @@ func (c *topologies) endPlacement(admissions []scheduler.Admission) {
 // with the pods partial says, in the snapshot of its Topology, and takes
 // their room. It is called by the core in a cycle, with c.mu held.
 func (c *topologies) Place(key string, partial map[string]int32) (string, bool) {
-	r := c.units[key]
-	if r == nil {
-		return "", true
-	}
-	ask, ok := c.askers[r]
-	if !ok {
-		return "", true
-	}
-	snap, err := c.snapshot(ask.topology)
+	r, snap, err := c.askerSnapshot(key)
 	if err != nil {
 		return err.Error(), false
+	}
+	if snap == nil {
+		return "", true
 	}
 	res, err := snap.PlaceFor(key, podSetsOf(r.unit, partial))
 	if err != nil {
@@ -279,6 +274,54 @@ func (c *topologies) Place(key string, partial map[string]int32) (string, bool) 
 	}
 	c.decided[key] = placed
 	return "", true
+}
+
+// PlaceWithout is the core's Placer's other question: would the unit
+// key's pod sets, all their pods, fit in the snapshot of its Topology
+// were the units victims gone? Their room is given back as the pod ledger
+// says their pods hold it on each node, and as the snapshot assumed or
+// placed it for them (admitted, not on a node yet). It takes nothing. A
+// unit that asks for no level fits at once, with no snapshot built.
+func (c *topologies) PlaceWithout(key string, victims []string) (string, bool) {
+	r, snap, err := c.askerSnapshot(key)
+	if err != nil {
+		return "nothing it can use: " + err.Error(), false
+	}
+	if snap == nil {
+		return "", true
+	}
+	held := map[string]corev1.ResourceList{}
+	owners := make([]string, 0, len(victims))
+	for _, v := range victims {
+		if vr := c.units[v]; vr != nil {
+			owners = append(owners, vr.key)
+			c.pods.heldOnNodes(vr, held)
+		}
+	}
+	res, err := snap.PlaceWithout(podSetsOf(r.unit, nil), owners, held)
+	if err != nil {
+		return "nothing it can use: " + err.Error(), false
+	}
+	if !res.Fits() {
+		return res.Shortfall.Unfreed(), false
+	}
+	return "", true
+}
+
+// askerSnapshot is the unit key's record and the cycle's snapshot of the
+// Topology in force for it; no snapshot when it asks for no level (or is
+// not known).
+func (c *topologies) askerSnapshot(key string) (*unitRecord, *topology.Snapshot, error) {
+	r := c.units[key]
+	if r == nil {
+		return nil, nil, nil
+	}
+	ask, ok := c.askers[r]
+	if !ok {
+		return r, nil, nil
+	}
+	snap, err := c.snapshot(ask.topology)
+	return r, snap, err
 }
 
 // snapshot is the cycle's snapshot of the Topology name, built at its

@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/policy"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/pkg/topology"
 )
@@ -242,5 +244,96 @@ func TestAUnitAskingForARackKeepsToTheNodesItsPodsCanUse(t *testing.T) {
 	}
 	if diff := cmp.Diff(rackAssignment("r2", 3), c.units["team/model-b"].admission.topology); diff != "" {
 		t.Errorf("team/model-b (-want +got):\n%s", diff)
+	}
+}
+
+// TestPreemptionEvictsOnlyWhenItFreesARack: on two racks of two 4-cpu
+// hosts, high (8 pods asking for a rack) finds, for quota, both
+// lower-priority units of its quota as victims, each holding 4 cpu of a
+// different rack. It evicts them only when their going frees one rack
+// whole: their pods on nodes (the pod ledger) and their pods admitted to
+// a rack and not on a node yet (assumed) are given back, the other pods
+// of the racks are not.
+func TestPreemptionEvictsOnlyWhenItFreesARack(t *testing.T) {
+	onNodes := func(unit, host string) []*corev1.Pod {
+		var pods []*corev1.Pod
+		for i := range 4 {
+			pods = append(pods, wrappers.MakePod(fmt.Sprintf("%s-%d", unit, i), "team").OfUnit(unit, "main").Requests("cpu", "1").Node(host).Obj())
+		}
+		return pods
+	}
+	other := func(host string) *corev1.Pod {
+		return wrappers.MakePod("other-"+host, "ns").Requests("cpu", "4").Node(host).Obj()
+	}
+	const futile = "evicting 2 unit(s) would free no `example.com/rack` with room for 8 × 1 cpu (the largest would have room for 4)"
+	cases := map[string]struct {
+		pods        []*corev1.Pod
+		wantVictims []string
+		wantWait    string
+	}{
+		"victims on nodes of both racks, beside other pods: nobody is evicted": {
+			pods:     append(append(onNodes("low-1", "r1-h1"), onNodes("low-2", "r2-h1")...), other("r1-h2"), other("r2-h2")),
+			wantWait: futile,
+		},
+		"victims admitted to both racks, not on nodes yet: nobody is evicted": {
+			pods:     []*corev1.Pod{other("r1-h2"), other("r2-h2")},
+			wantWait: futile,
+		},
+		"victims whose going frees rack r1 are evicted": {
+			pods:        append(append(onNodes("low-1", "r1-h1"), onNodes("low-2", "r2-h1")...), other("r2-h2")),
+			wantVictims: []string{"team/low-1", "team/low-2"},
+		},
+		"victims admitted to r1, not on nodes yet, free it too": {
+			pods:        append(onNodes("low-2", "r2-h1"), other("r2-h2")),
+			wantVictims: []string{"team/low-1", "team/low-2"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := NewCache()
+			c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "team").Max(corev1.ResourceCPU, "8").
+				Annotation(schedulingv1alpha1.AnnotationTopology, "racks").Obj())
+			c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team",
+				Annotations: map[string]string{schedulingv1alpha1.AnnotationEnableQueueUnitPreemption: "true", policy.AnnotationPreemptRunning: "true"}}})
+			c.UpsertTopology(wrappers.Topology("racks", rackLabel, hostLabel))
+			for _, rack := range []string{"r1", "r2"} {
+				for _, host := range []string{"h1", "h2"} {
+					n := wrappers.Node(rack+"-"+host, "4", "16Gi")
+					n.Labels = map[string]string{rackLabel: rack, hostLabel: n.Name}
+					c.UpsertNode(n)
+				}
+			}
+			for i, rack := range []string{"r1", "r2"} {
+				low := rackUnit(fmt.Sprintf("low-%d", i+1), 4).Priority(1).Phase(schedulingv1alpha1.Running).Admission("main", 4).Obj()
+				low.Status.TopologyAssignments = rackAssignment(rack, 4)
+				c.UpsertUnit(low)
+			}
+			high := rackUnit("high", 8).Priority(10).Obj()
+			high.CreationTimestamp = metav1.NewTime(time.Unix(5, 0))
+			c.UpsertUnit(high)
+			for _, p := range tc.pods {
+				c.UpsertPod(p)
+			}
+			now := time.Unix(100, 0)
+			var victims []string
+			for _, at := range []time.Time{now, now.Add(policy.DefaultPreemptionDelay)} {
+				res := c.cycle(at, -1)
+				if len(res.Admissions) != 0 {
+					t.Fatalf("admitted %v", res.Admissions)
+				}
+				for _, p := range res.Preemptions {
+					victims = append(victims, p.Victims...)
+				}
+			}
+			slices.Sort(victims)
+			if diff := cmp.Diff(tc.wantVictims, victims); diff != "" {
+				t.Errorf("victims (-want +got):\n%s", diff)
+			}
+			if tc.wantWait != "" {
+				if diff := cmp.Diff(tc.wantWait, c.views.waitReason("team/high")); diff != "" {
+					t.Errorf("wait reason (-want +got):\n%s", diff)
+				}
+			}
+		})
 	}
 }

@@ -8,16 +8,25 @@ import (
 // Placer decides whether a unit that fits its quota also fits the nodes:
 // the controller answers from its topology snapshot (pkg/topology), built
 // once per cycle, and at once for a unit that asks for no topology level.
-// The core asks it in a cycle, just before it would admit a unit in its
+// (A flag on Unit would have spared the calls, at 8 bytes more per unit.)
+//
+// The core asks Place in a cycle, just before it would admit a unit in its
 // queue's turn, with the pods it would admit (partial: as
 // Admission.Partial; nil, whole). ok takes the room, so that the units
 // asked after it in the cycle see what is left; otherwise why says what
 // the unit lacks, in words for its status, and it waits. A preemptor
 // whose victims are gone, or a head that waited out its preemption delay,
-// is admitted without asking. (A flag on Unit would have spared the call,
-// at 8 bytes more per unit.)
+// is admitted without asking.
+//
+// The core asks PlaceWithout before it evicts victims for a unit: would
+// the unit, whole, fit were the victims gone (the room their pods hold on
+// the nodes, and the room assumed for those admitted and not on a node
+// yet, given back)? It takes nothing. When not, why completes "evicting
+// them would free" ("no `rack` with room for 8 × 1 cpu (the largest would
+// have room for 6)"), and the unit evicts nobody.
 type Placer interface {
 	Place(key string, partial map[string]int32) (why string, ok bool)
+	PlaceWithout(key string, victims []string) (why string, ok bool)
 }
 
 // SetPlacer makes p the Placer; nil: no unit waits for room on nodes.
@@ -44,8 +53,7 @@ type asideUnit struct {
 // high band or a promoted unit) nothing behind it is admitted and the
 // queue is parked (false).
 func (s *Scheduler) placementRefused(qs *queueState, off policy.Offer, key, why string, res *Result) bool {
-	s.headWaits(qs, key, words(why), res)
-	s.unplaced[qs.spec.Name] = struct{}{}
+	s.unplacedWaits(qs, key, words(why), res)
 	blocks := qs.spec.Config.Policy == schedulingv1alpha1.QueuePolicyBlock || off.Band == policy.BandHigh || off.Band == policy.BandPromoted
 	if blocks || qs.asides >= maxSetAside {
 		// Woken by WakeUnplaced, a change of its units or any quota's.
@@ -85,12 +93,29 @@ func (s *Scheduler) WakeUnplaced() {
 	clear(s.unplaced)
 }
 
-// place asks the Placer about the unit about to be admitted from a
-// queue's offer.
+// unplacedWaits: the unit key waits for room on the nodes, saying why;
+// its queue is woken by WakeUnplaced (or a change of its units or any
+// quota's).
+func (s *Scheduler) unplacedWaits(qs *queueState, key string, why Text, res *Result) {
+	s.headWaits(qs, key, why, res)
+	s.unplaced[qs.spec.Name] = struct{}{}
+}
+
+// place asks the Placer about the unit about to be admitted with what
+// s.free, its quota's headroom, allows.
 func (s *Scheduler) place(us *unitState) (why string, ok bool) {
 	if s.placer == nil {
 		return "", true
 	}
 	_, partial := s.sizer.fit(us, s.free)
 	return s.placer.Place(us.u.Key, partial)
+}
+
+// wouldPlace asks the Placer whether us, whole, would fit the nodes were
+// victims gone (Placer.PlaceWithout).
+func (s *Scheduler) wouldPlace(us *unitState, victims []string) (why string, ok bool) {
+	if s.placer == nil {
+		return "", true
+	}
+	return s.placer.PlaceWithout(us.u.Key, victims)
 }

@@ -1,6 +1,7 @@
 package scheduler_test
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -19,11 +20,24 @@ import (
 type fakePlacer struct {
 	refuse map[string]string
 	asked  []string
+	// futile: the units whose victims' going would free them no room,
+	// and what it would not free.
+	futile map[string]string
+	// probed: "unit <- victim, victim" for each PlaceWithout.
+	probed []string
 }
 
 func (p *fakePlacer) Place(key string, _ map[string]int32) (string, bool) {
 	p.asked = append(p.asked, key)
 	if why, ok := p.refuse[key]; ok {
+		return why, false
+	}
+	return "", true
+}
+
+func (p *fakePlacer) PlaceWithout(key string, victims []string) (string, bool) {
+	p.probed = append(p.probed, key+" <- "+strings.Join(victims, ", "))
+	if why, ok := p.futile[key]; ok {
 		return why, false
 	}
 	return "", true
@@ -128,5 +142,98 @@ func TestAQueuePassesOverBoundedlyManyUnitsTheNodesCannotHold(t *testing.T) {
 	}
 	if got := s.Position(units[0].Key); got != 1 {
 		t.Errorf("the first unit is at position %d after the cycle, want 1", got)
+	}
+}
+
+// roomAgain: the nodes have room for every unit, and the scheduler is
+// told they may.
+func roomAgain(p *fakePlacer) func(*scheduler.Scheduler) {
+	return func(s *scheduler.Scheduler) {
+		clear(p.refuse)
+		clear(p.futile)
+		s.WakeUnplaced()
+	}
+}
+
+const noRackFreed = "no `rack` with room for 8 × 1 cpu (the largest would have room for 6)"
+
+// TestVictimsAreEvictedOnlyWhenTheyFreeRoomOnTheNodes: victims are chosen
+// for quota; a head whose victims' going would free it no room on the
+// nodes (the Placer's PlaceWithout) evicts nobody and waits, saying so,
+// until the Placer's answer may have changed (WakeUnplaced).
+func TestVictimsAreEvictedOnlyWhenTheyFreeRoomOnTheNodes(t *testing.T) {
+	high := st.MakeUnit("ns/high", "q").Priority(9).Request("cpu", "4").Enqueued(time.Second).Obj()
+	cases := []struct {
+		name       string
+		world      world
+		futile     map[string]string
+		steps      func(p *fakePlacer) []step
+		wantProbed []string
+	}{
+		{
+			name:   "reclaim that frees no rack evicts nobody; once the nodes may have room it reclaims",
+			world:  lentCluster("q", "2"),
+			futile: map[string]string{"ns/p": noRackFreed},
+			steps: func(p *fakePlacer) []step {
+				return []step{
+					{want: outcome{Waits: map[string]string{"ns/p": "evicting 2 unit(s) would free " + noRackFreed}}},
+					{name: "past its preemption delay, still nobody", at: delay},
+					{name: "the nodes may have room: it waits out its delay", at: delay, do: roomAgain(p),
+						want: outcome{Waits: map[string]string{"ns/p": waitsToReclaim("q")}}},
+					{at: 2 * delay, want: outcome{Preempted: []string{"ns/p <- ns/o7, ns/o6"}}, skipWaits: true},
+				}
+			},
+			wantProbed: []string{"ns/p <- ns/o7, ns/o6", "ns/p <- ns/o7, ns/o6", "ns/p <- ns/o7, ns/o6"},
+		},
+		{
+			name:   "in-queue preemption that frees no rack evicts nobody",
+			world:  inQueue(st.MakeQueue("q"), low("ns/low", "4"), high),
+			futile: map[string]string{"ns/high": noRackFreed},
+			steps: func(*fakePlacer) []step {
+				return []step{
+					{want: outcome{Waits: map[string]string{"ns/high": "evicting 1 unit(s) would free " + noRackFreed}}},
+					{name: "past its preemption delay, still nobody", at: delay},
+				}
+			},
+			wantProbed: []string{"ns/high <- ns/low"},
+		},
+		{
+			name:  "a preemption that frees room goes ahead",
+			world: inQueue(st.MakeQueue("q"), low("ns/low", "4"), high),
+			steps: func(*fakePlacer) []step {
+				return []step{
+					{want: outcome{Waits: map[string]string{"ns/high": waitsToPreempt("q")}}},
+					{at: delay, want: outcome{Preempted: []string{"ns/high <- ns/low"}}, skipWaits: true},
+				}
+			},
+			wantProbed: []string{"ns/high <- ns/low", "ns/high <- ns/low"},
+		},
+		{
+			name: "displacing units not yet running that free no rack evicts nobody",
+			world: world{capacity: bigCluster, quotas: []quota.Spec{qt.MakeSpec("q").Max("cpu", "4").Obj()},
+				queues: []scheduler.QueueSpec{st.MakeQueue("q").WaitForPodsRunning().Preemption().Obj()},
+				units: []scheduler.Unit{st.MakeUnit("ns/low", "q").Priority(1).Request("cpu", "2").Admitted(0).Obj(),
+					st.MakeUnit("ns/high", "q").Priority(9).Request("cpu", "2").Enqueued(time.Minute).Obj()}},
+			futile: map[string]string{"ns/high": noRackFreed},
+			steps: func(p *fakePlacer) []step {
+				return []step{
+					{at: time.Minute, want: outcome{Waits: map[string]string{"ns/high": "evicting 1 unit(s) not yet running would free " + noRackFreed}}},
+					{name: "the nodes may have room: it displaces low", at: time.Minute, do: roomAgain(p),
+						want: outcome{Preempted: []string{"ns/high <- ns/low"}}, skipWaits: true},
+				}
+			},
+			wantProbed: []string{"ns/high <- ns/low", "ns/high <- ns/low"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tc.world.build(t)
+			p := &fakePlacer{futile: tc.futile}
+			s.SetPlacer(p)
+			runSteps(t, s, tc.steps(p))
+			if diff := cmp.Diff(tc.wantProbed, p.probed, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("asked the placer, as if victims were gone, about (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

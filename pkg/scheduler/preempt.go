@@ -13,13 +13,20 @@ import (
 // (preempt); under wait-for-pods-running, the units that hold its queue's
 // gate shut (displace). It first waits out its queue's preemption delay
 // (patience.go), then evicts (startPreemption).
+//
+// Victims are chosen for quota alone, and evicted only when their going
+// would give the head room on the nodes too (Placer.PlaceWithout): for a
+// head that asks for a topology level, a domain of that level big enough
+// for it. Otherwise it evicts nobody and waits for room (futile); no other
+// set of victims is searched for.
 
 // displace is Koord-Queue's preemption under wait-for-pods-running (with
 // enable-queueunit-preemption): a head of higher priority than every
 // admitted unit of its queue that does not run yet evicts them all, so
 // that the gate opens for it, unless one of them was admitted less than
 // defaultReclaimProtectTime ago, or the head would not fit even once they
-// are gone. It returns true while the head waits for such victims.
+// are gone, or their going would free it no room on the nodes (futile).
+// It returns true while the head waits for such victims, or for room.
 func (s *preemptor) displace(qs *queueState, key string, now time.Time, res *Result) bool {
 	us := s.units[key]
 	if len(us.victims) > 0 {
@@ -67,6 +74,9 @@ func (s *preemptor) displace(qs *queueState, key string, now time.Time, res *Res
 	}
 	if !s.fitsBesidePreemptions(qs.quota, us.req, victims) {
 		s.waitForPreemptions(qs, key, res)
+		return true
+	}
+	if s.futile(qs, us, victims, "unit(s) not yet running", res) {
 		return true
 	}
 	why := say("for higher-priority unit %s (priority %d), which waits in queue %s for units admitted but not yet running (wait-for-pods-running)", unitRef(key), us.u.Priority, qs.spec.Name)
@@ -130,6 +140,9 @@ func (s *preemptor) preempt(qs *queueState, us *unitState, now time.Time, res *R
 		s.waitForPreemptions(qs, us.u.Key, res)
 		return true, false
 	}
+	if ok && s.futile(qs, us, victims, "unit(s)", res) {
+		return true, false
+	}
 	if ok && s.waitToPreempt(qs, us, kind, now, res) {
 		return true, true // it waits, holding what is free: offer again
 	}
@@ -169,6 +182,19 @@ func (s *preemptor) startPreemption(qs *queueState, us *unitState, kind Preempti
 	})
 	us.preempting().preemptReason = say("preempting %d %s %s: %s", len(victims), what, why, unitList(victims))
 	s.turns.headWaits(qs, us.u.Key, us.preemptReason, res)
+}
+
+// futile reports whether evicting victims (what names them) would give us
+// no room on the nodes (Placer.PlaceWithout); if so, us evicts nobody and
+// waits for room, saying so without naming them, and its queue is woken
+// by WakeUnplaced, a change of its units or any quota's.
+func (s *preemptor) futile(qs *queueState, us *unitState, victims []string, what string, res *Result) bool {
+	why, ok := s.turns.wouldPlace(us, victims)
+	if ok {
+		return false
+	}
+	s.turns.unplacedWaits(qs, us.u.Key, say("evicting %d %s would free %s", len(victims), what, why), res)
+	return true
 }
 
 // waitForPreemptions: the head found victims, but would not fit beside the
