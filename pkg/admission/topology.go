@@ -221,9 +221,10 @@ func (c *topologies) beginPlacement() {
 }
 
 // endPlacement records, on each admission the cycle decided, where its
-// pod sets go, and drops the cycle's snapshots, with c.mu held. A unit
-// admitted without the Placer being asked (a preemptor whose victims are
-// gone) is placed now if it fits; otherwise it is admitted with no domain.
+// pod sets go, and drops the cycle's snapshots, with c.mu held. The core
+// asks the Placer before every admission; a unit admitted without a
+// decision of it (none is known) is placed now if it fits, otherwise
+// admitted with no domain.
 func (c *topologies) endPlacement(admissions []scheduler.Admission) {
 	for _, a := range admissions {
 		r := c.units[a.Unit]

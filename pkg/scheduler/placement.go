@@ -10,13 +10,12 @@ import (
 // once per cycle, and at once for a unit that asks for no topology level.
 // (A flag on Unit would have spared the calls, at 8 bytes more per unit.)
 //
-// The core asks Place in a cycle, just before it would admit a unit in its
-// queue's turn, with the pods it would admit (partial: as
-// Admission.Partial; nil, whole). ok takes the room, so that the units
-// asked after it in the cycle see what is left; otherwise why says what
-// the unit lacks, in words for its status, and it waits. A preemptor
-// whose victims are gone, or a head that waited out its preemption delay,
-// is admitted without asking.
+// The core asks Place in a cycle just before it admits a unit, with the
+// pods it would admit (partial: as Admission.Partial; nil, whole): in its
+// queue's turn, and for a preemptor whose victims are gone or a patient
+// head its reservation covers (placedOutOfTurn). ok takes the room, so
+// that the units asked after it in the cycle see what is left; otherwise
+// why says what the unit lacks, in words for its status, and it waits.
 //
 // The core asks PlaceWithout before it evicts victims for a unit: would
 // the unit, whole, fit were the victims gone (the room their pods hold on
@@ -109,6 +108,19 @@ func (s *Scheduler) place(us *unitState) (why string, ok bool) {
 	}
 	_, partial := s.sizer.fit(us, s.free)
 	return s.placer.Place(us.u.Key, partial)
+}
+
+// placedOutOfTurn asks the Placer about us, about to be admitted outside
+// its queue's offer (a preemptor whose victims are gone, a patient head
+// its reservation covers), s.free being its quota's headroom. Refused, it
+// waits as in its turn (unplacedWaits) and false is returned; it is not
+// set aside, so its queue's turn in the cycle may offer it again.
+func (s *Scheduler) placedOutOfTurn(qs *queueState, us *unitState, res *Result) bool {
+	why, ok := s.place(us)
+	if !ok {
+		s.unplacedWaits(qs, us.u.Key, words(why), res)
+	}
+	return ok
 }
 
 // wouldPlace asks the Placer whether us, whole, would fit the nodes were

@@ -237,3 +237,64 @@ func TestVictimsAreEvictedOnlyWhenTheyFreeRoomOnTheNodes(t *testing.T) {
 		})
 	}
 }
+
+// TestUnitsAdmittedOutsideTheirTurnAskThePlacer: a preemptor whose
+// victims are gone, and a patient head what freed covers, are admitted
+// only where the Placer finds them room; refused, they wait as in their
+// turn, their preemption or patience over, and are admitted once the
+// nodes have room.
+func TestUnitsAdmittedOutsideTheirTurnAskThePlacer(t *testing.T) {
+	high := st.MakeUnit("ns/high", "q").Priority(9).Request("cpu", "4").Enqueued(time.Second).Obj()
+	// lowGoesWithNoRack: low is gone, and the nodes have no rack for high.
+	lowGoesWithNoRack := func(p *fakePlacer) func(*scheduler.Scheduler) {
+		return func(s *scheduler.Scheduler) {
+			p.refuse = map[string]string{"ns/high": noRack}
+			s.DeleteUnit("ns/low")
+		}
+	}
+	cases := []struct {
+		name      string
+		steps     func(p *fakePlacer) []step
+		wantAsked []string
+	}{
+		{
+			name: "a preemptor whose victims are gone",
+			steps: func(p *fakePlacer) []step {
+				return []step{
+					{skipWaits: true},
+					{at: delay, want: outcome{Preempted: []string{"ns/high <- ns/low"}}, skipWaits: true},
+					{name: "low is gone: the nodes have no rack for high", at: delay, do: lowGoesWithNoRack(p),
+						want: outcome{Waits: map[string]string{"ns/high": noRack}}},
+					{name: "the nodes have room", at: 2 * delay, do: roomAgain(p), want: outcome{Admitted: []string{"ns/high"}}},
+				}
+			},
+			// Asked as nominated, again in its queue's turn, and when woken.
+			wantAsked: []string{"ns/high", "ns/high", "ns/high"},
+		},
+		{
+			name: "a patient head what freed covers",
+			steps: func(p *fakePlacer) []step {
+				return []step{
+					{want: outcome{Waits: map[string]string{"ns/high": waitsToPreempt("q")}}},
+					{name: "low ends within the delay: the nodes have no rack for high", at: time.Second, do: lowGoesWithNoRack(p),
+						want: outcome{Waits: map[string]string{"ns/high": noRack}}},
+					{name: "nothing to decide when the delay ends", at: delay},
+					{name: "the nodes have room", at: delay, do: roomAgain(p), want: outcome{Admitted: []string{"ns/high"}}},
+				}
+			},
+			// Asked as the patient head, again in its queue's turn, and when woken.
+			wantAsked: []string{"ns/high", "ns/high", "ns/high"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := inQueue(st.MakeQueue("q"), low("ns/low", "4"), high).build(t)
+			p := &fakePlacer{}
+			s.SetPlacer(p)
+			runSteps(t, s, tc.steps(p))
+			if diff := cmp.Diff(tc.wantAsked, p.asked, cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("asked the placer about (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -59,6 +59,7 @@ type queueTurns interface {
 	admit(qs *queueState, key string, now time.Time, res *Result) error
 	admitRefused(qs *queueState, key string, err error, res *Result)
 	released(quotaName string)
+	placedOutOfTurn(qs *queueState, us *unitState, res *Result) bool
 	wouldPlace(us *unitState, victims []string) (why string, ok bool)
 	unplacedWaits(qs *queueState, key string, why Text, res *Result)
 }
