@@ -367,6 +367,7 @@ const (
 // +kubebuilder:printcolumn:name="PRIORITY",type=integer,JSONPath=`.spec.priority`
 // +kubebuilder:printcolumn:name="ADMISSIONS",type=string,JSONPath=`.status.admissionsSummary`,description="Running/admitted replicas of each pod set"
 // +kubebuilder:printcolumn:name="JOBTYPE",type=string,JSONPath=`.spec.consumerRef.kind`
+// +kubebuilder:printcolumn:name="DOMAIN",type=string,JSONPath=`.status.topologyAssignments[0].domains[0].values`,priority=1,description="The topology domain (its levels' values, from the top) of the first pod set admitted to one; the visibility API gives every pod set's"
 type QueueUnit struct {
 	metav1.TypeMeta   `json:",inline"`
 	metav1.ObjectMeta `json:"metadata,omitempty"`
