@@ -70,8 +70,10 @@ type Snapshot struct {
 	*Tree
 
 	// free is each node's allocatable less what its pods hold and what
-	// was taken: len(names) amounts per node, node after node.
+	// was taken: len(names) amounts per node, node after node. held, laid
+	// out the same, is what each node's pods hold, for Domains.
 	free []int64
+	held []int64
 	// total is the free amounts of every node, summed per resource.
 	total []int64
 
@@ -181,17 +183,18 @@ func NewTree(levels Levels, nodes []Node) *Tree {
 // pods' requests per node). Nodes held names that the tree lacks are
 // ignored.
 func (t *Tree) Snapshot(held map[string]corev1.ResourceList) *Snapshot {
-	s := &Snapshot{Tree: t, free: slices.Clone(t.allocatable)}
+	s := &Snapshot{Tree: t, free: slices.Clone(t.allocatable), held: make([]int64, len(t.allocatable))}
 	r := len(t.names)
 	for name, l := range held {
 		n, ok := t.byName[name]
 		if !ok {
 			continue
 		}
-		free := s.free[int(n)*r : int(n+1)*r]
+		free, hold := s.free[int(n)*r:int(n+1)*r], s.held[int(n)*r:int(n+1)*r]
 		for res, q := range l {
 			if j, ok := t.index[res]; ok {
-				free[j] -= amount(res, q)
+				hold[j] = amount(res, q)
+				free[j] -= hold[j]
 			}
 		}
 	}
