@@ -645,7 +645,7 @@ var visibilityTypes = []struct {
 	dir, title string
 	types      []string
 }{
-	{"pkg/visibility/api", "The REST API (`/api/...`)", []string{"QueueView", "QuotaView", "TreeView", "QueueUnitList", "UnitView", "AdmissionRecord", "WhatIf", "Error"}},
+	{"pkg/visibility/api", "The REST API (`/api/...`)", []string{"QueueView", "QuotaView", "TreeView", "QueueUnitList", "UnitView", "AdmissionRecord", "TopologyView", "TopologyDomainList", "DomainView", "WhatIf", "Error"}},
 	{"pkg/visibility/api/v1alpha1", "The aggregated API (`visibility.koord-queue.x-k8s.io/v1alpha1`)", []string{"QueueUnitsSummary", "QueueUnit"}},
 }
 

@@ -188,6 +188,7 @@ type Cache struct {
 	jobTypeCounts      jobTypeCounts      // v1.8's metrics (v18metrics.go)
 	forecasts          forecasts          // the forecast's snapshot and learner (forecast.go)
 	views              views              // the visibility API and the status writers (views.go)
+	domainViews        domainViews        // the visibility API's views of topology domains (domainviews.go)
 }
 
 // NewCache returns an empty Cache.
@@ -219,6 +220,7 @@ func NewCache() *Cache {
 	c.views = views{mu: &c.mu, units: c.units, core: c.core, quotas: c.quotas, quotaObjects: c.quotaObjects,
 		quotaCopies: c.quotaCopies, quotaErrs: c.quotaErrs, queues: c.queues, queueNamespace: schedulingv1alpha1.QueueNamespace,
 		pods: &c.podCharges, forecasts: &c.forecasts, lists: newUnitLists()}
+	c.domainViews = domainViews{mu: &c.mu, topologies: &c.topologies, now: time.Now}
 	c.jobTypeCounts = jobTypeCounts{mu: &c.mu, core: c.core, quotaObjects: c.quotaObjects, queues: c.queues, jobTypes: map[jobType]int{}}
 	return c
 }

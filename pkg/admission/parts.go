@@ -37,6 +37,13 @@ func (c *Cache) DeleteElasticQuotaProfile(namespace, name string) {
 	c.treeCapacities.DeleteElasticQuotaProfile(namespace, name)
 }
 
+// UpsertTopology records a Topology and places again the units that ask
+// for levels (topologies.UpsertTopology).
+func (c *Cache) UpsertTopology(t *schedulingv1alpha1.Topology) { c.topologies.UpsertTopology(t) }
+
+// DeleteTopology forgets a Topology (topologies.DeleteTopology).
+func (c *Cache) DeleteTopology(name string) { c.topologies.DeleteTopology(name) }
+
 // The visibility API's reads (views.go).
 
 // Quotas lists the quota tree, by name.
@@ -72,6 +79,15 @@ func (c *Cache) WhatIf(queue string, change api.QuotaChange, visible func(namesp
 	return c.forecasts.WhatIf(queue, change, visible)
 }
 
+// Topologies lists the Topologies, by name (domainViews.Topologies).
+func (c *Cache) Topologies() []api.TopologyView { return c.domainViews.Topologies() }
+
+// TopologyDomains is a page of the domains of a Topology's level, what
+// each has and has free (domainViews.TopologyDomains).
+func (c *Cache) TopologyDomains(name, level string, offset, limit int) (api.TopologyDomainList, bool, error) {
+	return c.domainViews.TopologyDomains(name, level, offset, limit)
+}
+
 // The Queue status writer's reads (statusreads.go).
 
 // HasSynced reports whether every informer Setup feeds the Cache from has
@@ -97,9 +113,3 @@ func (c *Cache) PendingItems(queue string, n int) []schedulingv1alpha1.QueueItem
 func (c *Cache) DuplicateQuotas() []*elasticquotav1alpha1.ElasticQuota {
 	return c.views.DuplicateQuotas()
 }
-
-// UpsertTopology records a Topology (topologies.UpsertTopology).
-func (c *Cache) UpsertTopology(t *schedulingv1alpha1.Topology) { c.topologies.UpsertTopology(t) }
-
-// DeleteTopology forgets a Topology (topologies.DeleteTopology).
-func (c *Cache) DeleteTopology(name string) { c.topologies.DeleteTopology(name) }

@@ -56,6 +56,7 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 	}
 	c := NewCache()
 	c.forecasts.now, c.forecasts.showEstimates = opts.Clock.Now, true
+	c.domainViews.now = opts.Clock.Now
 	if opts.QueueNamespace != "" {
 		c.views.queueNamespace = opts.QueueNamespace
 	}

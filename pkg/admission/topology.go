@@ -332,12 +332,54 @@ func (c *topologies) snapshot(name string) (*topology.Snapshot, error) {
 	if s, ok := c.snaps[name]; ok {
 		return s, nil
 	}
-	t, ok := c.byName[name]
-	if !ok {
-		return nil, fmt.Errorf("the Topology %q does not exist", name)
-	}
 	if c.nodeHeld == nil {
 		c.nodeHeld = c.pods.pods.HeldByNode()
+	}
+	in, err := c.snapshotInputs(name, c.nodeHeld)
+	if err != nil {
+		return nil, err
+	}
+	s := in.build()
+	if c.snaps == nil {
+		c.snaps = map[string]*topology.Snapshot{}
+	}
+	c.snaps[name] = s
+	return s, nil
+}
+
+// snapshotInputs are what a snapshot of a Topology is built from, apart
+// from the Cache: its levels, the nodes, what their pods hold and the
+// pods admitted to its domains that are not on a node yet.
+type snapshotInputs struct {
+	// tree is the Topology's domain tree: read only, shared.
+	tree    *topology.Tree
+	held    map[string]corev1.ResourceList
+	assumed []assumption
+}
+
+// assumption is pods of a pod set of the unit owner admitted to domains
+// and not on a node yet.
+type assumption struct {
+	owner   string
+	podSet  topology.PodSet
+	domains []topology.Domain
+}
+
+// build is the snapshot of in. It reads nothing of the Cache.
+func (in snapshotInputs) build() *topology.Snapshot {
+	s := in.tree.Snapshot(in.held)
+	for _, a := range in.assumed {
+		s.Assume(a.owner, a.podSet, a.domains)
+	}
+	return s
+}
+
+// snapshotInputs gathers, with c.mu held, what a snapshot of the Topology
+// name is built from, held being what the nodes' pods hold.
+func (c *topologies) snapshotInputs(name string, held map[string]corev1.ResourceList) (snapshotInputs, error) {
+	t, ok := c.byName[name]
+	if !ok {
+		return snapshotInputs{}, fmt.Errorf("the Topology %q does not exist", name)
 	}
 	tree, ok := c.trees[name]
 	if !ok {
@@ -351,20 +393,16 @@ func (c *topologies) snapshot(name string) (*topology.Snapshot, error) {
 		}
 		c.trees[name] = tree
 	}
-	s := tree.Snapshot(c.nodeHeld)
+	in := snapshotInputs{tree: tree, held: held}
 	for r := range c.askers {
-		c.assume(s, r, name)
+		in.assumed = c.assume(in.assumed, r, name)
 	}
-	if c.snaps == nil {
-		c.snaps = map[string]*topology.Snapshot{}
-	}
-	c.snaps[name] = s
-	return s, nil
+	return in, nil
 }
 
-// assume takes, in s (of the Topology name), the room of r's pods
-// admitted to its domains and not on a node yet.
-func (c *topologies) assume(s *topology.Snapshot, r *unitRecord, name string) {
+// assume appends to into the pods of r admitted to domains of the
+// Topology name and not on a node yet.
+func (c *topologies) assume(into []assumption, r *unitRecord, name string) []assumption {
 	var placed []schedulingv1alpha1.PodSetTopologyAssignment
 	switch {
 	case r.admission != nil:
@@ -373,7 +411,7 @@ func (c *topologies) assume(s *topology.Snapshot, r *unitRecord, name string) {
 		placed = r.unit.Status.TopologyAssignments
 	}
 	if len(placed) == 0 {
-		return
+		return into
 	}
 	var tally map[string]int32
 	for _, a := range placed {
@@ -401,8 +439,10 @@ func (c *topologies) assume(s *topology.Snapshot, r *unitRecord, name string) {
 				domains = append(domains, topology.Domain{Values: d.Values, Pods: d.Count - off})
 			}
 		}
-		s.Assume(r.key, topology.PodSet{Name: ps.Name, PerPod: resources.PodRequests(&ps.Template.Spec), Nodes: topology.SelectionOf(&ps.Template.Spec)}, domains)
+		into = append(into, assumption{owner: r.key, podSet: topology.PodSet{Name: ps.Name, PerPod: resources.PodRequests(&ps.Template.Spec),
+			Nodes: topology.SelectionOf(&ps.Template.Spec)}, domains: domains})
 	}
+	return into
 }
 
 // podSetOf is u's pod set called name, nil if none.

@@ -62,7 +62,8 @@ const recentAdmissionsKept = 50
 // the API server (it holds quota and did not), for the dashboard.
 func (c *views) seenAdmitted(u *schedulingv1alpha1.QueueUnit) {
 	q, _ := c.quotas.quotaNameOf(u)
-	c.recent = append(c.recent, api.AdmissionRecord{Namespace: u.Namespace, Name: u.Name, Queue: q, Time: u.Status.LastAllocateTime.Time})
+	c.recent = append(c.recent, api.AdmissionRecord{Namespace: u.Namespace, Name: u.Name, Queue: q, Time: u.Status.LastAllocateTime.Time,
+		TopologyAssignments: u.Status.TopologyAssignments})
 	// Informers deliver a restart's units in no particular order.
 	slices.SortStableFunc(c.recent, func(a, b api.AdmissionRecord) int { return a.Time.Compare(b.Time) })
 	if len(c.recent) > recentAdmissionsKept {

@@ -59,6 +59,15 @@ func (s source) Quota(name string) (api.QuotaView, bool) {
 	return api.QuotaView{Name: name}, name == "q"
 }
 func (s source) RecentAdmissions() []api.AdmissionRecord { return nil }
+func (s source) Topologies() []api.TopologyView {
+	return []api.TopologyView{{Name: "t", Levels: []string{"rack"}}}
+}
+func (s source) TopologyDomains(name, level string, offset, limit int) (api.TopologyDomainList, bool, error) {
+	if level != "" && level != "rack" {
+		return api.TopologyDomainList{}, name == "t", errors.New("no such level")
+	}
+	return api.TopologyDomainList{Topology: name, Level: "rack", Offset: offset, Limit: limit}, name == "t", nil
+}
 func (s source) WhatIf(queue string, _ api.QuotaChange, _ func(string) (bool, error)) (api.WhatIf, bool, error) {
 	if s.whatIf == nil || queue != "q" {
 		return api.WhatIf{}, false, nil

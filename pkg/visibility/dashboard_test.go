@@ -72,3 +72,25 @@ func TestDashboardShowsEachQueuesTree(t *testing.T) {
 		}
 	}
 }
+
+// TestDashboardShowsDomains: the dashboard names the rack a recently
+// admitted unit was admitted to, and shows each rack of a Topology with
+// what is free of what its nodes offer, the pods of units admitted to it
+// and not on a node yet counted as assumed.
+func TestDashboardShowsDomains(t *testing.T) {
+	c := racksCache(2, "r1", "r2")
+	c.UpsertUnit(admittedToRack("team", "job", "r1", 3))
+
+	page := renderDashboard(t, c)
+	for _, want := range []*regexp.Regexp{
+		regexp.MustCompile(`data-loaded="true"`),
+		regexp.MustCompile(`<tr data-admitted="team/job">.*?<td class="domain" data-domain="r1" title="pod set main: example.com/rack=r1 \(3 pods\)">r1</td></tr>`),
+		regexp.MustCompile(`<div class="queue-block" data-topology="racks"><h3>racks: <select aria-label="level of racks"><option value="example.com/rack">`),
+		regexp.MustCompile(`<tr data-domain="r1">.*?<div class="res" data-resource="cpu">.*?<span class="meta" title="held 0, assumed 3">1 free of 4</span>`),
+		regexp.MustCompile(`<tr data-domain="r2">.*?<div class="res" data-resource="cpu">.*?<span class="meta" title="held 0, assumed 0">4 free of 4</span>`),
+	} {
+		if !want.MatchString(page) {
+			t.Errorf("the rendered dashboard lacks %s:\n%s", want, page)
+		}
+	}
+}

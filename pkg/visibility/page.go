@@ -24,20 +24,30 @@ type page struct {
 // a list's limit: the answer's total, or its continue and
 // remainingItemCount, say what is left) and offset (default 0) of query.
 func parsePage(query url.Values) (page, error) {
-	limit, err := intParam(query.Get("limit"), DefaultLimit, 1, int(^uint(0)>>1))
+	offset, limit, err := parseBounds(query)
 	if err != nil {
-		return page{}, fmt.Errorf("limit: %w", err)
-	}
-	limit = min(limit, MaxLimit)
-	offset, err := intParam(query.Get("offset"), 0, 0, int(^uint(0)>>1))
-	if err != nil {
-		return page{}, fmt.Errorf("offset: %w", err)
+		return page{}, err
 	}
 	phase := schedulingv1alpha1.QueueUnitPhase(query.Get("phase"))
 	if phase != "" && !knownPhase(phase) {
 		return page{}, fmt.Errorf("phase %q is not a QueueUnit phase", phase)
 	}
 	return page{phase: phase, offset: offset, limit: limit}, nil
+}
+
+// parseBounds reads a page's limit (at least 1, default DefaultLimit, at
+// most MaxLimit) and offset (default 0) of query, for every list of the
+// API.
+func parseBounds(query url.Values) (offset, limit int, err error) {
+	limit, err = intParam(query.Get("limit"), DefaultLimit, 1, int(^uint(0)>>1))
+	if err != nil {
+		return 0, 0, fmt.Errorf("limit: %w", err)
+	}
+	offset, err = intParam(query.Get("offset"), 0, 0, int(^uint(0)>>1))
+	if err != nil {
+		return 0, 0, fmt.Errorf("offset: %w", err)
+	}
+	return offset, min(limit, MaxLimit), nil
 }
 
 // units is the page of queue's units, those the caller may not see

@@ -31,18 +31,25 @@ func TestHandlersLimitEachUser(t *testing.T) {
 	clk := clocktesting.NewFakePassiveClock(time.Unix(0, 0))
 	limiter := func() *authz.RateLimiter { return authz.NewRateLimiter(1, 2, authz.WithClock(clk)) }
 	reviewer := namespaceReviewer{"tenant": {"mine"}, "other": {"mine"}}
-	rest := NewHandler(source{}, &Auth{
-		Authenticator: authz.NewAuthenticator(tokenUser{}),
-		Authorizer:    authz.NewAuthorizer(reviewer),
-		Limiter:       limiter(),
-	})
-	aggregated := NewAggregatedHandler(source{}, headerUser, authz.NewAuthorizer(reviewer), limiter())
+	rest := func() http.Handler {
+		return NewHandler(source{}, &Auth{
+			Authenticator: authz.NewAuthenticator(tokenUser{}),
+			Authorizer:    authz.NewAuthorizer(reviewer),
+			Limiter:       limiter(),
+		})
+	}
+	aggregated := func() http.Handler {
+		return NewAggregatedHandler(source{}, headerUser, authz.NewAuthorizer(reviewer), limiter())
+	}
 	for name, tc := range map[string]struct {
-		handler http.Handler
+		handler func() http.Handler
 		path    string
 		as      func(r *http.Request, user string)
 	}{
 		"REST API": {handler: rest, path: "/api/queues/q/queueunits", as: func(r *http.Request, user string) {
+			r.Header.Set("Authorization", "Bearer "+user)
+		}},
+		"REST API, a topology's domains": {handler: rest, path: "/api/topologies/t/domains", as: func(r *http.Request, user string) {
 			r.Header.Set("Authorization", "Bearer "+user)
 		}},
 		"aggregated API": {handler: aggregated, path: "/apis/visibility.koord-queue.x-k8s.io/v1alpha1/queues/q/queueunits", as: func(r *http.Request, user string) {
@@ -50,11 +57,12 @@ func TestHandlersLimitEachUser(t *testing.T) {
 		}},
 	} {
 		t.Run(name, func(t *testing.T) {
+			h := tc.handler()
 			get := func(user string) *httptest.ResponseRecorder {
 				rec := httptest.NewRecorder()
 				req := httptest.NewRequest(http.MethodGet, tc.path, nil)
 				tc.as(req, user)
-				tc.handler.ServeHTTP(rec, req)
+				h.ServeHTTP(rec, req)
 				return rec
 			}
 			var codes []int

@@ -11,14 +11,18 @@
 //	GET /api/admissions            the latest admissions, newest first
 //	GET /api/queues/{name}/forecast?max.cpu=&min.memory=
 //	                               what-if: the queue's forecast, its quota changed
+//	GET /api/topologies
+//	GET /api/topologies/{name}/domains?level=&limit=&offset=
+//	                               each domain of a level: what its nodes have free
 //	GET /                          a read-only dashboard of all of the above
 //
 // Every /api/ request needs a bearer token the API server accepts
 // (TokenReview), unless the handler is built without an Auth (the open
 // mode, --visibility-insecure-allow-unauthenticated). Units are named only
 // in the namespaces where the token's user may list QueueUnits
-// (SubjectAccessReview); others are redacted (authz.Redact). Queues and
-// quotas, cluster-wide settings, are shown to every authenticated user. A
+// (SubjectAccessReview); others are redacted (authz.Redact). Queues,
+// quotas and topology domains, cluster-wide settings and totals, are shown
+// to every authenticated user. A
 // what-if forecast is for who may get the queue's ElasticQuota.
 //
 // NewAggregatedHandler serves the same units, with the same paging and
@@ -62,6 +66,13 @@ type Source interface {
 	// visible does not show; false when the queue or its quota does not
 	// exist.
 	WhatIf(queue string, change api.QuotaChange, visible func(namespace string) (bool, error)) (api.WhatIf, bool, error)
+	// Topologies lists the Topologies, by name.
+	Topologies() []api.TopologyView
+	// TopologyDomains is a page of the domains of the Topology name's
+	// level (its node label; "" for the top level) and what each has
+	// free: false when the Topology does not exist; an error, the
+	// caller's, when it has no such level.
+	TopologyDomains(name, level string, offset, limit int) (api.TopologyDomainList, bool, error)
 }
 
 //go:embed dashboard/index.html
@@ -207,6 +218,27 @@ func newMux(src Source, authorizer *authz.Authorizer) *http.ServeMux {
 			return
 		}
 		writeJSON(w, http.StatusOK, records)
+	})
+	mux.HandleFunc("GET /api/topologies", func(w http.ResponseWriter, _ *http.Request) {
+		writeJSON(w, http.StatusOK, src.Topologies())
+	})
+	mux.HandleFunc("GET /api/topologies/{name}/domains", func(w http.ResponseWriter, r *http.Request) {
+		name := r.PathValue("name")
+		offset, limit, err := parseBounds(r.URL.Query())
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "%v", err)
+			return
+		}
+		list, ok, err := src.TopologyDomains(name, r.URL.Query().Get("level"), offset, limit)
+		if !ok {
+			writeError(w, http.StatusNotFound, "topology %q not found", name)
+			return
+		}
+		if err != nil {
+			writeError(w, http.StatusBadRequest, "%v", err)
+			return
+		}
+		writeJSON(w, http.StatusOK, list)
 	})
 	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, _ *http.Request) {
 		w.Header().Set("Content-Type", "text/html; charset=utf-8")

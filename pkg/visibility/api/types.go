@@ -142,6 +142,10 @@ type AdmissionRecord struct {
 	Queue     string `json:"queue"`
 	// Time is when the unit was admitted (its status.lastAllocateTime).
 	Time time.Time `json:"time"`
+	// TopologyAssignments are the domains the unit's pod sets that ask for
+	// a topology level were admitted to (its status.topologyAssignments
+	// then).
+	TopologyAssignments []schedulingv1alpha1.PodSetTopologyAssignment `json:"topologyAssignments,omitempty"`
 }
 
 // Paging of a queue's units, in both visibility APIs. A page's units are
@@ -170,6 +174,63 @@ type QueueUnitList struct {
 	// Items are the page's units: waiting ones in admission order, then
 	// those holding quota.
 	Items []UnitView `json:"items"`
+}
+
+// TopologyView is a Topology as the visibility API lists it (GET
+// /api/topologies).
+type TopologyView struct {
+	// Name is the Topology's.
+	Name string `json:"name"`
+	// Levels are the node labels of its levels, from the top (the
+	// broadest) down.
+	Levels []string `json:"levels"`
+}
+
+// TopologyDomainList is a page of the domains of one level of a Topology
+// (GET /api/topologies/{name}/domains): what each domain's schedulable
+// nodes offer, what the pods on them hold, what units admitted to the
+// domain and not on a node yet keep, and what is free. It is computed as
+// an admission cycle sees the nodes, at most a second before.
+type TopologyDomainList struct {
+	// Topology is the Topology's name.
+	Topology string `json:"topology"`
+	// Level is the node label of the level listed.
+	Level string `json:"level"`
+	// Levels are the node labels of the Topology's levels from the top
+	// down to Level: what each domain's values are of.
+	Levels []string `json:"levels"`
+	// Total counts the level's domains, on every page.
+	Total int `json:"total"`
+	// Offset is the position, 0-based, of the page's first domain.
+	Offset int `json:"offset"`
+	// Limit is the page's limit: the one asked, at most MaxLimit (1000).
+	Limit int `json:"limit"`
+	// Items are the page's domains, ordered by their values.
+	Items []DomainView `json:"items"`
+}
+
+// DomainView is one domain of a Topology's level and what its nodes have,
+// per resource the nodes have: cpu in cores, to the milli-core, the rest
+// in whole units, as a placement counts them.
+type DomainView struct {
+	// Values are the domain's values of the levels, from the top down.
+	Values []string `json:"values"`
+	// Nodes counts the domain's schedulable nodes (Ready, not cordoned,
+	// not being deleted); the others count nowhere.
+	Nodes int `json:"nodes"`
+	// Allocatable is what the nodes offer.
+	Allocatable corev1.ResourceList `json:"allocatable"`
+	// Held is what the pods on the nodes ask for (the pod ledger); a
+	// pod's own count, the pods resource, is not counted, as placements
+	// do not count it.
+	Held corev1.ResourceList `json:"held"`
+	// Assumed is what the pods of units admitted to the domain that are
+	// not on a node yet will take.
+	Assumed corev1.ResourceList `json:"assumed"`
+	// Free is what is left for the next unit: each node's allocatable
+	// less held less assumed, none below zero (a node whose pods hold
+	// more than it offers adds nothing).
+	Free corev1.ResourceList `json:"free"`
 }
 
 // QuotaChange is what a what-if forecast changes in a queue's ElasticQuota:
