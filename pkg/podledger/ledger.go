@@ -349,6 +349,59 @@ func (l *Ledger) HeldOnNodes(g Group, into map[string]corev1.ResourceList) {
 	}
 }
 
+// OnNodes is what the pods bound to nodes that hold room (Pod.Holds) ask
+// for, by group and node: HeldByNode, by group (Ledger.EveryHeldOnNodes).
+type OnNodes struct {
+	// Names are the resources of every Amounts, by index.
+	Names []corev1.ResourceName
+	Sums  []GroupOnNode
+}
+
+// GroupOnNode is what the pods of one group ask for on one node, by
+// OnNodes.Names, as the kube-scheduler counts it (milli-cores for cpu,
+// whole units for the rest).
+type GroupOnNode struct {
+	Group   Group
+	Node    string
+	Amounts []int64
+}
+
+// EveryHeldOnNodes is HeldOnNodes for every group at once: what each
+// group's pods that hold room ask for on each node. It walks the groups'
+// pods on nodes and allocates a handful of slices, not a list per sum: it
+// is for a caller that needs it seldom and holds a lock meanwhile, the
+// forecast, when some waiting unit asks for a topology level
+// (BenchmarkEveryHeldOnNodes).
+func (l *Ledger) EveryHeldOnNodes() OnNodes {
+	width := len(l.names)
+	var sums []GroupOnNode
+	var flat []int64
+	index := map[*string]int{}
+	for _, g := range l.groups {
+		if len(g.onNodes) == 0 {
+			continue
+		}
+		clear(index)
+		for _, r := range g.onNodes {
+			i, ok := index[r.node]
+			if !ok {
+				i = len(sums)
+				index[r.node] = i
+				sums = append(sums, GroupOnNode{Group: g.key, Node: *r.node})
+				flat = append(flat, make([]int64, width)...)
+			}
+			sum := flat[i*width:]
+			for j, v := range r.shape.amounts {
+				sum[j] += v
+			}
+		}
+	}
+	for i := range sums {
+		sums[i].Amounts = flat[i*width : (i+1)*width : (i+1)*width]
+	}
+	return OnNodes{Names: slices.Clone(l.names), Sums: sums}
+}
+
 func (l *Ledger) touch(g *group) {
 	if !g.changed {
 		g.changed = true

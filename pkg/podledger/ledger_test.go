@@ -146,8 +146,8 @@ func TestTallyFollowsThePods(t *testing.T) {
 
 // TestTallyMatchesThePodsAfterAnyChanges: after any sequence of upserts and
 // deletes, each group's tally and what it holds on each node
-// (HeldOnNodes), and each node's sum (HeldByNode), is what its pods,
-// summed afresh, hold.
+// (HeldOnNodes, EveryHeldOnNodes), and each node's sum (HeldByNode), is
+// what its pods, summed afresh, hold.
 func TestTallyMatchesThePodsAfterAnyChanges(t *testing.T) {
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 0))
@@ -233,11 +233,29 @@ func TestTallyMatchesThePodsAfterAnyChanges(t *testing.T) {
 					t.Fatalf("seed %d step %d: group %+v held on nodes (-want +got):\n%s", seed, step, g, diff)
 				}
 			}
-			onNodes := map[string]int64{}
+			onNodes, byGroup := map[string]int64{}, map[string]int64{}
 			for _, p := range model {
 				if p.Node != "" && p.Holds() {
 					onNodes[p.Node] += p.Requests.Cpu().MilliValue()
+					byGroup[fmt.Sprintf("%v on %s", p.Group, p.Node)] += p.Requests.Cpu().MilliValue()
 				}
+			}
+			wantByGroup, gotByGroup := map[string]string{}, map[string]string{}
+			for k, m := range byGroup {
+				if m != 0 {
+					wantByGroup[k] = resource.NewMilliQuantity(m, resource.DecimalSI).String()
+				}
+			}
+			on := l.EveryHeldOnNodes()
+			for _, sum := range on.Sums {
+				for j, name := range on.Names {
+					if name == corev1.ResourceCPU && sum.Amounts[j] != 0 {
+						gotByGroup[fmt.Sprintf("%v on %s", sum.Group, sum.Node)] = resource.NewMilliQuantity(sum.Amounts[j], resource.DecimalSI).String()
+					}
+				}
+			}
+			if diff := cmp.Diff(wantByGroup, gotByGroup); diff != "" {
+				t.Fatalf("seed %d step %d: held by group on node (-want +got):\n%s", seed, step, diff)
 			}
 			wantNodes, gotNodes := map[string]string{}, map[string]string{}
 			for n, m := range onNodes {
@@ -267,13 +285,7 @@ func BenchmarkLedgerMemory(b *testing.B) {
 		runtime.GC()
 		var before runtime.MemStats
 		runtime.ReadMemStats(&before)
-		l := podledger.New()
-		for i := range pods {
-			l.Upsert(podledger.Pod{Namespace: fmt.Sprintf("team-%d", i/800), Name: fmt.Sprintf("job-%d-worker-%d-x7k2p", i/8, i%8),
-				Group: podledger.Group{Namespace: fmt.Sprintf("team-%d", i/800), Unit: fmt.Sprintf("job-%d", i/8)}, PodSet: "worker",
-				Node: fmt.Sprintf("node-%d", i%500), Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("4Gi")}})
-		}
-		l.Drain()
+		l := jobsLedger(pods)
 		runtime.GC()
 		var after runtime.MemStats
 		runtime.ReadMemStats(&after)
@@ -281,4 +293,31 @@ func BenchmarkLedgerMemory(b *testing.B) {
 		runtime.KeepAlive(l)
 	}
 	b.ReportMetric(perPod, "bytes/pod")
+}
+
+// jobsLedger is a ledger of pods pods of jobs of 8 pods each, 800 pods a
+// namespace, spread over 500 nodes.
+func jobsLedger(pods int) *podledger.Ledger {
+	l := podledger.New()
+	for i := range pods {
+		l.Upsert(podledger.Pod{Namespace: fmt.Sprintf("team-%d", i/800), Name: fmt.Sprintf("job-%d-worker-%d-x7k2p", i/8, i%8),
+			Group: podledger.Group{Namespace: fmt.Sprintf("team-%d", i/800), Unit: fmt.Sprintf("job-%d", i/8)}, PodSet: "worker",
+			Node: fmt.Sprintf("node-%d", i%500), Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("4Gi")}})
+	}
+	l.Drain()
+	return l
+}
+
+// BenchmarkEveryHeldOnNodes: what the forecast's copy of the pods costs under
+// the admission lock, at BenchmarkLedgerMemory's 50,000 pods of 8-pod jobs
+// over 500 nodes (each job's pods on 8 nodes: 50,000 group-node sums).
+func BenchmarkEveryHeldOnNodes(b *testing.B) {
+	const pods = 50_000
+	l := jobsLedger(pods)
+	b.ReportAllocs()
+	for b.Loop() {
+		if n := len(l.EveryHeldOnNodes().Sums); n != pods {
+			b.Fatalf("%d group-node sums, want %d", n, pods)
+		}
+	}
 }
