@@ -263,13 +263,10 @@ func (c *topologies) Place(key string, partial map[string]int32) (string, bool) 
 	if !res.Fits() {
 		return res.Reason(), false
 	}
-	placed := assignmentsOf(snap.Levels(), res)
-	for _, a := range placed {
-		if len(a.Domains) > schedulingv1alpha1.MaxTopologyDomains {
-			return fmt.Sprintf("pod set %s would be spread over %d domains of `%s`; at most %d can be recorded",
-				a.Name, len(a.Domains), a.Levels[len(a.Levels)-1], schedulingv1alpha1.MaxTopologyDomains), false
-		}
+	if why := res.Unrecordable(snap.Levels()); why != "" {
+		return why, false
 	}
+	placed := assignmentsOf(snap.Levels(), res)
 	if c.decided == nil {
 		c.decided = map[string][]schedulingv1alpha1.PodSetTopologyAssignment{}
 	}

@@ -61,6 +61,19 @@ func (r Result) Reason() string {
 	return r.Shortfall.String()
 }
 
+// Unrecordable says why res cannot be recorded on the unit's status (a
+// pod set spread over more domains than status.topologyAssignments holds),
+// "" when it can: such a unit waits as one that does not fit.
+func (r Result) Unrecordable(levels Levels) string {
+	for _, p := range r.Placements {
+		if len(p.Domains) > schedulingv1alpha1.MaxTopologyDomains {
+			return fmt.Sprintf("pod set %s would be spread over %d domains of `%s`; at most %d can be recorded",
+				p.PodSet, len(p.Domains), levels.Labels[p.Level], schedulingv1alpha1.MaxTopologyDomains)
+		}
+	}
+	return ""
+}
+
 // Shortfall is why a pod set does not fit, counted in its pods. It is
 // rendered only when asked (String), so that a cycle that tries many
 // units that do not fit does not format a message for each.
@@ -246,6 +259,14 @@ func (s *Snapshot) try(sets []PodSet) (Result, error) {
 // domains no longer have it, or no longer exist.
 func (s *Snapshot) Assume(owner string, ps PodSet, domains []Domain) int32 {
 	mark := len(s.taken)
+	placed := s.assume(ps, domains)
+	s.own(owner, mark)
+	s.taken = s.taken[:mark]
+	return placed
+}
+
+// assume is Assume, leaving in s.taken, past where it was, what it took.
+func (s *Snapshot) assume(ps PodSet, domains []Domain) int32 {
 	sh := s.shapeOf(ps.PerPod, ps.Nodes)
 	var placed int64
 	for _, d := range domains {
@@ -256,8 +277,6 @@ func (s *Snapshot) Assume(owner string, ps PodSet, domains []Domain) int32 {
 		s.sync(sh)
 		placed += s.spread(sh, dom, min(int64(d.Pods), sh.sums[dom]))
 	}
-	s.own(owner, mark)
-	s.taken = s.taken[:mark]
 	return int32(min(placed, maxPods))
 }
 
