@@ -216,7 +216,7 @@ func NewCache() *Cache {
 		wake: c.wake, placer: c, byName: map[string]*schedulingv1alpha1.Topology{}, nodeFacts: map[string]topology.Node{},
 		askers: map[*unitRecord]unitAsk{}}
 	c.core.SetPlacer(&c.topologies)
-	c.forecasts = forecasts{mu: &c.mu, units: c.units, core: c.core, queues: c.queues, views: &c.views, now: time.Now}
+	c.forecasts = forecasts{mu: &c.mu, units: c.units, core: c.core, nodes: &c.topologies, queues: c.queues, views: &c.views, now: time.Now}
 	c.views = views{mu: &c.mu, units: c.units, core: c.core, quotas: c.quotas, quotaObjects: c.quotaObjects,
 		quotaCopies: c.quotaCopies, quotaErrs: c.quotaErrs, queues: c.queues, queueNamespace: schedulingv1alpha1.QueueNamespace,
 		pods: &c.podCharges, forecasts: &c.forecasts, lists: newUnitLists()}

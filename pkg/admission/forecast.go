@@ -25,7 +25,10 @@ import (
 // written to the API server. Runtimes come from each unit's
 // spec.maximumExecutionTimeSeconds, else from what finished units of its
 // quota and size ran (forecast.Learner, fed as units finish and rebuilt
-// from the finished units a restart finds).
+// from the finished units a restart finds). When some waiting unit asks for
+// a topology level, the snapshot holds the nodes too, and what each unit's
+// pods hold on them (topologies.forecastCluster), so that the replay
+// admits such a unit when a domain has room for it.
 
 // ForecastInterval is the longest a forecast is served before it is
 // computed again; ForecastHorizon how far ahead it looks.
@@ -51,6 +54,9 @@ type forecasts struct {
 	mu    *sync.Mutex            // the Cache's
 	units map[string]*unitRecord // the Cache's records
 	core  *scheduler.Scheduler
+	// nodes copy the nodes, and what holds them, for units that ask for
+	// topology levels: the Cache's.
+	nodes *topologies
 	// queues are the Cache's; views give WhatIf the page of a queue's
 	// waiting units.
 	queues queueRecords
@@ -140,6 +146,7 @@ func (c *forecasts) forecastInput(now time.Time) forecast.Input {
 		}
 		in.Units = append(in.Units, fu)
 	}
+	in.Nodes = c.nodes.forecastCluster()
 	c.mu.Unlock()
 	quotaOf := make(map[string]string, len(in.Queues))
 	for _, q := range in.Queues {
@@ -175,7 +182,7 @@ func setEstimates(views []api.UnitView, estimates map[string]forecast.Estimate) 
 		if !ok || v.Phase != schedulingv1alpha1.Enqueued {
 			continue
 		}
-		v.EstimateBasis = e.Basis.String()
+		v.EstimateBasis, v.EstimateReason = e.Basis.String(), e.Reason
 		if !e.At.IsZero() {
 			v.EstimatedAdmissionTime = &metav1.Time{Time: e.At}
 		}

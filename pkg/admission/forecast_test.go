@@ -310,3 +310,48 @@ func BenchmarkForecastInput(b *testing.B) {
 		}
 	}
 }
+
+// TestEstimatesOfUnitsAskingForARack: on two racks of two 2-cpu hosts, a
+// unit asking for a rack is forecast when the running unit whose pods fill
+// one rack ends, though its quota has room now; one no rack could ever
+// hold gets no time and says why; one asking for nothing starts now.
+func TestEstimatesOfUnitsAskingForARack(t *testing.T) {
+	t0 := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	c := NewCache()
+	c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "team").Max(corev1.ResourceCPU, "100").
+		Annotation(schedulingv1alpha1.AnnotationTopology, "racks").Obj())
+	c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
+	c.topologies.UpsertTopology(wrappers.Topology("racks", rackLabel, hostLabel))
+	for _, rack := range []string{"r1", "r2"} {
+		for _, host := range []string{"h1", "h2"} {
+			c.UpsertNode(rackNode(rack, rack+"-"+host))
+		}
+	}
+	c.UpsertNode(wrappers.Node("in-no-rack", "100", "400Gi")) // the cluster's capacity is no limit
+	running := rackUnit("running", 4).Obj()
+	running.Spec.MaximumExecutionTimeSeconds = ptr.To[int32](600)
+	queueunit.Admit(running, "team", queueunit.Request(running), nil, nil, metav1.NewTime(t0))
+	running.Status.Phase, running.Status.TopologyAssignments = schedulingv1alpha1.Running, rackAssignment("r1", 4)
+	c.UpsertUnit(running)
+	c.UpsertUnit(rackUnit("u", 4).Obj())
+	c.UpsertUnit(rackUnit("huge", 5).Obj())
+	c.UpsertUnit(wrappers.MakeQueueUnit("plain", "team").Quota("team").PodSet("main", 1, "cpu", "1").Obj())
+	for i, host := range []string{"r1-h1", "r1-h1", "r1-h2", "r1-h2"} {
+		c.UpsertPod(wrappers.MakePod(fmt.Sprintf("running-%d", i), "team").OfUnit("running", "main").Requests("cpu", "1").Node(host).Obj())
+	}
+	c.UpsertPod(wrappers.MakePod("other", "ns").Requests("cpu", "2").Node("r2-h1").Obj())
+
+	want := map[string]forecast.Estimate{
+		"team/u":     {At: t0.Add(10 * time.Minute), Basis: forecast.Declared},
+		"team/plain": {At: t0.Add(2 * time.Minute), Basis: forecast.Declared},
+		"team/huge": {Basis: forecast.Unknown,
+			Reason: "it would not fit even with no unit's pods on the nodes: needs 5 × 1 cpu within one `example.com/rack`; the largest free one has 4"},
+	}
+	if diff := cmp.Diff(want, c.forecasts.RefreshEstimates(t0.Add(2*time.Minute))); diff != "" {
+		t.Errorf("Estimates (-want +got):\n%s", diff)
+	}
+	c.forecasts.showEstimates, c.forecasts.now = true, func() time.Time { return t0.Add(2 * time.Minute) }
+	if v, _ := c.QueueUnit("team", "huge"); v.EstimateReason != want["team/huge"].Reason || v.EstimatedAdmissionTime != nil {
+		t.Errorf("view of huge: estimate %v, reason %q; want none, and %q", v.EstimatedAdmissionTime, v.EstimateReason, want["team/huge"].Reason)
+	}
+}

@@ -357,16 +357,15 @@ type snapshotInputs struct {
 // assumption is pods of a pod set of the unit owner admitted to domains
 // and not on a node yet.
 type assumption struct {
-	owner   string
-	podSet  topology.PodSet
-	domains []topology.Domain
+	owner string
+	topology.Assumed
 }
 
 // build is the snapshot of in. It reads nothing of the Cache.
 func (in snapshotInputs) build() *topology.Snapshot {
 	s := in.tree.Snapshot(in.held)
 	for _, a := range in.assumed {
-		s.Assume(a.owner, a.podSet, a.domains)
+		s.Assume(a.owner, a.PodSet, a.Domains)
 	}
 	return s
 }
@@ -392,14 +391,16 @@ func (c *topologies) snapshotInputs(name string, held map[string]corev1.Resource
 	}
 	in := snapshotInputs{tree: tree, held: held}
 	for r := range c.askers {
-		in.assumed = c.assume(in.assumed, r, name)
+		for _, a := range c.assumedOf(r, name) {
+			in.assumed = append(in.assumed, assumption{owner: r.key, Assumed: a})
+		}
 	}
 	return in, nil
 }
 
-// assume appends to into the pods of r admitted to domains of the
-// Topology name and not on a node yet.
-func (c *topologies) assume(into []assumption, r *unitRecord, name string) []assumption {
+// assumedOf are r's pods admitted to domains of the Topology name (any,
+// for "") and not on a node yet.
+func (c *topologies) assumedOf(r *unitRecord, name string) []topology.Assumed {
 	var placed []schedulingv1alpha1.PodSetTopologyAssignment
 	switch {
 	case r.admission != nil:
@@ -408,11 +409,12 @@ func (c *topologies) assume(into []assumption, r *unitRecord, name string) []ass
 		placed = r.unit.Status.TopologyAssignments
 	}
 	if len(placed) == 0 {
-		return into
+		return nil
 	}
 	var tally map[string]int32
+	var out []topology.Assumed
 	for _, a := range placed {
-		if a.Topology != name {
+		if name != "" && a.Topology != name {
 			continue
 		}
 		ps := podSetOf(r.unit, a.Name)
@@ -436,10 +438,64 @@ func (c *topologies) assume(into []assumption, r *unitRecord, name string) []ass
 				domains = append(domains, topology.Domain{Values: d.Values, Pods: d.Count - off})
 			}
 		}
-		into = append(into, assumption{owner: r.key, podSet: topology.PodSet{Name: ps.Name, PerPod: resources.PodRequests(&ps.Template.Spec),
-			Nodes: topology.SelectionOf(&ps.Template.Spec)}, domains: domains})
+		out = append(out, topology.Assumed{Topology: a.Topology, PodSet: topology.PodSet{Name: ps.Name, PerPod: resources.PodRequests(&ps.Template.Spec),
+			Nodes: topology.SelectionOf(&ps.Template.Spec)}, Domains: domains})
 	}
-	return into
+	return out
+}
+
+// forecastCluster copies, for the forecast, the nodes, what the pods on
+// them hold and for which unit, and what the units that ask for levels
+// ask, with c.mu held. It is nil unless some waiting unit asks for a level
+// of a Topology that exists, and holds only such Topologies: a forecast
+// with no such unit costs nothing more. Otherwise it walks the askers, the
+// nodes and every pod (podledger.Ledger.EveryHeldOnNodes). The pods of a
+// unit the core holds admitted are that unit's (given back when the
+// forecast ends it); all others' keep their room.
+func (c *topologies) forecastCluster() *topology.Cluster {
+	var levels map[string]topology.Levels
+	for r, ask := range c.askers {
+		if !r.inCore || c.core.IsAdmitted(r.key) {
+			continue
+		}
+		if _, ok := levels[ask.topology]; ok {
+			continue
+		}
+		if t, ok := c.byName[ask.topology]; ok {
+			if levels == nil {
+				levels = map[string]topology.Levels{}
+			}
+			levels[ask.topology] = topology.LevelsOf(t)
+		}
+	}
+	if levels == nil {
+		return nil
+	}
+	cl := &topology.Cluster{Topologies: levels, Nodes: make([]topology.Node, 0, len(c.nodeFacts)),
+		Units: make(map[string]topology.Unit, len(c.askers))}
+	for _, n := range c.nodeFacts {
+		if n.Schedulable {
+			cl.Nodes = append(cl.Nodes, n)
+		}
+	}
+	for r, ask := range c.askers {
+		if r.inCore {
+			cl.Units[r.key] = topology.Unit{Topology: ask.topology, PodSets: podSetsOf(r.unit, nil), Assumed: c.assumedOf(r, "")}
+		}
+	}
+	on := c.pods.pods.EveryHeldOnNodes()
+	cl.Resources = on.Names
+	for _, sum := range on.Sums {
+		h := topology.Holding{Node: sum.Node, Amounts: sum.Amounts}
+		if r := c.pods.unitOfGroup(sum.Group); r != nil && c.core.IsAdmitted(r.key) {
+			u := cl.Units[r.key]
+			u.Held = append(u.Held, h) // a unit's pods, and its job's
+			cl.Units[r.key] = u
+			continue
+		}
+		cl.Held = append(cl.Held, h)
+	}
+	return cl
 }
 
 // podSetOf is u's pod set called name, nil if none.

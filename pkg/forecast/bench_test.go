@@ -12,6 +12,7 @@ import (
 	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
 	st "github.com/koord-queue/koord-queue/pkg/scheduler/schedtest"
 	"github.com/koord-queue/koord-queue/pkg/testing/heap"
+	"github.com/koord-queue/koord-queue/pkg/topology"
 )
 
 // BenchmarkRun15000Waiting forecasts issue 33's scale: 100 quotas of max 8
@@ -105,4 +106,51 @@ func largeScaleInput() forecast.Input {
 		u.Request = requests[cpu]
 	}
 	return in
+}
+
+// BenchmarkRun15000WaitingInRacks is BenchmarkRun15000Waiting with every
+// unit asking for a rack: 200 racks of 4 hosts of 8 cpu, each running
+// unit's 4-cpu pod on a host of its own, and each waiting unit's cpu as as
+// many 1-cpu pods within one rack. The racks have room to spare: it
+// measures what placing costs the replay, not a different answer.
+func BenchmarkRun15000WaitingInRacks(b *testing.B) {
+	in := forecast.Input{Now: now, Capacity: qt.Res("cpu", "100000")}
+	cluster := &topology.Cluster{Topologies: map[string]topology.Levels{"racks": {Topology: "racks", Labels: []string{"rack", "host"}}},
+		Resources: []corev1.ResourceName{corev1.ResourceCPU}, Units: map[string]topology.Unit{}}
+	for h := range 800 {
+		host := fmt.Sprintf("host-%03d", h)
+		cluster.Nodes = append(cluster.Nodes, topology.Node{Name: host, Schedulable: true, Allocatable: qt.Res("cpu", "8"),
+			Labels: map[string]string{"rack": fmt.Sprintf("rack-%03d", h/4), "host": host}})
+	}
+	inRack := func(pods int) topology.Unit {
+		return topology.Unit{Topology: "racks", PodSets: []topology.PodSet{{Name: "main", Count: int32(pods), PerPod: qt.Res("cpu", "1"),
+			Ask: topology.Ask{Level: "rack", Required: true}}}}
+	}
+	for q := range 100 {
+		name := fmt.Sprintf("team-%03d", q)
+		in.Quotas = append(in.Quotas, qt.MakeSpec(name).Max("cpu", "8").Obj())
+		in.Queues = append(in.Queues, st.MakeQueue(name).Obj())
+		for r := range 2 {
+			key := fmt.Sprintf("ns/%s-run-%d", name, r)
+			in.Units = append(in.Units, running(key, name, "4", time.Duration(61+r)*time.Minute, forecast.Declared))
+			cluster.Units[key] = topology.Unit{Held: []topology.Holding{{Node: fmt.Sprintf("host-%03d", 2*q+r), Amounts: []int64{4000}}}}
+		}
+		for w := range 150 {
+			basis := forecast.Declared
+			if w%3 == 0 {
+				basis = forecast.Learned
+			}
+			key := fmt.Sprintf("ns/%s-%03d", name, w)
+			in.Units = append(in.Units, waiting(key, name, fmt.Sprint(1+w%4), int32(w%5), time.Duration(w)*time.Second, time.Duration(5+w%20)*time.Minute, basis))
+			cluster.Units[key] = inRack(1 + w%4)
+		}
+	}
+	in.Nodes = cluster
+	b.ReportAllocs()
+	for b.Loop() {
+		got := forecast.Run(in)
+		if len(got) != 15000 {
+			b.Fatalf("%d estimates, want 15000", len(got))
+		}
+	}
 }

@@ -10,6 +10,13 @@
 // with its Basis (declared by the user, learned from finished units, or
 // unknown); an estimate carries the weakest basis of the ends it waited for,
 // and a unit that waits for a unit whose end is unknown gets no time at all.
+//
+// A unit whose pod sets ask for a topology level (pkg/topology) is admitted
+// in the replay, as live, only when one domain has room for its pods: given
+// the nodes and what holds them (Input.Nodes), the replay places each unit
+// it admits, which takes the room until it ends, and each unit's ending
+// gives back the room its pods held. A unit that would not fit even with no
+// unit's pods on the nodes gets no time, and the reason.
 package forecast
 
 import (
@@ -20,6 +27,7 @@ import (
 
 	"github.com/koord-queue/koord-queue/pkg/quota"
 	"github.com/koord-queue/koord-queue/pkg/scheduler"
+	"github.com/koord-queue/koord-queue/pkg/topology"
 )
 
 // Basis says where a runtime, or an estimate built on runtimes, comes from,
@@ -69,6 +77,11 @@ type Input struct {
 	// Horizon bounds how far ahead the replay goes (0: no bound); a unit
 	// not admitted within it gets no time.
 	Horizon time.Duration
+	// Nodes are the nodes, what the units' pods and other pods hold on
+	// them, and what the units ask of them; nil when no waiting unit asks
+	// for a topology level: then each unit is admitted as its quota has
+	// room.
+	Nodes *topology.Cluster
 }
 
 // Estimate is when one waiting unit would be admitted.
@@ -80,6 +93,10 @@ type Estimate struct {
 	// Basis is the weakest basis of the ends the replay went through up to
 	// At; Unknown when At is zero.
 	Basis Basis
+	// Reason, when At is zero, says why the unit will never be admitted
+	// as things are, such as a topology level no domain of which has room
+	// for its pods even with no unit's pods on the nodes; "" otherwise.
+	Reason string
 }
 
 // Run replays in and returns an estimate for every unit not admitted in it
@@ -103,6 +120,9 @@ type replay struct {
 	state []replayState
 	ends  endQueue
 	out   map[string]Estimate
+	// nodes places the units that ask for a topology level, nil when
+	// none waits (Input.Nodes).
+	nodes *topology.Replay
 }
 
 // replayState is what the replay keeps of a unit beside the scheduler's
@@ -155,6 +175,13 @@ func newReplay(in Input) *replay {
 			r.out[u.Key] = Estimate{Basis: Unknown}
 		}
 	}
+	if in.Nodes != nil {
+		r.nodes = topology.NewReplay(in.Nodes, func(key string) bool {
+			i, ok := r.index[key]
+			return ok && r.state[i].admitted
+		})
+		r.s.SetPlacer(r.nodes)
+	}
 	return r
 }
 
@@ -183,6 +210,12 @@ func (r *replay) run() map[string]Estimate {
 				waiting--
 			}
 			r.ends.add(a.Unit, *st, now, now)
+			if r.nodes != nil {
+				r.nodes.Admit(a.Unit, a.Partial)
+			}
+		}
+		if r.nodes != nil && r.nodes.EndCycle() {
+			s.WakeUnplaced()
 		}
 		for _, p := range res.Preemptions {
 			for _, v := range p.Victims {
@@ -193,6 +226,7 @@ func (r *replay) run() map[string]Estimate {
 				st := &r.state[i]
 				st.admitted, st.partial = false, nil
 				r.ends.drop(v)
+				r.release(v)
 				if err := s.UpsertUnit(r.unit(v, i)); err == nil {
 					out[v] = Estimate{Basis: Unknown}
 					waiting++
@@ -213,6 +247,49 @@ func (r *replay) run() map[string]Estimate {
 		for e, ok := r.ends.popDue(now); ok; e, ok = r.ends.popDue(now) {
 			weakest = max(weakest, e.basis)
 			s.DeleteUnit(e.key)
+			r.release(e.key)
+		}
+	}
+	r.explainNever()
+	return out
+}
+
+// release gives back the room on the nodes the unit key holds (it ended,
+// or was evicted), and wakes the queues that waited for room there.
+func (r *replay) release(key string) {
+	if r.nodes != nil && r.nodes.End(key) {
+		r.s.WakeUnplaced()
+	}
+}
+
+// explainNever gives each unit the replay did not admit that would not
+// fit the nodes even with no unit's pods on them, with as few pods as it
+// can start with, the reason.
+func (r *replay) explainNever() {
+	if r.nodes == nil {
+		return
+	}
+	for key, e := range r.out {
+		if !e.At.IsZero() {
+			continue
+		}
+		u, _ := r.s.Unit(key)
+		if why, never := r.nodes.Never(key, fewestPods(u.PodSets)); never {
+			r.out[key] = Estimate{Basis: Unknown, Reason: "it would not fit even with no unit's pods on the nodes: " + why}
+		}
+	}
+}
+
+// fewestPods is, for each pod set that can start with fewer pods than it
+// asks for (partial admission), the fewest it can; nil if none can.
+func fewestPods(sets []scheduler.PodSet) map[string]int32 {
+	var out map[string]int32
+	for _, ps := range sets {
+		if ps.MinCount >= 1 && ps.MinCount < ps.Count {
+			if out == nil {
+				out = map[string]int32{}
+			}
+			out[ps.Name] = ps.MinCount
 		}
 	}
 	return out

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	corev1 "k8s.io/api/core/v1"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/forecast"
@@ -14,6 +15,7 @@ import (
 	qt "github.com/koord-queue/koord-queue/pkg/quota/quotatest"
 	"github.com/koord-queue/koord-queue/pkg/scheduler"
 	st "github.com/koord-queue/koord-queue/pkg/scheduler/schedtest"
+	"github.com/koord-queue/koord-queue/pkg/topology"
 )
 
 var now = st.T0.Add(time.Hour)
@@ -212,4 +214,97 @@ func replay(t *testing.T, in forecast.Input) map[string]forecast.Estimate {
 		}
 	}
 	return out
+}
+
+// TestRunWithTopology: a unit whose pod sets ask for a topology level is
+// forecast when one domain has room for its pods, not when its quota has.
+// Two racks of two 4-cpu hosts; pods of no unit hold host-b1 throughout
+// (4,000 milli-cpu).
+func TestRunWithTopology(t *testing.T) {
+	nodes := func(units map[string]topology.Unit) *topology.Cluster {
+		c := &topology.Cluster{
+			Topologies: map[string]topology.Levels{"default": {Topology: "default", Labels: []string{"rack", "host"}}},
+			Resources:  []corev1.ResourceName{corev1.ResourceCPU},
+			Held:       []topology.Holding{{Node: "host-b1", Amounts: []int64{4000}}},
+			Units:      units,
+		}
+		for _, name := range []string{"host-a1", "host-a2", "host-b1", "host-b2"} {
+			c.Nodes = append(c.Nodes, topology.Node{Name: name, Schedulable: true, Allocatable: qt.Res("cpu", "4"),
+				Labels: map[string]string{"rack": "rack-" + name[5:6], "host": name}})
+		}
+		return c
+	}
+	// inRack asks for pods of 4 cpu within one rack.
+	inRack := func(pods int32) topology.Unit {
+		return topology.Unit{Topology: "default", PodSets: []topology.PodSet{{Name: "main", Count: pods, PerPod: qt.Res("cpu", "4"),
+			Ask: topology.Ask{Level: "rack", Required: true}}}}
+	}
+	// onRackA is a running unit whose pods fill rack a.
+	onRackA := topology.Unit{Held: []topology.Holding{{Node: "host-a1", Amounts: []int64{4000}}, {Node: "host-a2", Amounts: []int64{4000}}}}
+	cases := map[string]struct {
+		units []forecast.Unit
+		nodes map[string]topology.Unit
+		want  map[string]forecast.Estimate
+	}{
+		"a unit asking for a rack waits for the unit that fills it, though its quota has room": {
+			units: []forecast.Unit{
+				running("ns/r", "team", "8", 70*time.Minute, forecast.Declared), // ends 10 min from now
+				waiting("ns/a", "team", "8", 0, 0, time.Minute, forecast.Declared),
+			},
+			nodes: map[string]topology.Unit{"ns/r": onRackA, "ns/a": inRack(2)},
+			want:  map[string]forecast.Estimate{"ns/a": {At: at(10 * time.Minute), Basis: forecast.Declared}},
+		},
+		"a unit the replay places holds its rack until it ends": {
+			units: []forecast.Unit{
+				waiting("ns/a", "team", "8", 0, 0, 5*time.Minute, forecast.Declared),
+				waiting("ns/b", "team", "8", 0, time.Second, time.Minute, forecast.Declared),
+			},
+			nodes: map[string]topology.Unit{"ns/a": inRack(2), "ns/b": inRack(2)},
+			want: map[string]forecast.Estimate{
+				"ns/a": {At: now, Basis: forecast.Declared},
+				"ns/b": {At: at(5 * time.Minute), Basis: forecast.Declared},
+			},
+		},
+		"a unit that fits no rack even empty gets no time, and why": {
+			units: []forecast.Unit{waiting("ns/a", "team", "12", 0, 0, time.Minute, forecast.Declared)},
+			nodes: map[string]topology.Unit{"ns/a": inRack(3)},
+			want: map[string]forecast.Estimate{"ns/a": {Basis: forecast.Unknown,
+				Reason: "it would not fit even with no unit's pods on the nodes: needs 3 × 4 cpu within one `rack`; the largest free one has 2"}},
+		},
+		"behind a unit whose end is unknown there is no time, and no reason": {
+			units: []forecast.Unit{
+				running("ns/r", "team", "8", 0, forecast.Unknown),
+				waiting("ns/a", "team", "8", 0, 0, time.Minute, forecast.Declared),
+			},
+			nodes: map[string]topology.Unit{"ns/r": onRackA, "ns/a": inRack(2)},
+			want:  map[string]forecast.Estimate{"ns/a": {Basis: forecast.Unknown}},
+		},
+		"a unit asking for nothing passes one waiting for a rack": {
+			units: []forecast.Unit{
+				running("ns/r", "team", "8", 70*time.Minute, forecast.Declared),
+				waiting("ns/a", "team", "8", 0, 0, time.Minute, forecast.Declared),
+				waiting("ns/plain", "team", "4", 0, time.Second, time.Minute, forecast.Declared),
+			},
+			nodes: map[string]topology.Unit{"ns/r": onRackA, "ns/a": inRack(2)},
+			want: map[string]forecast.Estimate{
+				"ns/a":     {At: at(10 * time.Minute), Basis: forecast.Declared},
+				"ns/plain": {At: now, Basis: forecast.Declared},
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			in := forecast.Input{Now: now, Capacity: qt.Res("cpu", "100"),
+				Quotas: []quota.Spec{qt.MakeSpec("team").Max("cpu", "100").Obj()},
+				Queues: []scheduler.QueueSpec{st.MakeQueue("team").Obj()},
+				Units:  tc.units, Nodes: nodes(tc.nodes)}
+			got := forecast.Run(in)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("Run (-want +got):\n%s", diff)
+			}
+			if diff := cmp.Diff(got, forecast.Run(in)); diff != "" {
+				t.Errorf("Run again on the same input (-first +second):\n%s", diff)
+			}
+		})
+	}
 }

@@ -161,6 +161,36 @@ func (r *Replay) Place(key string, partial map[string]int32) (why string, ok boo
 	return "", true
 }
 
+// PlaceWithout says, as the live Placer does, whether the unit key would
+// fit were the room of victims (their pods and placements in the replay)
+// given back. It takes nothing.
+func (r *Replay) PlaceWithout(key string, victims []string) (why string, ok bool) {
+	u, ok := r.cluster.Units[key]
+	if !ok || u.Topology == "" {
+		return "", true
+	}
+	s := r.byName[u.Topology]
+	if s == nil {
+		return "", true
+	}
+	mark := len(s.taken)
+	defer s.undo(mark)
+	for _, v := range victims {
+		for _, t := range r.held[v] {
+			s.adjust(t.node, t.shape, t.pods)
+			s.taken = append(s.taken, taking{node: t.node, pods: -t.pods, shape: t.shape})
+		}
+	}
+	res, err := s.try(u.PodSets)
+	switch {
+	case err != nil:
+		return err.Error(), false
+	case !res.Fits():
+		return res.Shortfall.Unfreed(), false
+	}
+	return "", true
+}
+
 // Admit says that the core admitted the unit key (with the pods partial
 // says): it keeps what Place took for it in this cycle, or, when the core
 // admitted it without asking (a preemptor whose victims are gone), places

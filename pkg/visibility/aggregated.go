@@ -212,6 +212,7 @@ func summaryItem(u api.UnitView) v1alpha1.QueueUnit {
 
 		EstimatedAdmissionTime: u.EstimatedAdmissionTime,
 		EstimateBasis:          u.EstimateBasis,
+		EstimateReason:         u.EstimateReason,
 	}
 }
 

@@ -126,8 +126,14 @@ type UnitView struct {
 	// EstimateBasis says how sure that is: Declared (every runtime it
 	// waited for was a declared limit), Learned (some were learned from
 	// finished units) or Unknown (no time: it waits for a unit whose end is
-	// unknown, or longer than the forecast looks ahead).
+	// unknown, or longer than the forecast looks ahead, or never fits:
+	// EstimateReason).
 	EstimateBasis string `json:"estimateBasis,omitempty"`
+	// EstimateReason, for a waiting unit with no estimated time, says why
+	// it will never be admitted as things are: its pods need more room
+	// within one domain of a topology level than any has, even with no
+	// unit's pods on the nodes. Not shown on a redacted unit.
+	EstimateReason string `json:"estimateReason,omitempty"`
 	// Redacted marks a unit of a namespace the caller may not list
 	// QueueUnits in: only Queue, Phase, Priority, Position and the
 	// forecast (EstimatedAdmissionTime, EstimateBasis) are shown.

@@ -96,6 +96,9 @@ type QueueUnit struct {
 	// waiting unit, as the REST API gives them (docs/tasks/read-the-queue.md).
 	EstimatedAdmissionTime *metav1.Time `json:"estimatedAdmissionTime,omitempty"`
 	EstimateBasis          string       `json:"estimateBasis,omitempty"`
+	// EstimateReason says why a waiting unit with no estimated time will
+	// never be admitted as things are, as the REST API gives it.
+	EstimateReason string `json:"estimateReason,omitempty"`
 	// Redacted marks a unit of a namespace the caller may not list
 	// QueueUnits in: only its queue, quota, phase, priority, position and
 	// forecast are shown.
