@@ -102,11 +102,7 @@ type Shortfall struct {
 // one `rack`; the largest free one has 6" (with "of the nodes its pods can
 // use" after the level when Selective).
 func (f Shortfall) String() string {
-	asks := f.asks()
-	var of string
-	if f.Selective {
-		of = " of the nodes its pods can use"
-	}
+	asks, of := f.asks(), f.of()
 	switch {
 	case f.Room < 0:
 		return fmt.Sprintf("needs %s within one `%s`; no schedulable node has that label", asks, f.Level)
@@ -121,11 +117,7 @@ func (f Shortfall) String() string {
 // (PlaceWithout), to follow "evicting them would free": "no `rack` with
 // room for 8 × 1 nvidia.com/gpu (the largest would have room for 6)".
 func (f Shortfall) Unfreed() string {
-	asks := f.asks()
-	var of string
-	if f.Selective {
-		of = " of the nodes its pods can use"
-	}
+	asks, of := f.asks(), f.of()
 	switch {
 	case f.Room < 0:
 		return fmt.Sprintf("no `%s` for %s: no schedulable node has that label", f.Level, asks)
@@ -134,6 +126,15 @@ func (f Shortfall) Unfreed() string {
 	default:
 		return fmt.Sprintf("no room for %s in `%s` domains%s (all of them together would have room for %d)", asks, f.Level, of, f.Room)
 	}
+}
+
+// of narrows the domains' room to the nodes the pods can use, when some
+// are not counted (Selective): " of the nodes its pods can use".
+func (f Shortfall) of() string {
+	if f.Selective {
+		return " of the nodes its pods can use"
+	}
+	return ""
 }
 
 // asks is what the pod set asks for: "8 × 1 nvidia.com/gpu".

@@ -134,11 +134,7 @@ func NewReplay(c *Cluster, present func(key string) bool) *Replay {
 // level, or for one of a Topology the Cluster does not have, is placed as
 // its quota admits it.
 func (r *Replay) Place(key string, partial map[string]int32) (why string, ok bool) {
-	u, ok := r.cluster.Units[key]
-	if !ok || u.Topology == "" {
-		return "", true
-	}
-	s := r.byName[u.Topology]
+	u, s := r.asker(key)
 	if s == nil {
 		return "", true
 	}
@@ -161,15 +157,21 @@ func (r *Replay) Place(key string, partial map[string]int32) (why string, ok boo
 	return "", true
 }
 
+// asker is the unit key and the snapshot of the Topology it asks a level
+// of; no snapshot when it asks none, or one the Cluster does not have.
+func (r *Replay) asker(key string) (Unit, *Snapshot) {
+	u, ok := r.cluster.Units[key]
+	if !ok || u.Topology == "" {
+		return u, nil
+	}
+	return u, r.byName[u.Topology]
+}
+
 // PlaceWithout says, as the live Placer does, whether the unit key would
 // fit were the room of victims (their pods and placements in the replay)
 // given back. It takes nothing.
 func (r *Replay) PlaceWithout(key string, victims []string) (why string, ok bool) {
-	u, ok := r.cluster.Units[key]
-	if !ok || u.Topology == "" {
-		return "", true
-	}
-	s := r.byName[u.Topology]
+	u, s := r.asker(key)
 	if s == nil {
 		return "", true
 	}
