@@ -580,3 +580,20 @@ func TestShortfallUnfreed(t *testing.T) {
 		})
 	}
 }
+
+// TestANodeOfNoDomainDoesNotNarrowTheMessage: a node no pod set can use
+// but that belongs to no domain (a control-plane node without the levels'
+// labels, tainted) counts nowhere either way: the message does not say
+// that the room is of the nodes the pods can use.
+func TestANodeOfNoDomainDoesNotNarrowTheMessage(t *testing.T) {
+	nodes := append(cluster(), topology.Node{Name: "control-plane", Schedulable: true, Allocatable: list("cpu", "8"),
+		Taints: []corev1.Taint{{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule}}})
+	r, err := topology.NewSnapshot(levels, nodes, nil).Place([]topology.PodSet{gpus(9, required(rackLabel))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := failed("worker", "needs 9 × 1 nvidia.com/gpu within one `cloud.provider.com/topology-rack`; the largest free one has 8")
+	if diff := cmp.Diff(want, view(r)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}

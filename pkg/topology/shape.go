@@ -74,7 +74,7 @@ func (s *Snapshot) shapeOf(perPod corev1.ResourceList, sel Selection) *shape {
 }
 
 // usable are the nodes sel admits, in buf's room; nil when it admits
-// every node.
+// every node of a domain (those of none count nowhere).
 func (s *Snapshot) usable(sel *Selection, buf []bool) []bool {
 	if sel.IsZero() && !s.tainted {
 		return nil
@@ -86,7 +86,7 @@ func (s *Snapshot) usable(sel *Selection, buf []bool) []bool {
 		n := &s.nodes[i]
 		scratch.Name, scratch.Labels = n.name, n.labels
 		buf[i] = sel.admits(&scratch, n.taints)
-		all = all && buf[i]
+		all = all && (buf[i] || n.domain < 0)
 	}
 	if all {
 		return nil

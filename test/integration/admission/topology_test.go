@@ -34,6 +34,13 @@ func TestUnitsAskingForARack(t *testing.T) {
 			if err := env.Client.Status().Update(context.Background(), node); err != nil {
 				t.Fatal(err)
 			}
+			// The API server taints a new node not-ready
+			// (TaintNodesByCondition); kube-controller-manager, which
+			// no integration test runs, lifts it once the node is Ready.
+			node.Spec.Taints = nil
+			if err := env.Client.Update(context.Background(), node); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 	create(t, wrappers.MakePod("other", ns).Requests("cpu", "1").Node(ns+"-r1-a").Obj())
