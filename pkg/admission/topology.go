@@ -149,6 +149,9 @@ func (c *topologies) checkTopology(r *unitRecord) (asks bool, err error) {
 		if err == nil {
 			err = c.resolveAsk(r, ps.Name, ask)
 		}
+		if serr := topology.CheckSelection(&ps.Template.Spec); err == nil && serr != nil {
+			err = fmt.Errorf("pod set %s: %w", ps.Name, serr)
+		}
 	}
 	if !asks {
 		delete(c.askers, r)

@@ -112,6 +112,20 @@ func TestUnitsAskingForARack(t *testing.T) {
 			units:         []*schedulingv1alpha1.QueueUnit{rackUnit("u", 1).Obj()},
 			want:          seen{Waiting: map[string]string{"team/u": `pod set main asks for topology level example.com/rack, and Topology "blocks", which quota team names, does not exist`}},
 		},
+		"a node selection too large to place is an error on the unit": {
+			quotaTopology: "racks",
+			units: []*schedulingv1alpha1.QueueUnit{func() *schedulingv1alpha1.QueueUnit {
+				u := rackUnit("u", 1).Obj()
+				values := make([]string, 200)
+				for i := range values {
+					values[i] = fmt.Sprintf("%050d", i)
+				}
+				u.Spec.PodSets[0].Template.Spec.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+					NodeSelectorTerms: []corev1.NodeSelectorTerm{{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: hostLabel, Operator: corev1.NodeSelectorOpNotIn, Values: values}}}}}}}
+				return u
+			}()},
+			want: seen{Waiting: map[string]string{"team/u": "pod set main: its nodeSelector, required node affinity and tolerations take 10475 bytes; a pod set that asks for a topology level may have at most 8192"}},
+		},
 		"a malformed ask is an error on the unit, cut short": {
 			quotaTopology: "racks",
 			units: []*schedulingv1alpha1.QueueUnit{wrappers.MakeQueueUnit("u", "team").Quota("team").PodSet("main", 1, "cpu", "1").

@@ -2,6 +2,7 @@ package topology
 
 import (
 	"crypto/sha256"
+	"fmt"
 	"slices"
 	"strings"
 
@@ -24,6 +25,30 @@ type Selection struct {
 	// their counts: equal keys, equal Selections. The zero key is the zero
 	// Selection's.
 	key [sha256.Size]byte
+}
+
+// MaxSelectionBytes bounds the node selection (nodeSelector, required node
+// affinity, tolerations, as protobuf) of a pod set that asks for a level:
+// each snapshot evaluates it against every node, in the one admission loop
+// every tenant shares, and the API server bounds it only by the object's
+// size.
+const MaxSelectionBytes = 8 << 10
+
+// CheckSelection says why the node selection of spec is too large to be
+// placed, nil when it is not.
+func CheckSelection(spec *corev1.PodSpec) error {
+	var required *corev1.NodeSelector
+	if a := spec.Affinity; a != nil && a.NodeAffinity != nil {
+		required = a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution
+	}
+	only := corev1.PodSpec{NodeSelector: spec.NodeSelector, Tolerations: spec.Tolerations}
+	if required != nil {
+		only.Affinity = &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: required}}
+	}
+	if n := only.Size(); n > MaxSelectionBytes {
+		return fmt.Errorf("its nodeSelector, required node affinity and tolerations take %d bytes; a pod set that asks for a topology level may have at most %d", n, MaxSelectionBytes)
+	}
+	return nil
 }
 
 // SelectionOf is the Selection of the pods of spec. Their tolerations are
