@@ -164,12 +164,18 @@ func (f Shortfall) asks() string {
 func (s *Snapshot) Place(sets []PodSet) (Result, error) { return s.PlaceFor("", sets) }
 
 // PlaceFor is Place, and remembers the room taken as owner's (none for
-// ""), for PlaceWithout.
+// ""), for PlaceWithout. A placement that fits but cannot be recorded
+// (Unrecordable) takes nothing: its unit waits, and the room is for the
+// units tried after it.
 func (s *Snapshot) PlaceFor(owner string, sets []PodSet) (Result, error) {
 	mark := len(s.taken)
 	res, err := s.try(sets)
 	if err == nil && res.Fits() {
-		s.own(owner, mark)
+		if res.Unrecordable(s.levels) != "" {
+			s.undo(mark)
+		} else {
+			s.own(owner, mark)
+		}
 	}
 	s.taken = s.taken[:mark]
 	return res, err

@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/topology"
 )
 
@@ -595,5 +596,35 @@ func TestANodeOfNoDomainDoesNotNarrowTheMessage(t *testing.T) {
 	want := failed("worker", "needs 9 × 1 nvidia.com/gpu within one `cloud.provider.com/topology-rack`; the largest free one has 8")
 	if diff := cmp.Diff(want, view(r)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestAPlacementThatCannotBeRecordedTakesNothing: a pod set preferring a
+// host, spread over more hosts than a unit's status records, is refused
+// (Unrecordable) and leaves the snapshot as it was, so that a unit tried
+// after it in the same cycle finds the room.
+func TestAPlacementThatCannotBeRecordedTakesNothing(t *testing.T) {
+	var nodes []topology.Node
+	hosts := schedulingv1alpha1.MaxTopologyDomains + 4
+	for h := range hosts {
+		name := fmt.Sprintf("host-%d", h)
+		nodes = append(nodes, topology.Node{Name: name, Schedulable: true,
+			Labels:      map[string]string{blockLabel: "block-a", rackLabel: "rack-a1", hostLabel: name},
+			Allocatable: list("cpu", "2", string(gpu), "1", "pods", "110")})
+	}
+	s := topology.NewSnapshot(levels, nodes, nil)
+	wide, err := s.PlaceFor("team/wide", []topology.PodSet{gpus(int32(hosts), preferred(hostLabel))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if why := wide.Unrecordable(levels); why == "" {
+		t.Fatalf("a pod set over %d hosts is recordable: %+v", hosts, wide.Placements)
+	}
+	next, err := s.Place([]topology.PodSet{gpus(int32(hosts), required(rackLabel))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !next.Fits() {
+		t.Errorf("after a placement that cannot be recorded, the rack's %d GPUs: %s", hosts, next.Reason())
 	}
 }
