@@ -167,8 +167,8 @@ type Cache struct {
 	// backingOff are the units held out of their queue while their backoff
 	// runs.
 	backingOff backoffs
-	// nodes' capacity (watched.NodeCapacity; nil while unusable), by name.
-	nodes map[string]corev1.ResourceList
+	// capacity is what the nodes offer.
+	capacity clusterCapacity
 	// wake has room for one signal: events coalesce while a cycle runs.
 	wake wakeup
 	// dirty units changed since the loop last looked at them.
@@ -202,7 +202,7 @@ func NewCache() *Cache {
 		queues:       queueRecords{},
 		units:        map[string]*unitRecord{},
 		backingOff:   backoffs{},
-		nodes:        map[string]corev1.ResourceList{},
+		capacity:     newClusterCapacity(),
 		wake:         make(wakeup, 1),
 		dirty:        map[string]struct{}{},
 	}
@@ -360,7 +360,7 @@ func (c *Cache) UpsertNode(n *corev1.Node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	capacity := watched.NodeCapacity(n)
-	before, known := c.nodes[n.Name]
+	before, known := c.capacity.node(n.Name)
 	clusterChanged := !known || watched.CapacityChanged(before, capacity)
 	poolChanged := c.treeCapacities.upsertPoolNode(n)
 	topologyChanged := c.topologies.upsertTopologyNode(n)
@@ -372,7 +372,7 @@ func (c *Cache) UpsertNode(n *corev1.Node) {
 	if clusterChanged {
 		// Kept even when nil: the first node seen, usable or not, sets the
 		// cluster's capacity, so nodes none of which is Ready give nothing.
-		c.nodes[n.Name] = capacity
+		c.capacity.set(n.Name, capacity)
 		c.setCapacity()
 	}
 	if poolChanged {
@@ -387,7 +387,7 @@ func (c *Cache) UpsertNode(n *corev1.Node) {
 func (c *Cache) DeleteNode(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.nodes, name)
+	c.capacity.remove(name)
 	c.topologies.deleteTopologyNode(name)
 	c.setCapacity()
 	c.treeCapacities.deletePoolNode(name)
@@ -407,15 +407,7 @@ func (c *Cache) nodesListed() {
 }
 
 func (c *Cache) setCapacity() {
-	total := corev1.ResourceList{}
-	for _, alloc := range c.nodes {
-		for name, q := range alloc {
-			sum := total[name]
-			sum.Add(q)
-			total[name] = sum
-		}
-	}
-	c.core.SetClusterCapacity(total)
+	c.core.SetClusterCapacity(c.capacity.sum())
 	c.decisions.forgetIfShrunk()
 	c.wake.notify()
 }
