@@ -284,7 +284,7 @@ func (c *Cache) useQuota(eq *elasticquotav1alpha1.ElasticQuota) {
 	c.decisions.forgetIfShrunk()
 	c.remapFallbacks()
 	if topologyMoved {
-		c.topologies.topologiesChanged()
+		c.topologies.namingChanged()
 	}
 	c.wake.notify()
 }
@@ -313,7 +313,7 @@ func (c *Cache) DeleteElasticQuota(namespace, name string) {
 	c.decisions.forgetIfShrunk()
 	c.remapFallbacks()
 	if topologyNamingChanged(gone, nil) {
-		c.topologies.topologiesChanged()
+		c.topologies.namingChanged()
 	}
 	c.wake.notify()
 }

@@ -101,6 +101,25 @@ func (c *topologies) topologiesChanged() {
 	c.wake.notify()
 }
 
+// namingChanged places again, with c.mu held, the units asking for a
+// level for which another Topology is now in force: a quota's naming of
+// one, or its parent, changed. Only those are, so that a start feeding
+// thousands of quotas that name a Topology, one at a time, does not place
+// every unit again for each.
+func (c *topologies) namingChanged() {
+	moved := false
+	for r, ask := range c.askers {
+		if c.topologyOf(r.queue) != ask.topology {
+			c.placer.placeAsker(r)
+			moved = true
+		}
+	}
+	if moved {
+		c.core.WakeUnplaced()
+		c.wake.notify()
+	}
+}
+
 // upsertTopologyNode records what a snapshot reads of n, with c.mu held,
 // and reports whether it changed.
 func (c *topologies) upsertTopologyNode(n *corev1.Node) bool {

@@ -172,6 +172,45 @@ func TestUnitsAskingForARack(t *testing.T) {
 	}
 }
 
+// TestATopologyNamedAfterTheUnitsIsUsed: units asking for a rack whose
+// quota's tree names no Topology wait with an error; once an ancestor, or
+// the quota itself, names one, they are placed again and admitted to a
+// rack, whichever quota changes.
+func TestATopologyNamedAfterTheUnitsIsUsed(t *testing.T) {
+	for name, annotate := range map[string]string{"the parent names it": "org", "the quota names it": "team"} {
+		t.Run(name, func(t *testing.T) {
+			c := NewCache()
+			org := wrappers.MakeElasticQuota("org", "org").Max(corev1.ResourceCPU, "100").IsParent()
+			team := wrappers.MakeElasticQuota("team", "team").Max(corev1.ResourceCPU, "100").Parent("org")
+			c.UpsertElasticQuota(org.Obj())
+			c.UpsertElasticQuota(team.Obj())
+			c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
+			c.UpsertTopology(wrappers.Topology("racks", rackLabel, hostLabel))
+			for i := range 4 {
+				c.UpsertNode(rackNode(fmt.Sprintf("r%d", i/2+1), fmt.Sprintf("n%d", i)))
+			}
+			c.UpsertUnit(rackUnit("u", 4).Obj())
+			if res := c.cycle(time.Unix(100, 0), -1); len(res.Admissions) != 0 {
+				t.Fatalf("admitted %v with no Topology named", res.Admissions)
+			}
+			want := "pod set main asks for topology level example.com/rack, and quota team names no Topology: annotate it, or an ancestor, koord-queue/topology=<topology>"
+			if got := c.views.waitReason("team/u"); got != want {
+				t.Fatalf("before a Topology is named, team/u waits with %q, want %q", got, want)
+			}
+			named := map[string]*wrappers.ElasticQuotaWrapper{"org": org, "team": team}[annotate].Obj().DeepCopy() // the Cache keeps the object it was given
+			metav1.SetMetaDataAnnotation(&named.ObjectMeta, schedulingv1alpha1.AnnotationTopology, "racks")
+			c.UpsertElasticQuota(named)
+			res := c.cycle(time.Unix(101, 0), -1)
+			if len(res.Admissions) != 1 {
+				t.Fatalf("admitted %v once %s names racks, want team/u", res.Admissions, annotate)
+			}
+			if diff := cmp.Diff(rackAssignment("r1", 4), c.units["team/u"].admission.topology); diff != "" {
+				t.Errorf("assignment (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestAUnitWaitingForARackIsAdmittedWhenPodsLeaveIt: the unit that no rack
 // holds is tried again when a pod leaves, with no other event.
 func TestAUnitWaitingForARackIsAdmittedWhenPodsLeaveIt(t *testing.T) {
