@@ -2,6 +2,7 @@ package admission
 
 import (
 	"fmt"
+	"iter"
 	"slices"
 	"sync"
 
@@ -34,6 +35,9 @@ import (
 type unitAsk struct {
 	// topology is the Topology in force ("" when none is named).
 	topology string
+	// podSets are the unit's pod sets as a snapshot places them, all
+	// their pods: read once as the unit changes, not at each placement.
+	podSets []topology.PodSet
 }
 
 // topologies is the Cache's part that places units on the nodes.
@@ -60,11 +64,10 @@ type topologies struct {
 	// askers are the units some pod set of which asks for a level.
 	askers map[*unitRecord]unitAsk
 
-	// During a cycle: the snapshots built, by Topology name; what the
-	// nodes' pods hold (read once); the placements decided, by unit key.
-	snaps    map[string]*topology.Snapshot
-	nodeHeld map[string]corev1.ResourceList
-	decided  map[string][]schedulingv1alpha1.PodSetTopologyAssignment
+	// During a cycle: the snapshots built, by Topology name; the
+	// placements decided, by unit key.
+	snaps   map[string]*topology.Snapshot
+	decided map[string][]schedulingv1alpha1.PodSetTopologyAssignment
 }
 
 var _ scheduler.Placer = (*topologies)(nil)
@@ -176,7 +179,7 @@ func (c *topologies) checkTopology(r *unitRecord) (asks bool, err error) {
 		delete(c.askers, r)
 		return false, nil
 	}
-	c.askers[r] = unitAsk{topology: c.topologyOf(r.queue)}
+	c.askers[r] = unitAsk{topology: c.topologyOf(r.queue), podSets: podSetsOf(u)}
 	return true, err
 }
 
@@ -239,7 +242,7 @@ func (c *topologies) forgetAsker(r *unitRecord) { delete(c.askers, r) }
 
 // beginPlacement readies the Placer for a cycle, with c.mu held.
 func (c *topologies) beginPlacement() {
-	c.snaps, c.nodeHeld, c.decided = nil, nil, nil
+	c.snaps, c.decided = nil, nil
 }
 
 // endPlacement records, on each admission the cycle decided, where its
@@ -264,21 +267,21 @@ func (c *topologies) endPlacement(admissions []scheduler.Admission) {
 		}
 		r.admission.topology = placed
 	}
-	c.snaps, c.nodeHeld, c.decided = nil, nil, nil
+	c.snaps, c.decided = nil, nil
 }
 
 // Place is the core's Placer: it finds where the unit key's pod sets go,
 // with the pods partial says, in the snapshot of its Topology, and takes
 // their room. It is called by the core in a cycle, with c.mu held.
 func (c *topologies) Place(key string, partial map[string]int32) (string, bool) {
-	r, snap, err := c.askerSnapshot(key)
+	_, ask, snap, err := c.askerSnapshot(key)
 	if err != nil {
 		return err.Error(), false
 	}
 	if snap == nil {
 		return "", true
 	}
-	res, err := snap.PlaceFor(key, podSetsOf(r.unit, partial))
+	res, err := snap.PlaceFor(key, topology.WithCounts(ask.podSets, partial))
 	if err != nil {
 		return err.Error(), false
 	}
@@ -303,7 +306,7 @@ func (c *topologies) Place(key string, partial map[string]int32) (string, bool) 
 // placed it for them (admitted, not on a node yet). It takes nothing. A
 // unit that asks for no level fits at once, with no snapshot built.
 func (c *topologies) PlaceWithout(key string, victims []string) (string, bool) {
-	r, snap, err := c.askerSnapshot(key)
+	_, ask, snap, err := c.askerSnapshot(key)
 	if err != nil {
 		return "nothing it can use: " + err.Error(), false
 	}
@@ -318,7 +321,7 @@ func (c *topologies) PlaceWithout(key string, victims []string) (string, bool) {
 			c.pods.heldOnNodes(vr, held)
 		}
 	}
-	res, err := snap.PlaceWithout(podSetsOf(r.unit, nil), owners, held)
+	res, err := snap.PlaceWithout(ask.podSets, owners, held)
 	if err != nil {
 		return "nothing it can use: " + err.Error(), false
 	}
@@ -328,20 +331,20 @@ func (c *topologies) PlaceWithout(key string, victims []string) (string, bool) {
 	return "", true
 }
 
-// askerSnapshot is the unit key's record and the cycle's snapshot of the
-// Topology in force for it; no snapshot when it asks for no level (or is
-// not known).
-func (c *topologies) askerSnapshot(key string) (*unitRecord, *topology.Snapshot, error) {
+// askerSnapshot is the unit key's record, what it asks, and the cycle's
+// snapshot of the Topology in force for it; no snapshot when it asks for
+// no level (or is not known).
+func (c *topologies) askerSnapshot(key string) (*unitRecord, unitAsk, *topology.Snapshot, error) {
 	r := c.units[key]
 	if r == nil {
-		return nil, nil, nil
+		return nil, unitAsk{}, nil, nil
 	}
 	ask, ok := c.askers[r]
 	if !ok {
-		return r, nil, nil
+		return r, ask, nil, nil
 	}
 	snap, err := c.snapshot(ask.topology)
-	return r, snap, err
+	return r, ask, snap, err
 }
 
 // snapshot is the cycle's snapshot of the Topology name, built at its
@@ -351,10 +354,7 @@ func (c *topologies) snapshot(name string) (*topology.Snapshot, error) {
 	if s, ok := c.snaps[name]; ok {
 		return s, nil
 	}
-	if c.nodeHeld == nil {
-		c.nodeHeld = c.pods.pods.HeldByNode()
-	}
-	in, err := c.snapshotInputs(name, c.nodeHeld)
+	in, err := c.snapshotInputs(name, c.heldAmounts())
 	if err != nil {
 		return nil, err
 	}
@@ -372,8 +372,42 @@ func (c *topologies) snapshot(name string) (*topology.Snapshot, error) {
 type snapshotInputs struct {
 	// tree is the Topology's domain tree: read only, shared.
 	tree    *topology.Tree
-	held    map[string]corev1.ResourceList
+	held    heldAmounts
 	assumed []assumption
+}
+
+// heldAmounts is what the nodes' pods hold, as the pod ledger sums it
+// (Ledger.HeldAmountsByNode).
+type heldAmounts struct {
+	resources []corev1.ResourceName
+	byNode    iter.Seq2[string, []int64]
+}
+
+// heldAmounts is what the nodes' pods hold, with c.mu held: the ledger's
+// own sums, to be read before the lock is let go (kept, for later).
+func (c *topologies) heldAmounts() heldAmounts {
+	resources, byNode := c.pods.pods.HeldAmountsByNode()
+	return heldAmounts{resources: resources, byNode: byNode}
+}
+
+// kept is h copied, to be read once the lock that guards what h reads is
+// let go.
+func (h heldAmounts) kept() heldAmounts {
+	width := len(h.resources)
+	var nodes []string
+	var flat []int64
+	for node, amounts := range h.byNode {
+		nodes = append(nodes, node)
+		flat = append(flat, amounts[:min(len(amounts), width)]...)
+		flat = append(flat, make([]int64, width-min(len(amounts), width))...)
+	}
+	return heldAmounts{resources: slices.Clone(h.resources), byNode: func(yield func(string, []int64) bool) {
+		for i, node := range nodes {
+			if !yield(node, flat[i*width:(i+1)*width]) {
+				return
+			}
+		}
+	}}
 }
 
 // assumption is pods of a pod set of the unit owner admitted to domains
@@ -385,7 +419,7 @@ type assumption struct {
 
 // build is the snapshot of in. It reads nothing of the Cache.
 func (in snapshotInputs) build() *topology.Snapshot {
-	s := in.tree.Snapshot(in.held)
+	s := in.tree.SnapshotHolding(in.held.resources, in.held.byNode)
 	for _, a := range in.assumed {
 		s.Assume(a.owner, a.PodSet, a.Domains)
 	}
@@ -394,7 +428,7 @@ func (in snapshotInputs) build() *topology.Snapshot {
 
 // snapshotInputs gathers, with c.mu held, what a snapshot of the Topology
 // name is built from, held being what the nodes' pods hold.
-func (c *topologies) snapshotInputs(name string, held map[string]corev1.ResourceList) (snapshotInputs, error) {
+func (c *topologies) snapshotInputs(name string, held heldAmounts) (snapshotInputs, error) {
 	t, ok := c.byName[name]
 	if !ok {
 		return snapshotInputs{}, fmt.Errorf("the Topology %q does not exist", name)
@@ -502,7 +536,7 @@ func (c *topologies) forecastCluster() *topology.Cluster {
 	}
 	for r, ask := range c.askers {
 		if r.inCore {
-			cl.Units[r.key] = topology.Unit{Topology: ask.topology, PodSets: podSetsOf(r.unit, nil), Assumed: c.assumedOf(r, "")}
+			cl.Units[r.key] = topology.Unit{Topology: ask.topology, PodSets: ask.podSets, Assumed: c.assumedOf(r, "")}
 		}
 	}
 	on := c.pods.pods.EveryHeldOnNodes()
@@ -530,18 +564,13 @@ func podSetOf(u *schedulingv1alpha1.QueueUnit, name string) *schedulingv1alpha1.
 	return nil
 }
 
-// podSetsOf are u's pod sets as a snapshot places them, with the pods
-// partial admits (nil: all).
-func podSetsOf(u *schedulingv1alpha1.QueueUnit, partial map[string]int32) []topology.PodSet {
+// podSetsOf are u's pod sets as a snapshot places them, all their pods.
+func podSetsOf(u *schedulingv1alpha1.QueueUnit) []topology.PodSet {
 	out := make([]topology.PodSet, 0, len(u.Spec.PodSets))
 	for i := range u.Spec.PodSets {
 		ps := &u.Spec.PodSets[i]
-		ask, _ := topology.ParseAsk(ps.Template.Annotations) // checked when the unit was placed in the core
-		count := ps.Count
-		if n, ok := partial[ps.Name]; ok {
-			count = n
-		}
-		set := topology.PodSet{Name: ps.Name, Count: count, PerPod: resources.PodRequests(&ps.Template.Spec), Ask: ask}
+		ask, _ := topology.ParseAsk(ps.Template.Annotations) // a malformed ask is the unit's error (checkTopology)
+		set := topology.PodSet{Name: ps.Name, Count: ps.Count, PerPod: resources.PodRequests(&ps.Template.Spec), Ask: ask}
 		if !ask.IsZero() {
 			set.Nodes = topology.SelectionOf(&ps.Template.Spec)
 		}

@@ -15,6 +15,7 @@
 package podledger
 
 import (
+	"iter"
 	"slices"
 	"strings"
 
@@ -317,19 +318,24 @@ func (l *Ledger) unbind(r *record) {
 	delete(l.nodes, r.node)
 }
 
-// HeldByNode is, per node name, what the pods bound to it that hold room
-// (Pod.Holds) ask for, as the kube-scheduler counts it on the node. A new
-// map each call: O(nodes with pods).
-func (l *Ledger) HeldByNode() map[string]corev1.ResourceList {
-	out := make(map[string]corev1.ResourceList, len(l.nodes))
-	for node, sums := range l.nodes {
-		out[*node] = l.list(sums)
+// HeldAmountsByNode is, per node name, what the pods bound to it that hold
+// room (Pod.Holds) ask for, as the kube-scheduler counts it on the node:
+// amounts of resources, milli-cores for cpu and whole units for the rest,
+// as the ledger sums them, so that a reader of every node makes no list
+// per node. The amounts are the
+// ledger's own: read them, and the sequence, before the ledger changes.
+func (l *Ledger) HeldAmountsByNode() (resources []corev1.ResourceName, byNode iter.Seq2[string, []int64]) {
+	return l.names, func(yield func(string, []int64) bool) {
+		for node, sums := range l.nodes {
+			if !yield(*node, sums) {
+				return
+			}
+		}
 	}
-	return out
 }
 
 // HeldOnNodes adds into, per node name, what the pods of g bound to it
-// that hold room ask for, as HeldByNode counts them: what g's leaving
+// that hold room ask for, as HeldAmountsByNode counts them: what g's leaving
 // would free on each node. O(its pods on nodes).
 func (l *Ledger) HeldOnNodes(g Group, into map[string]corev1.ResourceList) {
 	gr, ok := l.groups[g]
@@ -350,7 +356,7 @@ func (l *Ledger) HeldOnNodes(g Group, into map[string]corev1.ResourceList) {
 }
 
 // OnNodes is what the pods bound to nodes that hold room (Pod.Holds) ask
-// for, by group and node: HeldByNode, by group (Ledger.EveryHeldOnNodes).
+// for, by group and node: HeldAmountsByNode, by group (Ledger.EveryHeldOnNodes).
 type OnNodes struct {
 	// Names are the resources of every Amounts, by index.
 	Names []corev1.ResourceName

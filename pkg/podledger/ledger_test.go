@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"runtime"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -146,7 +147,7 @@ func TestTallyFollowsThePods(t *testing.T) {
 
 // TestTallyMatchesThePodsAfterAnyChanges: after any sequence of upserts and
 // deletes, each group's tally and what it holds on each node
-// (HeldOnNodes, EveryHeldOnNodes), and each node's sum (HeldByNode), is
+// (HeldOnNodes, EveryHeldOnNodes), and each node's sum (HeldAmountsByNode), is
 // what its pods, summed afresh, hold.
 func TestTallyMatchesThePodsAfterAnyChanges(t *testing.T) {
 	for seed := range uint64(20) {
@@ -263,8 +264,14 @@ func TestTallyMatchesThePodsAfterAnyChanges(t *testing.T) {
 					wantNodes[n] = resource.NewMilliQuantity(m, resource.DecimalSI).String()
 				}
 			}
-			for n, held := range l.HeldByNode() {
-				gotNodes[n] = held.Cpu().String()
+			resources, byNode := l.HeldAmountsByNode()
+			cpu := slices.Index(resources, corev1.ResourceCPU)
+			for n, amounts := range byNode {
+				var milli int64
+				if cpu >= 0 && cpu < len(amounts) {
+					milli = amounts[cpu]
+				}
+				gotNodes[n] = resource.NewMilliQuantity(milli, resource.DecimalSI).String()
 			}
 			if diff := cmp.Diff(wantNodes, gotNodes); diff != "" {
 				t.Fatalf("seed %d step %d: held by node (-want +got):\n%s", seed, step, diff)

@@ -139,7 +139,7 @@ func (r *Replay) Place(key string, partial map[string]int32) (why string, ok boo
 		return "", true
 	}
 	mark := len(s.taken)
-	res, err := s.try(withCounts(u.PodSets, partial))
+	res, err := s.try(WithCounts(u.PodSets, partial))
 	if err != nil {
 		return err.Error(), false
 	}
@@ -258,7 +258,7 @@ func (r *Replay) Never(key string, counts map[string]int32) (why string, never b
 		r.floors[u.Topology] = floor
 	}
 	mark := len(floor.taken)
-	res, err := floor.try(withCounts(u.PodSets, counts))
+	res, err := floor.try(WithCounts(u.PodSets, counts))
 	floor.undo(mark)
 	switch {
 	case err != nil:
@@ -319,8 +319,9 @@ func (r *Replay) taking(h Holding) (taking, bool) {
 	return taking{node: n, pods: 1, shape: shape}, true
 }
 
-// withCounts is sets with the pods counts says of each (nil: sets).
-func withCounts(sets []PodSet, counts map[string]int32) []PodSet {
+// WithCounts is sets with the pods counts says of each (nil: sets): a
+// partial admission's. sets is not changed.
+func WithCounts(sets []PodSet, counts map[string]int32) []PodSet {
 	if len(counts) == 0 {
 		return sets
 	}

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"iter"
 	"math"
 	"slices"
 	"strings"
@@ -183,23 +184,68 @@ func NewTree(levels Levels, nodes []Node) *Tree {
 // pods' requests per node). Nodes held names that the tree lacks are
 // ignored.
 func (t *Tree) Snapshot(held map[string]corev1.ResourceList) *Snapshot {
-	s := &Snapshot{Tree: t, free: slices.Clone(t.allocatable), held: make([]int64, len(t.allocatable))}
-	r := len(t.names)
-	for name, l := range held {
+	return t.SnapshotHolding(t.names, func(yield func(string, []int64) bool) {
+		amounts := make([]int64, len(t.names))
+		for name, l := range held {
+			clear(amounts)
+			for res, q := range l {
+				if j, ok := t.index[res]; ok {
+					amounts[j] = amount(res, q)
+				}
+			}
+			if !yield(name, amounts) {
+				return
+			}
+		}
+	})
+}
+
+// SnapshotHolding is Snapshot of what the pods hold given as amounts of
+// resources, by node name, in amount's units (pkg/podledger's sums, as a
+// Holding says them): no list is made per node, as a cycle's snapshot of
+// thousands of nodes would otherwise make. A node may come more than once.
+func (t *Tree) SnapshotHolding(resources []corev1.ResourceName, held iter.Seq2[string, []int64]) *Snapshot {
+	s := t.emptySnapshot()
+	to := make([]int, len(resources)) // resources' index → the tree's, -1: none
+	for i, name := range resources {
+		to[i] = -1
+		if j, ok := t.index[name]; ok {
+			to[i] = j
+		}
+	}
+	for name, amounts := range held {
 		n, ok := t.byName[name]
 		if !ok {
 			continue
 		}
-		free, hold := s.free[int(n)*r:int(n+1)*r], s.held[int(n)*r:int(n+1)*r]
-		for res, q := range l {
-			if j, ok := t.index[res]; ok {
-				hold[j] = amount(res, q)
-				free[j] -= hold[j]
+		for i, a := range amounts[:min(len(amounts), len(to))] {
+			if to[i] >= 0 && a > 0 {
+				s.hold(n, to[i], a)
 			}
 		}
 	}
+	s.sumFree()
+	return s
+}
+
+// emptySnapshot is the tree with nothing held.
+func (t *Tree) emptySnapshot() *Snapshot {
+	return &Snapshot{Tree: t, free: slices.Clone(t.allocatable), held: make([]int64, len(t.allocatable)),
+		agg: make([]int64, len(t.domains))}
+}
+
+// hold records that node n's pods hold a more of resource j.
+func (s *Snapshot) hold(n int32, j int, a int64) {
+	i := int(n)*len(s.names) + j
+	s.held[i] += min(a, maxAmount-s.held[i]) // held and a are at most maxAmount: no overflow
+	s.free[i] = s.allocatable[i] - s.held[i]
+}
+
+// sumFree totals what the nodes have free.
+func (s *Snapshot) sumFree() {
+	r := len(s.names)
 	s.total = make([]int64, r)
-	for n := range t.nodes {
+	for n := range s.nodes {
 		for j, f := range s.free[n*r : (n+1)*r] {
 			// A node whose pods hold more than it has adds nothing. (Place
 			// changes only amounts it asks for and had room for, so the
@@ -207,8 +253,6 @@ func (t *Tree) Snapshot(held map[string]corev1.ResourceList) *Snapshot {
 			s.total[j] += max(f, 0)
 		}
 	}
-	s.agg = make([]int64, len(t.domains))
-	return s
 }
 
 // place finds or makes the domains of a node with labels, returning the
