@@ -148,7 +148,8 @@ type askerPlacer interface {
 // rest only what it reads. A part that changes how a unit or a quota is
 // charged asks the Cache to place it again through a one-method interface
 // (unitPlacer, podPlacer, quotaUser, askerPlacer); the Cache's answers
-// that a part gives ask that part (parts.go).
+// that a part gives ask that part (parts.go), and Setup feeds the objects
+// only one part reads (ElasticQuotaProfiles) to that part.
 type Cache struct {
 	mu     sync.Mutex
 	core   *scheduler.Scheduler

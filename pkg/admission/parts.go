@@ -4,7 +4,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
-	quotav1alpha1 "github.com/koord-queue/koord-queue/apis/quota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 )
@@ -24,18 +23,6 @@ func (c *Cache) DeletePod(namespace, name string) { c.podCharges.DeletePod(names
 // ReplacePods makes the Cache's pods these and no other, a relist
 // (podCharges.ReplacePods).
 func (c *Cache) ReplacePods(pods []*corev1.Pod) { c.podCharges.ReplacePods(pods) }
-
-// UpsertElasticQuotaProfile records a profile and recomputes the trees'
-// capacities (treeCapacities.UpsertElasticQuotaProfile).
-func (c *Cache) UpsertElasticQuotaProfile(p *quotav1alpha1.ElasticQuotaProfile) {
-	c.treeCapacities.UpsertElasticQuotaProfile(p)
-}
-
-// DeleteElasticQuotaProfile forgets a profile
-// (treeCapacities.DeleteElasticQuotaProfile).
-func (c *Cache) DeleteElasticQuotaProfile(namespace, name string) {
-	c.treeCapacities.DeleteElasticQuotaProfile(namespace, name)
-}
 
 // UpsertTopology records a Topology and places again the units that ask
 // for levels (topologies.UpsertTopology).

@@ -139,7 +139,7 @@ func TestTreeCapacityFromProfiles(t *testing.T) {
 			compute: true,
 			profile: poolProfile("a100", "a100", nil),
 			nodes:   []*corev1.Node{nodeInPool("n1", "a100", "8")},
-			change:  func(c *Cache) { c.DeleteElasticQuotaProfile("kube-system", "a100") },
+			change:  func(c *Cache) { c.treeCapacities.DeleteElasticQuotaProfile("kube-system", "a100") },
 			before:  seen{Capacity: "8", Admitted: 1},
 			want:    seen{Capacity: "0", Error: true},
 		},
@@ -157,7 +157,7 @@ func TestTreeCapacityFromProfiles(t *testing.T) {
 			c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "team").Parent("a100").
 				Label(elasticquotav1alpha1.LabelQuotaTreeID, "t-a100").Max(corev1.ResourceCPU, "100").Obj())
 			c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
-			c.UpsertElasticQuotaProfile(tc.profile)
+			c.treeCapacities.UpsertElasticQuotaProfile(tc.profile)
 			for _, n := range tc.nodes {
 				c.UpsertNode(n)
 			}
@@ -221,7 +221,7 @@ func TestNodeBeingDeletedCountsNowhere(t *testing.T) {
 			c.treeCapacities.computeTrees = tc.compute
 			c.UpsertElasticQuota(wrappers.MakeElasticQuota("a100", "kube-system").IsParent().
 				Label(elasticquotav1alpha1.LabelQuotaTreeID, "t-a100").Label(elasticquotav1alpha1.LabelQuotaIsRoot, "true").Obj())
-			c.UpsertElasticQuotaProfile(poolProfile("a100", "a100", nil))
+			c.treeCapacities.UpsertElasticQuotaProfile(poolProfile("a100", "a100", nil))
 			for _, n := range []*corev1.Node{nodeInPool("n1", "a100", "4"), nodeInPool("n2", "a100", "4"), nodeInPool("n3", "other", "16")} {
 				c.UpsertNode(n)
 			}
@@ -267,10 +267,10 @@ func TestDuplicateProfilesOneRule(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := NewCache()
 			c.treeCapacities.computeTrees = true
-			c.UpsertElasticQuotaProfile(profile("b", 10)) // pool b: 8 CPU
+			c.treeCapacities.UpsertElasticQuotaProfile(profile("b", 10)) // pool b: 8 CPU
 			c.UpsertNode(nodeInPool("nb", "b", "8"))
 			c.UpsertNode(nodeInPool("na", "a", "4"))
-			c.UpsertElasticQuotaProfile(profile("a", 20)) // pool a: 4 CPU
+			c.treeCapacities.UpsertElasticQuotaProfile(profile("a", 20)) // pool a: 4 CPU
 			root := wrappers.MakeElasticQuota("a100", "kube-system").IsParent().
 				Label(elasticquotav1alpha1.LabelQuotaTreeID, "t-a100").Label(elasticquotav1alpha1.LabelQuotaIsRoot, "true")
 			if tc.label != "" {

@@ -152,12 +152,12 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 		}{&quotav1alpha1.ElasticQuotaProfile{},
 			func(o any) {
 				if p, ok := o.(*quotav1alpha1.ElasticQuotaProfile); ok {
-					c.UpsertElasticQuotaProfile(p)
+					c.treeCapacities.UpsertElasticQuotaProfile(p)
 				}
 			},
 			func(o any) {
 				if p, ok := o.(*quotav1alpha1.ElasticQuotaProfile); ok {
-					c.DeleteElasticQuotaProfile(p.Namespace, p.Name)
+					c.treeCapacities.DeleteElasticQuotaProfile(p.Namespace, p.Name)
 				}
 			}})
 	}

@@ -72,7 +72,7 @@ func TestQueueViewShowsItsTree(t *testing.T) {
 				team.Parent("a100").Label(elasticquotav1alpha1.LabelQuotaTreeID, "t1")
 			}
 			if tc.compute {
-				c.UpsertElasticQuotaProfile(poolProfile("a100-nodes", "a100", nil))
+				c.treeCapacities.UpsertElasticQuotaProfile(poolProfile("a100-nodes", "a100", nil))
 				c.UpsertNode(nodeInPool("n1", "a100-nodes", "8"))
 			}
 			c.UpsertElasticQuota(team.Obj())
