@@ -168,8 +168,6 @@ type Cache struct {
 	// backingOff are the units held out of their queue while their backoff
 	// runs.
 	backingOff backoffs
-	// capacity is what the nodes offer.
-	capacity clusterCapacity
 	// wake has room for one signal: events coalesce while a cycle runs.
 	wake wakeup
 	// dirty units changed since the loop last looked at them.
@@ -181,6 +179,7 @@ type Cache struct {
 	// The parts below own what only they keep, and are given of the rest
 	// only what they read; they work under mu, as their methods say.
 	decisions          decisions          // the writer's side of the decisions (record.go)
+	clusterCapacity    clusterCapacity    // the nodes' capacity, the root's (capacity.go)
 	podCharges         podCharges         // what pods hold (pods.go)
 	treeCapacities     treeCapacities     // trees' capacities from profiles (pools.go)
 	topologies         topologies         // placements within topology domains (topology.go)
@@ -203,11 +202,11 @@ func NewCache() *Cache {
 		queues:       queueRecords{},
 		units:        map[string]*unitRecord{},
 		backingOff:   backoffs{},
-		capacity:     newClusterCapacity(),
 		wake:         make(wakeup, 1),
 		dirty:        map[string]struct{}{},
 	}
 	c.decisions = decisions{mu: &c.mu, units: c.units, queues: c.queues, core: c.core, wake: c.wake, placer: c}
+	c.clusterCapacity = clusterCapacity{mu: &c.mu, core: c.core, decisions: &c.decisions, wake: c.wake, nodes: newCapacitySum()}
 	c.owedWrites = owedWrites{mu: &c.mu, units: c.units, owed: owedQueue{wake: make(wakeup, 1)}}
 	c.executionDeadlines = executionDeadlines{mu: &c.mu, units: c.units, wake: c.wake, deadlineOf: map[*unitRecord]time.Time{}}
 	c.podCharges = podCharges{mu: &c.mu, units: c.units, core: c.core, quotas: c.quotas, wake: c.wake, placer: c,
@@ -361,8 +360,7 @@ func (c *Cache) UpsertNode(n *corev1.Node) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	capacity := watched.NodeCapacity(n)
-	before, known := c.capacity.node(n.Name)
-	clusterChanged := !known || watched.CapacityChanged(before, capacity)
+	clusterChanged := c.clusterCapacity.changed(n.Name, capacity)
 	poolChanged := c.treeCapacities.upsertPoolNode(n)
 	topologyChanged := c.topologies.upsertTopologyNode(n)
 	if !clusterChanged && !poolChanged && !topologyChanged {
@@ -371,10 +369,7 @@ func (c *Cache) UpsertNode(n *corev1.Node) {
 	}
 	metrics.WatchedUpdates.WithLabelValues(metrics.KindNode, metrics.UpdateApplied).Inc()
 	if clusterChanged {
-		// Kept even when nil: the first node seen, usable or not, sets the
-		// cluster's capacity, so nodes none of which is Ready give nothing.
-		c.capacity.set(n.Name, capacity)
-		c.setCapacity()
+		c.clusterCapacity.setNode(n.Name, capacity)
 	}
 	if poolChanged {
 		c.treeCapacities.refreshTrees()
@@ -388,29 +383,9 @@ func (c *Cache) UpsertNode(n *corev1.Node) {
 func (c *Cache) DeleteNode(name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.capacity.remove(name)
 	c.topologies.deleteTopologyNode(name)
-	c.setCapacity()
+	c.clusterCapacity.deleteNode(name)
 	c.treeCapacities.deletePoolNode(name)
-}
-
-// nodesListed: the Node informer has listed every node (the Loop calls it
-// once every informer has). From then on the nodes the Cache holds are the
-// whole cluster, and none is a cluster of capacity zero: a restart in a
-// cluster without nodes decides as the replica that saw its last node go,
-// and admits nothing the cluster cannot hold. Until then the root is not
-// limited by nodes (the first node seen also sets the capacity), so a
-// Cache fed by hand without nodes admits by its quotas alone.
-func (c *Cache) nodesListed() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.setCapacity()
-}
-
-func (c *Cache) setCapacity() {
-	c.core.SetClusterCapacity(c.capacity.sum())
-	c.decisions.forgetIfShrunk()
-	c.wake.notify()
 }
 
 // UpsertUnit records a QueueUnit as the API server has it.

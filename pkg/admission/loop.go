@@ -59,7 +59,7 @@ func (l *Loop) Start(ctx context.Context) error {
 		}
 		phases.listed, phases.rebuilt = l.synced.listed, l.synced.rebuilt
 	}
-	l.cache.nodesListed()
+	l.cache.clusterCapacity.nodesListed()
 	log.Info("Cache rebuilt from the API server; admitting")
 	go l.writer.Run(ctx)
 

@@ -335,7 +335,7 @@ func (w *propWorld) start() {
 	for i := range nodes.Items {
 		w.cache.UpsertNode(&nodes.Items[i])
 	}
-	w.cache.nodesListed() // as the Loop does once the informers listed
+	w.cache.clusterCapacity.nodesListed() // as the Loop does once the informers listed
 	queues := &schedulingv1alpha1.QueueList{}
 	w.must(w.api.List(ctx, queues))
 	for i := range queues.Items {

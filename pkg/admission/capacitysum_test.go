@@ -18,7 +18,7 @@ func TestClusterCapacityIsTheSumOfItsNodes(t *testing.T) {
 	amounts := []string{"0", "500m", "1", "4", "1Gi", "96"}
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 7))
-		k := newClusterCapacity()
+		k := newCapacitySum()
 		for step := range 300 {
 			name := fmt.Sprintf("node-%d", rng.IntN(12))
 			switch rng.IntN(4) {

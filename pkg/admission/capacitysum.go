@@ -4,11 +4,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 )
 
-// clusterCapacity is what the nodes offer, by node and summed. The sum is
+// capacitySum is what the nodes offer, by node and summed. The sum is
 // kept as nodes change, so that a node's change costs its own resources
 // rather than a walk over every node: a start with thousands of nodes, fed
 // one at a time, would otherwise cost their square.
-type clusterCapacity struct {
+type capacitySum struct {
 	// nodes' capacity (watched.NodeCapacity; nil while unusable), by name.
 	nodes map[string]corev1.ResourceList
 	total corev1.ResourceList
@@ -18,8 +18,8 @@ type clusterCapacity struct {
 	naming map[corev1.ResourceName]int
 }
 
-func newClusterCapacity() clusterCapacity {
-	return clusterCapacity{
+func newCapacitySum() capacitySum {
+	return capacitySum{
 		nodes:  map[string]corev1.ResourceList{},
 		total:  corev1.ResourceList{},
 		naming: map[corev1.ResourceName]int{},
@@ -27,13 +27,13 @@ func newClusterCapacity() clusterCapacity {
 }
 
 // node is the named node's capacity, and whether the node is known.
-func (k *clusterCapacity) node(name string) (corev1.ResourceList, bool) {
+func (k *capacitySum) node(name string) (corev1.ResourceList, bool) {
 	capacity, known := k.nodes[name]
 	return capacity, known
 }
 
 // set records the named node's capacity (nil: a node that offers nothing).
-func (k *clusterCapacity) set(name string, capacity corev1.ResourceList) {
+func (k *capacitySum) set(name string, capacity corev1.ResourceList) {
 	k.take(k.nodes[name])
 	k.nodes[name] = capacity
 	for resource, q := range capacity {
@@ -45,13 +45,13 @@ func (k *clusterCapacity) set(name string, capacity corev1.ResourceList) {
 }
 
 // remove forgets the named node.
-func (k *clusterCapacity) remove(name string) {
+func (k *capacitySum) remove(name string) {
 	k.take(k.nodes[name])
 	delete(k.nodes, name)
 }
 
 // take subtracts a node's capacity from the sum.
-func (k *clusterCapacity) take(capacity corev1.ResourceList) {
+func (k *capacitySum) take(capacity corev1.ResourceList) {
 	for resource, q := range capacity {
 		if k.naming[resource]--; k.naming[resource] == 0 {
 			delete(k.naming, resource)
@@ -65,4 +65,4 @@ func (k *clusterCapacity) take(capacity corev1.ResourceList) {
 }
 
 // sum is what the nodes offer together: a copy, the caller's to keep.
-func (k *clusterCapacity) sum() corev1.ResourceList { return k.total.DeepCopy() }
+func (k *capacitySum) sum() corev1.ResourceList { return k.total.DeepCopy() }
