@@ -6,9 +6,61 @@ import (
 	"strings"
 	"time"
 
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/policy"
 	"github.com/koord-queue/koord-queue/pkg/quota"
 )
+
+// turns are the Scheduler's cycle: which queues take a turn and in what
+// order (the dirty queues, the parked ones and the line: line.go,
+// parked.go), each turn's steps, and the Placer's part in them
+// (placement.go). They own that state; they read the Scheduler's engine,
+// units and queues, and ask its preemption, which asks them back through
+// queueTurns (preemption.go). The Scheduler's events wake queues through
+// them (wake, released).
+type turns struct {
+	engine *quota.Engine
+	// queues, units, sizer and preemption are the Scheduler's.
+	queues     map[string]*queueState
+	units      map[string]*unitState
+	sizer      sizer
+	preemption preemption
+	// dirty queues are reconsidered by the next cycle.
+	dirty map[string]struct{}
+	// timed: queues with starvation protection, the only ones with a
+	// time-based rule.
+	timed map[string]struct{}
+	// cycleState is the running cycle's, shared with preemption.
+	cycleState
+	// placer decides whether a unit fits the nodes (placement.go); aside
+	// are the units it refused in the running cycle, set aside from their
+	// queues' order until it ends; unplaced are the queues of units it
+	// refused, for WakeUnplaced.
+	placer   Placer
+	aside    []asideUnit
+	unplaced map[string]struct{}
+
+	// parked: the queues that wait for an event, and what wakes them
+	// (parked.go).
+	parked parkedQueues
+	// line is the running cycle's line, nil between cycles.
+	line    *queueLine
+	lineBuf queueLine
+}
+
+// cycleState is what the cycles share with preemption (preemption.go). It
+// has no methods.
+type cycleState struct {
+	// cycle counts the cycles run.
+	cycle int
+	// free and binding are the headroom of the quota whose turn it is, and
+	// the quotas that bind it (quota.Engine.Headroom), kept from turn to
+	// turn for their room.
+	free    quota.Vector
+	binding []string
+	// errs are bookkeeping errors met outside a cycle, for the next Result.
+	errs []UnitError
+}
 
 // Cycle decides what can be decided now. Its steps:
 //
@@ -42,6 +94,11 @@ func (s *Scheduler) Cycle(now time.Time) Result {
 // Preemptors whose victims are gone are admitted whatever the limit: their
 // quota was reclaimed for them.
 func (s *Scheduler) CycleLimited(now time.Time, limit int) Result {
+	return s.turns.run(now, limit)
+}
+
+// run is CycleLimited.
+func (s *turns) run(now time.Time, limit int) Result {
 	s.cycle++
 	s.engine.MarkLoaded() // quota changes from now on are seen in order
 	var res Result
@@ -91,7 +148,7 @@ func (s *Scheduler) CycleLimited(now time.Time, limit int) Result {
 // admitted (the queue may admit more) or its head just preempted (offer
 // again), false when the queue is done and parked; that attempt counts as
 // unschedulable in the queue's Attempts (an admission counts in admit).
-func (s *Scheduler) turn(qs *queueState, now time.Time, res *Result) bool {
+func (s *turns) turn(qs *queueState, now time.Time, res *Result) bool {
 	if qs.q.Len() == 0 {
 		return false
 	}
@@ -103,7 +160,7 @@ func (s *Scheduler) turn(qs *queueState, now time.Time, res *Result) bool {
 }
 
 // tryHead is turn's attempt on a queue that has a head.
-func (s *Scheduler) tryHead(qs *queueState, now time.Time, res *Result) bool {
+func (s *turns) tryHead(qs *queueState, now time.Time, res *Result) bool {
 	name := qs.spec.Name
 	if p := qs.patient; p != nil && !now.Before(p.patientUntil) {
 		s.preemption.endPatience(p) // its delay is over: from this turn on it may evict
@@ -184,7 +241,7 @@ func (s *Scheduler) tryHead(qs *queueState, now time.Time, res *Result) bool {
 // costly part of a parked turn, so it is redone only when the cause changed:
 // another head, or other quotas holding it back. Numbers that merely drift
 // (usage) are refreshed by WaitReason, which explains afresh.
-func (s *Scheduler) headWaitsForQuota(qs *queueState, off policy.Offer, res *Result) {
+func (s *turns) headWaitsForQuota(qs *queueState, off policy.Offer, res *Result) {
 	us := s.units[off.Head.Key]
 	if w := us.quotaWait; us.reason != "" && w != nil && w.band == off.Band && equalStrings(w.cause, s.binding) && w.heldFor == s.preemption.roomHeldFor() {
 		return
@@ -211,7 +268,7 @@ func equalStrings(a, b []string) bool {
 	return true
 }
 
-func (s *Scheduler) explain(qs *queueState, off policy.Offer) string {
+func (s *turns) explain(qs *queueState, off policy.Offer) string {
 	us := s.units[off.Head.Key]
 	return s.engine.Explain(qs.quota, us.need) + partialNote(us) + bandNote(off.Band)
 }
@@ -237,7 +294,7 @@ func namespaceOf(key string) string {
 // headWaits records why the unit key waits, rendered for its namespace
 // (text.go): its status, which that namespace reads, names no unit of
 // another.
-func (s *Scheduler) headWaits(qs *queueState, key string, why Text, res *Result) {
+func (s *turns) headWaits(qs *queueState, key string, why Text, res *Result) {
 	us, ok := s.units[key]
 	if !ok {
 		return
@@ -254,7 +311,7 @@ func (s *Scheduler) headWaits(qs *queueState, key string, why Text, res *Result)
 // the headroom s.free, otherwise partially (fit). The charge comes first: if
 // the engine refuses it, nothing has changed and the error (a bug, wrapping
 // ErrBookkeeping) is returned.
-func (s *Scheduler) admit(qs *queueState, key string, now time.Time, res *Result) error {
+func (s *turns) admit(qs *queueState, key string, now time.Time, res *Result) error {
 	us := s.units[key]
 	held, partial := s.sizer.fit(us, s.free)
 	c := quota.Charge{Key: key, Quota: qs.quota, Request: held, Priority: us.u.Priority, AdmitTime: now, Namespace: namespaceOf(key)}
@@ -292,12 +349,12 @@ func (s *Scheduler) admit(qs *queueState, key string, now time.Time, res *Result
 // admitRefused: the engine would not charge a unit being admitted. The unit
 // keeps its place and waits, saying why, and the error goes to the
 // controller. The queue is tried again at its next event.
-func (s *Scheduler) admitRefused(qs *queueState, key string, err error, res *Result) {
+func (s *turns) admitRefused(qs *queueState, key string, err error, res *Result) {
 	res.Errors = append(res.Errors, UnitError{Unit: key, Queue: qs.spec.Name, Err: err})
 	s.headWaits(qs, key, words("not admitted: "+err.Error()), res)
 }
 
-func (s *Scheduler) wakePromoted(now time.Time) {
+func (s *turns) wakePromoted(now time.Time) {
 	for name := range s.timed {
 		qs := s.queues[name]
 		if !qs.nextPromo.IsZero() && !now.Before(qs.nextPromo) {
@@ -307,7 +364,7 @@ func (s *Scheduler) wakePromoted(now time.Time) {
 	}
 }
 
-func (s *Scheduler) nextWakeup() time.Time {
+func (s *turns) nextWakeup() time.Time {
 	next := s.preemption.nextWakeup()
 	for name := range s.timed {
 		qs := s.queues[name]
@@ -316,4 +373,46 @@ func (s *Scheduler) nextWakeup() time.Time {
 		}
 	}
 	return next
+}
+
+// configured: the queue spec.Name was added or changed; starvation
+// protection gives it a time-based rule (wakePromoted).
+func (s *turns) configured(spec QueueSpec) {
+	if spec.Config.Policy == schedulingv1alpha1.QueuePolicyIntelligent && spec.Config.LowPriorityMaxWait > 0 {
+		s.timed[spec.Name] = struct{}{}
+	} else {
+		delete(s.timed, spec.Name)
+	}
+}
+
+// forgetQueue: qs, named name, is deleted. It is parked no more and takes
+// no turn.
+func (s *turns) forgetQueue(qs *queueState, name string) {
+	s.parked.unpark(qs, s.line)
+	delete(s.timed, name)
+	delete(s.dirty, name)
+}
+
+// released wakes queues held back by a limit of the quota or an ancestor.
+func (s *turns) released(quotaName string) {
+	s.engine.Ancestors(quotaName, func(name string) {
+		s.parked.released(name, s.line, s.wake)
+	})
+}
+
+// wake has queue take a turn in the next cycle: it is parked no more.
+func (s *turns) wake(queue string) {
+	qs, ok := s.queues[queue]
+	if !ok {
+		return
+	}
+	s.parked.unpark(qs, s.line)
+	s.dirty[queue] = struct{}{}
+}
+
+// wakeAll wakes every queue.
+func (s *turns) wakeAll() {
+	for name := range s.queues {
+		s.wake(name)
+	}
 }

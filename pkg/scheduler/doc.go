@@ -28,13 +28,14 @@
 // DeleteUnit), and only then is their preemptor admitted, ahead of everyone
 // else, so what was reclaimed for it is not taken by another queue.
 //
-// Where things are: scheduler.go takes the events, cycle.go runs the cycle
-// and admits, line.go orders the queues' turns. Three parts own their state,
-// each a type the Scheduler holds: parkedQueues (parked.go), the queues
-// waiting for an event and what wakes them, settled groups included;
-// preemptions (preemptions.go, with preempt.go and patience.go), who may
-// evict whom and when, and the room held meanwhile; orphans (orphans.go),
-// units whose queue does not exist.
+// Where things are: scheduler.go takes the events and keeps the units;
+// the cycle is turns (cycle.go), which runs it and admits, with line.go,
+// which orders the queues' turns, and placement.go, which asks the Placer.
+// Parts own their state, each a type the Scheduler holds: turns, and in it
+// parkedQueues (parked.go), the queues waiting for an event and what wakes
+// them, settled groups included; preemptions (preemptions.go, with
+// preempt.go and patience.go), who may evict whom and when, and the room
+// held meanwhile; orphans (orphans.go), units whose queue does not exist.
 //
 // A Scheduler is not safe for concurrent use; the controller serialises
 // calls (one goroutine, or a mutex).

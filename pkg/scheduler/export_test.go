@@ -18,7 +18,7 @@ func SharedPreemptStateWritten() bool { return !reflect.ValueOf(noPreemption).Is
 
 // NoSettle makes s give every woken queue its turn (parked.go), the reference
 // the settled queues are checked against.
-func NoSettle(s *Scheduler) { s.parked.noSettle = true }
+func NoSettle(s *Scheduler) { s.turns.parked.noSettle = true }
 
 // StaleSettledHeads lists the settled queues whose key holds another head
 // than their policy serves first now (line.go: a head change must
@@ -26,7 +26,7 @@ func NoSettle(s *Scheduler) { s.parked.noSettle = true }
 // since)".
 func StaleSettledHeads(s *Scheduler, now time.Time) []string {
 	var stale []string
-	for _, groups := range s.parked.groups {
+	for _, groups := range s.turns.parked.groups {
 		for _, g := range groups {
 			g.members.each(func(m *queueState) {
 				p, t, ok := m.q.HeadRank(now)

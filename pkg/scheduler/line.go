@@ -134,7 +134,7 @@ func (e *lineEntry) next() *queueState {
 
 // lineUp takes the dirty queues and the woken settled groups, in serving
 // order.
-func (s *Scheduler) lineUp(now time.Time) queueLine {
+func (s *turns) lineUp(now time.Time) queueLine {
 	s.evictChanged()
 	s.parked.rekeyIfStale(s.engine, s.wake)
 	// No need to sort: the line's order is total (its last key is the
@@ -171,7 +171,7 @@ func (s *Scheduler) lineUp(now time.Time) queueLine {
 
 // cutShort: a limit ends the cycle; what is still in line takes its turn
 // next call.
-func (s *Scheduler) cutShort(line queueLine) {
+func (s *turns) cutShort(line queueLine) {
 	for _, e := range line {
 		if e.qs != nil {
 			if e.qs.q.Len() > 0 {
@@ -187,7 +187,7 @@ func (s *Scheduler) cutShort(line queueLine) {
 // chain is as its members parked, it passes over every member before the
 // next entry; otherwise its next member leaves the group, to take a real
 // turn as an ordinary queue in line.
-func (s *Scheduler) groupTurn(line *queueLine) {
+func (s *turns) groupTurn(line *queueLine) {
 	e := (*line)[0]
 	m := e.next()
 	if m == nil {

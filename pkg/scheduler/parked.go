@@ -36,7 +36,7 @@ import (
 // (TestSettledQueuesDecideAsEveryQueueTakingItsTurn).
 //
 // It owns the wake sets and the settled groups; each queue's side of them
-// is its parkedState. The Scheduler decides when a queue parks or settles
+// is its parkedState. The turns decide when a queue parks or settles
 // (tryHead, settleable) and wakes what parkedQueues hands back.
 type parkedQueues struct {
 	// at: the wake sets, queues parked because of a limit of this quota.
@@ -141,7 +141,7 @@ func (p *parkedQueues) woken() bool { return len(p.active) > 0 }
 // quota, no room held for one elsewhere), and one quota holds it back, its parent, so that only a change of
 // its own quota's usage (which the engine reports) or of its parent's chain
 // (ChainState) could change its headroom.
-func (s *Scheduler) settleable(qs *queueState, head string, preempting bool) (string, bool) {
+func (s *turns) settleable(qs *queueState, head string, preempting bool) (string, bool) {
 	cfg := qs.spec.Config
 	if s.parked.noSettle || preempting || s.preemption.roomHeldFor() != "" || cfg.EnablePreemption || cfg.WaitForPodsRunning || len(qs.parkedAt) > 0 {
 		return "", false
@@ -180,7 +180,7 @@ func (s *Scheduler) settleable(qs *queueState, head string, preempting bool) (st
 }
 
 // settle parks qs on quota b as a settled queue.
-func (s *Scheduler) settle(qs *queueState, b string, now time.Time) {
+func (s *turns) settle(qs *queueState, b string, now time.Time) {
 	// Changes so far are in the state qs parks with: they must not evict it.
 	s.evictChanged()
 	s.parked.settle(qs, b, s.engine, s.cycle, now)
@@ -287,11 +287,11 @@ func (p *parkedQueues) wakeSettled(b string, line *queueLine, wake func(queue st
 // evictChanged makes ordinary parked queues of the settled queues whose own
 // quota's usage changed: their headroom no longer follows from their
 // group's. It returns whether there were any.
-func (s *Scheduler) evictChanged() bool {
+func (s *turns) evictChanged() bool {
 	return s.parked.evictChanged(s.engine, s.line, s.dirty)
 }
 
-// evictChanged is Scheduler.evictChanged: those of a woken group are marked
+// evictChanged is turns.evictChanged: those of a woken group are marked
 // dirty, those the running line holds stay in it, the rest park at their
 // group's quota.
 func (p *parkedQueues) evictChanged(engine *quota.Engine, line *queueLine, dirty map[string]struct{}) bool {

@@ -29,7 +29,7 @@ type Placer interface {
 }
 
 // SetPlacer makes p the Placer; nil: no unit waits for room on nodes.
-func (s *Scheduler) SetPlacer(p Placer) { s.placer = p }
+func (s *Scheduler) SetPlacer(p Placer) { s.turns.placer = p }
 
 // maxSetAside bounds how many units that fit their quota and not the nodes
 // one queue passes over in one cycle, so that a tenant's many units that
@@ -51,7 +51,7 @@ type asideUnit struct {
 // most maxSetAside per queue and cycle; otherwise (Block, Intelligent's
 // high band or a promoted unit) nothing behind it is admitted and the
 // queue is parked (false).
-func (s *Scheduler) placementRefused(qs *queueState, off policy.Offer, key, why string, res *Result) bool {
+func (s *turns) placementRefused(qs *queueState, off policy.Offer, key, why string, res *Result) bool {
 	s.unplacedWaits(qs, key, words(why), res)
 	blocks := qs.spec.Config.Policy == schedulingv1alpha1.QueuePolicyBlock || off.Band == policy.BandHigh || off.Band == policy.BandPromoted
 	if blocks || qs.asides >= maxSetAside {
@@ -70,7 +70,7 @@ func (s *Scheduler) placementRefused(qs *queueState, off policy.Offer, key, why 
 
 // restoreAside puts the units set aside in the cycle back in their
 // queues' order, as they were.
-func (s *Scheduler) restoreAside() {
+func (s *turns) restoreAside() {
 	for i, a := range s.aside {
 		a.qs.asides = 0
 		if us := s.units[a.item.Key]; us != nil && us.inQueue && us.u.Queue == a.qs.spec.Name {
@@ -85,7 +85,10 @@ func (s *Scheduler) restoreAside() {
 // waited for room on the nodes: the controller calls it when that room
 // may have grown (a node added or changed, a pod gone, a placement
 // given back).
-func (s *Scheduler) WakeUnplaced() {
+func (s *Scheduler) WakeUnplaced() { s.turns.wakeUnplaced() }
+
+// wakeUnplaced is WakeUnplaced.
+func (s *turns) wakeUnplaced() {
 	for name := range s.unplaced {
 		s.wake(name)
 	}
@@ -95,14 +98,14 @@ func (s *Scheduler) WakeUnplaced() {
 // unplacedWaits: the unit key waits for room on the nodes, saying why;
 // its queue is woken by WakeUnplaced (or a change of its units or any
 // quota's).
-func (s *Scheduler) unplacedWaits(qs *queueState, key string, why Text, res *Result) {
+func (s *turns) unplacedWaits(qs *queueState, key string, why Text, res *Result) {
 	s.headWaits(qs, key, why, res)
 	s.unplaced[qs.spec.Name] = struct{}{}
 }
 
 // place asks the Placer about the unit about to be admitted with what
 // s.free, its quota's headroom, allows.
-func (s *Scheduler) place(us *unitState) (why string, ok bool) {
+func (s *turns) place(us *unitState) (why string, ok bool) {
 	if s.placer == nil {
 		return "", true
 	}
@@ -115,7 +118,7 @@ func (s *Scheduler) place(us *unitState) (why string, ok bool) {
 // its reservation covers), s.free being its quota's headroom. Refused, it
 // waits as in its turn (unplacedWaits) and false is returned; it is not
 // set aside, so its queue's turn in the cycle may offer it again.
-func (s *Scheduler) placedOutOfTurn(qs *queueState, us *unitState, res *Result) bool {
+func (s *turns) placedOutOfTurn(qs *queueState, us *unitState, res *Result) bool {
 	why, ok := s.place(us)
 	if !ok {
 		s.unplacedWaits(qs, us.u.Key, words(why), res)
@@ -125,7 +128,7 @@ func (s *Scheduler) placedOutOfTurn(qs *queueState, us *unitState, res *Result) 
 
 // wouldPlace asks the Placer whether us, whole, would fit the nodes were
 // victims gone (Placer.PlaceWithout).
-func (s *Scheduler) wouldPlace(us *unitState, victims []string) (why string, ok bool) {
+func (s *turns) wouldPlace(us *unitState, victims []string) (why string, ok bool) {
 	if s.placer == nil {
 		return "", true
 	}

@@ -64,7 +64,7 @@ type queueTurns interface {
 	unplacedWaits(qs *queueState, key string, why Text, res *Result)
 }
 
-var _ queueTurns = (*Scheduler)(nil)
+var _ queueTurns = (*turns)(nil)
 
 // preemptor is the Scheduler's preemption. It keeps the preemptions' books
 // (preemptions), reads the Scheduler's units and queues, charges the
@@ -77,14 +77,14 @@ type preemptor struct {
 	// run is the Scheduler's running cycle: its number, the headroom of the
 	// quota whose turn it is, and the errors met outside a cycle.
 	run         *cycleState
-	turns       queueTurns // the Scheduler
+	turns       queueTurns // the Scheduler's turns (cycle.go)
 	preemptions preemptions
 }
 
 var _ preemption = (*preemptor)(nil)
 
-func newPreemptor(s *Scheduler) *preemptor {
-	return &preemptor{engine: s.engine, units: s.units, queues: s.queues, run: &s.cycleState, turns: s, preemptions: newPreemptions()}
+func newPreemptor(t *turns) *preemptor {
+	return &preemptor{engine: t.engine, units: t.units, queues: t.queues, run: &t.cycleState, turns: t, preemptions: newPreemptions()}
 }
 
 func (s *preemptor) beginCycle(now time.Time, res *Result) {

@@ -45,7 +45,7 @@ func (s *Scheduler) widened(width int) {
 			// what it asks of the new ones.
 			held := keep(us.req, req)
 			if err := s.engine.Resize(key, held); err != nil {
-				s.errs = append(s.errs, UnitError{Unit: key, Queue: us.u.Queue, Err: bookkeeping(err)})
+				s.turns.errs = append(s.turns.errs, UnitError{Unit: key, Queue: us.u.Queue, Err: bookkeeping(err)})
 				continue
 			}
 			us.req, us.need = held, held

@@ -12,7 +12,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
-	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/policy"
 	"github.com/koord-queue/koord-queue/pkg/quota"
 )
@@ -107,47 +106,15 @@ type Scheduler struct {
 	units  map[string]*unitState
 	// orphans are the units whose queue does not exist (orphans.go).
 	orphans orphans
-	// dirty queues are reconsidered by the next cycle.
-	dirty map[string]struct{}
-	// timed: queues with starvation protection, the only ones with a
-	// time-based rule.
-	timed map[string]struct{}
 	// sizer reads units' requests and pod sets as the engine's vectors
 	// (partial.go).
 	sizer sizer
-	// cycleState is the running cycle's, shared with preemption.
-	cycleState
 	// preemption: who may evict whom and when, and the room held
 	// meanwhile (preemption.go).
 	preemption preemption
-	// placer decides whether a unit fits the nodes (placement.go); aside
-	// are the units it refused in the running cycle, set aside from their
-	// queues' order until it ends; unplaced are the queues of units it
-	// refused, for WakeUnplaced.
-	placer   Placer
-	aside    []asideUnit
-	unplaced map[string]struct{}
-
-	// parked: the queues that wait for an event, and what wakes them
-	// (parked.go).
-	parked parkedQueues
-	// line is the running cycle's line, nil between cycles.
-	line    *queueLine
-	lineBuf queueLine
-}
-
-// cycleState is what the Scheduler's cycles share with its preemption
-// (preemption.go). It has no methods.
-type cycleState struct {
-	// cycle counts the cycles run.
-	cycle int
-	// free and binding are the headroom of the quota whose turn it is, and
-	// the quotas that bind it (quota.Engine.Headroom), kept from turn to
-	// turn for their room.
-	free    quota.Vector
-	binding []string
-	// errs are bookkeeping errors met outside a cycle, for the next Result.
-	errs []UnitError
+	// turns: the cycle, which queues take a turn and in what order, and
+	// each turn's steps (cycle.go).
+	turns turns
 }
 
 // New returns a Scheduler with an empty quota tree.
@@ -157,14 +124,21 @@ func New() *Scheduler {
 		queues:  map[string]*queueState{},
 		units:   map[string]*unitState{},
 		orphans: newOrphans(),
-		dirty:   map[string]struct{}{},
-		timed:   map[string]struct{}{},
-		parked:  newParkedQueues(),
+	}
+	s.sizer = sizer{engine: s.engine}
+	s.turns = turns{
+		engine: s.engine,
+		queues: s.queues,
+		units:  s.units,
+		sizer:  s.sizer,
+		dirty:  map[string]struct{}{},
+		timed:  map[string]struct{}{},
+		parked: newParkedQueues(),
 
 		unplaced: map[string]struct{}{},
 	}
-	s.sizer = sizer{engine: s.engine}
-	s.preemption = newPreemptor(s)
+	s.preemption = newPreemptor(&s.turns)
+	s.turns.preemption = s.preemption
 	return s
 }
 
@@ -185,7 +159,7 @@ func (s *Scheduler) UpsertQuota(spec quota.Spec) {
 	width := s.engine.Len()
 	s.engine.UpsertQuota(spec)
 	s.widened(width)
-	s.wakeAll()
+	s.turns.wakeAll()
 }
 
 // UpsertQuotas is UpsertQuota for many quotas at once, rebuilding the tree
@@ -194,7 +168,7 @@ func (s *Scheduler) UpsertQuotas(specs []quota.Spec) {
 	width := s.engine.Len()
 	s.engine.UpsertQuotas(specs)
 	s.widened(width)
-	s.wakeAll()
+	s.turns.wakeAll()
 }
 
 // KeepInTree says that units admitted in quota, which does not exist, were
@@ -204,7 +178,7 @@ func (s *Scheduler) KeepInTree(quota, tree string) { s.engine.KeepInTree(quota, 
 // DeleteQuota removes an ElasticQuota.
 func (s *Scheduler) DeleteQuota(name string) {
 	s.engine.DeleteQuota(name)
-	s.wakeAll()
+	s.turns.wakeAll()
 }
 
 // SetClusterCapacity sets the root's capacity (allocatable of Ready,
@@ -213,7 +187,7 @@ func (s *Scheduler) SetClusterCapacity(capacity corev1.ResourceList) {
 	width := s.engine.Len()
 	s.engine.SetClusterCapacity(capacity)
 	s.widened(width)
-	s.wakeAll()
+	s.turns.wakeAll()
 }
 
 // UpsertQueue adds or changes a queue. A policy change keeps every unit's place.
@@ -222,11 +196,7 @@ func (s *Scheduler) UpsertQueue(spec QueueSpec) {
 	if quotaName == "" {
 		quotaName = spec.Name
 	}
-	if spec.Config.Policy == schedulingv1alpha1.QueuePolicyIntelligent && spec.Config.LowPriorityMaxWait > 0 {
-		s.timed[spec.Name] = struct{}{}
-	} else {
-		delete(s.timed, spec.Name)
-	}
+	s.turns.configured(spec)
 	qs, ok := s.queues[spec.Name]
 	if !ok {
 		qs = &queueState{q: policy.NewQueue(spec.Config), quota: quotaName, notRunning: map[string]struct{}{}}
@@ -242,7 +212,7 @@ func (s *Scheduler) UpsertQueue(spec QueueSpec) {
 				qs.notRunning[k] = struct{}{}
 			}
 		}
-		s.wake(spec.Name)
+		s.turns.wake(spec.Name)
 		return
 	}
 	qs.spec = spec
@@ -260,7 +230,7 @@ func (s *Scheduler) UpsertQueue(spec QueueSpec) {
 		}
 		qs.quota = quotaName
 	}
-	s.wake(spec.Name)
+	s.turns.wake(spec.Name)
 }
 
 // DeleteQueue removes a queue; its waiting units wait for it to come back.
@@ -287,11 +257,9 @@ func (s *Scheduler) DeleteQueue(name string) {
 			}
 		}
 	}
-	s.parked.unpark(qs, s.line)
+	s.turns.forgetQueue(qs, name)
 	s.preemption.forgetQueue(qs, name)
 	delete(s.queues, name)
-	delete(s.timed, name)
-	delete(s.dirty, name)
 }
 
 // UpsertUnit adds or updates a unit. Admitted false on a unit that held
@@ -407,21 +375,21 @@ func (s *Scheduler) ChargePods(key, quotaName string, request corev1.ResourceLis
 	if c, ok := s.engine.Charged(ek); ok {
 		if c.Quota == quotaName && !isZeroFrom(v, 0) {
 			if err := s.engine.Resize(ek, v); err != nil {
-				s.errs = append(s.errs, UnitError{Unit: ek, Queue: quotaName, Err: bookkeeping(err)})
+				s.turns.errs = append(s.turns.errs, UnitError{Unit: ek, Queue: quotaName, Err: bookkeeping(err)})
 			}
 			if quota.Fits(v, c.Request) {
-				s.released(c.Quota)
+				s.turns.released(c.Quota)
 			}
 			return
 		}
 		s.engine.Release(ek)
-		s.released(c.Quota)
+		s.turns.released(c.Quota)
 	}
 	if isZeroFrom(v, 0) {
 		return
 	}
 	if err := s.engine.Charge(quota.Charge{Key: ek, Quota: quotaName, Request: v, Namespace: namespaceOf(key)}); err != nil {
-		s.errs = append(s.errs, UnitError{Unit: ek, Queue: quotaName, Err: bookkeeping(err)})
+		s.turns.errs = append(s.turns.errs, UnitError{Unit: ek, Queue: quotaName, Err: bookkeeping(err)})
 	}
 }
 
@@ -631,19 +599,19 @@ func (s *Scheduler) updateAdmitted(us *unitState, old, u Unit, req quota.Vector)
 			return bookkeeping(err) // admitted, yet the engine held nothing for it
 		}
 		us.req, us.need = req, req
-		s.released(us.quota)
+		s.turns.released(us.quota)
 	}
 	if qs := s.queues[old.Queue]; qs != nil && old.Running != u.Running {
 		if u.Running {
 			delete(qs.notRunning, u.Key)
 			if qs.spec.Config.WaitForPodsRunning {
-				s.wake(old.Queue)
+				s.turns.wake(old.Queue)
 			}
 		} else {
 			qs.notRunning[u.Key] = struct{}{}
 		}
 	} else if qs != nil && !u.Running && old.NotRunning != u.NotRunning && qs.spec.Config.WaitForPodsRunning {
-		s.wake(old.Queue) // its head's wait reason quotes NotRunning
+		s.turns.wake(old.Queue) // its head's wait reason quotes NotRunning
 	}
 	return nil
 }
@@ -656,14 +624,14 @@ func (s *Scheduler) release(us *unitState) {
 	if qs := s.queues[us.u.Queue]; qs != nil {
 		qs.admitted--
 		delete(qs.notRunning, us.u.Key)
-		s.wake(us.u.Queue)
+		s.turns.wake(us.u.Queue)
 	} else {
 		s.orphans.released(us)
 	}
 	if us.evicting {
 		s.preemption.victimLeft(us)
 	}
-	s.released(us.quota)
+	s.turns.released(us.quota)
 }
 
 func at(v quota.Vector, i int) int64 {
@@ -671,13 +639,6 @@ func at(v quota.Vector, i int) int64 {
 		return v[i]
 	}
 	return 0
-}
-
-// released wakes queues held back by a limit of the quota or an ancestor.
-func (s *Scheduler) released(quotaName string) {
-	s.engine.Ancestors(quotaName, func(name string) {
-		s.parked.released(name, s.line, s.wake)
-	})
 }
 
 func (s *Scheduler) enqueue(us *unitState) {
@@ -697,7 +658,7 @@ func (s *Scheduler) enqueue(us *unitState) {
 		s.preemption.endPatience(p) // it no longer heads the queue
 	}
 	s.engine.AddPending(qs.quota, us.req)
-	s.wake(us.u.Queue)
+	s.turns.wake(us.u.Queue)
 }
 
 func (s *Scheduler) dequeue(us *unitState) {
@@ -709,7 +670,7 @@ func (s *Scheduler) dequeue(us *unitState) {
 	us.inQueue = false
 	if qs, ok := s.queues[us.u.Queue]; ok {
 		qs.q.Remove(us.u.Key)
-		s.wake(us.u.Queue)
+		s.turns.wake(us.u.Queue)
 	}
 	s.engine.RemovePending(us.quota, us.req)
 }
@@ -738,21 +699,6 @@ func dropKey(sets map[string]map[string]struct{}, group, key string) {
 // a unit it admitted does not run yet.
 func (qs *queueState) gateShut() bool {
 	return qs.spec.Config.WaitForPodsRunning && len(qs.notRunning) > 0
-}
-
-func (s *Scheduler) wake(queue string) {
-	qs, ok := s.queues[queue]
-	if !ok {
-		return
-	}
-	s.parked.unpark(qs, s.line)
-	s.dirty[queue] = struct{}{}
-}
-
-func (s *Scheduler) wakeAll() {
-	for name := range s.queues {
-		s.wake(name)
-	}
 }
 
 func contains(list []string, s string) bool {
