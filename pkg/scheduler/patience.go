@@ -113,7 +113,7 @@ func fedFirst(a, b *queueState) int {
 }
 
 // feed grows us's reservation by what its quota has free, and admits us if
-// that covers it and the nodes have room for it (placedOutOfTurn); if they
+// that covers it and the nodes have room for it (admitOutOfTurn); if they
 // have not, its patience ends and it waits for them.
 func (s *preemptor) feed(qs *queueState, us *unitState, now time.Time, res *Result) {
 	var err error
@@ -144,12 +144,7 @@ func (s *preemptor) feed(qs *queueState, us *unitState, now time.Time, res *Resu
 		}
 		s.holdForPreemptors(qs)
 		if quota.Fits(us.need, s.run.free) {
-			if !s.turns.placedOutOfTurn(qs, us, res) {
-				return // it waits for the nodes, its patience over
-			}
-			if err := s.turns.admit(qs, us.u.Key, now, res); err != nil {
-				s.turns.admitRefused(qs, us.u.Key, err, res)
-			}
+			s.turns.admitOutOfTurn(qs, us, now, res) // or it waits for the nodes, its patience over
 			return
 		}
 		// Not covered after all (a limit that does not add up): hold again.

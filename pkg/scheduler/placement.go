@@ -1,6 +1,8 @@
 package scheduler
 
 import (
+	"time"
+
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/policy"
 )
@@ -13,7 +15,7 @@ import (
 // The core asks Place in a cycle just before it admits a unit, with the
 // pods it would admit (partial: as Admission.Partial; nil, whole): in its
 // queue's turn, and for a preemptor whose victims are gone or a patient
-// head its reservation covers (placedOutOfTurn). ok takes the room, so
+// head its reservation covers (admitOutOfTurn). ok takes the room, so
 // that the units asked after it in the cycle see what is left; otherwise
 // why says what the unit lacks, in words for its status, and it waits.
 //
@@ -113,17 +115,21 @@ func (s *turns) place(us *unitState) (why string, ok bool) {
 	return s.placer.Place(us.u.Key, partial)
 }
 
-// placedOutOfTurn asks the Placer about us, about to be admitted outside
-// its queue's offer (a preemptor whose victims are gone, a patient head
-// its reservation covers), s.free being its quota's headroom. Refused, it
-// waits as in its turn (unplacedWaits) and false is returned; it is not
-// set aside, so its queue's turn in the cycle may offer it again.
-func (s *turns) placedOutOfTurn(qs *queueState, us *unitState, res *Result) bool {
+// admitOutOfTurn admits us outside its queue's offer (a preemptor whose
+// victims are gone, a patient head its reservation covers), s.free being
+// its quota's headroom, once the Placer finds it room. Refused, it waits
+// as in its turn (unplacedWaits); it is not set aside, so its queue's turn
+// in the cycle may offer it again. An admission the engine refuses is
+// reported (admitRefused).
+func (s *turns) admitOutOfTurn(qs *queueState, us *unitState, now time.Time, res *Result) {
 	why, ok := s.place(us)
 	if !ok {
 		s.unplacedWaits(qs, us.u.Key, words(why), res)
+		return
 	}
-	return ok
+	if err := s.admit(qs, us.u.Key, now, res); err != nil {
+		s.admitRefused(qs, us.u.Key, err, res)
+	}
 }
 
 // wouldPlace asks the Placer whether us, whole, would fit the nodes were

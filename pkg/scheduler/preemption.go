@@ -50,16 +50,15 @@ type preemption interface {
 }
 
 // queueTurns is what the preemptor asks of the Scheduler's turns: to wake
-// a queue, to say why its head waits, to admit a unit (or report why it
-// was refused), to wake the queues a released charge made room for, and
-// to ask the Placer about the nodes (placement.go).
+// a queue, to say why its head waits, to admit a unit out of its queue's
+// turn where the nodes have room, to wake the queues a released charge
+// made room for, and to ask the Placer whether evicting would make room
+// (placement.go).
 type queueTurns interface {
 	wake(queue string)
 	headWaits(qs *queueState, key string, why Text, res *Result)
-	admit(qs *queueState, key string, now time.Time, res *Result) error
-	admitRefused(qs *queueState, key string, err error, res *Result)
+	admitOutOfTurn(qs *queueState, us *unitState, now time.Time, res *Result)
 	released(quotaName string)
-	placedOutOfTurn(qs *queueState, us *unitState, res *Result) bool
 	wouldPlace(us *unitState, victims []string) (why string, ok bool)
 	unplacedWaits(qs *queueState, key string, why Text, res *Result)
 }

@@ -481,7 +481,7 @@ const reservationPrefix = "reservation:"
 func reservationKey(unit string) string { return reservationPrefix + unit }
 
 // admitNominated admits preemptors whose victims have all left, if they
-// fit their quota and the nodes (placedOutOfTurn).
+// fit their quota and the nodes (admitOutOfTurn).
 func (s *preemptor) admitNominated(now time.Time, res *Result) {
 	for _, key := range s.preemptions.nominatedKeys() {
 		us, ok := s.units[key]
@@ -509,12 +509,10 @@ func (s *preemptor) admitNominated(now time.Time, res *Result) {
 		}
 		var err error
 		s.run.free, s.run.binding, err = s.engine.Headroom(qs.quota, s.run.free, s.run.binding)
-		if err != nil || !quota.Fits(us.req, s.run.free) || !s.turns.placedOutOfTurn(qs, us, res) {
+		if err != nil || !quota.Fits(us.req, s.run.free) {
 			continue
 		}
-		if err := s.turns.admit(qs, key, now, res); err != nil {
-			s.turns.admitRefused(qs, key, err, res)
-		}
+		s.turns.admitOutOfTurn(qs, us, now, res)
 	}
 }
 
