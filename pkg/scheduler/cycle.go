@@ -163,7 +163,7 @@ func (s *turns) turn(qs *queueState, now time.Time, res *Result) bool {
 func (s *turns) tryHead(qs *queueState, now time.Time, res *Result) bool {
 	name := qs.spec.Name
 	if p := qs.patient; p != nil && !now.Before(p.patientUntil) {
-		s.preemption.endPatience(p) // its delay is over: from this turn on it may evict
+		s.preemption.unitChanged(p, patienceOver) // its delay is over: from this turn on it may evict
 	}
 	if err := s.engine.Err(qs.quota); err != nil {
 		s.headWaits(qs, qs.q.Offer(now, nil).Head.Key, words(err.Error()), res)
@@ -193,8 +193,8 @@ func (s *turns) tryHead(qs *queueState, now time.Time, res *Result) bool {
 		return false
 	}
 	if p := qs.patient; p != nil && p.u.Key != off.Head.Key {
-		s.preemption.endPatience(p) // another unit heads the queue now
-		return true                 // what it held is free: offer again
+		s.preemption.unitChanged(p, patienceOver) // another unit heads the queue now
+		return true                               // what it held is free: offer again
 	}
 	headFits := off.HasAdmit && off.Admit.Key == off.Head.Key
 	preempting := false
@@ -328,8 +328,8 @@ func (s *turns) admit(qs *queueState, key string, now time.Time, res *Result) er
 		s.engine.RemovePending(qs.quota, us.req)
 	}
 	us.req, us.need = held, held
-	s.preemption.withdraw(us)
-	s.preemption.endPatience(us)
+	s.preemption.unitChanged(us, preemptionOver)
+	s.preemption.unitChanged(us, patienceOver)
 	us.newWait()
 	qs.q.Take(key)
 	us.inQueue = false

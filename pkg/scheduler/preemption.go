@@ -24,15 +24,8 @@ type preemption interface {
 	// displace: qs's gate is shut; its head key may evict what holds it.
 	displace(qs *queueState, key string, now time.Time, res *Result) bool
 
-	// endPatience: us no longer waits out its preemption delay.
-	endPatience(us *unitState)
-	// withdraw: us's preemption is over and us is no longer nominated (it
-	// was admitted, deleted, or left its queue).
-	withdraw(us *unitState)
-	// victimLeft: us, a victim, no longer holds quota.
-	victimLeft(us *unitState)
-	// unreserve gives back what us holds while its victims leave.
-	unreserve(us *unitState)
+	// unitChanged: e happened to us (unitEvent).
+	unitChanged(us *unitState, e unitEvent)
 	// wakeReclaimWaiters: quota may have started borrowing.
 	wakeReclaimWaiters(quotaName string)
 	// forgetQueue: qs, named name, is deleted.
@@ -48,6 +41,25 @@ type preemption interface {
 	// setReclaimProtection is Scheduler.SetReclaimProtection.
 	setReclaimProtection(d time.Duration)
 }
+
+// unitEvent is what preemption is told of a unit as it comes and goes
+// (preemption.unitChanged).
+type unitEvent int
+
+const (
+	// patienceOver: the unit no longer waits out its preemption delay (the
+	// delay is over, another unit heads its queue, or its queue's quota
+	// changed); what it held meanwhile is given back.
+	patienceOver unitEvent = iota
+	// leftQueue: the unit left its queue's order; what it held, waiting out
+	// its delay or while its victims leave, is given back.
+	leftQueue
+	// preemptionOver: the unit's preemption is over and it is no longer
+	// nominated (it was admitted, deleted, or left its queue).
+	preemptionOver
+	// victimGone: the unit, a victim, no longer holds quota.
+	victimGone
+)
 
 // queueTurns is what the preemptor asks of the Scheduler's turns: to wake
 // a queue, to say why its head waits, to admit a unit out of its queue's
@@ -92,9 +104,19 @@ func (s *preemptor) beginCycle(now time.Time, res *Result) {
 	s.feedPatient(now, res)
 }
 
-func (s *preemptor) withdraw(us *unitState) {
-	s.endPreemption(us)
-	s.preemptions.unnominate(us.u.Key)
+func (s *preemptor) unitChanged(us *unitState, e unitEvent) {
+	switch e {
+	case patienceOver:
+		s.endPatience(us)
+	case leftQueue:
+		s.endPatience(us)
+		s.unreserve(us)
+	case preemptionOver:
+		s.endPreemption(us)
+		s.preemptions.unnominate(us.u.Key)
+	case victimGone:
+		s.victimLeft(us)
+	}
 }
 
 func (s *preemptor) forgetQueue(qs *queueState, name string) { s.preemptions.forgetQueue(qs, name) }

@@ -61,7 +61,7 @@ func (s *Scheduler) widened(width int) {
 		if qs, ok := s.queues[us.u.Queue]; ok {
 			qs.q.Upsert(policy.Item{Key: key, Priority: us.u.Priority, EnqueueTime: us.u.EnqueueTime, Request: us.need})
 			if p := qs.patient; p != nil && p != us && qs.q.Position(key) < qs.q.Position(p.u.Key) {
-				s.preemption.endPatience(p) // it no longer heads the queue
+				s.preemption.unitChanged(p, patienceOver) // it no longer heads the queue
 			}
 		}
 	}

@@ -219,7 +219,7 @@ func (s *Scheduler) UpsertQueue(spec QueueSpec) {
 	qs.q.SetConfig(spec.Config)
 	if qs.quota != quotaName {
 		if qs.patient != nil {
-			s.preemption.endPatience(qs.patient) // its reservation is in the old quota
+			s.preemption.unitChanged(qs.patient, patienceOver) // its reservation is in the old quota
 		}
 		// Move pending demand; admitted units stay charged where they are.
 		for _, it := range qs.q.Items(0) {
@@ -247,7 +247,7 @@ func (s *Scheduler) DeleteQueue(name string) {
 		// over, so that what it asks is no longer held against every
 		// queue of its tree. Back with its queue, it looks for victims
 		// afresh.
-		s.preemption.withdraw(us)
+		s.preemption.unitChanged(us, preemptionOver)
 		s.orphans.wait(us)
 	}
 	if qs.admitted > 0 {
@@ -324,7 +324,7 @@ func (s *Scheduler) upsertUnit(u Unit) error {
 			!equalVec(us.req, req) || !equalVec(us.need, need) {
 			if old.Queue != u.Queue {
 				// Its preemption was for its old queue's quota.
-				s.preemption.withdraw(us)
+				s.preemption.unitChanged(us, preemptionOver)
 			}
 			s.dequeue(us)
 			s.orphans.stopWaiting(us)
@@ -350,7 +350,7 @@ func (s *Scheduler) DeleteUnit(key string) {
 		s.dequeue(us)
 		s.orphans.stopWaiting(us)
 	}
-	s.preemption.withdraw(us)
+	s.preemption.unitChanged(us, preemptionOver)
 	delete(s.units, key)
 }
 
@@ -629,7 +629,7 @@ func (s *Scheduler) release(us *unitState) {
 		s.orphans.released(us)
 	}
 	if us.evicting {
-		s.preemption.victimLeft(us)
+		s.preemption.unitChanged(us, victimGone)
 	}
 	s.turns.released(us.quota)
 }
@@ -655,15 +655,14 @@ func (s *Scheduler) enqueue(us *unitState) {
 	// fits only partially is served like one that fits.
 	qs.q.Upsert(policy.Item{Key: us.u.Key, Priority: us.u.Priority, EnqueueTime: us.u.EnqueueTime, Request: us.need})
 	if p := qs.patient; p != nil && qs.q.Position(us.u.Key) < qs.q.Position(p.u.Key) {
-		s.preemption.endPatience(p) // it no longer heads the queue
+		s.preemption.unitChanged(p, patienceOver) // it no longer heads the queue
 	}
 	s.engine.AddPending(qs.quota, us.req)
 	s.turns.wake(us.u.Queue)
 }
 
 func (s *Scheduler) dequeue(us *unitState) {
-	s.preemption.endPatience(us)
-	s.preemption.unreserve(us)
+	s.preemption.unitChanged(us, leftQueue)
 	if !us.inQueue {
 		return
 	}
