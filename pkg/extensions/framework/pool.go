@@ -5,15 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
 	apimeta "k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	quotav1alpha1 "github.com/koord-queue/koord-queue/apis/quota/v1alpha1"
@@ -22,28 +19,13 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/topology"
 )
 
-// nodePool is the node pool of a quota tree (Koordinator's multiple quota
-// trees): the ElasticQuotaProfile of the tree's root, and its node selector
-// as node selector requirements.
-type nodePool struct {
-	// Profile is the ElasticQuotaProfile's name.
-	Profile string
-	// Requirements are what a pod of the pool must require of its node.
-	Requirements []corev1.NodeSelectorRequirement
-	// Outside are the negations of Requirements: a node outside the pool
-	// meets one of them. Set for the pools the classic tree avoids.
-	Outside []corev1.NodeSelectorRequirement
-}
-
-// placement is where a unit's pods must run: on the node pool of its
-// quota's tree, or, for a unit of the classic tree, off the pools whose
-// capacity koord-scheduler takes out of the classic tree's.
+// placement is where a unit's pods must run: on or off node pools
+// (pool.Placement: the node pool of its quota's tree, or, for a unit of
+// the classic tree, off the pools whose capacity koord-scheduler takes
+// out of the classic tree's), and within the topology domains its pod
+// sets were admitted to.
 type placement struct {
-	// Pool: a unit of a pool's tree requires the pool's nodes.
-	Pool *nodePool
-	// Avoid: a unit of the classic tree requires nodes outside each of
-	// these pools, by profile name.
-	Avoid []nodePool
+	pool.Placement
 	// Domains are, by pod set name, the topology domains its pods were
 	// admitted to (status.topologyAssignments): one node selector term
 	// per domain, any of which its pods must meet as well.
@@ -57,8 +39,8 @@ func (p *placement) pools() string {
 		return "node pool " + p.Pool.Profile
 	}
 	names := make([]string, len(p.Avoid))
-	for i, pool := range p.Avoid {
-		names[i] = pool.Profile
+	for i, avoided := range p.Avoid {
+		names[i] = avoided.Profile
 	}
 	if len(names) == 1 {
 		return "node pool " + names[0]
@@ -86,24 +68,21 @@ func (p *placement) String() string {
 	return s + ", within their topology domains"
 }
 
-// placementOf is where the unit's pods must run; nil when anywhere: a
-// quota of a tree without a pool, or of the classic tree in a cluster
-// without pools. A quota of a tree (labelled with a tree id) is placed on
-// its pool (poolOf). Any other, and a quota that does not exist (whose
-// pods koord-scheduler charges to the default quota, of the classic
-// tree), is of the classic tree, whose capacity is the cluster's less the
-// total of every tree whose root is not labelled ignore-default-tree: its
-// pods are kept off those trees' pools (treePools).
+// placementOf is where the unit's pods must run; nil when anywhere: on or
+// off node pools (poolPlacementOf), within the topology domains its pod
+// sets were admitted to (domainsOf).
 func (r *JobReconciler) placementOf(ctx context.Context, unit *schedulingv1alpha1.QueueUnit) (*placement, error) {
-	p, err := r.poolPlacementOf(ctx, unit)
+	onPools, err := r.poolPlacementOf(ctx, unit)
 	if err != nil {
 		return nil, err
 	}
-	if domains := domainsOf(unit); len(domains) > 0 {
-		if p == nil {
-			p = &placement{}
-		}
-		p.Domains = domains
+	domains := domainsOf(unit)
+	if onPools == nil && len(domains) == 0 {
+		return nil, nil
+	}
+	p := &placement{Domains: domains}
+	if onPools != nil {
+		p.Placement = *onPools
 	}
 	return p, nil
 }
@@ -131,28 +110,26 @@ func domainsOf(unit *schedulingv1alpha1.QueueUnit) map[string][]corev1.NodeSelec
 }
 
 // poolPlacementOf is the placement of the unit's pods on or off node
-// pools (placementOf's, without topology domains).
-func (r *JobReconciler) poolPlacementOf(ctx context.Context, unit *schedulingv1alpha1.QueueUnit) (*placement, error) {
-	name := quotaNameOf(unit)
-	var q *elasticquotav1alpha1.ElasticQuota
-	if name != "" {
-		var err error
-		if q, err = inUseQuota(ctx, r.client, name); err != nil {
-			return nil, err
+// pools (placementOf's, without topology domains): pool.PlacementOf of
+// its quota (quotaNameOf), the ElasticQuotas of a name being the one
+// koord-queue uses (inUseQuota), so that the pods go where koord-queue
+// counted them. The reads go through the manager's cache; a cluster
+// without the ElasticQuotaProfile API has no pools.
+func (r *JobReconciler) poolPlacementOf(ctx context.Context, unit *schedulingv1alpha1.QueueUnit) (*pool.Placement, error) {
+	var list quotav1alpha1.ElasticQuotaProfileList
+	if err := r.client.List(ctx, &list); err != nil {
+		if apimeta.IsNoMatchError(err) {
+			ctrl.LoggerFrom(ctx).V(2).Info("No ElasticQuotaProfile API: pods get no pool affinity")
+			return nil, nil
 		}
+		return nil, fmt.Errorf("listing ElasticQuotaProfiles: %w", err)
 	}
-	if q != nil && q.Labels[elasticquotav1alpha1.LabelQuotaTreeID] != "" {
-		pool, err := r.poolOf(ctx, unit)
-		if err != nil || pool == nil {
-			return nil, err
-		}
-		return &placement{Pool: pool}, nil
+	profiles := make([]*quotav1alpha1.ElasticQuotaProfile, len(list.Items))
+	for i := range list.Items {
+		profiles[i] = &list.Items[i]
 	}
-	avoid, err := r.treePools(ctx)
-	if err != nil || len(avoid) == 0 {
-		return nil, err
-	}
-	return &placement{Avoid: avoid}, nil
+	inUse := func(name string) (*elasticquotav1alpha1.ElasticQuota, error) { return inUseQuota(ctx, r.client, name) }
+	return pool.PlacementOf(quotaNameOf(unit), inUse, profiles)
 }
 
 // quotaNameOf is the quota of the unit: the one its label names, else the
@@ -162,162 +139,6 @@ func quotaNameOf(unit *schedulingv1alpha1.QueueUnit) string {
 		return name
 	}
 	return unit.Spec.Queue
-}
-
-// poolOf is the node pool of the unit's quota: nil when its quota is in
-// the classic tree, or no profile with a node selector names its tree's
-// root. The quota is quotaNameOf's; of ElasticQuotas of one name, and so
-// of each parent, the one koord-queue uses (inUseQuota). Its tree's root
-// is the first quota up its parents labelled the root of a quota tree
-// (is-root and tree-id) and hanging from koordinator-root-quota, as
-// koord-queue builds its trees (a unit of a quota whose chain is not such
-// a tree is never admitted there); its profile is pool.ProfileOf's, the
-// one koord-queue takes the tree's capacity from. The reads go through the
-// manager's cache.
-func (r *JobReconciler) poolOf(ctx context.Context, unit *schedulingv1alpha1.QueueUnit) (*nodePool, error) {
-	root, err := r.treeRootOf(ctx, quotaNameOf(unit))
-	if err != nil || root == nil {
-		return nil, err
-	}
-	var profiles quotav1alpha1.ElasticQuotaProfileList
-	if err := r.client.List(ctx, &profiles, client.InNamespace(root.Namespace)); err != nil {
-		if apimeta.IsNoMatchError(err) {
-			ctrl.LoggerFrom(ctx).V(2).Info("No ElasticQuotaProfile API: pods get no pool affinity", "quota", root.Name)
-			return nil, nil
-		}
-		return nil, fmt.Errorf("listing ElasticQuotaProfiles: %w", err)
-	}
-	profile := profileOf(root, profiles.Items)
-	if profile == nil || profile.Spec.NodeSelector == nil {
-		return nil, nil
-	}
-	reqs := poolRequirements(profile.Spec.NodeSelector)
-	if len(reqs) == 0 {
-		return nil, nil
-	}
-	return &nodePool{Profile: profile.Name, Requirements: reqs}, nil
-}
-
-// treePools are the node pools the classic tree's pods keep off: of each
-// quota tree whose root (the ElasticQuota in use of a name a profile gives
-// as spec.quotaName, labelled a tree's root: isTreeRoot) is not labelled
-// ignore-default-tree, the pool of its profile (pool.ProfileOf), by
-// profile name. A profile whose node selector is missing, empty (every
-// node) or does not parse is left out: neither koord-manager nor
-// koord-queue computes a total from it, so nothing of the classic tree's
-// capacity went to its nodes. A tree whose root no profile names has no
-// node selector to keep off, and is left out too (see docs/concepts/node-pools.md).
-func (r *JobReconciler) treePools(ctx context.Context) ([]nodePool, error) {
-	var profiles quotav1alpha1.ElasticQuotaProfileList
-	if err := r.client.List(ctx, &profiles); err != nil {
-		if apimeta.IsNoMatchError(err) {
-			return nil, nil
-		}
-		return nil, fmt.Errorf("listing ElasticQuotaProfiles: %w", err)
-	}
-	roots := map[string]bool{}
-	var out []nodePool
-	for i := range profiles.Items {
-		name := profiles.Items[i].Spec.QuotaName
-		if name == "" || roots[name] {
-			continue
-		}
-		roots[name] = true
-		root, err := inUseQuota(ctx, r.client, name)
-		if err != nil {
-			return nil, err
-		}
-		if root == nil || !isTreeRoot(root) || root.Labels[elasticquotav1alpha1.LabelQuotaIgnoreDefaultTree] == "true" {
-			continue
-		}
-		if pool, ok := outsideOf(profileOf(root, profiles.Items)); ok {
-			out = append(out, pool)
-		}
-	}
-	slices.SortFunc(out, func(a, b nodePool) int { return strings.Compare(a.Profile, b.Profile) })
-	return out, nil
-}
-
-// outsideOf is the pool of profile with the negations of its requirements;
-// ok is false when its selector chooses no pool (see treePools).
-func outsideOf(profile *quotav1alpha1.ElasticQuotaProfile) (nodePool, bool) {
-	if profile == nil || profile.Spec.NodeSelector == nil {
-		return nodePool{}, false
-	}
-	if _, err := metav1.LabelSelectorAsSelector(profile.Spec.NodeSelector); err != nil {
-		return nodePool{}, false
-	}
-	pool := nodePool{Profile: profile.Name, Requirements: poolRequirements(profile.Spec.NodeSelector)}
-	for _, req := range pool.Requirements {
-		n, ok := negated(req)
-		if !ok {
-			return nodePool{}, false
-		}
-		pool.Outside = append(pool.Outside, n)
-	}
-	return pool, len(pool.Outside) > 0
-}
-
-// profileOf is the ElasticQuotaProfile of a tree's root among profiles
-// (pool.ProfileOf); nil when none names it.
-func profileOf(root *elasticquotav1alpha1.ElasticQuota, profiles []quotav1alpha1.ElasticQuotaProfile) *quotav1alpha1.ElasticQuotaProfile {
-	candidates := make([]*quotav1alpha1.ElasticQuotaProfile, len(profiles))
-	for i := range profiles {
-		candidates[i] = &profiles[i]
-	}
-	p, _ := pool.ProfileOf(root.Namespace, root.Name, root.Labels[elasticquotav1alpha1.LabelQuotaProfile], candidates)
-	return p
-}
-
-// isTreeRoot reports whether q is labelled the root of a quota tree (is-root
-// and a tree id) and hangs from koordinator-root-quota.
-func isTreeRoot(q *elasticquotav1alpha1.ElasticQuota) bool {
-	parent := q.Labels[elasticquotav1alpha1.LabelQuotaParent]
-	return q.Labels[elasticquotav1alpha1.LabelQuotaTreeID] != "" && q.Labels[elasticquotav1alpha1.LabelQuotaIsRoot] == "true" &&
-		(parent == "" || parent == elasticquotav1alpha1.RootQuotaName)
-}
-
-// treeRootOf is the root of the quota tree of the quota called name (see
-// poolOf); nil when it is in the classic tree, or its chain of parents
-// breaks (a parent missing, a cycle).
-func (r *JobReconciler) treeRootOf(ctx context.Context, name string) (*elasticquotav1alpha1.ElasticQuota, error) {
-	seen := map[string]bool{}
-	for name != "" && name != elasticquotav1alpha1.RootQuotaName && !seen[name] {
-		seen[name] = true
-		q, err := inUseQuota(ctx, r.client, name)
-		if err != nil || q == nil || q.Labels[elasticquotav1alpha1.LabelQuotaTreeID] == "" {
-			return nil, err
-		}
-		parent := q.Labels[elasticquotav1alpha1.LabelQuotaParent]
-		if parent == "" || parent == elasticquotav1alpha1.RootQuotaName {
-			if !isTreeRoot(q) {
-				return nil, nil
-			}
-			return q, nil
-		}
-		name = parent
-	}
-	return nil, nil
-}
-
-// poolRequirements are a profile's node selector as node selector
-// requirements, as koord-manager's webhook puts them on pods: each label of
-// matchLabels (by key, so that the result is stable) as In that value,
-// then each expression with its own operator.
-func poolRequirements(sel *metav1.LabelSelector) []corev1.NodeSelectorRequirement {
-	keys := make([]string, 0, len(sel.MatchLabels))
-	for k := range sel.MatchLabels {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	out := make([]corev1.NodeSelectorRequirement, 0, len(keys)+len(sel.MatchExpressions))
-	for _, k := range keys {
-		out = append(out, corev1.NodeSelectorRequirement{Key: k, Operator: corev1.NodeSelectorOpIn, Values: []string{sel.MatchLabels[k]}})
-	}
-	for _, e := range sel.MatchExpressions {
-		out = append(out, corev1.NodeSelectorRequirement{Key: e.Key, Operator: corev1.NodeSelectorOperator(e.Operator), Values: slices.Clone(e.Values)})
-	}
-	return out
 }
 
 // maxPlacementTerms bounds the terms of the required node affinity a
@@ -359,9 +180,9 @@ func placedAffinity(a *corev1.Affinity, p *placement, podSet string) (*corev1.Af
 			terms[i].MatchExpressions = withRequirements(terms[i].MatchExpressions, p.Pool.Requirements)
 		}
 	}
-	for _, pool := range p.Avoid {
+	for _, avoided := range p.Avoid {
 		var ok bool
-		if terms, ok = offPool(terms, pool.Outside, maxPlacementTerms); !ok {
+		if terms, ok = offPool(terms, avoided.Outside, maxPlacementTerms); !ok {
 			return nil, fmt.Errorf("%w: keeping its pods off %s takes more than %d required node affinity terms; give its pods fewer terms of their own",
 				errTooManyTerms, p.pools(), maxPlacementTerms)
 		}
@@ -450,27 +271,6 @@ func offPool(terms []corev1.NodeSelectorTerm, outside []corev1.NodeSelectorRequi
 		}
 	}
 	return out, true
-}
-
-// negated is the requirement a node meets exactly when it fails r, for the
-// operators a label selector has: NotIn matches a node without the label
-// too, and DoesNotExist is Exists's opposite. ok is false for the others
-// (Gt, Lt), which no profile's selector holds.
-func negated(r corev1.NodeSelectorRequirement) (n corev1.NodeSelectorRequirement, ok bool) {
-	n = corev1.NodeSelectorRequirement{Key: r.Key, Values: slices.Clone(r.Values)}
-	switch r.Operator {
-	case corev1.NodeSelectorOpIn:
-		n.Operator = corev1.NodeSelectorOpNotIn
-	case corev1.NodeSelectorOpNotIn:
-		n.Operator = corev1.NodeSelectorOpIn
-	case corev1.NodeSelectorOpExists:
-		n.Operator = corev1.NodeSelectorOpDoesNotExist
-	case corev1.NodeSelectorOpDoesNotExist:
-		n.Operator = corev1.NodeSelectorOpExists
-	default:
-		return corev1.NodeSelectorRequirement{}, false
-	}
-	return n, true
 }
 
 // requiredNodeAffinity is the template's required node affinity, kept with

@@ -10,15 +10,14 @@ import (
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
-	"k8s.io/apimachinery/pkg/selection"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	quotav1alpha1 "github.com/koord-queue/koord-queue/apis/quota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/pool"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
@@ -40,49 +39,12 @@ func term(reqs ...corev1.NodeSelectorRequirement) corev1.NodeSelectorTerm {
 	return corev1.NodeSelectorTerm{MatchExpressions: reqs}
 }
 
-func TestPoolRequirements(t *testing.T) {
-	cases := map[string]struct {
-		selector metav1.LabelSelector
-		want     []corev1.NodeSelectorRequirement
-	}{
-		"match labels, by key": {
-			selector: metav1.LabelSelector{MatchLabels: map[string]string{"zone": "a", "pool": "a100"}},
-			want:     []corev1.NodeSelectorRequirement{in("pool", "a100"), in("zone", "a")},
-		},
-		"expressions keep their operator, after the labels": {
-			selector: metav1.LabelSelector{
-				MatchLabels: map[string]string{"pool": "a100"},
-				MatchExpressions: []metav1.LabelSelectorRequirement{
-					{Key: "gpu", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"t4"}},
-					{Key: "dedicated", Operator: metav1.LabelSelectorOpExists},
-				},
-			},
-			want: []corev1.NodeSelectorRequirement{
-				in("pool", "a100"),
-				{Key: "gpu", Operator: corev1.NodeSelectorOpNotIn, Values: []string{"t4"}},
-				{Key: "dedicated", Operator: corev1.NodeSelectorOpExists},
-			},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, poolRequirements(&tc.selector)); diff != "" {
-				t.Errorf("requirements (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 func notIn(key string, values ...string) corev1.NodeSelectorRequirement {
 	return corev1.NodeSelectorRequirement{Key: key, Operator: corev1.NodeSelectorOpNotIn, Values: values}
 }
 
-func op(key string, o corev1.NodeSelectorOperator) corev1.NodeSelectorRequirement {
-	return corev1.NodeSelectorRequirement{Key: key, Operator: o}
-}
-
 // onPool is the placement of a unit of pool a100's tree.
-var onPool = &placement{Pool: &nodePool{Profile: "a100", Requirements: []corev1.NodeSelectorRequirement{in("pool", "a100")}}}
+var onPool = &placement{Placement: pool.Placement{Pool: &pool.Pool{Profile: "a100", Requirements: []corev1.NodeSelectorRequirement{in("pool", "a100")}}}}
 
 // offPools is the placement of a unit of the classic tree in a cluster
 // whose pools are a100 (pool=a100) and h100 (pool=h100 and gpu-health not
@@ -97,11 +59,11 @@ func offPools(t *testing.T) *placement {
 			NodeSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"pool": "h100"}, MatchExpressions: []metav1.LabelSelectorRequirement{
 				{Key: "gpu-health", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"bad"}}}}}},
 	} {
-		pool, ok := outsideOf(profile)
+		avoided, ok := pool.OutsideOf(profile)
 		if !ok {
 			t.Fatalf("profile %s has no pool", profile.Name)
 		}
-		p.Avoid = append(p.Avoid, pool)
+		p.Avoid = append(p.Avoid, avoided)
 	}
 	return &p
 }
@@ -193,7 +155,7 @@ func TestPlacedAffinity(t *testing.T) {
 		},
 		"the pool and the rack narrow each term of the template's own, never widening it": {
 			template: requiring(term(in("zone", "a")), term(in("zone", "b"))),
-			place:    &placement{Pool: onPool.Pool, Domains: inRacks("r1").Domains},
+			place:    &placement{Placement: onPool.Placement, Domains: inRacks("r1").Domains},
 			want: requiring(term(in("zone", "a"), in("pool", "a100"), in("block", "b1"), in("rack", "r1")),
 				term(in("zone", "b"), in("pool", "a100"), in("block", "b1"), in("rack", "r1"))),
 		},
@@ -240,40 +202,6 @@ func TestPlacedAffinity(t *testing.T) {
 				t.Errorf("placed twice (-once +twice):\n%s", diff)
 			}
 		})
-	}
-}
-
-// TestNegatedIsOutside: a node meets a requirement's negation exactly when
-// it fails the requirement, whether it has the label or not (as the
-// scheduler matches node affinity: a label selector of the same operators).
-func TestNegatedIsOutside(t *testing.T) {
-	operators := map[corev1.NodeSelectorOperator]selection.Operator{
-		corev1.NodeSelectorOpIn: selection.In, corev1.NodeSelectorOpNotIn: selection.NotIn,
-		corev1.NodeSelectorOpExists: selection.Exists, corev1.NodeSelectorOpDoesNotExist: selection.DoesNotExist,
-	}
-	nodes := []map[string]string{nil, {"pool": "a100"}, {"pool": "h100"}, {"other": "x"}}
-	for _, r := range []corev1.NodeSelectorRequirement{
-		in("pool", "a100"), notIn("pool", "a100"), op("pool", corev1.NodeSelectorOpExists), op("pool", corev1.NodeSelectorOpDoesNotExist),
-	} {
-		n, ok := negated(r)
-		if !ok {
-			t.Fatalf("%v has no negation", r)
-		}
-		for _, node := range nodes {
-			meets := func(req corev1.NodeSelectorRequirement) bool {
-				r, err := labels.NewRequirement(req.Key, operators[req.Operator], req.Values)
-				if err != nil {
-					t.Fatal(err)
-				}
-				return r.Matches(labels.Set(node))
-			}
-			if meets(r) == meets(n) {
-				t.Errorf("node labelled %v meets %v: %v, and its negation %v: %v", node, r, meets(r), n, meets(n))
-			}
-		}
-	}
-	if _, ok := negated(corev1.NodeSelectorRequirement{Key: "n", Operator: corev1.NodeSelectorOpGt, Values: []string{"1"}}); ok {
-		t.Errorf("Gt has a negation")
 	}
 }
 
@@ -626,13 +554,13 @@ func TestPoolOfChoosesAsKoordQueue(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			r := quotaReconciler(t, tc.objs...)
-			p, err := r.poolOf(context.Background(), wrappers.MakeQueueUnit("u", "team").Quota("team").Obj())
+			p, err := r.poolPlacementOf(context.Background(), wrappers.MakeQueueUnit("u", "team").Quota("team").Obj())
 			if err != nil {
 				t.Fatal(err)
 			}
 			got := ""
-			if p != nil {
-				got = p.Profile
+			if p != nil && p.Pool != nil {
+				got = p.Pool.Profile
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("pool (-want +got):\n%s", diff)
