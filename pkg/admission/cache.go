@@ -211,8 +211,8 @@ func NewCache() *Cache {
 	c.executionDeadlines = executionDeadlines{mu: &c.mu, units: c.units, wake: c.wake, deadlineOf: map[*unitRecord]time.Time{}}
 	c.podCharges = podCharges{mu: &c.mu, units: c.units, core: c.core, quotas: c.quotas, wake: c.wake, placer: c,
 		pods: podledger.New(), claims: map[ownerKey]string{}, unclaimed: map[podledger.Group]string{}}
-	c.treeCapacities = treeCapacities{mu: &c.mu, quotaObjects: c.quotaObjects, user: c, pools: newPools()}
-	c.topologies = topologies{mu: &c.mu, units: c.units, core: c.core, quotaObjects: c.quotaObjects, pods: &c.podCharges,
+	c.treeCapacities = treeCapacities{mu: &c.mu, quotaObjects: c.quotaObjects, user: c, pools: newPools(), placer: &c.topologies}
+	c.topologies = topologies{mu: &c.mu, units: c.units, core: c.core, quotaObjects: c.quotaObjects, profiles: c.treeCapacities.pools.profiles, pods: &c.podCharges,
 		wake: c.wake, placer: c, byName: map[string]*schedulingv1alpha1.Topology{}, nodeFacts: map[string]topology.Node{},
 		askers: map[*unitRecord]unitAsk{}}
 	c.core.SetPlacer(&c.topologies)
@@ -283,6 +283,7 @@ func (c *Cache) useQuota(eq *elasticquotav1alpha1.ElasticQuota) {
 	c.core.UpsertQuota(spec)
 	c.decisions.forgetIfShrunk()
 	c.remapFallbacks()
+	c.topologies.quotasChanged()
 	if topologyMoved {
 		c.topologies.namingChanged()
 	}
@@ -312,6 +313,7 @@ func (c *Cache) DeleteElasticQuota(namespace, name string) {
 	c.core.DeleteQuota(name)
 	c.decisions.forgetIfShrunk()
 	c.remapFallbacks()
+	c.topologies.quotasChanged()
 	if topologyNamingChanged(gone, nil) {
 		c.topologies.namingChanged()
 	}

@@ -21,6 +21,8 @@ import (
 // annotation, koord-queue computes the tree's capacity itself (Options.
 // ComputeTreeCapacity): the schedulable part of what the nodes of its
 // ElasticQuotaProfile's pool offer (pool.Of), kept in memory, never written.
+// The profiles are kept whenever the cluster serves them, for the node
+// pools the Placer counts (topology.go).
 
 // pools is what the Cache keeps to compute the trees' capacities.
 type pools struct {
@@ -94,29 +96,47 @@ type treeCapacities struct {
 	// and nodes, not from their roots' total-resource annotation.
 	computeTrees bool
 	pools        pools
+	// placer is told of the profiles' changes: they are its node pools,
+	// and may name its Topologies (the topologies part).
+	placer profileWatcher
 }
 
-// UpsertElasticQuotaProfile records a profile and recomputes the trees'
-// capacities. Without ComputeTreeCapacity it is not called.
+// profileWatcher is told of a profile's change from old to p (nil: none),
+// with the Cache's lock held.
+type profileWatcher interface {
+	profileChanged(old, p *quotav1alpha1.ElasticQuotaProfile)
+}
+
+// UpsertElasticQuotaProfile records a profile, recomputes the trees'
+// capacities (only with ComputeTreeCapacity) and tells the Placer, whose
+// node pools and Topologies the profiles are. The profiles are kept
+// whenever the cluster has their CRD.
 func (c *treeCapacities) UpsertElasticQuotaProfile(p *quotav1alpha1.ElasticQuotaProfile) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	key := p.Namespace + "/" + p.Name
-	if old, ok := c.pools.profiles[key]; ok && equality.Semantic.DeepEqual(old.Spec, p.Spec) {
-		c.pools.profiles[key] = p
-		return
-	}
+	old := c.pools.profiles[key]
 	c.pools.profiles[key] = p
-	c.refreshTrees()
+	if old == nil || !equality.Semantic.DeepEqual(old.Spec, p.Spec) {
+		c.refreshTrees()
+	}
+	c.placer.profileChanged(old, p)
 }
 
 // DeleteElasticQuotaProfile forgets a profile: its tree's root falls back
-// to its annotation (none: the tree admits nothing).
+// to its annotation (none: the tree admits nothing), and the Placer is
+// told.
 func (c *treeCapacities) DeleteElasticQuotaProfile(namespace, name string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	delete(c.pools.profiles, namespace+"/"+name)
+	key := namespace + "/" + name
+	old := c.pools.profiles[key]
+	if old == nil {
+		return
+	}
+	delete(c.pools.profiles, key)
 	c.refreshTrees()
+	c.placer.profileChanged(old, nil)
 }
 
 // upsertPoolNode records a node's slim copy, with c.mu held, when

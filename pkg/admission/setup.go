@@ -145,27 +145,32 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 				}
 			}},
 	}
-	if opts.ComputeTreeCapacity {
-		handlers = append(handlers, struct {
-			obj            client.Object
-			upsert, remove func(any)
-		}{&quotav1alpha1.ElasticQuotaProfile{},
-			func(o any) {
-				if p, ok := o.(*quotav1alpha1.ElasticQuotaProfile); ok {
-					c.treeCapacities.UpsertElasticQuotaProfile(p)
-				}
-			},
-			func(o any) {
-				if p, ok := o.(*quotav1alpha1.ElasticQuotaProfile); ok {
-					c.treeCapacities.DeleteElasticQuotaProfile(p.Namespace, p.Name)
-				}
-			}})
-	}
+	// ElasticQuotaProfiles are read whenever the cluster serves them: they
+	// are the node pools the Placer counts (and, with ComputeTreeCapacity,
+	// the trees' capacities). Without their CRD there are no pools.
+	handlers = append(handlers, struct {
+		obj            client.Object
+		upsert, remove func(any)
+	}{&quotav1alpha1.ElasticQuotaProfile{},
+		func(o any) {
+			if p, ok := o.(*quotav1alpha1.ElasticQuotaProfile); ok {
+				c.treeCapacities.UpsertElasticQuotaProfile(p)
+			}
+		},
+		func(o any) {
+			if p, ok := o.(*quotav1alpha1.ElasticQuotaProfile); ok {
+				c.treeCapacities.DeleteElasticQuotaProfile(p.Namespace, p.Name)
+			}
+		}})
 	for _, h := range handlers {
 		if err := feed(h.obj, h.upsert, h.remove); err != nil {
 			if apimeta.IsNoMatchError(err) {
 				switch h.obj.(type) {
 				case *quotav1alpha1.ElasticQuotaProfile:
+					if !opts.ComputeTreeCapacity {
+						c.log.Info("The cluster has no CRD elasticquotaprofiles.quota.koordinator.sh: no node pools; restart koord-queue once it is installed")
+						continue
+					}
 					return nil, fmt.Errorf("%w: %w", ErrNoProfileCRD, err)
 				case *elasticquotav1alpha1.ElasticQuota:
 					return nil, watched.NoElasticQuotaCRD(err)

@@ -3,6 +3,7 @@ package admission
 import (
 	"fmt"
 	"iter"
+	"maps"
 	"slices"
 	"sync"
 
@@ -10,7 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
+	quotav1alpha1 "github.com/koord-queue/koord-queue/apis/quota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/pool"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/resources"
 	"github.com/koord-queue/koord-queue/pkg/scheduler"
@@ -22,7 +25,10 @@ import (
 // room for it as asked, besides its quota: the core asks the Cache, its
 // Placer, before it admits such a unit. The Topology in force is the one
 // the unit's quota names (schedulingv1alpha1.AnnotationTopology), or its
-// nearest ancestor's. What each node has free is its allocatable less what
+// nearest ancestor's. A pod set's pods can use the nodes its template selects and
+// tolerates and, of those, the ones koord-queue-controllers will let them
+// onto at release: its tree's node pool, or, in the classic tree, nodes
+// outside the pools (pool.PlacementOf). What each node has free is its allocatable less what
 // the pod ledger says its pods hold, less the pods admitted to a domain
 // (status.topologyAssignments, or a decision not yet written) that are not
 // on a node yet. The snapshot of each Topology is built once per cycle, at
@@ -38,6 +44,11 @@ type unitAsk struct {
 	// podSets are the unit's pod sets as a snapshot places them, all
 	// their pods: read once as the unit changes, not at each placement.
 	podSets []topology.PodSet
+	// pooled are podSets on the nodes of the unit's node pool
+	// (pooledPodSets), as the pools were when poolsRead was
+	// topologies.poolsRead.
+	pooled    []topology.PodSet
+	poolsRead uint64
 }
 
 // topologies is the Cache's part that places units on the nodes.
@@ -48,6 +59,15 @@ type topologies struct {
 	// quotaObjects are the Cache's quotas in use, whose annotations name
 	// the Topology in force.
 	quotaObjects map[string]*elasticquotav1alpha1.ElasticQuota
+	// profiles are the ElasticQuotaProfiles by namespace/name (the
+	// treeCapacities' map): the node pools.
+	profiles map[string]*quotav1alpha1.ElasticQuotaProfile
+	// poolNodes are, by quota name, the node selectors its units' pods
+	// must meet each of for their node pool (poolSelectorsOf), kept until
+	// a quota or a profile changes.
+	poolNodes map[string][]*corev1.NodeSelector
+	// poolsRead counts the times the pools may have changed.
+	poolsRead uint64
 	// pods say what the nodes' pods hold, and each unit's.
 	pods *podCharges
 	wake wakeup // the Cache's
@@ -121,6 +141,84 @@ func (c *topologies) namingChanged() {
 		c.core.WakeUnplaced()
 		c.wake.notify()
 	}
+}
+
+// profileChanged notes a profile's change from old to p (nil: none), with
+// c.mu held: the pools may have changed, so units that ask for levels are
+// placed again. A change of its spec only counts.
+func (c *topologies) profileChanged(old, p *quotav1alpha1.ElasticQuotaProfile) {
+	if old != nil && p != nil && equality.Semantic.DeepEqual(old.Spec, p.Spec) {
+		return
+	}
+	c.poolsChanged()
+	c.topologiesChanged()
+}
+
+// quotasChanged forgets the pools' node selectors of quotas, with c.mu
+// held: a quota's tree, its root's labels or the quota in use of a name
+// may have changed. The core wakes its queues for a quota's change.
+func (c *topologies) quotasChanged() { c.poolsChanged() }
+
+// poolsChanged forgets the pools' node selectors, and so the askers' pod
+// sets narrowed to them (pooledPodSets), with c.mu held.
+func (c *topologies) poolsChanged() {
+	clear(c.poolNodes)
+	c.poolsRead++
+}
+
+// pooledPodSets are r's pod sets as a snapshot places them (ask's, all
+// their pods) on the nodes of its node pool: narrowed again only once the
+// pools may have changed since they last were, with c.mu held.
+func (c *topologies) pooledPodSets(r *unitRecord, ask unitAsk) []topology.PodSet {
+	if ask.poolsRead == c.poolsRead && ask.pooled != nil {
+		return ask.pooled
+	}
+	within := c.poolSelectorsOf(r.queue)
+	ask.pooled = ask.podSets
+	if len(within) > 0 {
+		ask.pooled = slices.Clone(ask.podSets)
+		for i := range ask.pooled {
+			if !ask.pooled[i].Ask.IsZero() {
+				ask.pooled[i].Nodes = ask.pooled[i].Nodes.Within(within)
+			}
+		}
+	}
+	ask.poolsRead = c.poolsRead
+	c.askers[r] = ask
+	return ask.pooled
+}
+
+// poolSelectorsOf are the node selectors the pods of a unit of quota must
+// meet each of (pool.Placement.NodeSelectors), the way
+// koord-queue-controllers will place them at release: of the quotas in
+// use and the profiles koord-queue knows, the same choice by the same
+// function. None without profiles (no ElasticQuotaProfile CRD). With c.mu
+// held.
+func (c *topologies) poolSelectorsOf(quota string) []*corev1.NodeSelector {
+	if len(c.profiles) == 0 {
+		return nil
+	}
+	if sels, ok := c.poolNodes[quota]; ok {
+		return sels
+	}
+	p, _ := pool.PlacementOf(quota, c.quotaInUse, c.profileList()) // a map's lookup fails never
+	sels := p.NodeSelectors()
+	if c.poolNodes == nil {
+		c.poolNodes = map[string][]*corev1.NodeSelector{}
+	}
+	c.poolNodes[quota] = sels
+	return sels
+}
+
+// quotaInUse is the quota in use called name (pool.QuotaLookup).
+func (c *topologies) quotaInUse(name string) (*elasticquotav1alpha1.ElasticQuota, error) {
+	return c.quotaObjects[name], nil
+}
+
+// profileList is every profile (pool.ProfileOf orders those it chooses
+// among, so the map's order does not matter).
+func (c *topologies) profileList() []*quotav1alpha1.ElasticQuotaProfile {
+	return slices.Collect(maps.Values(c.profiles))
 }
 
 // upsertTopologyNode records what a snapshot reads of n, with c.mu held,
@@ -274,14 +372,14 @@ func (c *topologies) endPlacement(admissions []scheduler.Admission) {
 // with the pods partial says, in the snapshot of its Topology, and takes
 // their room. It is called by the core in a cycle, with c.mu held.
 func (c *topologies) Place(key string, partial map[string]int32) (string, bool) {
-	_, ask, snap, err := c.askerSnapshot(key)
+	r, ask, snap, err := c.askerSnapshot(key)
 	if err != nil {
 		return err.Error(), false
 	}
 	if snap == nil {
 		return "", true
 	}
-	res, err := snap.PlaceFor(key, topology.WithCounts(ask.podSets, partial))
+	res, err := snap.PlaceFor(key, topology.WithCounts(c.pooledPodSets(r, ask), partial))
 	if err != nil {
 		return err.Error(), false
 	}
@@ -306,7 +404,7 @@ func (c *topologies) Place(key string, partial map[string]int32) (string, bool) 
 // placed it for them (admitted, not on a node yet). It takes nothing. A
 // unit that asks for no level fits at once, with no snapshot built.
 func (c *topologies) PlaceWithout(key string, victims []string) (string, bool) {
-	_, ask, snap, err := c.askerSnapshot(key)
+	r, ask, snap, err := c.askerSnapshot(key)
 	if err != nil {
 		return "nothing it can use: " + err.Error(), false
 	}
@@ -321,7 +419,7 @@ func (c *topologies) PlaceWithout(key string, victims []string) (string, bool) {
 			c.pods.heldOnNodes(vr, held)
 		}
 	}
-	res, err := snap.PlaceWithout(ask.podSets, owners, held)
+	res, err := snap.PlaceWithout(c.pooledPodSets(r, ask), owners, held)
 	if err != nil {
 		return "nothing it can use: " + err.Error(), false
 	}
@@ -469,6 +567,7 @@ func (c *topologies) assumedOf(r *unitRecord, name string) []topology.Assumed {
 	}
 	var tally map[string]int32
 	var out []topology.Assumed
+	within := c.poolSelectorsOf(r.queue)
 	for _, a := range placed {
 		if name != "" && a.Topology != name {
 			continue
@@ -495,7 +594,7 @@ func (c *topologies) assumedOf(r *unitRecord, name string) []topology.Assumed {
 			}
 		}
 		out = append(out, topology.Assumed{Topology: a.Topology, PodSet: topology.PodSet{Name: ps.Name, PerPod: resources.PodRequests(&ps.Template.Spec),
-			Nodes: topology.SelectionOf(&ps.Template.Spec)}, Domains: domains})
+			Nodes: topology.SelectionOf(&ps.Template.Spec).Within(within)}, Domains: domains})
 	}
 	return out
 }
@@ -536,7 +635,7 @@ func (c *topologies) forecastCluster() *topology.Cluster {
 	}
 	for r, ask := range c.askers {
 		if r.inCore {
-			cl.Units[r.key] = topology.Unit{Topology: ask.topology, PodSets: ask.podSets, Assumed: c.assumedOf(r, "")}
+			cl.Units[r.key] = topology.Unit{Topology: ask.topology, PodSets: c.pooledPodSets(r, ask), Assumed: c.assumedOf(r, "")}
 		}
 	}
 	on := c.pods.pods.EveryHeldOnNodes()

@@ -3,7 +3,11 @@
 // (annotations quota.scheduling.koordinator.sh/total-resource and
 // unschedulable-resource), for clusters where no koord-manager runs: the
 // allocatable resources of the nodes an ElasticQuotaProfile's selector
-// chooses, times its resource ratio. It is pure: the caller lists the nodes.
+// chooses, times its resource ratio. It also says where the pods of a
+// quota's units must run for its tree (PlacementOf): koord-queue-controllers
+// puts that on the pods at release, and koord-queue counts only those
+// nodes when it places a unit within topology domains. It is pure: the
+// caller lists the nodes, the quotas and the profiles.
 package pool
 
 import (

@@ -21,6 +21,9 @@ type Selection struct {
 	// selects: the pod set has a nodeSelector or a required node affinity.
 	selects     bool
 	tolerations []corev1.Toleration
+	// within are node selectors a node must meet each of besides
+	// (Within): the node pool placement of the pods.
+	within []*nodeaffinity.LazyErrorNodeSelector
 	// key tells Selections apart, so that pod sets selecting alike share
 	// their counts: equal keys, equal Selections. The zero key is the zero
 	// Selection's.
@@ -81,6 +84,30 @@ func SelectionOf(spec *corev1.PodSpec) Selection {
 	}
 }
 
+// Within is s narrowed to the nodes that also meet each of selectors (the
+// terms of each are alternatives): what a pod's required node affinity
+// selects once each selector's terms are multiplied into its own, as
+// koord-queue-controllers keeps a job's pods to their quota tree's node
+// pool at release (pool.Placement.NodeSelectors). A selector's term that
+// does not parse selects nothing, as the scheduler reads it. s itself
+// when there are none.
+func (s Selection) Within(selectors []*corev1.NodeSelector) Selection {
+	if len(selectors) == 0 {
+		return s
+	}
+	h := sha256.New()
+	h.Write(s.key[:])
+	s.within = append(make([]*nodeaffinity.LazyErrorNodeSelector, 0, len(s.within)+len(selectors)), s.within...)
+	for _, sel := range selectors {
+		s.within = append(s.within, nodeaffinity.NewLazyErrorNodeSelector(sel))
+		data, _ := sel.Marshal()
+		h.Write(data)
+	}
+	h.Sum(s.key[:0])
+	s.selects = true
+	return s
+}
+
 // IsZero reports whether s selects every node and tolerates no taint.
 func (s Selection) IsZero() bool { return s.key == [sha256.Size]byte{} }
 
@@ -95,6 +122,11 @@ func (s *Selection) admits(node *corev1.Node, taints []corev1.Taint) bool {
 	}
 	if !s.selects {
 		return true
+	}
+	for _, sel := range s.within {
+		if ok, _ := sel.Match(node); !ok {
+			return false
+		}
 	}
 	ok, err := s.affinity.Match(node)
 	return ok && err == nil // a term the API server let through and that does not parse selects nothing

@@ -66,6 +66,12 @@ func TestElasticQuotaProfileCRD(t *testing.T) {
 		waitEstablished(t, e, name)
 	}
 
+	t.Run("without the CRD and computeTreeCapacity: koord-queue starts, with no node pools", func(t *testing.T) {
+		if err := startKoordQueue(t, e, app.Options{}); err != nil {
+			t.Fatalf("koord-queue without --compute-tree-capacity on a cluster without the ElasticQuotaProfile CRD: %v", err)
+		}
+	})
+
 	t.Run("computeTreeCapacity without the CRD: koord-queue names the CRD and the value that installs it", func(t *testing.T) {
 		err := startKoordQueue(t, e, computeTreeCapacity)
 		if err == nil {
