@@ -170,8 +170,54 @@ func TestAUnitAskingForARackCountsOnlyItsNodePool(t *testing.T) {
 	}
 }
 
+// TestTheTreesProfileNamesTheTopology: when neither a unit's quota nor an
+// ancestor names a Topology, the ElasticQuotaProfile of its tree's root
+// (pool.ProfileOf's) does; a quota's annotation wins over it. The classic
+// tree has no profile.
+func TestTheTreesProfileNamesTheTopology(t *testing.T) {
+	cases := map[string]struct {
+		quotaTopology, profileTopology string
+		units                          []*schedulingv1alpha1.QueueUnit
+		want                           placedOrWaiting
+	}{
+		"the profile names the Topology of its tree's units": {
+			profileTopology: "racks",
+			units:           []*schedulingv1alpha1.QueueUnit{poolRackUnit("u", "gpu-team", 3)},
+			want:            placedOrWaiting{Admitted: map[string][]schedulingv1alpha1.PodSetTopologyAssignment{"team/u": rackAssignment("r1", 3)}},
+		},
+		"a quota's annotation wins over the profile's": {
+			quotaTopology: "racks", profileTopology: "blocks",
+			units: []*schedulingv1alpha1.QueueUnit{poolRackUnit("u", "gpu-team", 3)},
+			want:  placedOrWaiting{Admitted: map[string][]schedulingv1alpha1.PodSetTopologyAssignment{"team/u": rackAssignment("r1", 3)}},
+		},
+		"a Topology the profile names and that does not exist is said on the unit": {
+			profileTopology: "blocks",
+			units:           []*schedulingv1alpha1.QueueUnit{poolRackUnit("u", "gpu-team", 3)},
+			want: placedOrWaiting{Waiting: map[string]string{
+				"team/u": `pod set main asks for topology level example.com/rack, and Topology "blocks", which ElasticQuotaProfile kube-system/a100 names, does not exist`}},
+		},
+		"a unit of the classic tree takes no profile's Topology": {
+			profileTopology: "racks",
+			units:           []*schedulingv1alpha1.QueueUnit{poolRackUnit("u", "team", 3)},
+			want: placedOrWaiting{Waiting: map[string]string{
+				"team/u": "pod set main asks for topology level example.com/rack, and quota team names no Topology: annotate it, or an ancestor, koord-queue/topology=<topology>"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := pooledRacks(true, tc.quotaTopology, tc.profileTopology)
+			for _, u := range tc.units {
+				c.UpsertUnit(u)
+			}
+			if diff := cmp.Diff(tc.want, cycleOf(c, 100, tc.units), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestAProfileOrNodeChangePlacesAskersAgain: a unit waiting for its
-// tree's pool is decided again when a profile or a node
+// tree's Topology or pool is decided again when a profile or a node
 // changes, with no change of its own.
 func TestAProfileOrNodeChangePlacesAskersAgain(t *testing.T) {
 	a100 := func(topologyName string, pool string) *quotav1alpha1.ElasticQuotaProfile {
@@ -189,6 +235,26 @@ func TestAProfileOrNodeChangePlacesAskersAgain(t *testing.T) {
 		before        string // why team/u waits
 		rack          string // where it then goes
 	}{
+		"the profile comes to name a Topology": {
+			pods:   3,
+			change: func(c *Cache) { c.treeCapacities.UpsertElasticQuotaProfile(a100("racks", "a100")) },
+			before: "pod set main asks for topology level example.com/rack, and quota gpu-team names no Topology: annotate it, or an ancestor, koord-queue/topology=<topology>",
+			rack:   "r1",
+		},
+		"the tree's root comes to choose another profile, which names a Topology": {
+			pods: 3,
+			change: func(c *Cache) {
+				p := a100("racks", "a100")
+				p.Name = "a100-racks"
+				c.treeCapacities.UpsertElasticQuotaProfile(p) // not chosen yet: a100 comes first by name
+				c.UpsertElasticQuota(wrappers.MakeElasticQuota("a100-root", "kube-system").IsParent().
+					Label(elasticquotav1alpha1.LabelQuotaTreeID, "t1").Label(elasticquotav1alpha1.LabelQuotaIsRoot, "true").
+					Label(elasticquotav1alpha1.LabelQuotaProfile, "a100-racks").
+					Annotation(elasticquotav1alpha1.AnnotationTotalResource, `{"cpu":"4"}`).Obj())
+			},
+			before: "pod set main asks for topology level example.com/rack, and quota gpu-team names no Topology: annotate it, or an ancestor, koord-queue/topology=<topology>",
+			rack:   "r1",
+		},
 		"the profile's pool moves to a rack with room": {
 			quotaTopology: "racks", pods: 4,
 			change: func(c *Cache) { c.treeCapacities.UpsertElasticQuotaProfile(a100("", "h100")) },

@@ -25,7 +25,8 @@ import (
 // room for it as asked, besides its quota: the core asks the Cache, its
 // Placer, before it admits such a unit. The Topology in force is the one
 // the unit's quota names (schedulingv1alpha1.AnnotationTopology), or its
-// nearest ancestor's. A pod set's pods can use the nodes its template selects and
+// nearest ancestor's, or else the ElasticQuotaProfile of its quota tree's
+// root. A pod set's pods can use the nodes its template selects and
 // tolerates and, of those, the ones koord-queue-controllers will let them
 // onto at release: its tree's node pool, or, in the classic tree, nodes
 // outside the pools (pool.PlacementOf). What each node has free is its allocatable less what
@@ -60,7 +61,8 @@ type topologies struct {
 	// the Topology in force.
 	quotaObjects map[string]*elasticquotav1alpha1.ElasticQuota
 	// profiles are the ElasticQuotaProfiles by namespace/name (the
-	// treeCapacities' map): the node pools.
+	// treeCapacities' map): the node pools, and the Topology a tree's
+	// root's profile names.
 	profiles map[string]*quotav1alpha1.ElasticQuotaProfile
 	// poolNodes are, by quota name, the node selectors its units' pods
 	// must meet each of for their node pool (poolSelectorsOf), kept until
@@ -132,7 +134,7 @@ func (c *topologies) topologiesChanged() {
 func (c *topologies) namingChanged() {
 	moved := false
 	for r, ask := range c.askers {
-		if c.topologyOf(r.queue) != ask.topology {
+		if name, _ := c.topologyOf(r.queue); name != ask.topology {
 			c.placer.placeAsker(r)
 			moved = true
 		}
@@ -144,10 +146,13 @@ func (c *topologies) namingChanged() {
 }
 
 // profileChanged notes a profile's change from old to p (nil: none), with
-// c.mu held: the pools may have changed, so units that ask for levels are
-// placed again. A change of its spec only counts.
+// c.mu held: the pools, and the Topology a tree's root's profile names,
+// may have changed, so units that ask for levels are placed again. A
+// change of neither its spec nor its Topology annotation (its status,
+// say) changes nothing.
 func (c *topologies) profileChanged(old, p *quotav1alpha1.ElasticQuotaProfile) {
-	if old != nil && p != nil && equality.Semantic.DeepEqual(old.Spec, p.Spec) {
+	if old != nil && p != nil && equality.Semantic.DeepEqual(old.Spec, p.Spec) &&
+		old.Annotations[schedulingv1alpha1.AnnotationTopology] == p.Annotations[schedulingv1alpha1.AnnotationTopology] {
 		return
 	}
 	c.poolsChanged()
@@ -277,22 +282,23 @@ func (c *topologies) checkTopology(r *unitRecord) (asks bool, err error) {
 		delete(c.askers, r)
 		return false, nil
 	}
-	c.askers[r] = unitAsk{topology: c.topologyOf(r.queue), podSets: podSetsOf(u)}
+	name, _ := c.topologyOf(r.queue)
+	c.askers[r] = unitAsk{topology: name, podSets: podSetsOf(u)}
 	return true, err
 }
 
 // resolveAsk checks that the Topology in force for r has the level ask
 // names.
 func (c *topologies) resolveAsk(r *unitRecord, podSet string, ask topology.Ask) error {
-	name := c.topologyOf(r.queue)
+	name, by := c.topologyOf(r.queue)
 	if name == "" {
 		return fmt.Errorf("pod set %s asks for topology level %s, and quota %s names no Topology: annotate it, or an ancestor, %s=<topology>",
 			podSet, ask.Level, r.queue, schedulingv1alpha1.AnnotationTopology)
 	}
 	t, ok := c.byName[name]
 	if !ok {
-		return fmt.Errorf("pod set %s asks for topology level %s, and Topology %q, which quota %s names, does not exist",
-			podSet, ask.Level, name, r.queue)
+		return fmt.Errorf("pod set %s asks for topology level %s, and Topology %q, which %s names, does not exist",
+			podSet, ask.Level, name, by)
 	}
 	if _, err := topology.LevelsOf(t).Resolve(ask); err != nil {
 		return fmt.Errorf("pod set %s: %w", podSet, err)
@@ -303,25 +309,42 @@ func (c *topologies) resolveAsk(r *unitRecord, podSet string, ask topology.Ask) 
 // maxQuotaDepth bounds the walk up a quota's ancestors for its Topology.
 const maxQuotaDepth = 64
 
-// topologyOf is the Topology the quota, or its nearest ancestor, names;
-// "" if none does.
-func (c *topologies) topologyOf(quotaName string) string {
+// topologyOf is the Topology the quota, or its nearest ancestor, names,
+// else the one the ElasticQuotaProfile of its quota tree's root names
+// (pool.TreeRootOf, pool.ProfileOfRoot: the profile whose pool the tree's
+// pods go to); "" if none does. by says who named it, for messages:
+// "quota team", "ElasticQuotaProfile kube-system/a100".
+func (c *topologies) topologyOf(quotaName string) (name, by string) {
 	e := c.core.Quotas()
 	for q, depth := quotaName, 0; q != "" && depth < maxQuotaDepth; q, depth = e.Parent(q), depth+1 {
 		if eq := c.quotaObjects[q]; eq != nil {
 			if name := eq.Annotations[schedulingv1alpha1.AnnotationTopology]; name != "" {
-				return name
+				return name, "quota " + quotaName
 			}
 		}
 	}
-	return ""
+	if len(c.profiles) == 0 {
+		return "", ""
+	}
+	root, _ := pool.TreeRootOf(quotaName, c.quotaInUse)
+	if root == nil {
+		return "", ""
+	}
+	if p := pool.ProfileOfRoot(root, c.profileList()); p != nil {
+		if name := p.Annotations[schedulingv1alpha1.AnnotationTopology]; name != "" {
+			return name, "ElasticQuotaProfile " + p.Namespace + "/" + p.Name
+		}
+	}
+	return "", ""
 }
 
 // topologyNamingChanged reports whether a quota's change from old to eq
 // (nil: none) may change the Topology in force for units: its annotation
-// naming one, or the parent it inherits one from. A new quota naming none
-// changes nothing, so that a start's thousands of quotas do not place
-// every unit again for each.
+// naming one, the parent it inherits one from, or, for a quota tree's
+// root, whose ElasticQuotaProfile may name one, its coming or going or
+// the labels that make it a root or choose its profile. A new quota
+// naming none and not a tree's root changes nothing, so that a start's
+// thousands of quotas do not place every unit again for each.
 func topologyNamingChanged(old, eq *elasticquotav1alpha1.ElasticQuota) bool {
 	named := func(q *elasticquotav1alpha1.ElasticQuota) string {
 		if q == nil {
@@ -332,7 +355,20 @@ func topologyNamingChanged(old, eq *elasticquotav1alpha1.ElasticQuota) bool {
 	if named(old) != named(eq) {
 		return true
 	}
-	return old != nil && eq != nil && old.Labels[elasticquotav1alpha1.LabelQuotaParent] != eq.Labels[elasticquotav1alpha1.LabelQuotaParent]
+	if old == nil || eq == nil {
+		q := old
+		if q == nil {
+			q = eq
+		}
+		return q != nil && pool.IsTreeRoot(q)
+	}
+	for _, label := range []string{elasticquotav1alpha1.LabelQuotaParent, elasticquotav1alpha1.LabelQuotaTreeID,
+		elasticquotav1alpha1.LabelQuotaIsRoot, elasticquotav1alpha1.LabelQuotaProfile} {
+		if old.Labels[label] != eq.Labels[label] {
+			return true
+		}
+	}
+	return false
 }
 
 // forgetAsker drops r from the askers, with c.mu held.

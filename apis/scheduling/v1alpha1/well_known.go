@@ -16,7 +16,9 @@ const (
 	// AnnotationTopology on an ElasticQuota names the Topology whose levels
 	// its units' pod sets may ask for (koord-queue/podset-required-topology,
 	// koord-queue/podset-preferred-topology); a quota without it uses its
-	// nearest ancestor's.
+	// nearest ancestor's. On the ElasticQuotaProfile of a quota tree's root,
+	// it names the Topology of the tree's quotas when none up to the root
+	// does.
 	AnnotationTopology = "koord-queue/topology"
 	// AnnotationPrefix is what every copied annotation starts with.
 	AnnotationPrefix = "koord-queue/"
