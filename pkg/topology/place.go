@@ -528,7 +528,7 @@ func (s *Snapshot) take(sh *shape, n int32, pods int64) {
 }
 
 // own remembers what was taken since mark as owner's ("": nobody's).
-// The shapes are copied: a shape's request changes when it is reused.
+// A taking keeps its shape's request, which is never changed.
 func (s *Snapshot) own(owner string, mark int) {
 	if owner == "" || len(s.taken) == mark {
 		return
@@ -536,15 +536,7 @@ func (s *Snapshot) own(owner string, mark int) {
 	if s.owned == nil {
 		s.owned = map[string][]taking{}
 	}
-	kept := s.owned[owner]
-	var from, to []int64
-	for _, t := range s.taken[mark:] {
-		if len(t.shape) == 0 || len(from) == 0 || &from[0] != &t.shape[0] {
-			from, to = t.shape, slices.Clone(t.shape)
-		}
-		kept = append(kept, taking{node: t.node, pods: t.pods, shape: to})
-	}
-	s.owned[owner] = kept
+	s.owned[owner] = append(s.owned[owner], s.taken[mark:]...)
 }
 
 // undo gives back what was taken since mark.

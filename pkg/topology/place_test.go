@@ -628,3 +628,27 @@ func TestAPlacementThatCannotBeRecordedTakesNothing(t *testing.T) {
 		t.Errorf("after a placement that cannot be recorded, the rack's %d GPUs: %s", hosts, next.Reason())
 	}
 }
+
+// TestAnOwnersRoomOutlivesItsShape: a unit's room is given back as it was
+// taken even after more shapes than a snapshot keeps were made since, so
+// that its shape was reused for another request.
+func TestAnOwnersRoomOutlivesItsShape(t *testing.T) {
+	s := topology.NewSnapshot(levels, cluster(), nil)
+	if res, err := s.PlaceFor("team/a", []topology.PodSet{gpus(4, required(hostLabel))}); err != nil || !res.Fits() {
+		t.Fatalf("team/a: %v, %s", err, res.Reason())
+	}
+	for i := range 20 { // more shapes than a snapshot keeps
+		ps := topology.PodSet{Name: "worker", Count: 1, PerPod: list("cpu", fmt.Sprintf("%dm", (i+1)*50)), Ask: preferred(hostLabel)}
+		if res, err := s.PlaceFor(fmt.Sprintf("team/cpu-%d", i), []topology.PodSet{ps}); err != nil || !res.Fits() {
+			t.Fatalf("team/cpu-%d: %v, %s", i, err, res.Reason())
+		}
+	}
+	// Every GPU of the cluster, which only team/a's going frees.
+	res, err := s.PlaceWithout([]topology.PodSet{gpus(64, preferred(blockLabel))}, []string{"team/a"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Fits() {
+		t.Errorf("without team/a, the cluster's 64 GPUs: %s", res.Reason())
+	}
+}

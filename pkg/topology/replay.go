@@ -273,7 +273,6 @@ func (r *Replay) Never(key string, counts map[string]int32) (why string, never b
 // snapshots.
 func (r *Replay) keep(key string, s *Snapshot, mark int) {
 	for _, t := range s.taken[mark:] {
-		t.shape = slices.Clone(t.shape) // the shape's, which a later shape may reuse
 		r.apply(t, -1, s)
 		r.held[key] = append(r.held[key], t)
 	}

@@ -15,6 +15,8 @@ const maxShapes = 16
 // them, how many pods each node and each domain has room for. Its counts
 // follow the snapshot's changes lazily (sync).
 type shape struct {
+	// req is never changed once the shape is made (a reused shape gets a
+	// new one), so that what was taken may keep it (taking.shape).
 	req []int64
 	sel Selection
 	// usable are the nodes the pods can use; nil: every node.
@@ -63,10 +65,10 @@ func (s *Snapshot) shapeOf(perPod corev1.ResourceList, sel Selection) *shape {
 	}
 	sh := victim
 	if len(s.shapes) < maxShapes {
-		sh = &shape{req: make([]int64, len(req)), counts: make([]int32, len(s.nodes)), sums: make([]int64, len(s.domains))}
+		sh = &shape{counts: make([]int32, len(s.nodes)), sums: make([]int64, len(s.domains))}
 		s.shapes = append(s.shapes, sh)
 	}
-	copy(sh.req, req)
+	sh.req = slices.Clone(req)
 	sh.missing, sh.lastUse = missing, s.uses
 	sh.sel, sh.usable = sel, s.usable(&sel, sh.usable)
 	s.recount(sh)
