@@ -101,8 +101,12 @@ func (c *decisions) record(r *unitRecord, a scheduler.Admission) {
 	if c.unwritten == 0 {
 		c.shrinksSeen = c.core.Quotas().Shrinks() // the room it is decided in
 	}
+	charged := r.request // what the core was given, unless it admitted fewer pods
+	if len(a.Partial) > 0 {
+		charged = queueunit.HeldWith(r.unit, a.Partial)
+	}
 	r.admission = &admission{unit: r.unit, queue: r.queue, request: r.request,
-		partial: a.Partial, charged: queueunit.HeldWith(r.unit, a.Partial), tree: c.core.Quotas().TreeID(a.Quota)}
+		partial: a.Partial, charged: charged, tree: c.core.Quotas().TreeID(a.Quota)}
 	c.unwritten++
 }
 
