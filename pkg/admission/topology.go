@@ -595,7 +595,9 @@ func (c *topologies) assumedOf(r *unitRecord, name string) []topology.Assumed {
 	switch {
 	case r.admission != nil:
 		placed = r.admission.topology
-	case queueunit.HoldsQuota(r.unit):
+	case len(r.unit.Status.TopologyAssignments) > 0 && queueunit.HoldsQuota(r.unit):
+		// (the waiting units, most of the askers, have none: their phase
+		// is not read for every snapshot)
 		placed = r.unit.Status.TopologyAssignments
 	}
 	if len(placed) == 0 {
