@@ -183,9 +183,7 @@ func (c *topologies) pooledPodSets(r *unitRecord, ask unitAsk) []topology.PodSet
 	if len(within) > 0 {
 		ask.pooled = slices.Clone(ask.podSets)
 		for i := range ask.pooled {
-			if !ask.pooled[i].Ask.IsZero() {
-				ask.pooled[i].Nodes = ask.pooled[i].Nodes.Within(within)
-			}
+			ask.pooled[i].Nodes = ask.pooled[i].Nodes.Within(within)
 		}
 	}
 	ask.poolsRead = c.poolsRead
@@ -580,8 +578,8 @@ func (c *topologies) snapshotInputs(name string, held heldAmounts) (snapshotInpu
 		c.trees[name] = tree
 	}
 	in := snapshotInputs{tree: tree, held: held}
-	for r := range c.askers {
-		for _, a := range c.assumedOf(r, name) {
+	for r, ask := range c.askers {
+		for _, a := range c.assumedOf(r, ask, name) {
 			in.assumed = append(in.assumed, assumption{owner: r.key, Assumed: a})
 		}
 	}
@@ -589,8 +587,10 @@ func (c *topologies) snapshotInputs(name string, held heldAmounts) (snapshotInpu
 }
 
 // assumedOf are r's pods admitted to domains of the Topology name (any,
-// for "") and not on a node yet.
-func (c *topologies) assumedOf(r *unitRecord, name string) []topology.Assumed {
+// for "") and not on a node yet; ask is what r asks (its pod sets, read
+// once as it changed: a snapshot assumes the pods of every unit admitted
+// and not yet on nodes, in every cycle).
+func (c *topologies) assumedOf(r *unitRecord, ask unitAsk, name string) []topology.Assumed {
 	var placed []schedulingv1alpha1.PodSetTopologyAssignment
 	switch {
 	case r.admission != nil:
@@ -605,13 +605,13 @@ func (c *topologies) assumedOf(r *unitRecord, name string) []topology.Assumed {
 	}
 	var tally map[string]int32
 	var out []topology.Assumed
-	within := c.poolSelectorsOf(r.queue)
+	sets := c.pooledPodSets(r, ask)
 	for _, a := range placed {
 		if name != "" && a.Topology != name {
 			continue
 		}
-		ps := podSetOf(r.unit, a.Name)
-		if ps == nil {
+		i := slices.IndexFunc(sets, func(ps topology.PodSet) bool { return ps.Name == a.Name })
+		if i < 0 {
 			continue
 		}
 		if tally == nil {
@@ -631,8 +631,8 @@ func (c *topologies) assumedOf(r *unitRecord, name string) []topology.Assumed {
 				domains = append(domains, topology.Domain{Values: d.Values, Pods: d.Count - off})
 			}
 		}
-		out = append(out, topology.Assumed{Topology: a.Topology, PodSet: topology.PodSet{Name: ps.Name, PerPod: resources.PodRequests(&ps.Template.Spec),
-			Nodes: topology.SelectionOf(&ps.Template.Spec).Within(within)}, Domains: domains})
+		out = append(out, topology.Assumed{Topology: a.Topology, PodSet: topology.PodSet{Name: a.Name, PerPod: sets[i].PerPod, Nodes: sets[i].Nodes},
+			Domains: domains})
 	}
 	return out
 }
@@ -673,7 +673,7 @@ func (c *topologies) forecastCluster() *topology.Cluster {
 	}
 	for r, ask := range c.askers {
 		if r.inCore {
-			cl.Units[r.key] = topology.Unit{Topology: ask.topology, PodSets: c.pooledPodSets(r, ask), Assumed: c.assumedOf(r, "")}
+			cl.Units[r.key] = topology.Unit{Topology: ask.topology, PodSets: c.pooledPodSets(r, ask), Assumed: c.assumedOf(r, ask, "")}
 		}
 	}
 	on := c.pods.pods.EveryHeldOnNodes()
@@ -691,27 +691,16 @@ func (c *topologies) forecastCluster() *topology.Cluster {
 	return cl
 }
 
-// podSetOf is u's pod set called name, nil if none.
-func podSetOf(u *schedulingv1alpha1.QueueUnit, name string) *schedulingv1alpha1.PodSet {
-	for i := range u.Spec.PodSets {
-		if u.Spec.PodSets[i].Name == name {
-			return &u.Spec.PodSets[i]
-		}
-	}
-	return nil
-}
-
 // podSetsOf are u's pod sets as a snapshot places them, all their pods.
 func podSetsOf(u *schedulingv1alpha1.QueueUnit) []topology.PodSet {
 	out := make([]topology.PodSet, 0, len(u.Spec.PodSets))
 	for i := range u.Spec.PodSets {
 		ps := &u.Spec.PodSets[i]
 		ask, _ := topology.ParseAsk(ps.Template.Annotations) // a malformed ask is the unit's error (checkTopology)
-		set := topology.PodSet{Name: ps.Name, Count: ps.Count, PerPod: resources.PodRequests(&ps.Template.Spec), Ask: ask}
-		if !ask.IsZero() {
-			set.Nodes = topology.SelectionOf(&ps.Template.Spec)
-		}
-		out = append(out, set)
+		// Nodes even when it asks for no level: pods admitted to a domain
+		// are assumed on the nodes they can use whatever the unit asks now.
+		out = append(out, topology.PodSet{Name: ps.Name, Count: ps.Count, PerPod: resources.PodRequests(&ps.Template.Spec), Ask: ask,
+			Nodes: topology.SelectionOf(&ps.Template.Spec)})
 	}
 	return out
 }
