@@ -189,10 +189,7 @@ func (s *Snapshot) PlaceWithout(sets []PodSet, owners []string, held map[string]
 	mark := len(s.taken)
 	defer s.undo(mark)
 	for _, o := range owners {
-		for _, t := range s.owned[o] {
-			s.adjust(t.node, t.shape, t.pods)
-			s.taken = append(s.taken, taking{node: t.node, pods: -t.pods, shape: t.shape})
-		}
+		s.giveBack(s.owned[o])
 	}
 	for name, list := range held {
 		n, ok := s.byName[name]
@@ -537,6 +534,15 @@ func (s *Snapshot) own(owner string, mark int) {
 		s.owned = map[string][]taking{}
 	}
 	s.owned[owner] = append(s.owned[owner], s.taken[mark:]...)
+}
+
+// giveBack gives back the room of ts, recorded in s.taken as takings
+// of fewer pods, so that undo takes it again.
+func (s *Snapshot) giveBack(ts []taking) {
+	for _, t := range ts {
+		s.adjust(t.node, t.shape, t.pods)
+		s.taken = append(s.taken, taking{node: t.node, pods: -t.pods, shape: t.shape})
+	}
 }
 
 // undo gives back what was taken since mark.

@@ -178,10 +178,7 @@ func (r *Replay) PlaceWithout(key string, victims []string) (why string, ok bool
 	mark := len(s.taken)
 	defer s.undo(mark)
 	for _, v := range victims {
-		for _, t := range r.held[v] {
-			s.adjust(t.node, t.shape, t.pods)
-			s.taken = append(s.taken, taking{node: t.node, pods: -t.pods, shape: t.shape})
-		}
+		s.giveBack(r.held[v])
 	}
 	res, err := s.try(u.PodSets)
 	switch {
