@@ -631,7 +631,7 @@ func (c *topologies) assumedOf(r *unitRecord, ask unitAsk, name string) []topolo
 				domains = append(domains, topology.Domain{Values: d.Values, Pods: d.Count - off})
 			}
 		}
-		out = append(out, topology.Assumed{Topology: a.Topology, PodSet: topology.PodSet{Name: a.Name, PerPod: sets[i].PerPod, Nodes: sets[i].Nodes},
+		out = append(out, topology.Assumed{Topology: a.Topology, PodSet: topology.PodSet{Name: a.Name, PerPod: sets[i].PerPod, Amounts: sets[i].Amounts, Nodes: sets[i].Nodes},
 			Domains: domains})
 	}
 	return out
@@ -699,7 +699,8 @@ func podSetsOf(u *schedulingv1alpha1.QueueUnit) []topology.PodSet {
 		ask, _ := topology.ParseAsk(ps.Template.Annotations) // a malformed ask is the unit's error (checkTopology)
 		// Nodes even when it asks for no level: pods admitted to a domain
 		// are assumed on the nodes they can use whatever the unit asks now.
-		out = append(out, topology.PodSet{Name: ps.Name, Count: ps.Count, PerPod: resources.PodRequests(&ps.Template.Spec), Ask: ask,
+		perPod := resources.PodRequests(&ps.Template.Spec)
+		out = append(out, topology.PodSet{Name: ps.Name, Count: ps.Count, PerPod: perPod, Amounts: topology.AmountsOf(perPod), Ask: ask,
 			Nodes: topology.SelectionOf(&ps.Template.Spec)})
 	}
 	return out

@@ -1,6 +1,7 @@
 package topology
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -17,9 +18,30 @@ type PodSet struct {
 	Count int32
 	// PerPod is what each pod asks for (resources.PodRequests).
 	PerPod corev1.ResourceList
-	Ask    Ask
+	// Amounts is PerPod as AmountsOf says it, for a caller that places
+	// the pod set many times: each placement then reads no map. Nil:
+	// PerPod is read at each placement.
+	Amounts []Amount
+	Ask     Ask
 	// Nodes are the nodes its pods can use (SelectionOf its template).
 	Nodes Selection
+}
+
+// Amount is an amount of a resource, in the units a snapshot counts
+// (milli-cores for cpu, whole units for the rest).
+type Amount struct {
+	Name  corev1.ResourceName
+	Value int64
+}
+
+// AmountsOf is l's amounts, ordered by name.
+func AmountsOf(l corev1.ResourceList) []Amount {
+	out := make([]Amount, 0, len(l))
+	for name, q := range l {
+		out = append(out, Amount{Name: name, Value: amount(name, q)})
+	}
+	slices.SortFunc(out, func(a, b Amount) int { return strings.Compare(string(a.Name), string(b.Name)) })
+	return out
 }
 
 // Domain is a domain a placement chose and how many pods it gets there.
@@ -237,19 +259,21 @@ func (s *Snapshot) try(sets []PodSet) (Result, error) {
 		if levels[i] < 0 || ps.Count <= 0 {
 			continue
 		}
-		sh := s.shapeOf(ps.PerPod, ps.Nodes)
-		var domains []Domain
+		sh := s.shapeOf(&ps)
+		var chosen []item
 		if ps.Ask.Required {
-			domains = s.required(sh, levels[i], int64(ps.Count))
+			chosen = s.required(sh, levels[i], int64(ps.Count))
 		} else {
-			domains = s.preferred(sh, levels[i], int64(ps.Count))
+			chosen = s.preferred(sh, levels[i], int64(ps.Count))
 		}
-		if domains == nil {
+		if chosen == nil {
 			s.undo(mark)
 			return Result{Shortfall: s.shortfall(sh, ps, levels[i])}, nil
 		}
-		for _, d := range domains {
-			s.spread(sh, s.find(d.Values), int64(d.Pods))
+		domains := make([]Domain, len(chosen))
+		for j, it := range chosen {
+			s.spread(sh, it.idx, it.count)
+			domains[j] = Domain{Values: s.domains[it.idx].values, Pods: int32(it.count)}
 		}
 		out.Placements[i].Domains = domains
 	}
@@ -271,7 +295,7 @@ func (s *Snapshot) Assume(owner string, ps PodSet, domains []Domain) int32 {
 
 // assume is Assume, leaving in s.taken, past where it was, what it took.
 func (s *Snapshot) assume(ps PodSet, domains []Domain) int32 {
-	sh := s.shapeOf(ps.PerPod, ps.Nodes)
+	sh := s.shapeOf(&ps)
 	var placed int64
 	for _, d := range domains {
 		dom := s.find(d.Values)
@@ -285,31 +309,35 @@ func (s *Snapshot) assume(ps PodSet, domains []Domain) int32 {
 }
 
 // required is the domain of level with room for n pods and the least to
-// spare, nil if none.
-func (s *Snapshot) required(sh *shape, level int, n int64) []Domain {
+// spare, with n as its count; nil if none.
+func (s *Snapshot) required(sh *shape, level int, n int64) []item {
 	s.sync(sh)
 	best := bestFit(s.byLevel[level], sh.sums, n)
 	if best < 0 {
 		return nil
 	}
-	return []Domain{{Values: s.domains[best].values, Pods: int32(n)}}
+	return []item{{count: n, idx: best}}
 }
 
 // bestFit is the first of ds whose count is the least at or above n, -1
-// if none.
+// if none. The first with exactly n is that one: no later one is tighter.
 func bestFit(ds []int32, counts []int64, n int64) int32 {
 	best := int32(-1)
 	for _, d := range ds {
 		if c := counts[d]; c >= n && (best < 0 || c < counts[best]) {
 			best = d
+			if c == n {
+				break
+			}
 		}
 	}
 	return best
 }
 
 // preferred places n pods at level, in one domain if one has room, else
-// in as few as have it (see Place); nil if all of them together have not.
-func (s *Snapshot) preferred(sh *shape, level int, n int64) []Domain {
+// in as few as have it (see Place), each with its pods as its count,
+// ordered by their values; nil if all of them together have not.
+func (s *Snapshot) preferred(sh *shape, level int, n int64) []item {
 	if one := s.required(sh, level, n); one != nil {
 		return one
 	}
@@ -353,11 +381,8 @@ func (s *Snapshot) preferred(sh *shape, level int, n int64) []Domain {
 		copy(s.items[start:], s.items[hi:hi+k])
 		s.items = s.items[:start+k]
 	}
-	out := make([]Domain, 0, len(s.items)-start)
-	for _, it := range s.items[start:] {
-		out = append(out, Domain{Values: s.domains[it.idx].values, Pods: int32(it.count)})
-	}
-	slices.SortFunc(out, func(a, b Domain) int { return slices.Compare(a.Values, b.Values) })
+	out := slices.Clone(s.items[start:])
+	slices.SortFunc(out, func(a, b item) int { return s.compare(a.idx, b.idx) })
 	return out
 }
 
@@ -448,10 +473,12 @@ func cmpDesc(a, b int64) int {
 }
 
 // item is a domain (node false) or a node (node true) and how many pods
-// it has room for.
+// it has room for; rank is its place among its domain's members, when
+// spread lists them.
 type item struct {
 	count int64
 	idx   int32
+	rank  int32
 	node  bool
 }
 
@@ -464,16 +491,16 @@ func (s *Snapshot) spread(sh *shape, d int32, n int64) int64 {
 		return 0
 	}
 	s.sync(sh)
-	dom := &s.domains[d]
 	start := len(s.items)
-	for _, c := range dom.children {
-		if sh.sums[c] > 0 {
-			s.items = append(s.items, item{count: sh.sums[c], idx: c})
+	for rank, m := range s.domains[d].members {
+		var c int64
+		if m.node {
+			c = int64(sh.counts[m.idx])
+		} else {
+			c = sh.sums[m.idx]
 		}
-	}
-	for _, nd := range dom.nodes {
-		if sh.counts[nd] > 0 {
-			s.items = append(s.items, item{count: int64(sh.counts[nd]), idx: nd, node: true})
+		if c > 0 {
+			s.items = append(s.items, item{count: c, idx: m.idx, node: m.node, rank: int32(rank)})
 		}
 	}
 	end := len(s.items)
@@ -481,7 +508,7 @@ func (s *Snapshot) spread(sh *shape, d int32, n int64) int64 {
 		if a.count != b.count {
 			return cmpDesc(a.count, b.count)
 		}
-		return strings.Compare(s.itemName(a), s.itemName(b))
+		return cmp.Compare(a.rank, b.rank)
 	})
 	remaining := n
 	for i := start; remaining > 0 && i < end; i++ {
@@ -500,14 +527,6 @@ func (s *Snapshot) spread(sh *shape, d int32, n int64) int64 {
 	}
 	s.items = s.items[:start]
 	return n - remaining
-}
-
-func (s *Snapshot) itemName(it item) string {
-	if it.node {
-		return s.nodes[it.idx].name
-	}
-	v := s.domains[it.idx].values
-	return v[len(v)-1]
 }
 
 // taking records a take so that a unit that does not fit whole can give

@@ -326,15 +326,15 @@ func TestFromNode(t *testing.T) {
 	}{
 		"a ready node is schedulable": {
 			node: node(func(*corev1.Node) {}),
-			want: topology.Node{Name: "n", Labels: map[string]string{rackLabel: "r1"}, Allocatable: list(string(gpu), "8"), Schedulable: true},
+			want: topology.Node{Name: "n", Labels: map[string]string{rackLabel: "r1"}, Allocatable: list(string(gpu), "8"), Amounts: []topology.Amount{{Name: gpu, Value: 8}}, Schedulable: true},
 		},
 		"a cordoned node is not": {
 			node: node(func(n *corev1.Node) { n.Spec.Unschedulable = true }),
-			want: topology.Node{Name: "n", Labels: map[string]string{rackLabel: "r1"}, Allocatable: list(string(gpu), "8")},
+			want: topology.Node{Name: "n", Labels: map[string]string{rackLabel: "r1"}, Allocatable: list(string(gpu), "8"), Amounts: []topology.Amount{{Name: gpu, Value: 8}}},
 		},
 		"a node not ready is not": {
 			node: node(func(n *corev1.Node) { n.Status.Conditions[0].Status = corev1.ConditionUnknown }),
-			want: topology.Node{Name: "n", Labels: map[string]string{rackLabel: "r1"}, Allocatable: list(string(gpu), "8")},
+			want: topology.Node{Name: "n", Labels: map[string]string{rackLabel: "r1"}, Allocatable: list(string(gpu), "8"), Amounts: []topology.Amount{{Name: gpu, Value: 8}}},
 		},
 		"the taints that keep pods off are kept, not those that only weigh": {
 			node: node(func(n *corev1.Node) {
@@ -344,7 +344,7 @@ func TestFromNode(t *testing.T) {
 					{Key: "draining", Effect: corev1.TaintEffectNoExecute},
 				}
 			}),
-			want: topology.Node{Name: "n", Labels: map[string]string{rackLabel: "r1"}, Allocatable: list(string(gpu), "8"), Schedulable: true,
+			want: topology.Node{Name: "n", Labels: map[string]string{rackLabel: "r1"}, Allocatable: list(string(gpu), "8"), Amounts: []topology.Amount{{Name: gpu, Value: 8}}, Schedulable: true,
 				Taints: []corev1.Taint{{Key: "dedicated", Value: "train", Effect: corev1.TaintEffectNoSchedule}, {Key: "draining", Effect: corev1.TaintEffectNoExecute}}},
 		},
 	}

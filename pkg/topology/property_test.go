@@ -6,6 +6,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 )
@@ -64,6 +65,24 @@ func randomUnit(rng *rand.Rand) []PodSet {
 		sets[i] = PodSet{Name: fmt.Sprintf("s%d", i), Count: int32(rng.IntN(13)), PerPod: per, Ask: ask}
 	}
 	return sets
+}
+
+// withAmounts is sets with their Amounts read.
+func withAmounts(sets []PodSet) []PodSet {
+	out := slices.Clone(sets)
+	for i := range out {
+		out[i].Amounts = AmountsOf(out[i].PerPod)
+	}
+	return out
+}
+
+// withNodeAmounts is nodes with their Amounts read.
+func withNodeAmounts(nodes []Node) []Node {
+	out := slices.Clone(nodes)
+	for i := range out {
+		out[i].Amounts = AmountsOf(out[i].Allocatable)
+	}
+	return out
 }
 
 // naiveCount is how many pods asking per a node with free (by the
@@ -126,6 +145,9 @@ func TestPlaceProperties(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 7))
 		nodes, held := randomCluster(rng)
 		s := NewSnapshot(propLevels, nodes, held)
+		// twin, built of the nodes' Amounts, places each unit with its
+		// pod sets' Amounts read once.
+		twin := NewSnapshot(propLevels, withNodeAmounts(nodes), held)
 		initial := slices.Clone(s.free)
 		r := len(s.names)
 		for u := range 12 {
@@ -156,6 +178,13 @@ func TestPlaceProperties(t *testing.T) {
 			res, err := s.PlaceFor(fmt.Sprint(u), unit)
 			if err != nil {
 				t.Fatalf("seed %d unit %d: %v", seed, u, err)
+			}
+			twinRes, err := twin.PlaceFor(fmt.Sprint(u), withAmounts(unit))
+			if err != nil {
+				t.Fatalf("%s: with amounts: %v", where, err)
+			}
+			if diff := cmp.Diff(res, twinRes); diff != "" || !slices.Equal(s.free, twin.free) {
+				t.Fatalf("%s: placed with amounts (-without +with):\n%s", where, diff)
 			}
 			if len(unit) == 1 && res.Fits() && !without.Fits() {
 				t.Fatalf("%s: fits, but not as if %v and %v were gone: %s", where, owners, gone, without.Reason())
@@ -220,7 +249,7 @@ func TestPlaceProperties(t *testing.T) {
 					for _, d := range p.Domains {
 						pods += int64(d.Pods)
 					}
-					sh := s.shapeOf(unit[i].PerPod, unit[i].Nodes)
+					sh := s.shapeOf(&unit[i])
 					for j, q := range sh.req {
 						want[j] += pods * q
 					}

@@ -31,9 +31,9 @@ type shape struct {
 	lastUse uint64
 }
 
-// shapeOf is the shape of perPod on the nodes sel admits, its counts
+// shapeOf is the shape of ps's pods on the nodes they can use, its counts
 // made or reused.
-func (s *Snapshot) shapeOf(perPod corev1.ResourceList, sel Selection) *shape {
+func (s *Snapshot) shapeOf(ps *PodSet) *shape {
 	s.uses++
 	s.compact()
 	if cap(s.req) < len(s.names) {
@@ -42,17 +42,26 @@ func (s *Snapshot) shapeOf(perPod corev1.ResourceList, sel Selection) *shape {
 	req := s.req[:len(s.names)]
 	clear(req)
 	var missing corev1.ResourceName
-	for name, q := range perPod {
-		a := amount(name, q)
+	add := func(name corev1.ResourceName, a int64) {
 		if a == 0 {
-			continue
+			return
 		}
-		if i, ok := s.index[name]; ok {
+		if i, ok := slices.BinarySearch(s.names, name); ok {
 			req[i] = a
 		} else if missing == "" || name < missing {
 			missing = name
 		}
 	}
+	if ps.Amounts != nil {
+		for _, a := range ps.Amounts {
+			add(a.Name, a.Value)
+		}
+	} else {
+		for name, q := range ps.PerPod {
+			add(name, amount(name, q))
+		}
+	}
+	sel := ps.Nodes
 	var victim *shape
 	for _, sh := range s.shapes {
 		if sh.missing == missing && sh.sel.key == sel.key && equal(sh.req, req) {

@@ -17,6 +17,10 @@ type Node struct {
 	Name        string
 	Labels      map[string]string
 	Allocatable corev1.ResourceList
+	// Amounts is Allocatable as AmountsOf says it, read once as the node
+	// changes (FromNode) rather than at every tree built; nil: the tree
+	// reads Allocatable.
+	Amounts []Amount
 	// Schedulable: Ready and not cordoned. Other nodes are left out.
 	Schedulable bool
 	// Taints are the node's NoSchedule and NoExecute taints: a pod set
@@ -29,8 +33,8 @@ type Node struct {
 // one the cluster's capacity follows); its labels, which levels and pod
 // sets' node selections read; its taints that keep pods off.
 func FromNode(n *corev1.Node) Node {
-	return Node{Name: n.Name, Labels: n.Labels, Allocatable: n.Status.Allocatable, Schedulable: watched.NodeCapacity(n) != nil,
-		Taints: schedulingTaints(n.Spec.Taints)}
+	return Node{Name: n.Name, Labels: n.Labels, Allocatable: n.Status.Allocatable, Amounts: AmountsOf(n.Status.Allocatable),
+		Schedulable: watched.NodeCapacity(n) != nil, Taints: schedulingTaints(n.Spec.Taints)}
 }
 
 // Tree is the domain tree of one Topology over the schedulable nodes,
@@ -113,6 +117,16 @@ type domain struct {
 	// nodes whose narrowest domain this is (they lack the next level's
 	// label, or this is the last level).
 	nodes []int32
+	// members are children and nodes together, ordered by name (the
+	// last value of a child's), so that a placement's ties among them
+	// compare positions, not names.
+	members []member
+}
+
+// member is a child domain (node false) or a node of a domain.
+type member struct {
+	idx  int32
+	node bool
 }
 
 type domainKey struct {
@@ -132,15 +146,20 @@ func NewTree(levels Levels, nodes []Node) *Tree {
 	t := &Tree{levels: levels, index: map[corev1.ResourceName]int{}, byLevel: make([][]int32, len(levels.Labels)),
 		lookup: map[domainKey]int32{}}
 	order := make([]int, 0, len(nodes))
+	amounts := make([][]Amount, len(nodes))
 	for i := range nodes {
 		if !nodes[i].Schedulable {
 			continue
 		}
 		order = append(order, i)
-		for name := range nodes[i].Allocatable {
-			if _, ok := t.index[name]; !ok {
-				t.index[name] = len(t.names)
-				t.names = append(t.names, name)
+		amounts[i] = nodes[i].Amounts
+		if amounts[i] == nil {
+			amounts[i] = AmountsOf(nodes[i].Allocatable)
+		}
+		for _, a := range amounts[i] {
+			// Few resources: a search of the names beats a map's hash.
+			if !slices.Contains(t.names, a.Name) {
+				t.names = append(t.names, a.Name)
 			}
 		}
 	}
@@ -165,8 +184,9 @@ func NewTree(levels Levels, nodes []Node) *Tree {
 			d.nodes = append(d.nodes, idx)
 		}
 		alloc := t.allocatable[int(idx)*r : int(idx+1)*r]
-		for name, q := range n.Allocatable {
-			alloc[t.index[name]] = amount(name, q)
+		for _, a := range amounts[i] {
+			j, _ := slices.BinarySearch(t.names, a.Name)
+			alloc[j] = a.Value
 		}
 	}
 	for level := range t.byLevel {
@@ -174,8 +194,31 @@ func NewTree(levels Levels, nodes []Node) *Tree {
 	}
 	for i := range t.domains {
 		slices.SortFunc(t.domains[i].children, t.compare)
+		t.domains[i].members = t.membersOf(&t.domains[i])
 	}
 	return t
+}
+
+// membersOf merges d's children and nodes, each already ordered by name
+// (nodes are indexed in their names' order).
+func (t *Tree) membersOf(d *domain) []member {
+	out := make([]member, 0, len(d.children)+len(d.nodes))
+	cs, ns := d.children, d.nodes
+	for len(cs) > 0 || len(ns) > 0 {
+		if len(ns) == 0 || len(cs) > 0 && t.lastValue(cs[0]) < t.nodes[ns[0]].name {
+			out = append(out, member{idx: cs[0]})
+			cs = cs[1:]
+		} else {
+			out = append(out, member{idx: ns[0], node: true})
+			ns = ns[1:]
+		}
+	}
+	return out
+}
+
+func (t *Tree) lastValue(d int32) string {
+	v := t.domains[d].values
+	return v[len(v)-1]
 }
 
 // Snapshot is the tree with what each node has free: its allocatable less
