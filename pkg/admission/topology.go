@@ -85,6 +85,11 @@ type topologies struct {
 	trees map[string]*topology.Tree
 	// askers are the units some pod set of which asks for a level.
 	askers map[*unitRecord]unitAsk
+	// placedAskers holds every asker that may have pods admitted to
+	// domains and not on nodes yet (assumedOf), and some that no longer
+	// have: a snapshot reads these, not the thousands that wait, and
+	// drops those it finds with none (markPlaced adds them back).
+	placedAskers map[*unitRecord]struct{}
 
 	// During a cycle: the snapshots built, by Topology name; the
 	// placements decided, by unit key.
@@ -282,7 +287,31 @@ func (c *topologies) checkTopology(r *unitRecord) (asks bool, err error) {
 	}
 	name, _ := c.topologyOf(r.queue)
 	c.askers[r] = unitAsk{topology: name, podSets: podSetsOf(u)}
+	if len(u.Status.TopologyAssignments) > 0 {
+		c.markPlaced(r)
+	}
 	return true, err
+}
+
+// markPlaced notes, with c.mu held, that asker r may have pods admitted
+// to domains: its admission or its status names some.
+func (c *topologies) markPlaced(r *unitRecord) {
+	if c.placedAskers == nil {
+		c.placedAskers = map[*unitRecord]struct{}{}
+	}
+	c.placedAskers[r] = struct{}{}
+}
+
+// admittedTo is what r's pods are admitted to: its admission's domains, or
+// while it holds quota those its status names.
+func admittedTo(r *unitRecord) []schedulingv1alpha1.PodSetTopologyAssignment {
+	switch {
+	case r.admission != nil:
+		return r.admission.topology
+	case len(r.unit.Status.TopologyAssignments) > 0 && queueunit.HoldsQuota(r.unit):
+		return r.unit.Status.TopologyAssignments
+	}
+	return nil
 }
 
 // resolveAsk checks that the Topology in force for r has the level ask
@@ -370,7 +399,10 @@ func topologyNamingChanged(old, eq *elasticquotav1alpha1.ElasticQuota) bool {
 }
 
 // forgetAsker drops r from the askers, with c.mu held.
-func (c *topologies) forgetAsker(r *unitRecord) { delete(c.askers, r) }
+func (c *topologies) forgetAsker(r *unitRecord) {
+	delete(c.askers, r)
+	delete(c.placedAskers, r)
+}
 
 // beginPlacement readies the Placer for a cycle, with c.mu held.
 func (c *topologies) beginPlacement() {
@@ -398,6 +430,9 @@ func (c *topologies) endPlacement(admissions []scheduler.Admission) {
 			}
 		}
 		r.admission.topology = placed
+		if len(placed) > 0 {
+			c.markPlaced(r)
+		}
 	}
 	c.snaps, c.decided = nil, nil
 }
@@ -578,7 +613,12 @@ func (c *topologies) snapshotInputs(name string, held heldAmounts) (snapshotInpu
 		c.trees[name] = tree
 	}
 	in := snapshotInputs{tree: tree, held: held}
-	for r, ask := range c.askers {
+	for r := range c.placedAskers {
+		ask, asks := c.askers[r]
+		if !asks || len(admittedTo(r)) == 0 {
+			delete(c.placedAskers, r)
+			continue
+		}
 		for _, a := range c.assumedOf(r, ask, name) {
 			in.assumed = append(in.assumed, assumption{owner: r.key, Assumed: a})
 		}
@@ -591,15 +631,7 @@ func (c *topologies) snapshotInputs(name string, held heldAmounts) (snapshotInpu
 // once as it changed: a snapshot assumes the pods of every unit admitted
 // and not yet on nodes, in every cycle).
 func (c *topologies) assumedOf(r *unitRecord, ask unitAsk, name string) []topology.Assumed {
-	var placed []schedulingv1alpha1.PodSetTopologyAssignment
-	switch {
-	case r.admission != nil:
-		placed = r.admission.topology
-	case len(r.unit.Status.TopologyAssignments) > 0 && queueunit.HoldsQuota(r.unit):
-		// (the waiting units, most of the askers, have none: their phase
-		// is not read for every snapshot)
-		placed = r.unit.Status.TopologyAssignments
-	}
+	placed := admittedTo(r)
 	if len(placed) == 0 {
 		return nil
 	}

@@ -172,6 +172,38 @@ func TestUnitsAskingForARack(t *testing.T) {
 	}
 }
 
+// TestAnAdmissionNotWrittenYetKeepsItsRack: a unit admitted to a rack in
+// one cycle keeps the rack's room in the cycles after it while its
+// admission is not written, or written and not seen back: a unit admitted
+// then goes to another rack.
+func TestAnAdmissionNotWrittenYetKeepsItsRack(t *testing.T) {
+	c := NewCache()
+	c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "team").Max(corev1.ResourceCPU, "100").
+		Annotation(schedulingv1alpha1.AnnotationTopology, "racks").Obj())
+	c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
+	c.UpsertTopology(wrappers.Topology("racks", rackLabel, hostLabel))
+	for _, rack := range []string{"r1", "r2"} {
+		for _, host := range []string{"h1", "h2"} {
+			c.UpsertNode(rackNode(rack, rack+"-"+host))
+		}
+	}
+	admittedIn := func(at int64) map[string][]schedulingv1alpha1.PodSetTopologyAssignment {
+		got := map[string][]schedulingv1alpha1.PodSetTopologyAssignment{}
+		for _, a := range c.cycle(time.Unix(at, 0), -1).Admissions {
+			got[a.Unit] = c.units[a.Unit].admission.topology
+		}
+		return got
+	}
+	c.UpsertUnit(rackUnit("first", 4).Obj())
+	if diff := cmp.Diff(map[string][]schedulingv1alpha1.PodSetTopologyAssignment{"team/first": rackAssignment("r1", 4)}, admittedIn(100)); diff != "" {
+		t.Fatalf("the first cycle (-want +got):\n%s", diff)
+	}
+	c.UpsertUnit(rackUnit("second", 4).Obj())
+	if diff := cmp.Diff(map[string][]schedulingv1alpha1.PodSetTopologyAssignment{"team/second": rackAssignment("r2", 4)}, admittedIn(101)); diff != "" {
+		t.Fatalf("the second cycle, the first's admission not written (-want +got):\n%s", diff)
+	}
+}
+
 // TestATopologyNamedAfterTheUnitsIsUsed: units asking for a rack whose
 // quota's tree names no Topology wait with an error; once an ancestor, or
 // the quota itself, names one, they are placed again and admitted to a
