@@ -492,6 +492,7 @@ func (s *Snapshot) spread(sh *shape, d int32, n int64) int64 {
 	}
 	s.sync(sh)
 	start := len(s.items)
+	fit := -1 // the first of the tightest members that hold all n
 	for rank, m := range s.domains[d].members {
 		var c int64
 		if m.node {
@@ -501,9 +502,23 @@ func (s *Snapshot) spread(sh *shape, d int32, n int64) int64 {
 		}
 		if c > 0 {
 			s.items = append(s.items, item{count: c, idx: m.idx, node: m.node, rank: int32(rank)})
+			if c >= n && (fit < 0 || c < s.items[fit].count) {
+				fit = len(s.items) - 1
+			}
 		}
 	}
 	end := len(s.items)
+	if fit >= 0 {
+		// One member holds them all: the one the order below would pick,
+		// found without ordering them.
+		it := s.items[fit]
+		s.items = s.items[:start]
+		if it.node {
+			s.take(sh, it.idx, n)
+			return n
+		}
+		return s.spread(sh, it.idx, n)
+	}
 	slices.SortFunc(s.items[start:end], func(a, b item) int {
 		if a.count != b.count {
 			return cmpDesc(a.count, b.count)
