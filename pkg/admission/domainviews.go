@@ -104,7 +104,7 @@ func (v *domainViews) snapshot(name string) (*topology.Snapshot, bool) {
 	var in snapshotInputs
 	var err error
 	if ok {
-		in, err = v.topologies.snapshotInputs(name, v.topologies.heldAmounts().kept())
+		in, err = v.topologies.snapshotInputs(name)
 	}
 	v.mu.Unlock()
 	if !ok || err != nil {

@@ -2,7 +2,6 @@ package admission
 
 import (
 	"fmt"
-	"iter"
 	"maps"
 	"slices"
 	"sync"
@@ -83,6 +82,9 @@ type topologies struct {
 	// trees are the domain trees of the Topologies in use, by name, built
 	// at their first use after a node or a Topology changed.
 	trees map[string]*topology.Tree
+	// occupancies are what the nodes' pods hold, by Topology name, kept
+	// for its snapshots while its tree is.
+	occupancies map[string]occupancy
 	// askers are the units some pod set of which asks for a level.
 	askers map[*unitRecord]unitAsk
 	// placedAskers holds every asker that may have pods admitted to
@@ -124,6 +126,7 @@ func (c *topologies) DeleteTopology(name string) {
 // c.mu held: the Topology in force, or its levels, may have changed.
 func (c *topologies) topologiesChanged() {
 	clear(c.trees)
+	clear(c.occupancies)
 	for r := range c.askers {
 		c.placer.placeAsker(r)
 	}
@@ -521,7 +524,7 @@ func (c *topologies) snapshot(name string) (*topology.Snapshot, error) {
 	if s, ok := c.snaps[name]; ok {
 		return s, nil
 	}
-	in, err := c.snapshotInputs(name, c.heldAmounts())
+	in, err := c.snapshotInputs(name)
 	if err != nil {
 		return nil, err
 	}
@@ -534,47 +537,13 @@ func (c *topologies) snapshot(name string) (*topology.Snapshot, error) {
 }
 
 // snapshotInputs are what a snapshot of a Topology is built from, apart
-// from the Cache: its levels, the nodes, what their pods hold and the
-// pods admitted to its domains that are not on a node yet.
+// from the Cache: the snapshot of what the nodes' pods hold, and the pods
+// admitted to its domains that are not on a node yet.
 type snapshotInputs struct {
-	// tree is the Topology's domain tree: read only, shared.
-	tree    *topology.Tree
-	held    heldAmounts
+	// base is the Topology's domain tree with what its nodes' pods hold:
+	// the caller's own.
+	base    *topology.Snapshot
 	assumed []assumption
-}
-
-// heldAmounts is what the nodes' pods hold, as the pod ledger sums it
-// (Ledger.HeldAmountsByNode).
-type heldAmounts struct {
-	resources []corev1.ResourceName
-	byNode    iter.Seq2[string, []int64]
-}
-
-// heldAmounts is what the nodes' pods hold, with c.mu held: the ledger's
-// own sums, to be read before the lock is let go (kept, for later).
-func (c *topologies) heldAmounts() heldAmounts {
-	resources, byNode := c.pods.pods.HeldAmountsByNode()
-	return heldAmounts{resources: resources, byNode: byNode}
-}
-
-// kept is h copied, to be read once the lock that guards what h reads is
-// let go.
-func (h heldAmounts) kept() heldAmounts {
-	width := len(h.resources)
-	var nodes []string
-	var flat []int64
-	for node, amounts := range h.byNode {
-		nodes = append(nodes, node)
-		flat = append(flat, amounts[:min(len(amounts), width)]...)
-		flat = append(flat, make([]int64, width-min(len(amounts), width))...)
-	}
-	return heldAmounts{resources: slices.Clone(h.resources), byNode: func(yield func(string, []int64) bool) {
-		for i, node := range nodes {
-			if !yield(node, flat[i*width:(i+1)*width]) {
-				return
-			}
-		}
-	}}
 }
 
 // assumption is pods of a pod set of the unit owner admitted to domains
@@ -586,16 +555,53 @@ type assumption struct {
 
 // build is the snapshot of in. It reads nothing of the Cache.
 func (in snapshotInputs) build() *topology.Snapshot {
-	s := in.tree.SnapshotHolding(in.held.resources, in.held.byNode)
 	for _, a := range in.assumed {
-		s.Assume(a.owner, a.PodSet, a.Domains)
+		in.base.Assume(a.owner, a.PodSet, a.Domains)
 	}
-	return s
+	return in.base
+}
+
+// occupancy is what the pods on the nodes of tree hold, for the Topology
+// name, with c.mu held: kept from the last snapshot of the same tree and
+// updated on the nodes whose pods changed since, or read afresh.
+func (c *topologies) occupancy(name string, tree *topology.Tree) *topology.Occupancy {
+	ledger := c.pods.pods
+	o, ok := c.occupancies[name]
+	if ok && o.tree == tree {
+		if changed, ok := ledger.HeldChangedSince(o.mark); ok {
+			resources, _ := ledger.HeldAmountsByNode()
+			o.of.Update(resources, func(yield func(string, []int64) bool) {
+				for node := range changed {
+					if !yield(node, ledger.HeldAmountsOn(node)) {
+						return
+					}
+				}
+			})
+			o.mark = ledger.HeldMark()
+			c.occupancies[name] = o
+			return o.of
+		}
+	}
+	resources, byNode := ledger.HeldAmountsByNode()
+	o = occupancy{of: tree.Occupancy(resources, byNode), tree: tree, mark: ledger.HeldMark()}
+	if c.occupancies == nil {
+		c.occupancies = map[string]occupancy{}
+	}
+	c.occupancies[name] = o
+	return o.of
+}
+
+// occupancy is what the pods on the nodes of a Topology's tree hold, as
+// of the pod ledger's mark.
+type occupancy struct {
+	of   *topology.Occupancy
+	tree *topology.Tree
+	mark uint64
 }
 
 // snapshotInputs gathers, with c.mu held, what a snapshot of the Topology
-// name is built from, held being what the nodes' pods hold.
-func (c *topologies) snapshotInputs(name string, held heldAmounts) (snapshotInputs, error) {
+// name is built from.
+func (c *topologies) snapshotInputs(name string) (snapshotInputs, error) {
 	t, ok := c.byName[name]
 	if !ok {
 		return snapshotInputs{}, fmt.Errorf("the Topology %q does not exist", name)
@@ -612,7 +618,7 @@ func (c *topologies) snapshotInputs(name string, held heldAmounts) (snapshotInpu
 		}
 		c.trees[name] = tree
 	}
-	in := snapshotInputs{tree: tree, held: held}
+	in := snapshotInputs{base: c.occupancy(name, tree).Snapshot()}
 	for r := range c.placedAskers {
 		ask, asks := c.askers[r]
 		if !asks || len(admittedTo(r)) == 0 {

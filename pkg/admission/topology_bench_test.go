@@ -65,7 +65,7 @@ func BenchmarkCycleAskingTopology(b *testing.B) {
 			// The domain tree an earlier cycle built, kept while no node
 			// or Topology changes.
 			c.mu.Lock()
-			if _, err := c.topologies.snapshotInputs("default", heldAmounts{}); err != nil {
+			if _, err := c.topologies.snapshotInputs("default"); err != nil {
 				b.Fatal(err)
 			}
 			c.mu.Unlock()

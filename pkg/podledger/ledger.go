@@ -145,6 +145,10 @@ type Ledger struct {
 	// nodes sums, per node (interned name), what the pods bound to it
 	// that hold room ask for, by the ledger's resource index.
 	nodes map[*string][]int64
+	// nodeLog lists the nodes whose sums changed, in order, the first
+	// being change number logBase (HeldChangedSince).
+	nodeLog []*string
+	logBase uint64
 }
 
 type podKey struct{ namespace, name string }
@@ -264,6 +268,7 @@ func (l *Ledger) add(r *record) {
 		r.at = int32(len(g.onNodes))
 		g.onNodes = append(g.onNodes, r)
 		l.nodes[r.node] = addInto(l.nodes[r.node], r.shape.amounts, 1)
+		l.logNode(r.node)
 		ps.bound++
 	}
 	ps.pods++
@@ -308,6 +313,7 @@ func (l *Ledger) unbind(r *record) {
 	on[r.at], last.at = last, r.at
 	on[len(on)-1] = nil
 	r.group.onNodes = on[:len(on)-1]
+	l.logNode(r.node)
 	sums := addInto(l.nodes[r.node], r.shape.amounts, -1)
 	for _, v := range sums {
 		if v != 0 {
@@ -332,6 +338,51 @@ func (l *Ledger) HeldAmountsByNode() (resources []corev1.ResourceName, byNode it
 			}
 		}
 	}
+}
+
+// HeldMark is the ledger's place in its log of the nodes whose sums
+// (HeldAmountsByNode) changed, for HeldChangedSince.
+func (l *Ledger) HeldMark() uint64 { return l.logBase + uint64(len(l.nodeLog)) }
+
+// HeldChangedSince is the nodes whose sums (HeldAmountsByNode) changed
+// since mark (HeldMark), some of them more than once, so that a reader
+// that keeps every node's sum reads again only theirs (HeldAmountsOn).
+// It reports false, and no nodes, once the log no longer reaches back to
+// mark: read every node again.
+func (l *Ledger) HeldChangedSince(mark uint64) (iter.Seq[string], bool) {
+	if mark < l.logBase || mark > l.HeldMark() {
+		return nil, false
+	}
+	changed := l.nodeLog[mark-l.logBase:]
+	return func(yield func(string) bool) {
+		for _, n := range changed {
+			if !yield(*n) {
+				return
+			}
+		}
+	}, true
+}
+
+// HeldAmountsOn is node's sum, as HeldAmountsByNode says it; nil when no
+// pod that holds room is bound to it. It is the ledger's own: read it
+// before the ledger changes.
+func (l *Ledger) HeldAmountsOn(node string) []int64 {
+	n, ok := l.strs[node]
+	if !ok {
+		return nil
+	}
+	return l.nodes[n]
+}
+
+// logNode notes that n's sum changed. The log is cut once it is twice as
+// long as there are nodes: a reader behind it reads every node again,
+// which costs no more than reading the log.
+func (l *Ledger) logNode(n *string) {
+	if len(l.nodeLog) >= max(2*len(l.nodes), 64) {
+		l.logBase += uint64(len(l.nodeLog))
+		l.nodeLog = l.nodeLog[:0]
+	}
+	l.nodeLog = append(l.nodeLog, n)
 }
 
 // HeldOnNodes adds into, per node name, what the pods of g bound to it

@@ -147,13 +147,15 @@ func TestTallyFollowsThePods(t *testing.T) {
 
 // TestTallyMatchesThePodsAfterAnyChanges: after any sequence of upserts and
 // deletes, each group's tally and what it holds on each node
-// (HeldOnNodes, EveryHeldOnNodes), and each node's sum (HeldAmountsByNode), is
-// what its pods, summed afresh, hold.
+// (HeldOnNodes, EveryHeldOnNodes), and each node's sum (HeldAmountsByNode,
+// and as a reader that follows the changed nodes keeps it), is what its
+// pods, summed afresh, hold.
 func TestTallyMatchesThePodsAfterAnyChanges(t *testing.T) {
 	for seed := range uint64(20) {
 		rng := rand.New(rand.NewPCG(seed, 0))
 		l := podledger.New()
 		model := map[string]podledger.Pod{}
+		follower := nodeFollower{l: l}
 		groups := []podledger.Group{{Namespace: "ns", Unit: "u1"}, {Namespace: "ns", Unit: "u2"}, {Namespace: "ns", OwnerKind: "Job.batch", OwnerName: "j"}}
 		for step := range 500 {
 			name := fmt.Sprintf("p%d", rng.IntN(30))
@@ -276,11 +278,62 @@ func TestTallyMatchesThePodsAfterAnyChanges(t *testing.T) {
 			if diff := cmp.Diff(wantNodes, gotNodes); diff != "" {
 				t.Fatalf("seed %d step %d: held by node (-want +got):\n%s", seed, step, diff)
 			}
+			// A reader that follows the changed nodes, now and then (the
+			// log is sometimes cut before it reads).
+			if rng.IntN(30) == 0 {
+				follower.follow()
+				if diff := cmp.Diff(wantNodes, follower.cpu()); diff != "" {
+					t.Fatalf("seed %d step %d: held by node as followed (-want +got):\n%s", seed, step, diff)
+				}
+			}
+		}
+		if follower.reread < 2 || follower.followed == 0 {
+			t.Errorf("seed %d: the follower read every node %d times and followed changes %d times: both should happen, and the log be cut", seed, follower.reread, follower.followed)
 		}
 		if got, want := l.Len(), len(model); got != want {
 			t.Fatalf("seed %d: %d pods kept, want %d", seed, got, want)
 		}
 	}
+}
+
+// nodeFollower keeps each node's sum as a snapshot's reader does:
+// everything once, then only the nodes HeldChangedSince names.
+type nodeFollower struct {
+	l                *podledger.Ledger
+	mark             uint64
+	sums             map[string][]int64
+	reread, followed int
+}
+
+func (f *nodeFollower) follow() {
+	if changed, ok := f.l.HeldChangedSince(f.mark); ok && f.sums != nil {
+		f.followed++
+		for n := range changed {
+			f.sums[n] = slices.Clone(f.l.HeldAmountsOn(n))
+		}
+	} else {
+		f.reread++
+		f.sums = map[string][]int64{}
+		_, byNode := f.l.HeldAmountsByNode()
+		for n, amounts := range byNode {
+			f.sums[n] = slices.Clone(amounts)
+		}
+	}
+	f.mark = f.l.HeldMark()
+}
+
+// cpu is the followed sums of cpu, as quantities, nodes with none left
+// out.
+func (f *nodeFollower) cpu() map[string]string {
+	resources, _ := f.l.HeldAmountsByNode()
+	cpu := slices.Index(resources, corev1.ResourceCPU)
+	out := map[string]string{}
+	for n, amounts := range f.sums {
+		if cpu >= 0 && cpu < len(amounts) && amounts[cpu] != 0 {
+			out[n] = resource.NewMilliQuantity(amounts[cpu], resource.DecimalSI).String()
+		}
+	}
+	return out
 }
 
 // BenchmarkLedgerMemory: the ledger's bytes per pod, for 50,000 pods of

@@ -279,3 +279,52 @@ func TestPlaceProperties(t *testing.T) {
 		}
 	}
 }
+
+// TestAnOccupancyFollowsItsNodes: an Occupancy read once and then told
+// only of the nodes whose pods changed makes the snapshot of what every
+// node's pods hold, read afresh.
+func TestAnOccupancyFollowsItsNodes(t *testing.T) {
+	resources := []corev1.ResourceName{"gpu", "fpga", corev1.ResourceCPU} // fpga: no node has it
+	for seed := range uint64(100) {
+		rng := rand.New(rand.NewPCG(seed, 11))
+		nodes, _ := randomCluster(rng)
+		tree := NewTree(propLevels, nodes)
+		held := map[string][]int64{}
+		amounts := func(yield func(string, []int64) bool) {
+			for n, a := range held {
+				if !yield(n, a) {
+					return
+				}
+			}
+		}
+		o := tree.Occupancy(resources, amounts)
+		for step := range 30 {
+			changed := map[string][]int64{}
+			for range rng.IntN(4) {
+				name := fmt.Sprintf("n%02d", rng.IntN(len(nodes)+2)) // some no node of the tree
+				if rng.IntN(4) == 0 {
+					delete(held, name)
+					changed[name] = nil
+					continue
+				}
+				a := make([]int64, 1+rng.IntN(len(resources)))
+				for i := range a {
+					a[i] = int64(rng.IntN(5)) * []int64{1, 1, 500}[i]
+				}
+				held[name], changed[name] = a, a
+			}
+			o.Update(resources, func(yield func(string, []int64) bool) {
+				for n, a := range changed {
+					if !yield(n, a) {
+						return
+					}
+				}
+			})
+			got, want := o.Snapshot(), tree.SnapshotHolding(resources, amounts)
+			if !slices.Equal(got.held, want.held) || !slices.Equal(got.free, want.free) || !slices.Equal(got.total, want.total) {
+				t.Fatalf("seed %d step %d: followed held %v free %v total %v, read afresh %v %v %v",
+					seed, step, got.held, got.free, got.total, want.held, want.free, want.total)
+			}
+		}
+	}
+}

@@ -248,40 +248,83 @@ func (t *Tree) Snapshot(held map[string]corev1.ResourceList) *Snapshot {
 // Holding says them): no list is made per node, as a cycle's snapshot of
 // thousands of nodes would otherwise make. A node may come more than once.
 func (t *Tree) SnapshotHolding(resources []corev1.ResourceName, held iter.Seq2[string, []int64]) *Snapshot {
-	s := t.emptySnapshot()
-	to := make([]int, len(resources)) // resources' index → the tree's, -1: none
+	return t.snapshotOf(t.Occupancy(resources, held).held)
+}
+
+// Occupancy is what the pods on a tree's nodes hold, kept from one cycle
+// to the next and changed only on the nodes whose pods changed (Update),
+// so that a cycle's snapshot copies it (Snapshot) rather than reading
+// every node's pods.
+type Occupancy struct {
+	tree *Tree
+	// held is what each node's pods hold, laid out as Snapshot.held.
+	held []int64
+}
+
+// Occupancy is what held says the pods on t's nodes hold, as
+// SnapshotHolding reads it.
+func (t *Tree) Occupancy(resources []corev1.ResourceName, held iter.Seq2[string, []int64]) *Occupancy {
+	o := &Occupancy{tree: t, held: make([]int64, len(t.allocatable))}
+	to := t.resourceIndexes(resources)
+	for name, amounts := range held {
+		if n, ok := t.byName[name]; ok {
+			t.addHeld(o.held, to, n, amounts)
+		}
+	}
+	return o
+}
+
+// Update makes each node changed names hold, now, the amounts it gives
+// (nil: nothing), of resources as SnapshotHolding reads them; a node the
+// tree lacks is passed over.
+func (o *Occupancy) Update(resources []corev1.ResourceName, changed iter.Seq2[string, []int64]) {
+	t := o.tree
+	to := t.resourceIndexes(resources)
+	r := len(t.names)
+	for name, amounts := range changed {
+		if n, ok := t.byName[name]; ok {
+			clear(o.held[int(n)*r : int(n+1)*r])
+			t.addHeld(o.held, to, n, amounts)
+		}
+	}
+}
+
+// Snapshot is the tree with what o says its nodes' pods hold.
+func (o *Occupancy) Snapshot() *Snapshot { return o.tree.snapshotOf(slices.Clone(o.held)) }
+
+// resourceIndexes maps resources' indexes to the tree's, -1 for a
+// resource no node has.
+func (t *Tree) resourceIndexes(resources []corev1.ResourceName) []int {
+	to := make([]int, len(resources))
 	for i, name := range resources {
 		to[i] = -1
 		if j, ok := t.index[name]; ok {
 			to[i] = j
 		}
 	}
-	for name, amounts := range held {
-		n, ok := t.byName[name]
-		if !ok {
-			continue
+	return to
+}
+
+// addHeld adds into held, laid out as Snapshot.held, that node n's pods
+// hold amounts (indexed as to maps them), each sum at most maxAmount.
+func (t *Tree) addHeld(held []int64, to []int, n int32, amounts []int64) {
+	row := held[int(n)*len(t.names):]
+	for i, a := range amounts[:min(len(amounts), len(to))] {
+		if j := to[i]; j >= 0 && a > 0 {
+			row[j] += min(a, maxAmount-row[j]) // both at most maxAmount: no overflow
 		}
-		for i, a := range amounts[:min(len(amounts), len(to))] {
-			if to[i] >= 0 && a > 0 {
-				s.hold(n, to[i], a)
-			}
-		}
+	}
+}
+
+// snapshotOf is the tree with held (laid out as Snapshot.held, now the
+// snapshot's) held by the nodes' pods.
+func (t *Tree) snapshotOf(held []int64) *Snapshot {
+	s := &Snapshot{Tree: t, free: make([]int64, len(held)), held: held, agg: make([]int64, len(t.domains))}
+	for i, h := range held {
+		s.free[i] = t.allocatable[i] - h
 	}
 	s.sumFree()
 	return s
-}
-
-// emptySnapshot is the tree with nothing held.
-func (t *Tree) emptySnapshot() *Snapshot {
-	return &Snapshot{Tree: t, free: slices.Clone(t.allocatable), held: make([]int64, len(t.allocatable)),
-		agg: make([]int64, len(t.domains))}
-}
-
-// hold records that node n's pods hold a more of resource j.
-func (s *Snapshot) hold(n int32, j int, a int64) {
-	i := int(n)*len(s.names) + j
-	s.held[i] += min(a, maxAmount-s.held[i]) // held and a are at most maxAmount: no overflow
-	s.free[i] = s.allocatable[i] - s.held[i]
 }
 
 // sumFree totals what the nodes have free.
