@@ -63,10 +63,10 @@ type topologies struct {
 	// treeCapacities' map): the node pools, and the Topology a tree's
 	// root's profile names.
 	profiles map[string]*quotav1alpha1.ElasticQuotaProfile
-	// poolNodes are, by quota name, the node selectors its units' pods
-	// must meet each of for their node pool (poolSelectorsOf), kept until
-	// a quota or a profile changes.
-	poolNodes map[string][]*corev1.NodeSelector
+	// poolNodes are, by quota name, where its units' pods must run for
+	// their node pool (poolPlacementOf), kept until a quota or a profile
+	// changes.
+	poolNodes map[string]poolPlacement
 	// poolsRead counts the times the pools may have changed.
 	poolsRead uint64
 	// pods say what the nodes' pods hold, and each unit's.
@@ -186,12 +186,19 @@ func (c *topologies) pooledPodSets(r *unitRecord, ask unitAsk) []topology.PodSet
 	if ask.poolsRead == c.poolsRead && ask.pooled != nil {
 		return ask.pooled
 	}
-	within := c.poolSelectorsOf(r.queue)
+	p := c.poolPlacementOf(r.queue)
 	ask.pooled = ask.podSets
-	if len(within) > 0 {
+	if len(p.selectors) > 0 {
 		ask.pooled = slices.Clone(ask.podSets)
 		for i := range ask.pooled {
-			ask.pooled[i].Nodes = ask.pooled[i].Nodes.Within(within)
+			ps := &ask.pooled[i]
+			ps.Nodes = ps.Nodes.Within(p.selectors)
+			if len(p.placement.Avoid) > 0 && i < len(r.unit.Spec.PodSets) {
+				// Each term is split to keep off the pools (a pool's own
+				// requirements split none). pooled[i] is the unit's pod
+				// set i (podSetsOf).
+				ps.MaxDomains = p.placement.MaxDomains(requiredTerms(&r.unit.Spec.PodSets[i].Template.Spec))
+			}
 		}
 	}
 	ask.poolsRead = c.poolsRead
@@ -199,26 +206,42 @@ func (c *topologies) pooledPodSets(r *unitRecord, ask unitAsk) []topology.PodSet
 	return ask.pooled
 }
 
-// poolSelectorsOf are the node selectors the pods of a unit of quota must
-// meet each of (pool.Placement.NodeSelectors), the way
-// koord-queue-controllers will place them at release: of the quotas in
-// use and the profiles koord-queue knows, the same choice by the same
-// function. None without profiles (no ElasticQuotaProfile CRD). With c.mu
-// held.
-func (c *topologies) poolSelectorsOf(quota string) []*corev1.NodeSelector {
+// poolPlacementOf is where the pods of a unit of quota must run for its
+// node pool, and the node selectors they must meet each of
+// (pool.Placement.NodeSelectors), the way koord-queue-controllers will
+// place them at release: of the quotas in use and the profiles
+// koord-queue knows, the same choice by the same function. None without
+// profiles (no ElasticQuotaProfile CRD). With c.mu held.
+func (c *topologies) poolPlacementOf(quota string) poolPlacement {
 	if len(c.profiles) == 0 {
-		return nil
+		return poolPlacement{}
 	}
-	if sels, ok := c.poolNodes[quota]; ok {
-		return sels
+	if p, ok := c.poolNodes[quota]; ok {
+		return p
 	}
 	p, _ := pool.PlacementOf(quota, c.quotaInUse, c.profileList()) // a map's lookup fails never
-	sels := p.NodeSelectors()
+	out := poolPlacement{placement: p, selectors: p.NodeSelectors()}
 	if c.poolNodes == nil {
-		c.poolNodes = map[string][]*corev1.NodeSelector{}
+		c.poolNodes = map[string]poolPlacement{}
 	}
-	c.poolNodes[quota] = sels
-	return sels
+	c.poolNodes[quota] = out
+	return out
+}
+
+// poolPlacement is a quota's pool.Placement (nil: none) and its node
+// selectors.
+type poolPlacement struct {
+	placement *pool.Placement
+	selectors []*corev1.NodeSelector
+}
+
+// requiredTerms is how many required node affinity terms a pod
+// template's spec has.
+func requiredTerms(spec *corev1.PodSpec) int {
+	if a := spec.Affinity; a != nil && a.NodeAffinity != nil && a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution != nil {
+		return len(a.NodeAffinity.RequiredDuringSchedulingIgnoredDuringExecution.NodeSelectorTerms)
+	}
+	return 0
 }
 
 // quotaInUse is the quota in use called name (pool.QuotaLookup).
@@ -451,14 +474,15 @@ func (c *topologies) Place(key string, partial map[string]int32) (string, bool) 
 	if snap == nil {
 		return "", true
 	}
-	res, err := snap.PlaceFor(key, topology.WithCounts(c.pooledPodSets(r, ask), partial))
+	sets := topology.WithCounts(c.pooledPodSets(r, ask), partial)
+	res, err := snap.PlaceFor(key, sets)
 	if err != nil {
 		return err.Error(), false
 	}
 	if !res.Fits() {
 		return res.Reason(), false
 	}
-	if why := res.Unrecordable(snap.Levels()); why != "" {
+	if why := res.Unrecordable(snap.Levels(), sets); why != "" {
 		return why, false
 	}
 	placed := assignmentsOf(snap.Levels(), res)
@@ -729,7 +753,11 @@ func (c *topologies) forecastCluster() *topology.Cluster {
 	return cl
 }
 
-// podSetsOf are u's pod sets as a snapshot places them, all their pods.
+// noPool is the placement of a unit of no node pool.
+var noPool *pool.Placement
+
+// podSetsOf are u's pod sets as a snapshot places them, all their pods,
+// within as many domains as their pods can keep to on no node pool.
 func podSetsOf(u *schedulingv1alpha1.QueueUnit) []topology.PodSet {
 	out := make([]topology.PodSet, 0, len(u.Spec.PodSets))
 	for i := range u.Spec.PodSets {
@@ -739,7 +767,7 @@ func podSetsOf(u *schedulingv1alpha1.QueueUnit) []topology.PodSet {
 		// are assumed on the nodes they can use whatever the unit asks now.
 		perPod := resources.PodRequests(&ps.Template.Spec)
 		out = append(out, topology.PodSet{Name: ps.Name, Count: ps.Count, PerPod: perPod, Amounts: topology.AmountsOf(perPod), Ask: ask,
-			Nodes: topology.SelectionOf(&ps.Template.Spec)})
+			Nodes: topology.SelectionOf(&ps.Template.Spec), MaxDomains: noPool.MaxDomains(requiredTerms(&ps.Template.Spec))})
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/policy"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
@@ -201,6 +202,70 @@ func TestAnAdmissionNotWrittenYetKeepsItsRack(t *testing.T) {
 	c.UpsertUnit(rackUnit("second", 4).Obj())
 	if diff := cmp.Diff(map[string][]schedulingv1alpha1.PodSetTopologyAssignment{"team/second": rackAssignment("r2", 4)}, admittedIn(101)); diff != "" {
 		t.Fatalf("the second cycle, the first's admission not written (-want +got):\n%s", diff)
+	}
+}
+
+// TestAPlacementItsPodsCannotKeepToWaits: koord-queue-controllers keeps a
+// released pod set's pods within its domains with one required node
+// affinity term per domain and term of the template, and at most 64
+// terms; a unit whose pods would be spread over more domains than that
+// waits saying so, rather than being admitted and never released.
+func TestAPlacementItsPodsCannotKeepToWaits(t *testing.T) {
+	twoTerms := &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{RequiredDuringSchedulingIgnoredDuringExecution: &corev1.NodeSelector{
+		NodeSelectorTerms: []corev1.NodeSelectorTerm{
+			{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "disk", Operator: corev1.NodeSelectorOpIn, Values: []string{"ssd"}}}},
+			{MatchExpressions: []corev1.NodeSelectorRequirement{{Key: "disk", Operator: corev1.NodeSelectorOpIn, Values: []string{"nvme"}}}}}}}}
+	cases := map[string]struct {
+		pods     int32
+		affinity *corev1.Affinity
+		// offPool: a node pool of two requirements, which the classic
+		// tree's units keep off with two terms for each of theirs.
+		offPool bool
+		want    string // "": admitted
+	}{
+		"over 64 hosts":                       {pods: 128},
+		"over 65 hosts":                       {pods: 130, want: "pod set main would be spread over 65 domains of `kubernetes.io/hostname`; its pods' required node affinity can keep to at most 64"},
+		"over 32 hosts, two terms of its own": {pods: 64, affinity: twoTerms},
+		"over 33 hosts, two terms of its own": {pods: 66, affinity: twoTerms,
+			want: "pod set main would be spread over 33 domains of `kubernetes.io/hostname`; its pods' required node affinity can keep to at most 32"},
+		"over 32 hosts, off a pool": {pods: 64, offPool: true},
+		"over 33 hosts, off a pool": {pods: 66, offPool: true,
+			want: "pod set main would be spread over 33 domains of `kubernetes.io/hostname`; its pods' required node affinity can keep to at most 32"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			c := NewCache()
+			c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "team").Max(corev1.ResourceCPU, "1000").
+				Annotation(schedulingv1alpha1.AnnotationTopology, "racks").Obj())
+			c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
+			c.UpsertTopology(wrappers.Topology("racks", rackLabel, hostLabel))
+			for h := range 70 {
+				n := rackNode("r1", fmt.Sprintf("h%02d", h))
+				n.Labels["disk"] = "ssd"
+				c.UpsertNode(n)
+			}
+			if tc.offPool {
+				h100 := poolProfile("h100", "h100-root", nil)
+				h100.Spec.NodeSelector.MatchExpressions = []metav1.LabelSelectorRequirement{
+					{Key: "gpu-health", Operator: metav1.LabelSelectorOpNotIn, Values: []string{"bad"}}}
+				c.treeCapacities.UpsertElasticQuotaProfile(h100)
+				c.UpsertElasticQuota(wrappers.MakeElasticQuota("h100-root", "kube-system").IsParent().
+					Label(elasticquotav1alpha1.LabelQuotaTreeID, "t2").Label(elasticquotav1alpha1.LabelQuotaIsRoot, "true").
+					Annotation(elasticquotav1alpha1.AnnotationTotalResource, `{"cpu":"2"}`).Obj())
+			}
+			u := wrappers.MakeQueueUnit("wide", "team").Quota("team").PodSet("main", tc.pods, "cpu", "1").
+				PodSetAnnotation(topology.AnnotationPodSetPreferredTopologyKueue, hostLabel).Obj()
+			u.Spec.PodSets[0].Template.Spec.Affinity = tc.affinity
+			c.UpsertUnit(u)
+			res := c.cycle(time.Unix(100, 0), -1)
+			got := c.views.waitReason("team/wide")
+			if len(res.Admissions) == 1 {
+				got = ""
+			}
+			if got != tc.want {
+				t.Errorf("admitted %v, waits saying %q; want %q", res.Admissions, got, tc.want)
+			}
+		})
 	}
 }
 

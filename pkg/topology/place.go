@@ -25,6 +25,12 @@ type PodSet struct {
 	Ask     Ask
 	// Nodes are the nodes its pods can use (SelectionOf its template).
 	Nodes Selection
+	// MaxDomains, when positive, is the most domains its pods can be
+	// kept within once released: koord-queue-controllers writes one
+	// required node affinity term per domain and term of the template,
+	// and at most pool.MaxPlacementTerms (pool.Placement.MaxDomains).
+	// 0: as many as a status records (MaxTopologyDomains).
+	MaxDomains int
 }
 
 // Amount is an amount of a resource, in the units a snapshot counts
@@ -83,14 +89,19 @@ func (r Result) Reason() string {
 	return r.Shortfall.String()
 }
 
-// Unrecordable says why res cannot be recorded on the unit's status (a
-// pod set spread over more domains than status.topologyAssignments holds),
+// Unrecordable says why r, the placement of sets, cannot be recorded on
+// the unit's status or kept to by its pods (a pod set spread over more
+// domains than status.topologyAssignments holds, or than its MaxDomains),
 // "" when it can: such a unit waits as one that does not fit.
-func (r Result) Unrecordable(levels Levels) string {
-	for _, p := range r.Placements {
+func (r Result) Unrecordable(levels Levels, sets []PodSet) string {
+	for i, p := range r.Placements {
 		if len(p.Domains) > schedulingv1alpha1.MaxTopologyDomains {
 			return fmt.Sprintf("pod set %s would be spread over %d domains of `%s`; at most %d can be recorded",
 				p.PodSet, len(p.Domains), levels.Labels[p.Level], schedulingv1alpha1.MaxTopologyDomains)
+		}
+		if i < len(sets) && sets[i].MaxDomains > 0 && len(p.Domains) > sets[i].MaxDomains {
+			return fmt.Sprintf("pod set %s would be spread over %d domains of `%s`; its pods' required node affinity can keep to at most %d",
+				p.PodSet, len(p.Domains), levels.Labels[p.Level], sets[i].MaxDomains)
 		}
 	}
 	return ""
@@ -193,7 +204,7 @@ func (s *Snapshot) PlaceFor(owner string, sets []PodSet) (Result, error) {
 	mark := len(s.taken)
 	res, err := s.try(sets)
 	if err == nil && res.Fits() {
-		if res.Unrecordable(s.levels) != "" {
+		if res.Unrecordable(s.levels, sets) != "" {
 			s.undo(mark)
 		} else {
 			s.own(owner, mark)

@@ -613,11 +613,12 @@ func TestAPlacementThatCannotBeRecordedTakesNothing(t *testing.T) {
 			Allocatable: list("cpu", "2", string(gpu), "1", "pods", "110")})
 	}
 	s := topology.NewSnapshot(levels, nodes, nil)
-	wide, err := s.PlaceFor("team/wide", []topology.PodSet{gpus(int32(hosts), preferred(hostLabel))})
+	sets := []topology.PodSet{gpus(int32(hosts), preferred(hostLabel))}
+	wide, err := s.PlaceFor("team/wide", sets)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if why := wide.Unrecordable(levels); why == "" {
+	if why := wide.Unrecordable(levels, sets); why == "" {
 		t.Fatalf("a pod set over %d hosts is recordable: %+v", hosts, wide.Placements)
 	}
 	next, err := s.Place([]topology.PodSet{gpus(int32(hosts), required(rackLabel))})

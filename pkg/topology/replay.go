@@ -139,14 +139,15 @@ func (r *Replay) Place(key string, partial map[string]int32) (why string, ok boo
 		return "", true
 	}
 	mark := len(s.taken)
-	res, err := s.try(WithCounts(u.PodSets, partial))
+	sets := WithCounts(u.PodSets, partial)
+	res, err := s.try(sets)
 	if err != nil {
 		return err.Error(), false
 	}
 	if !res.Fits() {
 		return res.Reason(), false
 	}
-	if why := res.Unrecordable(s.levels); why != "" {
+	if why := res.Unrecordable(s.levels, sets); why != "" {
 		s.undo(mark)
 		return why, false
 	}

@@ -2,10 +2,7 @@ package framework
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"slices"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/equality"
@@ -32,22 +29,6 @@ type placement struct {
 	Domains map[string][]corev1.NodeSelectorTerm
 }
 
-// pools names the placement's pools, for messages: "node pool a100",
-// "node pools a100, h100".
-func (p *placement) pools() string {
-	if p.Pool != nil {
-		return "node pool " + p.Pool.Profile
-	}
-	names := make([]string, len(p.Avoid))
-	for i, avoided := range p.Avoid {
-		names[i] = avoided.Profile
-	}
-	if len(names) == 1 {
-		return "node pool " + names[0]
-	}
-	return "node pools " + strings.Join(names, ", ")
-}
-
 // String says what the placement puts on pods, for the unit's condition:
 // "the required node affinity of node pool a100", "the required node
 // affinity keeping them off node pools a100, h100".
@@ -55,9 +36,9 @@ func (p *placement) String() string {
 	var s string
 	switch {
 	case p.Pool != nil:
-		s = "the required node affinity of " + p.pools()
+		s = "the required node affinity of " + p.Names()
 	case len(p.Avoid) > 0:
-		s = "the required node affinity keeping them off " + p.pools()
+		s = "the required node affinity keeping them off " + p.Names()
 	}
 	if len(p.Domains) == 0 {
 		return s
@@ -141,20 +122,12 @@ func quotaNameOf(unit *schedulingv1alpha1.QueueUnit) string {
 	return unit.Spec.Queue
 }
 
-// maxPlacementTerms bounds the terms of the required node affinity a
-// placement leaves: keeping off a pool whose selector has n requirements
-// splits each term of a template in n (see offPool), so a template's own
-// terms times the pools' requirements could otherwise grow without bound.
-const maxPlacementTerms = 64
-
 // placedAffinity is a copy of a (nil: none), the affinity of pod set
-// podSet's pods, whose required node affinity keeps to p: every term also
-// requires p's pool (a node must match one term, so each term must keep
-// to the pool), or is narrowed to nodes outside each pool p avoids
-// (offPool), and then to the pod set's topology domains (withinDomains);
-// a template without terms gets one. Placing twice gives what placing
-// once does. It fails, leaving a as it is, when more than
-// maxPlacementTerms terms would be left.
+// podSet's pods, whose required node affinity keeps to p (pool.Narrow):
+// to its node pool, off the pools it avoids, within the pod set's
+// topology domains. Placing twice gives what placing once does. It fails,
+// leaving a as it is, when more than pool.MaxPlacementTerms terms would
+// be left.
 func placedAffinity(a *corev1.Affinity, p *placement, podSet string) (*corev1.Affinity, error) {
 	if p.Pool == nil && len(p.Avoid) == 0 && len(p.Domains[podSet]) == 0 {
 		return a.DeepCopy(), nil // nothing for this pod set (another one's domains)
@@ -171,106 +144,12 @@ func placedAffinity(a *corev1.Affinity, p *placement, podSet string) (*corev1.Af
 		na.RequiredDuringSchedulingIgnoredDuringExecution = &corev1.NodeSelector{}
 	}
 	required := na.RequiredDuringSchedulingIgnoredDuringExecution
-	terms := required.NodeSelectorTerms
-	if len(terms) == 0 {
-		terms = []corev1.NodeSelectorTerm{{}}
-	}
-	if p.Pool != nil {
-		for i := range terms {
-			terms[i].MatchExpressions = withRequirements(terms[i].MatchExpressions, p.Pool.Requirements)
-		}
-	}
-	for _, avoided := range p.Avoid {
-		var ok bool
-		if terms, ok = offPool(terms, avoided.Outside, maxPlacementTerms); !ok {
-			return nil, fmt.Errorf("%w: keeping its pods off %s takes more than %d required node affinity terms; give its pods fewer terms of their own",
-				errTooManyTerms, p.pools(), maxPlacementTerms)
-		}
-	}
-	if domains := p.Domains[podSet]; len(domains) > 0 {
-		var ok bool
-		if terms, ok = withinDomains(terms, domains, maxPlacementTerms); !ok {
-			return nil, fmt.Errorf("%w: keeping pod set %s within its %d topology domains takes more than %d required node affinity terms; give its pods fewer terms of their own",
-				errTooManyTerms, podSet, len(domains), maxPlacementTerms)
-		}
+	terms, err := pool.Narrow(required.NodeSelectorTerms, &p.Placement, podSet, p.Domains[podSet])
+	if err != nil {
+		return nil, err
 	}
 	required.NodeSelectorTerms = terms
 	return out, nil
-}
-
-// withinDomains narrows terms to the nodes of domains (one term each, any
-// of which a node must meet): each term becomes one term per domain,
-// requiring what it did and what the domain's term does, so that the
-// template's own affinity is never widened. A term that already holds
-// every requirement of one domain is kept as it is, so narrowing twice
-// changes nothing. ok is false, and the work stopped, once there would be
-// more than limit terms.
-func withinDomains(terms, domains []corev1.NodeSelectorTerm, limit int) (_ []corev1.NodeSelectorTerm, ok bool) {
-	var out []corev1.NodeSelectorTerm
-	for _, t := range terms {
-		within := slices.ContainsFunc(domains, func(d corev1.NodeSelectorTerm) bool {
-			return !slices.ContainsFunc(d.MatchExpressions, func(r corev1.NodeSelectorRequirement) bool { return !hasRequirement(t.MatchExpressions, r) })
-		})
-		if within {
-			out = append(out, t)
-		} else {
-			for _, d := range domains {
-				narrowed := t.DeepCopy()
-				narrowed.MatchExpressions = withRequirements(narrowed.MatchExpressions, d.MatchExpressions)
-				out = append(out, *narrowed)
-			}
-		}
-		if len(out) > limit {
-			return nil, false
-		}
-	}
-	return out, true
-}
-
-// errTooManyTerms: a placement would leave more than maxPlacementTerms
-// required node affinity terms.
-var errTooManyTerms = errors.New("the job is not released")
-
-// withRequirements is have with each of reqs it lacks added.
-func withRequirements(have, reqs []corev1.NodeSelectorRequirement) []corev1.NodeSelectorRequirement {
-	for _, req := range reqs {
-		if !hasRequirement(have, req) {
-			have = append(have, *req.DeepCopy())
-		}
-	}
-	return have
-}
-
-func hasRequirement(have []corev1.NodeSelectorRequirement, req corev1.NodeSelectorRequirement) bool {
-	return slices.ContainsFunc(have, func(h corev1.NodeSelectorRequirement) bool { return equality.Semantic.DeepEqual(h, req) })
-}
-
-// offPool narrows terms to the nodes outside a pool, given outside, the
-// negations of the pool's requirements (a node is in the pool when it
-// meets every requirement, so outside when it meets one negation): each
-// term becomes one term per negation, requiring what it did and that
-// negation (the terms of a required node affinity are alternatives: "T
-// and not (A and B)" is "T and not A, or T and not B"). A term that
-// already requires one of the negations is outside already and kept as it
-// is, so narrowing twice changes nothing. ok is false, and the work
-// stopped, once there would be more than limit terms.
-func offPool(terms []corev1.NodeSelectorTerm, outside []corev1.NodeSelectorRequirement, limit int) (_ []corev1.NodeSelectorTerm, ok bool) {
-	var out []corev1.NodeSelectorTerm
-	for _, t := range terms {
-		if slices.ContainsFunc(outside, func(n corev1.NodeSelectorRequirement) bool { return hasRequirement(t.MatchExpressions, n) }) {
-			out = append(out, t)
-		} else {
-			for _, n := range outside {
-				split := t.DeepCopy()
-				split.MatchExpressions = append(split.MatchExpressions, *n.DeepCopy())
-				out = append(out, *split)
-			}
-		}
-		if len(out) > limit {
-			return nil, false
-		}
-	}
-	return out, true
 }
 
 // requiredNodeAffinity is the template's required node affinity, kept with
