@@ -238,7 +238,7 @@ func TestAProfileOrNodeChangePlacesAskersAgain(t *testing.T) {
 		"the profile comes to name a Topology": {
 			pods:   3,
 			change: func(c *Cache) { c.treeCapacities.UpsertElasticQuotaProfile(a100("racks", "a100")) },
-			before: "pod set main asks for topology level example.com/rack, and quota gpu-team names no Topology: annotate it, or an ancestor, koord-queue/topology=<topology>",
+			before: "pod set main asks for topology level example.com/rack, and quota gpu-team names no Topology: annotate it, an ancestor, or its tree's ElasticQuotaProfile kube-system/a100, koord-queue/topology=<topology>",
 			rack:   "r1",
 		},
 		"the tree's root comes to choose another profile, which names a Topology": {
@@ -252,7 +252,7 @@ func TestAProfileOrNodeChangePlacesAskersAgain(t *testing.T) {
 					Label(elasticquotav1alpha1.LabelQuotaProfile, "a100-racks").
 					Annotation(elasticquotav1alpha1.AnnotationTotalResource, `{"cpu":"4"}`).Obj())
 			},
-			before: "pod set main asks for topology level example.com/rack, and quota gpu-team names no Topology: annotate it, or an ancestor, koord-queue/topology=<topology>",
+			before: "pod set main asks for topology level example.com/rack, and quota gpu-team names no Topology: annotate it, an ancestor, or its tree's ElasticQuotaProfile kube-system/a100, koord-queue/topology=<topology>",
 			rack:   "r1",
 		},
 		"the profile's pool moves to a rack with room": {

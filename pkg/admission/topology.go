@@ -345,8 +345,12 @@ func admittedTo(r *unitRecord) []schedulingv1alpha1.PodSetTopologyAssignment {
 func (c *topologies) resolveAsk(r *unitRecord, podSet string, ask topology.Ask) error {
 	name, by := c.topologyOf(r.queue)
 	if name == "" {
-		return fmt.Errorf("pod set %s asks for topology level %s, and quota %s names no Topology: annotate it, or an ancestor, %s=<topology>",
-			podSet, ask.Level, r.queue, schedulingv1alpha1.AnnotationTopology)
+		where := "it, or an ancestor,"
+		if p := c.profileOfTree(r.queue); p != nil {
+			where = fmt.Sprintf("it, an ancestor, or its tree's ElasticQuotaProfile %s/%s,", p.Namespace, p.Name)
+		}
+		return fmt.Errorf("pod set %s asks for topology level %s, and quota %s names no Topology: annotate %s %s=<topology>",
+			podSet, ask.Level, r.queue, where, schedulingv1alpha1.AnnotationTopology)
 	}
 	t, ok := c.byName[name]
 	if !ok {
@@ -376,19 +380,25 @@ func (c *topologies) topologyOf(quotaName string) (name, by string) {
 			}
 		}
 	}
-	if len(c.profiles) == 0 {
-		return "", ""
-	}
-	root, _ := pool.TreeRootOf(quotaName, c.quotaInUse)
-	if root == nil {
-		return "", ""
-	}
-	if p := pool.ProfileOfRoot(root, c.profileList()); p != nil {
+	if p := c.profileOfTree(quotaName); p != nil {
 		if name := p.Annotations[schedulingv1alpha1.AnnotationTopology]; name != "" {
 			return name, "ElasticQuotaProfile " + p.Namespace + "/" + p.Name
 		}
 	}
 	return "", ""
+}
+
+// profileOfTree is the ElasticQuotaProfile of the root of quotaName's
+// tree, nil for none (the classic tree, or no profiles), with c.mu held.
+func (c *topologies) profileOfTree(quotaName string) *quotav1alpha1.ElasticQuotaProfile {
+	if len(c.profiles) == 0 {
+		return nil
+	}
+	root, _ := pool.TreeRootOf(quotaName, c.quotaInUse)
+	if root == nil {
+		return nil
+	}
+	return pool.ProfileOfRoot(root, c.profileList())
 }
 
 // topologyNamingChanged reports whether a quota's change from old to eq
