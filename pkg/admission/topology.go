@@ -141,8 +141,14 @@ func (c *topologies) topologiesChanged() {
 // every unit again for each.
 func (c *topologies) namingChanged() {
 	moved := false
+	named := map[string]string{} // by quota: its askers share it
 	for r, ask := range c.askers {
-		if name, _ := c.topologyOf(r.queue); name != ask.topology {
+		name, ok := named[r.queue]
+		if !ok {
+			name, _ = c.topologyOf(r.queue)
+			named[r.queue] = name
+		}
+		if name != ask.topology {
 			c.placer.placeAsker(r)
 			moved = true
 		}
