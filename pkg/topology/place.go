@@ -221,8 +221,10 @@ func (s *Snapshot) PlaceFor(owner string, sets []PodSet) (Result, error) {
 func (s *Snapshot) PlaceWithout(sets []PodSet, owners []string, held map[string]corev1.ResourceList) (Result, error) {
 	mark := len(s.taken)
 	defer s.undo(mark)
-	for _, o := range owners {
-		s.giveBack(s.owned[o])
+	for _, run := range s.ownedBy {
+		if slices.Contains(owners, run.owner) {
+			s.giveBack(s.owned[run.from:run.to])
+		}
 	}
 	for name, list := range held {
 		n, ok := s.byName[name]
@@ -575,10 +577,19 @@ func (s *Snapshot) own(owner string, mark int) {
 	if owner == "" || len(s.taken) == mark {
 		return
 	}
-	if s.owned == nil {
-		s.owned = map[string][]taking{}
+	from := len(s.owned)
+	s.owned = append(s.owned, s.taken[mark:]...)
+	if n := len(s.ownedBy); n > 0 && s.ownedBy[n-1].owner == owner && s.ownedBy[n-1].to == from {
+		s.ownedBy[n-1].to = len(s.owned)
+		return
 	}
-	s.owned[owner] = append(s.owned[owner], s.taken[mark:]...)
+	s.ownedBy = append(s.ownedBy, ownedRun{owner: owner, from: from, to: len(s.owned)})
+}
+
+// ownedRun is a run of Snapshot.owned taken for owner.
+type ownedRun struct {
+	owner    string
+	from, to int
 }
 
 // giveBack gives back the room of ts, recorded in s.taken as takings

@@ -632,7 +632,8 @@ func TestAPlacementThatCannotBeRecordedTakesNothing(t *testing.T) {
 
 // TestAnOwnersRoomOutlivesItsShape: a unit's room is given back as it was
 // taken even after more shapes than a snapshot keeps were made since, so
-// that its shape was reused for another request.
+// that its shape was reused for another request, and when it took room
+// twice with others' placements between.
 func TestAnOwnersRoomOutlivesItsShape(t *testing.T) {
 	s := topology.NewSnapshot(levels, cluster(), nil)
 	if res, err := s.PlaceFor("team/a", []topology.PodSet{gpus(4, required(hostLabel))}); err != nil || !res.Fits() {
@@ -643,6 +644,10 @@ func TestAnOwnersRoomOutlivesItsShape(t *testing.T) {
 		if res, err := s.PlaceFor(fmt.Sprintf("team/cpu-%d", i), []topology.PodSet{ps}); err != nil || !res.Fits() {
 			t.Fatalf("team/cpu-%d: %v, %s", i, err, res.Reason())
 		}
+	}
+	// team/a again, after the others: its room in two runs.
+	if res, err := s.PlaceFor("team/a", []topology.PodSet{gpus(4, required(hostLabel))}); err != nil || !res.Fits() {
+		t.Fatalf("team/a again: %v, %s", err, res.Reason())
 	}
 	// Every GPU of the cluster, which only team/a's going frees.
 	res, err := s.PlaceWithout([]topology.PodSet{gpus(64, preferred(blockLabel))}, []string{"team/a"}, nil)

@@ -90,8 +90,11 @@ type Snapshot struct {
 	// taken records what Place took for the unit it places, to give it
 	// back when a later pod set of the unit does not fit.
 	taken []taking
-	// owned is what PlaceFor and Assume took for each owner named.
-	owned map[string][]taking
+	// owned is what PlaceFor and Assume took for owners named, in
+	// order, and ownedBy whose each run of it is: only PlaceWithout
+	// (preemption) looks an owner up, so a placement keeps no map.
+	owned   []taking
+	ownedBy []ownedRun
 
 	// Scratch space reused from one placement to the next.
 	items []item
