@@ -147,7 +147,7 @@ func NewSnapshot(levels Levels, nodes []Node, held map[string]corev1.ResourceLis
 // no domain at that level or below.
 func NewTree(levels Levels, nodes []Node) *Tree {
 	t := &Tree{levels: levels, index: map[corev1.ResourceName]int{}, byLevel: make([][]int32, len(levels.Labels)),
-		lookup: map[domainKey]int32{}}
+		lookup: make(map[domainKey]int32, len(nodes))}
 	order := make([]int, 0, len(nodes))
 	amounts := make([][]Amount, len(nodes))
 	for i := range nodes {
@@ -176,10 +176,11 @@ func NewTree(levels Levels, nodes []Node) *Tree {
 	t.nodes = make([]node, 0, len(order))
 	t.byName = make(map[string]int32, len(order))
 	t.allocatable = make([]int64, len(order)*r)
+	recent := slices.Repeat([]int32{-1}, len(levels.Labels))
 	for _, i := range order {
 		n := &nodes[i]
 		idx := int32(len(t.nodes))
-		t.nodes = append(t.nodes, node{name: n.Name, labels: n.Labels, taints: n.Taints, domain: t.place(n.Labels)})
+		t.nodes = append(t.nodes, node{name: n.Name, labels: n.Labels, taints: n.Taints, domain: t.place(n.Labels, recent)})
 		t.byName[n.Name] = idx
 		t.tainted = t.tainted || len(n.Taints) > 0
 		if t.nodes[idx].domain >= 0 {
@@ -345,13 +346,19 @@ func (s *Snapshot) sumFree() {
 }
 
 // place finds or makes the domains of a node with labels, returning the
-// narrowest.
-func (s *Tree) place(labels map[string]string) int32 {
+// narrowest. recent holds, per level, the domain the node placed before
+// this one found (-1: none), which nodes ordered by name often share:
+// found again without a lookup.
+func (s *Tree) place(labels map[string]string, recent []int32) int32 {
 	parent := int32(-1)
 	for level, key := range s.levels.Labels {
 		value, ok := labels[key]
 		if !ok || value == "" {
 			break
+		}
+		if r := recent[level]; r >= 0 && s.domains[r].parent == parent && s.lastValue(r) == value {
+			parent = r
+			continue
 		}
 		k := domainKey{parent, value}
 		d, ok := s.lookup[k]
@@ -370,6 +377,7 @@ func (s *Tree) place(labels map[string]string) int32 {
 				s.domains[parent].children = append(s.domains[parent].children, d)
 			}
 		}
+		recent[level] = d
 		parent = d
 	}
 	return parent
