@@ -47,17 +47,8 @@ func cpuMemPods(cpu, memory, pods string) map[string]string {
 // no unit holds 1 cpu on r2-h1, and unit team/running was admitted to r1
 // with 3 pods, one of them on r1-h1.
 func racksCache(now func() time.Time) *Cache {
-	c := NewCache()
+	c := twoRacks()
 	c.domainViews.now = now
-	c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "team").Max(corev1.ResourceCPU, "100").
-		Annotation(schedulingv1alpha1.AnnotationTopology, "racks").Obj())
-	c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
-	c.UpsertTopology(wrappers.Topology("racks", rackLabel, hostLabel))
-	for _, rack := range []string{"r1", "r2"} {
-		for _, host := range []string{"h1", "h2"} {
-			c.UpsertNode(rackNode(rack, rack+"-"+host))
-		}
-	}
 	c.UpsertPod(wrappers.MakePod("other", "ns").Requests("cpu", "1").Node("r2-h1").Obj())
 	running := rackUnit("running", 3).Phase(schedulingv1alpha1.Running).Admission("main", 3).Obj()
 	running.Status.TopologyAssignments = rackAssignment("r1", 3)

@@ -37,6 +37,29 @@ func rackUnit(name string, pods int32) *wrappers.QueueUnitWrapper {
 		PodSetAnnotation(topology.AnnotationPodSetRequiredTopologyKueue, rackLabel)
 }
 
+// racksTeam is a Cache with the Topology racks, which quota team (of
+// maxCPU cpu) names, and no node.
+func racksTeam(maxCPU string) *Cache {
+	c := NewCache()
+	c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "team").Max(corev1.ResourceCPU, maxCPU).
+		Annotation(schedulingv1alpha1.AnnotationTopology, "racks").Obj())
+	c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
+	c.UpsertTopology(wrappers.Topology("racks", rackLabel, hostLabel))
+	return c
+}
+
+// twoRacks is a Cache of two racks r1 and r2 of two hosts of 2 cpu
+// (rackNode), under the Topology racks, which quota team (100 cpu) names.
+func twoRacks() *Cache {
+	c := racksTeam("100")
+	for _, rack := range []string{"r1", "r2"} {
+		for _, host := range []string{"h1", "h2"} {
+			c.UpsertNode(rackNode(rack, rack+"-"+host))
+		}
+	}
+	return c
+}
+
 func rackAssignment(rack string, pods int32) []schedulingv1alpha1.PodSetTopologyAssignment {
 	return []schedulingv1alpha1.PodSetTopologyAssignment{{Name: "main", Topology: "racks", Levels: []string{rackLabel},
 		Domains: []schedulingv1alpha1.TopologyDomainAssignment{{Values: []string{rack}, Count: pods}}}}
@@ -178,16 +201,7 @@ func TestUnitsAskingForARack(t *testing.T) {
 // admission is not written, or written and not seen back: a unit admitted
 // then goes to another rack.
 func TestAnAdmissionNotWrittenYetKeepsItsRack(t *testing.T) {
-	c := NewCache()
-	c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "team").Max(corev1.ResourceCPU, "100").
-		Annotation(schedulingv1alpha1.AnnotationTopology, "racks").Obj())
-	c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
-	c.UpsertTopology(wrappers.Topology("racks", rackLabel, hostLabel))
-	for _, rack := range []string{"r1", "r2"} {
-		for _, host := range []string{"h1", "h2"} {
-			c.UpsertNode(rackNode(rack, rack+"-"+host))
-		}
-	}
+	c := twoRacks()
 	admittedIn := func(at int64) map[string][]schedulingv1alpha1.PodSetTopologyAssignment {
 		got := map[string][]schedulingv1alpha1.PodSetTopologyAssignment{}
 		for _, a := range c.cycle(time.Unix(at, 0), -1).Admissions {
@@ -234,11 +248,7 @@ func TestAPlacementItsPodsCannotKeepToWaits(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			c := NewCache()
-			c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "team").Max(corev1.ResourceCPU, "1000").
-				Annotation(schedulingv1alpha1.AnnotationTopology, "racks").Obj())
-			c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
-			c.UpsertTopology(wrappers.Topology("racks", rackLabel, hostLabel))
+			c := racksTeam("1000")
 			for h := range 70 {
 				n := rackNode("r1", fmt.Sprintf("h%02d", h))
 				n.Labels["disk"] = "ssd"
@@ -311,11 +321,7 @@ func TestATopologyNamedAfterTheUnitsIsUsed(t *testing.T) {
 // TestAUnitWaitingForARackIsAdmittedWhenPodsLeaveIt: the unit that no rack
 // holds is tried again when a pod leaves, with no other event.
 func TestAUnitWaitingForARackIsAdmittedWhenPodsLeaveIt(t *testing.T) {
-	c := NewCache()
-	c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "team").Max(corev1.ResourceCPU, "100").
-		Annotation(schedulingv1alpha1.AnnotationTopology, "racks").Obj())
-	c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
-	c.UpsertTopology(wrappers.Topology("racks", rackLabel, hostLabel))
+	c := racksTeam("100")
 	for i := range 4 {
 		c.UpsertNode(rackNode(fmt.Sprintf("r%d", i/2+1), fmt.Sprintf("n%d", i)))
 	}
@@ -347,11 +353,7 @@ func TestAUnitWaitingForARackIsAdmittedWhenPodsLeaveIt(t *testing.T) {
 // a rack is admitted only to a rack whose nodes its pods select and
 // tolerate; untainting a rack admits the unit that waited for it.
 func TestAUnitAskingForARackKeepsToTheNodesItsPodsCanUse(t *testing.T) {
-	c := NewCache()
-	c.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "team").Max(corev1.ResourceCPU, "100").
-		Annotation(schedulingv1alpha1.AnnotationTopology, "racks").Obj())
-	c.UpsertQueue(&schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}})
-	c.UpsertTopology(wrappers.Topology("racks", rackLabel, hostLabel))
+	c := racksTeam("100")
 	// Racks r1 and r2 of two 2-cpu hosts: r1's of model a, r2's of model
 	// b and tainted for training.
 	node := func(rack, name, model string, tainted bool) *corev1.Node {
