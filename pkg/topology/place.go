@@ -233,7 +233,7 @@ func (s *Snapshot) PlaceWithout(sets []PodSet, owners []string, held map[string]
 		}
 		req := make([]int64, len(s.names))
 		for r, q := range list {
-			if j, ok := s.index[r]; ok {
+			if j, ok := s.resource(r); ok {
 				req[j] = amount(r, q)
 			}
 		}

@@ -97,7 +97,7 @@ func naiveCount(s *Snapshot, free []int64, per corev1.ResourceList) int64 {
 		if want <= 0 {
 			continue
 		}
-		i, ok := s.index[name]
+		i, ok := s.resource(name)
 		if !ok {
 			return 0
 		}

@@ -292,7 +292,7 @@ func (r *Replay) index(s *Snapshot) {
 	r.nodes = s.byName
 	r.resources = make([]int, len(r.cluster.Resources))
 	for i, name := range r.cluster.Resources {
-		j, ok := s.index[name]
+		j, ok := s.resource(name)
 		if !ok {
 			j = -1
 		}

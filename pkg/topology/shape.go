@@ -46,7 +46,7 @@ func (s *Snapshot) shapeOf(ps *PodSet) *shape {
 		if a == 0 {
 			return
 		}
-		if i, ok := slices.BinarySearch(s.names, name); ok {
+		if i, ok := s.resource(name); ok {
 			req[i] = a
 		} else if missing == "" || name < missing {
 			missing = name

@@ -45,10 +45,9 @@ func FromNode(n *corev1.Node) Node {
 type Tree struct {
 	levels Levels
 
-	// names are the resources some node has, index their positions in
-	// each node's amounts.
+	// names are the resources some node has, ordered by name: their
+	// positions in each node's amounts (resource).
 	names []corev1.ResourceName
-	index map[corev1.ResourceName]int
 
 	nodes []node
 	// byName finds a node's position in nodes.
@@ -146,7 +145,7 @@ func NewSnapshot(levels Levels, nodes []Node, held map[string]corev1.ResourceLis
 // node lacking a level's label, or whose value for it is empty, belongs to
 // no domain at that level or below.
 func NewTree(levels Levels, nodes []Node) *Tree {
-	t := &Tree{levels: levels, index: map[corev1.ResourceName]int{}, byLevel: make([][]int32, len(levels.Labels)),
+	t := &Tree{levels: levels, byLevel: make([][]int32, len(levels.Labels)),
 		lookup: make(map[domainKey]int32, len(nodes))}
 	order := make([]int, 0, len(nodes))
 	amounts := make([][]Amount, len(nodes))
@@ -168,9 +167,6 @@ func NewTree(levels Levels, nodes []Node) *Tree {
 	}
 	// Resources by name, so that a message's choice among equals is stable.
 	slices.Sort(t.names)
-	for i, name := range t.names {
-		t.index[name] = i
-	}
 	slices.SortFunc(order, func(a, b int) int { return strings.Compare(nodes[a].Name, nodes[b].Name) })
 	r := len(t.names)
 	t.nodes = make([]node, 0, len(order))
@@ -189,7 +185,7 @@ func NewTree(levels Levels, nodes []Node) *Tree {
 		}
 		alloc := t.allocatable[int(idx)*r : int(idx+1)*r]
 		for _, a := range amounts[i] {
-			j, _ := slices.BinarySearch(t.names, a.Name)
+			j, _ := t.resource(a.Name)
 			alloc[j] = a.Value
 		}
 	}
@@ -220,6 +216,13 @@ func (t *Tree) membersOf(d *domain) []member {
 	return out
 }
 
+// resource is name's position in each node's amounts; false for a
+// resource no node has. A binary search of the few names costs less than
+// a map's hash on the placement path.
+func (t *Tree) resource(name corev1.ResourceName) (int, bool) {
+	return slices.BinarySearch(t.names, name)
+}
+
 func (t *Tree) lastValue(d int32) string {
 	v := t.domains[d].values
 	return v[len(v)-1]
@@ -236,7 +239,7 @@ func (t *Tree) Snapshot(held map[string]corev1.ResourceList) *Snapshot {
 		for name, l := range held {
 			clear(amounts)
 			for res, q := range l {
-				if j, ok := t.index[res]; ok {
+				if j, ok := t.resource(res); ok {
 					amounts[j] = amount(res, q)
 				}
 			}
@@ -302,7 +305,7 @@ func (t *Tree) resourceIndexes(resources []corev1.ResourceName) []int {
 	to := make([]int, len(resources))
 	for i, name := range resources {
 		to[i] = -1
-		if j, ok := t.index[name]; ok {
+		if j, ok := t.resource(name); ok {
 			to[i] = j
 		}
 	}
