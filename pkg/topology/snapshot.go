@@ -149,6 +149,7 @@ func NewTree(levels Levels, nodes []Node) *Tree {
 		lookup: make(map[domainKey]int32, len(nodes))}
 	order := make([]int, 0, len(nodes))
 	amounts := make([][]Amount, len(nodes))
+	named := map[corev1.ResourceName]bool{}
 	for i := range nodes {
 		if !nodes[i].Schedulable {
 			continue
@@ -159,8 +160,8 @@ func NewTree(levels Levels, nodes []Node) *Tree {
 			amounts[i] = AmountsOf(nodes[i].Allocatable)
 		}
 		for _, a := range amounts[i] {
-			// Few resources: a search of the names beats a map's hash.
-			if !slices.Contains(t.names, a.Name) {
+			if !named[a.Name] {
+				named[a.Name] = true
 				t.names = append(t.names, a.Name)
 			}
 		}
