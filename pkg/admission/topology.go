@@ -33,7 +33,8 @@ import (
 // (status.topologyAssignments, or a decision not yet written) that are not
 // on a node yet. The snapshot of each Topology is built once per cycle, at
 // its first use, and dropped at the cycle's end, from the Topology's domain
-// tree, which is kept until a node or a Topology changes; a restarted
+// tree, which is kept until the Topology changes and changed as the nodes
+// do (topology.Tree.Changed); a restarted
 // koord-queue rebuilds both from the same facts: the nodes, the pods and
 // the units' status.
 
@@ -80,8 +81,12 @@ type topologies struct {
 	// nodeFacts are what a snapshot reads of every node, by name.
 	nodeFacts map[string]topology.Node
 	// trees are the domain trees of the Topologies in use, by name, built
-	// at their first use after a node or a Topology changed.
-	trees map[string]*topology.Tree
+	// at their first use after a Topology changed and changed since as
+	// nodes did.
+	trees map[string]keptTree
+	// nodeLog names the nodes changed, in order, since the trees last saw
+	// every change.
+	nodeLog []string
 	// occupancies are what the nodes' pods hold, by Topology name, kept
 	// for its snapshots while its tree is.
 	occupancies map[string]occupancy
@@ -126,6 +131,7 @@ func (c *topologies) DeleteTopology(name string) {
 // c.mu held: the Topology in force, or its levels, may have changed.
 func (c *topologies) topologiesChanged() {
 	clear(c.trees)
+	c.nodeLog = c.nodeLog[:0]
 	clear(c.occupancies)
 	for r := range c.askers {
 		c.placer.placeAsker(r)
@@ -271,7 +277,7 @@ func (c *topologies) upsertTopologyNode(n *corev1.Node) bool {
 		return false
 	}
 	c.nodeFacts[n.Name] = slim
-	clear(c.trees)
+	c.nodeChanged(n.Name)
 	c.core.WakeUnplaced()
 	return true
 }
@@ -279,8 +285,71 @@ func (c *topologies) upsertTopologyNode(n *corev1.Node) bool {
 // deleteTopologyNode forgets a node, with c.mu held.
 func (c *topologies) deleteTopologyNode(name string) {
 	delete(c.nodeFacts, name)
-	clear(c.trees)
+	c.nodeChanged(name)
 	c.core.WakeUnplaced()
+}
+
+// nodeChanged logs, with c.mu held, that what a snapshot reads of the node
+// name changed, for the trees to change as it did at their next use. A
+// log grown past a quarter of the nodes is dropped with the trees: built
+// afresh costs less than so many changes.
+func (c *topologies) nodeChanged(name string) {
+	if len(c.trees) == 0 {
+		return
+	}
+	if len(c.nodeLog) >= max(64, len(c.nodeFacts)/4) {
+		clear(c.trees)
+		c.nodeLog = c.nodeLog[:0]
+		return
+	}
+	c.nodeLog = append(c.nodeLog, name)
+}
+
+// keptTree is a Topology's domain tree and how much of the node log it
+// has seen.
+type keptTree struct {
+	tree *topology.Tree
+	seen int
+}
+
+// tree is the domain tree of the Topology t, with c.mu held: the one kept,
+// changed as the nodes did since, or one built afresh.
+func (c *topologies) tree(t *schedulingv1alpha1.Topology) *topology.Tree {
+	kept, ok := c.trees[t.Name]
+	if ok && kept.seen < len(c.nodeLog) {
+		names := slices.Compact(slices.Sorted(slices.Values(c.nodeLog[kept.seen:])))
+		changed := kept.tree.Changed(names, func(name string) (topology.Node, bool) {
+			n, ok := c.nodeFacts[name]
+			return n, ok && n.Schedulable
+		})
+		if changed != nil {
+			c.occupancyChanged(t.Name, kept.tree, changed, names)
+		}
+		kept, ok = keptTree{tree: changed, seen: len(c.nodeLog)}, changed != nil
+	}
+	if !ok {
+		nodes := make([]topology.Node, 0, len(c.nodeFacts))
+		for _, n := range c.nodeFacts {
+			nodes = append(nodes, n)
+		}
+		kept = keptTree{tree: topology.NewTree(topology.LevelsOf(t), nodes), seen: len(c.nodeLog)}
+	}
+	if c.trees == nil {
+		c.trees = map[string]keptTree{}
+	}
+	c.trees[t.Name] = kept
+	// Once every tree has seen the whole log, it is not needed.
+	for _, k := range c.trees {
+		if k.seen < len(c.nodeLog) {
+			return kept.tree
+		}
+	}
+	c.nodeLog = c.nodeLog[:0]
+	for name, k := range c.trees {
+		k.seen = 0
+		c.trees[name] = k
+	}
+	return kept.tree
 }
 
 // checkTopology reads what r's pod sets ask of a topology, with c.mu held
@@ -631,6 +700,27 @@ func (c *topologies) occupancy(name string, tree *topology.Tree) *topology.Occup
 	return o.of
 }
 
+// occupancyChanged carries, with c.mu held, what the pods on the nodes of
+// the Topology name's tree hold onto the tree changed from it as the
+// nodes named did: those read again, the others' kept.
+func (c *topologies) occupancyChanged(name string, from, to *topology.Tree, nodes []string) {
+	o, ok := c.occupancies[name]
+	if !ok || o.tree != from {
+		return
+	}
+	ledger := c.pods.pods
+	resources, _ := ledger.HeldAmountsByNode()
+	o.of, o.tree = o.of.On(to), to
+	o.of.Update(resources, func(yield func(string, []int64) bool) {
+		for _, node := range nodes {
+			if !yield(node, ledger.HeldAmountsOn(node)) {
+				return
+			}
+		}
+	})
+	c.occupancies[name] = o
+}
+
 // occupancy is what the pods on the nodes of a Topology's tree hold, as
 // of the pod ledger's mark.
 type occupancy struct {
@@ -646,18 +736,7 @@ func (c *topologies) snapshotInputs(name string) (snapshotInputs, error) {
 	if !ok {
 		return snapshotInputs{}, fmt.Errorf("the Topology %q does not exist", name)
 	}
-	tree, ok := c.trees[name]
-	if !ok {
-		nodes := make([]topology.Node, 0, len(c.nodeFacts))
-		for _, n := range c.nodeFacts {
-			nodes = append(nodes, n)
-		}
-		tree = topology.NewTree(topology.LevelsOf(t), nodes)
-		if c.trees == nil {
-			c.trees = map[string]*topology.Tree{}
-		}
-		c.trees[name] = tree
-	}
+	tree := c.tree(t)
 	in := snapshotInputs{base: c.occupancy(name, tree).Snapshot()}
 	for r := range c.placedAskers {
 		ask, asks := c.askers[r]

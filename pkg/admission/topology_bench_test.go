@@ -31,7 +31,9 @@ const (
 // asking one (racks required or preferred, blocks, hosts). "first" is the
 // cycle after the units arrive, which builds the Topology's domain tree;
 // "tree kept" the same cycle with the tree an earlier cycle built, as every
-// cycle has until a node or Topology changes; "after a pod leaves" the
+// cycle has until the Topology changes; "after a node changes" the cycle
+// after that first one, woken by a node's cordon (the tree changed as the
+// node did, the waiting units tried again); "after a pod leaves" the
 // cycle a pod's end wakes once units wait for a domain (the refused tried
 // again, a snapshot made again):
 //
@@ -74,6 +76,28 @@ func BenchmarkCycleAskingTopology(b *testing.B) {
 			c.cycle(time.Unix(100, 0), -1)
 		}
 	})
+	for _, asking := range []bool{false, true} {
+		name := "today"
+		if asking {
+			name = "asking"
+		}
+		b.Run("after a node changes/"+name, func(b *testing.B) {
+			for i := range b.N {
+				b.StopTimer()
+				c := benchTopologyCache(asking)
+				c.cycle(time.Unix(100, 0), -1)
+				name := fmt.Sprintf("node-%d-%d-%d", i%10, i%25, i%20)
+				n := wrappers.Node(name, "96", "1Ti")
+				n.Status.Allocatable["nvidia.com/gpu"] = resource.MustParse("8")
+				n.Labels = map[string]string{benchBlock: fmt.Sprintf("block-%d", i%10), benchRack: fmt.Sprintf("rack-%d-%d", i%10, i%25), benchHost: name}
+				n.Spec.Unschedulable = true // cordoned
+				c.UpsertNode(n)
+				runtime.GC()
+				b.StartTimer()
+				c.cycle(time.Unix(101, 0), -1)
+			}
+		})
+	}
 	b.Run("after a pod leaves/asking", func(b *testing.B) {
 		for i := range b.N {
 			b.StopTimer()

@@ -349,6 +349,45 @@ func TestAUnitWaitingForARackIsAdmittedWhenPodsLeaveIt(t *testing.T) {
 	}
 }
 
+// TestARackFollowsItsNodesAndTheirPods: once a tree is built, a node that
+// joins a rack brings the room its pods already hold, a cordoned node
+// leaves its rack, and one uncordoned comes back with what its pods hold:
+// the tree and what the pods hold are changed as the nodes are, not read
+// afresh, and say the same.
+func TestARackFollowsItsNodesAndTheirPods(t *testing.T) {
+	c := twoRacks()
+	spare := wrappers.Node("spare", "96", "8Gi") // in no rack: the cluster's room is not what the unit waits for
+	c.UpsertNode(spare)
+	c.UpsertPod(wrappers.MakePod("early", "ns").Requests("cpu", "2").Node("r2-h3").Obj()) // on a node not known yet
+	c.UpsertPod(wrappers.MakePod("held", "ns").Requests("cpu", "1").Node("r1-h1").Obj())
+	c.UpsertUnit(rackUnit("u", 6).Obj())
+	waits := func(step string, now int64, want string) {
+		t.Helper()
+		if res := c.cycle(time.Unix(now, 0), -1); len(res.Admissions) != 0 {
+			t.Fatalf("%s: admitted %v", step, res.Admissions)
+		}
+		if got := c.views.waitReason("team/u"); got != want {
+			t.Errorf("%s: team/u waits: %q, want %q", step, got, want)
+		}
+	}
+	waits("four hosts", 100, "needs 6 × 1 cpu within one `example.com/rack`; the largest free one has 4")
+	c.UpsertNode(rackNode("r2", "r2-h3"))
+	waits("r2-h3 joins, its 2 cpu held", 101, "needs 6 × 1 cpu within one `example.com/rack`; the largest free one has 4")
+	cordoned := rackNode("r2", "r2-h1")
+	cordoned.Spec.Unschedulable = true
+	c.UpsertNode(cordoned)
+	waits("r2-h1 cordoned", 102, "needs 6 × 1 cpu within one `example.com/rack`; the largest free one has 3")
+	c.UpsertNode(rackNode("r3", "r3-h1"))
+	c.UpsertNode(rackNode("r3", "r3-h2"))
+	cordoned = rackNode("r1", "r1-h1")
+	cordoned.Spec.Unschedulable = true
+	c.UpsertNode(cordoned)
+	waits("rack r3 of two hosts, r1-h1 cordoned", 103, "needs 6 × 1 cpu within one `example.com/rack`; the largest free one has 4")
+	c.UpsertNode(rackNode("r1", "r1-h1"))
+	c.UpsertNode(rackNode("r1", "r1-h3"))
+	waits("r1-h1 back with its pod, r1-h3 joins", 104, "needs 6 × 1 cpu within one `example.com/rack`; the largest free one has 5")
+}
+
 // TestAUnitAskingForARackKeepsToTheNodesItsPodsCanUse: a unit asking for
 // a rack is admitted only to a rack whose nodes its pods select and
 // tolerate; untainting a rack admits the unit that waited for it.

@@ -110,3 +110,23 @@ func BenchmarkCycle(b *testing.B) {
 	}
 	b.ReportMetric(float64(fit), "fit/cycle")
 }
+
+// BenchmarkTreeChanged changes the domain tree of 5,000 nodes as a node's
+// cordon does, against NewTree's building it again.
+func BenchmarkTreeChanged(b *testing.B) {
+	nodes, _ := benchCluster()
+	tree := topology.NewTree(levels, nodes)
+	cordoned := map[string]bool{}
+	now := func(name string) (topology.Node, bool) { return topology.Node{}, !cordoned[name] }
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		name := nodes[i%len(nodes)].Name
+		cordoned[name] = true
+		if tree.Changed([]string{name}, now) == nil {
+			b.Fatal("no tree changed")
+		}
+		delete(cordoned, name)
+		i++
+	}
+}

@@ -227,7 +227,7 @@ func (s *Snapshot) PlaceWithout(sets []PodSet, owners []string, held map[string]
 		}
 	}
 	for name, list := range held {
-		n, ok := s.byName[name]
+		n, ok := s.nodeNamed(name)
 		if !ok {
 			continue
 		}

@@ -21,21 +21,7 @@ func randomCluster(rng *rand.Rand) ([]Node, map[string]corev1.ResourceList) {
 	held := map[string]corev1.ResourceList{}
 	for i := range nodes {
 		name := fmt.Sprintf("n%02d", i)
-		labels := map[string]string{}
-		if rng.IntN(10) > 0 {
-			labels["block"] = fmt.Sprintf("b%d", rng.IntN(3))
-		}
-		if rng.IntN(7) > 0 {
-			labels["rack"] = fmt.Sprintf("r%d", rng.IntN(4))
-		}
-		if rng.IntN(20) > 0 {
-			labels["host"] = name
-		}
-		alloc := corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(int64(rng.IntN(33))*500, resource.DecimalSI)}
-		if rng.IntN(4) > 0 {
-			alloc["gpu"] = *resource.NewQuantity(int64(rng.IntN(9)), resource.DecimalSI)
-		}
-		nodes[i] = Node{Name: name, Labels: labels, Allocatable: alloc, Schedulable: rng.IntN(10) > 0}
+		nodes[i] = randomNode(rng, name)
 		if rng.IntN(3) > 0 {
 			held[name] = corev1.ResourceList{
 				corev1.ResourceCPU: *resource.NewMilliQuantity(int64(rng.IntN(20))*500, resource.DecimalSI),
@@ -43,6 +29,25 @@ func randomCluster(rng *rand.Rand) ([]Node, map[string]corev1.ResourceList) {
 		}
 	}
 	return nodes, held
+}
+
+// randomNode is a node of randomCluster's.
+func randomNode(rng *rand.Rand, name string) Node {
+	labels := map[string]string{}
+	if rng.IntN(10) > 0 {
+		labels["block"] = fmt.Sprintf("b%d", rng.IntN(3))
+	}
+	if rng.IntN(7) > 0 {
+		labels["rack"] = fmt.Sprintf("r%d", rng.IntN(4))
+	}
+	if rng.IntN(20) > 0 {
+		labels["host"] = name
+	}
+	alloc := corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(int64(rng.IntN(33))*500, resource.DecimalSI)}
+	if rng.IntN(4) > 0 {
+		alloc["gpu"] = *resource.NewQuantity(int64(rng.IntN(9)), resource.DecimalSI)
+	}
+	return Node{Name: name, Labels: labels, Allocatable: alloc, Schedulable: rng.IntN(10) > 0}
 }
 
 func randomUnit(rng *rand.Rand) []PodSet {

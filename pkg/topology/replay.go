@@ -69,7 +69,7 @@ type Replay struct {
 	// nodes finds a node's index, the same in every snapshot; resources
 	// are the index in the snapshots of each of Cluster.Resources, -1 for
 	// one no node has.
-	nodes     map[string]int32
+	nodes     *Tree
 	resources []int
 	// held is what each unit holds, by key; placed, for each unit placed
 	// in the current cycle, where its placement starts in held.
@@ -289,7 +289,7 @@ func (r *Replay) apply(t taking, sign int64, skip *Snapshot) {
 // index finds the nodes and resources of the Cluster in s, as in every
 // snapshot of it (the same nodes, the same resources, in the same order).
 func (r *Replay) index(s *Snapshot) {
-	r.nodes = s.byName
+	r.nodes = s.Tree
 	r.resources = make([]int, len(r.cluster.Resources))
 	for i, name := range r.cluster.Resources {
 		j, ok := s.resource(name)
@@ -303,7 +303,7 @@ func (r *Replay) index(s *Snapshot) {
 // taking is h as the snapshots take it; false for a node in none (not
 // schedulable).
 func (r *Replay) taking(h Holding) (taking, bool) {
-	n, ok := r.nodes[h.Node]
+	n, ok := r.nodes.nodeNamed(h.Node)
 	if !ok {
 		return taking{}, false
 	}

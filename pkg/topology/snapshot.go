@@ -49,11 +49,19 @@ type Tree struct {
 	// positions in each node's amounts (resource).
 	names []corev1.ResourceName
 
+	// has counts, per resource of names, the nodes that name it.
+	has []int32
+
 	nodes []node
-	// byName finds a node's position in nodes.
+	// byName finds a node's position in nodes (nodeNamed: an empty one is
+	// no node).
 	byName map[string]int32
 	// tainted: some node has a taint that keeps pods off.
 	tainted bool
+	// empty counts the positions in nodes a node left and detached the
+	// domains left with no node, both kept by Changed for one that comes
+	// back.
+	empty, detached int
 	// allocatable is each node's: len(names) amounts per node, node after
 	// node.
 	allocatable []int64
@@ -102,11 +110,15 @@ type Snapshot struct {
 }
 
 type node struct {
-	name   string
-	labels map[string]string
-	taints []corev1.Taint
+	name    string
+	labels  map[string]string
+	taints  []corev1.Taint
+	amounts []Amount
 	// domain is the narrowest domain the node belongs to, -1 for none.
 	domain int32
+	// empty: a position kept for a node that left (Changed); it has no
+	// labels, amounts or domain.
+	empty bool
 }
 
 type domain struct {
@@ -117,12 +129,14 @@ type domain struct {
 	values   []string
 	children []int32
 	// nodes whose narrowest domain this is (they lack the next level's
-	// label, or this is the last level).
+	// label, or this is the last level), ordered by name.
 	nodes []int32
 	// members are children and nodes together, ordered by name (the
-	// last value of a child's), so that a placement's ties among them
-	// compare positions, not names.
+	// last value of a child's; a node first when the two are the same),
+	// so that a placement's ties among them compare positions, not names.
 	members []member
+	// detached: no node is in it, and it is in no list (Changed).
+	detached bool
 }
 
 // member is a child domain (node false) or a node of a domain.
@@ -170,6 +184,7 @@ func NewTree(levels Levels, nodes []Node) *Tree {
 	slices.Sort(t.names)
 	slices.SortFunc(order, func(a, b int) int { return strings.Compare(nodes[a].Name, nodes[b].Name) })
 	r := len(t.names)
+	t.has = make([]int32, r)
 	t.nodes = make([]node, 0, len(order))
 	t.byName = make(map[string]int32, len(order))
 	t.allocatable = make([]int64, len(order)*r)
@@ -177,7 +192,7 @@ func NewTree(levels Levels, nodes []Node) *Tree {
 	for _, i := range order {
 		n := &nodes[i]
 		idx := int32(len(t.nodes))
-		t.nodes = append(t.nodes, node{name: n.Name, labels: n.Labels, taints: n.Taints, domain: t.place(n.Labels, recent)})
+		t.nodes = append(t.nodes, node{name: n.Name, labels: n.Labels, taints: n.Taints, amounts: amounts[i], domain: t.place(n.Labels, recent)})
 		t.byName[n.Name] = idx
 		t.tainted = t.tainted || len(n.Taints) > 0
 		if t.nodes[idx].domain >= 0 {
@@ -188,6 +203,7 @@ func NewTree(levels Levels, nodes []Node) *Tree {
 		for _, a := range amounts[i] {
 			j, _ := t.resource(a.Name)
 			alloc[j] = a.Value
+			t.has[j]++
 		}
 	}
 	for level := range t.byLevel {
@@ -222,6 +238,13 @@ func (t *Tree) membersOf(d *domain) []member {
 // a map's hash on the placement path.
 func (t *Tree) resource(name corev1.ResourceName) (int, bool) {
 	return slices.BinarySearch(t.names, name)
+}
+
+// nodeNamed is the position of the node name; false for a node the tree
+// lacks.
+func (t *Tree) nodeNamed(name string) (int32, bool) {
+	n, ok := t.byName[name]
+	return n, ok && !t.nodes[n].empty
 }
 
 func (t *Tree) lastValue(d int32) string {
@@ -275,7 +298,7 @@ func (t *Tree) Occupancy(resources []corev1.ResourceName, held iter.Seq2[string,
 	o := &Occupancy{tree: t, held: make([]int64, len(t.allocatable))}
 	to := t.resourceIndexes(resources)
 	for name, amounts := range held {
-		if n, ok := t.byName[name]; ok {
+		if n, ok := t.nodeNamed(name); ok {
 			t.addHeld(o.held, to, n, amounts)
 		}
 	}
@@ -290,11 +313,22 @@ func (o *Occupancy) Update(resources []corev1.ResourceName, changed iter.Seq2[st
 	to := t.resourceIndexes(resources)
 	r := len(t.names)
 	for name, amounts := range changed {
-		if n, ok := t.byName[name]; ok {
-			clear(o.held[int(n)*r : int(n+1)*r])
-			t.addHeld(o.held, to, n, amounts)
+		n, ok := t.byName[name] // an empty position's amounts count nowhere
+		if !ok {
+			continue
 		}
+		clear(o.held[int(n)*r : int(n+1)*r])
+		t.addHeld(o.held, to, n, amounts)
 	}
+}
+
+// On is o on t, a tree Changed from o's: each node keeps what its pods
+// held in o, one that came holds nothing, until Update says what they
+// hold: the caller updates every node the change named.
+func (o *Occupancy) On(t *Tree) *Occupancy {
+	held := make([]int64, len(t.allocatable))
+	copy(held, o.held)
+	return &Occupancy{tree: t, held: held}
 }
 
 // Snapshot is the tree with what o says its nodes' pods hold.
@@ -368,12 +402,7 @@ func (s *Tree) place(labels map[string]string, recent []int32) int32 {
 		d, ok := s.lookup[k]
 		if !ok {
 			d = int32(len(s.domains))
-			var values []string
-			if parent >= 0 {
-				values = append(slices.Clip(s.domains[parent].values), value)
-			} else {
-				values = []string{value}
-			}
+			values := s.valuesBelow(parent, value)
 			s.domains = append(s.domains, domain{level: int32(level), parent: parent, values: values})
 			s.lookup[k] = d
 			s.byLevel[level] = append(s.byLevel[level], d)
@@ -387,11 +416,21 @@ func (s *Tree) place(labels map[string]string, recent []int32) int32 {
 	return parent
 }
 
+// valuesBelow are the values of the domain of value under parent (-1:
+// at the top level).
+func (t *Tree) valuesBelow(parent int32, value string) []string {
+	if parent < 0 {
+		return []string{value}
+	}
+	return append(slices.Clip(t.domains[parent].values), value)
+}
+
 func (s *Tree) compare(a, b int32) int {
 	return slices.Compare(s.domains[a].values, s.domains[b].values)
 }
 
-// find is the domain of values (from the top level down), -1 if none.
+// find is the domain of values (from the top level down), -1 if none
+// (or one detached: no node is in it).
 func (s *Tree) find(values []string) int32 {
 	d := int32(-1)
 	for _, v := range values {
@@ -400,6 +439,9 @@ func (s *Tree) find(values []string) int32 {
 			return -1
 		}
 		d = next
+	}
+	if d >= 0 && s.domains[d].detached {
+		return -1
 	}
 	return d
 }
