@@ -51,6 +51,9 @@ type unitRecord struct {
 	leaving, deleted bool
 	// owes are the writes that only inform the unit is owed (owed.go).
 	owes owed
+	// ask is what the unit's pod sets ask of a topology; nil when none
+	// asks for a level (topologies.askers holds those with one).
+	ask *unitAsk
 	// admission the core decided and the API server has not shown back yet
 	// (the unit is "assumed" admitted); nil otherwise.
 	admission *admission
@@ -214,7 +217,7 @@ func NewCache() *Cache {
 	c.treeCapacities = treeCapacities{mu: &c.mu, quotaObjects: c.quotaObjects, user: c, pools: newPools(), placer: &c.topologies}
 	c.topologies = topologies{mu: &c.mu, units: c.units, core: c.core, quotaObjects: c.quotaObjects, profiles: c.treeCapacities.pools.profiles, pods: &c.podCharges,
 		wake: c.wake, placer: c, byName: map[string]*schedulingv1alpha1.Topology{}, nodeFacts: map[string]topology.Node{},
-		askers: map[*unitRecord]unitAsk{}}
+		askers: map[*unitRecord]struct{}{}}
 	c.core.SetPlacer(&c.topologies)
 	c.forecasts = forecasts{mu: &c.mu, units: c.units, core: c.core, nodes: &c.topologies, queues: c.queues, views: &c.views, now: time.Now}
 	c.views = views{mu: &c.mu, units: c.units, core: c.core, quotas: c.quotas, quotaObjects: c.quotaObjects,

@@ -90,8 +90,9 @@ type topologies struct {
 	// occupancies are what the nodes' pods hold, by Topology name, kept
 	// for its snapshots while its tree is.
 	occupancies map[string]occupancy
-	// askers are the units some pod set of which asks for a level.
-	askers map[*unitRecord]unitAsk
+	// askers are the units some pod set of which asks for a level (what
+	// they ask is unitRecord.ask).
+	askers map[*unitRecord]struct{}
 	// placedAskers holds every asker that may have pods admitted to
 	// domains and not on nodes yet (assumedOf), and some that no longer
 	// have: a snapshot reads these, not the thousands that wait, and
@@ -148,13 +149,13 @@ func (c *topologies) topologiesChanged() {
 func (c *topologies) namingChanged() {
 	moved := false
 	named := map[string]string{} // by quota: its askers share it
-	for r, ask := range c.askers {
+	for r := range c.askers {
 		name, ok := named[r.queue]
 		if !ok {
 			name, _ = c.topologyOf(r.queue)
 			named[r.queue] = name
 		}
-		if name != ask.topology {
+		if name != r.ask.topology {
 			c.placer.placeAsker(r)
 			moved = true
 		}
@@ -194,7 +195,8 @@ func (c *topologies) poolsChanged() {
 // pooledPodSets are r's pod sets as a snapshot places them (ask's, all
 // their pods) on the nodes of its node pool: narrowed again only once the
 // pools may have changed since they last were, with c.mu held.
-func (c *topologies) pooledPodSets(r *unitRecord, ask unitAsk) []topology.PodSet {
+func (c *topologies) pooledPodSets(r *unitRecord) []topology.PodSet {
+	ask := r.ask
 	if ask.poolsRead == c.poolsRead && ask.pooled != nil {
 		return ask.pooled
 	}
@@ -214,7 +216,6 @@ func (c *topologies) pooledPodSets(r *unitRecord, ask unitAsk) []topology.PodSet
 		}
 	}
 	ask.poolsRead = c.poolsRead
-	c.askers[r] = ask
 	return ask.pooled
 }
 
@@ -360,7 +361,7 @@ func (c *topologies) tree(t *schedulingv1alpha1.Topology) *topology.Tree {
 func (c *topologies) checkTopology(r *unitRecord) (asks bool, err error) {
 	u := r.unit
 	if queueunit.Finished(u.EffectivePhase()) {
-		delete(c.askers, r) // holds nothing, asks nothing
+		c.forgetAsker(r) // holds nothing, asks nothing
 		return false, nil
 	}
 	for i := range u.Spec.PodSets {
@@ -384,10 +385,12 @@ func (c *topologies) checkTopology(r *unitRecord) (asks bool, err error) {
 	}
 	if !asks {
 		delete(c.askers, r)
+		r.ask = nil
 		return false, nil
 	}
 	name, _ := c.topologyOf(r.queue)
-	c.askers[r] = unitAsk{topology: name, podSets: podSetsOf(u)}
+	r.ask = &unitAsk{topology: name, podSets: podSetsOf(u)}
+	c.askers[r] = struct{}{}
 	if len(u.Status.TopologyAssignments) > 0 {
 		c.markPlaced(r)
 	}
@@ -512,6 +515,7 @@ func topologyNamingChanged(old, eq *elasticquotav1alpha1.ElasticQuota) bool {
 // forgetAsker drops r from the askers, with c.mu held.
 func (c *topologies) forgetAsker(r *unitRecord) {
 	delete(c.askers, r)
+	r.ask = nil
 	delete(c.placedAskers, r)
 }
 
@@ -531,7 +535,7 @@ func (c *topologies) endPlacement(admissions []scheduler.Admission) {
 		if r == nil || r.admission == nil {
 			continue
 		}
-		if _, asks := c.askers[r]; !asks {
+		if r.ask == nil {
 			continue
 		}
 		placed, ok := c.decided[a.Unit]
@@ -552,14 +556,14 @@ func (c *topologies) endPlacement(admissions []scheduler.Admission) {
 // with the pods partial says, in the snapshot of its Topology, and takes
 // their room. It is called by the core in a cycle, with c.mu held.
 func (c *topologies) Place(key string, partial map[string]int32) (string, bool) {
-	r, ask, snap, err := c.askerSnapshot(key)
+	r, snap, err := c.askerSnapshot(key)
 	if err != nil {
 		return err.Error(), false
 	}
 	if snap == nil {
 		return "", true
 	}
-	sets := topology.WithCounts(c.pooledPodSets(r, ask), partial)
+	sets := topology.WithCounts(c.pooledPodSets(r), partial)
 	res, err := snap.PlaceFor(key, sets)
 	if err != nil {
 		return err.Error(), false
@@ -585,7 +589,7 @@ func (c *topologies) Place(key string, partial map[string]int32) (string, bool) 
 // placed it for them (admitted, not on a node yet). It takes nothing. A
 // unit that asks for no level fits at once, with no snapshot built.
 func (c *topologies) PlaceWithout(key string, victims []string) (string, bool) {
-	r, ask, snap, err := c.askerSnapshot(key)
+	r, snap, err := c.askerSnapshot(key)
 	if err != nil {
 		return "nothing it can use: " + err.Error(), false
 	}
@@ -600,7 +604,7 @@ func (c *topologies) PlaceWithout(key string, victims []string) (string, bool) {
 			c.pods.heldOnNodes(vr, held)
 		}
 	}
-	res, err := snap.PlaceWithout(c.pooledPodSets(r, ask), owners, held)
+	res, err := snap.PlaceWithout(c.pooledPodSets(r), owners, held)
 	if err != nil {
 		return "nothing it can use: " + err.Error(), false
 	}
@@ -610,20 +614,16 @@ func (c *topologies) PlaceWithout(key string, victims []string) (string, bool) {
 	return "", true
 }
 
-// askerSnapshot is the unit key's record, what it asks, and the cycle's
-// snapshot of the Topology in force for it; no snapshot when it asks for
-// no level (or is not known).
-func (c *topologies) askerSnapshot(key string) (*unitRecord, unitAsk, *topology.Snapshot, error) {
+// askerSnapshot is the unit key's record and the cycle's snapshot of the
+// Topology in force for it; no snapshot when it asks for no level (or is
+// not known).
+func (c *topologies) askerSnapshot(key string) (*unitRecord, *topology.Snapshot, error) {
 	r := c.units[key]
-	if r == nil {
-		return nil, unitAsk{}, nil, nil
+	if r == nil || r.ask == nil {
+		return r, nil, nil
 	}
-	ask, ok := c.askers[r]
-	if !ok {
-		return r, ask, nil, nil
-	}
-	snap, err := c.snapshot(ask.topology)
-	return r, ask, snap, err
+	snap, err := c.snapshot(r.ask.topology)
+	return r, snap, err
 }
 
 // snapshot is the cycle's snapshot of the Topology name, built at its
@@ -739,30 +739,29 @@ func (c *topologies) snapshotInputs(name string) (snapshotInputs, error) {
 	tree := c.tree(t)
 	in := snapshotInputs{base: c.occupancy(name, tree).Snapshot()}
 	for r := range c.placedAskers {
-		ask, asks := c.askers[r]
-		if !asks || len(admittedTo(r)) == 0 {
+		if r.ask == nil || len(admittedTo(r)) == 0 {
 			delete(c.placedAskers, r)
 			continue
 		}
-		for _, a := range c.assumedOf(r, ask, name) {
+		for _, a := range c.assumedOf(r, name) {
 			in.assumed = append(in.assumed, assumption{owner: r.key, Assumed: a})
 		}
 	}
 	return in, nil
 }
 
-// assumedOf are r's pods admitted to domains of the Topology name (any,
-// for "") and not on a node yet; ask is what r asks (its pod sets, read
-// once as it changed: a snapshot assumes the pods of every unit admitted
-// and not yet on nodes, in every cycle).
-func (c *topologies) assumedOf(r *unitRecord, ask unitAsk, name string) []topology.Assumed {
+// assumedOf are the pods of r, an asker, admitted to domains of the
+// Topology name (any, for "") and not on a node yet, of its pod sets as
+// r.ask has them (read once as it changed: a snapshot assumes the pods of
+// every unit admitted and not yet on nodes, in every cycle).
+func (c *topologies) assumedOf(r *unitRecord, name string) []topology.Assumed {
 	placed := admittedTo(r)
 	if len(placed) == 0 {
 		return nil
 	}
 	var tally map[string]int32
 	var out []topology.Assumed
-	sets := c.pooledPodSets(r, ask)
+	sets := c.pooledPodSets(r)
 	for _, a := range placed {
 		if name != "" && a.Topology != name {
 			continue
@@ -804,18 +803,18 @@ func (c *topologies) assumedOf(r *unitRecord, ask unitAsk, name string) []topolo
 // forecast ends it); all others' keep their room.
 func (c *topologies) forecastCluster() *topology.Cluster {
 	var levels map[string]topology.Levels
-	for r, ask := range c.askers {
+	for r := range c.askers {
 		if !r.inCore || c.core.IsAdmitted(r.key) {
 			continue
 		}
-		if _, ok := levels[ask.topology]; ok {
+		if _, ok := levels[r.ask.topology]; ok {
 			continue
 		}
-		if t, ok := c.byName[ask.topology]; ok {
+		if t, ok := c.byName[r.ask.topology]; ok {
 			if levels == nil {
 				levels = map[string]topology.Levels{}
 			}
-			levels[ask.topology] = topology.LevelsOf(t)
+			levels[r.ask.topology] = topology.LevelsOf(t)
 		}
 	}
 	if levels == nil {
@@ -828,9 +827,9 @@ func (c *topologies) forecastCluster() *topology.Cluster {
 			cl.Nodes = append(cl.Nodes, n)
 		}
 	}
-	for r, ask := range c.askers {
+	for r := range c.askers {
 		if r.inCore {
-			cl.Units[r.key] = topology.Unit{Topology: ask.topology, PodSets: c.pooledPodSets(r, ask), Assumed: c.assumedOf(r, ask, "")}
+			cl.Units[r.key] = topology.Unit{Topology: r.ask.topology, PodSets: c.pooledPodSets(r), Assumed: c.assumedOf(r, "")}
 		}
 	}
 	on := c.pods.pods.EveryHeldOnNodes()

@@ -254,7 +254,8 @@ func (s *Snapshot) try(sets []PodSet) (Result, error) {
 	}
 	var room [schedulingv1alpha1.MaxPodSets]int
 	levels := room[:0]
-	for i, ps := range sets {
+	for i := range sets {
+		ps := &sets[i] // a PodSet is large: not copied
 		levels = append(levels, -1)
 		if ps.Ask.IsZero() {
 			continue
@@ -267,12 +268,13 @@ func (s *Snapshot) try(sets []PodSet) (Result, error) {
 	}
 	mark := len(s.taken)
 	out := Result{Placements: make([]Placement, len(sets))}
-	for i, ps := range sets {
+	for i := range sets {
+		ps := &sets[i]
 		out.Placements[i] = Placement{PodSet: ps.Name, Level: levels[i]}
 		if levels[i] < 0 || ps.Count <= 0 {
 			continue
 		}
-		sh := s.shapeOf(&ps)
+		sh := s.shapeOf(ps)
 		var chosen []item
 		if ps.Ask.Required {
 			chosen = s.required(sh, levels[i], int64(ps.Count))
@@ -281,7 +283,7 @@ func (s *Snapshot) try(sets []PodSet) (Result, error) {
 		}
 		if chosen == nil {
 			s.undo(mark)
-			return Result{Shortfall: s.shortfall(sh, ps, levels[i])}, nil
+			return Result{Shortfall: s.shortfall(sh, *ps, levels[i])}, nil
 		}
 		domains := make([]Domain, len(chosen))
 		for j, it := range chosen {
