@@ -10,7 +10,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 
+	jsonpatch "github.com/evanphx/json-patch/v5"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/klog/v2"
@@ -76,7 +78,7 @@ func Patch[T client.Object](ctx context.Context, c client.Client, reader client.
 				return false, err
 			}
 		}
-		data, err := client.MergeFrom(orig).Data(obj)
+		data, err := mergePatch(orig, obj, part)
 		if err != nil {
 			return false, fmt.Errorf("computing the patch of %s: %w", klog.KObj(obj), err)
 		} else if string(data) == "{}" {
@@ -116,6 +118,44 @@ func Patch[T client.Object](ctx context.Context, c client.Client, reader client.
 			return false, fmt.Errorf("reading %s again: %w", klog.KObj(obj), getErr)
 		}
 	}
+}
+
+// mergePatch is the JSON merge patch from orig to obj, or for the Status
+// part from orig's status to obj's: the status subresource keeps nothing
+// else of a patch, and a unit's spec (its pod templates) would otherwise
+// be marshalled and compared twice at every status write.
+func mergePatch(orig, obj client.Object, part Part) ([]byte, error) {
+	if part == Status {
+		if from, ok := statusOf(orig); ok {
+			to, _ := statusOf(obj)
+			fromJSON, err := json.Marshal(from)
+			if err != nil {
+				return nil, err
+			}
+			toJSON, err := json.Marshal(to)
+			if err != nil {
+				return nil, err
+			}
+			return jsonpatch.CreateMergePatch(fromJSON, toJSON)
+		}
+	}
+	return client.MergeFrom(orig).Data(obj)
+}
+
+// statusOf is obj's Status field as the one field of an object, "status";
+// false for an object without one.
+func statusOf(obj client.Object) (any, bool) {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return nil, false
+	}
+	f := v.Elem().FieldByName("Status")
+	if !f.IsValid() {
+		return nil, false
+	}
+	return struct {
+		Status any `json:"status"`
+	}{f.Interface()}, true
 }
 
 // withResourceVersion is the merge patch data that also sets

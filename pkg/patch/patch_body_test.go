@@ -30,6 +30,16 @@ func TestPatchSendsWhatChangedLockedOnTheResourceVersion(t *testing.T) {
 			},
 			want: `{"metadata":{"resourceVersion":"7"},"status":{"message":"Waiting for \u003cquota\u003e \u0026 more"}}`,
 		},
+		"a status change beside a spec's: the status subresource keeps only the status": {
+			part: patch.Status,
+			mutate: func(u *schedulingv1alpha1.QueueUnit) bool {
+				u.Status.Message = "Running"
+				u.Spec.Priority = new(int32)
+				u.Annotations = map[string]string{"a": "b"}
+				return true
+			},
+			want: `{"metadata":{"resourceVersion":"7"},"status":{"message":"Running"}}`,
+		},
 		"a change of metadata and spec": {
 			part: patch.Main,
 			mutate: func(u *schedulingv1alpha1.QueueUnit) bool {
