@@ -32,6 +32,9 @@ type Stats struct {
 	PeakRSSKiB int64
 	// Requests to the API server by method and code ("PATCH 200").
 	Requests map[string]float64
+	// Reconciles by controller and result ("batchjob success"), for a
+	// controller-runtime binary.
+	Reconciles map[string]float64
 }
 
 // Process is one running koord-queue, or another controller-runtime
@@ -180,7 +183,8 @@ func (p *Process) Kill() Stats {
 // measure reads, while the process still runs, its requests from its
 // metrics and its CPU time and peak resident memory from /proc.
 func (p *Process) measure() Stats {
-	st := Stats{Requests: p.scrapeRequests()}
+	var st Stats
+	st.Requests, st.Reconciles = p.scrapeCounts()
 	if p.proc.Err() != nil {
 		return st
 	}
@@ -240,42 +244,52 @@ func ProcSample(pid int) (cpuSeconds float64, peakKiB int64, err error) {
 	return cpuSeconds, peakKiB, scanner.Err()
 }
 
-// restRequests matches client-go's request counter in the Prometheus text format.
-var restRequests = regexp.MustCompile(`^rest_client_requests_total\{([^}]*)\} ([0-9.e+]+)$`)
-var labelPair = regexp.MustCompile(`(\w+)="([^"]*)"`)
+// restRequests matches client-go's request counter, and reconciles
+// controller-runtime's reconcile counter, in the Prometheus text format.
+var (
+	restRequests = regexp.MustCompile(`^rest_client_requests_total\{([^}]*)\} ([0-9.e+]+)$`)
+	reconciles   = regexp.MustCompile(`^controller_runtime_reconcile_total\{([^}]*)\} ([0-9.e+]+)$`)
+	labelPair    = regexp.MustCompile(`(\w+)="([^"]*)"`)
+)
 
-// scrapeRequests reads how many requests koord-queue made, by method and code.
-func (p *Process) scrapeRequests() map[string]float64 {
+// scrapeCounts reads how many requests the process made, by method and
+// code, and how many reconciles it ran, by controller and result.
+func (p *Process) scrapeCounts() (requests, reconciles map[string]float64) {
 	httpClient := &http.Client{Timeout: 2 * time.Second}
 	resp, err := httpClient.Get("http://" + p.metricsAddr + "/metrics")
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	defer resp.Body.Close()
-	return ParseRequests(resp.Body)
+	return ParseCounts(resp.Body)
 }
 
-// ParseRequests sums rest_client_requests_total by method and code.
-func ParseRequests(r io.Reader) map[string]float64 {
-	out := map[string]float64{}
+// ParseCounts sums rest_client_requests_total by method and code, and
+// controller_runtime_reconcile_total by controller and result.
+func ParseCounts(r io.Reader) (requests, reconcileCounts map[string]float64) {
+	requests, reconcileCounts = map[string]float64{}, map[string]float64{}
 	scanner := bufio.NewScanner(r)
 	scanner.Buffer(make([]byte, 0, 64*1024), 1<<20)
 	for scanner.Scan() {
+		into, key := requests, [2]string{"method", "code"}
 		m := restRequests.FindStringSubmatch(scanner.Text())
 		if m == nil {
-			continue
+			into, key = reconcileCounts, [2]string{"controller", "result"}
+			if m = reconciles.FindStringSubmatch(scanner.Text()); m == nil {
+				continue
+			}
 		}
 		labels := map[string]string{}
 		for _, kv := range labelPair.FindAllStringSubmatch(m[1], -1) {
 			labels[kv[1]] = kv[2]
 		}
 		v, err := strconv.ParseFloat(m[2], 64)
-		if err != nil {
+		if err != nil || v == 0 {
 			continue
 		}
-		out[labels["method"]+" "+labels["code"]] += v
+		into[labels[key[0]]+" "+labels[key[1]]] += v
 	}
-	return out
+	return requests, reconcileCounts
 }
 
 // heapAlloc matches the live heap in Go's text heap profile (?debug=1),

@@ -17,7 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func TestParseRequests(t *testing.T) {
+func TestParseCounts(t *testing.T) {
 	text := `# HELP rest_client_requests_total Number of HTTP requests, partitioned by status code, method, and host.
 # TYPE rest_client_requests_total counter
 rest_client_requests_total{code="200",host="127.0.0.1:6443",method="GET"} 32
@@ -26,10 +26,19 @@ rest_client_requests_total{code="409",host="127.0.0.1:6443",method="PATCH"} 22
 rest_client_requests_total{code="201",host="other:6443",method="POST"} 1e+03
 rest_client_requests_total{code="201",host="127.0.0.1:6443",method="POST"} 430
 workqueue_adds_total{name="x"} 5
+controller_runtime_reconcile_total{controller="batchjob",result="error"} 2
+controller_runtime_reconcile_total{controller="batchjob",result="requeue"} 0
+controller_runtime_reconcile_total{controller="batchjob",result="success"} 1210
+controller_runtime_reconcile_total{controller="tfjob",result="success"} 3
 `
-	want := map[string]float64{"GET 200": 32, "PATCH 200": 2670, "PATCH 409": 22, "POST 201": 1430}
-	if diff := cmp.Diff(want, ParseRequests(strings.NewReader(text))); diff != "" {
-		t.Errorf("ParseRequests (-want +got):\n%s", diff)
+	wantRequests := map[string]float64{"GET 200": 32, "PATCH 200": 2670, "PATCH 409": 22, "POST 201": 1430}
+	wantReconciles := map[string]float64{"batchjob error": 2, "batchjob success": 1210, "tfjob success": 3}
+	requests, reconciles := ParseCounts(strings.NewReader(text))
+	if diff := cmp.Diff(wantRequests, requests); diff != "" {
+		t.Errorf("ParseCounts requests (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantReconciles, reconciles); diff != "" {
+		t.Errorf("ParseCounts reconciles (-want +got):\n%s", diff)
 	}
 }
 

@@ -107,6 +107,10 @@ func Run(ctx context.Context, opts Options) (*checker.Result, error) {
 	for k, v := range out.ext.Requests {
 		res.Extra["extensions' API requests, "+k] = v
 	}
+	// What drives the extensions' CPU: how often a Job is looked at.
+	for k, v := range out.ext.Reconciles {
+		res.Extra["extensions' reconciles per Job, "+k] = v / float64(out.jobs.want)
+	}
 	// What each write is for, from the API server's audit log: every
 	// write of each binary, events included, by verb, resource and answer.
 	for _, program := range []string{"koord-queue-controllers", "koord-queue"} {
