@@ -69,7 +69,7 @@ var ErrOutcomeUnknown = errors.New("the write's outcome is unknown")
 // write was made (false also when a retry found the change already made).
 func Patch[T client.Object](ctx context.Context, c client.Client, reader client.Reader, obj T, part Part, owner client.FieldOwner, mutate func(T) bool) (changed bool, err error) {
 	for attempt := 1; ; attempt++ {
-		orig := obj.DeepCopyObject().(client.Object)
+		orig := original(obj, part)
 		if !mutate(obj) {
 			return false, nil
 		}
@@ -140,6 +140,35 @@ func mergePatch(orig, obj client.Object, part Part) ([]byte, error) {
 		}
 	}
 	return client.MergeFrom(orig).Data(obj)
+}
+
+// original is the copy of obj a patch of part is computed against: for the
+// Status part of an object with a struct Status field, a copy that shares
+// everything with obj but its status, which is copied deep (the patch
+// compares the statuses alone, and a unit's spec holds pod templates that
+// every status write would copy); otherwise a deep copy.
+func original(obj client.Object, part Part) client.Object {
+	if part != Status {
+		return obj.DeepCopyObject().(client.Object)
+	}
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return obj.DeepCopyObject().(client.Object)
+	}
+	status := v.Elem().FieldByName("Status")
+	if !status.IsValid() || status.Kind() != reflect.Struct {
+		return obj.DeepCopyObject().(client.Object)
+	}
+	deepCopyInto := status.Addr().MethodByName("DeepCopyInto")
+	if !deepCopyInto.IsValid() {
+		return obj.DeepCopyObject().(client.Object)
+	}
+	c := reflect.New(v.Elem().Type())
+	c.Elem().Set(v.Elem())
+	copied := c.Elem().FieldByName("Status")
+	copied.SetZero()
+	deepCopyInto.Call([]reflect.Value{copied.Addr()})
+	return c.Interface().(client.Object)
 }
 
 // statusOf is obj's Status field as the one field of an object, "status";

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
@@ -40,6 +41,14 @@ func TestPatchSendsWhatChangedLockedOnTheResourceVersion(t *testing.T) {
 			},
 			want: `{"metadata":{"resourceVersion":"7"},"status":{"message":"Running"}}`,
 		},
+		"a status change made in place, deep in the status": {
+			part: patch.Status,
+			mutate: func(u *schedulingv1alpha1.QueueUnit) bool {
+				u.Status.Conditions[0].Message = "now"
+				return true
+			},
+			want: `{"metadata":{"resourceVersion":"7"},"status":{"conditions":[{"lastTransitionTime":null,"message":"now","reason":"","status":"True","type":"Admitted"}]}}`,
+		},
 		"a change of metadata and spec": {
 			part: patch.Main,
 			mutate: func(u *schedulingv1alpha1.QueueUnit) bool {
@@ -56,6 +65,7 @@ func TestPatchSendsWhatChangedLockedOnTheResourceVersion(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			u := wrappers.MakeQueueUnit("u", "ns").Label("keep", "y").Label("drop", "x").PodSet("main", 2, "cpu", "1").Obj()
 			u.ResourceVersion = "7"
+			u.Status.Conditions = []metav1.Condition{{Type: "Admitted", Status: metav1.ConditionTrue, Message: "then"}}
 			var got string
 			record := func(obj client.Object, p client.Patch) error {
 				data, err := p.Data(obj)
