@@ -239,7 +239,7 @@ func (g *PodGate) Decide(ctx context.Context, pod *corev1.Pod) (GateVerdict, err
 func (g *PodGate) fill(ctx context.Context, p *newPod, j jobOfPod) error {
 	p.Released = released(j.job, p.Unit)
 	p.MadeUp = madeUp(j.job, p.PodSet)
-	pods, err := listJobPods(ctx, g.cache, j.integ, j.job.Object())
+	pods, err := listJobPods(ctx, g.cache, j.integ, j.job.Object(), client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return err
 	}
@@ -401,7 +401,7 @@ func (r *JobReconciler) openGates(ctx context.Context, job GenericJob, unit *sch
 	if !released(job, unit) {
 		return nil
 	}
-	pods, err := listJobPods(ctx, r.client, r.integ, job.Object())
+	pods, err := listJobPods(ctx, r.client, r.integ, job.Object(), client.UnsafeDisableDeepCopy)
 	if err != nil {
 		return err
 	}
@@ -411,7 +411,7 @@ func (r *JobReconciler) openGates(ctx context.Context, job GenericJob, unit *sch
 		p := &pods[i]
 		switch {
 		case !takesSlot(p) && hasAdmissionGate(p) && p.DeletionTimestamp == nil:
-			gated = append(gated, p)
+			gated = append(gated, p.DeepCopy()) // openGate writes it
 		case takesSlot(p):
 			taken[r.integ.podSetOf(p)]++
 		}

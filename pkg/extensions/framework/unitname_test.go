@@ -6,6 +6,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
@@ -41,6 +42,47 @@ func TestJobOfUnitName(t *testing.T) {
 			u := &schedulingv1alpha1.QueueUnit{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: tc.unit}}
 			if diff := cmp.Diff(tc.want, r.jobOfUnitName(context.Background(), u)); diff != "" {
 				t.Errorf("jobOfUnitName (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestJobControllingUnit: a unit's events wake the job of the reconciler's
+// kind (any version of its group) that controls it, as Owns would, and no
+// other.
+func TestJobControllingUnit(t *testing.T) {
+	ref := func(apiVersion, kind, name string, controller bool) metav1.OwnerReference {
+		return metav1.OwnerReference{APIVersion: apiVersion, Kind: kind, Name: name, UID: types.UID("u-" + name), Controller: &controller}
+	}
+	cases := map[string]struct {
+		refs []metav1.OwnerReference
+		want []reconcile.Request
+	}{
+		"controlled by a Job": {
+			refs: []metav1.OwnerReference{ref("batch/v1", "Job", "train", true)},
+			want: []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "train"}}},
+		},
+		"controlled by a Job of another version of the group": {
+			refs: []metav1.OwnerReference{ref("batch/v2", "Job", "train", true)},
+			want: []reconcile.Request{{NamespacedName: client.ObjectKey{Namespace: "ns", Name: "train"}}},
+		},
+		"owned by a Job that does not control it": {
+			refs: []metav1.OwnerReference{ref("batch/v1", "Job", "train", false)},
+		},
+		"controlled by a kind of the same name in another group": {
+			refs: []metav1.OwnerReference{ref("example.com/v1", "Job", "train", true), ref("batch/v1", "Job", "other", false)},
+		},
+		"controlled by another kind of the group": {
+			refs: []metav1.OwnerReference{ref("batch/v1", "CronJob", "nightly", true)},
+		},
+		"no owner": {},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r := &JobReconciler{integ: Integration{GVK: jobGVK}}
+			u := &schedulingv1alpha1.QueueUnit{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "unit", OwnerReferences: tc.refs}}
+			if diff := cmp.Diff(tc.want, r.jobControllingUnit(context.Background(), u)); diff != "" {
+				t.Errorf("jobControllingUnit (-want +got):\n%s", diff)
 			}
 		})
 	}
