@@ -1,6 +1,7 @@
 package watchcodec
 
 import (
+	"bytes"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -70,6 +71,82 @@ func typeFields(data []byte) (apiVersion, kind string, ok bool) {
 		if !s.consume(',') {
 			return "", "", false
 		}
+	}
+}
+
+// withoutManagedFields is a copy of the JSON object data without the
+// managedFields of its top-level metadata, found as typeFields finds keys:
+// where a key is not plain (an escape, anything but printable ASCII) or
+// data is not an object, data is copied as it is. The value is stepped
+// over, not checked: an API server wrote it, and no reader here keeps it.
+func withoutManagedFields(data []byte) []byte {
+	from, to, ok := managedFieldsSpan(data)
+	if !ok {
+		return bytes.Clone(data)
+	}
+	out := make([]byte, 0, len(data)-(to-from))
+	out = append(out, data[:from]...)
+	return append(out, data[to:]...)
+}
+
+// managedFieldsSpan is where data's metadata.managedFields member is, with
+// the comma that parts it from the next member or, for the last, from the
+// one before.
+func managedFieldsSpan(data []byte) (from, to int, ok bool) {
+	s := scanner{data: data}
+	if !s.consume('{') {
+		return 0, 0, false
+	}
+	for {
+		key, ok := s.plainString()
+		if !ok || !s.consume(':') {
+			return 0, 0, false
+		}
+		if key == "metadata" {
+			return s.memberSpan("managedFields")
+		}
+		if !s.skipValue() || !s.consume(',') {
+			return 0, 0, false
+		}
+	}
+}
+
+// memberSpan is where the object at s's position has its member called
+// name (the first, if several are), as managedFieldsSpan says; not found
+// when the object does not close.
+func (s *scanner) memberSpan(name string) (from, to int, ok bool) {
+	if !s.consume('{') {
+		return 0, 0, false
+	}
+	if s.consume('}') {
+		return 0, 0, false
+	}
+	found := false
+	previousEnd := -1 // where the member before ends, before its comma
+	for {
+		s.skipSpace()
+		start := s.pos
+		key, ok := s.plainString()
+		if !ok || !s.consume(':') || !s.skipValue() {
+			return 0, 0, false
+		}
+		end := s.pos
+		last := !s.consume(',')
+		if key == name && !found {
+			found = true
+			switch {
+			case !last:
+				from, to = start, s.pos
+			case previousEnd >= 0:
+				from, to = previousEnd, end
+			default:
+				from, to = start, end
+			}
+		}
+		if last {
+			return from, to, found && s.consume('}')
+		}
+		previousEnd = end
 	}
 }
 

@@ -1,6 +1,8 @@
 // Package watchcodec decodes an informer's lists and watches of one typed
 // resource in fewer passes over each object's bytes than client-go's JSON
-// stack, to the same objects.
+// stack, to the same objects, but that a watched object comes without its
+// managedFields, which are more than half of a QueueUnit's bytes and which
+// neither koord-queue nor the extensions keep.
 //
 // client-go reads every event of a watch five times: its framer parses the
 // event to find where it ends, SimpleMetaFactory parses it again for an
@@ -14,7 +16,6 @@
 package watchcodec
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -56,8 +57,9 @@ func NewSerializers(scheme *runtime.Scheme) Serializers {
 
 // eventSerializer decodes a watch event's envelope without decoding the
 // object inside, which client-go then decodes on its own: it takes the
-// event's type and the object's bytes off the top-level keys. An event it
-// cannot read so (watchEvent) goes to the JSON serializer.
+// event's type and the object's bytes off the top-level keys, less the
+// object's managedFields (withoutManagedFields). An event it cannot read
+// so (watchEvent) goes to the JSON serializer.
 type eventSerializer struct {
 	runtime.Serializer
 }
@@ -66,7 +68,7 @@ func (s eventSerializer) Decode(data []byte, defaults *schema.GroupVersionKind, 
 	if event, ok := into.(*metav1.WatchEvent); ok {
 		if typ, object, ok := watchEvent(data); ok {
 			event.Type = typ
-			event.Object = runtime.RawExtension{Raw: bytes.Clone(object)}
+			event.Object = runtime.RawExtension{Raw: withoutManagedFields(object)}
 			return event, &schema.GroupVersionKind{}, nil
 		}
 	}

@@ -113,11 +113,23 @@ func clientGos(scheme *runtime.Scheme) runtime.NegotiatedSerializer {
 	return serializer.WithoutConversionCodecFactory{CodecFactory: serializer.NewCodecFactory(scheme)}
 }
 
+// clearManagedFields is events with their objects' managedFields
+// dropped, as Serializers decode them.
+func clearManagedFields(events []watch.Event) []watch.Event {
+	for _, e := range events {
+		if o, ok := e.Object.(metav1.Object); ok {
+			o.SetManagedFields(nil)
+		}
+	}
+	return events
+}
+
 // TestPropertyWatchEventsDecodeAsClientGoDecodesThem: streams of random
 // units added, modified and deleted, an initial-events-end bookmark and an
 // error, with any whitespace between events and read in chunks of any
-// size, decode to the same events, objects and final error through
-// Serializers as through client-go's codecs.
+// size, decode to the same events, objects (but for their managedFields,
+// dropped) and final error through Serializers as through client-go's
+// codecs.
 func TestPropertyWatchEventsDecodeAsClientGoDecodesThem(t *testing.T) {
 	scheme := newScheme(t)
 	spaces := []string{"\n", "", " ", "\r\n\t ", "\n\n"}
@@ -142,6 +154,7 @@ func TestPropertyWatchEventsDecodeAsClientGoDecodesThem(t *testing.T) {
 		chunk := 1 + r.IntN(4096)
 
 		wantEvents, wantErr := decodeStream(t, clientGos(scheme), &chunkReader{data: stream, chunk: chunk})
+		wantEvents = clearManagedFields(wantEvents)
 		gotEvents, gotErr := decodeStream(t, NewSerializers(scheme), &chunkReader{data: stream, chunk: chunk})
 		if diff := cmp.Diff(wantEvents, gotEvents); diff != "" {
 			t.Errorf("seed %d: events (-client-go +watchcodec):\n%s", seed, diff)
@@ -366,9 +379,21 @@ func sameError(want, got error) bool {
 	return (want == nil) == (got == nil)
 }
 
+// benchManagedFields are a unit's managedFields as an API server keeps
+// them for a batch Job's unit: the extensions' create, koord-queue's
+// admission and the extensions' status.
+var (
+	benchTime          = metav1.Unix(1_700_000_100, 0)
+	benchManagedFields = []metav1.ManagedFieldsEntry{
+		{Manager: "koord-queue", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "scheduling.x-k8s.io/v1alpha1", Time: &benchTime, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{".":{},"f:admissions":{".":{},"k:{\"name\":\"main\"}":{".":{},"f:name":{},"f:replicas":{},"f:running":{}}},"f:conditions":{".":{},"k:{\"type\":\"Admitted\"}":{".":{},"f:lastTransitionTime":{},"f:message":{},"f:reason":{},"f:status":{},"f:type":{}},"k:{\"type\":\"Evicted\"}":{".":{},"f:lastTransitionTime":{},"f:message":{},"f:reason":{},"f:status":{},"f:type":{}}},"f:lastAllocateTime":{},"f:podState":{}}}`)}, Subresource: "status"},
+		{Manager: "koord-queue-controllers", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "scheduling.x-k8s.io/v1alpha1", Time: &benchTime, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:metadata":{"f:labels":{".":{},"f:quota.scheduling.koordinator.sh/name":{}},"f:ownerReferences":{".":{},"k:{\"uid\":\"f6ded5cd-b84e-429f-97eb-112901ed449d\"}":{}}},"f:spec":{".":{},"f:consumerRef":{},"f:podSet":{".":{},"k:{\"name\":\"main\"}":{".":{},"f:count":{},"f:name":{},"f:template":{".":{},"f:metadata":{".":{},"f:annotations":{".":{},"f:pod-complete.stage.kwok.x-k8s.io/delay":{}},"f:labels":{".":{},"f:batch.kubernetes.io/controller-uid":{},"f:batch.kubernetes.io/job-name":{},"f:class":{},"f:controller-uid":{},"f:job-name":{}}},"f:spec":{".":{},"f:containers":{".":{},"k:{\"name\":\"main\"}":{".":{},"f:image":{},"f:imagePullPolicy":{},"f:name":{},"f:resources":{".":{},"f:requests":{".":{},"f:cpu":{}}},"f:terminationMessagePath":{},"f:terminationMessagePolicy":{}}},"f:dnsPolicy":{},"f:restartPolicy":{},"f:schedulerName":{},"f:securityContext":{},"f:terminationGracePeriodSeconds":{}}}}},"f:queue":{},"f:request":{".":{},"f:cpu":{}},"f:resource":{".":{},"f:cpu":{}}}}`)}},
+		{Manager: "koord-queue-controllers", Operation: metav1.ManagedFieldsOperationUpdate, APIVersion: "scheduling.x-k8s.io/v1alpha1", Time: &benchTime, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:admissionsSummary":{},"f:conditions":{"k:{\"type\":\"PodsReady\"}":{".":{},"f:lastTransitionTime":{},"f:message":{},"f:observedGeneration":{},"f:reason":{},"f:status":{},"f:type":{}}},"f:lastUpdateTime":{},"f:phase":{},"f:podState":{"f:running":{}}}}`)}, Subresource: "status"},
+	}
+)
+
 // BenchmarkDecodeWatch decodes a watch stream of 5,000 admitted QueueUnits
 // shaped as the perf harness's (a quota label, two labels of its own, one
-// cpu, admitted), as a start with streamed lists receives them, through
+// cpu, admitted, with a Job's unit's managedFields), as a start with streamed lists receives them, through
 // client-go's codecs and through Serializers:
 //
 //	go test ./pkg/watchcodec -run XXX -bench DecodeWatch -benchmem
@@ -386,6 +411,7 @@ func BenchmarkDecodeWatch(b *testing.B) {
 		u.ResourceVersion = fmt.Sprint(1000 + i)
 		u.CreationTimestamp = metav1.Unix(1_700_000_000, 0)
 		queueunit.Admit(u, team, queueunit.Request(u), nil, nil, metav1.Unix(1_700_000_100, 0))
+		u.ManagedFields = benchManagedFields
 		events = append(events, watch.Event{Type: watch.Added, Object: u})
 	}
 	stream := watchStream(b, events, func(int) string { return "\n" })
@@ -439,6 +465,41 @@ func TestEventEnvelopesDecodeAsClientGoDecodesThem(t *testing.T) {
 		}
 		if !sameError(wantErr, gotErr) {
 			t.Errorf("%s: stream ended with %v, client-go's with %v", event, gotErr, wantErr)
+		}
+	}
+}
+
+// TestWithoutManagedFieldsCutsThemAlone: metadata.managedFields goes
+// wherever it stands among metadata's members, with one comma and the
+// object left valid JSON; a managedFields elsewhere, or an object that
+// cannot be read with plain keys, stays as it is.
+func TestWithoutManagedFieldsCutsThemAlone(t *testing.T) {
+	const mf = `"managedFields":[{"manager":"a","fieldsV1":{"f:spec":{"f:x":{}}}},{"manager":"b\"]}"}]`
+	for _, tc := range []struct{ in, want string }{
+		{`{"kind":"K","metadata":{"name":"n",` + mf + `,"uid":"u"},"spec":{}}`, `{"kind":"K","metadata":{"name":"n","uid":"u"},"spec":{}}`},
+		{`{"metadata":{` + mf + `,"name":"n"}}`, `{"metadata":{"name":"n"}}`},
+		{`{"metadata":{"name":"n",` + mf + `}}`, `{"metadata":{"name":"n"}}`},
+		{`{"metadata":{` + mf + `}}`, `{"metadata":{}}`},
+		{"{ \"metadata\" : { \"name\" : \"n\" ,\n \"managedFields\" : [ ] \n } }", "{ \"metadata\" : { \"name\" : \"n\" \n } }"},
+		{"{\"metadata\":{\"managedFields\":null , \"name\":\"n\"}}", `{"metadata":{ "name":"n"}}`},
+		{`{"metadata":{"name":"n",` + mf + `,"name":"m",` + mf + `}}`, `{"metadata":{"name":"n","name":"m",` + mf + `}}`},
+		{`{"spec":{` + mf + `},"metadata":{"name":"n"}}`, `{"spec":{` + mf + `},"metadata":{"name":"n"}}`},
+		{`{"metadata":{"name":"n"}}`, `{"metadata":{"name":"n"}}`},
+		{`{"metadata":{}}`, `{"metadata":{}}`},
+		{`{}`, `{}`},
+		{`{"kind":"K"}`, `{"kind":"K"}`},
+		{`{"metadata":null}`, `{"metadata":null}`},
+		{`{"meta\u0064ata":{` + mf + `}}`, `{"meta\u0064ata":{` + mf + `}}`},
+		{`{"metadata":{"n\u0061me":"n",` + mf + `}}`, `{"metadata":{"n\u0061me":"n",` + mf + `}}`},
+		{`{"metadata":{"name":"n",` + mf, `{"metadata":{"name":"n",` + mf},
+		{`[` + mf + `]`, `[` + mf + `]`},
+	} {
+		got := withoutManagedFields([]byte(tc.in))
+		if diff := cmp.Diff(tc.want, string(got)); diff != "" {
+			t.Errorf("withoutManagedFields(%s) (-want +got):\n%s", tc.in, diff)
+		}
+		if json.Valid([]byte(tc.in)) && !json.Valid(got) {
+			t.Errorf("withoutManagedFields(%s) = %s, not JSON", tc.in, got)
 		}
 	}
 }
