@@ -342,6 +342,48 @@ func TestWritesByAgent(t *testing.T) {
 	}
 }
 
+// TestEventsOf: events of QueueUnits and Workloads, and of Jobs from
+// anyone but the Job controller, are counted as often as they happened,
+// by sender, kind and reason; the cluster's other events are not.
+func TestEventsOf(t *testing.T) {
+	event := func(sender, reporting, kind, reason string, count int32, series int32) corev1.Event {
+		e := corev1.Event{Source: corev1.EventSource{Component: sender}, ReportingController: reporting,
+			InvolvedObject: corev1.ObjectReference{Kind: kind}, Reason: reason, Count: count}
+		if series > 0 {
+			e.Series = &corev1.EventSeries{Count: series}
+		}
+		return e
+	}
+	got := EventsOf([]corev1.Event{
+		event("koord-queue", "", "QueueUnit", "Preempted", 1, 0),
+		event("koord-queue", "", "QueueUnit", "Preempted", 3, 0),
+		event("", "kueue-admission", "Workload", "Preempted", 0, 0),
+		event("", "kueue-admission", "Workload", "Pending", 1, 5),
+		event("koord-queue-controllers", "", "Job", "Suspended", 2, 0),
+		event("job-controller", "", "Job", "Completed", 1, 0),
+		event("default-scheduler", "", "Pod", "Scheduled", 1, 0),
+	})
+	want := map[string]int{
+		"koord-queue QueueUnit Preempted":       4,
+		"kueue-admission Workload Preempted":    1,
+		"kueue-admission Workload Pending":      5,
+		"koord-queue-controllers Job Suspended": 2,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("EventsOf (-want +got):\n%s", diff)
+	}
+	ms := []Measurement{
+		{System: KoordQueue, Jobs: 10, Events: map[string]int{"koord-queue QueueUnit Preempted": 4, "x Job Suspended": 1}},
+		{System: KoordQueue, Jobs: 20, Events: map[string]int{"koord-queue QueueUnit Preempted": 2}},
+		{System: KoordQueue, Jobs: 10, Error: "failed", Events: map[string]int{"koord-queue QueueUnit Preempted": 100}},
+		{System: Kueue, Jobs: 10, Events: map[string]int{"kueue-admission Workload Preempted": 100}},
+	}
+	wantRows := []KindPerJob{{Kind: "koord-queue QueueUnit Preempted", PerJob: 0.25}, {Kind: "x Job Suspended", PerJob: 0.05}}
+	if diff := cmp.Diff(wantRows, EventsPerJob(ms, KoordQueue)); diff != "" {
+		t.Errorf("EventsPerJob (-want +got):\n%s", diff)
+	}
+}
+
 func jobsMeasurement(system string, pair int, wall float64, writes map[string]map[string]int) Measurement {
 	return Measurement{
 		System: system, Pair: pair, Position: 1, WallSeconds: wall, Jobs: 10, Evictions: 1,
@@ -425,7 +467,7 @@ func TestWritesPerJobByKind(t *testing.T) {
 		{System: KoordQueue, Pair: 3, Error: "failed", Jobs: 10, WritesByAgent: map[string]map[string]int{"koord-queue": {"patch queueunits/status 200": 1000}}},
 		jobsMeasurement(Kueue, 1, 50, map[string]map[string]int{"kueue": {"create workloads 201": 10}}),
 	}
-	want := []KindWrites{
+	want := []KindPerJob{
 		{"koord-queue", "patch queueunits/status 200", 1.5},
 		{"koord-queue-controllers", "update jobs 200", 1.5},
 		{"koord-queue-controllers", "create queueunits 201", 1},

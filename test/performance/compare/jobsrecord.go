@@ -199,3 +199,34 @@ func WritesByAgent(path string) (map[string]map[string]int, error) {
 	}
 	return out, nil
 }
+
+// EventsOf counts events of the systems' own objects (QueueUnits,
+// Workloads) and of Jobs sent by anyone but the Job controller, by sender
+// (the reporting controller, else the source component), the object's
+// kind and the reason ("koord-queue QueueUnit Preempted"), each as often
+// as it happened (its count, or its series' count): what says why Jobs
+// were suspended again.
+func EventsOf(events []corev1.Event) map[string]int {
+	out := map[string]int{}
+	for _, e := range events {
+		sender := e.ReportingController
+		if sender == "" {
+			sender = e.Source.Component
+		}
+		switch kind := e.InvolvedObject.Kind; {
+		case kind == "QueueUnit" || kind == "Workload":
+		case kind == "Job" && sender != jobController:
+		default:
+			continue
+		}
+		n := max(int(e.Count), 1)
+		if e.Series != nil {
+			n = max(n, int(e.Series.Count))
+		}
+		out[sender+" "+e.InvolvedObject.Kind+" "+e.Reason] += n
+	}
+	return out
+}
+
+// jobController is the Job controller's name as the sender of its events.
+const jobController = "job-controller"

@@ -23,17 +23,14 @@ func (r Report) JobsMarkdown() string {
 	}
 	b.WriteString("\n## API writes per Job, by component and what they wrote\n\n")
 	b.WriteString("Means over the runs of each system; a write is its verb, resource (with subresource) and the API server's answer.\n\n")
-	for _, system := range []string{Kueue, KoordQueue} {
-		rows := WritesPerJobByKind(r.Measurements, system)
-		if len(rows) == 0 {
-			continue
-		}
-		fmt.Fprintf(&b, "### %s\n\n| component | write | per Job |\n|---|---|---|\n", system)
-		for _, row := range rows {
-			fmt.Fprintf(&b, "| %s | %s | %.3f |\n", row.Agent, row.Kind, row.PerJob)
-		}
-		b.WriteString("\n")
-	}
+	writeKindTables(&b, "| component | write | per Job |\n|---|---|---|", func(system string) []KindPerJob {
+		return WritesPerJobByKind(r.Measurements, system)
+	}, func(row KindPerJob) string { return fmt.Sprintf("| %s | %s | %.3f |", row.Agent, row.Kind, row.PerJob) })
+	b.WriteString("## Events of the systems' objects, per Job\n\n")
+	b.WriteString("Means over the runs of each system: the events of QueueUnits and Workloads, and those of Jobs from anyone but the Job controller, by sender, object and reason, once every Job completed.\n\n")
+	writeKindTables(&b, "| sender, object, reason | per Job |\n|---|---|", func(system string) []KindPerJob {
+		return EventsPerJob(r.Measurements, system)
+	}, func(row KindPerJob) string { return fmt.Sprintf("| %s | %.3f |", row.Kind, row.PerJob) })
 	b.WriteString("## Runs\n\n| pair | run | system | wall | 1-minute load before → after | directory |\n|---|---|---|---|---|---|\n")
 	for _, m := range r.Measurements {
 		wall := fmt.Sprintf("%.1f s", m.WallSeconds)
@@ -46,8 +43,25 @@ func (r Report) JobsMarkdown() string {
 	return b.String()
 }
 
-// KindWrites is one component's writes of one kind, per Job.
-type KindWrites struct {
+// writeKindTables writes, for each system that has rows, a table of them
+// (header, then a line per row) under the system's name.
+func writeKindTables(b *strings.Builder, header string, rows func(system string) []KindPerJob, line func(KindPerJob) string) {
+	for _, system := range []string{Kueue, KoordQueue} {
+		rs := rows(system)
+		if len(rs) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "### %s\n\n%s\n", system, header)
+		for _, r := range rs {
+			b.WriteString(line(r) + "\n")
+		}
+		b.WriteString("\n")
+	}
+}
+
+// KindPerJob is how many writes or events of one kind one component made,
+// per Job (Agent is empty for events, whose Kind names their sender).
+type KindPerJob struct {
 	Agent, Kind string
 	PerJob      float64
 }
@@ -56,7 +70,7 @@ type KindWrites struct {
 // write of its components and the cluster's (SystemAgents, ClusterAgents)
 // per Job, averaged over the runs: the system's components first, each
 // component's kinds most frequent first.
-func WritesPerJobByKind(ms []Measurement, system string) []KindWrites {
+func WritesPerJobByKind(ms []Measurement, system string) []KindPerJob {
 	agents := append(slices.Clone(SystemAgents[system]), ClusterAgents...)
 	sums := map[[2]string]float64{}
 	runs := 0
@@ -71,15 +85,43 @@ func WritesPerJobByKind(ms []Measurement, system string) []KindWrites {
 			}
 		}
 	}
-	var out []KindWrites
+	var out []KindPerJob
 	for k, v := range sums {
-		out = append(out, KindWrites{Agent: k[0], Kind: k[1], PerJob: v / float64(runs)})
+		out = append(out, KindPerJob{Agent: k[0], Kind: k[1], PerJob: v / float64(runs)})
 	}
 	sort.Slice(out, func(i, j int) bool {
 		ai, aj := slices.Index(agents, out[i].Agent), slices.Index(agents, out[j].Agent)
 		if ai != aj {
 			return ai < aj
 		}
+		if math.Abs(out[i].PerJob-out[j].PerJob) > 1e-9 {
+			return out[i].PerJob > out[j].PerJob
+		}
+		return out[i].Kind < out[j].Kind
+	})
+	return out
+}
+
+// EventsPerJob is, for the system's completed runs, each kind of event
+// (Measurement.Events) per Job, averaged over the runs, most frequent
+// first.
+func EventsPerJob(ms []Measurement, system string) []KindPerJob {
+	sums := map[string]float64{}
+	runs := 0
+	for _, m := range ms {
+		if m.System != system || m.Error != "" || m.Events == nil || m.Jobs == 0 {
+			continue
+		}
+		runs++
+		for kind, n := range m.Events {
+			sums[kind] += float64(n) / float64(m.Jobs)
+		}
+	}
+	var out []KindPerJob
+	for k, v := range sums {
+		out = append(out, KindPerJob{Kind: k, PerJob: v / float64(runs)})
+	}
+	sort.Slice(out, func(i, j int) bool {
 		if math.Abs(out[i].PerJob-out[j].PerJob) > 1e-9 {
 			return out[i].PerJob > out[j].PerJob
 		}
@@ -113,5 +155,6 @@ medians (in the per-pair table, of the pair).
 | CPU, peak RSS | each component's user + system time and VmHWM from ` + "`/proc`" + ` just before it is stopped (once every Job is complete), summed over the system's components: Kueue's manager; koord-queue and koord-queue-controllers |
 | API writes per Job | every write (create, update, patch, delete; events and non-2xx answers included) the audit log attributes to the component's user agent, over the Jobs; the system's components are Kueue's manager (user agent ` + "`kueue`" + `) and koord-queue's two binaries |
 | evictions | Jobs the Job informer saw suspended again after being released |
+| events | the cluster's events of QueueUnits and Workloads, and of Jobs from anyone but the Job controller, listed once every Job completed, each counted as often as it happened; a lower bound, since event recorders drop events under load |
 | kube-apiserver + etcd CPU, kube-controller-manager + kube-scheduler + kwok CPU | the processes' user + system time, sampled every second from ` + "`/proc`" + ` over the whole run, and once more just before the cluster stops |
 `

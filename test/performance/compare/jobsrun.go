@@ -262,6 +262,11 @@ func (r *JobsRun) run(ctx context.Context, c *cluster.Cluster, m *Measurement) e
 	}
 	_, _, m.Jobs, m.Evictions = rec.counts()
 	m.ToRunning = rec.toRunning()
+	var events corev1.EventList
+	if err := gen.List(ctx, &events); err != nil {
+		return fmt.Errorf("listing the events: %w", err)
+	}
+	m.Events = EventsOf(events.Items)
 	return nil
 }
 

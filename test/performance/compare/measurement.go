@@ -79,6 +79,9 @@ type Measurement struct {
 	// kind ("patch workloads/status 200"); Writes above is the system's
 	// components' (SystemAgents) sum of it.
 	WritesByAgent map[string]map[string]int `json:"writesByAgent,omitempty"`
+	// Events counts the events of the systems' objects the cluster held
+	// once every Job completed, by sender, kind and reason (EventsOf).
+	Events map[string]int `json:"events,omitempty"`
 	// NodeCPUSeconds is what kube-controller-manager, kube-scheduler and
 	// kwok used over the run (the Job controller, the scheduler and the
 	// nodes): the part of the cluster's work the queueing system causes.
