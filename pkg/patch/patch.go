@@ -151,20 +151,16 @@ func original(obj client.Object, part Part) client.Object {
 	if part != Status {
 		return obj.DeepCopyObject().(client.Object)
 	}
-	v := reflect.ValueOf(obj)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return obj.DeepCopyObject().(client.Object)
-	}
-	status := v.Elem().FieldByName("Status")
-	if !status.IsValid() || status.Kind() != reflect.Struct {
+	status, ok := statusField(obj)
+	if !ok || status.Kind() != reflect.Struct {
 		return obj.DeepCopyObject().(client.Object)
 	}
 	deepCopyInto := status.Addr().MethodByName("DeepCopyInto")
 	if !deepCopyInto.IsValid() {
 		return obj.DeepCopyObject().(client.Object)
 	}
-	c := reflect.New(v.Elem().Type())
-	c.Elem().Set(v.Elem())
+	c := reflect.New(reflect.ValueOf(obj).Elem().Type())
+	c.Elem().Set(reflect.ValueOf(obj).Elem())
 	copied := c.Elem().FieldByName("Status")
 	copied.SetZero()
 	deepCopyInto.Call([]reflect.Value{copied.Addr()})
@@ -174,17 +170,24 @@ func original(obj client.Object, part Part) client.Object {
 // statusOf is obj's Status field as the one field of an object, "status";
 // false for an object without one.
 func statusOf(obj client.Object) (any, bool) {
-	v := reflect.ValueOf(obj)
-	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
-		return nil, false
-	}
-	f := v.Elem().FieldByName("Status")
-	if !f.IsValid() {
+	f, ok := statusField(obj)
+	if !ok {
 		return nil, false
 	}
 	return struct {
 		Status any `json:"status"`
 	}{f.Interface()}, true
+}
+
+// statusField is the Status field of the struct obj points to, if it has
+// one.
+func statusField(obj client.Object) (reflect.Value, bool) {
+	v := reflect.ValueOf(obj)
+	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
+		return reflect.Value{}, false
+	}
+	f := v.Elem().FieldByName("Status")
+	return f, f.IsValid()
 }
 
 // withResourceVersion is the merge patch data that also sets

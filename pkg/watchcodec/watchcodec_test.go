@@ -393,8 +393,9 @@ var (
 
 // BenchmarkDecodeWatch decodes a watch stream of 5,000 admitted QueueUnits
 // shaped as the perf harness's (a quota label, two labels of its own, one
-// cpu, admitted, with a Job's unit's managedFields), as a start with streamed lists receives them, through
-// client-go's codecs and through Serializers:
+// cpu, admitted, with a Job's unit's managedFields), as a start with
+// streamed lists receives them, through client-go's codecs and through
+// Serializers:
 //
 //	go test ./pkg/watchcodec -run XXX -bench DecodeWatch -benchmem
 func BenchmarkDecodeWatch(b *testing.B) {

@@ -161,8 +161,8 @@ func listJobPods(ctx context.Context, c client.Reader, integ Integration, obj cl
 	var pods []corev1.Pod
 	for _, owner := range integ.podOwners(obj) {
 		var list corev1.PodList
-		opts := append([]client.ListOption{client.InNamespace(obj.GetNamespace()), client.MatchingFields{IndexPodOwner: owner.key()}}, opts...)
-		if err := c.List(ctx, &list, opts...); err != nil {
+		listOpts := append([]client.ListOption{client.InNamespace(obj.GetNamespace()), client.MatchingFields{IndexPodOwner: owner.key()}}, opts...)
+		if err := c.List(ctx, &list, listOpts...); err != nil {
 			return nil, fmt.Errorf("listing the pods of %s %s/%s: %w", owner.Kind, obj.GetNamespace(), owner.Name, err)
 		}
 		for _, p := range list.Items {
