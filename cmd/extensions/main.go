@@ -17,6 +17,7 @@ import (
 	k8sruntime "k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	ctrlwebhook "sigs.k8s.io/controller-runtime/pkg/webhook"
 
@@ -123,7 +124,10 @@ func run() error {
 		return fmt.Errorf("--max-declared-execution-time %s must be whole seconds, from 1s to %d s (what a QueueUnit's spec.maximumExecutionTimeSeconds holds)", *maxExecTime, math.MaxInt32)
 	}
 	priorities := framework.PriorityLimit{Max: int32(*maxPriority), AllowedSystem: splitList(*systemClasses)}
-	if err := integrations.Setup(ctx, mgr, integs, scope, framework.WithStatusDelay(*statusDelay),
+	// The webhook and the reconcilers count the pods each other let
+	// through before the cache shows them.
+	slots := framework.NewSlotExpectations(clock.RealClock{})
+	if err := integrations.Setup(ctx, mgr, integs, scope, framework.WithSlotExpectations(slots), framework.WithStatusDelay(*statusDelay),
 		framework.WithRunningTimeout(*runningTimeout, *backoffTime), framework.WithPriorityLimit(priorities),
 		framework.WithMaxDeclaredExecutionTime(*maxExecTime)); err != nil {
 		return err
@@ -135,6 +139,7 @@ func run() error {
 			Secret:     types.NamespacedName{Namespace: *secretNamespace, Name: *secretName},
 			ConfigName: *configName,
 			DNSName:    fmt.Sprintf("%s.%s.svc", *serviceName, *secretNamespace),
+			Slots:      slots,
 		}, integs, scope)
 		if err != nil {
 			return err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -179,13 +180,16 @@ type PodGate struct {
 	scheme     *runtime.Scheme
 	integs     []Integration
 	scope      Scope
+	// slots are the pods let through that the cache does not show yet.
+	slots *SlotExpectations
 }
 
 // NewPodGate returns the gate of the jobs of integs the queue manages as
 // scope says. cache must have the indexes SetupIndexes registers; scheme
-// knows the kinds of integs.
-func NewPodGate(cache, api client.Reader, scheme *runtime.Scheme, integs []Integration, scope Scope) *PodGate {
-	return &PodGate{cache: cache, api: api, scheme: scheme, integs: integs, scope: scope}
+// knows the kinds of integs; slots must be the job reconcilers' own
+// (WithSlotExpectations).
+func NewPodGate(cache, api client.Reader, scheme *runtime.Scheme, integs []Integration, scope Scope, slots *SlotExpectations) *PodGate {
+	return &PodGate{cache: cache, api: api, scheme: scheme, integs: integs, scope: scope, slots: slots}
 }
 
 // Decide returns the verdict for pod, about to be created in its namespace.
@@ -219,52 +223,63 @@ func (g *PodGate) Decide(ctx context.Context, pod *corev1.Pod) (GateVerdict, err
 		}
 		p.Queued, p.Unit = true, unit
 		p.PodSet = j.integ.podSetOf(pod)
-		if err := g.fill(ctx, &p, j); err != nil {
-			return GateVerdict{}, err
-		}
-		if uncovered(p) != "" {
-			// The cache may be a moment behind a release: look again
-			// around it before holding the pod.
-			if err := g.reread(ctx, &p, j); err != nil {
-				return GateVerdict{}, err
-			}
-		}
-		break
+		return g.decideOn(ctx, p, j)
 	}
 	return decideGate(p), nil
 }
 
-// fill completes p from j and its unit p.Unit: whether the unit released
-// it, whether the pod's set is made up, and how many pods take its slots.
-func (g *PodGate) fill(ctx context.Context, p *newPod, j jobOfPod) error {
+// decideOn decides on p, a pod of j, which has the unit p.Unit. A pod let
+// take a slot is expected until the cache shows it (SlotExpectations):
+// the decisions on one job's pods take turns, reading only the cache
+// while they do, so that a burst of pods waits on no API call.
+func (g *PodGate) decideOn(ctx context.Context, p newPod, j jobOfPod) (GateVerdict, error) {
 	p.Released = released(j.job, p.Unit)
 	p.MadeUp = madeUp(j.job, p.PodSet)
+	if uncovered(p) != "" { // for a reason other than a full pod set: none is counted yet
+		// The cache may be a moment behind a release: look again around
+		// it before holding the pod.
+		if err := g.reread(ctx, &p, &j); err != nil {
+			return GateVerdict{}, err
+		}
+	}
+	slots := g.slots.Lock(j.job.Object().GetUID())
+	defer slots.Unlock()
 	pods, err := listJobPods(ctx, g.cache, j.integ, j.job.Object(), client.UnsafeDisableDeepCopy)
 	if err != nil {
-		return err
+		return GateVerdict{}, err
 	}
-	p.Taken = 0
+	slots.Observe(pods, j.integ.podSetOf)
+	p.Taken = slots.Pending(p.PodSet)
 	for i := range pods {
 		if takesSlot(&pods[i]) && j.integ.podSetOf(&pods[i]) == p.PodSet {
 			p.Taken++
 		}
 	}
-	return nil
+	v := decideGate(p)
+	if !v.Gate && v.Refuse == "" && !p.MadeUp {
+		slots.Created(p.PodSet)
+	}
+	return v, nil
 }
 
-// reread reads j's job and unit again from the API server and fills p
-// from them.
-func (g *PodGate) reread(ctx context.Context, p *newPod, j jobOfPod) error {
+// reread reads j's job and p's unit again from the API server, and what p
+// says of them.
+func (g *PodGate) reread(ctx context.Context, p *newPod, j *jobOfPod) error {
 	job := j.integ.NewJob()
 	if err := g.api.Get(ctx, client.ObjectKeyFromObject(j.job.Object()), job.Object()); err != nil {
 		return client.IgnoreNotFound(err)
+	}
+	if job.Object().GetUID() != j.job.Object().GetUID() {
+		return nil // another job of the same name: the pod's is gone
 	}
 	unit, err := unitOfJob(ctx, g.api, j.integ, job)
 	if err != nil || unit == nil {
 		return err
 	}
-	p.Unit = unit
-	return g.fill(ctx, p, jobOfPod{integ: j.integ, job: job})
+	j.job, p.Unit = job, unit
+	p.Released = released(job, unit)
+	p.MadeUp = madeUp(job, p.PodSet)
+	return nil
 }
 
 // queued reports whether the queue manages j, which has no unit yet: it
@@ -393,31 +408,73 @@ const ReasonPodGated = "PodHeldAtGate"
 // openGates removes the admission gate from the pods of job, which unit's
 // admission released, that the admission covers now (uncovered), by pod
 // set, in name order, until each pod set has the pods it was admitted
-// with. The others stay gated, holding nothing: those of a pod set that
-// is full are let through as its pods finish or go; one that room never
-// lets through (it asks for more than each of its pod set's pods was
-// admitted with) is named in a Warning event on the job.
-func (r *JobReconciler) openGates(ctx context.Context, job GenericJob, unit *schedulingv1alpha1.QueueUnit) error {
+// with, counting the pods let through that the cache does not show yet
+// (SlotExpectations). The others stay gated, holding nothing: those of a
+// pod set that is full are let through as its pods finish or go; one that
+// room never lets through (it asks for more than each of its pod set's
+// pods was admitted with) is named in a Warning event on the job. It
+// returns when to look again: a pod expected and never seen gives its slot
+// back after a while, and a pod gone before its gate was opened gives it
+// back once the cache shows it gone.
+func (r *JobReconciler) openGates(ctx context.Context, job GenericJob, unit *schedulingv1alpha1.QueueUnit) (time.Duration, error) {
 	if !released(job, unit) {
-		return nil
+		return 0, nil
 	}
+	open, stuck, recheck, err := r.gatesToOpen(ctx, job, unit)
+	if err != nil {
+		return 0, err
+	}
+	for i, p := range open {
+		result, err := openGate(ctx, r.client, p)
+		switch {
+		case err != nil:
+			r.notOpened(job, open[i:]...)
+			return 0, err
+		case result == podGone:
+			r.notOpened(job, p)
+			recheck = minPositive(recheck, uncachedPodDelay)
+		case result == podChanged:
+			// Its slot stays taken until the pod is seen again.
+			recheck = minPositive(recheck, slotExpectationTTL)
+		}
+	}
+	if stuck != "" {
+		r.recorder.Event(job.Object(), corev1.EventTypeWarning, ReasonPodGated, stuck)
+	}
+	return recheck, nil
+}
+
+// uncachedPodDelay is how long the reconciler waits before looking again
+// at a job one of whose pods the API server no longer has and its cache
+// still shows.
+const uncachedPodDelay = time.Second
+
+// gatesToOpen picks the gated pods of job that unit's admission covers
+// now (openGates), expecting each to take its slot before its gate is
+// opened, so that the pod webhook counts it meanwhile. stuck names a pod
+// no room lets through; recheck is when a pod expected would be forgotten
+// unseen, if one holds a gated pod back.
+func (r *JobReconciler) gatesToOpen(ctx context.Context, job GenericJob, unit *schedulingv1alpha1.QueueUnit) (open []*corev1.Pod, stuck string, recheck time.Duration, err error) {
+	slots := r.slots.Lock(job.Object().GetUID())
+	defer slots.Unlock()
 	pods, err := listJobPods(ctx, r.client, r.integ, job.Object(), client.UnsafeDisableDeepCopy)
 	if err != nil {
-		return err
+		return nil, "", 0, err
 	}
+	slots.Observe(pods, r.integ.podSetOf)
 	taken := map[string]int32{}
 	var gated []*corev1.Pod
 	for i := range pods {
 		p := &pods[i]
 		switch {
-		case !takesSlot(p) && hasAdmissionGate(p) && p.DeletionTimestamp == nil:
-			gated = append(gated, p.DeepCopy()) // openGate writes it
+		case !takesSlot(p) && hasAdmissionGate(p) && p.DeletionTimestamp == nil && !slots.IsOpened(p):
+			gated = append(gated, p)
 		case takesSlot(p):
 			taken[r.integ.podSetOf(p)]++
 		}
 	}
 	if len(gated) == 0 {
-		return nil
+		return nil, "", 0, nil
 	}
 	slices.SortFunc(gated, func(a, b *corev1.Pod) int { return strings.Compare(a.Name, b.Name) })
 	madeUpSets := map[string]bool{}
@@ -425,15 +482,18 @@ func (r *JobReconciler) openGates(ctx context.Context, job GenericJob, unit *sch
 		set := r.integ.podSetOf(p)
 		if _, ok := madeUpSets[set]; !ok {
 			madeUpSets[set] = madeUp(job, set)
+			taken[set] += slots.Pending(set) // those opened a moment ago included
 		}
 	}
-	var stuck string
 	for _, p := range gated {
 		np := newPod{Job: true, Queued: true, Unit: unit, Released: true, PodSet: r.integ.podSetOf(p),
 			Taken: taken[r.integ.podSetOf(p)], Request: resources.PodRequests(&p.Spec)}
 		np.MadeUp = madeUpSets[np.PodSet]
 		np.NamedUnit, _ = podledger.NamedUnit(p)
 		if uncovered(np) != "" {
+			if slots.Pending(np.PodSet) > 0 {
+				recheck = slots.Recheck()
+			}
 			// Waiting for room is no news; a pod no room lets through is.
 			np.Taken = 0
 			if why := uncovered(np); why != "" && stuck == "" {
@@ -441,26 +501,44 @@ func (r *JobReconciler) openGates(ctx context.Context, job GenericJob, unit *sch
 			}
 			continue
 		}
-		if err := openGate(ctx, r.client, p); err != nil {
-			return err
-		}
+		slots.Opened(p, np.PodSet)
+		open = append(open, p.DeepCopy()) // openGate writes it
 		taken[np.PodSet]++
 	}
-	if stuck != "" {
-		r.recorder.Event(job.Object(), corev1.EventTypeWarning, ReasonPodGated, stuck)
-	}
-	return nil
+	return open, stuck, recheck, nil
 }
+
+// notOpened forgets that pods of job, picked by gatesToOpen, take a slot:
+// their gates were not opened.
+func (r *JobReconciler) notOpened(job GenericJob, pods ...*corev1.Pod) {
+	slots := r.slots.Lock(job.Object().GetUID())
+	defer slots.Unlock()
+	for _, p := range pods {
+		slots.NotOpened(p)
+	}
+}
+
+// gateOpening is what became of a pod whose gate openGate removes.
+type gateOpening int
+
+const (
+	gateOpened gateOpening = iota
+	// podGone: the API server no longer has the pod.
+	podGone
+	// podChanged: its gates are not where the cache showed them; it is
+	// read again at the next pass.
+	podChanged
+)
 
 // openGate removes koord-queue's gate from pod, as c has it, with a JSON
 // patch that tests the gate is where c saw it: gates are only ever
 // removed, so a pod whose gates changed since is read again first.
-func openGate(ctx context.Context, c client.Client, pod *corev1.Pod) error {
+func openGate(ctx context.Context, c client.Client, pod *corev1.Pod) (gateOpening, error) {
 	i := slices.IndexFunc(pod.Spec.SchedulingGates, func(g corev1.PodSchedulingGate) bool {
 		return g.Name == schedulingv1alpha1.SchedulingGateAdmission
 	})
 	if i < 0 {
-		return nil
+		return gateOpened, nil
 	}
 	path := fmt.Sprintf("/spec/schedulingGates/%d", i)
 	patch, err := json.Marshal([]map[string]any{
@@ -468,21 +546,20 @@ func openGate(ctx context.Context, c client.Client, pod *corev1.Pod) error {
 		{"op": "remove", "path": path},
 	})
 	if err != nil {
-		return err
+		return 0, err
 	}
 	err = c.Patch(ctx, pod, client.RawPatch(types.JSONPatchType, patch), FieldOwner)
 	switch {
 	case apierrors.IsNotFound(err):
-		return nil
+		return podGone, nil
 	case apierrors.IsInvalid(err) || apierrors.IsConflict(err):
-		// A failed test: the pod's next event brings us back.
 		ctrl.LoggerFrom(ctx).V(3).Info("Pod changed; opening its gate later", "pod", klog.KObj(pod), "err", err)
-		return nil
+		return podChanged, nil
 	case err != nil:
-		return fmt.Errorf("opening the scheduling gate of pod %s: %w", klog.KObj(pod), err)
+		return 0, fmt.Errorf("opening the scheduling gate of pod %s: %w", klog.KObj(pod), err)
 	}
 	ctrl.LoggerFrom(ctx).V(2).Info("Opened the scheduling gate of a pod its QueueUnit's admission covers", "pod", klog.KObj(pod))
-	return nil
+	return gateOpened, nil
 }
 
 // gateMayOpen lets through the pod events after which a gated pod of the

@@ -98,6 +98,9 @@ type JobReconciler struct {
 	// maxExecTime is the most, in seconds, a job's label may declare it
 	// runs (declaredRuntime).
 	maxExecTime int32
+	// slots are the pods let through that the cache does not show yet,
+	// shared with the pod webhook.
+	slots *SlotExpectations
 }
 
 // DefaultStatusDelay is how long a unit's pod counts may lag its job's.
@@ -146,6 +149,13 @@ func WithMaxDeclaredExecutionTime(d time.Duration) Option {
 	return func(r *JobReconciler) { r.maxExecTime = ceilingSeconds(d) }
 }
 
+// WithSlotExpectations sets the pods let through that the cache does not
+// show yet: the pod webhook's (NewPodGate) and every job reconciler's of
+// the process. By default a reconciler has its own.
+func WithSlotExpectations(s *SlotExpectations) Option {
+	return func(r *JobReconciler) { r.slots = s }
+}
+
 // WithClock sets the clock status times are read from.
 func WithClock(c clock.PassiveClock) Option {
 	return func(r *JobReconciler) { r.clock = c }
@@ -160,6 +170,9 @@ func NewJobReconciler(c client.Client, reader client.Reader, recorder record.Eve
 		maxExecTime: ceilingSeconds(DefaultMaxDeclaredExecutionTime)}
 	for _, o := range opts {
 		o(r)
+	}
+	if r.slots == nil {
+		r.slots = NewSlotExpectations(r.clock)
 	}
 	return r
 }
@@ -589,9 +602,7 @@ func (r *JobReconciler) follow(ctx context.Context, job GenericJob, unit *schedu
 	if err != nil {
 		return 0, client.IgnoreNotFound(err)
 	}
-	if wait == 0 || timer > 0 && timer < wait {
-		wait = timer
-	}
+	wait = minPositive(wait, timer)
 
 	sets, unitSets, setsErr, err := r.jobPodSets(ctx, job)
 	if err != nil {
@@ -601,9 +612,18 @@ func (r *JobReconciler) follow(ctx context.Context, job GenericJob, unit *schedu
 	case queueunit.Waiting(phase):
 		return wait, r.hold(ctx, job, unit, sets, unitSets, setsErr)
 	case queueunit.Admitted(phase):
-		return wait, r.release(ctx, job, unit, sets, unitSets, setsErr)
+		recheck, err := r.release(ctx, job, unit, sets, unitSets, setsErr)
+		return minPositive(wait, recheck), err
 	}
 	return wait, nil
+}
+
+// minPositive is the sooner of two waits, 0 meaning none.
+func minPositive(a, b time.Duration) time.Duration {
+	if a == 0 || b > 0 && b < a {
+		return b
+	}
+	return a
 }
 
 // timeOut sends the unit of a job released for longer than the running
@@ -758,11 +778,25 @@ func (r *JobReconciler) followDeclaredRuntime(ctx context.Context, obj client.Ob
 // of a partial admission. A job that grew past what its unit holds, or one
 // admitted partially that cannot run fewer pods, is suspended and queued
 // again at its own size: its unit is deleted and the next pass creates a
-// new one.
-func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *schedulingv1alpha1.QueueUnit, sets []PodSet, unitSets []schedulingv1alpha1.PodSet, setsErr error) error {
+// new one. It returns when to look again at the pods of a released job
+// (openGates).
+func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *schedulingv1alpha1.QueueUnit, sets []PodSet, unitSets []schedulingv1alpha1.PodSet, setsErr error) (time.Duration, error) {
+	if requeued, err := r.requeueOutgrown(ctx, job, unit, sets, unitSets, setsErr); err != nil || requeued {
+		return 0, err
+	}
+	if !job.IsSuspended() {
+		return r.keepReleased(ctx, job, unit)
+	}
+	return 0, r.resume(ctx, job, unit, sets)
+}
+
+// requeueOutgrown suspends and queues again a job that grew past what its
+// unit was admitted with, or one admitted partially that cannot run fewer
+// pods (release); it reports whether the job was such a job.
+func (r *JobReconciler) requeueOutgrown(ctx context.Context, job GenericJob, unit *schedulingv1alpha1.QueueUnit, sets []PodSet, unitSets []schedulingv1alpha1.PodSet, setsErr error) (bool, error) {
 	obj := job.Object()
 	partial := queueunit.PartialCounts(unit)
-	scaler, scales := job.(JobWithPartialAdmission)
+	_, scales := job.(JobWithPartialAdmission)
 	cannotShrink := partial != nil && !scales
 	held := unitSets
 	if isAdopted(unit) {
@@ -774,7 +808,7 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 	}
 	made, err := r.madeExcess(ctx, job, unit)
 	if err != nil {
-		return err
+		return false, err
 	}
 	grown = append(grown, made...)
 	outgrown := unit.Annotations[annotationOutgrown]
@@ -784,7 +818,7 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 			metav1.SetMetaDataAnnotation(&u.ObjectMeta, annotationOutgrown, outgrown)
 			return true
 		}); err != nil {
-			return err
+			return false, err
 		}
 	}
 	if cannotShrink || outgrown != "" {
@@ -793,48 +827,63 @@ func (r *JobReconciler) release(ctx context.Context, job GenericJob, unit *sched
 		// job afresh.
 		if !job.IsSuspended() {
 			if err := r.patchJob(ctx, job, job.Suspend); err != nil || outgrown == "" {
-				return err
+				return true, err
 			}
 			r.recorder.Event(obj, corev1.EventTypeWarning, ReasonExceedsAdmission, fmt.Sprintf(
 				"The job asks for more than QueueUnit %s was admitted with (%s): it is suspended and queued again at its new size",
 				unit.Name, outgrown))
-			return nil
+			return true, nil
 		}
 		if restored, err := r.restoreCounts(ctx, job); err != nil || restored {
-			return err
+			return true, err
 		}
 		if err := r.restore(ctx, job, unit, sets); err != nil {
-			return err
+			return true, err
 		}
 		if err := r.deleteUnit(ctx, unit); err != nil {
-			return err
+			return true, err
 		}
 		if cannotShrink {
 			r.recorder.Eventf(obj, corev1.EventTypeWarning, ReasonRequeued,
 				"The QueueUnit was admitted with fewer pods than the job runs (%s), and a %s cannot run fewer; it is queued again whole",
 				queueunit.PartialNote(unit, partial), r.integ.GVK.Kind)
-			return nil
+			return true, nil
 		}
 		r.recorder.Event(obj, corev1.EventTypeWarning, ReasonRequeued, fmt.Sprintf(
 			"The job grew past what its QueueUnit was admitted with (%s); it is queued again at its new size", outgrown))
-		return nil
+		return true, nil
 	}
-	if !job.IsSuspended() {
-		if !released(job, unit) {
-			// Resumed by someone else after its admission, before its
-			// release (its pods wait at koord-queue's gate): suspended, so
-			// that the next pass releases it as a release does.
-			return r.patchJob(ctx, job, job.Suspend)
-		}
-		if partial != nil {
-			// It runs the pods admitted, whatever its spec was changed to
-			// since (Kueue's webhook refuses such a change).
-			if err := r.patchJob(ctx, job, func() { scaler.RunWithCounts(partial) }); err != nil {
-				return err
-			}
-		}
-		return r.openGates(ctx, job, unit)
+	return false, nil
+}
+
+// keepReleased keeps a released job to what its unit was admitted with:
+// a job resumed by someone else before its release is suspended again, a
+// partially admitted one runs the pods admitted, and the gate of its pods
+// the admission covers is opened (openGates, whose wait it returns).
+func (r *JobReconciler) keepReleased(ctx context.Context, job GenericJob, unit *schedulingv1alpha1.QueueUnit) (time.Duration, error) {
+	partial := queueunit.PartialCounts(unit)
+	if !released(job, unit) {
+		// Resumed by someone else after its admission, before its
+		// release (its pods wait at koord-queue's gate): suspended, so
+		// that the next pass releases it as a release does.
+		return 0, r.patchJob(ctx, job, job.Suspend)
 	}
+	// A job admitted partially scales (requeueOutgrown).
+	if scaler, ok := job.(JobWithPartialAdmission); ok && partial != nil {
+		// It runs the pods admitted, whatever its spec was changed to
+		// since (Kueue's webhook refuses such a change).
+		if err := r.patchJob(ctx, job, func() { scaler.RunWithCounts(partial) }); err != nil {
+			return 0, err
+		}
+	}
+	return r.openGates(ctx, job, unit)
+}
+
+// resume releases a suspended job whose unit is admitted (release).
+func (r *JobReconciler) resume(ctx context.Context, job GenericJob, unit *schedulingv1alpha1.QueueUnit, sets []PodSet) error {
+	obj := job.Object()
+	partial := queueunit.PartialCounts(unit)
+	scaler, scales := job.(JobWithPartialAdmission)
 	originals, err := originalsOf(unit)
 	if err != nil {
 		ctrl.LoggerFrom(ctx).Error(err, "Ignoring the recorded pod set originals")

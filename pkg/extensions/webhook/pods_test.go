@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"gomodules.xyz/jsonpatch/v2"
@@ -15,6 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/utils/clock"
+	clocktesting "k8s.io/utils/clock/testing"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
@@ -157,7 +160,7 @@ func TestPodGater(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			g := &podGater{gate: framework.NewPodGate(reader, reader, scheme, integs, framework.Scope{}), decoder: admission.NewDecoder(scheme)}
+			g := &podGater{gate: framework.NewPodGate(reader, reader, scheme, integs, framework.Scope{}, framework.NewSlotExpectations(clock.RealClock{})), decoder: admission.NewDecoder(scheme)}
 			resp := g.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
 				Operation: op, Namespace: "ns", Object: runtime.RawExtension{Raw: raw},
 			}})
@@ -191,4 +194,75 @@ func normalize(t *testing.T, ops []jsonpatch.Operation) []jsonpatch.Operation {
 func withFinalizer(p *corev1.Pod) *corev1.Pod {
 	p.Finalizers = []string{"example.com/keep"}
 	return p
+}
+
+// TestPodGaterCountsThePodsItLetThroughBeforeTheCacheShowsThem: the Job
+// controller makes a released Job's pods in a burst, each asked for before
+// the manager's cache shows the one before. The webhook counts the pods it
+// let in until the cache shows them, so the burst gets the pods the Job
+// was admitted with and no more; a pod it let in and never sees (refused
+// by a later admission step) gives its slot back after a while.
+func TestPodGaterCountsThePodsItLetThroughBeforeTheCacheShowsThem(t *testing.T) {
+	scheme := runtime.NewScheme()
+	for _, add := range []func(*runtime.Scheme) error{clientgoscheme.AddToScheme, apis.AddToScheme} {
+		if err := add(scheme); err != nil {
+			t.Fatal(err)
+		}
+	}
+	jobGVK := batchv1.SchemeGroupVersion.WithKind("Job")
+	j := extensionstest.MakeJob("burst", "ns").Quota("team-a").Parallelism(3).Request("cpu", "1").Suspend(false).Obj()
+	j.UID = "burst-job-uid"
+	j.Annotations = map[string]string{schedulingv1alpha1.AnnotationReleasedBy: "burst-uid"}
+	u := wrappers.MakeQueueUnit("burst", "ns").PodSet("main", 3, "cpu", "1").Phase(schedulingv1alpha1.Running).Obj()
+	u.Status.Admissions = []schedulingv1alpha1.Admission{{Name: "main", Replicas: 2}}
+	u.UID = "burst-uid"
+	u.OwnerReferences = []metav1.OwnerReference{*metav1.NewControllerRef(j, jobGVK)}
+	cache := fake.NewClientBuilder().WithScheme(scheme).WithObjects(j, u).
+		WithIndex(&elasticquotav1alpha1.ElasticQuota{}, framework.IndexQuotaNamespaces, framework.QuotaNamespacesIndex).
+		WithIndex(&elasticquotav1alpha1.ElasticQuota{}, framework.IndexQuotaName, framework.QuotaNameIndex).
+		WithIndex(&corev1.Pod{}, framework.IndexPodOwner, framework.PodOwnerIndex).Build()
+	now := clocktesting.NewFakeClock(time.Now())
+	g := &podGater{
+		gate:    framework.NewPodGate(cache, cache, scheme, []framework.Integration{job.Integration()}, framework.Scope{}, framework.NewSlotExpectations(now)),
+		decoder: admission.NewDecoder(scheme),
+	}
+	// create asks the webhook for a new pod of the Job and reports whether
+	// it is gated.
+	create := func() bool {
+		t.Helper()
+		raw, err := json.Marshal(wrappers.MakePod("", "ns").ControlledBy(j, jobGVK).Requests("cpu", "1").Obj())
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp := g.Handle(context.Background(), admission.Request{AdmissionRequest: admissionv1.AdmissionRequest{
+			Operation: admissionv1.Create, Namespace: "ns", Object: runtime.RawExtension{Raw: raw},
+		}})
+		if !resp.Allowed {
+			t.Fatalf("refused: %v", resp.Result)
+		}
+		return len(resp.Patches) > 0
+	}
+	// cached makes the cache show a pod of the Job.
+	cached := func(name string, gated bool) {
+		t.Helper()
+		p := wrappers.MakePod(name, "ns").ControlledBy(j, jobGVK).Requests("cpu", "1").Obj()
+		p.UID = types.UID(name + "-uid")
+		if gated {
+			p.Spec.SchedulingGates = []corev1.PodSchedulingGate{{Name: schedulingv1alpha1.SchedulingGateAdmission}}
+		}
+		if err := cache.Create(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got []bool
+	got = append(got, create(), create(), create()) // a burst: the cache shows none of them
+	cached("burst-a", false)                        // the first let in shows
+	cached("burst-c", true)                         // the third, gated, shows: it takes no slot
+	got = append(got, create())                     // one shown, one expected
+	now.Step(10 * time.Second)                      // the second never shows: refused after the webhook
+	got = append(got, create())                     // one shown
+	got = append(got, create())                     // one shown, one expected
+	if diff := cmp.Diff([]bool{false, false, true, true, false, true}, got); diff != "" {
+		t.Errorf("gated, pod by pod (-want +got):\n%s", diff)
+	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/open-policy-agent/cert-controller/pkg/rotator"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/utils/clock"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/webhook/admission"
 
@@ -30,6 +31,11 @@ type Options struct {
 	// DNSName is the name the API server calls the webhook by, such as
 	// koord-queue-controllers-webhook.koord-queue.svc.
 	DNSName string
+	// Slots are the pods the gate let through that the cache does not
+	// show yet: the job reconcilers' (framework.WithSlotExpectations), so
+	// that the webhook and the reconcilers each count what the others let
+	// through. Nil gives the webhook its own.
+	Slots *framework.SlotExpectations
 	// RotatorName names the rotator's controller; empty is cert-rotator.
 	// Controller names are unique in a process, so two replicas run in one
 	// (a test) need two names.
@@ -53,6 +59,10 @@ func Setup(mgr ctrl.Manager, opts Options, integs []framework.Integration, scope
 	}
 
 	decoder := admission.NewDecoder(mgr.GetScheme())
+	slots := opts.Slots
+	if slots == nil {
+		slots = framework.NewSlotExpectations(clock.RealClock{})
+	}
 	started := make(chan struct{})
 	go func() {
 		<-ready
@@ -60,7 +70,7 @@ func Setup(mgr ctrl.Manager, opts Options, integs []framework.Integration, scope
 		// starts it: only now are the certificate files there to load.
 		server := mgr.GetWebhookServer()
 		server.Register(PodPath, &admission.Webhook{Handler: &podGater{
-			gate: framework.NewPodGate(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), integs, scope), decoder: decoder,
+			gate: framework.NewPodGate(mgr.GetClient(), mgr.GetAPIReader(), mgr.GetScheme(), integs, scope, slots), decoder: decoder,
 		}})
 		for _, integ := range integs {
 			server.Register(Path(integ), &admission.Webhook{Handler: &suspender{

@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/rest"
+	"k8s.io/utils/clock"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -99,11 +100,13 @@ func startControllers(ctx context.Context) (stop func(), err error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := integrations.Setup(ctx, mgr, all, scope); err != nil {
+	slots := framework.NewSlotExpectations(clock.RealClock{})
+	if err := integrations.Setup(ctx, mgr, all, scope, framework.WithSlotExpectations(slots)); err != nil {
 		return nil, err
 	}
 	err = webhook.Setup(mgr, webhook.Options{
 		CertDir: certDir, Rotate: true, Secret: webhookSecret, ConfigName: webhookConfigName, DNSName: "localhost",
+		Slots: slots,
 	}, all, scope)
 	if err != nil {
 		return nil, err

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 	"testing"
 
 	batchv1 "k8s.io/api/batch/v1"
@@ -95,4 +96,41 @@ func podWhere(t *testing.T, pod *corev1.Pod, what string, cond func(*corev1.Pod)
 		}
 		return nil
 	})
+}
+
+// TestPodGateHoldsABurstToItsAdmission: the pods of a released Job created
+// all at once, as the Job controller makes them, each asked for before
+// the controllers' cache shows the others: the admission's pods are let
+// through and the rest are gated.
+func TestPodGateHoldsABurstToItsAdmission(t *testing.T) {
+	t.Parallel()
+	ns := newNamespaceWithPodGate(t)
+	j := extensionstest.MakeJob("burst", ns).Quota("team-a").Parallelism(3).Request("cpu", "1").Obj()
+	create(t, j)
+	unitKey := client.ObjectKey{Namespace: ns, Name: j.Name}
+	unitWhere(t, unitKey, "Enqueued", func(u *schedulingv1alpha1.QueueUnit) bool { return u.EffectivePhase() == schedulingv1alpha1.Enqueued })
+	admit(t, unitKey)
+	jobWhere(t, job.Integration(), client.ObjectKeyFromObject(j), "released", func(j framework.GenericJob) bool { return !j.IsSuspended() })
+
+	const burst = 12
+	pods := make([]*corev1.Pod, burst)
+	errs := make([]error, burst)
+	var wg sync.WaitGroup
+	for i := range pods {
+		pods[i] = wrappers.MakePod(fmt.Sprintf("burst-%d", i), ns).ControlledBy(j, batchv1.SchemeGroupVersion.WithKind("Job")).Requests("cpu", "1").Obj()
+		wg.Go(func() { errs[i] = k8s.Create(context.Background(), pods[i]) })
+	}
+	wg.Wait()
+	ungated := 0
+	for i, p := range pods {
+		if errs[i] != nil {
+			t.Fatal(errs[i])
+		}
+		if !gated(p) {
+			ungated++
+		}
+	}
+	if ungated != 3 {
+		t.Errorf("%d of a burst of %d pods of a Job admitted with 3 were created ungated, want 3", ungated, burst)
+	}
 }
