@@ -44,6 +44,8 @@ var JobsConfigs = map[string]JobsConfig{
 	"baseline": {InModule: true, ModuleDir: "test/performance/scheduler/configs/baseline", Timeout: 40 * time.Minute},
 	// A few hundred Jobs in the baseline's shape, for a smoke run.
 	"smoke": {RepoDir: "test/performance/compare/configs/jobs-smoke", Timeout: 10 * time.Minute},
+	// Kueue's large-scale shape (1,000 ClusterQueues) with 15,000 Jobs.
+	"large-scale": {RepoDir: "test/performance/compare/configs/jobs-large-scale", Timeout: 90 * time.Minute},
 }
 
 // JobsConfigNames lists JobsConfigs' names.

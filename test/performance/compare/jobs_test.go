@@ -46,6 +46,7 @@ func TestJobsShapesAreKueues(t *testing.T) {
 	}{
 		{"baseline", filepath.Join("testdata", "kueue-v0.17.0-baseline-generator.yaml"), 15000},
 		{"smoke", filepath.Join("configs", "jobs-smoke", "generator.yaml"), 360},
+		{"large-scale", filepath.Join("configs", "jobs-large-scale", "generator.yaml"), 15000},
 	} {
 		t.Run(tc.config, func(t *testing.T) {
 			cfg, err := ReadKueueGeneratorConfig(tc.generator)
