@@ -66,11 +66,12 @@ func setQuotaCPU(t *testing.T, quota *elasticquotav1alpha1.ElasticQuota, cpu str
 }
 
 // waitWorkflowHeld waits, while name's quota is too small for it, until the
-// workflow-controller has taken up the workflow (its phase is Running) and
-// the workflow is held (spec.suspend or a running koord-queue-suspend
-// step), and its unit waits in the queue with a reason. No pod of it may
-// exist meanwhile: the quota cannot admit it, so any pod would have been
-// started before admission. It returns the workflow as last seen.
+// workflow-controller has taken up the workflow (its phase is Running, or
+// Pending) and the workflow is held (spec.suspend or a running
+// koord-queue-suspend step), and its unit waits in the queue with a
+// reason. No pod of it may exist meanwhile: the quota cannot admit it, so
+// any pod would have been started before admission. It returns the
+// workflow as last seen.
 func waitWorkflowHeld(t *testing.T, ns, name string) *wfv1.Workflow {
 	t.Helper()
 	integ := integration(t, "workflow")
@@ -92,7 +93,11 @@ func waitWorkflowHeld(t *testing.T, ns, name string) *wfv1.Workflow {
 		if err != nil {
 			return err
 		}
-		if wf.Status.Phase != wfv1.WorkflowRunning || !job.IsSuspended() || view.Phase != schedulingv1alpha1.Enqueued || view.Reason == "" {
+		// Taken up: Running, or Pending when the controller's first pass
+		// came before its throttler admitted the workflow (it postpones
+		// it, and a suspended workflow stays Pending until resumed).
+		takenUp := wf.Status.Phase == wfv1.WorkflowRunning || wf.Status.Phase == wfv1.WorkflowPending
+		if !takenUp || !job.IsSuspended() || view.Phase != schedulingv1alpha1.Enqueued || view.Reason == "" {
 			return fmt.Errorf("workflow %s: phase %q, held %v; its unit %s (%q); want the controller to have taken it up, the workflow held, its unit waiting with a reason",
 				name, wf.Status.Phase, job.IsSuspended(), view.Phase, view.Reason)
 		}
