@@ -1,7 +1,6 @@
 package framework
 
 import (
-	"hash/maphash"
 	"sync"
 	"time"
 
@@ -40,14 +39,22 @@ const slotExpectationTTL = 10 * time.Second
 // no longer shows it.
 type SlotExpectations struct {
 	clock clock.PassiveClock
-	seed  maphash.Seed
-	// jobLocks serialize the decisions on one job's pods (by a hash of the
-	// job's UID), so that each counts what the one before let through.
-	jobLocks [64]sync.Mutex
 
-	mu        sync.Mutex
+	mu sync.Mutex
+	// turns serialize the decisions on one job's pods, so that each counts
+	// what the one before let through; a job's turn exists while a
+	// decision holds or awaits it. One job's decisions never wait on
+	// another's.
+	turns     map[types.UID]*jobTurn
 	jobs      map[types.UID]*jobExpectations
 	lastSweep time.Time
+}
+
+// jobTurn is one job's turn: held by one decision at a time.
+type jobTurn struct {
+	sync.Mutex
+	// decisions holding or awaiting it, under SlotExpectations.mu.
+	decisions int
 }
 
 // jobExpectations is what is expected of one job's pods.
@@ -70,25 +77,32 @@ type openedPod struct {
 // NewSlotExpectations returns an empty SlotExpectations reading time from
 // c.
 func NewSlotExpectations(c clock.PassiveClock) *SlotExpectations {
-	return &SlotExpectations{clock: c, seed: maphash.MakeSeed(), jobs: map[types.UID]*jobExpectations{}}
+	return &SlotExpectations{clock: c, turns: map[types.UID]*jobTurn{}, jobs: map[types.UID]*jobExpectations{}}
 }
 
 // Lock holds the decisions on the pods of the job with UID job until the
 // returned JobSlots is unlocked.
 func (e *SlotExpectations) Lock(job types.UID) *JobSlots {
-	l := &e.jobLocks[maphash.String(e.seed, string(job))%uint64(len(e.jobLocks))]
-	l.Lock()
+	e.mu.Lock()
+	turn := e.turns[job]
+	if turn == nil {
+		turn = &jobTurn{}
+		e.turns[job] = turn
+	}
+	turn.decisions++
+	e.mu.Unlock()
+	turn.Lock()
 	e.mu.Lock()
 	exp := e.jobs[job]
 	e.mu.Unlock()
-	return &JobSlots{e: e, job: job, lock: l, exp: exp, now: e.clock.Now()}
+	return &JobSlots{e: e, job: job, turn: turn, exp: exp, now: e.clock.Now()}
 }
 
 // JobSlots is what is expected of one job's pods, held by one decision.
 type JobSlots struct {
 	e    *SlotExpectations
 	job  types.UID
-	lock *sync.Mutex
+	turn *jobTurn
 	exp  *jobExpectations
 	now  time.Time
 	// listed is the job's pods as the cache showed them last (Observe).
@@ -204,15 +218,15 @@ func (s *JobSlots) Unlock() {
 	case s.exp != nil:
 		e.jobs[s.job] = s.exp
 	}
-	sweep := s.now.Sub(e.lastSweep) >= slotExpectationTTL
-	if sweep {
-		e.lastSweep = s.now
+	if s.turn.decisions--; s.turn.decisions == 0 {
+		delete(e.turns, s.job)
 	}
-	e.mu.Unlock()
-	s.lock.Unlock()
-	if sweep {
+	if s.now.Sub(e.lastSweep) >= slotExpectationTTL {
+		e.lastSweep = s.now
 		e.sweep(s.now)
 	}
+	e.mu.Unlock()
+	s.turn.Unlock()
 }
 
 // expectations are the job's, made on the first pod expected: every pod
@@ -230,19 +244,15 @@ func (s *JobSlots) expectations() *jobExpectations {
 
 // sweep forgets what has expired of the jobs no decision has looked at
 // since, so that a job whose pods never come is not remembered for ever.
-// A job being decided on is left to its decision.
+// A job a decision holds or awaits is left to it. Call with e.mu held.
 func (e *SlotExpectations) sweep(now time.Time) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	for job, exp := range e.jobs {
-		l := &e.jobLocks[maphash.String(e.seed, string(job))%uint64(len(e.jobLocks))]
-		if !l.TryLock() {
+		if _, decided := e.turns[job]; decided {
 			continue
 		}
 		if exp.expire(now); exp.empty() {
 			delete(e.jobs, job)
 		}
-		l.Unlock()
 	}
 }
 

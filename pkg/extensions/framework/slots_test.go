@@ -3,6 +3,8 @@ package framework
 import (
 	"fmt"
 	"math/rand/v2"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -231,4 +233,39 @@ func TestSlotExpectationsKeepThePodSetToItsAdmission(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestSlotExpectationsTurnsAreEachJobs: decisions on one job take turns,
+// so that concurrent decisions on a pod set admitted with n pods let
+// exactly n through, and a decision holding one job's turn keeps no other
+// job's decision waiting (a shared lock would hang this test).
+func TestSlotExpectationsTurnsAreEachJobs(t *testing.T) {
+	e := NewSlotExpectations(clocktesting.NewFakeClock(time.Unix(1e9, 0)))
+	const admitted = 5
+	var wg sync.WaitGroup
+	var let atomic.Int32
+	for range 8 {
+		wg.Go(func() {
+			for range 50 {
+				s := e.Lock("job")
+				s.Observe(nil, podSetLabel)
+				if s.Pending("w") < admitted {
+					s.Created("w")
+					let.Add(1)
+				}
+				s.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if got := let.Load(); got != admitted {
+		t.Errorf("%d pods let through concurrently, admitted %d", got, admitted)
+	}
+
+	held := e.Lock("held")
+	for i := range 500 {
+		s := e.Lock(types.UID(fmt.Sprint("other-", i)))
+		s.Unlock()
+	}
+	held.Unlock()
 }
