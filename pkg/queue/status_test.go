@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
@@ -230,6 +231,111 @@ func TestStatusLeavesTheBudgetToAdmissions(t *testing.T) {
 			}
 			if writes != tc.wantWrites {
 				t.Errorf("%d status writes in a minute, want %d", writes, tc.wantWrites)
+			}
+		})
+	}
+}
+
+// TestStatusWritesQueuesInTurnsWithinABudget: with many queues whose
+// status changes at every tick, a tick writes at most statusWritesPerTick
+// of them (busyStatusWritesPerTick while admissions wait for their write),
+// the longest unwritten first, so every queue still gets its turn; a queue
+// whose Ready condition changed goes first and over the bound.
+func TestStatusWritesQueuesInTurnsWithinABudget(t *testing.T) {
+	const queues = 12
+	cases := map[string]struct {
+		writing  bool
+		interval time.Duration // the refresh interval, stretched while busy
+		perTick  int
+	}{
+		"nothing to admit":    {interval: 15 * time.Second, perTick: statusWritesPerTick},
+		"admissions to write": {writing: true, interval: busyIntervals * 15 * time.Second, perTick: busyStatusWritesPerTick},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			ctx := context.Background()
+			scheme := runtime.NewScheme()
+			if err := apis.AddToScheme(scheme); err != nil {
+				t.Fatal(err)
+			}
+			cache := admission.NewCache()
+			builder := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&schedulingv1alpha1.Queue{})
+			var names []string
+			for i := range queues {
+				name := fmt.Sprintf("q%02d", i)
+				names = append(names, name)
+				q := &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: name}}
+				builder.WithObjects(q.DeepCopy())
+				cache.UpsertElasticQuota(wrappers.MakeElasticQuota(name, name).Max(corev1.ResourceCPU, "1").Obj())
+				cache.UpsertQueue(q)
+			}
+			tick := 0
+			written := map[string][]int{} // each queue's writes, by tick
+			perTick := map[int]int{}
+			c := interceptor.NewClient(builder.Build(), interceptor.Funcs{
+				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+					if err := c.SubResource(sub).Patch(ctx, obj, patch, opts...); err != nil {
+						return err
+					}
+					written[obj.GetName()] = append(written[obj.GetName()], tick)
+					perTick[tick]++
+					cache.UpsertQueue(obj.(*schedulingv1alpha1.Queue).DeepCopy()) // as the informer would
+					return nil
+				}})
+			clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+			sw := NewStatusWriter(c, c, record.NewFakeRecorder(100), admittingSource{Cache: cache, writing: func() bool { return tc.writing }}, clk,
+				StatusOptions{RefreshInterval: 15 * time.Second, TopN: 20})
+			sw.lastWrite, sw.lastQuotaErrs, sw.warnedDuplicates = map[string]time.Time{}, map[string]string{}, map[types.UID]bool{}
+			end := int(3 * tc.interval / time.Second)
+			lost := int(tc.interval/time.Second) + queues // a tick after the last's turn
+			for tick = 0; tick <= end; tick++ {
+				for _, name := range names { // every status changes at every tick
+					cache.UpsertUnit(wrappers.MakeQueueUnit(fmt.Sprintf("%s-%d", name, tick), name).Quota(name).Request(corev1.ResourceCPU, "2").Obj())
+				}
+				if tick == lost {
+					// q11's quota goes: its Ready condition changes.
+					cache.DeleteElasticQuota("q11", "q11")
+				}
+				sw.refresh(ctx, logr.Discard())
+				clk.Step(time.Second)
+			}
+
+			// Every queue is new: each is written at the first tick, to say it
+			// is Ready, over the bound.
+			if perTick[0] != queues {
+				t.Errorf("%d writes at the first tick, want every queue's %d", perTick[0], queues)
+			}
+			for tick := 1; tick <= end; tick++ {
+				want := tc.perTick
+				if tick == lost {
+					want++
+				}
+				if perTick[tick] > want {
+					t.Errorf("%d writes at tick %d, want at most %d", perTick[tick], tick, want)
+				}
+			}
+			turn := int(tc.interval/time.Second) + (queues+tc.perTick-1)/tc.perTick // the interval, then the queues' turns
+			for _, name := range names {
+				ticks := written[name]
+				if len(ticks) < 3 {
+					t.Errorf("%s written at ticks %v: want at least 3 over %d ticks", name, ticks, end+1)
+					continue
+				}
+				for i := 1; i < len(ticks); i++ {
+					if gap := ticks[i] - ticks[i-1]; gap > turn {
+						t.Errorf("%s written at ticks %v: %d ticks between two writes, want at most %d", name, ticks, gap, turn)
+					}
+				}
+			}
+			if !slices.Contains(written["q11"], lost) {
+				t.Errorf("q11 written at ticks %v: want at tick %d, when its quota went", written["q11"], lost)
+			}
+			q11 := &schedulingv1alpha1.Queue{}
+			if err := c.Get(ctx, client.ObjectKey{Namespace: schedulingv1alpha1.QueueNamespace, Name: "q11"}, q11); err != nil {
+				t.Fatal(err)
+			}
+			if cond := meta.FindStatusCondition(q11.Status.Conditions, QueueConditionReady); cond == nil || cond.Reason != ReasonQuotaNotFound {
+				t.Errorf("q11's Ready condition %+v, want reason %s", cond, ReasonQuotaNotFound)
 			}
 		})
 	}
