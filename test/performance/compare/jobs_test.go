@@ -297,8 +297,26 @@ func TestJobRecordCountsEvictionsAndCompletions(t *testing.T) {
 	if got := rec.lastComplete(); !got.Equal(t0.Add(6 * time.Second)) {
 		t.Errorf("last complete at %v, want %v", got, t0.Add(6*time.Second))
 	}
-	if diff := cmp.Diff(map[string]Latency{"small": {Mean: 2, P90: 2}}, rec.toRunning()); diff != "" {
+	if diff := cmp.Diff(map[string]Latency{"small": {Mean: 2, P90: 2}}, rec.toRunning(t0.Add(time.Hour), false)); diff != "" {
 		t.Errorf("time to running (-want +got):\n%s", diff)
+	}
+}
+
+func TestJobRecordCutOffCountsJobsNotStartedAsStartingThen(t *testing.T) {
+	t0 := time.Unix(1000, 0)
+	rec := newJobRecord(3)
+	for i, name := range []string{"a", "b", "c"} {
+		rec.creating(&batchv1.Job{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: name, Labels: map[string]string{checker.LabelClass: "small"}}}, t0.Add(time.Duration(i)*time.Second))
+	}
+	rec.observePod(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Labels: map[string]string{batchv1.JobNameLabel: "a"}}, Status: corev1.PodStatus{Phase: corev1.PodRunning}}, t0.Add(4*time.Second))
+	end := t0.Add(10 * time.Second)
+	// a started 4 s after it was created; b and c not yet, 9 and 8 s
+	// after, at the cut-off.
+	if diff := cmp.Diff(map[string]Latency{"small": {Mean: 7, P90: 9}}, rec.toRunning(end, true)); diff != "" {
+		t.Errorf("cut off: time to running (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]Latency{"small": {Mean: 4, P90: 4}}, rec.toRunning(end, false)); diff != "" {
+		t.Errorf("complete: time to running (-want +got):\n%s", diff)
 	}
 }
 
@@ -448,6 +466,53 @@ func TestBuildJobsTable(t *testing.T) {
 	for name, w := range want {
 		if diff := cmp.Diff(w, got[name], cmpopts.EquateNaNs()); diff != "" {
 			t.Errorf("%s: Kueue, koord-queue (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
+func TestBuildJobsTableBoundsWhatACutOffRunReached(t *testing.T) {
+	kueue := jobsMeasurement(Kueue, 1, 200, map[string]map[string]int{"kueue": {"create workloads 201": 5, "patch workloads/status 200": 15}})
+	// Cut off with 5 of its 10 Jobs complete: its writes are over the 10.
+	kueue.CutOff, kueue.Jobs, kueue.JobsInShape = true, 5, 10
+	koordQueue := jobsMeasurement(KoordQueue, 1, 50, map[string]map[string]int{"koord-queue": {"patch queueunits/status 200": 10}})
+	koordQueue.JobsInShape = 10
+	tab := BuildJobsTable([]Measurement{kueue, koordQueue})
+	md := tab.Markdown()
+	for _, want := range []string{
+		"| wall: first Job created to last complete (s) | ≥ 200.0 | 50.0 | ≤ 0.25 |",
+		"| API writes per Job, the system's components | ≥ 2.00 | 1.00 | ≤ 0.50 |",
+		"| Jobs complete | ≥ 5 | 10 | ≤ 2.00 |",
+		// A cut-off run's cores bound nothing.
+		"| cores used (CPU s / wall) | — | 0.500 | — |",
+	} {
+		if !strings.Contains(md, want) {
+			t.Errorf("Markdown lacks %q:\n%s", want, md)
+		}
+	}
+
+	// Both cut off: no ratio.
+	koordQueue.CutOff = true
+	md = BuildJobsTable([]Measurement{kueue, koordQueue}).Markdown()
+	if want := "| wall: first Job created to last complete (s) | ≥ 200.0 | ≥ 50.0 | — |"; !strings.Contains(md, want) {
+		t.Errorf("Markdown lacks %q:\n%s", want, md)
+	}
+}
+
+func TestRatioBound(t *testing.T) {
+	for _, tc := range []struct {
+		kueueAtLeast, koordQueueAtLeast bool
+		bound                           string
+		ok                              bool
+	}{
+		{false, false, "", true},
+		// koord-queue's whole over Kueue's lower bound: at most the ratio.
+		{true, false, "≤ ", true},
+		{false, true, "≥ ", true},
+		{true, true, "", false},
+	} {
+		bound, ok := ratioBound(tc.kueueAtLeast, tc.koordQueueAtLeast)
+		if bound != tc.bound || ok != tc.ok {
+			t.Errorf("ratioBound(%v, %v) = %q, %v; want %q, %v", tc.kueueAtLeast, tc.koordQueueAtLeast, bound, ok, tc.bound, tc.ok)
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package compare
 
 import (
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -133,15 +134,29 @@ func (r *jobRecord) lastComplete() time.Time {
 	return last
 }
 
-func (r *jobRecord) toRunning() map[string]Latency {
+// toRunning is ToRunning of the Jobs recorded; of a run cut off at end,
+// with each Job not yet started counted as starting at end.
+func (r *jobRecord) toRunning(end time.Time, cutOff bool) map[string]Latency {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return ToRunning(r.created, r.running, r.class)
+	if !cutOff {
+		return ToRunning(r.created, r.running, r.class)
+	}
+	running := maps.Clone(r.running)
+	for key := range r.created {
+		if _, ok := running[key]; !ok {
+			running[key] = end
+		}
+	}
+	return ToRunning(r.created, running, r.class)
 }
 
 // ToRunning is, per class, the mean and 90th percentile (nearest rank) of
 // the time from each Job's creation to its start, in seconds, over the
-// Jobs that started.
+// Jobs that started. Given a run cut off, with the Jobs not yet started
+// as starting at the cut-off, each is a lower bound of the whole run's:
+// no Job's time is counted longer than it was, and a mean and a nearest
+// rank only grow with the times.
 func ToRunning(created, running map[string]time.Time, class map[string]string) map[string]Latency {
 	byClass := map[string][]float64{}
 	for key, start := range running {

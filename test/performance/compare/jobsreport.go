@@ -34,8 +34,11 @@ func (r Report) JobsMarkdown() string {
 	b.WriteString("## Runs\n\n| pair | run | system | wall | 1-minute load before → after | directory |\n|---|---|---|---|---|---|\n")
 	for _, m := range r.Measurements {
 		wall := fmt.Sprintf("%.1f s", m.WallSeconds)
-		if m.Error != "" {
+		switch {
+		case m.Error != "":
 			wall = "failed: " + m.Error
+		case m.CutOff:
+			wall = fmt.Sprintf("cut off at %.1f s, %d of %d Jobs complete", m.WallSeconds, m.Jobs, m.JobsInShape)
 		}
 		fmt.Fprintf(&b, "| %d | %d | %s | %s | %.2f → %.2f | `%s` |\n", m.Pair, m.Position, m.System, wall, m.LoadBefore, m.LoadAfter, m.Dir)
 	}
@@ -75,13 +78,13 @@ func WritesPerJobByKind(ms []Measurement, system string) []KindPerJob {
 	sums := map[[2]string]float64{}
 	runs := 0
 	for _, m := range ms {
-		if m.System != system || m.Error != "" || m.WritesByAgent == nil || m.Jobs == 0 {
+		if m.System != system || m.Error != "" || m.WritesByAgent == nil || m.perJob() == 0 {
 			continue
 		}
 		runs++
 		for _, a := range agents {
 			for kind, n := range m.WritesByAgent[a] {
-				sums[[2]string{a, kind}] += float64(n) / float64(m.Jobs)
+				sums[[2]string{a, kind}] += float64(n) / float64(m.perJob())
 			}
 		}
 	}
@@ -109,12 +112,12 @@ func EventsPerJob(ms []Measurement, system string) []KindPerJob {
 	sums := map[string]float64{}
 	runs := 0
 	for _, m := range ms {
-		if m.System != system || m.Error != "" || m.Events == nil || m.Jobs == 0 {
+		if m.System != system || m.Error != "" || m.Events == nil || m.perJob() == 0 {
 			continue
 		}
 		runs++
 		for kind, n := range m.Events {
-			sums[kind] += float64(n) / float64(m.Jobs)
+			sums[kind] += float64(n) / float64(m.perJob())
 		}
 	}
 	var out []KindPerJob

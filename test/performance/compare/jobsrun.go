@@ -50,6 +50,10 @@ type JobsRun struct {
 	KueueManager, KueueCRDs string
 	// Timeout bounds the run.
 	Timeout time.Duration
+	// CutOff keeps a run whose Timeout passed before every Job completed:
+	// it stops there and its measurement holds what it had reached
+	// (Measurement.CutOff), instead of failing it.
+	CutOff bool
 	// KeepAudit keeps the audit log once counted.
 	KeepAudit bool
 	Progress  io.Writer
@@ -60,6 +64,10 @@ type JobsRun struct {
 // about eight times per Job, would pace both systems at two or three Jobs
 // a second, and hide what the queueing systems do.
 const componentQPS = 1000
+
+// cutOffGrace is how long a run cut off (JobsRun.CutOff) has, past its
+// Timeout, to stop its system and list its events.
+const cutOffGrace = 5 * time.Minute
 
 // kueueNamespace is the manager's namespace (its Configuration's).
 const kueueNamespace = "kueue-system"
@@ -118,7 +126,8 @@ func (r *JobsRun) Run(ctx context.Context) (Measurement, error) {
 		}
 		defer removeCerts()
 	}
-	runCtx, cancel := context.WithTimeout(ctx, r.Timeout)
+	cutOff := time.Now().Add(r.Timeout)
+	runCtx, cancel := context.WithDeadline(ctx, cutOff.Add(cutOffGrace))
 	defer cancel()
 	nodes, nodeCPU := r.Shape.Nodes()
 	servers := FollowServers(ctx, os.Getpid(), time.Second)
@@ -136,7 +145,7 @@ func (r *JobsRun) Run(ctx context.Context) (Measurement, error) {
 		c.Stop(true) // keeps the logs; etcd's data is not worth keeping
 		_ = os.RemoveAll(filepath.Join(clusterDir, "etcd"))
 	}
-	runErr := r.run(runCtx, c, &m)
+	runErr := r.run(runCtx, c, &m, cutOff)
 	stopCluster()
 	m.LoadAfter = LoadAverage()
 	if ctx.Err() != nil {
@@ -160,8 +169,9 @@ func (r *JobsRun) Run(ctx context.Context) (Measurement, error) {
 	return m, nil
 }
 
-// run does the run's work on the started cluster, filling m.
-func (r *JobsRun) run(ctx context.Context, c *cluster.Cluster, m *Measurement) error {
+// run does the run's work on the started cluster, filling m, until every
+// Job completed or the cut-off (the run's Timeout) passed.
+func (r *JobsRun) run(ctx context.Context, c *cluster.Cluster, m *Measurement, cutOff time.Time) error {
 	// The Job creators and informers stop when run returns, not when the
 	// cluster has been stopped under them.
 	ctx, cancel := context.WithCancel(ctx)
@@ -233,25 +243,34 @@ func (r *JobsRun) run(ctx context.Context, c *cluster.Cluster, m *Measurement) e
 	exited := sys.done()
 	tick := time.NewTicker(10 * time.Second)
 	defer tick.Stop()
-	for done := false; !done; {
+	timeUp := time.NewTimer(time.Until(cutOff))
+	defer timeUp.Stop()
+	end := time.Time{}
+	for end.IsZero() {
 		select {
 		case err := <-created:
 			if err != nil {
 				return err
 			}
 		case <-rec.all:
-			done = true
+			end = rec.lastComplete()
 		case err := <-exited:
 			return fmt.Errorf("a component exited: %w", err)
 		case <-tick.C:
 			nc, nr, nd, ne := rec.counts()
 			r.progress("  %s %4.0fs: %d created, %d started, %d complete, %d evictions\n", r.System, time.Since(start).Seconds(), nc, nr, nd, ne)
-		case <-ctx.Done():
+		case now := <-timeUp.C:
 			nc, nr, nd, _ := rec.counts()
-			return fmt.Errorf("%d of %d Jobs complete (%d created, %d started) when the run's time was up: %w", nd, want, nc, nr, ctx.Err())
+			if !r.CutOff {
+				return fmt.Errorf("%d of %d Jobs complete (%d created, %d started) when the run's time (%v) was up", nd, want, nc, nr, r.Timeout)
+			}
+			r.progress("  %s: cut off after %v: %d of %d Jobs complete (%d created, %d started)\n", r.System, r.Timeout, nd, want, nc, nr)
+			end, m.CutOff = now, true
+		case <-ctx.Done():
+			return ctx.Err()
 		}
 	}
-	m.WallSeconds = rec.lastComplete().Sub(start).Seconds()
+	m.WallSeconds = end.Sub(start).Seconds()
 	m.Components = sys.stop()
 	for _, comp := range m.Components {
 		m.CPUSeconds += comp.CPUSeconds
@@ -261,7 +280,8 @@ func (r *JobsRun) run(ctx context.Context, c *cluster.Cluster, m *Measurement) e
 		m.Cores = m.CPUSeconds / m.WallSeconds
 	}
 	_, _, m.Jobs, m.Evictions = rec.counts()
-	m.ToRunning = rec.toRunning()
+	m.JobsInShape = want
+	m.ToRunning = rec.toRunning(end, m.CutOff)
 	var events corev1.EventList
 	if err := gen.List(ctx, &events); err != nil {
 		return fmt.Errorf("listing the events: %w", err)

@@ -68,6 +68,17 @@ type Measurement struct {
 
 	// Jobs is how many Jobs the run created and saw complete.
 	Jobs int `json:"jobs,omitempty"`
+	// JobsInShape is how many Jobs the shape has: what figures per Job are
+	// over (Jobs in a measurement that lacks it). A run that completed
+	// created and completed them all.
+	JobsInShape int `json:"jobsInShape,omitempty"`
+	// CutOff says the run's time (JobsRun.Timeout) was up before every Job
+	// completed and the run stopped there (JobsRun.CutOff): its figures are
+	// what it had reached, each a lower bound of what the whole run would
+	// have given (its wall, each Job not yet started counted as starting
+	// then, CPU, peak RSS, writes and events over every Job of the shape),
+	// but its cores, which are not (see jobsFigures).
+	CutOff bool `json:"cutOff,omitempty"`
 	// ToRunning is, per class, the time from each Job's creation (the
 	// harness sending it) to its pod seen Running (or past it), in seconds.
 	ToRunning map[string]Latency `json:"toRunningSeconds,omitempty"`
@@ -110,10 +121,19 @@ func (m *Measurement) WritesPerJob() float64 {
 // AgentWritesPerJob is what the programs wrote, over Jobs; NaN when the
 // writes were not counted.
 func (m *Measurement) AgentWritesPerJob(agents ...string) float64 {
-	if m.WritesByAgent == nil || m.Jobs == 0 {
+	if m.WritesByAgent == nil || m.perJob() == 0 {
 		return math.NaN()
 	}
-	return float64(m.AgentWrites(agents...)) / float64(m.Jobs)
+	return float64(m.AgentWrites(agents...)) / float64(m.perJob())
+}
+
+// perJob is what figures per Job are over: the shape's Jobs (JobsInShape),
+// or, in a measurement that lacks it, the Jobs complete.
+func (m *Measurement) perJob() int {
+	if m.JobsInShape > 0 {
+		return m.JobsInShape
+	}
+	return m.Jobs
 }
 
 // AgentWrites is how many writes WritesByAgent holds of the programs.

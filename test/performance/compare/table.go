@@ -22,12 +22,47 @@ type Row struct {
 	KueueMedian      float64 `json:"kueueMedian"`
 	KoordQueueMedian float64 `json:"koordQueueMedian"`
 	Ratio            float64 `json:"ratio"`
+	// KueueAtLeast and KoordQueueAtLeast say, per pair, that the value is a
+	// lower bound: its run was cut off (Measurement.CutOff). A median over
+	// a lower bound is one too.
+	KueueAtLeast      []bool `json:"-"`
+	KoordQueueAtLeast []bool `json:"-"`
 	// Decimals to print.
 	Decimals int `json:"-"`
 }
 
+// medianAtLeast says whether the median of a row's values is a lower bound:
+// a median only grows with the values, so it is one when any value is.
+func medianAtLeast(values []float64, atLeast []bool) bool {
+	for i, a := range atLeast {
+		if a && !math.IsNaN(values[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// ratioBound is how koord-queue over Kueue relates to the ratio of the
+// whole runs' figures, given which is a lower bound: "≤" when Kueue's is
+// (and koord-queue's is whole), "≥" when koord-queue's is, "" when both are
+// whole; ok is false when both are lower bounds, which bound no ratio.
+func ratioBound(kueueAtLeast, koordQueueAtLeast bool) (bound string, ok bool) {
+	switch {
+	case kueueAtLeast && koordQueueAtLeast:
+		return "", false
+	case kueueAtLeast:
+		return "≤ ", true
+	case koordQueueAtLeast:
+		return "≥ ", true
+	}
+	return "", true
+}
+
 // PairRatio is koord-queue over Kueue in pair i.
 func (r Row) PairRatio(i int) float64 { return Ratio(r.KoordQueue[i], r.Kueue[i]) }
+
+// atLeast says whether pair i's value is a lower bound.
+func atLeast(bounds []bool, i int) bool { return i < len(bounds) && bounds[i] }
 
 // Table is the comparison of n pairs of runs.
 type Table struct {
@@ -126,7 +161,14 @@ func jobsFigures(classNames []string) []figure {
 	}
 	fs = append(fs,
 		figure{"CPU (s), the system's components together", func(m *Measurement) float64 { return m.CPUSeconds }, 1},
-		figure{"cores used (CPU s / wall)", func(m *Measurement) float64 { return m.Cores }, 3},
+		// CPU over a cut-off run's wall may be more or less than over the
+		// whole run's: no bound, left out.
+		figure{"cores used (CPU s / wall)", func(m *Measurement) float64 {
+			if m.CutOff {
+				return math.NaN()
+			}
+			return m.Cores
+		}, 3},
 		figure{"peak RSS (MiB), the components' peaks summed", func(m *Measurement) float64 { return m.PeakRSSMiB }, 0},
 		figure{"API writes per Job, the system's components", func(m *Measurement) float64 { return m.WritesPerJob() }, 2},
 	)
@@ -183,7 +225,10 @@ func buildTable(ms []Measurement, fs []figure) Table {
 		t.Orders[i] = strings.Join(f, ", ")
 	}
 	for _, f := range fs {
-		r := Row{Name: f.name, Decimals: f.decimals, Kueue: nanSlice(pairs), KoordQueue: nanSlice(pairs)}
+		r := Row{
+			Name: f.name, Decimals: f.decimals, Kueue: nanSlice(pairs), KoordQueue: nanSlice(pairs),
+			KueueAtLeast: make([]bool, pairs), KoordQueueAtLeast: make([]bool, pairs),
+		}
 		for i := range ms {
 			m := &ms[i]
 			if m.Pair < 1 || m.Error != "" {
@@ -191,13 +236,16 @@ func buildTable(ms []Measurement, fs []figure) Table {
 			}
 			switch m.System {
 			case Kueue:
-				r.Kueue[m.Pair-1] = f.value(m)
+				r.Kueue[m.Pair-1], r.KueueAtLeast[m.Pair-1] = f.value(m), m.CutOff
 			case KoordQueue:
-				r.KoordQueue[m.Pair-1] = f.value(m)
+				r.KoordQueue[m.Pair-1], r.KoordQueueAtLeast[m.Pair-1] = f.value(m), m.CutOff
 			}
 		}
 		r.KueueMedian, r.KoordQueueMedian = Median(r.Kueue), Median(r.KoordQueue)
 		r.Ratio = Ratio(r.KoordQueueMedian, r.KueueMedian)
+		if _, ok := ratioBound(medianAtLeast(r.Kueue, r.KueueAtLeast), medianAtLeast(r.KoordQueue, r.KoordQueueAtLeast)); !ok {
+			r.Ratio = math.NaN()
+		}
 		t.Rows = append(t.Rows, r)
 	}
 	return t
@@ -211,18 +259,25 @@ func nanSlice(n int) []float64 {
 	return s
 }
 
-func format(v float64, decimals int) string {
+// format prints v, "≥ v" when it is a lower bound.
+func format(v float64, decimals int, atLeast bool) string {
 	if math.IsNaN(v) {
 		return "—"
+	}
+	if atLeast {
+		return fmt.Sprintf("≥ %.*f", decimals, v)
 	}
 	return fmt.Sprintf("%.*f", decimals, v)
 }
 
-func formatRatio(v float64) string {
-	if math.IsNaN(v) {
+// formatRatio prints koord-queue's value over Kueue's, with the bound
+// their lower bounds make of it (ratioBound).
+func formatRatio(v float64, kueueAtLeast, koordQueueAtLeast bool) string {
+	bound, ok := ratioBound(kueueAtLeast, koordQueueAtLeast)
+	if math.IsNaN(v) || !ok {
 		return "—"
 	}
-	return fmt.Sprintf("%.2f", v)
+	return fmt.Sprintf("%s%.2f", bound, v)
 }
 
 // Markdown renders the medians, then every pair.
@@ -230,7 +285,9 @@ func (t Table) Markdown() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "| | Kueue | koord-queue | koord-queue ÷ Kueue |\n|---|---|---|---|\n")
 	for _, r := range t.Rows {
-		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Name, format(r.KueueMedian, r.Decimals), format(r.KoordQueueMedian, r.Decimals), formatRatio(r.Ratio))
+		kueueAtLeast, koordQueueAtLeast := medianAtLeast(r.Kueue, r.KueueAtLeast), medianAtLeast(r.KoordQueue, r.KoordQueueAtLeast)
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", r.Name, format(r.KueueMedian, r.Decimals, kueueAtLeast),
+			format(r.KoordQueueMedian, r.Decimals, koordQueueAtLeast), formatRatio(r.Ratio, kueueAtLeast, koordQueueAtLeast))
 	}
 	if t.Pairs < 2 {
 		return b.String()
@@ -243,7 +300,9 @@ func (t Table) Markdown() string {
 	for _, r := range t.Rows {
 		fmt.Fprintf(&b, "| %s", r.Name)
 		for i := range t.Pairs {
-			fmt.Fprintf(&b, " | %s | %s | %s", format(r.Kueue[i], r.Decimals), format(r.KoordQueue[i], r.Decimals), formatRatio(r.PairRatio(i)))
+			kueueAtLeast, koordQueueAtLeast := atLeast(r.KueueAtLeast, i), atLeast(r.KoordQueueAtLeast, i)
+			fmt.Fprintf(&b, " | %s | %s | %s", format(r.Kueue[i], r.Decimals, kueueAtLeast), format(r.KoordQueue[i], r.Decimals, koordQueueAtLeast),
+				formatRatio(r.PairRatio(i), kueueAtLeast, koordQueueAtLeast))
 		}
 		fmt.Fprintf(&b, " |\n")
 	}
@@ -277,5 +336,19 @@ func (r Row) MarshalJSON() ([]byte, error) {
 		KueueMedian      jsonFloat   `json:"kueueMedian"`
 		KoordQueueMedian jsonFloat   `json:"koordQueueMedian"`
 		Ratio            jsonFloat   `json:"ratio"`
-	}{r.Name, jsonFloats(r.Kueue), jsonFloats(r.KoordQueue), jsonFloat(r.KueueMedian), jsonFloat(r.KoordQueueMedian), jsonFloat(r.Ratio)})
+		// Which values are lower bounds (a run cut off), when any is.
+		KueueAtLeast      []bool `json:"kueueAtLeast,omitempty"`
+		KoordQueueAtLeast []bool `json:"koordQueueAtLeast,omitempty"`
+	}{
+		r.Name, jsonFloats(r.Kueue), jsonFloats(r.KoordQueue), jsonFloat(r.KueueMedian), jsonFloat(r.KoordQueueMedian), jsonFloat(r.Ratio),
+		anyTrue(r.KueueAtLeast), anyTrue(r.KoordQueueAtLeast),
+	})
+}
+
+// anyTrue is bs if any of them is true, else nil.
+func anyTrue(bs []bool) []bool {
+	if slices.Contains(bs, true) {
+		return bs
+	}
+	return nil
 }

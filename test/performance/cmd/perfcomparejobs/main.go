@@ -43,6 +43,7 @@ type options struct {
 	compare.Pairs
 	extensions string
 	timeout    time.Duration
+	cutOff     bool
 }
 
 func newFlags(o *options) *flag.FlagSet {
@@ -51,6 +52,7 @@ func newFlags(o *options) *flag.FlagSet {
 	o.AddFlags(f)
 	f.StringVar(&o.extensions, "extensions-binary", "", "the koord-queue-controllers binary to measure (default: built from ./cmd/extensions)")
 	f.DurationVar(&o.timeout, "timeout", 0, "bound on each run, from the cluster's start to the last Job complete (default: the config's: "+configTimeouts()+")")
+	f.BoolVar(&o.cutOff, "cut-off", false, "keep a run whose -timeout passes before every Job completes: stop it there and report what it reached as lower bounds (≥ in the table; ratios then bounded, ≤ or ≥), rather than fail it")
 	f.BoolVar(&o.Summarize, "summarize", false, "do not run: write the summary again from the measurements in -out")
 	return f
 }
@@ -104,7 +106,7 @@ func run() error {
 	if err := o.PrepareOut(); err != nil {
 		return err
 	}
-	base := compare.JobsRun{Shape: shape, Timeout: o.timeout, KeepAudit: o.KeepAudit, Progress: os.Stdout}
+	base := compare.JobsRun{Shape: shape, Timeout: o.timeout, CutOff: o.cutOff, KeepAudit: o.KeepAudit, Progress: os.Stdout}
 	if o.Runs(compare.Kueue) {
 		if err := compare.CheckKueueFixedCerts(); err != nil {
 			return err
@@ -143,6 +145,10 @@ func run() error {
 func line(m compare.Measurement) string {
 	if m.Error != "" {
 		return fmt.Sprintf("  %s FAILED: %s\n", m.System, m.Error)
+	}
+	if m.CutOff {
+		return fmt.Sprintf("  %s: cut off at %.1fs with %d of %d Jobs complete, %.1f CPU s, peak RSS %.0f MiB, %.2f writes per Job of the shape, %d evictions\n",
+			m.System, m.WallSeconds, m.Jobs, m.JobsInShape, m.CPUSeconds, m.PeakRSSMiB, m.WritesPerJob(), m.Evictions)
 	}
 	return fmt.Sprintf("  %s: wall %.1fs, %d Jobs, %.1f CPU s, peak RSS %.0f MiB, %.2f writes per Job, %d evictions\n",
 		m.System, m.WallSeconds, m.Jobs, m.CPUSeconds, m.PeakRSSMiB, m.WritesPerJob(), m.Evictions)
