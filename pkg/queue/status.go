@@ -215,7 +215,10 @@ func (s *StatusWriter) refresh(ctx context.Context, log logr.Logger) {
 		if wrote {
 			budget--
 		}
-		if err == nil {
+		// Also when the write failed: a readiness change makes a queue due
+		// at once only once; a failing write is retried at its interval,
+		// not every tick.
+		if len(desired.Conditions) > 0 {
 			s.lastReadiness[q.Name] = readinessOf(desired.Conditions)
 		}
 		if client.IgnoreNotFound(err) != nil {

@@ -13,6 +13,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -338,5 +339,38 @@ func TestStatusWritesQueuesInTurnsWithinABudget(t *testing.T) {
 				t.Errorf("q11's Ready condition %+v, want reason %s", cond, ReasonQuotaNotFound)
 			}
 		})
+	}
+}
+
+// TestStatusRetriesAFailedReadinessWriteAtItsInterval: a Ready condition
+// not yet written makes a queue due at once, but a write that fails (RBAC
+// taken away, a webhook refusing) is retried at the refresh interval, not
+// at every tick.
+func TestStatusRetriesAFailedReadinessWriteAtItsInterval(t *testing.T) {
+	ctx := context.Background()
+	scheme := runtime.NewScheme()
+	if err := apis.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	queue := &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}}
+	attempts := 0
+	c := interceptor.NewClient(
+		fake.NewClientBuilder().WithScheme(scheme).WithObjects(queue.DeepCopy()).WithStatusSubresource(queue).Build(),
+		interceptor.Funcs{SubResourcePatch: func(context.Context, client.Client, string, client.Object, client.Patch, ...client.SubResourcePatchOption) error {
+			attempts++
+			return apierrors.NewForbidden(schedulingv1alpha1.GroupVersion.WithResource("queues").GroupResource(), "team", fmt.Errorf("RBAC"))
+		}})
+	cache := admission.NewCache()
+	cache.UpsertElasticQuota(wrappers.MakeElasticQuota("team", "team").Max(corev1.ResourceCPU, "1").Obj())
+	cache.UpsertQueue(queue)
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	sw := NewStatusWriter(c, c, record.NewFakeRecorder(10), cache, clk, StatusOptions{RefreshInterval: 15 * time.Second, TopN: 20})
+	sw.lastWrite, sw.lastQuotaErrs, sw.warnedDuplicates = map[string]time.Time{}, map[string]string{}, map[types.UID]bool{}
+	for range 60 {
+		sw.refresh(ctx, logr.Discard())
+		clk.Step(time.Second)
+	}
+	if attempts != 4 {
+		t.Errorf("%d attempts to write in a minute, want 4 (one every 15 s)", attempts)
 	}
 }
