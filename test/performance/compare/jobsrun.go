@@ -56,7 +56,14 @@ type JobsRun struct {
 	CutOff bool
 	// KeepAudit keeps the audit log once counted.
 	KeepAudit bool
-	Progress  io.Writer
+	// Profiles serves koord-queue's and koord-queue-controllers' Go
+	// /debug/pprof and writes into Dir their CPU profiles while the Jobs
+	// run and their heap profiles once every Job completed (when the
+	// caches hold every Job, unit and pod): what the CPU and RSS of the
+	// table are spent on. The profiling's own CPU is in the measurement.
+	// Kueue's manager is not profiled.
+	Profiles bool
+	Progress io.Writer
 }
 
 // componentQPS is kube-controller-manager's and kube-scheduler's client
@@ -72,10 +79,12 @@ const cutOffGrace = 5 * time.Minute
 // kueueNamespace is the manager's namespace (its Configuration's).
 const kueueNamespace = "kueue-system"
 
-// system is a running queueing system: its processes.
+// system is a running queueing system: its processes, and their
+// profilers with JobsRun.Profiles.
 type system struct {
-	names []string
-	procs []*controller.Process
+	names     []string
+	procs     []*controller.Process
+	profilers []*controller.Profiler
 }
 
 func (s *system) done() <-chan error {
@@ -271,6 +280,11 @@ func (r *JobsRun) run(ctx context.Context, c *cluster.Cluster, m *Measurement, c
 		}
 	}
 	m.WallSeconds = end.Sub(start).Seconds()
+	for _, p := range sys.profilers {
+		if err := p.Stop(ctx); err != nil {
+			return err
+		}
+	}
 	m.Components = sys.stop()
 	for _, comp := range m.Components {
 		m.CPUSeconds += comp.CPUSeconds
@@ -325,30 +339,44 @@ func (r *JobsRun) startSystem(ctx context.Context, c *cluster.Cluster, gen clien
 		return r.startKueue(ctx, c, gen)
 	}
 	sys := &system{}
-	queue, err := controller.Start(ctx, r.QueueBinary, c.Kubeconfig, 50, 100, filepath.Join(c.LogDir(), "koord-queue.log"))
+	ports, err := cluster.FreePorts(5)
+	if err != nil {
+		return nil, err
+	}
+	var queueArgs, extArgs []string
+	queuePprof, extPprof := cluster.Loopback(ports[3]), cluster.Loopback(ports[4])
+	if r.Profiles {
+		queueArgs = []string{"--pprof-bind-address=" + queuePprof}
+		extArgs = []string{"--pprof-bind-address=" + extPprof}
+	}
+	queue, err := controller.Start(ctx, r.QueueBinary, c.Kubeconfig, 50, 100, filepath.Join(c.LogDir(), "koord-queue.log"), queueArgs...)
 	if err != nil {
 		return nil, err
 	}
 	sys.names, sys.procs = append(sys.names, "koord-queue"), append(sys.procs, queue)
-	ports, err := cluster.FreePorts(3)
-	if err != nil {
-		return sys, err
-	}
 	metricsAddr, probeAddr := cluster.Loopback(ports[0]), cluster.Loopback(ports[1])
 	// The extensions at their defaults (QPS, burst, extensions enabled);
 	// only the addresses are the harness's, and no leader election.
 	ext, err := controller.StartBinary(ctx, r.ExtensionsBinary, filepath.Join(c.LogDir(), "koord-queue-controllers.log"), metricsAddr, probeAddr,
-		"--kubeconfig="+c.Kubeconfig,
-		"--leader-elect=false",
-		"--metrics-bind-address="+metricsAddr,
-		"--metrics-secure=false",
-		"--health-probe-bind-address="+probeAddr,
-		"--webhook-port="+strconv.Itoa(ports[2]),
+		append([]string{
+			"--kubeconfig=" + c.Kubeconfig,
+			"--leader-elect=false",
+			"--metrics-bind-address=" + metricsAddr,
+			"--metrics-secure=false",
+			"--health-probe-bind-address=" + probeAddr,
+			"--webhook-port=" + strconv.Itoa(ports[2]),
+		}, extArgs...)...,
 	)
 	if err != nil {
 		return sys, err
 	}
 	sys.names, sys.procs = append(sys.names, "koord-queue-controllers"), append(sys.procs, ext)
+	if r.Profiles {
+		sys.profilers = []*controller.Profiler{
+			controller.StartProfiles(ctx, "koord-queue", queuePprof, r.Dir),
+			controller.StartProfiles(ctx, "koord-queue-controllers", extPprof, r.Dir),
+		}
+	}
 	sc := r.Shape.QuotaScenario("jobs")
 	return sys, generator.CreateQuotas(ctx, gen, &sc)
 }

@@ -266,7 +266,7 @@ func (r *run) run(ctx context.Context, queueBinary, extensionsBinary string) (*o
 		return nil, err
 	}
 	defer ext.Stop()
-	var profilers []*profiler
+	var profilers []*controller.Profiler
 	if r.opts.Profiles {
 		// What starting cost, which the profiles leave out.
 		queueCPU, _ := queue.CPUSeconds()
@@ -274,9 +274,9 @@ func (r *run) run(ctx context.Context, queueBinary, extensionsBinary string) (*o
 		if r.opts.Progress != nil {
 			fmt.Fprintf(r.opts.Progress, "  %s: CPU seconds once ready: koord-queue %.2f, koord-queue-controllers %.2f\n", r.s.Name, queueCPU, extCPU)
 		}
-		profilers = []*profiler{
-			startProfiles(ctx, "koord-queue", queuePprof, r.opts.Dir),
-			startProfiles(ctx, "koord-queue-controllers", extPprof, r.opts.Dir),
+		profilers = []*controller.Profiler{
+			controller.StartProfiles(ctx, "koord-queue", queuePprof, r.opts.Dir),
+			controller.StartProfiles(ctx, "koord-queue-controllers", extPprof, r.opts.Dir),
 		}
 	}
 	if err := generator.CreateQuotas(ctx, genClient, r.s); err != nil {
@@ -326,8 +326,8 @@ func (r *run) run(ctx context.Context, queueBinary, extensionsBinary string) (*o
 		return nil, fmt.Errorf("every Job completed but not every unit finished: %s", recorder)
 	}
 	for _, p := range profilers {
-		if err := p.stop(ctx); err != nil {
-			return nil, fmt.Errorf("profiling %s: %w", p.program, err)
+		if err := p.Stop(ctx); err != nil {
+			return nil, err
 		}
 	}
 	queueStopped = true

@@ -44,6 +44,7 @@ type options struct {
 	extensions string
 	timeout    time.Duration
 	cutOff     bool
+	profiles   bool
 }
 
 func newFlags(o *options) *flag.FlagSet {
@@ -53,6 +54,7 @@ func newFlags(o *options) *flag.FlagSet {
 	f.StringVar(&o.extensions, "extensions-binary", "", "the koord-queue-controllers binary to measure (default: built from ./cmd/extensions)")
 	f.DurationVar(&o.timeout, "timeout", 0, "bound on each run, from the cluster's start to the last Job complete (default: the config's: "+configTimeouts()+")")
 	f.BoolVar(&o.cutOff, "cut-off", false, "keep a run whose -timeout passes before every Job completes: stop it there and report what it reached as lower bounds (≥ in the table; ratios then bounded, ≤ or ≥), rather than fail it")
+	f.BoolVar(&o.profiles, "profiles", false, "serve koord-queue's and koord-queue-controllers' /debug/pprof and write into each run's directory their CPU profiles while the Jobs run (cpu-<binary>-<n>.pprof, 10 s each; give them all to go tool pprof) and their heap profiles once every Job completed (heap-<binary>.pprof); the profiling's CPU is measured with theirs")
 	f.BoolVar(&o.Summarize, "summarize", false, "do not run: write the summary again from the measurements in -out")
 	return f
 }
@@ -106,7 +108,7 @@ func run() error {
 	if err := o.PrepareOut(); err != nil {
 		return err
 	}
-	base := compare.JobsRun{Shape: shape, Timeout: o.timeout, CutOff: o.cutOff, KeepAudit: o.KeepAudit, Progress: os.Stdout}
+	base := compare.JobsRun{Shape: shape, Timeout: o.timeout, CutOff: o.cutOff, Profiles: o.profiles, KeepAudit: o.KeepAudit, Progress: os.Stdout}
 	if o.Runs(compare.Kueue) {
 		if err := compare.CheckKueueFixedCerts(); err != nil {
 			return err
