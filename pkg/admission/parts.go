@@ -84,6 +84,13 @@ func (c *Cache) HasSynced() bool { return c.views.HasSynced() }
 // QueueObjects are the latest Queue objects.
 func (c *Cache) QueueObjects() []*schedulingv1alpha1.Queue { return c.views.QueueObjects() }
 
+// QueueStates are every queue's object, counts and readiness, without its
+// quota's figures.
+func (c *Cache) QueueStates() []QueueState { return c.views.QueueStates() }
+
+// QueueState is one queue's state, and whether the queue exists.
+func (c *Cache) QueueState(name string) (QueueState, bool) { return c.views.QueueState(name) }
+
 // QuotaObject is the ElasticQuota used under a name, nil when none is.
 func (c *Cache) QuotaObject(name string) *elasticquotav1alpha1.ElasticQuota {
 	return c.views.QuotaObject(name)

@@ -25,6 +25,59 @@ func (c *views) HasSynced() bool {
 	return true
 }
 
+// QueueState is what the Queue status writer checks of every queue every
+// second: its object, its counts and what its Ready condition says, none
+// of its quota's figures (its QueueView has those, and costs a quota view
+// and a tree view to build: with a thousand queues, most of the writer's
+// time).
+type QueueState struct {
+	Queue  *schedulingv1alpha1.Queue
+	Policy schedulingv1alpha1.QueuePolicy
+	// Pending counts the units waiting in the queue, Admitted those
+	// holding quota.
+	Pending, Admitted int
+	// HasQuota: an ElasticQuota has the queue's name; QuotaError is what
+	// is wrong with it ("" when nothing is).
+	HasQuota   bool
+	QuotaError string
+	// ConfigError reports malformed koord-queue/* annotations.
+	ConfigError string
+}
+
+// QueueStates are every queue's state, read under one hold of the lock.
+func (c *views) QueueStates() []QueueState {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	out := make([]QueueState, 0, len(c.queues))
+	for name := range c.queues {
+		out = append(out, c.queueState(name))
+	}
+	return out
+}
+
+// QueueState is one queue's state, and whether the queue exists.
+func (c *views) QueueState(name string) (QueueState, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.queues[name]; !ok {
+		return QueueState{}, false
+	}
+	return c.queueState(name), true
+}
+
+func (c *views) queueState(name string) QueueState {
+	r := c.queues[name]
+	st := QueueState{Queue: r.queue, Policy: policyOf(r.queue)}
+	st.Pending, st.Admitted = c.core.QueueCounts(name)
+	if _, st.HasQuota = c.quotaObjects[name]; st.HasQuota {
+		st.QuotaError = c.quotaError(name)
+	}
+	if r.configErr != nil {
+		st.ConfigError = r.configErr.Error()
+	}
+	return st
+}
+
 // QueueObjects are the latest Queue objects.
 func (c *views) QueueObjects() []*schedulingv1alpha1.Queue {
 	c.mu.Lock()

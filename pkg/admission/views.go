@@ -99,15 +99,21 @@ func (c *views) quotaView(name string) api.QuotaView {
 			v.IgnoredDuplicates = append(v.IgnoredDuplicates, dup.Namespace+"/"+dup.Name)
 		}
 	}
+	v.Error = c.quotaError(name)
+	return v
+}
+
+// quotaError is what is wrong with quota name, with c.mu held: the
+// engine's error and the ElasticQuota's, joined; "" when nothing is.
+func (c *views) quotaError(name string) string {
 	var errs []string
-	if err := e.Err(name); err != nil {
+	if err := c.core.Quotas().Err(name); err != nil {
 		errs = append(errs, err.Error())
 	}
 	if err := c.quotaErrs[name]; err != nil {
 		errs = append(errs, err.Error())
 	}
-	v.Error = strings.Join(errs, "; ")
-	return v
+	return strings.Join(errs, "; ")
 }
 
 // treeView is the tree of quota name, with c.mu held; nil when the engine
@@ -162,10 +168,7 @@ func (c *views) Queue(name string) (api.QueueView, bool) {
 
 func (c *views) queueView(name string) api.QueueView {
 	r := c.queues[name]
-	v := api.QueueView{Name: name, Policy: r.queue.Spec.QueuePolicy, Priority: schedulingv1alpha1.DefaultQueuePriority}
-	if v.Policy == "" {
-		v.Policy = schedulingv1alpha1.QueuePolicyPriority
-	}
+	v := api.QueueView{Name: name, Policy: policyOf(r.queue), Priority: schedulingv1alpha1.DefaultQueuePriority}
 	if r.queue.Spec.Priority != nil {
 		v.Priority = *r.queue.Spec.Priority
 	}
@@ -179,6 +182,14 @@ func (c *views) queueView(name string) api.QueueView {
 		v.ConfigError = r.configErr.Error()
 	}
 	return v
+}
+
+// policyOf is q's policy, Priority when it names none.
+func policyOf(q *schedulingv1alpha1.Queue) schedulingv1alpha1.QueuePolicy {
+	if q.Spec.QueuePolicy == "" {
+		return schedulingv1alpha1.QueuePolicyPriority
+	}
+	return q.Spec.QueuePolicy
 }
 
 // QueueUnits lists a queue's units: waiting ones in admission order first

@@ -6,7 +6,6 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
@@ -14,7 +13,6 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
-	"github.com/koord-queue/koord-queue/apis"
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 )
@@ -61,10 +59,7 @@ func TestAdoptKoordQueueQueues(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			scheme := runtime.NewScheme()
-			if err := apis.AddToScheme(scheme); err != nil {
-				t.Fatal(err)
-			}
+			scheme := testScheme(t)
 			c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(quota.DeepCopy(), tc.queue).
 				WithIndex(&elasticquotav1alpha1.ElasticQuota{}, IndexElasticQuotaName, func(o client.Object) []string { return []string{o.GetName()} }).
 				Build()
@@ -93,10 +88,7 @@ func TestAdoptKoordQueueQueues(t *testing.T) {
 // ElasticQuota's Queue is made there, not in koord-queue.
 func TestQueuesLiveInTheNamespaceChosen(t *testing.T) {
 	ctx := context.Background()
-	scheme := runtime.NewScheme()
-	if err := apis.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testScheme(t)
 	quota := &elasticquotav1alpha1.ElasticQuota{ObjectMeta: metav1.ObjectMeta{Name: "team-a", Namespace: "quotas"}}
 	c := fake.NewClientBuilder().WithScheme(scheme).WithObjects(quota).
 		WithIndex(&elasticquotav1alpha1.ElasticQuota{}, IndexElasticQuotaName, func(o client.Object) []string { return []string{o.GetName()} }).

@@ -53,9 +53,12 @@ type StatusSource interface {
 	// HasSynced: the informers feeding the source have delivered their
 	// initial objects.
 	HasSynced() bool
-	// QueueObjects are the latest Queue objects.
-	QueueObjects() []*schedulingv1alpha1.Queue
-	// Queue is one queue as the visibility API shows it.
+	// QueueStates are every queue's object, counts and readiness.
+	QueueStates() []admission.QueueState
+	// QueueState is one queue's.
+	QueueState(name string) (admission.QueueState, bool)
+	// Queue is one queue as the visibility API shows it (its quota's
+	// figures included).
 	Queue(name string) (api.QueueView, bool)
 	// PendingItems are the first n waiting units of a queue, in order.
 	PendingItems(queue string, n int) []schedulingv1alpha1.QueueItemDetail
@@ -109,6 +112,8 @@ type StatusWriter struct {
 	// lastBusy is the last tick at which admissions waited for their
 	// write: in a backlog they do at some ticks, not at all.
 	lastBusy time.Time
+	// lastQuotaReport is the last tick reportQuotas ran at.
+	lastQuotaReport time.Time
 	// warnedDuplicates are the duplicate ElasticQuotas (by UID) already
 	// given their Warning event.
 	warnedDuplicates map[types.UID]bool
@@ -161,18 +166,19 @@ func (s *StatusWriter) refresh(ctx context.Context, log logr.Logger) {
 	if s.cache.WritingAdmissions() {
 		s.lastBusy = now
 	}
-	s.reportQuotas()
+	if now.Sub(s.lastQuotaReport) >= quotaReportInterval {
+		s.lastQuotaReport = now
+		s.reportQuotas()
+	}
 	if s.lastReadiness == nil {
 		s.lastReadiness = map[string]readiness{}
 	}
 	var due []dueQueue
-	for _, q := range s.cache.QueueObjects() {
+	for _, st := range s.cache.QueueStates() {
+		q := st.Queue
 		// Metrics every tick; the Queue object only at its refresh interval.
-		view, ok := s.cache.Queue(q.Name)
-		if ok {
-			metrics.PendingUnits.WithLabelValues(q.Name).Set(float64(view.Pending))
-			metrics.AdmittedUnits.WithLabelValues(q.Name).Set(float64(view.Admitted))
-		}
+		metrics.PendingUnits.WithLabelValues(q.Name).Set(float64(st.Pending))
+		metrics.AdmittedUnits.WithLabelValues(q.Name).Set(float64(st.Admitted))
 		interval := s.opts.RefreshInterval
 		if v, ok := q.Annotations[AnnotationQueueItemsRefreshInterval]; ok {
 			if d, err := time.ParseDuration(v); err == nil && d > 0 {
@@ -182,7 +188,7 @@ func (s *StatusWriter) refresh(ctx context.Context, log logr.Logger) {
 		if !s.lastBusy.IsZero() && now.Sub(s.lastBusy) < interval {
 			interval *= busyIntervals // admissions waited within the interval
 		}
-		changed := s.readinessChanged(q, readyCondition(q.Name, view, metav1.NewTime(now)))
+		changed := s.readinessChanged(q, readyCondition(q.Name, st, metav1.NewTime(now)))
 		last, written := s.lastWrite[q.Name]
 		if written && now.Sub(last) < interval && !changed {
 			continue
@@ -240,6 +246,12 @@ const (
 	busyStatusWritesPerTick = 1
 )
 
+// quotaReportInterval is how often the quota metrics are brought up to
+// date and an invalid ElasticQuota looked for: each report builds a view of
+// every quota, which at a thousand quotas every second was a third of the
+// writer's time, for gauges scraped every 15 s or more.
+const quotaReportInterval = 5 * time.Second
+
 // dueQueue is a queue whose refresh interval has passed, or whose
 // readiness changed.
 type dueQueue struct {
@@ -292,10 +304,11 @@ func (s *StatusWriter) readinessChanged(q *schedulingv1alpha1.Queue, want metav1
 }
 
 func (s *StatusWriter) desiredStatus(q *schedulingv1alpha1.Queue, now metav1.Time) schedulingv1alpha1.QueueStatus {
+	state, _ := s.cache.QueueState(q.Name)
 	view, _ := s.cache.Queue(q.Name)
 	st := schedulingv1alpha1.QueueStatus{
-		Pending:    int32(view.Pending),
-		Admitted:   int32(view.Admitted),
+		Pending:    int32(state.Pending),
+		Admitted:   int32(state.Admitted),
 		Conditions: append([]metav1.Condition(nil), q.Status.Conditions...),
 	}
 	for _, p := range s.cache.PendingItems(q.Name, s.opts.TopN) {
@@ -318,23 +331,23 @@ func (s *StatusWriter) desiredStatus(q *schedulingv1alpha1.Queue, now metav1.Tim
 			st.TreeUsage = usage(t.Used, t.Capacity)
 		}
 	}
-	meta.SetStatusCondition(&st.Conditions, readyCondition(q.Name, view, now))
+	meta.SetStatusCondition(&st.Conditions, readyCondition(q.Name, state, now))
 	return st
 }
 
-// readyCondition is the Ready condition of the queue named name, as view
-// (the zero view when the cache has none) shows it.
-func readyCondition(name string, view api.QueueView, now metav1.Time) metav1.Condition {
+// readyCondition is the Ready condition of the queue named name, as st
+// (the zero state when the cache has none) shows it.
+func readyCondition(name string, st admission.QueueState, now metav1.Time) metav1.Condition {
 	cond := metav1.Condition{Type: QueueConditionReady, Status: metav1.ConditionTrue, Reason: ReasonQueueReady,
-		Message: fmt.Sprintf("%s policy; %d pending, %d admitted", view.Policy, view.Pending, view.Admitted), LastTransitionTime: now}
+		Message: fmt.Sprintf("%s policy; %d pending, %d admitted", st.Policy, st.Pending, st.Admitted), LastTransitionTime: now}
 	switch {
-	case view.Quota == nil:
+	case !st.HasQuota:
 		cond.Status, cond.Reason = metav1.ConditionFalse, ReasonQuotaNotFound
 		cond.Message = fmt.Sprintf("no ElasticQuota named %s: its units wait until one exists", name)
-	case view.Quota.Error != "":
-		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonQuotaInvalid, view.Quota.Error
-	case view.ConfigError != "":
-		cond.Reason, cond.Message = ReasonInvalidSettings, view.ConfigError
+	case st.QuotaError != "":
+		cond.Status, cond.Reason, cond.Message = metav1.ConditionFalse, ReasonQuotaInvalid, st.QuotaError
+	case st.ConfigError != "":
+		cond.Reason, cond.Message = ReasonInvalidSettings, st.ConfigError
 	}
 	return cond
 }

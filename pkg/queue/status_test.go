@@ -31,7 +31,18 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/admission"
 	"github.com/koord-queue/koord-queue/pkg/metrics"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
+	"github.com/koord-queue/koord-queue/pkg/visibility/api"
 )
+
+// testScheme is a scheme of koord-queue's API types.
+func testScheme(t *testing.T) *runtime.Scheme {
+	t.Helper()
+	scheme := runtime.NewScheme()
+	if err := apis.AddToScheme(scheme); err != nil {
+		t.Fatal(err)
+	}
+	return scheme
+}
 
 // reporter is a StatusWriter reading source, before Start: enough for
 // reportQuotas and desiredStatus.
@@ -202,10 +213,7 @@ func TestStatusLeavesTheBudgetToAdmissions(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			scheme := runtime.NewScheme()
-			if err := apis.AddToScheme(scheme); err != nil {
-				t.Fatal(err)
-			}
+			scheme := testScheme(t)
 			queue := &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}}
 			writes := 0
 			c := interceptor.NewClient(
@@ -255,10 +263,7 @@ func TestStatusWritesQueuesInTurnsWithinABudget(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			ctx := context.Background()
-			scheme := runtime.NewScheme()
-			if err := apis.AddToScheme(scheme); err != nil {
-				t.Fatal(err)
-			}
+			scheme := testScheme(t)
 			cache := admission.NewCache()
 			builder := fake.NewClientBuilder().WithScheme(scheme).WithStatusSubresource(&schedulingv1alpha1.Queue{})
 			var names []string
@@ -348,10 +353,7 @@ func TestStatusWritesQueuesInTurnsWithinABudget(t *testing.T) {
 // at every tick.
 func TestStatusRetriesAFailedReadinessWriteAtItsInterval(t *testing.T) {
 	ctx := context.Background()
-	scheme := runtime.NewScheme()
-	if err := apis.AddToScheme(scheme); err != nil {
-		t.Fatal(err)
-	}
+	scheme := testScheme(t)
 	queue := &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: "team"}}
 	attempts := 0
 	c := interceptor.NewClient(
@@ -372,5 +374,70 @@ func TestStatusRetriesAFailedReadinessWriteAtItsInterval(t *testing.T) {
 	}
 	if attempts != 4 {
 		t.Errorf("%d attempts to write in a minute, want 4 (one every 15 s)", attempts)
+	}
+}
+
+// countingSource counts the reads of an admission Cache that build views
+// of quotas: Queue (a quota view and a tree view) and Quotas (one of every
+// quota).
+type countingSource struct {
+	*admission.Cache
+	queueViews, quotaLists int
+}
+
+func (s *countingSource) Queue(name string) (api.QueueView, bool) {
+	s.queueViews++
+	return s.Cache.Queue(name)
+}
+
+func (s *countingSource) Quotas() []api.QuotaView {
+	s.quotaLists++
+	return s.Cache.Quotas()
+}
+
+// TestStatusBuildsQuotaViewsOnlyToWriteAndReport: each tick the writer
+// checks every queue's counts and readiness, but builds a queue's view
+// (its quota's figures) only when the queue is due for a write, and lists
+// the quotas for their metrics once every quotaReportInterval: with a
+// thousand queues, building them all every second was most of the
+// writer's CPU.
+func TestStatusBuildsQuotaViewsOnlyToWriteAndReport(t *testing.T) {
+	const queues, ticks, interval = 50, 30, 15 * time.Second
+	ctx := context.Background()
+	cache := admission.NewCache()
+	builder := fake.NewClientBuilder().WithScheme(testScheme(t)).WithStatusSubresource(&schedulingv1alpha1.Queue{})
+	for i := range queues {
+		name := fmt.Sprintf("q%02d", i)
+		// The fake client's version of the objects it starts with, so that
+		// the cache's copy is current.
+		q := &schedulingv1alpha1.Queue{ObjectMeta: metav1.ObjectMeta{Namespace: schedulingv1alpha1.QueueNamespace, Name: name, ResourceVersion: "999"}}
+		builder.WithObjects(q.DeepCopy())
+		cache.UpsertElasticQuota(wrappers.MakeElasticQuota(name, name).Max(corev1.ResourceCPU, "1").Obj())
+		cache.UpsertQueue(q)
+	}
+	c := interceptor.NewClient(builder.Build(), interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if err := c.SubResource(sub).Patch(ctx, obj, patch, opts...); err != nil {
+				return err
+			}
+			cache.UpsertQueue(obj.(*schedulingv1alpha1.Queue).DeepCopy()) // as the informer would
+			return nil
+		}})
+	source := &countingSource{Cache: cache}
+	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
+	sw := NewStatusWriter(c, c, record.NewFakeRecorder(100), source, clk, StatusOptions{RefreshInterval: interval, TopN: 20})
+	sw.lastWrite, sw.lastQuotaErrs, sw.warnedDuplicates = map[string]time.Time{}, map[string]string{}, map[types.UID]bool{}
+	for range ticks {
+		sw.refresh(ctx, logr.Discard())
+		clk.Step(time.Second)
+	}
+	// Each queue is due at its first tick and once an interval after (its
+	// status unchanged, then not written); this cache, current, meets no
+	// conflict that would build a status again.
+	if want := queues * int((ticks*time.Second+interval-1)/interval); source.queueViews > want {
+		t.Errorf("%d queue views built in %d ticks, want at most %d (each of %d queues once every %v)", source.queueViews, ticks, want, queues, interval)
+	}
+	if want := int((ticks*time.Second + quotaReportInterval - 1) / quotaReportInterval); source.quotaLists > want {
+		t.Errorf("the quotas listed %d times in %d ticks, want at most %d (once every %v)", source.quotaLists, ticks, want, quotaReportInterval)
 	}
 }
