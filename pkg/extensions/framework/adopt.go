@@ -13,6 +13,7 @@ import (
 	"k8s.io/klog/v2"
 	"k8s.io/utils/ptr"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
@@ -268,6 +269,15 @@ func (r *JobReconciler) adopt(ctx context.Context, job GenericJob, u *scheduling
 		return false, err
 	}
 	uid := ref.UID
+	if len(plan.renames) > 0 {
+		// Renamed pod sets are written whole, templates included, and the
+		// cache keeps a unit's templates stripped (StripUnit): they are
+		// renamed on the unit as the API server has it, read into u, which
+		// the caller goes on with.
+		if err := r.reader.Get(ctx, client.ObjectKeyFromObject(u), u); err != nil {
+			return false, fmt.Errorf("reading QueueUnit %s to rename its pod sets: %w", u.Name, err)
+		}
+	}
 	if err := r.patchUnit(ctx, u, false, func(u *schedulingv1alpha1.QueueUnit) bool {
 		for i := range u.OwnerReferences {
 			if o := &u.OwnerReferences[i]; o.UID == uid {

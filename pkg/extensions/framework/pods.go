@@ -261,12 +261,12 @@ func holdsNode(o client.Object) bool {
 // CacheByObject is how the manager's cache should keep what the extensions
 // watch (cache.Options ByObject): every pod of the cluster stripped to what
 // counting reads (identity, labels, controller, deletion, node, phase:
-// StripPod), and QueueUnits with only the labels and annotations the
-// extensions read (StripUnitMetadata).
+// StripPod), and QueueUnits with only the labels, annotations and pod
+// template fields the extensions read (StripUnit).
 func CacheByObject() map[client.Object]cache.ByObject {
 	return map[client.Object]cache.ByObject{
 		&corev1.Pod{}:                   {Transform: StripPod},
-		&schedulingv1alpha1.QueueUnit{}: {Transform: StripUnitMetadata},
+		&schedulingv1alpha1.QueueUnit{}: {Transform: StripUnit},
 	}
 }
 
@@ -326,12 +326,20 @@ func StripPod(obj any) (any, error) {
 		if unit, ok := p.Annotations[schedulingv1alpha1.AnnotationRelatedQueueUnit]; ok {
 			out.Annotations = map[string]string{schedulingv1alpha1.AnnotationRelatedQueueUnit: unit}
 		}
-		out.Spec.SchedulingGates = p.Spec.SchedulingGates
-		out.Spec.Containers = requestsOf(p.Spec.Containers)
-		out.Spec.InitContainers = requestsOf(p.Spec.InitContainers)
-		out.Spec.Overhead, out.Spec.Resources = p.Spec.Overhead, p.Spec.Resources
+		out.Spec = requestsSpec(&p.Spec)
+		out.Spec.NodeName, out.Spec.SchedulingGates = p.Spec.NodeName, p.Spec.SchedulingGates
 	}
 	return out, nil
+}
+
+// requestsSpec keeps of spec what resources.PodRequests reads.
+func requestsSpec(spec *corev1.PodSpec) corev1.PodSpec {
+	return corev1.PodSpec{
+		Containers:     requestsOf(spec.Containers),
+		InitContainers: requestsOf(spec.InitContainers),
+		Overhead:       spec.Overhead,
+		Resources:      spec.Resources,
+	}
 }
 
 // requestsOf keeps of containers what resources.PodRequests reads.

@@ -110,28 +110,34 @@ func unitMeta(obj client.Object) (labels, annotations map[string]string) {
 }
 
 // What the extensions read of a QueueUnit's labels and annotations, and so
-// all that their cache keeps of them (StripUnitMetadata): the quota its
-// labels name (where its pods must run: placementOf), its copy of the
-// runtime its job declares (declareRuntime), the hold of an invalid job
-// (holdInvalid) and its pod templates as they were before admission checks
-// changed them (keepOriginals). A unit copies its job's labels and
-// annotations, which a tenant writes: kept whole, every unit would cost its
-// job's metadata a second time.
+// all that their cache keeps of them (StripUnit): the quota its labels
+// name (where its pods must run: placementOf), its copy of the runtime its
+// job declares (declareRuntime), the hold of an invalid job (holdInvalid)
+// and its pod templates as they were before admission checks changed them
+// (keepOriginals). A unit copies its job's labels and annotations, which a
+// tenant writes: kept whole, every unit would cost its job's metadata a
+// second time.
 var (
 	unitLabelsRead = append([]string{elasticquotav1alpha1.LabelQuotaName, elasticquotav1alpha1.LabelQuotaNameAlibabaCloud},
 		maxExecTimeLabels...)
 	unitAnnotationsRead = []string{schedulingv1alpha1.AnnotationInvalidJob, schedulingv1alpha1.AnnotationPodSetOriginals, annotationAdoptedPodRequests, annotationOutgrown}
 )
 
-// StripUnitMetadata is the cache's transform of a QueueUnit: it keeps of
-// the unit's labels and annotations those the extensions read (above), and
-// drops its managed fields, as the cache's default transform would.
+// StripUnit is the cache's transform of a QueueUnit: it keeps of the
+// unit's labels and annotations those the extensions read (above), of each
+// pod set's template what its per-pod request is made of (samePodSets and
+// excess read no more: the job's own templates are what a unit is made
+// from), and drops its managed fields, as the cache's default transform
+// would. A unit holds a copy of its job's pod templates; kept whole, every
+// unit would cost its job's templates a second time.
+//
 // The extensions write a unit by a patch of what their change made
-// different (patch.Patch), so what is dropped stays on the unit. It
-// writes into no map it was given (a streamed list transforms each object
-// twice): a map that needs no cut is kept, another replaced. Anything but a
-// QueueUnit passes unchanged.
-func StripUnitMetadata(obj any) (any, error) {
+// different (patch.Patch), so what is dropped stays on the unit; a change
+// that writes pod sets it did not make from the job reads the unit whole
+// first (adopt). It writes into no map it was given (a streamed list
+// transforms each object twice): a map that needs no cut is kept, another
+// replaced. Anything but a QueueUnit passes unchanged.
+func StripUnit(obj any) (any, error) {
 	u, ok := obj.(*schedulingv1alpha1.QueueUnit)
 	if !ok {
 		return obj, nil
@@ -139,6 +145,14 @@ func StripUnitMetadata(obj any) (any, error) {
 	u.ManagedFields = nil
 	u.Labels = onlyKeys(u.Labels, unitLabelsRead)
 	u.Annotations = onlyKeys(u.Annotations, unitAnnotationsRead)
+	if len(u.Spec.PodSets) > 0 {
+		sets := make([]schedulingv1alpha1.PodSet, len(u.Spec.PodSets))
+		for i, s := range u.Spec.PodSets {
+			s.Template = corev1.PodTemplateSpec{Spec: requestsSpec(&s.Template.Spec)}
+			sets[i] = s
+		}
+		u.Spec.PodSets = sets
+	}
 	return u, nil
 }
 

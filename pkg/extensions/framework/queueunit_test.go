@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/utils/ptr"
 
@@ -303,11 +304,70 @@ func TestExcess(t *testing.T) {
 	}
 }
 
-// TestStripUnitMetadataKeepsWhatTheExtensionsRead: a unit copies its job's
+// TestStripUnitKeepsPodSetRequests: a unit copies its job's pod templates;
+// cached, each keeps what its per-pod request is made of (containers' and
+// init containers' resources, sidecars included, overhead, pod-level
+// resources), so the extensions compare and judge it as they would the
+// whole unit, and nothing else.
+func TestStripUnitKeepsPodSetRequests(t *testing.T) {
+	sidecar := corev1.ContainerRestartPolicyAlways
+	template := corev1.PodTemplateSpec{
+		ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "train"}, Annotations: map[string]string{"note": strings.Repeat("x", 1<<10)}},
+		Spec: corev1.PodSpec{
+			InitContainers: []corev1.Container{
+				{Name: "setup", Image: "setup:1", Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("4")}}},
+				{Name: "proxy", Image: "proxy:1", RestartPolicy: &sidecar, Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceMemory: resource.MustParse("1Gi")}}},
+			},
+			Containers: []corev1.Container{
+				{Name: "work", Image: "trainer:1", Command: []string{"python", "train.py"}, Env: []corev1.EnvVar{{Name: "EPOCHS", Value: "9"}},
+					Resources: corev1.ResourceRequirements{Limits: corev1.ResourceList{"nvidia.com/gpu": resource.MustParse("2")}}},
+			},
+			Overhead:     corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("250m")},
+			NodeSelector: map[string]string{"pool": "gpu"},
+			Tolerations:  []corev1.Toleration{{Key: "gpu", Operator: corev1.TolerationOpExists}},
+		},
+	}
+	whole := &schedulingv1alpha1.QueueUnit{ObjectMeta: metav1.ObjectMeta{Name: "u", Namespace: "ns"},
+		Spec: schedulingv1alpha1.QueueUnitSpec{PodSets: []schedulingv1alpha1.PodSet{
+			{Name: "main", Count: 4, MinCount: ptr.To[int32](2), Template: template},
+			{Name: "empty", Count: 1},
+		}}}
+	obj, err := StripUnit(whole.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := obj.(*schedulingv1alpha1.QueueUnit)
+	if !samePodSets(whole.Spec.PodSets, got.Spec.PodSets) {
+		t.Errorf("stripped pod sets ask for something else: %+v", got.Spec.PodSets)
+	}
+	for i, s := range got.Spec.PodSets {
+		want := whole.Spec.PodSets[i]
+		if diff := cmp.Diff(resources.PodRequests(&want.Template.Spec), resources.PodRequests(&s.Template.Spec)); diff != "" {
+			t.Errorf("pod set %s's request (-whole +stripped):\n%s", s.Name, diff)
+		}
+		if s.Name != want.Name || s.Count != want.Count || !ptr.Equal(s.MinCount, want.MinCount) {
+			t.Errorf("pod set %d is %s × %d (min %v), want %s × %d (min %v)", i, s.Name, s.Count, s.MinCount, want.Name, want.Count, want.MinCount)
+		}
+	}
+	kept := got.Spec.PodSets[0].Template
+	if kept.Labels != nil || kept.Annotations != nil || kept.Spec.NodeSelector != nil || kept.Spec.Tolerations != nil ||
+		kept.Spec.Containers[0].Image != "" || kept.Spec.Containers[0].Command != nil || kept.Spec.Containers[0].Env != nil {
+		t.Errorf("stripped template keeps more than its request: %+v", kept)
+	}
+	again, err := StripUnit(got.DeepCopy())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(got, again.(*schedulingv1alpha1.QueueUnit)); diff != "" {
+		t.Errorf("stripping again changed the unit (-once +twice):\n%s", diff)
+	}
+}
+
+// TestStripUnitKeepsWhatTheExtensionsRead: a unit copies its job's
 // labels and annotations, a MiB of them if the tenant wrote so; cached, it
 // keeps only those the extensions read, and a unit that has no others
 // keeps its maps as they are (a streamed list strips each unit twice).
-func TestStripUnitMetadataKeepsWhatTheExtensionsRead(t *testing.T) {
+func TestStripUnitKeepsWhatTheExtensionsRead(t *testing.T) {
 	read := map[string]string{
 		elasticquotav1alpha1.LabelQuotaName:             "team-a",
 		elasticquotav1alpha1.LabelQuotaNameAlibabaCloud: "team-b",
@@ -327,7 +387,7 @@ func TestStripUnitMetadataKeepsWhatTheExtensionsRead(t *testing.T) {
 		u.Labels[fmt.Sprintf("tenant.example.com/l%04d", i)] = strings.Repeat("v", 63)
 		u.Annotations[fmt.Sprintf("tenant.example.com/a%04d", i)] = strings.Repeat("v", 1<<10)
 	}
-	obj, err := StripUnitMetadata(u)
+	obj, err := StripUnit(u)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -346,12 +406,12 @@ func TestStripUnitMetadataKeepsWhatTheExtensionsRead(t *testing.T) {
 		t.Errorf("managed fields kept: %v", got.ManagedFields)
 	}
 	labels, annotations := got.Labels, got.Annotations
-	again, _ := StripUnitMetadata(got)
+	again, _ := StripUnit(got)
 	if u := again.(*schedulingv1alpha1.QueueUnit); reflect.ValueOf(u.Labels).UnsafePointer() != reflect.ValueOf(labels).UnsafePointer() ||
 		reflect.ValueOf(u.Annotations).UnsafePointer() != reflect.ValueOf(annotations).UnsafePointer() {
 		t.Error("stripping again replaced maps that needed no cut")
 	}
-	if other, _ := StripUnitMetadata(&corev1.Pod{}); other == nil {
-		t.Error("StripUnitMetadata dropped an object that is not a QueueUnit")
+	if other, _ := StripUnit(&corev1.Pod{}); other == nil {
+		t.Error("StripUnit dropped an object that is not a QueueUnit")
 	}
 }

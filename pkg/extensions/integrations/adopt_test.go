@@ -18,6 +18,7 @@ import (
 	"k8s.io/client-go/tools/record"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	rayv1 "github.com/ray-project/kuberay/ray-operator/apis/ray/v1"
 
@@ -217,6 +218,61 @@ func TestAdoptKoordQueueUnits(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestAdoptionRenamesPodSetsOnTheWholeUnit: the extensions' cache keeps a
+// unit's pod templates stripped to their requests (framework.StripUnit),
+// and renaming a taken-over unit's pod sets writes them whole: they are
+// renamed on the unit as the API server has it, also when the takeover's
+// status part was written already (by a pass that failed after it), which
+// leaves the cached copy as it was.
+func TestAdoptionRenamesPodSetsOnTheWholeUnit(t *testing.T) {
+	ctx := context.Background()
+	integ := integrationNamed(t, "job")
+	job := setSuspended(integ, v18Job(integ), false).(*batchv1.Job)
+	job.Spec.Template.Spec.Containers[0].Image = "trainer:1"
+	unit := v18Unit(t, integ, job, schedulingv1alpha1.Running, true)
+	unit.Status.Admissions[0].Name = schedulingv1alpha1.DefaultPodSetName
+	unit.Status.Conditions = []metav1.Condition{{Type: schedulingv1alpha1.QueueUnitAdopted, Status: metav1.ConditionTrue,
+		Reason: framework.ReasonAdopted, LastTransitionTime: metav1.Now()}}
+	server := frameworktest.WithJobIndexes(frameworktest.ClientBuilder(t, scheme(t)), All()...).WithObjects(job, unit).
+		WithStatusSubresource(&schedulingv1alpha1.QueueUnit{}, job).Build()
+	cached := interceptor.NewClient(server, interceptor.Funcs{
+		Get: func(ctx context.Context, c client.WithWatch, key client.ObjectKey, obj client.Object, opts ...client.GetOption) error {
+			if err := c.Get(ctx, key, obj, opts...); err != nil {
+				return err
+			}
+			_, err := framework.StripUnit(obj) // as the cache keeps a unit
+			return err
+		}})
+	r := framework.NewJobReconciler(cached, server, record.NewFakeRecorder(100), integ, framework.WithStatusDelay(0))
+	if _, err := r.Reconcile(ctx, ctrl.Request{NamespacedName: client.ObjectKeyFromObject(job)}); err != nil {
+		t.Fatalf("Reconcile: %v", err)
+	}
+	var got schedulingv1alpha1.QueueUnit
+	if err := server.Get(ctx, client.ObjectKeyFromObject(unit), &got); err != nil {
+		t.Fatal(err)
+	}
+	if owner := metav1.GetControllerOf(&got); owner == nil || owner.UID != job.UID {
+		t.Fatalf("unit not taken over: controller %v", owner)
+	}
+	want := []schedulingv1alpha1.PodSet{unit.Spec.PodSets[0]}
+	want[0].Name = schedulingv1alpha1.DefaultPodSetName
+	if diff := cmp.Diff(want, got.Spec.PodSets); diff != "" {
+		t.Errorf("pod sets after the takeover (-want +got):\n%s", diff)
+	}
+}
+
+// integrationNamed is the integration of All called name.
+func integrationNamed(t *testing.T, name string) framework.Integration {
+	t.Helper()
+	for _, integ := range All() {
+		if integ.Name == name {
+			return integ
+		}
+	}
+	t.Fatalf("no integration %q", name)
+	return framework.Integration{}
 }
 
 // queueHolds: phases whose admissions stay while the job runs.

@@ -75,6 +75,17 @@ func TestAdoptKoordQueueUnits(t *testing.T) {
 	unitWhere(t, waitingKey, "adopted and waiting", func(u *schedulingv1alpha1.QueueUnit) bool {
 		return adopted(u, string(waiting.UID)) && u.EffectivePhase() == schedulingv1alpha1.Enqueued
 	})
+	// Renaming the pod sets kept their templates whole, though the
+	// extensions' cache keeps them stripped to their requests.
+	for key, j := range map[client.ObjectKey]*batchv1.Job{releasedKey: released, waitingKey: waiting} {
+		var u schedulingv1alpha1.QueueUnit
+		if err := k8s.Get(context.Background(), key, &u); err != nil {
+			t.Fatal(err)
+		}
+		if got, want := u.Spec.PodSets[0].Template.Spec.Containers[0].Image, j.Spec.Template.Spec.Containers[0].Image; got != want || got == "" {
+			t.Errorf("unit %s's pod set template, renamed, has image %q, want its job's %q", key.Name, got, want)
+		}
+	}
 	jobWhere(t, integ, client.ObjectKeyFromObject(released), "running", func(g framework.GenericJob) bool { return !g.IsSuspended() })
 	jobWhere(t, integ, client.ObjectKeyFromObject(waiting), "suspended", func(g framework.GenericJob) bool { return g.IsSuspended() })
 
