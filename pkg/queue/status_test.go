@@ -35,7 +35,7 @@ import (
 )
 
 // testScheme is a scheme of koord-queue's API types.
-func testScheme(t *testing.T) *runtime.Scheme {
+func testScheme(t testing.TB) *runtime.Scheme {
 	t.Helper()
 	scheme := runtime.NewScheme()
 	if err := apis.AddToScheme(scheme); err != nil {
