@@ -15,10 +15,10 @@ import (
 func (r Report) JobsMarkdown() string {
 	var b strings.Builder
 	r.writeHead(&b, fmt.Sprintf("Kueue and koord-queue on batch Jobs: Kueue's `%s` shape", r.Config))
-	b.WriteString("\n## Each component's CPU and peak RSS\n\n| pair | system | component | CPU (s) | peak RSS (MiB) |\n|---|---|---|---|---|\n")
+	b.WriteString("\n## Each component's CPU and peak RSS\n\n| pair | system | component | CPU (s) | peak RSS (MiB) | resident at the end, anonymous / file-backed (MiB) |\n|---|---|---|---|---|---|\n")
 	for _, m := range r.Measurements {
 		for _, c := range m.Components {
-			fmt.Fprintf(&b, "| %d | %s | %s | %.1f | %.0f |\n", m.Pair, m.System, c.Name, c.CPUSeconds, c.PeakRSSMiB)
+			fmt.Fprintf(&b, "| %d | %s | %s | %.1f | %.0f | %.0f / %.0f |\n", m.Pair, m.System, c.Name, c.CPUSeconds, c.PeakRSSMiB, c.AnonMiB, c.FileMiB)
 		}
 	}
 	b.WriteString("\n## API writes per Job, by component and what they wrote\n\n")
@@ -156,6 +156,7 @@ medians (in the per-pair table, of the pair).
 | wall | from the harness starting to create Jobs to its Job informer seeing the last Job Complete |
 | time to pods running | per class, from the harness sending each Job's create to its pod informer first seeing the Job's pod Running (or finished); mean and 90th percentile (nearest rank) |
 | CPU, peak RSS | each component's user + system time and VmHWM from ` + "`/proc`" + ` just before it is stopped (once every Job is complete), summed over the system's components: Kueue's manager; koord-queue and koord-queue-controllers |
+| resident at the end | each component's RssAnon (heap, stacks, the Go runtime) and RssFile (the pages of its binary mapped in, which the page cache shares) from ` + "`/proc`" + ` at the same moment; VmHWM counts both |
 | API writes per Job | every write (create, update, patch, delete; events and non-2xx answers included) the audit log attributes to the component's user agent, over the Jobs; the system's components are Kueue's manager (user agent ` + "`kueue`" + `) and koord-queue's two binaries |
 | evictions | Jobs the Job informer saw suspended again after being released |
 | events | the cluster's events of QueueUnits and Workloads, and of Jobs from anyone but the Job controller, listed once every Job completed, each counted as often as it happened; a lower bound, since event recorders drop events under load |

@@ -103,7 +103,10 @@ func (s *system) stop() []Component {
 	var out []Component
 	for i, p := range s.procs {
 		st := p.Stop()
-		out = append(out, Component{Name: s.names[i], CPUSeconds: st.CPUSeconds, PeakRSSMiB: float64(st.PeakRSSKiB) / 1024})
+		out = append(out, Component{
+			Name: s.names[i], CPUSeconds: st.CPUSeconds, PeakRSSMiB: float64(st.PeakRSSKiB) / 1024,
+			AnonMiB: float64(st.Resident.AnonKiB) / 1024, FileMiB: float64(st.Resident.FileKiB) / 1024,
+		})
 	}
 	s.procs = nil
 	return out

@@ -110,6 +110,10 @@ type Component struct {
 	Name       string  `json:"name"`
 	CPUSeconds float64 `json:"cpuSeconds"`
 	PeakRSSMiB float64 `json:"peakRSSMiB"`
+	// AnonMiB and FileMiB are its resident memory just before it was
+	// stopped: anonymous, and the file-backed pages of its binary.
+	AnonMiB float64 `json:"anonMiB"`
+	FileMiB float64 `json:"fileMiB"`
 }
 
 // WritesPerJob is what the system's components (SystemAgents) wrote, over

@@ -31,6 +31,9 @@ import (
 type Stats struct {
 	CPUSeconds float64
 	PeakRSSKiB int64
+	// Resident is the resident memory, by kind, just before the process was
+	// stopped (zero when /proc could not be read).
+	Resident Resident
 	// Requests to the API server by method and code ("PATCH 200").
 	Requests map[string]float64
 	// Reconciles by controller and result ("batchjob success"), for a
@@ -218,6 +221,9 @@ func (p *Process) measure() Stats {
 	if cpu, peak, err := ProcSample(p.proc.Pid()); err == nil {
 		st.CPUSeconds, st.PeakRSSKiB = cpu, peak
 	}
+	if res, err := ResidentOf(p.proc.Pid()); err == nil {
+		st.Resident = res
+	}
 	return st
 }
 
@@ -269,6 +275,36 @@ func ProcSample(pid int) (cpuSeconds float64, peakKiB int64, err error) {
 		}
 	}
 	return cpuSeconds, peakKiB, scanner.Err()
+}
+
+// Resident is a process's resident memory by kind, from /proc/<pid>/status:
+// anonymous (heap, stacks, the runtime's own) and file-backed (the pages of
+// its binary and libraries mapped in, shared with the page cache).
+type Resident struct {
+	AnonKiB int64
+	FileKiB int64
+}
+
+// ResidentOf reads RssAnon and RssFile of /proc/<pid>/status.
+func ResidentOf(pid int) (Resident, error) {
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return Resident{}, fmt.Errorf("reading /proc status: %w", err)
+	}
+	var res Resident
+	for line := range strings.Lines(string(status)) {
+		f := strings.Fields(line)
+		if len(f) < 2 {
+			continue
+		}
+		switch f[0] {
+		case "RssAnon:":
+			res.AnonKiB, _ = strconv.ParseInt(f[1], 10, 64)
+		case "RssFile:":
+			res.FileKiB, _ = strconv.ParseInt(f[1], 10, 64)
+		}
+	}
+	return res, nil
 }
 
 // restRequests matches client-go's request counter, and reconciles

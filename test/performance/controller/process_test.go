@@ -77,6 +77,31 @@ func TestProcSampleReadsThisProcess(t *testing.T) {
 	}
 }
 
+// TestResidentOfSplitsThisProcess checks ResidentOf against this process:
+// 64 MiB touched grow its anonymous memory, and its binary's mapped pages
+// are file-backed.
+func TestResidentOfSplitsThisProcess(t *testing.T) {
+	before, err := ResidentOf(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.FileKiB <= 0 {
+		t.Errorf("ResidentOf file-backed %d KiB, want some: the test binary's text is mapped", before.FileKiB)
+	}
+	ballast := make([]byte, 64<<20)
+	for i := range ballast {
+		ballast[i] = byte(i)
+	}
+	after, err := ResidentOf(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.KeepAlive(ballast)
+	if grew := after.AnonKiB - before.AnonKiB; grew < 60<<10 {
+		t.Errorf("ResidentOf anonymous grew by %d KiB (from %d to %d) after touching 64 MiB", grew, before.AnonKiB, after.AnonKiB)
+	}
+}
+
 // TestLiveHeapReadsAProcessHeap reads this process's heap through Go's own
 // /debug/pprof handler, as koord-queue serves it: 64 MiB kept alive are in
 // the live heap, and the saved profile is a gzipped profile.
