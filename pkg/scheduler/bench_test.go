@@ -166,3 +166,57 @@ func BenchmarkDecisionByPending(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkAdmissionBesidePreemptionsInFlight: the decisions of 1,000
+// own-max queues while preemptions are in flight in other quotas, their
+// victims never leaving: every queue's turn holds room for each of them
+// (preemptions.holdRoom), as a cycle does at scale while victims' Jobs
+// stop.
+func BenchmarkAdmissionBesidePreemptionsInFlight(b *testing.B) {
+	for _, inFlight := range []int{10, 100} {
+		b.Run(fmt.Sprintf("in-flight=%d", inFlight), func(b *testing.B) {
+			w := newBenchWorld(b, 1000, 20, 10, 0)
+			w.preemptInFlight(b, inFlight)
+			runtime.GC()
+			b.ReportAllocs()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				w.decide(b, i%len(w.queues), true)
+			}
+		})
+	}
+}
+
+// preemptInFlight adds n trees of two quotas under a parent with a max of 8
+// cpu, each with a borrower holding 8 and an owner owed its min of 4, and
+// runs the cycle in which each owner preempts a borrower's unit. The
+// victims are never reported gone, so the n preemptions stay in flight.
+func (w *benchWorld) preemptInFlight(b *testing.B, n int) {
+	b.Helper()
+	specs := make([]quota.Spec, 0, 3*n)
+	for i := range n {
+		tree := fmt.Sprintf("tree-%03d", i)
+		specs = append(specs,
+			qt.MakeSpec(tree).IsParent().Min("cpu", "8").Max("cpu", "8").Obj(),
+			qt.MakeSpec("owner-"+tree).Parent(tree).Min("cpu", "4").Max("cpu", "8").Obj(),
+			qt.MakeSpec("borrower-"+tree).Parent(tree).Min("cpu", "4").Max("cpu", "8").Obj())
+	}
+	w.s.UpsertQuotas(specs)
+	for i := range n {
+		tree := fmt.Sprintf("tree-%03d", i)
+		w.s.UpsertQueue(st.MakeQueue("owner-" + tree).PreemptionDelay(0).Obj())
+		w.s.UpsertQueue(st.MakeQueue("borrower-" + tree).Obj())
+		for _, u := range []scheduler.Unit{
+			st.MakeUnit("ns/b0-"+tree, "borrower-"+tree).Request("cpu", "4").Admitted(0).Running().Obj(),
+			st.MakeUnit("ns/b1-"+tree, "borrower-"+tree).Request("cpu", "4").Admitted(0).Running().Obj(),
+			st.MakeUnit("ns/a-"+tree, "owner-"+tree).Request("cpu", "4").Obj(),
+		} {
+			if err := w.s.UpsertUnit(u); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	if r := w.s.Cycle(w.now); len(r.Preemptions) != n || len(r.Admissions) != 0 {
+		b.Fatalf("the set-up cycle preempted %d times and admitted %d units, want %d preemptions and no admission", len(r.Preemptions), len(r.Admissions), n)
+	}
+}

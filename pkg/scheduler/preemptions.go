@@ -237,28 +237,49 @@ func (p *preemptions) fitsBeside(engine *quota.Engine, units map[string]*unitSta
 
 // collectInFlight fills p.gone with the victims of the preemptions in
 // flight and p.coming with what their preemptors ask for beyond what they
-// hold already. It returns false when none is in flight.
+// hold already. It returns false when none is in flight. It runs at every
+// queue's turn while a preemption is in flight, so it neither sorts nor
+// allocates once its buffers have grown: the state HeadroomAfter builds
+// from them is a sum, the same in any order.
 func (p *preemptions) collectInFlight(engine *quota.Engine, units map[string]*unitState) bool {
 	p.gone, p.coming = p.gone[:0], p.coming[:0]
 	if len(p.inFlight) == 0 {
 		return false // the common case, on every turn
 	}
-	for _, q := range slices.Sorted(maps.Keys(p.inFlight)) {
-		for _, key := range sortedKeys(p.inFlight[q]) {
+	for _, set := range p.inFlight {
+		for key := range set {
 			pu := units[key]
 			if pu == nil || pu.victims == nil || pu.admitted {
 				continue
 			}
-			p.gone = append(p.gone, sortedKeys(pu.victims)...)
-			held, _ := engine.Charged(reservationKey(key))
-			rest := make(quota.Vector, len(pu.req))
-			for i, r := range pu.req {
-				rest[i] = max(r-at(held.Request, i), 0)
+			for v := range pu.victims {
+				p.gone = append(p.gone, v)
 			}
-			p.coming = append(p.coming, quota.Charge{Quota: pu.quota, Request: rest})
+			var held quota.Vector
+			if pu.reserved { // only then is a reservation charged (Scheduler.engine)
+				c, _ := engine.Charged(reservationKey(key))
+				held = c.Request
+			}
+			rest := p.nextComing(pu.quota)
+			for _, r := range pu.req {
+				rest.Request = append(rest.Request, max(r-at(held, len(rest.Request)), 0))
+			}
 		}
 	}
 	return len(p.coming) > 0
+}
+
+// nextComing appends to p.coming a charge to quotaName with an empty
+// request, reusing the request's memory from an earlier collection.
+func (p *preemptions) nextComing(quotaName string) *quota.Charge {
+	if len(p.coming) < cap(p.coming) {
+		p.coming = p.coming[:len(p.coming)+1]
+	} else {
+		p.coming = append(p.coming, quota.Charge{})
+	}
+	c := &p.coming[len(p.coming)-1]
+	*c = quota.Charge{Quota: quotaName, Request: c.Request[:0]}
+	return c
 }
 
 // waitForOthers: queue's head waits for a preemption in flight to end.
