@@ -81,9 +81,6 @@ func (c *Cache) TopologyDomains(name, level string, offset, limit int) (api.Topo
 // delivered its initial objects (false until Setup has run).
 func (c *Cache) HasSynced() bool { return c.views.HasSynced() }
 
-// QueueObjects are the latest Queue objects.
-func (c *Cache) QueueObjects() []*schedulingv1alpha1.Queue { return c.views.QueueObjects() }
-
 // QueueStates are every queue's object, counts and readiness, without its
 // quota's figures.
 func (c *Cache) QueueStates() []QueueState { return c.views.QueueStates() }

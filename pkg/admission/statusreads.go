@@ -78,17 +78,6 @@ func (c *views) queueState(name string) QueueState {
 	return st
 }
 
-// QueueObjects are the latest Queue objects.
-func (c *views) QueueObjects() []*schedulingv1alpha1.Queue {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	out := make([]*schedulingv1alpha1.Queue, 0, len(c.queues))
-	for _, r := range c.queues {
-		out = append(out, r.queue)
-	}
-	return out
-}
-
 // QuotaObject is the ElasticQuota used under a name, nil when none is.
 func (c *views) QuotaObject(name string) *elasticquotav1alpha1.ElasticQuota {
 	c.mu.Lock()

@@ -12,9 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 	clocktesting "k8s.io/utils/clock/testing"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/client/fake"
-	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
 	"github.com/koord-queue/koord-queue/pkg/admission"
@@ -42,14 +40,7 @@ func BenchmarkStatusRefresh(b *testing.B) {
 			cache.UpsertUnit(wrappers.MakeQueueUnit(fmt.Sprintf("%s-%d", name, u), name).Quota(name).Request(corev1.ResourceCPU, "50").Obj())
 		}
 	}
-	c := interceptor.NewClient(builder.Build(), interceptor.Funcs{
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			if err := c.SubResource(sub).Patch(ctx, obj, patch, opts...); err != nil {
-				return err
-			}
-			cache.UpsertQueue(obj.(*schedulingv1alpha1.Queue).DeepCopy()) // as the informer would
-			return nil
-		}})
+	c := informedClient(builder, cache, nil)
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	sw := NewStatusWriter(c, c, record.NewFakeRecorder(10), cache, clk, StatusOptions{RefreshInterval: time.Hour, TopN: 20})
 	sw.lastWrite, sw.lastQuotaErrs, sw.warnedDuplicates = map[string]time.Time{}, map[string]string{}, map[types.UID]bool{}

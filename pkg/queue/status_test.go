@@ -44,6 +44,23 @@ func testScheme(t testing.TB) *runtime.Scheme {
 	return scheme
 }
 
+// informedClient is builder's client, whose every Queue status patch is
+// then upserted into cache, as koord-queue's informer would, and handed to
+// written when it is not nil.
+func informedClient(builder *fake.ClientBuilder, cache *admission.Cache, written func(client.Object)) client.Client {
+	return interceptor.NewClient(builder.Build(), interceptor.Funcs{
+		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
+			if err := c.SubResource(sub).Patch(ctx, obj, patch, opts...); err != nil {
+				return err
+			}
+			if written != nil {
+				written(obj)
+			}
+			cache.UpsertQueue(obj.(*schedulingv1alpha1.Queue).DeepCopy())
+			return nil
+		}})
+}
+
 // reporter is a StatusWriter reading source, before Start: enough for
 // reportQuotas and desiredStatus.
 func reporter(source StatusSource, recorder record.EventRecorder) *StatusWriter {
@@ -278,16 +295,10 @@ func TestStatusWritesQueuesInTurnsWithinABudget(t *testing.T) {
 			tick := 0
 			written := map[string][]int{} // each queue's writes, by tick
 			perTick := map[int]int{}
-			c := interceptor.NewClient(builder.Build(), interceptor.Funcs{
-				SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-					if err := c.SubResource(sub).Patch(ctx, obj, patch, opts...); err != nil {
-						return err
-					}
-					written[obj.GetName()] = append(written[obj.GetName()], tick)
-					perTick[tick]++
-					cache.UpsertQueue(obj.(*schedulingv1alpha1.Queue).DeepCopy()) // as the informer would
-					return nil
-				}})
+			c := informedClient(builder, cache, func(obj client.Object) {
+				written[obj.GetName()] = append(written[obj.GetName()], tick)
+				perTick[tick]++
+			})
 			clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 			sw := NewStatusWriter(c, c, record.NewFakeRecorder(100), admittingSource{Cache: cache, writing: func() bool { return tc.writing }}, clk,
 				StatusOptions{RefreshInterval: 15 * time.Second, TopN: 20})
@@ -415,14 +426,7 @@ func TestStatusBuildsQuotaViewsOnlyToWriteAndReport(t *testing.T) {
 		cache.UpsertElasticQuota(wrappers.MakeElasticQuota(name, name).Max(corev1.ResourceCPU, "1").Obj())
 		cache.UpsertQueue(q)
 	}
-	c := interceptor.NewClient(builder.Build(), interceptor.Funcs{
-		SubResourcePatch: func(ctx context.Context, c client.Client, sub string, obj client.Object, patch client.Patch, opts ...client.SubResourcePatchOption) error {
-			if err := c.SubResource(sub).Patch(ctx, obj, patch, opts...); err != nil {
-				return err
-			}
-			cache.UpsertQueue(obj.(*schedulingv1alpha1.Queue).DeepCopy()) // as the informer would
-			return nil
-		}})
+	c := informedClient(builder, cache, nil)
 	source := &countingSource{Cache: cache}
 	clk := clocktesting.NewFakeClock(time.Unix(1000, 0))
 	sw := NewStatusWriter(c, c, record.NewFakeRecorder(100), source, clk, StatusOptions{RefreshInterval: interval, TopN: 20})

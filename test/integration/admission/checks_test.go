@@ -98,10 +98,8 @@ func setQueueChecks(t *testing.T, cache *admission.Cache, name string, checks []
 		return env.Client.Update(ctx, q)
 	})
 	testenv.Eventually(t, testenv.DefaultTimeout, func(context.Context) error {
-		for _, q := range cache.QueueObjects() {
-			if q.Name == name && equality.Semantic.DeepEqual(q.Spec.AdmissionChecks, checks) {
-				return nil
-			}
+		if st, ok := cache.QueueState(name); ok && equality.Semantic.DeepEqual(st.Queue.Spec.AdmissionChecks, checks) {
+			return nil
 		}
 		return fmt.Errorf("waiting for koord-queue to see the admission checks of Queue %s", name)
 	})
