@@ -351,8 +351,6 @@ func (c *Cache) DeleteQueue(name string) {
 	defer c.mu.Unlock()
 	delete(c.queues, name)
 	c.core.DeleteQueue(name)
-	metrics.PendingUnits.DeleteLabelValues(name)
-	metrics.AdmittedUnits.DeleteLabelValues(name)
 	c.wake.notify()
 }
 

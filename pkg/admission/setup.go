@@ -195,11 +195,14 @@ func Setup(ctx context.Context, mgr manager.Manager, opts Options) (*Cache, erro
 	if err := mgr.Add(&Loop{cache: c, writer: writer, clock: opts.Clock, synced: watchSync(ctx, opts.Clock, listed, synced), log: c.log, processStart: opts.ProcessStart}); err != nil {
 		return nil, fmt.Errorf("adding the scheduling loop: %w", err)
 	}
-	if err := mgr.Add(&v18Exporter{registry: ctrlmetrics.Registry, collector: &forecastCollector{forecasts: &c.forecasts, now: opts.Clock.Now}, synced: synced}); err != nil {
+	if err := mgr.Add(&leaderExporter{registry: ctrlmetrics.Registry, collector: &forecastCollector{forecasts: &c.forecasts, now: opts.Clock.Now}, synced: synced}); err != nil {
 		return nil, fmt.Errorf("adding the forecast's metrics: %w", err)
 	}
-	if err := mgr.Add(&v18Exporter{registry: ctrlmetrics.Registry, collector: &v18Collector{counts: &c.jobTypeCounts}, synced: synced}); err != nil {
+	if err := mgr.Add(&leaderExporter{registry: ctrlmetrics.Registry, collector: &v18Collector{counts: &c.jobTypeCounts}, synced: synced}); err != nil {
 		return nil, fmt.Errorf("adding Koord-Queue v1.8's metrics: %w", err)
+	}
+	if err := mgr.Add(&leaderExporter{registry: ctrlmetrics.Registry, collector: &queueCountsCollector{views: &c.views}, synced: synced}); err != nil {
+		return nil, fmt.Errorf("adding the queues' metrics: %w", err)
 	}
 	return c, nil
 }

@@ -137,26 +137,28 @@ func (v *v18Collector) Collect(ch chan<- prometheus.Metric) {
 	}
 }
 
-// v18Exporter registers the v18Collector while this replica leads, once
+// leaderExporter registers a collector of what the Cache holds (v1.8's
+// metrics, the queues' counts, the forecast) while this replica leads, once
 // the Cache holds every object (a scrape before would see part of them).
-type v18Exporter struct {
+type leaderExporter struct {
 	registry  prometheus.Registerer
 	collector prometheus.Collector
 	synced    []toolscache.InformerSynced
 }
 
-var _ manager.LeaderElectionRunnable = (*v18Exporter)(nil)
+var _ manager.LeaderElectionRunnable = (*leaderExporter)(nil)
 
-// NeedLeaderElection: only the leader exports v1.8's metrics.
-func (x *v18Exporter) NeedLeaderElection() bool { return true }
+// NeedLeaderElection: only the leader exports them, so that a dashboard
+// summing over replicas counts each unit once.
+func (x *leaderExporter) NeedLeaderElection() bool { return true }
 
 // Start exports the metrics until ctx ends.
-func (x *v18Exporter) Start(ctx context.Context) error {
+func (x *leaderExporter) Start(ctx context.Context) error {
 	if _, _, err := waitSynced(ctx, clock.RealClock{}, nil, x.synced); err != nil {
 		return fmt.Errorf("waiting for the cache: %w", err)
 	}
 	if err := x.registry.Register(x.collector); err != nil {
-		return fmt.Errorf("registering Koord-Queue v1.8's metrics: %w", err)
+		return fmt.Errorf("registering metrics: %w", err)
 	}
 	<-ctx.Done()
 	x.registry.Unregister(x.collector)

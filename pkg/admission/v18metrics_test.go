@@ -16,13 +16,19 @@ import (
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 )
 
-// gatherV18 scrapes a Cache's v1.8 metrics through a pedantic registry
-// (which also checks them against their descriptions), as
-// name{label="value",...} → value.
+// gatherV18 scrapes a Cache's v1.8 metrics (gather).
 func gatherV18(t *testing.T, c *Cache) map[string]float64 {
 	t.Helper()
+	return gather(t, &v18Collector{counts: &c.jobTypeCounts})
+}
+
+// gather scrapes collector through a pedantic registry (which also checks
+// its metrics against their descriptions), as name{label="value",...} →
+// value.
+func gather(t *testing.T, collector prometheus.Collector) map[string]float64 {
+	t.Helper()
 	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(&v18Collector{counts: &c.jobTypeCounts})
+	reg.MustRegister(collector)
 	families, err := reg.Gather()
 	if err != nil {
 		t.Fatalf("gathering: %v", err)

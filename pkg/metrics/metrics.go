@@ -18,16 +18,6 @@ const (
 )
 
 var (
-	// PendingUnits is how many units wait in each queue.
-	PendingUnits = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "koord_queue_pending_units", Help: "Units waiting in each queue.",
-	}, []string{"queue"})
-
-	// AdmittedUnits is how many units of each queue hold quota.
-	AdmittedUnits = prometheus.NewGaugeVec(prometheus.GaugeOpts{
-		Name: "koord_queue_admitted_units", Help: "Units of each queue holding quota.",
-	}, []string{"queue"})
-
 	// AdmissionAttempts counts admission writes by result: admitted, waiting
 	// (a new reason to wait was written) or error.
 	AdmissionAttempts = prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -121,6 +111,16 @@ var (
 	})
 )
 
+// PendingUnits and AdmittedUnits are how many units of each queue wait and
+// hold quota, read from the admission cache when scraped, on the leader
+// (pkg/admission's queueCountsCollector).
+var (
+	PendingUnits = prometheus.NewDesc("koord_queue_pending_units",
+		"Units waiting in each queue.", []string{"queue"}, nil)
+	AdmittedUnits = prometheus.NewDesc("koord_queue_admitted_units",
+		"Units of each queue holding quota.", []string{"queue"}, nil)
+)
+
 // ForecastHorizon is, per basis of the forecast (Declared or Learned), how
 // far ahead the waiting units are forecast to be admitted; ForecastUnknown
 // counts the waiting units the forecast gives no time (pkg/forecast). Both
@@ -166,6 +166,6 @@ const (
 )
 
 func init() {
-	metrics.Registry.MustRegister(PendingUnits, AdmittedUnits, AdmissionAttempts, AdmissionWaitTime, QuotaResource, Evictions, WatchedUpdates, DeferredWrites, DeferredWriteDelay, CycleDuration,
+	metrics.Registry.MustRegister(AdmissionAttempts, AdmissionWaitTime, QuotaResource, Evictions, WatchedUpdates, DeferredWrites, DeferredWriteDelay, CycleDuration,
 		JobSchedulingAlgorithmLatency)
 }

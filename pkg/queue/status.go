@@ -176,9 +176,6 @@ func (s *StatusWriter) refresh(ctx context.Context, log logr.Logger) {
 	var due []dueQueue
 	for _, st := range s.cache.QueueStates() {
 		q := st.Queue
-		// Metrics every tick; the Queue object only at its refresh interval.
-		metrics.PendingUnits.WithLabelValues(q.Name).Set(float64(st.Pending))
-		metrics.AdmittedUnits.WithLabelValues(q.Name).Set(float64(st.Admitted))
 		interval := s.opts.RefreshInterval
 		if v, ok := q.Annotations[AnnotationQueueItemsRefreshInterval]; ok {
 			if d, err := time.ParseDuration(v); err == nil && d > 0 {
