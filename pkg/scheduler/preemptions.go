@@ -238,9 +238,9 @@ func (p *preemptions) fitsBeside(engine *quota.Engine, units map[string]*unitSta
 // collectInFlight fills p.gone with the victims of the preemptions in
 // flight and p.coming with what their preemptors ask for beyond what they
 // hold already. It returns false when none is in flight. It runs at every
-// queue's turn while a preemption is in flight, so it neither sorts nor
-// allocates once its buffers have grown: the state HeadroomAfter builds
-// from them is a sum, the same in any order.
+// queue's turn while a preemption is in flight, so it does not sort (the
+// state HeadroomAfter builds from it is a sum, the same in any order) and
+// reuses its buffers: it allocates only a reserved preemptor's key.
 func (p *preemptions) collectInFlight(engine *quota.Engine, units map[string]*unitState) bool {
 	p.gone, p.coming = p.gone[:0], p.coming[:0]
 	if len(p.inFlight) == 0 {

@@ -259,22 +259,11 @@ func ProcSample(pid int) (cpuSeconds float64, peakKiB int64, err error) {
 	const clockTicks = 100 // USER_HZ on Linux
 	cpuSeconds = (utime + stime) / clockTicks
 
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
+	status, err := statusFields(pid)
 	if err != nil {
-		return 0, 0, fmt.Errorf("reading /proc status: %w", err)
+		return 0, 0, err
 	}
-	defer f.Close()
-	scanner := bufio.NewScanner(f)
-	for scanner.Scan() {
-		line := scanner.Text()
-		if !strings.HasPrefix(line, "VmHWM:") {
-			continue
-		}
-		if f := strings.Fields(line); len(f) >= 2 {
-			peakKiB, _ = strconv.ParseInt(f[1], 10, 64)
-		}
-	}
-	return cpuSeconds, peakKiB, scanner.Err()
+	return cpuSeconds, status["VmHWM:"], nil
 }
 
 // Resident is a process's resident memory by kind, from /proc/<pid>/status:
@@ -287,24 +276,29 @@ type Resident struct {
 
 // ResidentOf reads RssAnon and RssFile of /proc/<pid>/status.
 func ResidentOf(pid int) (Resident, error) {
+	fields, err := statusFields(pid)
+	if err != nil {
+		return Resident{}, err
+	}
+	return Resident{AnonKiB: fields["RssAnon:"], FileKiB: fields["RssFile:"]}, nil
+}
+
+// statusFields are the numeric fields of /proc/<pid>/status (in KiB for
+// the memory ones), by name with its colon.
+func statusFields(pid int) (map[string]int64, error) {
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return Resident{}, fmt.Errorf("reading /proc status: %w", err)
+		return nil, fmt.Errorf("reading /proc status: %w", err)
 	}
-	var res Resident
+	fields := map[string]int64{}
 	for line := range strings.Lines(string(status)) {
-		f := strings.Fields(line)
-		if len(f) < 2 {
-			continue
-		}
-		switch f[0] {
-		case "RssAnon:":
-			res.AnonKiB, _ = strconv.ParseInt(f[1], 10, 64)
-		case "RssFile:":
-			res.FileKiB, _ = strconv.ParseInt(f[1], 10, 64)
+		if f := strings.Fields(line); len(f) >= 2 {
+			if n, err := strconv.ParseInt(f[1], 10, 64); err == nil {
+				fields[f[0]] = n
+			}
 		}
 	}
-	return res, nil
+	return fields, nil
 }
 
 // restRequests matches client-go's request counter, and reconciles
