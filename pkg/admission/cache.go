@@ -603,8 +603,9 @@ func (c *Cache) place(r *unitRecord) {
 		EnqueueTime: u.CreationTimestamp.Time,
 		Admitted:    holds,
 		// Running as wait-for-pods-running means it: every admitted pod
-		// set's pods on nodes, not the phase (which says one pod runs).
-		Running: queueunit.FullyRunning(u),
+		// set's pods on nodes, not the phase (which says one pod runs);
+		// the pods say so before the extension's count is written.
+		Running: queueunit.FullyRunning(u) || holds && c.podCharges.fullyScheduled(r),
 	}
 	if holds && !su.Running && queueunit.Admitted(u.EffectivePhase()) {
 		// Not for a unit reserved for its checks or evicted: pods are not

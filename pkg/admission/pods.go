@@ -139,16 +139,26 @@ func (c *podCharges) unclaim(r *unitRecord) {
 	c.chargeUnclaimed(podledger.Group{Namespace: owner.namespace, OwnerKind: owner.kind, OwnerName: owner.name})
 }
 
-// heldByPods is what r's pods hold: those the release named it on, and
-// those its job controls.
-func (c *podCharges) heldByPods(r *unitRecord) podledger.Tally {
+// podGroups are the ledger's groups of r's pods: those the release named
+// it on, and those its job controls while r claims the job.
+func (c *podCharges) podGroups(r *unitRecord) (groups [2]podledger.Group, n int) {
 	ns := r.unit.Namespace
-	t := c.pods.Tally(podledger.Group{Namespace: ns, Unit: r.unit.Name})
+	groups[0], n = podledger.Group{Namespace: ns, Unit: r.unit.Name}, 1
 	if ref := r.unit.Spec.ConsumerRef; ref != nil {
 		owner := ownerKey{ns, podledger.OwnerKind(ref.APIVersion, ref.Kind), ref.Name}
 		if c.claims[owner] == r.key {
-			t = t.Plus(c.pods.Tally(podledger.Group{Namespace: ns, OwnerKind: owner.kind, OwnerName: owner.name}))
+			groups[1], n = podledger.Group{Namespace: ns, OwnerKind: owner.kind, OwnerName: owner.name}, 2
 		}
+	}
+	return groups, n
+}
+
+// heldByPods is what r's pods hold (podGroups).
+func (c *podCharges) heldByPods(r *unitRecord) podledger.Tally {
+	groups, n := c.podGroups(r)
+	t := c.pods.Tally(groups[0])
+	for _, g := range groups[1:n] {
+		t = t.Plus(c.pods.Tally(g))
 	}
 	return t
 }
@@ -156,14 +166,38 @@ func (c *podCharges) heldByPods(r *unitRecord) podledger.Tally {
 // heldOnNodes adds into, per node name, what r's pods hold there (those
 // heldByPods counts).
 func (c *podCharges) heldOnNodes(r *unitRecord, into map[string]corev1.ResourceList) {
-	ns := r.unit.Namespace
-	c.pods.HeldOnNodes(podledger.Group{Namespace: ns, Unit: r.unit.Name}, into)
-	if ref := r.unit.Spec.ConsumerRef; ref != nil {
-		owner := ownerKey{ns, podledger.OwnerKind(ref.APIVersion, ref.Kind), ref.Name}
-		if c.claims[owner] == r.key {
-			c.pods.HeldOnNodes(podledger.Group{Namespace: ns, OwnerKind: owner.kind, OwnerName: owner.name}, into)
+	groups, n := c.podGroups(r)
+	for _, g := range groups[:n] {
+		c.pods.HeldOnNodes(g, into)
+	}
+}
+
+// fullyScheduled reports whether the pods of r, a unit admitted to run,
+// have every pod set it holds (status.admissions) fully scheduled as the
+// pod ledger counts them (podledger.Scheduled): what queueunit.FullyRunning
+// reads from admissions[].running, known as soon as the pods change rather
+// than once the extension has counted them and its write has come back.
+// Pods the release named no pod set on count for a unit of one pod set.
+func (c *podCharges) fullyScheduled(r *unitRecord) bool {
+	u := r.unit
+	if !queueunit.Admitted(u.EffectivePhase()) || len(u.Status.Admissions) == 0 {
+		return false
+	}
+	groups, n := c.podGroups(r)
+	alone := len(u.Status.Admissions) == 1
+	for _, a := range u.Status.Admissions {
+		var scheduled int64
+		for _, g := range groups[:n] {
+			scheduled += int64(c.pods.ScheduledPods(g, a.Name))
+			if alone {
+				scheduled += int64(c.pods.ScheduledPods(g, ""))
+			}
+		}
+		if scheduled < a.Replicas {
+			return false
 		}
 	}
+	return true
 }
 
 // placeLeaving makes r, which holds no quota of its own while pods of its

@@ -69,22 +69,63 @@ func TestWaitForPodsRunningCountsScheduledPods(t *testing.T) {
 	}
 }
 
+// TestWaitForPodsRunningOpensOnThePods: the gate opens once the unit's pods
+// are on nodes, before its extension's count of them is written.
+func TestWaitForPodsRunningOpensOnThePods(t *testing.T) {
+	c := teamACache("10", schedulingv1alpha1.AnnotationWaitForPodsRunning)
+	c.UpsertUnit(wrappers.MakeQueueUnit("first", "ns").Quota("team-a").PodSet("main", 2, "cpu", "1").
+		Phase(schedulingv1alpha1.Running).RunningAdmission("main", 2, 1).Obj())
+	next := wrappers.MakeQueueUnit("next", "ns").Quota("team-a").PodSet("main", 1, "cpu", "1").Obj()
+	next.CreationTimestamp = metav1.NewTime(time.Unix(100, 0))
+	c.UpsertUnit(next)
+	admitted := func() (out []string) {
+		for _, a := range c.cycle(time.Unix(200, 0), -1).Admissions {
+			out = append(out, a.Unit)
+		}
+		return out
+	}
+	c.UpsertPod(wrappers.MakePod("first-a", "ns").OfUnit("first", "main").Quota("team-a").Requests("cpu", "1").Node("n").Obj())
+	if got := admitted(); len(got) != 0 {
+		t.Fatalf("one of first's two pods on a node: admitted %v, want none", got)
+	}
+	c.UpsertPod(wrappers.MakePod("first-b", "ns").OfUnit("first", "main").Quota("team-a").Requests("cpu", "1").Node("n").Obj())
+	if diff := cmp.Diff([]string{"ns/next"}, admitted()); diff != "" {
+		t.Errorf("both of first's pods on nodes, one counted (-want +got):\n%s", diff)
+	}
+}
+
 // TestInQueuePreemptionTakesUnitsNotFullyRunning: in-queue preemption reads
 // "not running" as the gate does: a lower-priority unit one of whose pods no
 // node took is a victim, though its phase says Running; one whose pods are
-// all on nodes is not.
+// all on nodes is not, whether its extension has counted them yet
+// (admissions[].running) or only the pods say so: evicting a unit whose
+// pods run, or ran their course, would stop work, not free room sooner.
 func TestInQueuePreemptionTakesUnitsNotFullyRunning(t *testing.T) {
+	pod := func(name string) *wrappers.PodWrapper {
+		return wrappers.MakePod("low-"+name, "ns").OfUnit("low", "main").Quota("team-a").Requests("cpu", "1")
+	}
 	for name, tc := range map[string]struct {
-		scheduled   int64
+		counted     int64 // admissions[].running as the extension wrote it
+		pods        []*corev1.Pod
 		wantVictims []string
 	}{
-		"one of its two pods on a node": {scheduled: 1, wantVictims: []string{"ns/low"}},
-		"both its pods on nodes":        {scheduled: 2},
+		"one of its two pods on a node":         {counted: 1, wantVictims: []string{"ns/low"}},
+		"both its pods on nodes":                {counted: 2},
+		"both on nodes, one not counted yet":    {counted: 1, pods: []*corev1.Pod{pod("a").Node("n").Obj(), pod("b").Node("n").Obj()}},
+		"one on a node, one succeeded there":    {pods: []*corev1.Pod{pod("a").Node("n").Obj(), pod("b").Node("n").Phase(corev1.PodSucceeded).Obj()}},
+		"pods of its job named no pod set":      {pods: []*corev1.Pod{pod("a").OfUnit("low", "").Node("n").Obj(), pod("b").OfUnit("low", "").Node("n").Obj()}},
+		"one on a node, one waiting for one":    {counted: 1, pods: []*corev1.Pod{pod("a").Node("n").Obj(), pod("b").Obj()}, wantVictims: []string{"ns/low"}},
+		"one on a node, one failed there":       {pods: []*corev1.Pod{pod("a").Node("n").Obj(), pod("b").Node("n").Phase(corev1.PodFailed).Obj()}, wantVictims: []string{"ns/low"}},
+		"one on a node, one being deleted":      {pods: []*corev1.Pod{pod("a").Node("n").Obj(), pod("b").Node("n").Deleting().Obj()}, wantVictims: []string{"ns/low"}},
+		"both on nodes, but of another pod set": {pods: []*corev1.Pod{pod("a").OfUnit("low", "other").Node("n").Obj(), pod("b").OfUnit("low", "other").Node("n").Obj()}, wantVictims: []string{"ns/low"}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := teamACache("2", schedulingv1alpha1.AnnotationEnableQueueUnitPreemption)
 			c.UpsertUnit(wrappers.MakeQueueUnit("low", "ns").Quota("team-a").Priority(1).PodSet("main", 2, "cpu", "1").
-				Phase(schedulingv1alpha1.Running).RunningAdmission("main", 2, tc.scheduled).Obj())
+				Phase(schedulingv1alpha1.Running).RunningAdmission("main", 2, tc.counted).Obj())
+			for _, p := range tc.pods {
+				c.UpsertPod(p)
+			}
 			c.UpsertUnit(wrappers.MakeQueueUnit("high", "ns").Quota("team-a").Priority(10).PodSet("main", 2, "cpu", "1").Obj())
 			now := time.Unix(200, 0)
 			c.cycle(now, -1) // high first waits up to the preemption delay for quota to free

@@ -51,6 +51,8 @@ type Pod struct {
 	// is not scheduled. Done: Succeeded or Failed, so it holds nothing.
 	// A pod being deleted holds its node until it is gone.
 	Gated, Done bool
+	// Scheduled: the pod counts as running for its unit (Scheduled).
+	Scheduled bool
 	// Requests is what the pod asks for, as the scheduler counts it
 	// (resources.PodRequests).
 	Requests corev1.ResourceList
@@ -100,6 +102,7 @@ type record struct {
 const (
 	flagGated uint8 = 1 << iota
 	flagDone
+	flagScheduled
 )
 
 func (r *record) holds() bool { return r.flags&(flagGated|flagDone) == 0 }
@@ -123,7 +126,15 @@ type group struct {
 	podSets              map[*string]*podSetTotals
 	// onNodes are its pods that hold room on a node (HeldOnNodes).
 	onNodes []*record
-	changed bool
+	// scheduled counts, by pod set, its pods that count as running
+	// (Pod.Scheduled), finished ones included (ScheduledPods).
+	scheduled []podSetCount
+	changed   bool
+}
+
+type podSetCount struct {
+	podSet *string
+	n      int32
 }
 
 type podSetTotals struct {
@@ -178,6 +189,9 @@ func (l *Ledger) Upsert(p Pod) {
 	}
 	if p.Done {
 		r.flags |= flagDone
+	}
+	if p.Scheduled {
+		r.flags |= flagScheduled
 	}
 	l.pods[key] = r
 	l.add(r)
@@ -251,6 +265,9 @@ func (l *Ledger) group(key Group) *group {
 func (l *Ledger) add(r *record) {
 	g := r.group
 	g.members++
+	if r.flags&flagScheduled != 0 {
+		g.countScheduled(r.podSet, 1)
+	}
 	if !r.holds() {
 		l.touch(g)
 		return
@@ -280,6 +297,9 @@ func (l *Ledger) add(r *record) {
 func (l *Ledger) remove(r *record) {
 	g := r.group
 	g.members--
+	if r.flags&flagScheduled != 0 {
+		g.countScheduled(r.podSet, -1)
+	}
 	if r.holds() {
 		g.pods--
 		g.requests = addInto(g.requests, r.shape.amounts, -1)
@@ -303,6 +323,37 @@ func (l *Ledger) remove(r *record) {
 		}
 	}
 	l.touch(g)
+}
+
+// countScheduled adds delta to the pods of podSet that count as running.
+func (g *group) countScheduled(podSet *string, delta int32) {
+	for i := range g.scheduled {
+		if c := &g.scheduled[i]; c.podSet == podSet {
+			if c.n += delta; c.n == 0 {
+				g.scheduled = slices.Delete(g.scheduled, i, i+1)
+			}
+			return
+		}
+	}
+	g.scheduled = append(g.scheduled, podSetCount{podSet: podSet, n: delta})
+}
+
+// ScheduledPods is how many pods of g's pod set podSet ("" for pods the
+// release named no pod set on) count as running (Pod.Scheduled), those that
+// succeeded included: admissions[].running as the extensions count it,
+// known here as soon as the pods change rather than once that count is
+// written.
+func (l *Ledger) ScheduledPods(g Group, podSet string) int32 {
+	gr, ok := l.groups[g]
+	if !ok {
+		return 0
+	}
+	for _, c := range gr.scheduled {
+		if *c.podSet == podSet {
+			return c.n
+		}
+	}
+	return 0
 }
 
 // unbind takes what r asks for off its node's sum, and r out of its

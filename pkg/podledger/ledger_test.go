@@ -21,6 +21,40 @@ func cpu(v string) corev1.ResourceList {
 	return corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(v)}
 }
 
+// TestScheduledCountsAsTheExtensionsDo: a pod counts as running for its
+// unit once it has a node, until it fails or is being deleted; one that
+// succeeded still counts.
+func TestScheduledCountsAsTheExtensionsDo(t *testing.T) {
+	now := metav1.Now()
+	for name, tc := range map[string]struct {
+		node     string
+		phase    corev1.PodPhase
+		deleting bool
+		want     bool
+	}{
+		"waiting for a node":      {phase: corev1.PodPending},
+		"bound, not started":      {node: "n", phase: corev1.PodPending, want: true},
+		"running":                 {node: "n", phase: corev1.PodRunning, want: true},
+		"succeeded":               {node: "n", phase: corev1.PodSucceeded, want: true},
+		"failed":                  {node: "n", phase: corev1.PodFailed},
+		"running, being deleted":  {node: "n", phase: corev1.PodRunning, deleting: true},
+		"finished without a node": {phase: corev1.PodSucceeded},
+	} {
+		t.Run(name, func(t *testing.T) {
+			p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "p"}, Spec: corev1.PodSpec{NodeName: tc.node}, Status: corev1.PodStatus{Phase: tc.phase}}
+			if tc.deleting {
+				p.DeletionTimestamp = &now
+			}
+			if got := podledger.Scheduled(p); got != tc.want {
+				t.Errorf("Scheduled = %v, want %v", got, tc.want)
+			}
+			if got := podledger.FromPod(p).Scheduled; got != tc.want {
+				t.Errorf("FromPod(p).Scheduled = %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
 // str renders a ResourceList for comparisons.
 func str(l corev1.ResourceList) map[string]string {
 	out := map[string]string{}
@@ -147,7 +181,8 @@ func TestTallyFollowsThePods(t *testing.T) {
 
 // TestTallyMatchesThePodsAfterAnyChanges: after any sequence of upserts and
 // deletes, each group's tally and what it holds on each node
-// (HeldOnNodes, EveryHeldOnNodes), and each node's sum (HeldAmountsByNode,
+// (HeldOnNodes, EveryHeldOnNodes), the pods of each pod set that count as
+// running (ScheduledPods), and each node's sum (HeldAmountsByNode,
 // and as a reader that follows the changed nodes keeps it), is what its
 // pods, summed afresh, hold.
 func TestTallyMatchesThePodsAfterAnyChanges(t *testing.T) {
@@ -164,7 +199,7 @@ func TestTallyMatchesThePodsAfterAnyChanges(t *testing.T) {
 				delete(model, name)
 			} else {
 				p := podledger.Pod{Namespace: "ns", Name: name, Group: groups[rng.IntN(len(groups))], PodSet: []string{"a", "b"}[rng.IntN(2)],
-					Gated: rng.IntN(6) == 0, Done: rng.IntN(6) == 0,
+					Gated: rng.IntN(6) == 0, Done: rng.IntN(6) == 0, Scheduled: rng.IntN(2) == 0,
 					Requests: corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(int64(rng.IntN(4000)), resource.DecimalSI)}}
 				if rng.IntN(2) == 0 {
 					p.Node = []string{"n1", "n2"}[rng.IntN(2)]
@@ -212,6 +247,17 @@ func TestTallyMatchesThePodsAfterAnyChanges(t *testing.T) {
 				}
 				if diff := cmp.Diff(want, view(l.Tally(g))); diff != "" {
 					t.Fatalf("seed %d step %d: group %+v (-want +got):\n%s", seed, step, g, diff)
+				}
+				for _, ps := range []string{"a", "b"} {
+					var want int32
+					for _, p := range model {
+						if p.Group == g && p.PodSet == ps && p.Scheduled {
+							want++
+						}
+					}
+					if got := l.ScheduledPods(g, ps); got != want {
+						t.Fatalf("seed %d step %d: group %+v pod set %s: %d pods scheduled, want %d", seed, step, g, ps, got, want)
+					}
 				}
 				onNodes := map[string]int64{}
 				for _, p := range model {
@@ -362,7 +408,7 @@ func jobsLedger(pods int) *podledger.Ledger {
 	for i := range pods {
 		l.Upsert(podledger.Pod{Namespace: fmt.Sprintf("team-%d", i/800), Name: fmt.Sprintf("job-%d-worker-%d-x7k2p", i/8, i%8),
 			Group: podledger.Group{Namespace: fmt.Sprintf("team-%d", i/800), Unit: fmt.Sprintf("job-%d", i/8)}, PodSet: "worker",
-			Node: fmt.Sprintf("node-%d", i%500), Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("4Gi")}})
+			Node: fmt.Sprintf("node-%d", i%500), Scheduled: true, Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("4Gi")}})
 	}
 	l.Drain()
 	return l

@@ -23,6 +23,7 @@ func FromPod(p *corev1.Pod) Pod {
 		Node:      p.Spec.NodeName,
 		Gated:     len(p.Spec.SchedulingGates) > 0,
 		Done:      p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed,
+		Scheduled: Scheduled(p),
 		Requests:  resources.PodRequests(&p.Spec),
 		Quota:     elasticquotav1alpha1.QuotaNameFromLabels(p.Labels),
 	}
@@ -40,6 +41,16 @@ func FromPod(p *corev1.Pod) Pod {
 		}
 	}
 	return out
+}
+
+// Scheduled reports whether p counts as running for its unit, as
+// Koord-Queue counts admissions[].running and wait-for-pods-running waits
+// for: it has a node assigned, has not failed and is not being deleted. A
+// pod that succeeded still counts: it ran its course, and a Job left with
+// fewer completions than pods, or an Argo Workflow between two steps, is
+// not to be taken for a job whose pods cannot be scheduled.
+func Scheduled(p *corev1.Pod) bool {
+	return p.Spec.NodeName != "" && p.DeletionTimestamp == nil && p.Status.Phase != corev1.PodFailed
 }
 
 // NamedUnit is the QueueUnit p's koord-queue/related-queueunit annotation

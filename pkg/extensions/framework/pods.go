@@ -20,6 +20,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/podledger"
 	"github.com/koord-queue/koord-queue/pkg/watchcodec"
 )
 
@@ -106,15 +107,6 @@ func (i Integration) podSetOf(pod *corev1.Pod) string {
 	return schedulingv1alpha1.DefaultPodSetName
 }
 
-// onNode reports whether pod counts as running for its unit: it has a
-// node assigned, has not failed and is not being deleted. A pod that
-// succeeded still counts: it ran its course, and a Job left with fewer
-// completions than pods, or an Argo Workflow between two steps, is not to
-// be taken for a job whose pods cannot be scheduled.
-func onNode(pod *corev1.Pod) bool {
-	return pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodFailed
-}
-
 // waitingForNode reports whether pod is one of its job's pods that no node
 // took yet: neither finished nor being deleted.
 func waitingForNode(pod *corev1.Pod) bool {
@@ -129,7 +121,7 @@ func countPods(integ Integration, pods []corev1.Pod) map[string]PodCount {
 	for i := range pods {
 		p := &pods[i]
 		switch {
-		case onNode(p):
+		case podledger.Scheduled(p):
 			c := out[integ.podSetOf(p)]
 			c.Scheduled++
 			out[integ.podSetOf(p)] = c
@@ -255,7 +247,7 @@ var podCountChanged = predicate.Funcs{
 
 func holdsNode(o client.Object) bool {
 	pod, ok := o.(*corev1.Pod)
-	return ok && onNode(pod)
+	return ok && podledger.Scheduled(pod)
 }
 
 // CacheByObject is how the manager's cache should keep what the extensions
