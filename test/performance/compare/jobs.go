@@ -103,7 +103,7 @@ func (s Shape) Jobs() int {
 // Parents parents, each with the capacity of its children's guarantees (a
 // Kueue cohort has no quota of its own), each leaf guaranteed its nominal
 // quota and limited to nominal + borrowing limit, preempting lower
-// priorities in its own quota when the ClusterQueue does
+// priorities in its own quota, running or not, when the ClusterQueue does
 // (withinClusterQueue: LowerPriority). Its Sets are the Jobs each leaf
 // receives; koord-queue runs at QPS 50, burst 100, as Kueue's release
 // configures its manager.

@@ -148,8 +148,11 @@ cpu at the class's PriorityClass (preemptionPolicy Never), which kwok
 completes after the class's runtime. Kueue's Jobs carry
 ` + "`kueue.x-k8s.io/queue-name`" + ` (no webhook configuration is installed:
 its documentation's way for a Job created suspended); koord-queue's carry
-their ElasticQuota's label. Ratios are koord-queue over Kueue, of the
-medians (in the per-pair table, of the pair).
+their ElasticQuota's label. A ClusterQueue with withinClusterQueue:
+LowerPriority is a leaf quota with ` + "`koord-queue/enable-queueunit-preemption`" + `
+and ` + "`koord-queue/preempt-running`" + `: either system may evict
+lower-priority Jobs of the queue, running or not. Ratios are koord-queue
+over Kueue, of the medians (in the per-pair table, of the pair).
 
 | row | how |
 |---|---|

@@ -23,6 +23,7 @@ import (
 
 	elasticquotav1alpha1 "github.com/koord-queue/koord-queue/apis/elasticquota/v1alpha1"
 	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/policy"
 	"github.com/koord-queue/koord-queue/pkg/queueunit"
 	"github.com/koord-queue/koord-queue/pkg/testing/wrappers"
 	"github.com/koord-queue/koord-queue/test/performance/checker"
@@ -160,6 +161,7 @@ func ElasticQuota(s *scenario.Scenario, q scenario.Quota) *elasticquotav1alpha1.
 	}
 	if q.Preemption {
 		eq.Annotation(schedulingv1alpha1.AnnotationEnableQueueUnitPreemption, "true")
+		eq.Annotation(policy.AnnotationPreemptRunning, "true")
 	}
 	if q.Topology != "" {
 		eq.Annotation(schedulingv1alpha1.AnnotationTopology, q.Topology)

@@ -7,6 +7,8 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"k8s.io/utils/ptr"
 
+	schedulingv1alpha1 "github.com/koord-queue/koord-queue/apis/scheduling/v1alpha1"
+	"github.com/koord-queue/koord-queue/pkg/policy"
 	"github.com/koord-queue/koord-queue/test/performance/runner"
 	"github.com/koord-queue/koord-queue/test/performance/scenario"
 )
@@ -29,5 +31,28 @@ func TestUnitDeclaresItsClassRunTime(t *testing.T) {
 				t.Errorf("runtime label %q, want %q: the runner ends it before its declared time", got, want)
 			}
 		})
+	}
+}
+
+// TestElasticQuotaPreemptsAsKueueLowerPriority: a quota standing for a
+// ClusterQueue with withinClusterQueue: LowerPriority lets its units evict
+// lower-priority units of the quota, running or not, as Kueue does; a quota
+// without it evicts nobody of its own.
+func TestElasticQuotaPreemptsAsKueueLowerPriority(t *testing.T) {
+	s := &scenario.Scenario{Quotas: []scenario.Quota{{Name: "cq", Min: 20, Max: 120, Preemption: true}, {Name: "other", Min: 20, Max: 120}}}
+	for _, tc := range []struct {
+		quota                    scenario.Quota
+		wantPreempt, wantRunning bool
+	}{
+		{quota: s.Quotas[0], wantPreempt: true, wantRunning: true},
+		{quota: s.Quotas[1]},
+	} {
+		cfg, err := policy.ConfigFromQueue(schedulingv1alpha1.QueuePolicyPriority, ElasticQuota(s, tc.quota).Annotations)
+		if err != nil {
+			t.Fatalf("quota %s: %v", tc.quota.Name, err)
+		}
+		if cfg.EnablePreemption != tc.wantPreempt || cfg.PreemptRunning != tc.wantRunning {
+			t.Errorf("quota %s: in-queue preemption %v, of running units %v; want %v, %v", tc.quota.Name, cfg.EnablePreemption, cfg.PreemptRunning, tc.wantPreempt, tc.wantRunning)
+		}
 	}
 }

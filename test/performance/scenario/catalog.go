@@ -148,7 +148,8 @@ var (
 //   - a ClusterQueue is a leaf ElasticQuota: nominalQuota 20 is its min
 //     (which it lends while idle: reclaimWithinCohort Any), borrowingLimit
 //     100 is max − min (max 120), withinClusterQueue LowerPriority is
-//     koord-queue/enable-queueunit-preemption;
+//     koord-queue/enable-queueunit-preemption with
+//     koord-queue/preempt-running;
 //   - a workload is a QueueUnit of one pod: per leaf 35 small (1 cpu,
 //     150 ms, priority 50, one every 60 ms), 11 medium (5 cpu, 350 ms,
 //     priority 100, every 300 ms), 4 large (20 cpu, 700 ms, priority 200,

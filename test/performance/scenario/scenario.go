@@ -61,8 +61,10 @@ type Quota struct {
 	// Parent is empty for a quota under the root.
 	Parent   string
 	Min, Max int64
-	// Preemption sets koord-queue/enable-queueunit-preemption: a head may
-	// evict lower-priority admitted units of its own quota.
+	// Preemption sets koord-queue/enable-queueunit-preemption and
+	// koord-queue/preempt-running: a head may evict lower-priority admitted
+	// units of its own quota, running or not, as Kueue's
+	// withinClusterQueue: LowerPriority does.
 	Preemption bool
 	// Topology, when set, is the Topology the quota names
 	// (koord-queue/topology).
