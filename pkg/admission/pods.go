@@ -177,20 +177,24 @@ func (c *podCharges) heldOnNodes(r *unitRecord, into map[string]corev1.ResourceL
 // pod ledger counts them (podledger.Scheduled): what queueunit.FullyRunning
 // reads from admissions[].running, known as soon as the pods change rather
 // than once the extension has counted them and its write has come back.
-// Pods the release named no pod set on count for a unit of one pod set.
+// Only the pods its job controls count, as the extensions count them (a
+// unit without a job has none); pods the release named no pod set on count
+// for a unit of one pod set.
 func (c *podCharges) fullyScheduled(r *unitRecord) bool {
 	u := r.unit
-	if !queueunit.Admitted(u.EffectivePhase()) || len(u.Status.Admissions) == 0 {
+	ref := u.Spec.ConsumerRef
+	if ref == nil || !queueunit.Admitted(u.EffectivePhase()) || len(u.Status.Admissions) == 0 {
 		return false
 	}
+	job := podledger.ControllerKey(ref.APIVersion, ref.Kind, ref.Name)
 	groups, n := c.podGroups(r)
 	alone := len(u.Status.Admissions) == 1
 	for _, a := range u.Status.Admissions {
 		var scheduled int64
 		for _, g := range groups[:n] {
-			scheduled += int64(c.pods.ScheduledPods(g, a.Name))
+			scheduled += int64(c.pods.ScheduledPods(g, a.Name, job))
 			if alone {
-				scheduled += int64(c.pods.ScheduledPods(g, ""))
+				scheduled += int64(c.pods.ScheduledPods(g, "", job))
 			}
 		}
 		if scheduled < a.Replicas {

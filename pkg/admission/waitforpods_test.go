@@ -73,7 +73,7 @@ func TestWaitForPodsRunningCountsScheduledPods(t *testing.T) {
 // are on nodes, before its extension's count of them is written.
 func TestWaitForPodsRunningOpensOnThePods(t *testing.T) {
 	c := teamACache("10", schedulingv1alpha1.AnnotationWaitForPodsRunning)
-	c.UpsertUnit(wrappers.MakeQueueUnit("first", "ns").Quota("team-a").PodSet("main", 2, "cpu", "1").
+	c.UpsertUnit(wrappers.MakeQueueUnit("first", "ns").Quota("team-a").PodSet("main", 2, "cpu", "1").Consumer().
 		Phase(schedulingv1alpha1.Running).RunningAdmission("main", 2, 1).Obj())
 	next := wrappers.MakeQueueUnit("next", "ns").Quota("team-a").PodSet("main", 1, "cpu", "1").Obj()
 	next.CreationTimestamp = metav1.NewTime(time.Unix(100, 0))
@@ -84,11 +84,11 @@ func TestWaitForPodsRunningOpensOnThePods(t *testing.T) {
 		}
 		return out
 	}
-	c.UpsertPod(wrappers.MakePod("first-a", "ns").OfUnit("first", "main").Quota("team-a").Requests("cpu", "1").Node("n").Obj())
+	c.UpsertPod(wrappers.MakePod("first-a", "ns").Controller("batch/v1", "Job", "first").OfUnit("first", "main").Quota("team-a").Requests("cpu", "1").Node("n").Obj())
 	if got := admitted(); len(got) != 0 {
 		t.Fatalf("one of first's two pods on a node: admitted %v, want none", got)
 	}
-	c.UpsertPod(wrappers.MakePod("first-b", "ns").OfUnit("first", "main").Quota("team-a").Requests("cpu", "1").Node("n").Obj())
+	c.UpsertPod(wrappers.MakePod("first-b", "ns").Controller("batch/v1", "Job", "first").OfUnit("first", "main").Quota("team-a").Requests("cpu", "1").Node("n").Obj())
 	if diff := cmp.Diff([]string{"ns/next"}, admitted()); diff != "" {
 		t.Errorf("both of first's pods on nodes, one counted (-want +got):\n%s", diff)
 	}
@@ -102,7 +102,7 @@ func TestWaitForPodsRunningOpensOnThePods(t *testing.T) {
 // pods run, or ran their course, would stop work, not free room sooner.
 func TestInQueuePreemptionTakesUnitsNotFullyRunning(t *testing.T) {
 	pod := func(name string) *wrappers.PodWrapper {
-		return wrappers.MakePod("low-"+name, "ns").OfUnit("low", "main").Quota("team-a").Requests("cpu", "1")
+		return wrappers.MakePod("low-"+name, "ns").Controller("batch/v1", "Job", "low").OfUnit("low", "main").Quota("team-a").Requests("cpu", "1")
 	}
 	for name, tc := range map[string]struct {
 		counted     int64 // admissions[].running as the extension wrote it
@@ -118,10 +118,19 @@ func TestInQueuePreemptionTakesUnitsNotFullyRunning(t *testing.T) {
 		"one on a node, one failed there":       {pods: []*corev1.Pod{pod("a").Node("n").Obj(), pod("b").Node("n").Phase(corev1.PodFailed).Obj()}, wantVictims: []string{"ns/low"}},
 		"one on a node, one being deleted":      {pods: []*corev1.Pod{pod("a").Node("n").Obj(), pod("b").Node("n").Deleting().Obj()}, wantVictims: []string{"ns/low"}},
 		"both on nodes, but of another pod set": {pods: []*corev1.Pod{pod("a").OfUnit("low", "other").Node("n").Obj(), pod("b").OfUnit("low", "other").Node("n").Obj()}, wantVictims: []string{"ns/low"}},
+		// A tenant's own pods that name the unit, made by something else
+		// than its job, do not make it run (nor do they spare it).
+		"both on nodes, made by a ReplicaSet": {pods: []*corev1.Pod{
+			wrappers.MakePod("decoy-a", "ns").Controller("apps/v1", "ReplicaSet", "decoy").OfUnit("low", "main").Quota("team-a").Requests("cpu", "1").Node("n").Obj(),
+			wrappers.MakePod("decoy-b", "ns").Controller("apps/v1", "ReplicaSet", "decoy").OfUnit("low", "main").Quota("team-a").Requests("cpu", "1").Node("n").Obj()},
+			wantVictims: []string{"ns/low"}},
+		"both on nodes, of its job, not named for it": {pods: []*corev1.Pod{
+			wrappers.MakePod("low-a", "ns").Controller("batch/v1", "Job", "low").Quota("team-a").Requests("cpu", "1").Node("n").Obj(),
+			wrappers.MakePod("low-b", "ns").Controller("batch/v1", "Job", "low").Quota("team-a").Requests("cpu", "1").Node("n").Obj()}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			c := teamACache("2", schedulingv1alpha1.AnnotationEnableQueueUnitPreemption)
-			c.UpsertUnit(wrappers.MakeQueueUnit("low", "ns").Quota("team-a").Priority(1).PodSet("main", 2, "cpu", "1").
+			c.UpsertUnit(wrappers.MakeQueueUnit("low", "ns").Quota("team-a").Priority(1).PodSet("main", 2, "cpu", "1").Consumer().
 				Phase(schedulingv1alpha1.Running).RunningAdmission("main", 2, tc.counted).Obj())
 			for _, p := range tc.pods {
 				c.UpsertPod(p)

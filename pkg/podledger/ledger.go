@@ -53,6 +53,8 @@ type Pod struct {
 	Gated, Done bool
 	// Scheduled: the pod counts as running for its unit (Scheduled).
 	Scheduled bool
+	// Controller is the pod's controller (ControllerKey), "" if none.
+	Controller string
 	// Requests is what the pod asks for, as the scheduler counts it
 	// (resources.PodRequests).
 	Requests corev1.ResourceList
@@ -92,8 +94,10 @@ type record struct {
 	group  *group
 	podSet *string // interned
 	node   *string // interned
-	shape  *shape
-	flags  uint8
+	// controller is interned, kept only for a pod counted as scheduled.
+	controller *string
+	shape      *shape
+	flags      uint8
 	// at is its index in its group's onNodes, while it holds room on a
 	// node.
 	at int32
@@ -126,15 +130,15 @@ type group struct {
 	podSets              map[*string]*podSetTotals
 	// onNodes are its pods that hold room on a node (HeldOnNodes).
 	onNodes []*record
-	// scheduled counts, by pod set, its pods that count as running
-	// (Pod.Scheduled), finished ones included (ScheduledPods).
+	// scheduled counts, by pod set and controller, its pods that count as
+	// running (Pod.Scheduled), finished ones included (ScheduledPods).
 	scheduled []podSetCount
 	changed   bool
 }
 
 type podSetCount struct {
-	podSet *string
-	n      int32
+	podSet, controller *string
+	n                  int32
 }
 
 type podSetTotals struct {
@@ -192,6 +196,7 @@ func (l *Ledger) Upsert(p Pod) {
 	}
 	if p.Scheduled {
 		r.flags |= flagScheduled
+		r.controller = l.intern(p.Controller)
 	}
 	l.pods[key] = r
 	l.add(r)
@@ -266,7 +271,7 @@ func (l *Ledger) add(r *record) {
 	g := r.group
 	g.members++
 	if r.flags&flagScheduled != 0 {
-		g.countScheduled(r.podSet, 1)
+		g.countScheduled(r.podSet, r.controller, 1)
 	}
 	if !r.holds() {
 		l.touch(g)
@@ -298,7 +303,7 @@ func (l *Ledger) remove(r *record) {
 	g := r.group
 	g.members--
 	if r.flags&flagScheduled != 0 {
-		g.countScheduled(r.podSet, -1)
+		g.countScheduled(r.podSet, r.controller, -1)
 	}
 	if r.holds() {
 		g.pods--
@@ -325,31 +330,33 @@ func (l *Ledger) remove(r *record) {
 	l.touch(g)
 }
 
-// countScheduled adds delta to the pods of podSet that count as running.
-func (g *group) countScheduled(podSet *string, delta int32) {
+// countScheduled adds delta to the pods of podSet, controlled by
+// controller, that count as running.
+func (g *group) countScheduled(podSet, controller *string, delta int32) {
 	for i := range g.scheduled {
-		if c := &g.scheduled[i]; c.podSet == podSet {
+		if c := &g.scheduled[i]; c.podSet == podSet && c.controller == controller {
 			if c.n += delta; c.n == 0 {
 				g.scheduled = slices.Delete(g.scheduled, i, i+1)
 			}
 			return
 		}
 	}
-	g.scheduled = append(g.scheduled, podSetCount{podSet: podSet, n: delta})
+	g.scheduled = append(g.scheduled, podSetCount{podSet: podSet, controller: controller, n: delta})
 }
 
 // ScheduledPods is how many pods of g's pod set podSet ("" for pods the
-// release named no pod set on) count as running (Pod.Scheduled), those that
-// succeeded included: admissions[].running as the extensions count it,
-// known here as soon as the pods change rather than once that count is
-// written.
-func (l *Ledger) ScheduledPods(g Group, podSet string) int32 {
+// release named no pod set on) that controller controls (ControllerKey)
+// count as running (Pod.Scheduled), those that succeeded included:
+// admissions[].running as the extensions count it (only the job's own pods:
+// a tenant's other pods naming the unit do not make it run), known here as
+// soon as the pods change rather than once that count is written.
+func (l *Ledger) ScheduledPods(g Group, podSet, controller string) int32 {
 	gr, ok := l.groups[g]
 	if !ok {
 		return 0
 	}
 	for _, c := range gr.scheduled {
-		if *c.podSet == podSet {
+		if *c.podSet == podSet && *c.controller == controller {
 			return c.n
 		}
 	}

@@ -91,26 +91,30 @@ func TestFromPodGroupsAPodByWhatItBelongsTo(t *testing.T) {
 		owners              []metav1.OwnerReference
 		want                podledger.Group
 		wantPodSet          string
+		wantController      string
 	}{
 		"the unit the release named": {
-			annotations: map[string]string{schedulingv1alpha1.AnnotationRelatedQueueUnit: "ns/train", schedulingv1alpha1.AnnotationRelatedPodSet: "main"},
-			owners:      controller,
-			want:        podledger.Group{Namespace: "ns", Unit: "train"},
-			wantPodSet:  "main",
+			annotations:    map[string]string{schedulingv1alpha1.AnnotationRelatedQueueUnit: "ns/train", schedulingv1alpha1.AnnotationRelatedPodSet: "main"},
+			owners:         controller,
+			want:           podledger.Group{Namespace: "ns", Unit: "train"},
+			wantPodSet:     "main",
+			wantController: "Job.batch/train",
 		},
 		"a unit of another namespace is no claim: its controller": {
-			annotations: map[string]string{schedulingv1alpha1.AnnotationRelatedQueueUnit: "other/train"},
-			labels:      map[string]string{"quota.scheduling.koordinator.sh/name": "team"},
-			owners:      controller,
-			want:        podledger.Group{Namespace: "ns", OwnerKind: "Job.batch", OwnerName: "train"},
+			annotations:    map[string]string{schedulingv1alpha1.AnnotationRelatedQueueUnit: "other/train"},
+			labels:         map[string]string{"quota.scheduling.koordinator.sh/name": "team"},
+			owners:         controller,
+			want:           podledger.Group{Namespace: "ns", OwnerKind: "Job.batch", OwnerName: "train"},
+			wantController: "Job.batch/train",
 		},
 		"an owner that is not its controller is not its group": {
 			owners: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "driver"}},
 			want:   podledger.Group{Namespace: "ns"},
 		},
 		"a core-group controller": {
-			owners: []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "driver", Controller: ptr.To(true)}},
-			want:   podledger.Group{Namespace: "ns", OwnerKind: "Pod", OwnerName: "driver"},
+			owners:         []metav1.OwnerReference{{APIVersion: "v1", Kind: "Pod", Name: "driver", Controller: ptr.To(true)}},
+			want:           podledger.Group{Namespace: "ns", OwnerKind: "Pod", OwnerName: "driver"},
+			wantController: "Pod/driver",
 		},
 	}
 	for name, tc := range cases {
@@ -122,6 +126,9 @@ func TestFromPodGroupsAPodByWhatItBelongsTo(t *testing.T) {
 			}
 			if got.PodSet != tc.wantPodSet {
 				t.Errorf("pod set %q, want %q", got.PodSet, tc.wantPodSet)
+			}
+			if got.Controller != tc.wantController {
+				t.Errorf("controller %q, want %q", got.Controller, tc.wantController)
 			}
 		})
 	}
@@ -192,6 +199,7 @@ func TestTallyMatchesThePodsAfterAnyChanges(t *testing.T) {
 		model := map[string]podledger.Pod{}
 		follower := nodeFollower{l: l}
 		groups := []podledger.Group{{Namespace: "ns", Unit: "u1"}, {Namespace: "ns", Unit: "u2"}, {Namespace: "ns", OwnerKind: "Job.batch", OwnerName: "j"}}
+		controllers := []string{"Job.batch/j", "ReplicaSet.apps/rs", ""}
 		for step := range 500 {
 			name := fmt.Sprintf("p%d", rng.IntN(30))
 			if rng.IntN(5) == 0 {
@@ -199,7 +207,7 @@ func TestTallyMatchesThePodsAfterAnyChanges(t *testing.T) {
 				delete(model, name)
 			} else {
 				p := podledger.Pod{Namespace: "ns", Name: name, Group: groups[rng.IntN(len(groups))], PodSet: []string{"a", "b"}[rng.IntN(2)],
-					Gated: rng.IntN(6) == 0, Done: rng.IntN(6) == 0, Scheduled: rng.IntN(2) == 0,
+					Gated: rng.IntN(6) == 0, Done: rng.IntN(6) == 0, Scheduled: rng.IntN(2) == 0, Controller: controllers[rng.IntN(len(controllers))],
 					Requests: corev1.ResourceList{corev1.ResourceCPU: *resource.NewMilliQuantity(int64(rng.IntN(4000)), resource.DecimalSI)}}
 				if rng.IntN(2) == 0 {
 					p.Node = []string{"n1", "n2"}[rng.IntN(2)]
@@ -249,14 +257,16 @@ func TestTallyMatchesThePodsAfterAnyChanges(t *testing.T) {
 					t.Fatalf("seed %d step %d: group %+v (-want +got):\n%s", seed, step, g, diff)
 				}
 				for _, ps := range []string{"a", "b"} {
-					var want int32
-					for _, p := range model {
-						if p.Group == g && p.PodSet == ps && p.Scheduled {
-							want++
+					for _, ctl := range controllers {
+						var want int32
+						for _, p := range model {
+							if p.Group == g && p.PodSet == ps && p.Controller == ctl && p.Scheduled {
+								want++
+							}
 						}
-					}
-					if got := l.ScheduledPods(g, ps); got != want {
-						t.Fatalf("seed %d step %d: group %+v pod set %s: %d pods scheduled, want %d", seed, step, g, ps, got, want)
+						if got := l.ScheduledPods(g, ps, ctl); got != want {
+							t.Fatalf("seed %d step %d: group %+v pod set %s controller %q: %d pods scheduled, want %d", seed, step, g, ps, ctl, got, want)
+						}
 					}
 				}
 				onNodes := map[string]int64{}
@@ -408,7 +418,7 @@ func jobsLedger(pods int) *podledger.Ledger {
 	for i := range pods {
 		l.Upsert(podledger.Pod{Namespace: fmt.Sprintf("team-%d", i/800), Name: fmt.Sprintf("job-%d-worker-%d-x7k2p", i/8, i%8),
 			Group: podledger.Group{Namespace: fmt.Sprintf("team-%d", i/800), Unit: fmt.Sprintf("job-%d", i/8)}, PodSet: "worker",
-			Node: fmt.Sprintf("node-%d", i%500), Scheduled: true, Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("4Gi")}})
+			Node: fmt.Sprintf("node-%d", i%500), Scheduled: true, Controller: fmt.Sprintf("Job.batch/job-%d", i/8), Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("1"), corev1.ResourceMemory: resource.MustParse("4Gi")}})
 	}
 	l.Drain()
 	return l

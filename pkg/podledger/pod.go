@@ -28,19 +28,27 @@ func FromPod(p *corev1.Pod) Pod {
 		Quota:     elasticquotav1alpha1.QuotaNameFromLabels(p.Labels),
 	}
 	out.Group.Namespace = p.Namespace
-	if name, ok := NamedUnit(p); ok {
-		out.Group.Unit = name
+	unit, named := NamedUnit(p)
+	if named {
+		out.Group.Unit = unit
 		out.PodSet = p.Annotations[schedulingv1alpha1.AnnotationRelatedPodSet]
-		return out
 	}
 	for i := range p.OwnerReferences {
 		if ref := &p.OwnerReferences[i]; ref.Controller != nil && *ref.Controller {
-			out.Group.OwnerKind = OwnerKind(ref.APIVersion, ref.Kind)
-			out.Group.OwnerName = ref.Name
+			out.Controller = ControllerKey(ref.APIVersion, ref.Kind, ref.Name)
+			if !named {
+				out.Group.OwnerKind, out.Group.OwnerName = OwnerKind(ref.APIVersion, ref.Kind), ref.Name
+			}
 			break
 		}
 	}
 	return out
+}
+
+// ControllerKey names a pod's controller as Pod.Controller does:
+// "Job.batch/train".
+func ControllerKey(apiVersion, kind, name string) string {
+	return OwnerKind(apiVersion, kind) + "/" + name
 }
 
 // Scheduled reports whether p counts as running for its unit, as
